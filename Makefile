@@ -1,0 +1,141 @@
+# khprof - kernel-assisted profiler for secret scanners.
+#
+#   make          build khprof, the BPF object, the examples and the tests
+#   make demo     profile the reference scanner on the bundled corpus
+#   make test     unit and integration tests (BPF tests need root)
+#   make bench    overhead benchmarks, written to docs/PERFORMANCE.md
+#
+# Every output goes to build/.  Missing Debian packages are installed first.
+
+BUILD      := build
+ARCH       := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+MULTIARCH  := $(shell uname -m)-linux-gnu
+CC         ?= gcc
+CLANG      ?= clang
+BPFTOOL    ?= bpftool
+
+CFLAGS     ?= -O2 -g
+WARNINGS   := -Wall -Wextra -Werror
+CPPFLAGS   := -Iinclude -Iusdt -Iuserspace -I$(BUILD) -MMD -MP -D_GNU_SOURCE
+USER_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 $(CPPFLAGS)
+LIBS       := -lbpf -lelf -lz -lcjson -lm
+BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
+              -I/usr/include/$(MULTIARCH) -Wall -Werror
+
+# Debian packages the build, the tests, the demo and the benchmarks use.
+PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev \
+            libcmocka-dev libpcre2-dev pkg-config make gcc
+BENCH_PACKAGES := bpftrace hyperfine
+# The seed conformance reader (../shared/seed/conformance) builds offline
+# from Debian's packaged crates.
+SEED_PACKAGES := cargo librust-serde-dev librust-serde-derive-dev \
+                 librust-serde-json-dev librust-libc-dev
+
+DEPS_STAMP := $(BUILD)/.deps-installed
+
+KHPROF_SRCS := $(wildcard userspace/*.c)
+KHPROF_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(KHPROF_SRCS))
+# Module objects without main(), shared with the unit tests.
+MODULE_OBJS := $(filter-out $(BUILD)/userspace/main.o,$(KHPROF_OBJS))
+
+UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+ITEST_SRCS := $(wildcard tests/integration/*.c)
+ITEST_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(ITEST_SRCS))
+
+EXAMPLES   := $(BUILD)/kh-scan $(BUILD)/kh-corpus
+
+.PHONY: all deps demo test unit-test integration-test bench clean vmlinux seed-render
+.DEFAULT_GOAL := all
+
+all: $(BUILD)/khprof $(EXAMPLES) $(UNIT_BINS) $(ITEST_BINS)
+
+# --- dependencies -----------------------------------------------------------
+deps: $(DEPS_STAMP)
+$(DEPS_STAMP):
+	@./scripts/install-deps.sh $(PACKAGES)
+	@mkdir -p $(BUILD) && touch $@
+
+# --- BPF object -> skeleton -> khprof ---------------------------------------
+$(BUILD)/bpf/khprof.bpf.o: bpf/khprof.bpf.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/khprof.skel.h: $(BUILD)/bpf/khprof.bpf.o
+	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/userspace/%.o: userspace/%.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -c $< -o $@
+
+# Modules that include the skeleton must wait for it.
+$(BUILD)/userspace/trace.o: $(BUILD)/khprof.skel.h
+
+$(BUILD)/khprof: $(KHPROF_OBJS)
+	$(CC) $(CFLAGS) -o $@ $^ $(LIBS)
+
+# --- examples ---------------------------------------------------------------
+$(BUILD)/examples/%.o: examples/%.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -pthread -c $< -o $@
+
+$(BUILD)/kh-scan: $(patsubst %.c,$(BUILD)/%.o,$(wildcard examples/scan/*.c))
+	$(CC) $(CFLAGS) -pthread -o $@ $^ -lpcre2-8 -lm
+
+$(BUILD)/kh-corpus: $(patsubst %.c,$(BUILD)/%.o,$(wildcard examples/corpus/*.c))
+	$(CC) $(CFLAGS) -o $@ $^ -lm
+
+# --- tests ------------------------------------------------------------------
+$(BUILD)/tests/%.o: tests/unit/%.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/%.o: tests/integration/%.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -pthread -c $< -o $@
+
+$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(MODULE_OBJS)
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) -lcmocka -ldl
+
+# Traced workloads used by the integration tests (built like outside programs:
+# only include/keyhog_profile.h).
+WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
+WORKLOADS     := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(filter-out tests/workloads/lib%,$(WORKLOAD_SRCS)))
+$(BUILD)/workloads/libkhwork.so: tests/workloads/libkhwork.c include/keyhog_profile.h | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARNINGS) -Iinclude -fPIC -shared -o $@ $<
+$(BUILD)/workloads/%: tests/workloads/%.c include/keyhog_profile.h $(BUILD)/workloads/libkhwork.so | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARNINGS) -Iinclude -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -ldl -lkhwork
+
+all: $(WORKLOADS)
+
+seed-render: $(BUILD)/seed-render
+$(BUILD)/seed-render:
+	@./scripts/build-seed-render.sh $(BUILD) $(SEED_PACKAGES)
+
+unit-test: $(UNIT_BINS)
+	@./tests/run-unit.sh $(UNIT_BINS)
+
+integration-test: all
+	@./tests/run-integration.sh $(ITEST_BINS)
+
+test: all
+	@./scripts/install-deps.sh $(SEED_PACKAGES) && $(MAKE) --no-print-directory seed-render
+	@./tests/run-all.sh
+
+demo: $(BUILD)/khprof $(EXAMPLES)
+	@./scripts/demo.sh
+
+bench: all
+	@./scripts/install-deps.sh $(BENCH_PACKAGES)
+	@./bench/run.sh
+
+# Regenerates the vendored kernel type header from the running kernel's BTF.
+vmlinux:
+	./vmlinux/gen.sh
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * khprof BPF side: aggregates keyhog USDT spans per stage in per-CPU maps and
+ * forwards session events (start, identity, transitions, finish) in order
+ * through a ring buffer.  Map layouts and records: include/khprof_shared.h.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/usdt.bpf.h>
+#include "khprof_shared.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define SIGSTOP 19
+
+/* Set by the loader before load. */
+const volatile __u64 trace_start_ns = 0;
+const volatile __u32 stop_on_loader_event = 0;
+
+/* Session slot bookkeeping; the loader clears slot_busy after reading a slot. */
+__u32 active_slot = KH_OUTSIDE_SLOT;
+__u32 next_slot = 1;
+__u32 slot_busy[KH_MAX_SLOTS];
+__u64 slot_start_ns[KH_MAX_SLOTS];
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, KH_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, struct kh_slot_stats);
+} slot_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, KH_RINGBUF_BYTES);
+} events SEC(".maps");
+
+/* Pair mode's open spans; task storage is freed by the kernel at thread exit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct kh_task_stack);
+} task_stacks SEC(".maps");
+
+struct batch_buffer {
+	struct kh_batch_entry entries[KH_BATCH_CAPACITY];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct batch_buffer);
+} batch_scratch SEC(".maps");
+
+/*
+ * Uprobe programs run with migration disabled but preemption enabled, so a
+ * per-CPU read-modify-write could interleave with another traced thread on
+ * the same CPU.  Disabling preemption around the update keeps every count
+ * exact without atomic instructions.
+ */
+extern void bpf_preempt_disable(void) __ksym;
+extern void bpf_preempt_enable(void) __ksym;
+
+static __always_inline struct kh_slot_stats *stats_of(__u32 slot)
+{
+	if (slot >= KH_MAX_SLOTS)
+		slot = KH_OUTSIDE_SLOT;
+	return bpf_map_lookup_elem(&slot_stats, &slot);
+}
+
+static __always_inline void count_drop(__u32 slot, enum kh_drop drop)
+{
+	struct kh_slot_stats *stats;
+
+	bpf_preempt_disable();
+	stats = stats_of(slot);
+	if (stats)
+		stats->drops[drop] += 1;
+	bpf_preempt_enable();
+}
+
+static __always_inline void add_span(struct kh_slot_stats *stats, __u32 stage,
+				     __u64 elapsed_ns, __u32 attribution)
+{
+	struct kh_stage_stats *s;
+
+	if (stage >= KH_STAGE_COUNT) {
+		stats->drops[KH_DROP_BAD_STAGE] += 1;
+		return;
+	}
+	s = &stats->stages[stage];
+	s->elapsed_ns += elapsed_ns;
+	s->calls += 1;
+	if (attribution == KH_ATTRIBUTION_DECODED)
+		s->attributed_ns += elapsed_ns;
+}
+
+/* Records one completed span measured by its start time, or counts why not. */
+static __always_inline void record_span(__u32 stage, __u64 start_ns, __u64 end_ns,
+					__u32 attribution)
+{
+	struct kh_slot_stats *stats;
+
+	bpf_preempt_disable();
+	stats = stats_of(active_slot);
+	if (!stats)
+		goto out;
+	stats->probe_hits += 1;
+	/* 0, or a frame left by an earlier tracer: the enter was not seen. */
+	if (start_ns == 0 || start_ns < trace_start_ns || start_ns > end_ns)
+		stats->drops[KH_DROP_UNMATCHED_EXIT] += 1;
+	else
+		add_span(stats, stage, end_ns - start_ns, attribution);
+out:
+	bpf_preempt_enable();
+}
+
+SEC("usdt")
+int BPF_USDT(kh_span, __u64 stage, __u64 start_ns, __u64 attribution)
+{
+	record_span(stage, start_ns, bpf_ktime_get_ns(), attribution);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(kh_span_enter, __u64 stage)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct kh_task_stack *stack;
+	__u32 depth;
+
+	stack = bpf_task_storage_get(&task_stacks, bpf_get_current_task_btf(), 0,
+				     BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!stack) {
+		count_drop(active_slot, KH_DROP_STACK_OVERFLOW);
+		return 0;
+	}
+	depth = stack->depth;
+	if (depth < KH_KERNEL_SPAN_DEPTH) {
+		stack->frames[depth].start_ns = now;
+		stack->frames[depth].stage = stage;
+	} else {
+		count_drop(active_slot, KH_DROP_STACK_OVERFLOW);
+	}
+	stack->depth = depth + 1;
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(kh_span_exit, __u64 stage, __u64 attribution)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct kh_task_stack *stack;
+	__u64 start_ns = 0;
+	__u32 top;
+
+	stack = bpf_task_storage_get(&task_stacks, bpf_get_current_task_btf(), 0, 0);
+	if (stack && stack->depth > 0) {
+		top = stack->depth - 1;
+		if (top >= KH_KERNEL_SPAN_DEPTH) {
+			/* Its enter overflowed and was counted there. */
+			stack->depth = top;
+			return 0;
+		}
+		if (stack->frames[top].stage == stage) {
+			start_ns = stack->frames[top].start_ns;
+			stack->depth = top;
+		}
+	}
+	record_span(stage, start_ns, now, attribution);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(kh_batch, __u64 entries, __u64 count)
+{
+	struct batch_buffer *buf;
+	struct kh_slot_stats *stats;
+	__u32 zero = 0, slot, i;
+	__u64 session_start;
+
+	buf = bpf_map_lookup_elem(&batch_scratch, &zero);
+	if (!buf)
+		return 0;
+	if (count > KH_BATCH_CAPACITY)
+		count = KH_BATCH_CAPACITY;
+	if (bpf_probe_read_user(buf->entries, count * sizeof(struct kh_batch_entry),
+				(const void *)entries))
+		count = 0;
+
+	bpf_preempt_disable();
+	slot = active_slot;
+	stats = stats_of(slot);
+	if (!stats)
+		goto out;
+	session_start = slot < KH_MAX_SLOTS ? slot_start_ns[slot] : 0;
+	stats->probe_hits += 1;
+	for (i = 0; i < KH_BATCH_CAPACITY; i++) {
+		struct kh_batch_entry *e = &buf->entries[i];
+
+		if (i >= count)
+			break;
+		if (e->start_ns == 0 || e->start_ns < trace_start_ns || e->start_ns > e->end_ns)
+			stats->drops[KH_DROP_UNMATCHED_EXIT] += 1;
+		else if (e->end_ns < session_start)
+			stats->drops[KH_DROP_LATE_BATCH] += 1;
+		else
+			add_span(stats, e->stage, e->end_ns - e->start_ns, e->attribution);
+	}
+out:
+	bpf_preempt_enable();
+	return 0;
+}
+
+static __always_inline void add_input(bool units, __u64 n)
+{
+	struct kh_slot_stats *stats;
+
+	bpf_preempt_disable();
+	stats = stats_of(active_slot);
+	if (stats) {
+		stats->probe_hits += 1;
+		if (units)
+			stats->input_units += n;
+		else
+			stats->input_bytes += n;
+	}
+	bpf_preempt_enable();
+}
+
+SEC("usdt")
+int BPF_USDT(kh_input_bytes, __u64 n)
+{
+	add_input(false, n);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(kh_input_units, __u64 n)
+{
+	add_input(true, n);
+	return 0;
+}
+
+static __always_inline struct kh_event *event_reserve(__u32 type, __u32 slot)
+{
+	struct kh_event *e;
+	__u64 id;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(slot, KH_DROP_RINGBUF_FULL);
+		return NULL;
+	}
+	id = bpf_get_current_pid_tgid();
+	e->type = type;
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->slot = slot;
+	e->ts_ns = bpf_ktime_get_ns();
+	e->arg0 = 0;
+	e->arg1 = 0;
+	e->key[0] = 0;
+	e->value[0] = 0;
+	return e;
+}
+
+/* Events are rare and someone waits on each: wake the reader at once. */
+static __always_inline void event_submit(struct kh_event *e)
+{
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+}
+
+SEC("usdt")
+int BPF_USDT(kh_session_start, __u64 sequence, __u64 abi_version)
+{
+	__u32 slot = KH_OUTSIDE_SLOT, i, candidate;
+	struct kh_event *e;
+
+	for (i = 0; i < KH_MAX_SLOTS - 1; i++) {
+		candidate = next_slot + i;
+		if (candidate >= KH_MAX_SLOTS)
+			candidate -= KH_MAX_SLOTS - 1;
+		if (candidate == KH_OUTSIDE_SLOT || candidate >= KH_MAX_SLOTS)
+			continue;
+		if (!slot_busy[candidate]) {
+			slot = candidate;
+			break;
+		}
+	}
+	if (slot == KH_OUTSIDE_SLOT) {
+		/* The reader fell behind by KH_MAX_SLOTS-1 sessions. */
+		count_drop(KH_OUTSIDE_SLOT, KH_DROP_SESSION_SLOTS);
+	} else {
+		slot_busy[slot] = 1;
+		slot_start_ns[slot] = bpf_ktime_get_ns();
+		next_slot = slot + 1 < KH_MAX_SLOTS ? slot + 1 : 1;
+	}
+	active_slot = slot;
+
+	e = event_reserve(KH_EVENT_SESSION_START, slot);
+	if (!e)
+		return 0;
+	e->arg0 = sequence;
+	e->arg1 = abi_version;
+	event_submit(e);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(kh_identity, __u64 key, __u64 value)
+{
+	struct kh_event *e = event_reserve(KH_EVENT_IDENTITY, active_slot);
+
+	if (!e)
+		return 0;
+	bpf_probe_read_user_str(e->key, sizeof(e->key), (const void *)key);
+	bpf_probe_read_user_str(e->value, sizeof(e->value), (const void *)value);
+	event_submit(e);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(kh_transition, __u64 state)
+{
+	struct kh_event *e = event_reserve(KH_EVENT_TRANSITION, active_slot);
+
+	if (!e)
+		return 0;
+	e->arg0 = state;
+	event_submit(e);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(kh_session_finish, __u64 status)
+{
+	__u32 slot = active_slot;
+	struct kh_event *e;
+
+	/* Spans that end from here on belong to no session. */
+	active_slot = KH_OUTSIDE_SLOT;
+	e = event_reserve(KH_EVENT_SESSION_FINISH, slot);
+	if (!e)
+		return 0;
+	e->arg0 = status;
+	event_submit(e);
+	return 0;
+}
+
+/*
+ * Attached to the dynamic loader's _dl_debug_state(), which it calls after
+ * mapping or unmapping objects and before running their constructors.  In
+ * `record` the process is stopped here so that probes in a library it just
+ * loaded are attached before any of its code runs.
+ */
+SEC("uprobe")
+int kh_loader_state(struct pt_regs *ctx)
+{
+	struct kh_event *e = event_reserve(KH_EVENT_LOADER_STATE, active_slot);
+
+	if (stop_on_loader_event)
+		bpf_send_signal(SIGSTOP);
+	if (e)
+		event_submit(e);
+	return 0;
+}

@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * keyhog_profile.h - zero-cost USDT probes for KeyHog-style scanners.
+ *
+ * Include this one header, place spans around scanner stages and mark the
+ * run's macro states; `khprof record -- ./program` then measures them from
+ * outside the process with BPF.  No build flag is needed: untraced, a span
+ * costs one load of a USDT semaphore word and a not-taken branch per edge.
+ *
+ * The probe ABI (provider "keyhog", probe names, argument order and types,
+ * semaphores) is documented in docs/PROBES.md so that programs in other
+ * languages can emit compatible probes.  Probes never carry scanned content:
+ * only stage and state numbers, counts, timestamps and identity strings.
+ *
+ * Probe sites are x86-64 only for now; elsewhere every macro compiles to
+ * nothing (define KH_PROBES_DISABLED to force that anywhere).
+ */
+#ifndef KEYHOG_PROFILE_H
+#define KEYHOG_PROFILE_H
+
+#ifndef __bpf__
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Wire order of the seed's Stage enum: append-only, values never change. */
+enum kh_stage {
+	KH_STAGE_SOURCE_ACQUIRE = 0,
+	KH_STAGE_SOURCE_WALK = 1,
+	KH_STAGE_SOURCE_READ = 2,
+	KH_STAGE_PREPROCESS = 3,
+	KH_STAGE_PHASE1_TRIGGERS = 4,
+	KH_STAGE_BACKEND_DISPATCH = 5,
+	KH_STAGE_HOT_PATTERNS = 6,
+	KH_STAGE_CONFIRMED_PATTERNS = 7,
+	KH_STAGE_PHASE2_PREFILTER = 8,
+	KH_STAGE_PHASE2_KEYWORD_AC = 9,
+	KH_STAGE_PHASE2_SHARED_AC = 10,
+	KH_STAGE_PHASE2_ANCHORED_VERIFY = 11,
+	KH_STAGE_PHASE2_WHOLE_CHUNK = 12,
+	KH_STAGE_GENERIC_DETECTION = 13,
+	KH_STAGE_ENTROPY = 14,
+	KH_STAGE_MACHINE_LEARNING = 15,
+	KH_STAGE_DECODE = 16,
+	KH_STAGE_SUPPRESSION = 17,
+	KH_STAGE_LIVE_VERIFICATION = 18,
+	KH_STAGE_REPORTING = 19,
+	KH_STAGE_SOURCE_QUEUE_WAIT = 20,
+	KH_STAGE_INCREMENTAL_LOOKUP = 21,
+	KH_STAGE_BACKEND_SELECT = 22,
+	KH_STAGE_RESULT_MERGE = 23,
+	KH_STAGE_SCANNER_QUEUE_WAIT = 24,
+	KH_STAGE_COUNT
+};
+
+/* The seed's RunState, in its order. */
+enum kh_run_state {
+	KH_STATE_CREATED = 0,
+	KH_STATE_ACQUIRING = 1,
+	KH_STATE_SCANNING = 2,
+	KH_STATE_RESOLVING = 3,
+	KH_STATE_VERIFYING = 4,
+	KH_STATE_REPORTING = 5,
+	KH_STATE_COMPLETED = 6,
+	KH_STATE_FAILED = 7,
+	KH_STATE_COUNT
+};
+
+/* Attribution of work done inside a derived (decoded) input. */
+enum kh_attribution {
+	KH_ATTRIBUTION_ROOT = 0,
+	KH_ATTRIBUTION_DECODED = 1,
+};
+
+/* Version of the probe ABI described in docs/PROBES.md. */
+#define KH_PROBE_ABI_VERSION 1
+/* Depth of the per-thread span stack kept in the traced program. */
+#define KH_USER_SPAN_DEPTH 32
+/* Completed spans buffered per thread in batch mode before one probe hands them over. */
+#define KH_BATCH_CAPACITY 64
+
+/*
+ * One completed span as handed over by the `batch` probe (docs/PROBES.md).
+ * Plain C types so the BPF side can share it; 24 bytes on every Linux ABI.
+ */
+struct kh_batch_entry {
+	unsigned long long start_ns; /* CLOCK_MONOTONIC at enter, 0 if tracing began mid-span */
+	unsigned long long end_ns;   /* CLOCK_MONOTONIC at exit */
+	unsigned int stage;          /* enum kh_stage */
+	unsigned int attribution;    /* enum kh_attribution at exit */
+};
+
+#ifndef __bpf__
+/*
+ * Per-thread state kept by the probe sites.  It is touched only while a
+ * tracer has set a semaphore.  Weak with default visibility so that the
+ * executable and every shared library share one copy per thread: spans may
+ * nest across modules and attribution is a property of the thread.
+ */
+struct kh_thread_state {
+	uint32_t depth;
+	uint32_t attribution;
+	uint32_t batch_count;
+	uint32_t batch_registered;
+	uint32_t stage[KH_USER_SPAN_DEPTH];
+	uint64_t start_ns[KH_USER_SPAN_DEPTH];
+	struct kh_batch_entry batch[KH_BATCH_CAPACITY];
+};
+
+#if defined(__x86_64__) && !defined(KH_PROBES_DISABLED)
+#define KH_PROBES_ENABLED 1
+
+/*
+ * USDT semaphores.  The kernel increments `span` for each attached
+ * span-mode or pair-mode probe and `batch` for the batch probe.  They share
+ * one aligned 32-bit word so that a span edge tests both with one load.
+ * Hidden: the kernel counts per mapped file, so every module must read its
+ * own copy.
+ */
+union kh_semaphores {
+	struct {
+		volatile uint16_t span;
+		volatile uint16_t batch;
+	} s;
+	volatile uint32_t any;
+};
+__attribute__((weak, visibility("hidden"), section(".probes"), aligned(4)))
+union kh_semaphores keyhog_semaphores;
+
+__attribute__((weak)) __thread struct kh_thread_state kh_thread_state;
+/* Sessions started by this process so far; part of the run id. */
+__attribute__((weak)) uint64_t kh_session_sequence;
+
+#define KH__STR_(x) #x
+#define KH__STR(x) KH__STR_(x)
+
+/*
+ * One probe site.  The probed instruction is a 5-byte nop so the kernel can
+ * use its optimized-uprobe path (a call into a trampoline instead of a
+ * trap).  That call pushes a return address below %rsp, where a leaf
+ * function may keep locals (the x86-64 red zone), so the site first moves
+ * %rsp below the red zone and restores it afterwards.  Operands are
+ * registers or immediates only ("nr"): an %rsp-relative operand would be
+ * 128 bytes off inside the site.  The note layout is the stapsdt one that
+ * libbpf, bpftrace and perf read.
+ */
+#define KH__SITE_BEGIN(name)                                                   \
+	"lea -128(%%rsp), %%rsp\n\t"                                           \
+	"990: .byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n\t"                          \
+	"lea 128(%%rsp), %%rsp\n\t"                                            \
+	".pushsection .note.stapsdt, \"?\", \"note\"\n\t"                      \
+	".balign 4\n\t"                                                        \
+	".4byte 992f-991f, 994f-993f, 3\n"                                     \
+	"991: .asciz \"stapsdt\"\n"                                            \
+	"992: .balign 4\n"                                                     \
+	"993: .8byte 990b\n\t"                                                 \
+	".8byte _.stapsdt.base\n\t"
+#define KH__SITE_END(name, args)                                               \
+	".asciz \"keyhog\"\n\t"                                                \
+	".asciz \"" name "\"\n\t"                                              \
+	".asciz \"" args "\"\n"                                                \
+	"994: .balign 4\n\t"                                                   \
+	".popsection\n\t"                                                      \
+	".ifndef _.stapsdt.base\n\t"                                           \
+	".pushsection .stapsdt.base, \"aG\", \"progbits\", .stapsdt.base, comdat\n\t" \
+	".weak _.stapsdt.base\n\t"                                             \
+	".hidden _.stapsdt.base\n"                                             \
+	"_.stapsdt.base: .space 1\n\t"                                         \
+	".size _.stapsdt.base, 1\n\t"                                          \
+	".popsection\n\t"                                                      \
+	".endif\n"
+
+#define KH__SEMA_NONE ".8byte 0\n\t"
+#define KH__SEMA_SPAN ".8byte keyhog_semaphores\n\t"
+#define KH__SEMA_BATCH ".8byte keyhog_semaphores+2\n\t"
+
+#define KH__PROBE0(name, sema)                                                 \
+	__asm__ __volatile__(KH__SITE_BEGIN(name) sema KH__SITE_END(name, "") ::: "memory")
+#define KH__PROBE1(name, sema, a1)                                             \
+	__asm__ __volatile__(KH__SITE_BEGIN(name) sema KH__SITE_END(name, "8@%0") \
+			     :: "nr"((uint64_t)(a1)) : "memory")
+#define KH__PROBE2(name, sema, a1, a2)                                         \
+	__asm__ __volatile__(KH__SITE_BEGIN(name) sema                         \
+			     KH__SITE_END(name, "8@%0 8@%1")                   \
+			     :: "nr"((uint64_t)(a1)), "nr"((uint64_t)(a2)) : "memory")
+#define KH__PROBE3(name, sema, a1, a2, a3)                                     \
+	__asm__ __volatile__(KH__SITE_BEGIN(name) sema                         \
+			     KH__SITE_END(name, "8@%0 8@%1 8@%2")              \
+			     :: "nr"((uint64_t)(a1)), "nr"((uint64_t)(a2)),    \
+				"nr"((uint64_t)(a3)) : "memory")
+
+#define KH__UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* True while any tracer has span or batch probes attached to this module. */
+#define KH_TRACING() KH__UNLIKELY(keyhog_semaphores.any != 0)
+
+static inline uint64_t kh__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Hands this thread's buffered spans to the tracer.  The probe fires even
+ * with no tracer left so that a detaching tracer loses nothing it saw.
+ */
+__attribute__((noinline, unused)) static void kh__batch_flush(void)
+{
+	struct kh_thread_state *t = &kh_thread_state;
+
+	if (t->batch_count == 0)
+		return;
+	KH__PROBE2("batch", KH__SEMA_BATCH, t->batch, t->batch_count);
+	t->batch_count = 0;
+}
+
+/* Flushes at thread exit, so batch mode loses no span of a finished thread. */
+__attribute__((weak)) pthread_key_t kh_batch_key;
+__attribute__((weak)) pthread_once_t kh_batch_key_once = PTHREAD_ONCE_INIT;
+
+__attribute__((unused)) static void kh__batch_thread_exit(void *unused)
+{
+	(void)unused;
+	kh__batch_flush();
+}
+
+__attribute__((unused)) static void kh__batch_key_create(void)
+{
+	pthread_key_create(&kh_batch_key, kh__batch_thread_exit);
+}
+
+__attribute__((noinline, unused)) static void kh__batch_register(struct kh_thread_state *t)
+{
+	t->batch_registered = 1;
+	pthread_once(&kh_batch_key_once, kh__batch_key_create);
+	pthread_setspecific(kh_batch_key, t);
+}
+
+/* Called on a span's exit edge with tracing on; start_ns 0 means unknown. */
+__attribute__((unused)) static inline void kh__span_complete(uint32_t stage, uint64_t start_ns)
+{
+	struct kh_thread_state *t = &kh_thread_state;
+
+	if (keyhog_semaphores.s.batch) {
+		struct kh_batch_entry *e;
+
+		if (KH__UNLIKELY(!t->batch_registered))
+			kh__batch_register(t);
+		e = &t->batch[t->batch_count];
+		e->start_ns = start_ns;
+		e->end_ns = kh__now_ns();
+		e->stage = stage;
+		e->attribution = t->attribution;
+		if (++t->batch_count == KH_BATCH_CAPACITY)
+			kh__batch_flush();
+	}
+	if (keyhog_semaphores.s.span) {
+		KH__PROBE3("span", KH__SEMA_SPAN, stage, start_ns, t->attribution);
+		KH__PROBE2("span_exit", KH__SEMA_SPAN, stage, t->attribution);
+	}
+}
+
+__attribute__((noinline, cold, unused)) static void kh__span_enter_slow(uint32_t stage)
+{
+	struct kh_thread_state *t = &kh_thread_state;
+
+	if (keyhog_semaphores.s.span)
+		KH__PROBE1("span_enter", KH__SEMA_SPAN, stage);
+	if (t->depth < KH_USER_SPAN_DEPTH) {
+		t->stage[t->depth] = stage;
+		t->start_ns[t->depth] = kh__now_ns();
+	}
+	t->depth++;
+}
+
+__attribute__((noinline, cold, unused)) static void kh__span_exit_slow(uint32_t stage)
+{
+	struct kh_thread_state *t = &kh_thread_state;
+	uint64_t start_ns = 0;
+
+	/*
+	 * A span entered before the tracer attached has no frame: its exit
+	 * leaves the stack alone and reports start 0, which the tracer counts
+	 * as unmatched instead of pairing it with an outer frame.
+	 */
+	if (t->depth > 0) {
+		uint32_t top = t->depth - 1;
+
+		if (top >= KH_USER_SPAN_DEPTH) {
+			t->depth--;
+		} else if (t->stage[top] == stage) {
+			start_ns = t->start_ns[top];
+			t->depth--;
+		}
+	}
+	kh__span_complete(stage, start_ns);
+}
+
+/* Scoped spans keep their start in a local; no per-thread stack needed. */
+struct kh__scope {
+	uint32_t stage;
+	uint64_t start_ns;
+};
+
+__attribute__((noinline, cold, unused)) static uint64_t kh__scope_enter_slow(uint32_t stage)
+{
+	if (keyhog_semaphores.s.span)
+		KH__PROBE1("span_enter", KH__SEMA_SPAN, stage);
+	return kh__now_ns();
+}
+
+/* By value, so the scope never has to live in memory on the fast path. */
+__attribute__((noinline, cold, unused)) static void kh__scope_exit_slow(uint32_t stage, uint64_t start_ns)
+{
+	kh__span_complete(stage, start_ns);
+}
+
+__attribute__((always_inline, unused)) static inline struct kh__scope kh__scope_enter(uint32_t stage)
+{
+	struct kh__scope scope = { stage, 0 };
+
+	if (KH_TRACING())
+		scope.start_ns = kh__scope_enter_slow(stage);
+	return scope;
+}
+
+__attribute__((always_inline, unused)) static inline void kh__scope_exit(struct kh__scope *scope)
+{
+	if (KH_TRACING())
+		kh__scope_exit_slow(scope->stage, scope->start_ns);
+}
+
+#define KH_SPAN_ENTER(stage)                                                   \
+	do {                                                                   \
+		if (KH_TRACING())                                              \
+			kh__span_enter_slow((uint32_t)(stage));                \
+	} while (0)
+#define KH_SPAN_EXIT(stage)                                                    \
+	do {                                                                   \
+		if (KH_TRACING())                                              \
+			kh__span_exit_slow((uint32_t)(stage));                 \
+	} while (0)
+
+#define KH__CAT_(a, b) a##b
+#define KH__CAT(a, b) KH__CAT_(a, b)
+/* Opens a span that closes when the enclosing block ends. */
+#define KH_SPAN_SCOPE(stage)                                                   \
+	struct kh__scope KH__CAT(kh__scope_, __COUNTER__)                      \
+		__attribute__((cleanup(kh__scope_exit), unused)) =             \
+			kh__scope_enter((uint32_t)(stage))
+
+/*
+ * Counters fire once per chunk or file, never per byte, so they are plain
+ * sites that stay live for any tracer, including ones that attach only them.
+ */
+#define KH_INPUT_BYTES(n) KH__PROBE1("input_bytes", KH__SEMA_NONE, (n))
+#define KH_INPUT_UNITS(n) KH__PROBE1("input_units", KH__SEMA_NONE, (n))
+
+/*
+ * Session probes are plain sites: they fire a handful of times per run and
+ * carry only registers, so they need no semaphore.  Buffered spans are
+ * flushed first so the tracer sees every span before the boundary.
+ */
+__attribute__((noinline, unused)) static void kh__session_start(void)
+{
+	uint64_t sequence = kh_session_sequence++;
+
+	kh__batch_flush();
+	KH__PROBE2("session_start", KH__SEMA_NONE, sequence, KH_PROBE_ABI_VERSION);
+}
+
+__attribute__((noinline, unused)) static void kh__transition(uint32_t state)
+{
+	kh__batch_flush();
+	KH__PROBE1("transition", KH__SEMA_NONE, state);
+}
+
+__attribute__((noinline, unused)) static void kh__session_finish(uint32_t status)
+{
+	kh__batch_flush();
+	KH__PROBE1("session_finish", KH__SEMA_NONE, status);
+}
+
+__attribute__((noinline, unused)) static void kh__identity(const char *key, const char *value)
+{
+	KH__PROBE2("identity", KH__SEMA_NONE, key, value);
+}
+
+#define KH_SESSION_START() kh__session_start()
+#define KH_IDENTITY(key, value) kh__identity((key), (value))
+#define KH_TRANSITION(state) kh__transition((uint32_t)(state))
+#define KH_SESSION_FINISH(status) kh__session_finish((uint32_t)(status))
+
+/* Sets this thread's attribution and returns the previous one. */
+__attribute__((unused)) static inline enum kh_attribution kh_set_attribution(enum kh_attribution attribution)
+{
+	enum kh_attribution previous = (enum kh_attribution)kh_thread_state.attribution;
+
+	kh_thread_state.attribution = (uint32_t)attribution;
+	return previous;
+}
+
+#else /* no probe sites on this target */
+#define KH_PROBES_ENABLED 0
+#define KH_TRACING() 0
+#define KH_SPAN_ENTER(stage) ((void)(stage))
+#define KH_SPAN_EXIT(stage) ((void)(stage))
+#define KH_SPAN_SCOPE(stage) ((void)(stage))
+#define KH_INPUT_BYTES(n) ((void)(n))
+#define KH_INPUT_UNITS(n) ((void)(n))
+#define KH_SESSION_START() ((void)0)
+#define KH_IDENTITY(key, value) ((void)(key), (void)(value))
+#define KH_TRANSITION(state) ((void)(state))
+#define KH_SESSION_FINISH(status) ((void)(status))
+static inline enum kh_attribution kh_set_attribution(enum kh_attribution attribution)
+{
+	static __thread enum kh_attribution current;
+	enum kh_attribution previous = current;
+
+	current = attribution;
+	return previous;
+}
+#endif
+
+#endif /* !__bpf__ */
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KEYHOG_PROFILE_H */

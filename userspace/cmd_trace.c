@@ -1,0 +1,594 @@
+// SPDX-License-Identifier: MIT
+/*
+ * khprof record / khprof attach: trace one process and write a record per
+ * session it runs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "fileio.h"
+#include "log.h"
+#include "trace.h"
+
+#define MAX_OVERRIDES 32
+
+static const char record_usage[] =
+	"usage: khprof record [-o PATH] [--identity KEY=VALUE]... [--mode MODE] [-v]\n"
+	"                     -- COMMAND [ARG...]\n"
+	"\n"
+	"Runs COMMAND with its keyhog probes attached from its first instruction\n"
+	"(executable and every library it loads, dlopen included), prints the text\n"
+	"report of each session to stderr and exits with COMMAND's status (128+N\n"
+	"when killed by signal N, 127 when it is not found, 126 when it cannot run).\n"
+	"\n"
+	"   -o PATH              write the JSON record to PATH; a second session goes to\n"
+	"                        PATH with .2 before the extension, and so on\n"
+	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
+	"   --mode MODE          span (default: one kernel entry per span), pair\n"
+	"                        (enter and exit probes), batch (lowest overhead)\n"
+	"   -v, --verbose        debug messages, libbpf's own included\n"
+	"\n"
+	"examples:\n"
+	"   khprof record -o profile.json -- build/kh-scan --threads 2 src/\n"
+	"   khprof record --identity workload_class=nightly -- ./scanner repo/\n";
+
+static const char attach_usage[] =
+	"usage: khprof attach -p PID [-o PATH] [--duration SECONDS] [--identity KEY=VALUE]...\n"
+	"                     [--mode MODE] [-v]\n"
+	"\n"
+	"Profiles a running process until Ctrl-C, SIGTERM, the duration or the\n"
+	"process's exit.  A session that was already running when khprof attached\n"
+	"is recorded from the attach point and marked as started mid-session.\n"
+	"\n"
+	"   -p PID               the process to trace\n"
+	"   -o PATH              write the JSON record(s) to PATH (as for record)\n"
+	"   --duration SECONDS   stop after SECONDS (decimals allowed)\n"
+	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
+	"   --mode MODE          span (default), pair or batch\n"
+	"   -v, --verbose        debug messages\n"
+	"\n"
+	"examples:\n"
+	"   khprof attach -p $(pidof kh-scan) -o live.json\n"
+	"   khprof attach -p 4242 --duration 30\n";
+
+struct trace_cli {
+	const char *output;
+	struct identity_override overrides[MAX_OVERRIDES];
+	size_t override_count;
+	enum kh_trace_mode mode;
+	pid_t pid;
+	double duration_s;
+	int first_arg;
+};
+
+struct output_state {
+	const char *path;
+	size_t records;
+	bool write_failed;
+};
+
+static const char *const drop_descriptions[KH_DROP_COUNT] = {
+	[KH_DROP_STACK_OVERFLOW] = "spans nested deeper than the kernel stack bound were not timed",
+	[KH_DROP_UNMATCHED_EXIT] = "span exits had no matching enter (tracing began mid-span)",
+	[KH_DROP_RINGBUF_FULL] = "events were lost because the ring buffer was full",
+	[KH_DROP_SESSION_SLOTS] = "sessions were not recorded: every session slot was unread",
+	[KH_DROP_BAD_STAGE] = "spans named a stage number outside the seed's 25 stages",
+	[KH_DROP_LATE_BATCH] = "batched spans ended before their session and were not counted",
+};
+
+/* PATH for the first record, PATH with ".N" before the extension after. */
+static void record_path(const char *path, size_t n, char *out, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	const char *dot = strrchr(path, '.');
+
+	if (n == 1) {
+		snprintf(out, len, "%s", path);
+		return;
+	}
+	if (!dot || (slash && dot < slash) || dot == path || (slash && dot == slash + 1))
+		dot = path + strlen(path);
+	snprintf(out, len, "%.*s.%zu%s", (int)(dot - path), path, n, dot);
+}
+
+void print_profile_notes(const struct kh_profile *p)
+{
+	if (p->ext.started_mid_session)
+		log__note("profile started mid-session: khprof attached after the session "
+			  "began, so earlier work is not in it");
+	if (p->ext.ended_mid_session)
+		log__note("profile ended mid-session: the session had not finished when "
+			  "tracing stopped");
+	for (int d = 0; d < KH_DROP_COUNT; d++)
+		if (p->ext.drops[d])
+			log__warn("%" PRIu64 " %s", p->ext.drops[d], drop_descriptions[d]);
+}
+
+static void on_profile(const struct kh_profile *p, void *ctx)
+{
+	struct output_state *out = ctx;
+	char *text = profile__render_text(p);
+	char path[PATH_MAX];
+	char *json;
+	int err;
+
+	out->records++;
+	if (text) {
+		fputs(text, stderr);
+		free(text);
+	}
+	print_profile_notes(p);
+	if (!out->path)
+		return;
+	record_path(out->path, out->records, path, sizeof(path));
+	json = profile__to_json(p);
+	if (!json) {
+		log__error("cannot write record '%s': out of memory", path);
+		out->write_failed = true;
+		return;
+	}
+	err = file__write_atomic(path, json, strlen(json));
+	free(json);
+	if (err) {
+		log__error("cannot write record '%s': %s", path, strerror(-err));
+		out->write_failed = true;
+	}
+}
+
+static int parse_mode(const char *s, enum kh_trace_mode *mode)
+{
+	if (!strcmp(s, "span"))
+		*mode = KH_MODE_SPAN;
+	else if (!strcmp(s, "pair"))
+		*mode = KH_MODE_PAIR;
+	else if (!strcmp(s, "batch"))
+		*mode = KH_MODE_BATCH;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_identity(struct trace_cli *cli, char *arg)
+{
+	char *eq = strchr(arg, '=');
+	struct kh_profile scratch;
+	int err;
+
+	if (!eq || eq == arg) {
+		log__error("bad --identity '%s': expected KEY=VALUE", arg);
+		return -EINVAL;
+	}
+	if (cli->override_count == MAX_OVERRIDES) {
+		log__error("too many --identity options (at most %d)", MAX_OVERRIDES);
+		return -E2BIG;
+	}
+	*eq = '\0';
+	/* Validate now, so a typo fails before anything runs. */
+	profile__init(&scratch);
+	err = identity__set(&scratch.identity, arg, eq + 1);
+	profile__free(&scratch);
+	if (err) {
+		log__error("bad --identity '%s': not a RunIdentity field or bad value '%s'", arg,
+			   eq + 1);
+		return -EINVAL;
+	}
+	cli->overrides[cli->override_count++] = (struct identity_override){ arg, eq + 1 };
+	return 0;
+}
+
+static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
+{
+	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION };
+	static const struct option options[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "identity", required_argument, NULL, OPT_IDENTITY },
+		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "duration", required_argument, NULL, OPT_DURATION },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *usage = attach ? attach_usage : record_usage;
+	char *end;
+	int c;
+
+	memset(cli, 0, sizeof(*cli));
+	cli->mode = KH_MODE_SPAN;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+o:p:v", options, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			cli->output = optarg;
+			break;
+		case 'p':
+			if (!attach)
+				goto bad_option;
+			errno = 0;
+			cli->pid = (pid_t)strtol(optarg, &end, 10);
+			if (errno || *end || cli->pid <= 0) {
+				log__error("bad PID '%s'", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_DURATION:
+			if (!attach)
+				goto bad_option;
+			errno = 0;
+			cli->duration_s = strtod(optarg, &end);
+			if (errno || *end || !(cli->duration_s > 0)) {
+				log__error("bad duration '%s': expected a positive number of seconds",
+					   optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_IDENTITY:
+			if (parse_identity(cli, optarg))
+				return -EINVAL;
+			break;
+		case OPT_MODE:
+			if (parse_mode(optarg, &cli->mode)) {
+				log__error("unknown mode '%s' (span, pair or batch)", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'v':
+			khprof_verbose = true;
+			break;
+		default:
+			goto bad_option;
+		}
+	}
+	cli->first_arg = optind;
+	if (attach && (cli->pid == 0 || optind != argc)) {
+		log__error(cli->pid == 0 ? "attach needs -p PID" : "unexpected argument '%s'",
+			   argv[optind]);
+		fputs(usage, stderr);
+		return -EINVAL;
+	}
+	if (!attach && optind >= argc) {
+		log__error("record needs a command to run after '--'");
+		fputs(usage, stderr);
+		return -EINVAL;
+	}
+	return 0;
+bad_option:
+	log__error("unknown option '%s'", argv[optind - 1]);
+	fputs(usage, stderr);
+	return -EINVAL;
+}
+
+/* execvp's search, done before fork so the path can be attached first. */
+static int resolve_command(const char *cmd, char *out, size_t len)
+{
+	const char *path_env = getenv("PATH");
+	char *paths, *dir, *save;
+	int err = -ENOENT;
+
+	if (strchr(cmd, '/')) {
+		snprintf(out, len, "%s", cmd);
+		return access(out, F_OK) == 0 ? (access(out, X_OK) == 0 ? 0 : -EACCES) : -ENOENT;
+	}
+	paths = strdup(path_env && *path_env ? path_env : "/usr/local/bin:/usr/bin:/bin");
+	if (!paths)
+		return -ENOMEM;
+	for (dir = strtok_r(paths, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		struct stat st;
+
+		snprintf(out, len, "%s/%s", *dir ? dir : ".", cmd);
+		if (stat(out, &st) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (access(out, X_OK) == 0) {
+			err = 0;
+			break;
+		}
+		err = -EACCES;
+	}
+	free(paths);
+	return err;
+}
+
+static int block_signals(sigset_t *old)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	if (sigprocmask(SIG_BLOCK, &set, old))
+		return -errno;
+	return signalfd(-1, &set, SFD_CLOEXEC);
+}
+
+struct event_loop {
+	int epoll_fd;
+	int signal_fd;
+	int pid_fd;
+};
+
+static int loop__open(struct event_loop *loop, struct tracer *t, pid_t pid, sigset_t *old)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	loop->epoll_fd = loop->signal_fd = loop->pid_fd = -1;
+	loop->signal_fd = block_signals(old);
+	loop->pid_fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	loop->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (loop->signal_fd < 0 || loop->pid_fd < 0 || loop->epoll_fd < 0 || tracer__poll(t, 0) < 0)
+		return -errno;
+	ev.data.fd = loop->signal_fd;
+	epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, loop->signal_fd, &ev);
+	ev.data.fd = loop->pid_fd;
+	epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, loop->pid_fd, &ev);
+	ev.data.fd = tracer__epoll_fd(t);
+	epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	return 0;
+}
+
+static void loop__close(struct event_loop *loop, const sigset_t *old)
+{
+	if (loop->epoll_fd >= 0)
+		close(loop->epoll_fd);
+	if (loop->pid_fd >= 0)
+		close(loop->pid_fd);
+	if (loop->signal_fd >= 0)
+		close(loop->signal_fd);
+	sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+enum loop_end { LOOP_PROCESS_EXITED, LOOP_SIGNALLED, LOOP_TIMEOUT };
+
+/*
+ * Runs until the process exits, a signal arrives (forwarded to the child
+ * with forward_to set) or the deadline passes (0: none).
+ */
+static enum loop_end loop__run(struct event_loop *loop, struct tracer *t, pid_t forward_to,
+			       uint64_t deadline_ns)
+{
+	for (;;) {
+		struct epoll_event events[4];
+		int timeout = -1, n;
+
+		if (deadline_ns) {
+			uint64_t now = tracer__now_ns();
+
+			if (now >= deadline_ns)
+				return LOOP_TIMEOUT;
+			timeout = (int)((deadline_ns - now + 999999) / 1000000);
+		}
+		n = epoll_wait(loop->epoll_fd, events, 4, timeout);
+		if (n < 0 && errno != EINTR)
+			return LOOP_PROCESS_EXITED;
+		for (int i = 0; i < n; i++) {
+			int fd = events[i].data.fd;
+
+			if (fd == loop->pid_fd) {
+				tracer__poll(t, 0);
+				return LOOP_PROCESS_EXITED;
+			}
+			if (fd == loop->signal_fd) {
+				struct signalfd_siginfo si;
+
+				if (read(loop->signal_fd, &si, sizeof(si)) != sizeof(si))
+					continue;
+				if (!forward_to)
+					return LOOP_SIGNALLED;
+				/* The terminal already sent SIGINT to the whole group. */
+				if (si.ssi_signo != SIGINT)
+					kill(forward_to, si.ssi_signo);
+				continue;
+			}
+			tracer__poll(t, 0);
+		}
+	}
+}
+
+static int exit_code_of(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return KHPROF_EXIT_FAILURE;
+}
+
+static int finish_output(const struct output_state *out, int code)
+{
+	return out->write_failed && code == 0 ? KHPROF_EXIT_FAILURE : code;
+}
+
+/* Child side of record: wait for the tracer, then exec; report exec errors. */
+static void run_child(int ready_fd, int error_fd, const char *path, char **argv,
+		      const sigset_t *mask)
+{
+	char go;
+	int err;
+
+	sigprocmask(SIG_SETMASK, mask, NULL);
+	if (read(ready_fd, &go, 1) != 1)
+		_exit(KHPROF_EXIT_FAILURE); /* tracer setup failed; it said why */
+	execv(path, argv);
+	err = errno;
+	if (write(error_fd, &err, sizeof(err)) < 0)
+		_exit(KHPROF_EXIT_CANNOT_EXEC);
+	_exit(err == ENOENT ? KHPROF_EXIT_NOT_FOUND : KHPROF_EXIT_CANNOT_EXEC);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct output_state out = { 0 };
+	struct trace_options opts = { 0 };
+	struct event_loop loop = { -1, -1, -1 };
+	struct tracer *t = NULL;
+	struct trace_cli cli;
+	int ready[2] = { -1, -1 }, exec_err[2] = { -1, -1 };
+	char path[PATH_MAX];
+	sigset_t old_mask;
+	int status = 0, code, err, child_errno = 0;
+	pid_t pid;
+
+	if (wants_help(argc, argv)) {
+		fputs(record_usage, stdout);
+		return KHPROF_EXIT_OK;
+	}
+	if (parse_cli(argc, argv, false, &cli))
+		return KHPROF_EXIT_USAGE;
+	err = resolve_command(argv[cli.first_arg], path, sizeof(path));
+	if (err) {
+		log__error("cannot run '%s': %s", argv[cli.first_arg],
+			   err == -ENOENT ? "command not found" : strerror(-err));
+		return err == -ENOENT ? KHPROF_EXIT_NOT_FOUND : KHPROF_EXIT_CANNOT_EXEC;
+	}
+
+	out.path = cli.output;
+	opts.mode = cli.mode;
+	opts.verbose = khprof_verbose;
+	opts.stop_on_loader = true;
+	opts.overrides = cli.overrides;
+	opts.override_count = cli.override_count;
+	opts.on_profile = on_profile;
+	opts.ctx = &out;
+	err = tracer__open(&t, &opts);
+	if (err)
+		return KHPROF_EXIT_FAILURE;
+
+	sigprocmask(SIG_SETMASK, NULL, &old_mask);
+	if (pipe2(ready, O_CLOEXEC) || pipe2(exec_err, O_CLOEXEC)) {
+		log__error("cannot create pipes: %s", strerror(errno));
+		code = KHPROF_EXIT_FAILURE;
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		log__error("cannot fork: %s", strerror(errno));
+		code = KHPROF_EXIT_FAILURE;
+		goto out;
+	}
+	if (pid == 0)
+		run_child(ready[0], exec_err[1], path, argv + cli.first_arg, &old_mask);
+	close(ready[0]);
+	close(exec_err[1]);
+	ready[0] = exec_err[1] = -1;
+
+	err = tracer__attach(t, pid, path);
+	if (!err)
+		err = loop__open(&loop, t, pid, &old_mask);
+	if (err) {
+		close(ready[1]); /* the child exits without running the command */
+		ready[1] = -1;
+		waitpid(pid, NULL, 0);
+		code = KHPROF_EXIT_FAILURE;
+		goto out;
+	}
+	if (write(ready[1], "x", 1) != 1) {
+		log__error("cannot start '%s': %s", path, strerror(errno));
+		code = KHPROF_EXIT_FAILURE;
+		goto out;
+	}
+	if (read(exec_err[0], &child_errno, sizeof(child_errno)) == sizeof(child_errno)) {
+		waitpid(pid, &status, 0);
+		log__error("cannot run '%s': %s", path, strerror(child_errno));
+		code = exit_code_of(status);
+		goto out;
+	}
+
+	loop__run(&loop, t, pid, 0);
+	tracer__finish(t, 0); /* sessions still open when it exits did not finish */
+	if (waitpid(pid, &status, 0) < 0) {
+		log__error("cannot wait for '%s': %s", path, strerror(errno));
+		code = KHPROF_EXIT_FAILURE;
+		goto out;
+	}
+	if (tracer__probe_count(t) == 0)
+		log__warn("'%s' and its libraries have no keyhog probes: it ran untraced", path);
+	else if (tracer__records_emitted(t) == 0)
+		log__note("'%s' reached no keyhog probe: no record written", path);
+	code = finish_output(&out, exit_code_of(status));
+out:
+	loop__close(&loop, &old_mask);
+	for (int i = 0; i < 2; i++) {
+		if (ready[i] >= 0)
+			close(ready[i]);
+		if (exec_err[i] >= 0)
+			close(exec_err[i]);
+	}
+	tracer__close(t);
+	return code;
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	struct output_state out = { 0 };
+	struct trace_options opts = { 0 };
+	struct event_loop loop = { -1, -1, -1 };
+	struct tracer *t = NULL;
+	struct trace_cli cli;
+	char exe[64];
+	sigset_t old_mask;
+	uint64_t deadline = 0;
+	enum loop_end end;
+	int code = KHPROF_EXIT_FAILURE, err;
+
+	if (wants_help(argc, argv)) {
+		fputs(attach_usage, stdout);
+		return KHPROF_EXIT_OK;
+	}
+	if (parse_cli(argc, argv, true, &cli))
+		return KHPROF_EXIT_USAGE;
+	if (kill(cli.pid, 0) != 0 && errno == ESRCH) {
+		log__error("cannot attach to PID %d: no such process", cli.pid);
+		return KHPROF_EXIT_FAILURE;
+	}
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", cli.pid);
+
+	out.path = cli.output;
+	opts.mode = cli.mode;
+	opts.verbose = khprof_verbose;
+	opts.overrides = cli.overrides;
+	opts.override_count = cli.override_count;
+	opts.on_profile = on_profile;
+	opts.ctx = &out;
+	if (tracer__open(&t, &opts))
+		return KHPROF_EXIT_FAILURE;
+	sigprocmask(SIG_SETMASK, NULL, &old_mask);
+	err = tracer__attach(t, cli.pid, exe);
+	if (!err)
+		err = tracer__attach_mapped(t);
+	if (err == -ESRCH)
+		log__error("cannot attach to PID %d: no such process", cli.pid);
+	if (!err)
+		err = loop__open(&loop, t, cli.pid, &old_mask);
+	if (err)
+		goto out;
+	if (tracer__probe_count(t) == 0)
+		log__warn("PID %d has no keyhog probes in its executable or libraries; "
+			  "waiting for one to be loaded", cli.pid);
+	if (cli.duration_s > 0)
+		deadline = tracer__now_ns() + (uint64_t)(cli.duration_s * 1e9);
+	end = loop__run(&loop, t, 0, deadline);
+	tracer__finish(t, end == LOOP_PROCESS_EXITED ? 1 : -1);
+	if (tracer__records_emitted(t) == 0)
+		log__note("no keyhog activity seen in PID %d: no record written", cli.pid);
+	code = finish_output(&out, KHPROF_EXIT_OK);
+out:
+	loop__close(&loop, &old_mask);
+	tracer__close(t);
+	return code;
+}

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* Subcommands; dispatched from the table in main.c. */
+#ifndef KHPROF_COMMANDS_H
+#define KHPROF_COMMANDS_H
+
+int cmd_record(int argc, char **argv);
+int cmd_attach(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_probes(int argc, char **argv);
+
+struct kh_profile;
+/* Notes and drop warnings that go beside the seed's text report, on stderr. */
+void print_profile_notes(const struct kh_profile *p);
+
+/* Whether argv holds -h or --help before any "--". */
+int wants_help(int argc, char **argv);
+
+#endif

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* Messages in git's manner: "khprof: <failure> '<subject>': <reason> (<hint>)". */
+#ifndef KHPROF_LOG_H
+#define KHPROF_LOG_H
+
+#include <stdbool.h>
+
+/* Documented exit codes (docs/CLI.md). */
+enum khprof_exit {
+	KHPROF_EXIT_OK = 0,
+	KHPROF_EXIT_FAILURE = 1,     /* tracing could not start or failed */
+	KHPROF_EXIT_USAGE = 2,       /* bad command line */
+	KHPROF_EXIT_BAD_INPUT = 3,   /* unreadable or malformed record or ELF file */
+	KHPROF_EXIT_CANNOT_EXEC = 126,
+	KHPROF_EXIT_NOT_FOUND = 127,
+};
+
+extern bool khprof_verbose;
+
+void log__error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log__note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void log__debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

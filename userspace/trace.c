@@ -1,0 +1,679 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Tracer lifecycle: open -> configure (rodata) -> load -> attach, each step
+ * checked with one message per failure and one cleanup path (tracer__close).
+ * Sessions are assembled from ring-buffer events in order; per-stage sums
+ * come from the per-CPU slot maps when a session finishes.
+ */
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "khprof.skel.h"
+#include "log.h"
+#include "procfs.h"
+#include "trace.h"
+#include "usdt_notes.h"
+
+#define PROVIDER "keyhog"
+
+struct seen_object {
+	dev_t dev;
+	ino_t ino;
+};
+
+struct open_session {
+	bool open;
+	bool started_mid_session;
+	uint64_t start_ns;
+	uint32_t last_state;
+	struct kh_profile profile;
+};
+
+struct tracer {
+	struct khprof_bpf *skel;
+	struct ring_buffer *rb;
+	struct trace_options opts;
+	pid_t pid;
+	int ncpus;
+	uint64_t trace_start_ns;
+	int64_t realtime_offset_ns;
+	struct seen_object *seen;
+	size_t seen_count;
+	struct bpf_link **links;
+	size_t link_count;
+	size_t probe_count;
+	bool loader_hooked;
+	bool saw_session;
+	size_t records_emitted;
+	struct open_session sessions[KH_MAX_SLOTS];
+	char warned_keys[512];
+};
+
+uint64_t tracer__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int64_t realtime_minus_monotonic(void)
+{
+	struct timespec rt, mono;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	return ((int64_t)rt.tv_sec - mono.tv_sec) * 1000000000ll + (rt.tv_nsec - mono.tv_nsec);
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (!khprof_verbose || level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static const char *mode_name(enum kh_trace_mode mode)
+{
+	static const char *const names[] = {
+		[KH_MODE_SPAN] = "span",
+		[KH_MODE_PAIR] = "pair",
+		[KH_MODE_BATCH] = "batch",
+	};
+	_Static_assert(sizeof(names) / sizeof(names[0]) == KH_MODE_COUNT, "mode names");
+	return mode < KH_MODE_COUNT ? names[mode] : "unknown";
+}
+
+static int check_kernel_support(void)
+{
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		log__error("kernel has no BTF at '/sys/kernel/btf/vmlinux' "
+			   "(khprof needs a kernel built with CONFIG_DEBUG_INFO_BTF)");
+		return -ENOTSUP;
+	}
+	if (access("/sys/bus/event_source/devices/uprobe", F_OK) != 0) {
+		log__error("kernel has no uprobes (khprof needs CONFIG_UPROBE_EVENTS)");
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+static void report_load_error(int err)
+{
+	if (err == -EPERM || err == -EACCES)
+		log__error("cannot load BPF programs: permission denied "
+			   "(run as root or grant CAP_BPF and CAP_PERFMON)");
+	else
+		log__error("cannot load BPF programs: %s (run with -v for libbpf's log)",
+			   strerror(-err));
+}
+
+int tracer__open(struct tracer **out, const struct trace_options *opts)
+{
+	struct tracer *t;
+	int err;
+
+	*out = NULL;
+	err = check_kernel_support();
+	if (err)
+		return err;
+	libbpf_set_print(libbpf_print);
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->opts = *opts;
+	t->ncpus = libbpf_num_possible_cpus();
+	if (t->ncpus <= 0) {
+		log__error("cannot count possible CPUs: %s", strerror(-t->ncpus));
+		err = t->ncpus;
+		goto fail;
+	}
+
+	t->skel = khprof_bpf__open();
+	if (!t->skel) {
+		err = -errno;
+		log__error("cannot open BPF object: %s", strerror(errno));
+		goto fail;
+	}
+	t->trace_start_ns = tracer__now_ns();
+	t->realtime_offset_ns = realtime_minus_monotonic();
+	t->skel->rodata->trace_start_ns = t->trace_start_ns;
+	t->skel->rodata->stop_on_loader_event = opts->stop_on_loader;
+
+	err = khprof_bpf__load(t->skel);
+	if (err) {
+		report_load_error(err);
+		goto fail;
+	}
+	*out = t;
+	return 0;
+fail:
+	tracer__close(t);
+	return err;
+}
+
+/* --- attaching --------------------------------------------------------- */
+
+static bool seen_before(struct tracer *t, dev_t dev, ino_t ino)
+{
+	struct seen_object *grown;
+
+	for (size_t i = 0; i < t->seen_count; i++)
+		if (t->seen[i].dev == dev && t->seen[i].ino == ino)
+			return true;
+	grown = realloc(t->seen, (t->seen_count + 1) * sizeof(*grown));
+	if (grown) {
+		t->seen = grown;
+		t->seen[t->seen_count++] = (struct seen_object){ dev, ino };
+	}
+	return false;
+}
+
+static int keep_link(struct tracer *t, struct bpf_link *link)
+{
+	struct bpf_link **grown = realloc(t->links, (t->link_count + 1) * sizeof(*grown));
+
+	if (!grown) {
+		bpf_link__destroy(link);
+		return -ENOMEM;
+	}
+	t->links = grown;
+	t->links[t->link_count++] = link;
+	return 0;
+}
+
+struct probe_binding {
+	const char *probe;
+	struct bpf_program *prog;
+	bool wanted;
+};
+
+static size_t probe_bindings(const struct tracer *t, struct probe_binding *out)
+{
+	enum kh_trace_mode mode = t->opts.mode;
+	const struct probe_binding table[] = {
+		{ "span", t->skel->progs.kh_span, mode == KH_MODE_SPAN },
+		{ "span_enter", t->skel->progs.kh_span_enter, mode == KH_MODE_PAIR },
+		{ "span_exit", t->skel->progs.kh_span_exit, mode == KH_MODE_PAIR },
+		{ "batch", t->skel->progs.kh_batch, mode == KH_MODE_BATCH },
+		{ "input_bytes", t->skel->progs.kh_input_bytes, true },
+		{ "input_units", t->skel->progs.kh_input_units, true },
+		{ "session_start", t->skel->progs.kh_session_start, true },
+		{ "identity", t->skel->progs.kh_identity, true },
+		{ "transition", t->skel->progs.kh_transition, true },
+		{ "session_finish", t->skel->progs.kh_session_finish, true },
+	};
+	size_t n = sizeof(table) / sizeof(table[0]);
+
+	memcpy(out, table, sizeof(table));
+	return n;
+}
+
+static size_t count_probe_sites(const struct usdt_note_list *notes, const char *name)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < notes->count; i++)
+		if (!strcmp(notes->notes[i].provider, PROVIDER) && !strcmp(notes->notes[i].name, name))
+			n++;
+	return n;
+}
+
+static int attach_object(struct tracer *t, const char *path)
+{
+	struct probe_binding bindings[16];
+	struct usdt_note_list notes;
+	size_t n, attached = 0;
+	int err;
+
+	err = usdt_notes__read(path, &notes);
+	if (err) {
+		log__debug("skipping '%s': %s", path, strerror(-err));
+		return 0;
+	}
+	n = probe_bindings(t, bindings);
+	for (size_t i = 0; i < n; i++) {
+		struct bpf_link *link;
+
+		if (!bindings[i].wanted || !usdt_notes__has(&notes, PROVIDER, bindings[i].probe))
+			continue;
+		link = bpf_program__attach_usdt(bindings[i].prog, t->pid, path, PROVIDER,
+						bindings[i].probe, NULL);
+		if (!link) {
+			err = -errno;
+			if (err == -EPERM || err == -EACCES)
+				log__error("cannot attach to '%s': permission denied "
+					   "(run as root or grant CAP_BPF and CAP_PERFMON)", path);
+			else
+				log__error("cannot attach to probe '%s:%s' in '%s': %s",
+					   PROVIDER, bindings[i].probe, path, strerror(-err));
+			goto out;
+		}
+		err = keep_link(t, link);
+		if (err)
+			goto out;
+		attached += count_probe_sites(&notes, bindings[i].probe);
+	}
+	if (attached)
+		log__debug("attached %zu probe sites in '%s'", attached, path);
+	t->probe_count += attached;
+out:
+	usdt_notes__free(&notes);
+	return err;
+}
+
+static int attach_object_once(struct tracer *t, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+		return 0;
+	if (seen_before(t, st.st_dev, st.st_ino))
+		return 0;
+	return attach_object(t, path);
+}
+
+/* PT_INTERP of an executable, or "" for a static one. */
+static int read_interpreter(const char *exe, char *buf, size_t len)
+{
+	size_t phnum;
+	Elf *elf;
+	int fd, err = 0;
+
+	buf[0] = '\0';
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	fd = open(exe, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_getphdrnum(elf, &phnum) != 0) {
+		err = -ENOEXEC;
+		goto out;
+	}
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		size_t size;
+		char *raw;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_INTERP)
+			continue;
+		raw = elf_rawfile(elf, &size);
+		if (!raw || ph.p_offset + ph.p_filesz > size || ph.p_filesz == 0 ||
+		    ph.p_filesz >= len) {
+			err = -ENOEXEC;
+			goto out;
+		}
+		memcpy(buf, raw + ph.p_offset, ph.p_filesz);
+		buf[ph.p_filesz - 1] = '\0';
+		break;
+	}
+out:
+	elf_end(elf);
+	close(fd);
+	return err;
+}
+
+static int hook_loader(struct tracer *t, const char *exe)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = "_dl_debug_state");
+	char interp[PATH_MAX];
+	struct bpf_link *link;
+	int err;
+
+	err = read_interpreter(exe, interp, sizeof(interp));
+	if (err || interp[0] == '\0')
+		return 0; /* static executable: nothing is ever loaded later */
+	link = bpf_program__attach_uprobe_opts(t->skel->progs.kh_loader_state, t->pid, interp,
+					       0, &opts);
+	if (!link) {
+		log__warn("cannot watch '%s' for dlopen: %s; libraries loaded later "
+			  "will not be traced", interp, strerror(errno));
+		return 0;
+	}
+	t->loader_hooked = true;
+	return keep_link(t, link);
+}
+
+int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path)
+{
+	int err;
+
+	t->pid = pid;
+	err = attach_object_once(t, exe_path);
+	if (err)
+		return err;
+	return hook_loader(t, exe_path);
+}
+
+int tracer__attach_mapped(struct tracer *t)
+{
+	char maps_path[64], line[PATH_MAX + 128];
+	FILE *maps;
+	int err = 0;
+
+	snprintf(maps_path, sizeof(maps_path), "/proc/%d/maps", t->pid);
+	maps = fopen(maps_path, "re");
+	if (!maps)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (fgets(line, sizeof(line), maps)) {
+		char perms[8], path[PATH_MAX];
+		unsigned long long inode;
+
+		path[0] = '\0';
+		if (sscanf(line, "%*x-%*x %7s %*x %*x:%*x %llu %4095[^\n]", perms, &inode, path) < 2)
+			continue;
+		if (perms[2] != 'x' || inode == 0 || path[0] != '/')
+			continue;
+		err = attach_object_once(t, path);
+		if (err)
+			break;
+	}
+	fclose(maps);
+	return err;
+}
+
+size_t tracer__probe_count(const struct tracer *t)
+{
+	return t->probe_count;
+}
+
+size_t tracer__records_emitted(const struct tracer *t)
+{
+	return t->records_emitted;
+}
+
+/* --- sessions ------------------------------------------------------------ */
+
+static int read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum)
+{
+	size_t size = (size_t)t->ncpus * sizeof(struct kh_slot_stats);
+	struct kh_slot_stats *percpu = calloc(t->ncpus, sizeof(*percpu));
+	int fd = bpf_map__fd(t->skel->maps.slot_stats), err;
+
+	memset(sum, 0, sizeof(*sum));
+	if (!percpu)
+		return -ENOMEM;
+	err = bpf_map_lookup_elem(fd, &slot, percpu);
+	if (err) {
+		err = -errno;
+		log__error("cannot read session slot %u: %s", slot, strerror(errno));
+		goto out;
+	}
+	for (int cpu = 0; cpu < t->ncpus; cpu++) {
+		const struct kh_slot_stats *c = &percpu[cpu];
+
+		for (int s = 0; s < KH_STAGE_COUNT; s++) {
+			sum->stages[s].elapsed_ns += c->stages[s].elapsed_ns;
+			sum->stages[s].calls += c->stages[s].calls;
+			sum->stages[s].attributed_ns += c->stages[s].attributed_ns;
+		}
+		sum->input_bytes += c->input_bytes;
+		sum->input_units += c->input_units;
+		sum->probe_hits += c->probe_hits;
+		for (int d = 0; d < KH_DROP_COUNT; d++)
+			sum->drops[d] += c->drops[d];
+	}
+	/* Zeroed for the slot's next session. */
+	memset(percpu, 0, size);
+	if (bpf_map_update_elem(fd, &slot, percpu, BPF_ANY)) {
+		err = -errno;
+		log__error("cannot reset session slot %u: %s", slot, strerror(errno));
+	}
+out:
+	free(percpu);
+	return err;
+}
+
+static bool slot_has_activity(const struct kh_slot_stats *s)
+{
+	if (s->input_bytes || s->input_units || s->probe_hits)
+		return true;
+	for (int d = 0; d < KH_DROP_COUNT; d++)
+		if (s->drops[d])
+			return true;
+	return false;
+}
+
+static void sample(struct tracer *t, struct kh_resource_snapshot *snap)
+{
+	memset(snap, 0, sizeof(*snap));
+	procfs__sample(t->pid, snap);
+}
+
+static void apply_overrides(struct tracer *t, struct kh_identity *id)
+{
+	for (size_t i = 0; i < t->opts.override_count; i++)
+		identity__set(id, t->opts.overrides[i].key, t->opts.overrides[i].value);
+}
+
+static void session_begin(struct tracer *t, struct open_session *s, uint64_t start_ns,
+			  const char *sequence, bool mid_session)
+{
+	struct kh_resource_snapshot snap;
+	char run_id[96];
+
+	memset(s, 0, sizeof(*s));
+	s->open = true;
+	s->started_mid_session = mid_session;
+	s->start_ns = start_ns;
+	s->last_state = KH_STATE_CREATED;
+	profile__init(&s->profile);
+	snprintf(run_id, sizeof(run_id), "%d-%" PRIu64 "-%s", t->pid,
+		 (uint64_t)((int64_t)start_ns + t->realtime_offset_ns), sequence);
+	identity__set(&s->profile.identity, "run_id", run_id);
+	sample(t, &snap);
+	profile__add_transition(&s->profile, KH_STATE_CREATED, 0, &snap);
+}
+
+static uint64_t since(const struct open_session *s, uint64_t ts)
+{
+	return ts > s->start_ns ? ts - s->start_ns : 0;
+}
+
+static void session_transition(struct tracer *t, struct open_session *s, uint32_t state,
+			       uint64_t ts)
+{
+	struct kh_resource_snapshot snap;
+
+	if (state >= KH_STATE_COUNT) {
+		log__warn("ignoring transition to unknown state %u", state);
+		return;
+	}
+	sample(t, &snap);
+	profile__add_transition(&s->profile, state, since(s, ts), &snap);
+	s->last_state = state;
+}
+
+static void session_emit(struct tracer *t, struct open_session *s, uint32_t slot,
+			 uint32_t status, uint64_t end_ns, bool ended_mid_session)
+{
+	struct kh_slot_stats sum;
+	struct kh_profile *p = &s->profile;
+
+	read_slot(t, slot, &sum);
+	for (int st = 0; st < KH_STAGE_COUNT; st++)
+		profile__set_stage(p, st, sum.stages[st].elapsed_ns, sum.stages[st].calls,
+				   sum.stages[st].attributed_ns);
+	p->input_bytes = sum.input_bytes;
+	p->input_units = sum.input_units;
+	apply_overrides(t, &p->identity);
+	profile__finish(p, status, since(s, end_ns));
+
+	p->ext.present = true;
+	snprintf(p->ext.mode, sizeof(p->ext.mode), "%s", mode_name(t->opts.mode));
+	p->ext.started_mid_session = s->started_mid_session;
+	p->ext.ended_mid_session = ended_mid_session;
+	memcpy(p->ext.drops, sum.drops, sizeof(p->ext.drops));
+	p->ext.probe_hits = sum.probe_hits;
+	p->ext.traced_pid = t->pid;
+
+	if (slot != KH_OUTSIDE_SLOT)
+		t->skel->bss->slot_busy[slot] = 0;
+	t->records_emitted++;
+	if (t->opts.on_profile)
+		t->opts.on_profile(p, t->opts.ctx);
+	profile__free(p);
+	s->open = false;
+}
+
+/* An event for a slot with no session seen: khprof attached mid-session. */
+static struct open_session *session_for(struct tracer *t, uint32_t slot, uint64_t ts)
+{
+	struct open_session *s = &t->sessions[slot < KH_MAX_SLOTS ? slot : 0];
+
+	if (!s->open) {
+		session_begin(t, s, t->trace_start_ns, "partial", true);
+		(void)ts;
+	}
+	return s;
+}
+
+static void warn_unknown_key_once(struct tracer *t, const char *key)
+{
+	char needle[KH_IDENTITY_KEY_MAX + 2];
+
+	snprintf(needle, sizeof(needle), "|%s|", key);
+	if (strstr(t->warned_keys, needle))
+		return;
+	if (strlen(t->warned_keys) + strlen(needle) < sizeof(t->warned_keys))
+		strcat(t->warned_keys, needle);
+	log__warn("ignoring identity '%s': not a RunIdentity field or bad value", key);
+}
+
+static int handle_event(void *ctx, void *data, size_t len)
+{
+	struct tracer *t = ctx;
+	const struct kh_event *e = data;
+	uint32_t slot = e->slot < KH_MAX_SLOTS ? e->slot : KH_OUTSIDE_SLOT;
+	struct open_session *s;
+	char sequence[24];
+
+	if (len < sizeof(*e))
+		return 0;
+	switch (e->type) {
+	case KH_EVENT_SESSION_START:
+		t->saw_session = true;
+		if (slot == KH_OUTSIDE_SLOT) {
+			log__warn("session %" PRIu64 " not recorded: all %d session slots "
+				  "were unread", e->arg0, KH_MAX_SLOTS - 1);
+			break;
+		}
+		snprintf(sequence, sizeof(sequence), "%" PRIu64, e->arg0);
+		session_begin(t, &t->sessions[slot], e->ts_ns, sequence, false);
+		break;
+	case KH_EVENT_IDENTITY:
+		s = session_for(t, slot, e->ts_ns);
+		if (identity__set(&s->profile.identity, e->key, e->value) != 0)
+			warn_unknown_key_once(t, e->key);
+		break;
+	case KH_EVENT_TRANSITION:
+		s = session_for(t, slot, e->ts_ns);
+		session_transition(t, s, (uint32_t)e->arg0, e->ts_ns);
+		break;
+	case KH_EVENT_SESSION_FINISH:
+		t->saw_session = true;
+		s = session_for(t, slot, e->ts_ns);
+		session_transition(t, s, (uint32_t)e->arg0, e->ts_ns);
+		session_emit(t, s, slot, (uint32_t)e->arg0, e->ts_ns, false);
+		break;
+	case KH_EVENT_LOADER_STATE:
+		tracer__attach_mapped(t);
+		if (t->opts.stop_on_loader)
+			kill(t->pid, SIGCONT);
+		break;
+	default:
+		log__debug("ignoring event type %u", e->type);
+	}
+	return 0;
+}
+
+int tracer__poll(struct tracer *t, int timeout_ms)
+{
+	if (!t->rb) {
+		t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), handle_event, t, NULL);
+		if (!t->rb) {
+			log__error("cannot open the event ring buffer: %s", strerror(errno));
+			return -errno;
+		}
+	}
+	return ring_buffer__poll(t->rb, timeout_ms);
+}
+
+int tracer__epoll_fd(const struct tracer *t)
+{
+	return t->rb ? ring_buffer__epoll_fd(t->rb) : -1;
+}
+
+void tracer__finish(struct tracer *t, int exit_status)
+{
+	uint64_t now = tracer__now_ns();
+	bool exited = exit_status >= 0;
+
+	if (t->rb)
+		ring_buffer__consume(t->rb);
+	for (uint32_t slot = 0; slot < KH_MAX_SLOTS; slot++) {
+		struct open_session *s = &t->sessions[slot];
+		uint32_t status;
+
+		if (!s->open)
+			continue;
+		/* A process that exits inside a session did not complete it. */
+		status = exited ? KH_STATE_FAILED : s->last_state;
+		session_transition(t, s, status, now);
+		session_emit(t, s, slot, status, now, true);
+	}
+	if (!t->saw_session && t->records_emitted == 0) {
+		struct kh_slot_stats peek;
+		int fd = bpf_map__fd(t->skel->maps.slot_stats);
+		struct kh_slot_stats *percpu = calloc(t->ncpus, sizeof(*percpu));
+		uint32_t slot = KH_OUTSIDE_SLOT;
+		bool active = false;
+
+		memset(&peek, 0, sizeof(peek));
+		if (percpu && bpf_map_lookup_elem(fd, &slot, percpu) == 0)
+			for (int cpu = 0; cpu < t->ncpus && !active; cpu++)
+				active = slot_has_activity(&percpu[cpu]);
+		free(percpu);
+		if (active) {
+			/* Spans but no session probes: one record for the whole trace. */
+			struct open_session *s = &t->sessions[KH_OUTSIDE_SLOT];
+			uint32_t status = exit_status == 0 ? KH_STATE_COMPLETED
+				       : exited ? KH_STATE_FAILED : KH_STATE_SCANNING;
+
+			session_begin(t, s, t->trace_start_ns, "0", !exited);
+			session_transition(t, s, status, now);
+			session_emit(t, s, KH_OUTSIDE_SLOT, status, now, !exited);
+		}
+	}
+}
+
+void tracer__close(struct tracer *t)
+{
+	if (!t)
+		return;
+	ring_buffer__free(t->rb);
+	for (size_t i = 0; i < t->link_count; i++)
+		bpf_link__destroy(t->links[i]);
+	free(t->links);
+	for (uint32_t slot = 0; slot < KH_MAX_SLOTS; slot++)
+		if (t->sessions[slot].open)
+			profile__free(&t->sessions[slot].profile);
+	khprof_bpf__destroy(t->skel);
+	free(t->seen);
+	free(t);
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The tracer: loads the BPF programs, attaches them to the keyhog probes of
+ * one process (its executable and every library it maps that carries them),
+ * and turns the kernel's aggregates and events into RunProfile records.
+ */
+#ifndef KHPROF_TRACE_H
+#define KHPROF_TRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "khprof_shared.h"
+#include "record.h"
+
+struct tracer;
+
+/* Called for every completed record; the tracer frees it afterwards. */
+typedef void (*tracer_profile_fn)(const struct kh_profile *profile, void *ctx);
+
+struct identity_override {
+	const char *key;
+	const char *value;
+};
+
+struct trace_options {
+	enum kh_trace_mode mode;
+	bool verbose;
+	/*
+	 * Stop the process whenever the dynamic loader maps objects so their
+	 * probes are attached before their code runs.  Only where khprof is
+	 * the parent: a job-control shell would otherwise see a stopped job.
+	 */
+	bool stop_on_loader;
+	const struct identity_override *overrides;
+	size_t override_count;
+	tracer_profile_fn on_profile;
+	void *ctx;
+};
+
+/* open -> configure -> load; prints one line and returns -errno on failure. */
+int tracer__open(struct tracer **out, const struct trace_options *opts);
+/* Attaches to pid's executable (exe_path) and loader; libraries come later. */
+int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path);
+/* Attaches to every object pid has mapped now that carries keyhog probes. */
+int tracer__attach_mapped(struct tracer *t);
+/* Consumes pending events; timeout_ms < 0 blocks.  Returns events or -errno. */
+int tracer__poll(struct tracer *t, int timeout_ms);
+int tracer__epoll_fd(const struct tracer *t);
+/*
+ * Ends the trace: closes sessions still open (the process exited or khprof
+ * detached) and emits the record for a program that had spans but no
+ * session probes.  exit_status < 0 means the process is still running.
+ */
+void tracer__finish(struct tracer *t, int exit_status);
+/* Number of keyhog probe sites attached so far. */
+size_t tracer__probe_count(const struct tracer *t);
+size_t tracer__records_emitted(const struct tracer *t);
+void tracer__close(struct tracer *t);
+
+/* Monotonic clock in ns, the clock the BPF side stamps events with. */
+uint64_t tracer__now_ns(void);
+
+#endif
