@@ -20,7 +20,6 @@ const volatile __u32 stop_on_loader_event = 0;
 
 /* Session slot bookkeeping; the loader clears slot_busy after reading a slot. */
 __u32 active_slot = KH_OUTSIDE_SLOT;
-__u32 next_slot = 1;
 __u32 slot_busy[KH_MAX_SLOTS];
 __u64 slot_start_ns[KH_MAX_SLOTS];
 
@@ -277,17 +276,13 @@ static __always_inline void event_submit(struct kh_event *e)
 SEC("usdt")
 int BPF_USDT(kh_session_start, __u64 sequence, __u64 abi_version)
 {
-	__u32 slot = KH_OUTSIDE_SLOT, i, candidate;
+	__u32 slot = KH_OUTSIDE_SLOT, i;
 	struct kh_event *e;
 
-	for (i = 0; i < KH_MAX_SLOTS - 1; i++) {
-		candidate = next_slot + i;
-		if (candidate >= KH_MAX_SLOTS)
-			candidate -= KH_MAX_SLOTS - 1;
-		if (candidate == KH_OUTSIDE_SLOT || candidate >= KH_MAX_SLOTS)
-			continue;
-		if (!slot_busy[candidate]) {
-			slot = candidate;
+	/* The lowest free slot; the loader frees a slot once it has read it. */
+	for (i = 1; i < KH_MAX_SLOTS; i++) {
+		if (!slot_busy[i]) {
+			slot = i;
 			break;
 		}
 	}
@@ -295,9 +290,8 @@ int BPF_USDT(kh_session_start, __u64 sequence, __u64 abi_version)
 		/* The reader fell behind by KH_MAX_SLOTS-1 sessions. */
 		count_drop(KH_OUTSIDE_SLOT, KH_DROP_SESSION_SLOTS);
 	} else {
-		slot_busy[slot] = 1;
-		slot_start_ns[slot] = bpf_ktime_get_ns();
-		next_slot = slot + 1 < KH_MAX_SLOTS ? slot + 1 : 1;
+		slot_busy[slot & (KH_MAX_SLOTS - 1)] = 1;
+		slot_start_ns[slot & (KH_MAX_SLOTS - 1)] = bpf_ktime_get_ns();
 	}
 	active_slot = slot;
 

@@ -8,7 +8,9 @@
 
 #include "commands.h"
 #include "fileio.h"
+#include "json.h"
 #include "log.h"
+#include "text.h"
 #include "record.h"
 
 static const char report_usage[] =

@@ -22,7 +22,9 @@
 
 #include "commands.h"
 #include "fileio.h"
+#include "json.h"
 #include "log.h"
+#include "text.h"
 #include "trace.h"
 
 #define MAX_OVERRIDES 32
@@ -442,6 +444,7 @@ int cmd_record(int argc, char **argv)
 	char path[PATH_MAX];
 	sigset_t old_mask;
 	int status = 0, code, err, child_errno = 0;
+	bool reaped = false;
 	pid_t pid;
 
 	if (wants_help(argc, argv)) {
@@ -516,6 +519,7 @@ int cmd_record(int argc, char **argv)
 		code = KHPROF_EXIT_FAILURE;
 		goto out;
 	}
+	reaped = true;
 	if (tracer__probe_count(t) == 0)
 		log__warn("'%s' and its libraries have no keyhog probes: it ran untraced", path);
 	else if (tracer__records_emitted(t) == 0)
@@ -529,7 +533,10 @@ out:
 		if (exec_err[i] >= 0)
 			close(exec_err[i]);
 	}
-	tracer__close(t);
+	if (reaped)
+		tracer__close_in_background(t);
+	else
+		tracer__close(t);
 	return code;
 }
 
@@ -580,6 +587,9 @@ int cmd_attach(int argc, char **argv)
 	if (tracer__probe_count(t) == 0)
 		log__warn("PID %d has no keyhog probes in its executable or libraries; "
 			  "waiting for one to be loaded", cli.pid);
+	else
+		log__note("attached to PID %d (%zu probe sites); stop with Ctrl-C", cli.pid,
+			  tracer__probe_count(t));
 	if (cli.duration_s > 0)
 		deadline = tracer__now_ns() + (uint64_t)(cli.duration_s * 1e9);
 	end = loop__run(&loop, t, 0, deadline);

@@ -10,6 +10,7 @@
 #include <libelf.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,17 +88,6 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
-static const char *mode_name(enum kh_trace_mode mode)
-{
-	static const char *const names[] = {
-		[KH_MODE_SPAN] = "span",
-		[KH_MODE_PAIR] = "pair",
-		[KH_MODE_BATCH] = "batch",
-	};
-	_Static_assert(sizeof(names) / sizeof(names[0]) == KH_MODE_COUNT, "mode names");
-	return mode < KH_MODE_COUNT ? names[mode] : "unknown";
-}
-
 static int check_kernel_support(void)
 {
 	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
@@ -114,12 +104,13 @@ static int check_kernel_support(void)
 
 static void report_load_error(int err)
 {
-	if (err == -EPERM || err == -EACCES)
+	/* The verifier rejects with EACCES too; privileges were checked before. */
+	if (err == -EPERM)
 		log__error("cannot load BPF programs: permission denied "
 			   "(run as root or grant CAP_BPF and CAP_PERFMON)");
 	else
-		log__error("cannot load BPF programs: %s (run with -v for libbpf's log)",
-			   strerror(-err));
+		log__error("cannot load BPF programs: %s (the kernel rejected them; "
+			   "run with -v for the verifier's log)", strerror(-err));
 }
 
 int tracer__open(struct tracer **out, const struct trace_options *opts)
@@ -514,8 +505,7 @@ static void session_emit(struct tracer *t, struct open_session *s, uint32_t slot
 	apply_overrides(t, &p->identity);
 	profile__finish(p, status, since(s, end_ns));
 
-	p->ext.present = true;
-	snprintf(p->ext.mode, sizeof(p->ext.mode), "%s", mode_name(t->opts.mode));
+	profile__set_mode(p, t->opts.mode);
 	p->ext.started_mid_session = s->started_mid_session;
 	p->ext.ended_mid_session = ended_mid_session;
 	memcpy(p->ext.drops, sum.drops, sizeof(p->ext.drops));
@@ -570,10 +560,10 @@ static int handle_event(void *ctx, void *data, size_t len)
 		t->saw_session = true;
 		if (slot == KH_OUTSIDE_SLOT) {
 			log__warn("session %" PRIu64 " not recorded: all %d session slots "
-				  "were unread", e->arg0, KH_MAX_SLOTS - 1);
+				  "were unread", (uint64_t)e->arg0, KH_MAX_SLOTS - 1);
 			break;
 		}
-		snprintf(sequence, sizeof(sequence), "%" PRIu64, e->arg0);
+		snprintf(sequence, sizeof(sequence), "%" PRIu64, (uint64_t)e->arg0);
 		session_begin(t, &t->sessions[slot], e->ts_ns, sequence, false);
 		break;
 	case KH_EVENT_IDENTITY:
@@ -660,6 +650,44 @@ void tracer__finish(struct tracer *t, int exit_status)
 			session_emit(t, s, KH_OUTSIDE_SLOT, status, now, !exited);
 		}
 	}
+}
+
+/*
+ * Each uprobe detach waits for an RCU-tasks grace period, serialised in the
+ * kernel (about 80 ms per probe site here), so a traced program with dozens
+ * of sites would keep `khprof record` alive for seconds after it exited.
+ * When the traced process is gone the probes cannot fire any more: a child
+ * inherits the links and releases them after khprof has exited.
+ */
+void tracer__close_in_background(struct tracer *t)
+{
+	int hold[2];
+	pid_t pid;
+	char c;
+
+	if (!t || t->link_count == 0 || pipe(hold) != 0) {
+		tracer__close(t);
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		/* Whoever reads khprof's output must not wait for this child. */
+		int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		for (int fd = 0; fd < 3; fd++)
+			dup2(null_fd, fd);
+		close(hold[1]);
+		/* EOF once khprof has exited and dropped its references. */
+		while (read(hold[0], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(hold[0]);
+	if (pid < 0) {
+		close(hold[1]);
+		tracer__close(t);
+	}
+	/* hold[1] stays open until exit; the links are released by the child. */
 }
 
 void tracer__close(struct tracer *t)

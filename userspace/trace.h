@@ -58,6 +58,12 @@ void tracer__finish(struct tracer *t, int exit_status);
 size_t tracer__probe_count(const struct tracer *t);
 size_t tracer__records_emitted(const struct tracer *t);
 void tracer__close(struct tracer *t);
+/*
+ * For a traced process that has exited: returns at once and leaves the
+ * kernel's slow uprobe detach to a child that outlives khprof.  The caller
+ * must exit soon after; the tracer is not usable any more.
+ */
+void tracer__close_in_background(struct tracer *t);
 
 /* Monotonic clock in ns, the clock the BPF side stamps events with. */
 uint64_t tracer__now_ns(void);

@@ -1,0 +1,27 @@
+#!/bin/sh
+# make demo: profile the reference scanner (build/kh-scan) on the bundled
+# default corpus with khprof and end with the text report.
+set -eu
+cd "$(dirname "$0")/.."
+corpus=build/demo-corpus
+if [ ! -f "$corpus/truth.jsonl" ]; then
+	echo "demo: generating the default corpus in $corpus"
+	build/kh-corpus --seed 1 --size 32 "$corpus"
+fi
+echo "demo: build/khprof record -o build/demo-profile.json -- build/kh-scan --threads 2 $corpus/tree"
+set +e
+build/khprof record -o build/demo-profile.json -- \
+	build/kh-scan --threads 2 "$corpus/tree" >build/demo-findings.jsonl 2>build/demo-record.log
+status=$?
+set -e
+# kh-scan exits 1 when it reports findings, which the corpus plants.
+if [ "$status" -ne 0 ] && [ "$status" -ne 1 ]; then
+	cat build/demo-record.log >&2
+	echo "demo: khprof record failed with exit code $status" >&2
+	exit 1
+fi
+grep '^khprof:' build/demo-record.log >&2 || true
+echo "demo: $(wc -l <build/demo-findings.jsonl) findings in build/demo-findings.jsonl," \
+	"$(wc -l <"$corpus/truth.jsonl") planted; record in build/demo-profile.json"
+echo
+build/khprof report build/demo-profile.json

@@ -1,0 +1,640 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Integration tests: trace real workloads (tests/workloads/, built only
+ * against include/keyhog_profile.h) with build/khprof and check the records
+ * against what the workload knows about itself.  They need root (BPF); they
+ * skip with a message elsewhere, and never skip when CI=true.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fileio.h"
+#include "record.h"
+
+#define KHPROF "build/khprof"
+#define WORKLOAD "build/workloads/workload"
+
+static char tmpdir[] = "/tmp/khprof-itest-XXXXXX";
+
+struct run_result {
+	int exit_code;
+	char *out;
+	char *err;
+};
+
+static bool in_ci(void)
+{
+	const char *ci = getenv("CI");
+
+	return ci && strcmp(ci, "true") == 0;
+}
+
+static char *read_fd_all(int fd)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	ssize_t n;
+
+	while (buf && (n = read(fd, buf + len, cap - len - 1)) > 0) {
+		len += n;
+		if (cap - len < 2)
+			buf = realloc(buf, cap *= 2);
+	}
+	if (buf)
+		buf[len] = '\0';
+	return buf;
+}
+
+/* Runs argv to completion, capturing stdout and stderr. */
+static struct run_result run(char *const argv[])
+{
+	struct run_result r = { -1, NULL, NULL };
+	char out_path[128], err_path[128];
+	int out_fd, err_fd, status;
+	pid_t pid;
+
+	snprintf(out_path, sizeof(out_path), "%s/stdout", tmpdir);
+	snprintf(err_path, sizeof(err_path), "%s/stderr", tmpdir);
+	out_fd = open(out_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	err_fd = open(err_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(out_fd >= 0 && err_fd >= 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(out_fd, 1);
+		dup2(err_fd, 2);
+		execv(argv[0], argv);
+		_exit(121);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	lseek(out_fd, 0, SEEK_SET);
+	lseek(err_fd, 0, SEEK_SET);
+	r.out = read_fd_all(out_fd);
+	r.err = read_fd_all(err_fd);
+	close(out_fd);
+	close(err_fd);
+	return r;
+}
+
+static void run_result__free(struct run_result *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+static void tmp_path(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", tmpdir, name);
+}
+
+static void load_record(const char *path, struct kh_profile *p)
+{
+	char problem[256], *text = NULL;
+	size_t len;
+
+	assert_int_equal(file__read_all(path, &text, &len), 0);
+	if (profile__from_json(text, p, problem, sizeof(problem)) != 0)
+		fail_msg("record '%s' does not parse: %s", path, problem);
+	free(text);
+}
+
+static const struct kh_stage_measurement *stage_of(const struct kh_profile *p, uint32_t stage)
+{
+	for (size_t i = 0; i < p->stage_count; i++)
+		if (p->stages[i].stage == stage)
+			return &p->stages[i];
+	return NULL;
+}
+
+static uint64_t calls_of(const struct kh_profile *p, uint32_t stage)
+{
+	const struct kh_stage_measurement *m = stage_of(p, stage);
+
+	return m ? m->calls : 0;
+}
+
+static uint64_t elapsed_of(const struct kh_profile *p, uint32_t stage)
+{
+	const struct kh_stage_measurement *m = stage_of(p, stage);
+
+	return m ? m->elapsed_ns : 0;
+}
+
+static bool have_seed_render(void)
+{
+	return access("build/seed-render", X_OK) == 0;
+}
+
+/* The seed's own types read the record and print exactly what khprof does. */
+static void assert_seed_conformance(const char *record)
+{
+	char *seed_argv[] = { "build/seed-render", (char *)record, NULL };
+	char *report_argv[] = { KHPROF, "report", (char *)record, NULL };
+	struct run_result seed, ours;
+
+	if (!have_seed_render()) {
+		if (in_ci())
+			fail_msg("build/seed-render is missing in CI (make seed-render)");
+		return;
+	}
+	seed = run(seed_argv);
+	ours = run(report_argv);
+	if (seed.exit_code != 0)
+		fail_msg("seed-render rejects '%s': %s", record, seed.err);
+	assert_int_equal(ours.exit_code, 0);
+	assert_string_equal(ours.out, seed.out);
+	run_result__free(&seed);
+	run_result__free(&ours);
+}
+
+static const char *const modes[] = { "span", "pair", "batch" };
+
+static void check_nested(const char *mode)
+{
+	char out[160];
+	char *argv[] = { KHPROF, "record", "--mode", (char *)mode, "-o", out, "--", WORKLOAD,
+			 "nested", "50", NULL };
+	struct kh_profile p;
+	struct run_result r;
+	static const uint32_t expected_states[] = { KH_STATE_CREATED, KH_STATE_ACQUIRING,
+						    KH_STATE_SCANNING, KH_STATE_REPORTING,
+						    KH_STATE_COMPLETED };
+
+	snprintf(out, sizeof(out), "%s/nested-%s.json", tmpdir, mode);
+	r = run(argv);
+	if (r.exit_code != 0)
+		fail_msg("khprof record (%s) exited %d: %s", mode, r.exit_code, r.err);
+	assert_non_null(strstr(r.out, "nested n=50"));
+	/* The text report goes to stderr. */
+	assert_non_null(strstr(r.err, "KeyHog profile "));
+	load_record(out, &p);
+
+	assert_string_equal(p.schema, "keyhog-profile-v1");
+	assert_int_equal(p.status, KH_STATE_COMPLETED);
+	assert_int_equal(calls_of(&p, KH_STAGE_SOURCE_WALK), 1);
+	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 50);
+	assert_int_equal(calls_of(&p, KH_STAGE_ENTROPY), 100);
+	assert_int_equal(calls_of(&p, KH_STAGE_DECODE), 50);
+	assert_int_equal(calls_of(&p, KH_STAGE_REPORTING), 1);
+	assert_int_equal(p.stage_count, 5);
+	/* Nesting: each span counts its own full time, so outer covers inner. */
+	assert_true(elapsed_of(&p, KH_STAGE_HOT_PATTERNS) > elapsed_of(&p, KH_STAGE_ENTROPY));
+	/* Attribution: only decode ran under Decoded. */
+	assert_int_equal(stage_of(&p, KH_STAGE_DECODE)->attributed_ns,
+			 stage_of(&p, KH_STAGE_DECODE)->elapsed_ns);
+	assert_int_equal(stage_of(&p, KH_STAGE_ENTROPY)->attributed_ns, 0);
+	assert_int_equal(p.input_bytes, 50 * 4096);
+	assert_int_equal(p.input_units, 50);
+
+	assert_int_equal(p.transition_count, 5);
+	for (size_t i = 0; i < 5; i++) {
+		assert_int_equal(p.transitions[i].state, expected_states[i]);
+		if (i > 0)
+			assert_true(p.transitions[i].elapsed_ns >= p.transitions[i - 1].elapsed_ns);
+	}
+	assert_int_equal(p.state_count, 4);
+	assert_int_equal(p.wall_time_ns, p.transitions[4].elapsed_ns);
+
+	assert_string_equal(p.identity.binary_version, "workload 1.0");
+	assert_string_equal(p.identity.backend_selected, "cpu");
+	assert_int_equal(p.identity.cache_state, KH_CACHE_COLD);
+	assert_int_equal(p.identity.scanner_threads, 4); /* latest value wins */
+	assert_true(p.identity.reader_threads.present);
+	assert_int_equal(p.identity.reader_threads.value, 1);
+	assert_true(p.ext.present);
+	assert_int_equal(p.ext.drops[KH_DROP_UNMATCHED_EXIT], 0);
+	profile__free(&p);
+	assert_seed_conformance(out);
+	run_result__free(&r);
+}
+
+static void test_nested_all_modes(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		check_nested(modes[i]);
+}
+
+static void test_two_threads(void **state)
+{
+	char out[160];
+	char *argv[] = { KHPROF, "record", "-o", out, "--", WORKLOAD, "threads", "2000", NULL };
+	struct kh_profile p;
+	struct run_result r;
+
+	(void)state;
+	tmp_path(out, sizeof(out), "threads.json");
+	r = run(argv);
+	assert_int_equal(r.exit_code, 0);
+	load_record(out, &p);
+	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 2000);
+	assert_int_equal(calls_of(&p, KH_STAGE_GENERIC_DETECTION), 2000);
+	assert_int_equal(p.input_bytes, 2 * 2000 * 10);
+	assert_int_equal(p.input_units, 2);
+	profile__free(&p);
+	run_result__free(&r);
+}
+
+static void test_several_sessions(void **state)
+{
+	char out[160], path[160];
+	char *argv[] = { KHPROF, "record", "-o", out, "--", WORKLOAD, "sessions", "3", NULL };
+	struct run_result r;
+	char pid_prefix[32] = "";
+
+	(void)state;
+	tmp_path(out, sizeof(out), "multi.json");
+	r = run(argv);
+	assert_int_equal(r.exit_code, 0);
+	for (int s = 0; s < 3; s++) {
+		struct kh_profile p;
+		char version[32], suffix[16];
+		const char *run_id;
+
+		if (s == 0)
+			snprintf(path, sizeof(path), "%s", out);
+		else
+			snprintf(path, sizeof(path), "%s/multi.%d.json", tmpdir, s + 1);
+		load_record(path, &p);
+		snprintf(version, sizeof(version), "session-%d", s);
+		assert_string_equal(p.identity.binary_version, version);
+		assert_int_equal(calls_of(&p, KH_STAGE_PREPROCESS), s + 1);
+		assert_int_equal(p.status, s % 2 ? KH_STATE_FAILED : KH_STATE_COMPLETED);
+		/* run_id = {pid}-{unix ns}-{sequence}; one pid for all three. */
+		run_id = p.identity.run_id;
+		snprintf(suffix, sizeof(suffix), "-%d", s);
+		assert_string_equal(run_id + strlen(run_id) - strlen(suffix), suffix);
+		if (s == 0)
+			snprintf(pid_prefix, sizeof(pid_prefix), "%.*s-",
+				 (int)strcspn(run_id, "-"), run_id);
+		else
+			assert_int_equal(strncmp(run_id, pid_prefix, strlen(pid_prefix)), 0);
+		profile__free(&p);
+		assert_seed_conformance(path);
+	}
+	run_result__free(&r);
+}
+
+/*
+ * khprof's span starts before the workload's first clock read and ends
+ * after its second, so it can never be shorter; it may be longer by the
+ * probe's own cost.  Stated tolerance: +5% + 20 us per span.
+ */
+static void check_timed(const char *mode, const char *span_us, uint64_t spans)
+{
+	char out[160];
+	char *argv[] = { KHPROF, "record", "--mode", (char *)mode, "-o", out, "--", WORKLOAD,
+			 "timed", (char *)span_us, "200", NULL };
+	unsigned long long own = 0;
+	struct kh_profile p;
+	struct run_result r;
+	uint64_t traced;
+
+	snprintf(out, sizeof(out), "%s/timed-%s-%s.json", tmpdir, mode, span_us);
+	r = run(argv);
+	assert_int_equal(r.exit_code, 0);
+	assert_int_equal(sscanf(r.out, "own_total_ns=%llu", &own), 1);
+	load_record(out, &p);
+	assert_int_equal(calls_of(&p, KH_STAGE_CONFIRMED_PATTERNS), spans);
+	traced = elapsed_of(&p, KH_STAGE_CONFIRMED_PATTERNS);
+	if (traced < own || traced > own + own / 20 + spans * 20000)
+		fail_msg("%s mode, %s us spans: khprof %llu ns vs workload %llu ns", mode, span_us,
+			 (unsigned long long)traced, own);
+	profile__free(&p);
+	run_result__free(&r);
+}
+
+static void test_times_match_workload_clock(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		check_timed(modes[i], "100", 200);
+		check_timed(modes[i], "10", 200);
+	}
+}
+
+static void test_shared_library_and_dlopen(void **state)
+{
+	char out[160];
+	char *argv[] = { KHPROF, "record", "-o", out, "--", WORKLOAD, "library", "20", NULL };
+	struct kh_profile p;
+	struct run_result r;
+
+	(void)state;
+	tmp_path(out, sizeof(out), "library.json");
+	r = run(argv);
+	if (r.exit_code != 0)
+		fail_msg("library workload exited %d: %s", r.exit_code, r.err);
+	load_record(out, &p);
+	/* 20 from the linked library, 20 from the one opened with dlopen. */
+	assert_int_equal(calls_of(&p, KH_STAGE_ENTROPY), 40);
+	profile__free(&p);
+	run_result__free(&r);
+}
+
+static void test_red_zone_leaf_unchanged(void **state)
+{
+	char out[160];
+	char *argv[] = { KHPROF, "record", "-o", out, "--", WORKLOAD, "redzone", "100000", NULL };
+	char *untraced_argv[] = { WORKLOAD, "redzone", "100000", NULL };
+	struct run_result r, untraced;
+	struct kh_profile p;
+
+	(void)state;
+	tmp_path(out, sizeof(out), "redzone.json");
+	untraced = run(untraced_argv);
+	r = run(argv);
+	assert_string_equal(untraced.out, "wrong=0 of 100000\n");
+	assert_string_equal(r.out, untraced.out);
+	assert_int_equal(r.exit_code, 0);
+	load_record(out, &p);
+	/* The probe sites inside the leaf really fired while traced. */
+	assert_int_equal(p.input_bytes, 100000);
+	assert_int_equal(p.input_units, 100000);
+	profile__free(&p);
+	run_result__free(&r);
+	run_result__free(&untraced);
+}
+
+static void test_program_without_sessions(void **state)
+{
+	char out[160];
+	char *argv[] = { KHPROF, "record", "-o", out, "--", WORKLOAD, "nosession", "100", NULL };
+	struct kh_profile p;
+	struct run_result r;
+
+	(void)state;
+	tmp_path(out, sizeof(out), "nosession.json");
+	r = run(argv);
+	assert_int_equal(r.exit_code, 0);
+	load_record(out, &p);
+	assert_int_equal(calls_of(&p, KH_STAGE_SUPPRESSION), 100);
+	assert_int_equal(p.status, KH_STATE_COMPLETED);
+	profile__free(&p);
+	assert_seed_conformance(out);
+	run_result__free(&r);
+}
+
+static void test_identity_override(void **state)
+{
+	char out[160];
+	char *argv[] = { KHPROF, "record", "-o", out, "--identity", "workload_class=nightly",
+			 "--identity", "daemon_state=worker", "--", WORKLOAD, "nested", "2", NULL };
+	char *bad_argv[] = { KHPROF, "record", "--identity", "colour=blue", "--", WORKLOAD,
+			     "nested", "2", NULL };
+	struct kh_profile p;
+	struct run_result r, bad;
+
+	(void)state;
+	tmp_path(out, sizeof(out), "override.json");
+	r = run(argv);
+	assert_int_equal(r.exit_code, 0);
+	load_record(out, &p);
+	assert_string_equal(p.identity.workload_class, "nightly");
+	assert_int_equal(p.identity.daemon_state, KH_DAEMON_WORKER);
+	assert_string_equal(p.identity.binary_version, "workload 1.0");
+	profile__free(&p);
+	bad = run(bad_argv);
+	assert_int_equal(bad.exit_code, 2);
+	assert_non_null(strstr(bad.err, "colour"));
+	run_result__free(&r);
+	run_result__free(&bad);
+}
+
+static void test_exit_status_and_errors(void **state)
+{
+	char *not_found[] = { KHPROF, "record", "--", "no-such-command-khprof", NULL };
+	char *status3[] = { KHPROF, "record", "--", "/bin/sh", "-c", "exit 3", NULL };
+	char *killed[] = { KHPROF, "record", "--", "/bin/sh", "-c", "kill -TERM $$", NULL };
+	char *no_probes[] = { KHPROF, "record", "--", "/bin/true", NULL };
+	struct run_result r;
+
+	(void)state;
+	r = run(not_found);
+	assert_int_equal(r.exit_code, 127);
+	assert_string_equal(r.err,
+			    "khprof: cannot run 'no-such-command-khprof': command not found\n");
+	run_result__free(&r);
+
+	r = run(status3);
+	assert_int_equal(r.exit_code, 3);
+	run_result__free(&r);
+
+	r = run(killed);
+	assert_int_equal(r.exit_code, 128 + SIGTERM);
+	run_result__free(&r);
+
+	r = run(no_probes);
+	assert_int_equal(r.exit_code, 0);
+	assert_non_null(strstr(r.err, "no keyhog probes"));
+	run_result__free(&r);
+}
+
+/* A child with pipes on stdin/stdout (workload) or stderr (khprof). */
+struct child {
+	pid_t pid;
+	int to;    /* its stdin, or -1 */
+	FILE *from;
+};
+
+static struct child spawn(char *const argv[], bool capture_stderr)
+{
+	int in[2], out[2];
+	struct child c;
+
+	assert_int_equal(pipe(in), 0);
+	assert_int_equal(pipe(out), 0);
+	c.pid = fork();
+	assert_true(c.pid >= 0);
+	if (c.pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], capture_stderr ? 2 : 1);
+		close(in[1]);
+		close(out[0]);
+		execv(argv[0], argv);
+		_exit(121);
+	}
+	close(in[0]);
+	close(out[1]);
+	c.to = in[1];
+	c.from = fdopen(out[0], "r");
+	return c;
+}
+
+/* Reads lines until one contains needle; fails at EOF. */
+static void wait_for_line(FILE *from, const char *needle)
+{
+	char line[512];
+
+	while (fgets(line, sizeof(line), from))
+		if (strstr(line, needle))
+			return;
+	fail_msg("stream ended before a line with '%s'", needle);
+}
+
+static void send_line(struct child *c, const char *line)
+{
+	assert_int_equal(write(c->to, line, strlen(line)), (ssize_t)strlen(line));
+}
+
+static int wait_exit(pid_t pid)
+{
+	int status;
+
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static struct child start_attach(const char *pid_text, const char *out)
+{
+	char *argv[] = { KHPROF, "attach", "-p", (char *)pid_text, "-o", (char *)out, NULL };
+	struct child k = spawn(argv, true);
+
+	wait_for_line(k.from, "attached to PID");
+	return k;
+}
+
+static void test_attach_running_process(void **state)
+{
+	char *workload_argv[] = { WORKLOAD, "serve", NULL };
+	char out[160], pid_text[16];
+	struct child w, k;
+	struct kh_profile p;
+
+	(void)state;
+	tmp_path(out, sizeof(out), "attach.json");
+	w = spawn(workload_argv, false);
+	wait_for_line(w.from, "ready");
+	snprintf(pid_text, sizeof(pid_text), "%d", w.pid);
+	k = start_attach(pid_text, out);
+
+	send_line(&w, "session\n");
+	wait_for_line(w.from, "done");
+	kill(k.pid, SIGINT);
+	assert_int_equal(wait_exit(k.pid), 0);
+	close(w.to);
+	assert_int_equal(wait_exit(w.pid), 0);
+
+	load_record(out, &p);
+	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 10);
+	assert_int_equal(calls_of(&p, KH_STAGE_ENTROPY), 20);
+	assert_int_equal(p.status, KH_STATE_COMPLETED);
+	assert_false(p.ext.started_mid_session);
+	profile__free(&p);
+	assert_seed_conformance(out);
+	fclose(w.from);
+	fclose(k.from);
+	close(k.to);
+}
+
+static void test_attach_mid_session(void **state)
+{
+	char *workload_argv[] = { WORKLOAD, "serve", NULL };
+	char out[160], pid_text[16];
+	struct child w, k;
+	struct kh_profile p;
+
+	(void)state;
+	tmp_path(out, sizeof(out), "midsession.json");
+	w = spawn(workload_argv, false);
+	wait_for_line(w.from, "ready");
+	send_line(&w, "begin\n");
+	wait_for_line(w.from, "done");
+	snprintf(pid_text, sizeof(pid_text), "%d", w.pid);
+	k = start_attach(pid_text, out);
+
+	send_line(&w, "spans\n");
+	wait_for_line(w.from, "done");
+	send_line(&w, "end\n");
+	wait_for_line(w.from, "done");
+	close(w.to);
+	assert_int_equal(wait_exit(w.pid), 0);
+	/* khprof stops by itself when the process exits. */
+	assert_int_equal(wait_exit(k.pid), 0);
+
+	load_record(out, &p);
+	assert_true(p.ext.started_mid_session);
+	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 5);
+	assert_int_equal(p.status, KH_STATE_COMPLETED);
+	profile__free(&p);
+	assert_seed_conformance(out);
+	fclose(w.from);
+	fclose(k.from);
+	close(k.to);
+}
+
+static void test_attach_missing_pid(void **state)
+{
+	char *argv[] = { KHPROF, "attach", "-p", "999999999", NULL };
+	struct run_result r;
+
+	(void)state;
+	r = run(argv);
+	assert_int_equal(r.exit_code, 1);
+	assert_non_null(strstr(r.err, "no such process"));
+	run_result__free(&r);
+}
+
+static int group_setup(void **state)
+{
+	(void)state;
+	if (!mkdtemp(tmpdir))
+		return -1;
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_nested_all_modes),
+		cmocka_unit_test(test_two_threads),
+		cmocka_unit_test(test_several_sessions),
+		cmocka_unit_test(test_times_match_workload_clock),
+		cmocka_unit_test(test_shared_library_and_dlopen),
+		cmocka_unit_test(test_red_zone_leaf_unchanged),
+		cmocka_unit_test(test_program_without_sessions),
+		cmocka_unit_test(test_identity_override),
+		cmocka_unit_test(test_exit_status_and_errors),
+		cmocka_unit_test(test_attach_running_process),
+		cmocka_unit_test(test_attach_mid_session),
+		cmocka_unit_test(test_attach_missing_pid),
+	};
+
+	if (geteuid() != 0) {
+		if (in_ci()) {
+			fprintf(stderr, "test_trace: BPF tests need root and CI=true forbids "
+					"skipping them\n");
+			return 1;
+		}
+		printf("test_trace: skipped: BPF integration tests need root (CAP_BPF, "
+		       "CAP_PERFMON)\n");
+		return 0;
+	}
+	if (!have_seed_render() && !in_ci())
+		printf("test_trace: note: build/seed-render missing, seed conformance not "
+		       "checked (make seed-render)\n");
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

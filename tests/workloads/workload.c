@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Traced workload for the integration tests, built like an outside program:
+ * only include/keyhog_profile.h.  Each scenario prints what the program
+ * itself knows (counts, its own clock measurements) on stdout so the tests
+ * can compare khprof's record with it.
+ *
+ *   workload nested N          N x (hot-patterns { entropy x2 } ), decode attributed
+ *   workload threads N         two threads, N spans each, input bytes/units
+ *   workload sessions K        K sessions one after another
+ *   workload timed US N        N spans of US microseconds each (own clock)
+ *   workload library N         N spans inside the linked library, then N in a dlopen'ed one
+ *   workload redzone N         leaf function with red-zone locals around probe sites
+ *   workload serve             for attach: "ready", then one session per "session" line
+ *   workload nosession N       spans without any session probes
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "keyhog_profile.h"
+
+unsigned long khwork_burn(unsigned long iterations);
+unsigned long khwork_entropy_span(unsigned long iterations);
+
+static unsigned long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void identity(void)
+{
+	KH_IDENTITY("binary_version", "workload 1.0");
+	KH_IDENTITY("detector_digest", "det-test");
+	KH_IDENTITY("config_digest", "cfg-test");
+	KH_IDENTITY("source_kind", "synthetic");
+	KH_IDENTITY("workload_class", "integration");
+	KH_IDENTITY("backend_requested", "auto");
+	KH_IDENTITY("backend_selected", "cpu");
+	KH_IDENTITY("cache_state", "cold");
+	KH_IDENTITY("scanner_threads", "2");
+	KH_IDENTITY("reader_threads", "1");
+	KH_IDENTITY("scanner_threads", "4"); /* the latest value wins */
+}
+
+static int nested(long n)
+{
+	KH_SESSION_START();
+	identity();
+	KH_TRANSITION(KH_STATE_ACQUIRING);
+	{
+		KH_SPAN_SCOPE(KH_STAGE_SOURCE_WALK);
+		khwork_burn(1000);
+	}
+	KH_TRANSITION(KH_STATE_SCANNING);
+	for (long i = 0; i < n; i++) {
+		enum kh_attribution previous;
+
+		KH_INPUT_BYTES(4096);
+		KH_INPUT_UNITS(1);
+		KH_SPAN_ENTER(KH_STAGE_HOT_PATTERNS);
+		for (int j = 0; j < 2; j++) {
+			KH_SPAN_SCOPE(KH_STAGE_ENTROPY);
+			khwork_burn(200);
+		}
+		KH_SPAN_EXIT(KH_STAGE_HOT_PATTERNS);
+		previous = kh_set_attribution(KH_ATTRIBUTION_DECODED);
+		{
+			KH_SPAN_SCOPE(KH_STAGE_DECODE);
+			khwork_burn(100);
+		}
+		kh_set_attribution(previous);
+	}
+	KH_TRANSITION(KH_STATE_REPORTING);
+	{
+		KH_SPAN_SCOPE(KH_STAGE_REPORTING);
+		khwork_burn(1000);
+	}
+	KH_SESSION_FINISH(KH_STATE_COMPLETED);
+	printf("nested n=%ld\n", n);
+	return 0;
+}
+
+static long spans_per_thread;
+
+static void *thread_main(void *arg)
+{
+	long stage = (long)arg;
+
+	for (long i = 0; i < spans_per_thread; i++) {
+		KH_SPAN_SCOPE(stage);
+		KH_INPUT_BYTES(10);
+		khwork_burn(50);
+	}
+	KH_INPUT_UNITS(1);
+	return NULL;
+}
+
+static int threads(long n)
+{
+	pthread_t a, b;
+
+	spans_per_thread = n;
+	KH_SESSION_START();
+	KH_TRANSITION(KH_STATE_SCANNING);
+	pthread_create(&a, NULL, thread_main, (void *)(long)KH_STAGE_HOT_PATTERNS);
+	pthread_create(&b, NULL, thread_main, (void *)(long)KH_STAGE_GENERIC_DETECTION);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	KH_SESSION_FINISH(KH_STATE_COMPLETED);
+	return 0;
+}
+
+static int sessions(long k)
+{
+	for (long s = 0; s < k; s++) {
+		char version[32];
+
+		KH_SESSION_START();
+		snprintf(version, sizeof(version), "session-%ld", s);
+		KH_IDENTITY("binary_version", version);
+		KH_TRANSITION(KH_STATE_SCANNING);
+		for (long i = 0; i <= s; i++) {
+			KH_SPAN_SCOPE(KH_STAGE_PREPROCESS);
+			khwork_burn(100);
+		}
+		KH_SESSION_FINISH(s % 2 ? KH_STATE_FAILED : KH_STATE_COMPLETED);
+	}
+	return 0;
+}
+
+/* Spins until `us` microseconds have passed on the program's own clock. */
+static unsigned long long spin_us(long us)
+{
+	unsigned long long start = now_ns(), end;
+
+	do
+		end = now_ns();
+	while (end - start < (unsigned long long)us * 1000);
+	return end - start;
+}
+
+static int timed(long us, long n)
+{
+	unsigned long long own_total = 0;
+
+	KH_SESSION_START();
+	KH_TRANSITION(KH_STATE_SCANNING);
+	for (long i = 0; i < n; i++) {
+		unsigned long long t0, t1;
+
+		KH_SPAN_ENTER(KH_STAGE_CONFIRMED_PATTERNS);
+		t0 = now_ns();
+		spin_us(us);
+		t1 = now_ns();
+		KH_SPAN_EXIT(KH_STAGE_CONFIRMED_PATTERNS);
+		own_total += t1 - t0;
+	}
+	KH_SESSION_FINISH(KH_STATE_COMPLETED);
+	printf("own_total_ns=%llu\n", own_total);
+	return 0;
+}
+
+static int library(long n, const char *plugin)
+{
+	unsigned long (*plugin_span)(unsigned long);
+	void *handle;
+
+	KH_SESSION_START();
+	KH_TRANSITION(KH_STATE_SCANNING);
+	for (long i = 0; i < n; i++)
+		khwork_entropy_span(100);
+	handle = dlopen(plugin, RTLD_NOW | RTLD_LOCAL);
+	if (!handle) {
+		fprintf(stderr, "workload: cannot dlopen '%s': %s\n", plugin, dlerror());
+		return 2;
+	}
+	plugin_span = (unsigned long (*)(unsigned long))dlsym(handle, "khwork_entropy_span");
+	for (long i = 0; i < n; i++)
+		plugin_span(100);
+	KH_SESSION_FINISH(KH_STATE_COMPLETED);
+	return 0;
+}
+
+/*
+ * A leaf function keeping locals in the red zone below %rsp, with probe
+ * sites between their stores and loads.  If a traced site wrote below %rsp
+ * the result would change.
+ */
+__attribute__((noinline)) static long leaf(long a, long b)
+{
+	volatile long x = a * 3, y = b + 7;
+
+	KH_INPUT_BYTES(1);
+	x += y;
+	KH_INPUT_UNITS(1);
+	return x - y + b;
+}
+
+static int redzone(long n)
+{
+	long wrong = 0;
+
+	KH_SESSION_START();
+	for (long i = 0; i < n; i++)
+		if (leaf(i, i ^ 0x5a5a) != i * 3 + (i ^ 0x5a5a))
+			wrong++;
+	KH_SESSION_FINISH(KH_STATE_COMPLETED);
+	printf("wrong=%ld of %ld\n", wrong, n);
+	return wrong ? 1 : 0;
+}
+
+static int serve(void)
+{
+	char line[64];
+
+	printf("ready\n");
+	fflush(stdout);
+	while (fgets(line, sizeof(line), stdin)) {
+		if (strncmp(line, "session", 7) == 0) {
+			nested(10);
+		} else if (strncmp(line, "begin", 5) == 0) {
+			/* Leaves a session open for a mid-session attach. */
+			KH_SESSION_START();
+			KH_TRANSITION(KH_STATE_SCANNING);
+		} else if (strncmp(line, "spans", 5) == 0) {
+			for (int i = 0; i < 5; i++) {
+				KH_SPAN_SCOPE(KH_STAGE_HOT_PATTERNS);
+				khwork_burn(100);
+			}
+		} else if (strncmp(line, "end", 3) == 0) {
+			KH_SESSION_FINISH(KH_STATE_COMPLETED);
+		}
+		printf("done\n");
+		fflush(stdout);
+	}
+	return 0;
+}
+
+static int nosession(long n)
+{
+	for (long i = 0; i < n; i++) {
+		KH_SPAN_SCOPE(KH_STAGE_SUPPRESSION);
+		khwork_burn(10);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *scenario = argc > 1 ? argv[1] : "";
+	long a = argc > 2 ? atol(argv[2]) : 100;
+	long b = argc > 3 ? atol(argv[3]) : 100;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(scenario, "nested"))
+		return nested(a);
+	if (!strcmp(scenario, "threads"))
+		return threads(a);
+	if (!strcmp(scenario, "sessions"))
+		return sessions(a);
+	if (!strcmp(scenario, "timed"))
+		return timed(a, b);
+	if (!strcmp(scenario, "library"))
+		return library(a, argc > 3 ? argv[3] : "libkhplugin.so");
+	if (!strcmp(scenario, "redzone"))
+		return redzone(a);
+	if (!strcmp(scenario, "serve"))
+		return serve();
+	if (!strcmp(scenario, "nosession"))
+		return nosession(a);
+	fprintf(stderr, "usage: workload nested|threads|sessions|timed|library|redzone|serve|nosession ...\n");
+	return 2;
+}
