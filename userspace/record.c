@@ -1,0 +1,557 @@
+// SPDX-License-Identifier: MIT
+/*
+ * record.c - assembly of a RunProfile the way the seed's Session builds one.
+ *
+ * The derivations (state_measurements, resource_usage, cpu_percent,
+ * cpu_milli_percent, max_option) follow the seed's arithmetic operation for
+ * operation, including its u128 intermediate, so that numbers computed from
+ * outside the process equal the ones the seed would have written.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "record.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const stage_names[] = {
+	"source-acquire", "source-walk", "source-read", "preprocess",
+	"phase1-triggers", "backend-dispatch", "hot-patterns",
+	"confirmed-patterns", "phase2-prefilter", "phase2-keyword-ac",
+	"phase2-shared-ac", "phase2-anchored-verify", "phase2-whole-chunk",
+	"generic-detection", "entropy", "machine-learning", "decode",
+	"suppression", "live-verification", "reporting", "source-queue-wait",
+	"incremental-lookup", "backend-select", "result-merge",
+	"scanner-queue-wait",
+};
+_Static_assert(ARRAY_SIZE(stage_names) == KH_STAGE_COUNT, "one name per kh_stage");
+
+static const char *const run_state_names[] = {
+	"created", "acquiring", "scanning", "resolving",
+	"verifying", "reporting", "completed", "failed",
+};
+_Static_assert(ARRAY_SIZE(run_state_names) == KH_STATE_COUNT, "one name per kh_run_state");
+
+static const char *const cache_state_names[] = { "unknown", "disabled", "cold", "warm" };
+_Static_assert(ARRAY_SIZE(cache_state_names) == KH_CACHE_COUNT, "one name per kh_cache_state");
+
+static const char *const daemon_state_names[] = { "off", "client", "worker", "mass" };
+_Static_assert(ARRAY_SIZE(daemon_state_names) == KH_DAEMON_COUNT, "one name per kh_daemon_state");
+
+static const char *const drop_names[] = {
+	"stack_overflow", "unmatched_exit", "ringbuf_full",
+	"session_slots", "bad_stage", "late_batch",
+};
+_Static_assert(ARRAY_SIZE(drop_names) == KH_DROP_COUNT, "one name per kh_drop");
+
+static const char *const trace_mode_names[] = { "span", "pair", "batch" };
+_Static_assert(ARRAY_SIZE(trace_mode_names) == KH_MODE_COUNT, "one name per kh_trace_mode");
+
+static const char *table__name(const char *const *table, size_t count, uint32_t value)
+{
+	return value < count ? table[value] : NULL;
+}
+
+static int table__parse(const char *const *table, size_t count, const char *name,
+			uint32_t *out)
+{
+	if (!name)
+		return -EINVAL;
+	for (size_t i = 0; i < count; i++) {
+		if (strcmp(table[i], name) == 0) {
+			*out = (uint32_t)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+#define NAME_TABLE(prefix, table)                                              \
+	const char *prefix##__name(uint32_t value)                             \
+	{                                                                      \
+		return table__name(table, ARRAY_SIZE(table), value);           \
+	}                                                                      \
+	int prefix##__parse(const char *name, uint32_t *out)                   \
+	{                                                                      \
+		return table__parse(table, ARRAY_SIZE(table), name, out);      \
+	}
+
+NAME_TABLE(kh_stage, stage_names)
+NAME_TABLE(kh_run_state, run_state_names)
+NAME_TABLE(kh_cache_state, cache_state_names)
+NAME_TABLE(kh_daemon_state, daemon_state_names)
+NAME_TABLE(kh_drop, drop_names)
+NAME_TABLE(kh_trace_mode, trace_mode_names)
+
+int kh_parse_u64(const char *text, uint64_t *out)
+{
+	uint64_t value = 0;
+
+	if (!text || !*text)
+		return -EINVAL;
+	for (const char *c = text; *c; c++) {
+		unsigned digit = (unsigned)(*c - '0');
+
+		if (digit > 9)
+			return -EINVAL;
+		if (value > (UINT64_MAX - digit) / 10)
+			return -EINVAL;
+		value = value * 10 + digit;
+	}
+	*out = value;
+	return 0;
+}
+
+size_t utf8__scan(const unsigned char *s, size_t n, bool *valid)
+{
+	unsigned char lo = 0x80, hi = 0xBF;
+	size_t need;
+
+	*valid = false;
+	if (n == 0)
+		return 0;
+	if (s[0] < 0x80) {
+		*valid = true;
+		return 1;
+	}
+	if (s[0] >= 0xC2 && s[0] <= 0xDF) {
+		need = 1;
+	} else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
+		need = 2;
+		/* Overlong forms and UTF-16 surrogates are not UTF-8. */
+		lo = s[0] == 0xE0 ? 0xA0 : 0x80;
+		hi = s[0] == 0xED ? 0x9F : 0xBF;
+	} else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
+		need = 3;
+		/* Overlong forms and code points above U+10FFFF. */
+		lo = s[0] == 0xF0 ? 0x90 : 0x80;
+		hi = s[0] == 0xF4 ? 0x8F : 0xBF;
+	} else {
+		return 1;
+	}
+	for (size_t i = 1; i <= need; i++) {
+		if (i >= n || s[i] < lo || s[i] > hi)
+			return i;
+		lo = 0x80;
+		hi = 0xBF;
+	}
+	*valid = true;
+	return need + 1;
+}
+
+char *utf8__dup_lossy(const char *s)
+{
+	static const char replacement[] = "\xEF\xBF\xBD";
+	size_t n = strlen(s), len = 0;
+	char *out = malloc(n * 3 + 1);
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n;) {
+		bool valid;
+		size_t step = utf8__scan((const unsigned char *)s + i, n - i, &valid);
+
+		if (valid) {
+			memcpy(out + len, s + i, step);
+			len += step;
+		} else {
+			memcpy(out + len, replacement, 3);
+			len += 3;
+		}
+		i += step;
+	}
+	out[len] = '\0';
+	return out;
+}
+
+static int string__replace(char **slot, const char *value)
+{
+	char *copy = utf8__dup_lossy(value);
+
+	if (!copy)
+		return -ENOMEM;
+	free(*slot);
+	*slot = copy;
+	return 0;
+}
+
+static uint64_t logical_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	/* The seed falls back to 1 when parallelism is unknown. */
+	return n > 0 ? (uint64_t)n : 1;
+}
+
+static char **identity__string_slot(struct kh_identity *id, const char *key)
+{
+	static const struct {
+		const char *key;
+		size_t offset;
+	} fields[] = {
+		{ "run_id", offsetof(struct kh_identity, run_id) },
+		{ "binary_version", offsetof(struct kh_identity, binary_version) },
+		{ "detector_digest", offsetof(struct kh_identity, detector_digest) },
+		{ "config_digest", offsetof(struct kh_identity, config_digest) },
+		{ "source_kind", offsetof(struct kh_identity, source_kind) },
+		{ "workload_class", offsetof(struct kh_identity, workload_class) },
+		{ "backend_requested", offsetof(struct kh_identity, backend_requested) },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
+		if (strcmp(fields[i].key, key) == 0)
+			return (char **)((char *)id + fields[i].offset);
+	}
+	return NULL;
+}
+
+int profile__init(struct kh_profile *p)
+{
+	static const char *const defaults[] = {
+		"run_id", "binary_version", "detector_digest", "config_digest",
+		"source_kind", "workload_class", "backend_requested",
+	};
+
+	memset(p, 0, sizeof(*p));
+	p->identity.cache_state = KH_CACHE_UNKNOWN;
+	p->identity.daemon_state = KH_DAEMON_OFF;
+	p->identity.logical_cpus = logical_cpus();
+	p->status = KH_STATE_CREATED;
+	p->schema = strdup(KH_PROFILE_SCHEMA);
+	if (!p->schema)
+		return -ENOMEM;
+	for (size_t i = 0; i < ARRAY_SIZE(defaults); i++) {
+		if (string__replace(identity__string_slot(&p->identity, defaults[i]), "unknown"))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void identity__free(struct kh_identity *id)
+{
+	free(id->run_id);
+	free(id->binary_version);
+	free(id->detector_digest);
+	free(id->config_digest);
+	free(id->source_kind);
+	free(id->workload_class);
+	free(id->backend_requested);
+	free(id->backend_selected);
+}
+
+void profile__free(struct kh_profile *p)
+{
+	if (!p)
+		return;
+	free(p->schema);
+	identity__free(&p->identity);
+	free(p->transitions);
+	free(p->states);
+	free(p->resource_samples);
+	free(p->ext.mode);
+	memset(p, 0, sizeof(*p));
+}
+
+static int identity__set_reader_threads(struct kh_identity *id, const char *value)
+{
+	uint64_t n;
+
+	if (!strcmp(value, "auto") || !strcmp(value, "none") || !strcmp(value, "null")) {
+		id->reader_threads.present = false;
+		id->reader_threads.value = 0;
+		return 0;
+	}
+	if (kh_parse_u64(value, &n))
+		return -EINVAL;
+	id->reader_threads.present = true;
+	id->reader_threads.value = n;
+	return 0;
+}
+
+static int identity__set_backend_selected(struct kh_identity *id, const char *value)
+{
+	if (!*value || !strcmp(value, "null")) {
+		free(id->backend_selected);
+		id->backend_selected = NULL;
+		return 0;
+	}
+	return string__replace(&id->backend_selected, value);
+}
+
+static int identity__set_enum(uint32_t *slot, const char *value,
+			      int (*parse)(const char *, uint32_t *))
+{
+	uint32_t parsed;
+
+	if (parse(value, &parsed))
+		return -EINVAL;
+	*slot = parsed;
+	return 0;
+}
+
+int identity__set(struct kh_identity *id, const char *key, const char *value)
+{
+	char **slot;
+	uint32_t state;
+	int err;
+
+	if (!id || !key || !value)
+		return -EINVAL;
+	slot = identity__string_slot(id, key);
+	if (slot)
+		return string__replace(slot, value);
+	if (!strcmp(key, "backend_selected"))
+		return identity__set_backend_selected(id, value);
+	if (!strcmp(key, "reader_threads"))
+		return identity__set_reader_threads(id, value);
+	if (!strcmp(key, "scanner_threads"))
+		return kh_parse_u64(value, &id->scanner_threads);
+	if (!strcmp(key, "logical_cpus"))
+		return kh_parse_u64(value, &id->logical_cpus);
+	if (!strcmp(key, "cache_state")) {
+		err = identity__set_enum(&state, value, kh_cache_state__parse);
+		if (!err)
+			id->cache_state = (enum kh_cache_state)state;
+		return err;
+	}
+	if (!strcmp(key, "daemon_state")) {
+		err = identity__set_enum(&state, value, kh_daemon_state__parse);
+		if (!err)
+			id->daemon_state = (enum kh_daemon_state)state;
+		return err;
+	}
+	return -EINVAL;
+}
+
+int identity__set_run_id(struct kh_identity *id, uint64_t pid, uint64_t unix_ns,
+			 uint64_t sequence)
+{
+	char text[3 * 21];
+
+	snprintf(text, sizeof(text), "%llu-%llu-%llu", (unsigned long long)pid,
+		 (unsigned long long)unix_ns, (unsigned long long)sequence);
+	return string__replace(&id->run_id, text);
+}
+
+/* Grows *items to hold at least need elements of size elem. */
+static int array__reserve(void **items, size_t *cap, size_t need, size_t elem)
+{
+	size_t new_cap;
+	void *grown;
+
+	if (need <= *cap)
+		return 0;
+	new_cap = *cap ? *cap * 2 : 8;
+	while (new_cap < need)
+		new_cap *= 2;
+	grown = reallocarray(*items, new_cap, elem);
+	if (!grown)
+		return -ENOMEM;
+	*items = grown;
+	*cap = new_cap;
+	return 0;
+}
+
+int profile__add_transition(struct kh_profile *p, uint32_t state, uint64_t elapsed_ns,
+			    const struct kh_resource_snapshot *snapshot)
+{
+	static const struct kh_resource_snapshot nothing;
+	struct kh_resource_sample *sample;
+
+	if (state >= KH_STATE_COUNT)
+		return -EINVAL;
+	if (array__reserve((void **)&p->transitions, &p->transition_cap,
+			   p->transition_count + 1, sizeof(*p->transitions)) ||
+	    array__reserve((void **)&p->resource_samples, &p->resource_sample_cap,
+			   p->resource_sample_count + 1, sizeof(*p->resource_samples)))
+		return -ENOMEM;
+	p->transitions[p->transition_count++] = (struct kh_transition){ state, elapsed_ns };
+	sample = &p->resource_samples[p->resource_sample_count++];
+	sample->state = state;
+	sample->elapsed_ns = elapsed_ns;
+	sample->snapshot = snapshot ? *snapshot : nothing;
+	return 0;
+}
+
+/* Index of stage in p->stages, or where it belongs in wire order. */
+static size_t stage__slot(const struct kh_profile *p, uint32_t stage)
+{
+	size_t i = 0;
+
+	while (i < p->stage_count && p->stages[i].stage < stage)
+		i++;
+	return i;
+}
+
+int profile__set_stage(struct kh_profile *p, uint32_t stage, uint64_t elapsed_ns,
+		       uint64_t calls, uint64_t attributed_ns)
+{
+	bool zero = elapsed_ns == 0 && calls == 0 && attributed_ns == 0;
+	struct kh_stage_measurement *slot;
+	bool exists;
+	size_t i;
+
+	if (stage >= KH_STAGE_COUNT)
+		return -EINVAL;
+	i = stage__slot(p, stage);
+	slot = &p->stages[i];
+	exists = i < p->stage_count && slot->stage == stage;
+	if (zero) {
+		if (exists) {
+			memmove(slot, slot + 1, (p->stage_count - i - 1) * sizeof(*slot));
+			p->stage_count--;
+		}
+		return 0;
+	}
+	if (!exists) {
+		/* Stages are unique, so a full array already holds this one. */
+		if (p->stage_count >= KH_STAGE_COUNT)
+			return -EINVAL;
+		memmove(slot + 1, slot, (p->stage_count - i) * sizeof(*slot));
+		p->stage_count++;
+	}
+	*slot = (struct kh_stage_measurement){ stage, elapsed_ns, calls, attributed_ns };
+	return 0;
+}
+
+static struct kh_opt_u64 opt_u64(uint64_t value)
+{
+	return (struct kh_opt_u64){ true, value };
+}
+
+static bool opt_pair_ordered(struct kh_opt_u64 start, struct kh_opt_u64 finish)
+{
+	return start.present && finish.present && finish.value >= start.value;
+}
+
+static struct kh_opt_u64 max_option(struct kh_opt_u64 left, struct kh_opt_u64 right)
+{
+	if (left.present && right.present)
+		return opt_u64(left.value > right.value ? left.value : right.value);
+	return left.present ? left : right;
+}
+
+struct kh_opt_f64 kh_cpu_percent(struct kh_opt_u64 start_ms, struct kh_opt_u64 finish_ms,
+				 uint64_t elapsed_ns)
+{
+	struct kh_opt_f64 none = { false, 0.0 };
+	double wall_ms;
+
+	if (!opt_pair_ordered(start_ms, finish_ms))
+		return none;
+	wall_ms = (double)elapsed_ns / 1000000.0;
+	if (!(wall_ms > 0.0))
+		return none;
+	return (struct kh_opt_f64){ true,
+				    (double)(finish_ms.value - start_ms.value) * 100.0 / wall_ms };
+}
+
+struct kh_opt_u64 kh_cpu_milli_percent(struct kh_opt_u64 start_ms, struct kh_opt_u64 finish_ms,
+				       uint64_t elapsed_ns)
+{
+	struct kh_opt_u64 none = { false, 0 };
+	unsigned __int128 milli;
+
+	if (elapsed_ns == 0 || !opt_pair_ordered(start_ms, finish_ms))
+		return none;
+	milli = (unsigned __int128)(finish_ms.value - start_ms.value) * 100000000000u / elapsed_ns;
+	return opt_u64(milli > UINT64_MAX ? UINT64_MAX : (uint64_t)milli);
+}
+
+static struct kh_state_measurement state__measure(const struct kh_transition *t,
+						  const struct kh_resource_sample *s)
+{
+	const struct kh_resource_snapshot *start = &s[0].snapshot, *finish = &s[1].snapshot;
+	struct kh_state_measurement m = {
+		.state = t[0].state,
+		.elapsed_ns = t[1].elapsed_ns - t[0].elapsed_ns,
+		.resident_start_bytes = start->resident_bytes,
+		.resident_end_bytes = finish->resident_bytes,
+		.threads_start = start->thread_count,
+		.threads_end = finish->thread_count,
+	};
+
+	if (opt_pair_ordered(start->cpu_time_ms, finish->cpu_time_ms))
+		m.cpu_time_ms = opt_u64(finish->cpu_time_ms.value - start->cpu_time_ms.value);
+	m.aggregate_cpu_milli_percent =
+		kh_cpu_milli_percent(start->cpu_time_ms, finish->cpu_time_ms, m.elapsed_ns);
+	return m;
+}
+
+/* state_measurements: windows(2) of transitions zipped with samples. */
+static int profile__derive_states(struct kh_profile *p)
+{
+	size_t n = p->transition_count < p->resource_sample_count ? p->transition_count
+								   : p->resource_sample_count;
+
+	p->state_count = 0;
+	if (n < 2)
+		return 0;
+	if (array__reserve((void **)&p->states, &p->state_cap, n - 1, sizeof(*p->states)))
+		return -ENOMEM;
+	for (size_t i = 0; i + 1 < n; i++) {
+		const struct kh_transition *t = &p->transitions[i];
+
+		/* checked_sub: a window running backwards yields no state. */
+		if (t[1].elapsed_ns < t[0].elapsed_ns)
+			continue;
+		p->states[p->state_count++] = state__measure(t, &p->resource_samples[i]);
+	}
+	return 0;
+}
+
+/* resource_usage with the seed's start and finish snapshots. */
+static void profile__derive_resources(struct kh_profile *p)
+{
+	struct kh_resource_usage *r = &p->resources;
+	size_t n = p->resource_sample_count;
+
+	memset(r, 0, sizeof(*r));
+	if (n > 0) {
+		r->start = p->resource_samples[0].snapshot;
+		r->finish = p->resource_samples[n - 1].snapshot;
+	}
+	r->aggregate_cpu_percent =
+		kh_cpu_percent(r->start.cpu_time_ms, r->finish.cpu_time_ms, p->wall_time_ns);
+	r->max_observed_resident_bytes = max_option(r->start.resident_bytes,
+						    r->finish.resident_bytes);
+	r->max_observed_threads = max_option(r->start.thread_count, r->finish.thread_count);
+	for (size_t i = 0; i < n; i++) {
+		const struct kh_resource_snapshot *s = &p->resource_samples[i].snapshot;
+
+		r->max_observed_resident_bytes =
+			max_option(r->max_observed_resident_bytes, s->resident_bytes);
+		r->max_observed_threads = max_option(r->max_observed_threads, s->thread_count);
+	}
+}
+
+int profile__finish(struct kh_profile *p, uint32_t status, uint64_t wall_time_ns)
+{
+	if (status >= KH_STATE_COUNT)
+		return -EINVAL;
+	p->status = status;
+	p->wall_time_ns = wall_time_ns;
+	if (profile__derive_states(p))
+		return -ENOMEM;
+	profile__derive_resources(p);
+	return 0;
+}
+
+int profile__set_mode(struct kh_profile *p, uint32_t mode)
+{
+	const char *name = kh_trace_mode__name(mode);
+	char *copy;
+
+	if (!name)
+		return -EINVAL;
+	copy = strdup(name);
+	if (!copy)
+		return -ENOMEM;
+	free(p->ext.mode);
+	p->ext.mode = copy;
+	p->ext.present = true;
+	return 0;
+}

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * record.h - the C model of the seed's RunProfile ("keyhog-profile-v1").
+ *
+ * Every struct mirrors one seed type field for field, in the seed's order,
+ * so that a record assembled from outside the process is the same record
+ * the in-process seed library would have written.  docs/SCHEMA.md describes
+ * the fields; the khprof extension (struct kh_profile_ext) is ours and is
+ * serialised after the seed's fields, where seed readers ignore it.
+ *
+ * Ownership: every char * in a profile is malloc'd and owned by the profile;
+ * profile__free() releases them.  Required strings are never NULL once
+ * profile__init() or profile__from_json() succeeded.
+ */
+#ifndef KHPROF_RECORD_H
+#define KHPROF_RECORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "keyhog_profile.h"
+#include "khprof_shared.h"
+
+#define KH_PROFILE_SCHEMA "keyhog-profile-v1"
+
+/* Option<u64> / Option<usize>: absent serialises as JSON null. */
+struct kh_opt_u64 {
+	bool present;
+	uint64_t value;
+};
+
+/* Option<f64>. */
+struct kh_opt_f64 {
+	bool present;
+	double value;
+};
+
+enum kh_cache_state {
+	KH_CACHE_UNKNOWN = 0,
+	KH_CACHE_DISABLED,
+	KH_CACHE_COLD,
+	KH_CACHE_WARM,
+	KH_CACHE_COUNT
+};
+
+enum kh_daemon_state {
+	KH_DAEMON_OFF = 0,
+	KH_DAEMON_CLIENT,
+	KH_DAEMON_WORKER,
+	KH_DAEMON_MASS,
+	KH_DAEMON_COUNT
+};
+
+/* ResourceSnapshot */
+struct kh_resource_snapshot {
+	struct kh_opt_u64 cpu_time_ms;
+	struct kh_opt_u64 resident_bytes;
+	struct kh_opt_u64 virtual_bytes;
+	struct kh_opt_u64 thread_count;
+};
+
+/* StageMeasurement; stage is an enum kh_stage. */
+struct kh_stage_measurement {
+	uint32_t stage;
+	uint64_t elapsed_ns;
+	uint64_t calls;
+	uint64_t attributed_ns;
+};
+
+/* StateTransition; state is an enum kh_run_state. */
+struct kh_transition {
+	uint32_t state;
+	uint64_t elapsed_ns;
+};
+
+/* ResourceSample */
+struct kh_resource_sample {
+	uint32_t state;
+	uint64_t elapsed_ns;
+	struct kh_resource_snapshot snapshot;
+};
+
+/* StateMeasurement */
+struct kh_state_measurement {
+	uint32_t state;
+	uint64_t elapsed_ns;
+	struct kh_opt_u64 cpu_time_ms;
+	struct kh_opt_u64 aggregate_cpu_milli_percent;
+	struct kh_opt_u64 resident_start_bytes;
+	struct kh_opt_u64 resident_end_bytes;
+	struct kh_opt_u64 threads_start;
+	struct kh_opt_u64 threads_end;
+};
+
+/* ResourceUsage */
+struct kh_resource_usage {
+	struct kh_resource_snapshot start;
+	struct kh_resource_snapshot finish;
+	struct kh_opt_u64 max_observed_resident_bytes;
+	struct kh_opt_u64 max_observed_threads;
+	struct kh_opt_f64 aggregate_cpu_percent;
+};
+
+/* RunIdentity; usize fields are 64-bit like the seed on 64-bit targets. */
+struct kh_identity {
+	char *run_id;
+	char *binary_version;
+	char *detector_digest;
+	char *config_digest;
+	char *source_kind;
+	char *workload_class;
+	char *backend_requested;
+	char *backend_selected; /* NULL is None */
+	enum kh_cache_state cache_state;
+	enum kh_daemon_state daemon_state;
+	uint64_t scanner_threads;
+	struct kh_opt_u64 reader_threads;
+	uint64_t logical_cpus;
+};
+
+/*
+ * khprof's own fields, written as a trailing "khprof" object.  They say how
+ * far the record can be trusted: spans lost, sessions observed only in part,
+ * and what the tracing itself cost the traced program.
+ */
+struct kh_profile_ext {
+	bool present;
+	char *mode;               /* "span", "pair" or "batch"; NULL is null */
+	bool started_mid_session; /* attached after session_start */
+	bool ended_mid_session;   /* detached or target died before finish */
+	uint64_t drops[KH_DROP_COUNT];
+	uint64_t probe_hits;
+	uint64_t probe_cost_ns;   /* calibrated cost of one probe hit */
+	uint64_t tracer_cost_ns;  /* probe_hits * probe_cost_ns, an estimate */
+	uint64_t traced_pid;
+	uint64_t session_sequence;
+	uint64_t sample_latency_ns_max;
+};
+
+/* RunProfile */
+struct kh_profile {
+	char *schema;
+	struct kh_identity identity;
+	uint32_t status; /* enum kh_run_state */
+	uint64_t wall_time_ns;
+	uint64_t input_bytes;
+	uint64_t input_units;
+	struct kh_stage_measurement stages[KH_STAGE_COUNT];
+	size_t stage_count;
+	struct kh_transition *transitions;
+	size_t transition_count;
+	size_t transition_cap;
+	struct kh_state_measurement *states;
+	size_t state_count;
+	size_t state_cap;
+	struct kh_resource_sample *resource_samples;
+	size_t resource_sample_count;
+	size_t resource_sample_cap;
+	struct kh_resource_usage resources;
+	struct kh_profile_ext ext;
+};
+
+/* Names exactly as the seed spells them; NULL when out of range. */
+const char *kh_stage__name(uint32_t stage);
+const char *kh_run_state__name(uint32_t state);
+const char *kh_cache_state__name(uint32_t state);
+const char *kh_daemon_state__name(uint32_t state);
+const char *kh_drop__name(uint32_t drop);
+const char *kh_trace_mode__name(uint32_t mode);
+
+/* Name to value; 0 on success, -EINVAL for an unknown name. */
+int kh_stage__parse(const char *name, uint32_t *out);
+int kh_run_state__parse(const char *name, uint32_t *out);
+int kh_cache_state__parse(const char *name, uint32_t *out);
+int kh_daemon_state__parse(const char *name, uint32_t *out);
+int kh_drop__parse(const char *name, uint32_t *out);
+int kh_trace_mode__parse(const char *name, uint32_t *out);
+
+/*
+ * Strict unsigned decimal: digits only, no sign or blanks, must fit.
+ * 0 or -EINVAL (also for overflow).
+ */
+int kh_parse_u64(const char *text, uint64_t *out);
+
+/*
+ * Length of the UTF-8 character at s (n bytes left).  For invalid input
+ * *valid is false and the length is that of the maximal invalid subpart,
+ * which gets one U+FFFD, as Rust's from_utf8_lossy does.
+ */
+size_t utf8__scan(const unsigned char *s, size_t n, bool *valid);
+
+/* Copy of s with invalid UTF-8 replaced by U+FFFD, as serde strings must be. */
+char *utf8__dup_lossy(const char *s);
+
+/*
+ * Seed defaults (RunIdentity::new with "unknown" for every string).
+ * Returns 0 or -ENOMEM; on failure the profile is still safe to free.
+ */
+int profile__init(struct kh_profile *p);
+void profile__free(struct kh_profile *p);
+
+/*
+ * Sets one RunIdentity field by its seed name from probe text.  Numbers are
+ * strict decimals; reader_threads also takes "auto", "none" or "null", and
+ * backend_selected "" or "null", for None.  0, -EINVAL or -ENOMEM.
+ */
+int identity__set(struct kh_identity *id, const char *key, const char *value);
+
+/* run_id in the seed's "{pid}-{unix_ns}-{sequence}" form.  0 or -ENOMEM. */
+int identity__set_run_id(struct kh_identity *id, uint64_t pid, uint64_t unix_ns,
+			 uint64_t sequence);
+
+/*
+ * Session::transition: appends the transition and its resource sample.
+ * snapshot NULL means nothing could be sampled.  0, -EINVAL or -ENOMEM.
+ */
+int profile__add_transition(struct kh_profile *p, uint32_t state, uint64_t elapsed_ns,
+			    const struct kh_resource_snapshot *snapshot);
+
+/*
+ * Stores one stage total, keeping stages in wire order and leaving out
+ * all-zero stages like the seed's take_measurements_from.  0 or -EINVAL.
+ */
+int profile__set_stage(struct kh_profile *p, uint32_t stage, uint64_t elapsed_ns,
+		       uint64_t calls, uint64_t attributed_ns);
+
+/*
+ * Session::finish after its final transition: sets status and wall time,
+ * then derives states and resources from the transitions and samples.
+ * 0, -EINVAL or -ENOMEM.
+ */
+int profile__finish(struct kh_profile *p, uint32_t status, uint64_t wall_time_ns);
+
+/* Extension mode from an enum kh_trace_mode; marks the extension present. */
+int profile__set_mode(struct kh_profile *p, uint32_t mode);
+
+/* The seed's derivations, exposed for tests. */
+struct kh_opt_f64 kh_cpu_percent(struct kh_opt_u64 start_ms, struct kh_opt_u64 finish_ms,
+				 uint64_t elapsed_ns);
+struct kh_opt_u64 kh_cpu_milli_percent(struct kh_opt_u64 start_ms, struct kh_opt_u64 finish_ms,
+				       uint64_t elapsed_ns);
+
+#endif /* KHPROF_RECORD_H */
