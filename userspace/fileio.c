@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+
+/* Attempts at a fresh temporary name before giving up. */
+#define TEMP_ATTEMPTS 100
+
+static int write_all(int fd, const char *data, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, data, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		data += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Splits path into its directory (for the temporary file) and base name. */
+static int path__split(const char *path, char **dir, char **base)
+{
+	char *dir_copy = strdup(path), *base_copy = strdup(path);
+
+	*dir = *base = NULL;
+	if (!dir_copy || !base_copy) {
+		free(dir_copy);
+		free(base_copy);
+		return -ENOMEM;
+	}
+	*dir = strdup(dirname(dir_copy));
+	*base = strdup(basename(base_copy));
+	free(dir_copy);
+	free(base_copy);
+	if (!*dir || !*base) {
+		free(*dir);
+		free(*base);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * O_EXCL on a name of our own rather than mkstemp(): mkstemp creates mode
+ * 0600, and fixing that needs the umask, which cannot be read safely.
+ */
+static int temp__create(const char *dir, const char *base, char *name, size_t size)
+{
+	static unsigned long counter;
+
+	for (int attempt = 0; attempt < TEMP_ATTEMPTS; attempt++) {
+		unsigned long n = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+		int fd;
+
+		if ((size_t)snprintf(name, size, "%s/.%s.%ld.%lu.tmp", dir, base, (long)getpid(),
+				     n) >= size)
+			return -ENAMETOOLONG;
+		fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd >= 0 || errno != EEXIST)
+			return fd >= 0 ? fd : -errno;
+	}
+	return -EEXIST;
+}
+
+/* Makes the rename itself durable. */
+static int dir__sync(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0 && errno != EINVAL)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+static int temp__fill(int fd, const void *data, size_t len)
+{
+	int err = write_all(fd, data, len);
+
+	if (!err && fsync(fd) < 0)
+		err = -errno;
+	if (close(fd) < 0 && !err)
+		err = -errno;
+	return err;
+}
+
+int file__write_atomic(const char *path, const void *data, size_t len)
+{
+	char *dir, *base, *temp = NULL;
+	size_t temp_size;
+	int fd, err;
+
+	if (!path || !*path || (!data && len))
+		return -EINVAL;
+	err = path__split(path, &dir, &base);
+	if (err)
+		return err;
+	temp_size = strlen(dir) + strlen(base) + 64;
+	temp = malloc(temp_size);
+	if (!temp) {
+		err = -ENOMEM;
+		goto out;
+	}
+	fd = temp__create(dir, base, temp, temp_size);
+	if (fd < 0) {
+		err = fd;
+		goto out;
+	}
+	err = temp__fill(fd, data, len);
+	if (!err && rename(temp, path) < 0)
+		err = -errno;
+	if (err)
+		unlink(temp);
+	else
+		err = dir__sync(dir);
+out:
+	free(temp);
+	free(dir);
+	free(base);
+	return err;
+}
+
+/* Reads at most FILE_READ_MAX + 1 bytes: one more than allowed proves too big. */
+static int read_fd(int fd, char **out, size_t *len)
+{
+	size_t cap = 4096, used = 0;
+	char *buf = malloc(cap);
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n;
+
+		if (used > FILE_READ_MAX) {
+			free(buf);
+			return -EFBIG;
+		}
+		if (used == cap - 1) {
+			size_t grown_cap = cap * 2 > FILE_READ_MAX + 2 ? FILE_READ_MAX + 2 : cap * 2;
+			char *grown = realloc(buf, grown_cap);
+
+			if (!grown) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = grown;
+			cap = grown_cap;
+		}
+		n = read(fd, buf + used, cap - 1 - used);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int err = -errno;
+
+			free(buf);
+			return err;
+		}
+		if (n == 0)
+			break;
+		used += (size_t)n;
+	}
+	buf[used] = '\0';
+	*out = buf;
+	*len = used;
+	return 0;
+}
+
+int file__read_all(const char *path, char **out, size_t *len)
+{
+	struct stat st;
+	int fd, err;
+
+	*out = NULL;
+	*len = 0;
+	if (!path)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		err = -errno;
+	else if (S_ISDIR(st.st_mode))
+		err = -EISDIR;
+	/* A regular file announces its size: refuse a huge one before reading. */
+	else if (S_ISREG(st.st_mode) && st.st_size > (off_t)FILE_READ_MAX)
+		err = -EFBIG;
+	else
+		err = read_fd(fd, out, len);
+	close(fd);
+	return err;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fileio.h - whole-file reads and crash-safe whole-file writes.
+ */
+#ifndef KHPROF_FILEIO_H
+#define KHPROF_FILEIO_H
+
+#include <stddef.h>
+
+/* Largest file file__read_all() accepts; profile records are far smaller. */
+#define FILE_READ_MAX (64u << 20)
+
+/*
+ * Replaces path with data so that readers see the old or the new content,
+ * never a part: a temporary file in the same directory is written, synced
+ * and renamed over path, then the directory is synced.  The new file gets
+ * 0666 less the umask, like fopen().  0 or -errno; on failure no
+ * temporary file is left behind.
+ */
+int file__write_atomic(const char *path, const void *data, size_t len);
+
+/*
+ * Reads all of path into a malloc'd, NUL-terminated buffer (*len excludes
+ * the NUL).  Works for files whose size is not known up front (/proc,
+ * pipes).  0, -errno, or -EFBIG past FILE_READ_MAX.
+ */
+int file__read_all(const char *path, char **out, size_t *len);
+
+#endif /* KHPROF_FILEIO_H */

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT
+/*
+ * procfs.c - resource snapshots of a traced process.
+ *
+ * Parsing follows the seed's process_resources() step for step so that a
+ * snapshot taken from outside equals the one the process would take of
+ * itself.  One difference is deliberate: the seed reads the files as UTF-8
+ * and gives up on a process name that is not, while bytes are fine here.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "procfs.h"
+
+/* stat is one short line; status is about 1.5 KiB on current kernels. */
+#define STAT_BUF_SIZE 4096
+#define STATUS_BUF_SIZE 16384
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+/* Rust's str::parse::<u64>: an optional '+', then digits only. */
+static bool parse_rust_u64(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t value = 0;
+	size_t i = 0;
+
+	if (len > 0 && s[0] == '+')
+		i = 1;
+	if (i == len)
+		return false;
+	for (; i < len; i++) {
+		unsigned digit = (unsigned)(s[i] - '0');
+
+		if (digit > 9 || value > (UINT64_MAX - digit) / 10)
+			return false;
+		value = value * 10 + digit;
+	}
+	*out = value;
+	return true;
+}
+
+/* Next whitespace-separated word at or after *pos; false at the end. */
+static bool next_word(const char *s, size_t *pos, size_t *start, size_t *len)
+{
+	size_t i = *pos;
+
+	while (s[i] && is_blank(s[i]))
+		i++;
+	if (!s[i])
+		return false;
+	*start = i;
+	while (s[i] && !is_blank(s[i]))
+		i++;
+	*len = i - *start;
+	*pos = i;
+	return true;
+}
+
+int procfs__parse_stat(const char *stat, long ticks_per_sec, struct kh_opt_u64 *cpu_ms)
+{
+	const char *close = strrchr(stat, ')');
+	uint64_t ticks[2];
+	unsigned __int128 ms;
+	size_t pos = 0, start, len;
+	const char *fields;
+
+	cpu_ms->present = false;
+	cpu_ms->value = 0;
+	/* The name may hold ')' and blanks; fields start 2 bytes past the last ')'. */
+	if (!close || close[1] == '\0')
+		return -EINVAL;
+	fields = close + 2;
+	for (int i = 0; i < 12; i++) {
+		if (!next_word(fields, &pos, &start, &len))
+			return -EINVAL;
+	}
+	if (!parse_rust_u64(fields + start, len, &ticks[0]))
+		return -EINVAL;
+	if (!next_word(fields, &pos, &start, &len) ||
+	    !parse_rust_u64(fields + start, len, &ticks[1]))
+		return -EINVAL;
+	if (ticks_per_sec <= 0)
+		return -EINVAL;
+	ms = ((unsigned __int128)ticks[0] + ticks[1]) * 1000 / (unsigned long)ticks_per_sec;
+	if (ms > UINT64_MAX)
+		return -EINVAL;
+	cpu_ms->present = true;
+	cpu_ms->value = (uint64_t)ms;
+	return 0;
+}
+
+/*
+ * The first line starting with field whose first word parses and scales
+ * without overflow, as the seed's find_map does: a bad line is skipped.
+ */
+static struct kh_opt_u64 status_value(const char *status, const char *field, uint64_t scale)
+{
+	struct kh_opt_u64 result = { false, 0 };
+	size_t field_len = strlen(field);
+
+	for (const char *line = status; line && *line;) {
+		const char *end = strchr(line, '\n');
+		size_t line_len = end ? (size_t)(end - line) : strlen(line);
+		size_t pos = field_len, start, len;
+		uint64_t value;
+
+		if (line_len >= field_len && !strncmp(line, field, field_len) &&
+		    next_word(line, &pos, &start, &len) && start < line_len &&
+		    parse_rust_u64(line + start, len, &value) &&
+		    (scale == 0 || value <= UINT64_MAX / scale)) {
+			result.present = true;
+			result.value = value * scale;
+			return result;
+		}
+		line = end ? end + 1 : NULL;
+	}
+	return result;
+}
+
+void procfs__parse_status(const char *status, struct kh_resource_snapshot *out)
+{
+	out->resident_bytes = status_value(status, "VmRSS:", 1024);
+	out->virtual_bytes = status_value(status, "VmSize:", 1024);
+	out->thread_count = status_value(status, "Threads:", 1);
+}
+
+/* Reads a small /proc file (its size is reported as 0) into buf. */
+static int read_proc_file(pid_t pid, const char *name, char *buf, size_t size)
+{
+	char path[64];
+	size_t len = 0;
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (len < size - 1) {
+		ssize_t n = read(fd, buf + len, size - 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			err = -errno;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	return err;
+}
+
+int procfs__sample(pid_t pid, struct kh_resource_snapshot *out)
+{
+	char stat[STAT_BUF_SIZE], status[STATUS_BUF_SIZE];
+	int stat_err, status_err;
+
+	memset(out, 0, sizeof(*out));
+	stat_err = read_proc_file(pid, "stat", stat, sizeof(stat));
+	if (!stat_err)
+		procfs__parse_stat(stat, sysconf(_SC_CLK_TCK), &out->cpu_time_ms);
+	status_err = read_proc_file(pid, "status", status, sizeof(status));
+	if (!status_err)
+		procfs__parse_status(status, out);
+	return stat_err ? stat_err : status_err;
+}

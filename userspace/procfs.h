@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * procfs.h - the seed's process_resources(), for another process.
+ *
+ * The seed samples /proc/self; khprof samples the traced pid the same way:
+ * cpu_time_ms from utime+stime in /proc/PID/stat, resident and virtual
+ * bytes and the thread count from /proc/PID/status.
+ */
+#ifndef KHPROF_PROCFS_H
+#define KHPROF_PROCFS_H
+
+#include <sys/types.h>
+
+#include "record.h"
+
+/*
+ * Fills *out; fields that cannot be read are left absent.  Returns 0 when
+ * both files were read, else the -errno of the first that was not (the
+ * process may have exited), with *out holding whatever was read.
+ */
+int procfs__sample(pid_t pid, struct kh_resource_snapshot *out);
+
+/*
+ * cpu_time_ms from the text of a stat file: utime and stime, the 12th and
+ * 13th fields after the last ')', in ticks_per_sec ticks.  0 when present,
+ * -EINVAL when the text or tick rate does not allow it (cpu_ms absent).
+ */
+int procfs__parse_stat(const char *stat, long ticks_per_sec, struct kh_opt_u64 *cpu_ms);
+
+/* VmRSS and VmSize (kB, scaled to bytes) and Threads of a status file. */
+void procfs__parse_status(const char *status, struct kh_resource_snapshot *out);
+
+#endif /* KHPROF_PROCFS_H */
