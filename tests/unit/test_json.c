@@ -1,0 +1,526 @@
+// SPDX-License-Identifier: MIT
+/*
+ * JSON reader and writer against the seed: every golden record must read,
+ * and write back exactly as the seed's serde re-serialises it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "golden.h"
+
+/* Fewer inputs than this means the golden folder was not found. */
+#define GOLDEN_MIN 15
+
+static const char base_record[] =
+	"{\"schema\":\"keyhog-profile-v1\",\"identity\":{\"run_id\":\"r\",\"binary_version\":\"b\","
+	"\"detector_digest\":\"d\",\"config_digest\":\"c\",\"source_kind\":\"s\","
+	"\"workload_class\":\"w\",\"backend_requested\":\"a\",\"backend_selected\":null,"
+	"\"cache_state\":\"cold\",\"daemon_state\":\"off\",\"scanner_threads\":1,"
+	"\"reader_threads\":null,\"logical_cpus\":2},\"status\":\"completed\","
+	"\"wall_time_ns\":5,\"input_bytes\":0,\"input_units\":0,"
+	"\"stages\":[{\"stage\":\"decode\",\"elapsed_ns\":1,\"calls\":1,\"attributed_ns\":0}],"
+	"\"transitions\":[],\"states\":[],\"resource_samples\":[],"
+	"\"resources\":{\"start\":{},\"finish\":{},\"aggregate_cpu_percent\":null}}";
+
+/* base_record with the first occurrence of from replaced by to. */
+static char *mutate(const char *from, const char *to)
+{
+	const char *at = strstr(base_record, from);
+	char *out;
+
+	assert_non_null(at);
+	assert_true(asprintf(&out, "%.*s%s%s", (int)(at - base_record), base_record, to,
+			     at + strlen(from)) > 0);
+	return out;
+}
+
+static void test_base_record_reads(void **state)
+{
+	struct kh_profile p;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(profile__from_json(base_record, &p, err, sizeof(err)), 0);
+	assert_string_equal(p.identity.run_id, "r");
+	assert_null(p.identity.backend_selected);
+	assert_int_equal(p.identity.cache_state, KH_CACHE_COLD);
+	assert_int_equal(p.stage_count, 1);
+	assert_int_equal(p.stages[0].stage, KH_STAGE_DECODE);
+	assert_false(p.resources.start.cpu_time_ms.present);
+	assert_false(p.ext.present);
+	profile__free(&p);
+}
+
+/* from_json then to_json equals the seed's re-serialisation, khprof aside. */
+static void test_goldens_match_seed_json(void **state)
+{
+	char *names[GOLDEN_MAX];
+	size_t count = golden_inputs(names);
+
+	(void)state;
+	assert_true(count >= GOLDEN_MIN);
+	for (size_t i = 0; i < count; i++) {
+		char *input = golden_read_suffix(names[i], ".json");
+		char *expected = golden_read_suffix(names[i], ".seed.json");
+		char err[256], *json, *seed_part;
+		struct kh_profile p;
+
+		assert_non_null(input);
+		assert_non_null(expected);
+		if (profile__from_json(input, &p, err, sizeof(err)))
+			fail_msg("%s: %s", names[i], err);
+		json = profile__to_json(&p);
+		assert_non_null(json);
+		seed_part = strip_khprof(json);
+		if (strcmp(seed_part, expected))
+			fail_msg("%s: to_json differs from %s.seed.json", names[i], names[i]);
+		free(seed_part);
+		free(json);
+		free(expected);
+		free(input);
+		profile__free(&p);
+	}
+	golden_free(names, count);
+}
+
+/* The seed's own output reads back and writes out unchanged. */
+static void test_seed_json_is_a_fixed_point(void **state)
+{
+	char *names[GOLDEN_MAX];
+	size_t count = golden_inputs(names);
+
+	(void)state;
+	for (size_t i = 0; i < count; i++) {
+		char *seed = golden_read_suffix(names[i], ".seed.json");
+		char err[256], *json;
+		struct kh_profile p;
+
+		assert_non_null(seed);
+		if (profile__from_json(seed, &p, err, sizeof(err)))
+			fail_msg("%s.seed.json: %s", names[i], err);
+		json = profile__to_json(&p);
+		assert_non_null(json);
+		if (strcmp(json, seed))
+			fail_msg("%s.seed.json does not round-trip", names[i]);
+		free(json);
+		free(seed);
+		profile__free(&p);
+	}
+	golden_free(names, count);
+}
+
+static void test_extension_round_trips(void **state)
+{
+	char *input = golden_read("unknown_fields.json");
+	char *expected = golden_read("unknown_fields.khprof.json");
+	struct kh_profile p, again;
+	char err[256], *json, *json_again;
+
+	(void)state;
+	assert_non_null(input);
+	assert_non_null(expected);
+	assert_int_equal(profile__from_json(input, &p, err, sizeof(err)), 0);
+	assert_true(p.ext.present);
+	assert_string_equal(p.ext.mode, "batch");
+	assert_true(p.ext.started_mid_session);
+	assert_false(p.ext.ended_mid_session);
+	for (uint32_t i = 0; i < KH_DROP_COUNT; i++)
+		assert_int_equal(p.ext.drops[i], i + 1);
+	assert_int_equal(p.ext.probe_hits, 1000);
+	assert_int_equal(p.ext.probe_cost_ns, 25);
+	assert_int_equal(p.ext.tracer_cost_ns, 25000);
+	assert_int_equal(p.ext.traced_pid, 4242);
+	assert_int_equal(p.ext.session_sequence, 3);
+	assert_int_equal(p.ext.sample_latency_ns_max, 12000);
+	json = profile__to_json(&p);
+	assert_string_equal(json, expected);
+	assert_int_equal(profile__from_json(json, &again, err, sizeof(err)), 0);
+	json_again = profile__to_json(&again);
+	assert_string_equal(json_again, json);
+	free(json_again);
+	free(json);
+	free(expected);
+	free(input);
+	profile__free(&again);
+	profile__free(&p);
+}
+
+/* An older khprof record may lack extension members: they default to zero. */
+static void test_extension_members_are_optional(void **state)
+{
+	char *text = mutate("\"resources\":", "\"khprof\":{\"probe_hits\":9},\"resources\":");
+	struct kh_profile p;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(profile__from_json(text, &p, err, sizeof(err)), 0);
+	assert_true(p.ext.present);
+	assert_null(p.ext.mode);
+	assert_int_equal(p.ext.probe_hits, 9);
+	assert_int_equal(p.ext.drops[KH_DROP_RINGBUF_FULL], 0);
+	profile__free(&p);
+	free(text);
+}
+
+static void test_u64_beyond_double_precision(void **state)
+{
+	char *text = mutate("\"wall_time_ns\":5", "\"wall_time_ns\":9007199254740993");
+	struct kh_profile p;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(profile__from_json(text, &p, err, sizeof(err)), 0);
+	assert_true(p.wall_time_ns == 9007199254740993ull);
+	profile__free(&p);
+	free(text);
+	text = mutate("\"wall_time_ns\":5", "\"wall_time_ns\":18446744073709551615");
+	assert_int_equal(profile__from_json(text, &p, err, sizeof(err)), 0);
+	assert_true(p.wall_time_ns == UINT64_MAX);
+	profile__free(&p);
+	free(text);
+}
+
+static void test_absent_options_and_states_default(void **state)
+{
+	char *text = mutate("\"states\":[],", "");
+	char *t2 = NULL;
+	struct kh_profile p;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(profile__from_json(text, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.state_count, 0);
+	profile__free(&p);
+	free(text);
+	/* serde reads an absent Option member as None. */
+	t2 = mutate("\"backend_selected\":null,\"cache_state\"", "\"cache_state\"");
+	text = t2;
+	assert_int_equal(profile__from_json(text, &p, err, sizeof(err)), 0);
+	assert_null(p.identity.backend_selected);
+	assert_false(p.resources.max_observed_threads.present);
+	profile__free(&p);
+	free(text);
+}
+
+struct malformed {
+	const char *from;
+	const char *to;
+	const char *message;
+	bool seed_accepts; /* the seed reads it; khprof cannot represent it */
+};
+
+static const struct malformed malformed_cases[] = {
+	{ "\"wall_time_ns\":5,", "", "missing field 'wall_time_ns'", false },
+	{ "\"run_id\":\"r\",", "", "missing field 'identity.run_id'", false },
+	{ "\"cache_state\":\"cold\"", "\"cache_state\":\"hot\"",
+	  "'identity.cache_state': unknown value 'hot'", false },
+	{ "\"status\":\"completed\"", "\"status\":\"Completed\"",
+	  "'status': unknown value 'Completed'", false },
+	{ "\"stage\":\"decode\"", "\"stage\":\"warp\"", "'stages[0].stage': unknown value 'warp'", false },
+	{ "\"wall_time_ns\":5", "\"wall_time_ns\":1.5",
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found 1.5", false },
+	{ "\"wall_time_ns\":5", "\"wall_time_ns\":5.0",
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found 5.0", false },
+	{ "\"wall_time_ns\":5", "\"wall_time_ns\":1e3",
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found 1e3", false },
+	{ "\"wall_time_ns\":5", "\"wall_time_ns\":-1",
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found -1", false },
+	{ "\"wall_time_ns\":5", "\"wall_time_ns\":-0",
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found -0", false },
+	{ "\"wall_time_ns\":5", "\"wall_time_ns\":18446744073709551616",
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found 18446744073709551616", false },
+	{ "\"wall_time_ns\":5", "\"wall_time_ns\":\"5\"",
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found a string", false },
+	{ "\"wall_time_ns\":5", "\"wall_time_ns\":null",
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found null", false },
+	{ "\"scanner_threads\":1", "\"scanner_threads\":true",
+	  "'identity.scanner_threads': expected an unsigned 64-bit integer, found a boolean", false },
+	{ "\"wall_time_ns\":5", "\"wall_time_ns\":05", "invalid number at line 1 column", false },
+	{ "\"stages\":[", "\"stages\":null,\"x\":[", "'stages': expected an array, found null", false },
+	{ "\"states\":[]", "\"states\":null", "'states': expected an array, found null", false },
+	{ "\"identity\":{", "\"identity\":[],\"y\":{", "'identity': expected an object, found an array", false },
+	{ "\"transitions\":[]", "\"transitions\":[1]",
+	  "'transitions[0]': expected an object, found a number", false },
+	{ "\"start\":{}", "\"start\":{\"cpu_time_ms\":-2}",
+	  "'resources.start.cpu_time_ms': expected an unsigned 64-bit integer, found -2", false },
+	{ "\"aggregate_cpu_percent\":null", "\"aggregate_cpu_percent\":1e400",
+	  "'resources.aggregate_cpu_percent': number out of range", false },
+	{ "\"aggregate_cpu_percent\":null", "\"aggregate_cpu_percent\":\"3\"",
+	  "'resources.aggregate_cpu_percent': expected a number, found a string", false },
+	{ "\"schema\":\"keyhog-profile-v1\"",
+	  "\"schema\":\"keyhog-profile-v1\",\"schema\":\"keyhog-profile-v1\"",
+	  "duplicate field 'schema'", false },
+	{ "\"run_id\":\"r\"", "\"run_id\":\"a\tb\"", "control character", false },
+	{ "\"run_id\":\"r\"", "\"run_id\":\"\xff\"", "invalid UTF-8", false },
+	{ "\"run_id\":\"r\"", "\"run_id\":\"\xed\xa0\x80\"", "invalid UTF-8", false },
+	{ "\"run_id\":\"r\"", "\"run_id\":\"\\ud800\"", "invalid JSON", false },
+	{ "{\"schema\"", "\xef\xbb\xbf{\"schema\"", "expected value at line 1 column 1", false },
+	{ "{\"schema\"", "[{\"schema\"", "invalid JSON", false },
+	{ "\"states\":[]", "\"states\":[],", "invalid JSON", false },
+	{ "\"schema\":", "\"x\":1 \"schema\":", "invalid JSON", false },
+	{ "\"run_id\":\"r\"", "\"run_id\":\"\\u0000\"", "unsupported \\u0000", true },
+	{ "\"backend_requested\":\"a\"", "\"backend_requested\":\"a\" // comment", "invalid JSON", false },
+};
+
+static void check_malformed(const struct malformed *c, const char *render)
+{
+	char *text = mutate(c->from, c->to);
+	struct kh_profile p;
+	char err[256];
+	int status;
+
+	memset(err, 'x', sizeof(err));
+	if (profile__from_json(text, &p, err, sizeof(err)) != -EINVAL)
+		fail_msg("accepted: %s", text);
+	if (!strstr(err, c->message))
+		fail_msg("error '%s' does not contain '%s'", err, c->message);
+	if (render && !c->seed_accepts) {
+		/* Exit 2 is a serde error; invalid UTF-8 already fails the read. */
+		free(seed_render(render, text, true, &status));
+		if (status == 0)
+			fail_msg("the seed reads what khprof rejects (%s): %s", c->message, text);
+	}
+	free(text);
+}
+
+static void test_malformed_records_name_the_problem(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(malformed_cases) / sizeof(malformed_cases[0]); i++)
+		check_malformed(&malformed_cases[i], NULL);
+}
+
+static void test_malformed_whole_documents(void **state)
+{
+	static const char *const docs[] = { "", "   ", "null", "[]", "42", "{}" };
+	char deep[300] = "";
+	struct kh_profile p;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++)
+		assert_int_equal(profile__from_json(docs[i], &p, err, sizeof(err)), -EINVAL);
+	assert_int_equal(profile__from_json("{}", &p, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "missing field 'schema'");
+	assert_int_equal(profile__from_json("[]", &p, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "expected a JSON object, found an array");
+	for (int i = 0; i < 129; i++)
+		strcat(deep, "[");
+	assert_int_equal(profile__from_json(deep, &p, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "recursion limit exceeded"));
+	/* A caller may not want the message at all. */
+	assert_int_equal(profile__from_json("{}", &p, NULL, 0), -EINVAL);
+}
+
+static void test_too_many_stages(void **state)
+{
+	static const char stage[] =
+		"{\"stage\":\"decode\",\"elapsed_ns\":1,\"calls\":1,\"attributed_ns\":0},";
+	char *many = calloc(1, sizeof(stage) * 26 + 16), *text;
+	struct kh_profile p;
+	char err[256];
+
+	(void)state;
+	for (int i = 0; i < 26; i++)
+		strcat(many, stage);
+	strcat(many, "{\"stage\":\"decode\"");
+	text = mutate("{\"stage\":\"decode\"", many);
+	assert_int_equal(profile__from_json(text, &p, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "'stages': more than 25 entries");
+	free(text);
+	free(many);
+}
+
+/* serde_json's f64 spelling (ryu), checked on the values that matter. */
+static void test_f64_spelling(void **state)
+{
+	static const struct {
+		double value;
+		const char *text;
+	} cases[] = {
+		{ 0.0, "0.0" },
+		{ -0.0, "-0.0" },
+		{ 250.0, "250.0" },
+		{ 33.333333333333336, "33.333333333333336" },
+		{ 1e-7, "1e-7" },
+		{ 1e-5, "0.00001" },
+		{ 1.5e-5, "0.000015" },
+		{ 1e15, "1000000000000000.0" },
+		{ 1e16, "1e16" },
+		{ 1.25e16, "1.25e16" },
+		{ 123456789.125, "123456789.125" },
+		{ 0.1, "0.1" },
+		{ 5e-324, "5e-324" },
+		{ 1.7976931348623157e308, "1.7976931348623157e308" },
+		{ 9007199254740993.0, "9007199254740992.0" },
+		{ -2.5, "-2.5" },
+		/* 2^-1074 * 2^k neighbours where the rounding interval is lopsided */
+		{ 9.5367431640625e-07, "9.5367431640625e-7" },
+		{ 2.2250738585072014e-308, "2.2250738585072014e-308" },
+	};
+	char buf[32];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json__format_f64(cases[i].value, buf, sizeof(buf));
+		assert_string_equal(buf, cases[i].text);
+	}
+	json__format_f64(INFINITY, buf, sizeof(buf));
+	assert_string_equal(buf, "null");
+	json__format_f64(NAN, buf, sizeof(buf));
+	assert_string_equal(buf, "null");
+}
+
+/* serde_json (without float_roundtrip) is not always correctly rounded. */
+static void test_f64_reading_matches_serde(void **state)
+{
+	double v;
+
+	(void)state;
+	assert_int_equal(json__parse_f64("123456789.12345679", 18, &v), 0);
+	assert_true(v == 123456789.1234568);
+	assert_int_equal(json__parse_f64("33.333333333333336", 18, &v), 0);
+	assert_true(v == 33.333333333333336);
+	assert_int_equal(json__parse_f64("1e-400", 6, &v), 0);
+	assert_true(v == 0.0);
+	assert_int_equal(json__parse_f64("-0", 2, &v), 0);
+	assert_true(v == 0.0 && signbit(v));
+	assert_int_equal(json__parse_f64("1e400", 5, &v), -ERANGE);
+	assert_int_equal(json__parse_f64("1.", 2, &v), -EINVAL);
+	assert_int_equal(json__parse_f64(".5", 2, &v), -EINVAL);
+	assert_int_equal(json__parse_f64("01", 2, &v), -EINVAL);
+	assert_int_equal(json__parse_f64("1e", 2, &v), -EINVAL);
+	assert_int_equal(json__parse_f64("+1", 2, &v), -EINVAL);
+}
+
+static void test_writer_rejects_bad_enums(void **state)
+{
+	struct kh_profile p;
+
+	(void)state;
+	assert_int_equal(profile__init(&p), 0);
+	p.status = KH_STATE_COUNT;
+	errno = 0;
+	assert_null(profile__to_json(&p));
+	assert_int_equal(errno, EINVAL);
+	p.status = KH_STATE_COMPLETED;
+	p.stage_count = 1;
+	p.stages[0].stage = KH_STAGE_COUNT;
+	assert_null(profile__to_json(&p));
+	profile__free(&p);
+}
+
+/* Invalid UTF-8 put into the model by hand is repaired, not written raw. */
+static void test_writer_repairs_utf8(void **state)
+{
+	struct kh_profile p;
+	char *json;
+
+	(void)state;
+	assert_int_equal(profile__init(&p), 0);
+	free(p.identity.source_kind);
+	p.identity.source_kind = strdup("a\xff" "b\xe2\x82");
+	json = profile__to_json(&p);
+	assert_non_null(strstr(json, "\"source_kind\": \"a\xef\xbf\xbd" "b\xef\xbf\xbd\""));
+	free(json);
+	profile__free(&p);
+}
+
+/* Live check against the seed's reader: it reads what we write, identically. */
+static void test_seed_reads_our_output(void **state)
+{
+	const char *render = conformance_reader();
+	char *names[GOLDEN_MAX];
+	size_t count = golden_inputs(names);
+
+	(void)state;
+	for (size_t i = 0; i < count; i++) {
+		char *input = golden_read_suffix(names[i], ".json");
+		char err[256], *json, *seed_json, *ours;
+		struct kh_profile p;
+		int status;
+
+		assert_int_equal(profile__from_json(input, &p, err, sizeof(err)), 0);
+		json = profile__to_json(&p);
+		seed_json = seed_render(render, json, true, &status);
+		if (!seed_json)
+			fail_msg("%s: the seed cannot read our output (exit %d)", names[i], status);
+		ours = strip_khprof(json);
+		if (strcmp(seed_json, ours))
+			fail_msg("%s: the seed re-serialises our output differently", names[i]);
+		free(ours);
+		free(seed_json);
+		free(json);
+		free(input);
+		profile__free(&p);
+	}
+	golden_free(names, count);
+}
+
+/* Committed goldens are still what the seed produces (catches seed drift). */
+static void test_goldens_are_current(void **state)
+{
+	const char *render = conformance_reader();
+	char *names[GOLDEN_MAX];
+	size_t count = golden_inputs(names);
+
+	(void)state;
+	for (size_t i = 0; i < count; i++) {
+		char *input = golden_read_suffix(names[i], ".json");
+		char *expected = golden_read_suffix(names[i], ".seed.json");
+		int status;
+		char *seed_json = seed_render(render, input, true, &status);
+
+		if (!seed_json || strcmp(seed_json, expected))
+			fail_msg("%s.seed.json is stale: run tests/golden/regen.sh", names[i]);
+		free(seed_json);
+		free(expected);
+		free(input);
+	}
+	golden_free(names, count);
+}
+
+static void test_seed_agrees_on_malformed(void **state)
+{
+	const char *render = conformance_reader();
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(malformed_cases) / sizeof(malformed_cases[0]); i++)
+		check_malformed(&malformed_cases[i], render);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_base_record_reads),
+		cmocka_unit_test(test_goldens_match_seed_json),
+		cmocka_unit_test(test_seed_json_is_a_fixed_point),
+		cmocka_unit_test(test_extension_round_trips),
+		cmocka_unit_test(test_extension_members_are_optional),
+		cmocka_unit_test(test_u64_beyond_double_precision),
+		cmocka_unit_test(test_absent_options_and_states_default),
+		cmocka_unit_test(test_malformed_records_name_the_problem),
+		cmocka_unit_test(test_malformed_whole_documents),
+		cmocka_unit_test(test_too_many_stages),
+		cmocka_unit_test(test_f64_spelling),
+		cmocka_unit_test(test_f64_reading_matches_serde),
+		cmocka_unit_test(test_writer_rejects_bad_enums),
+		cmocka_unit_test(test_writer_repairs_utf8),
+		cmocka_unit_test(test_seed_reads_our_output),
+		cmocka_unit_test(test_goldens_are_current),
+		cmocka_unit_test(test_seed_agrees_on_malformed),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
