@@ -321,10 +321,20 @@ static const signed char base64_values[256] = {
 };
 
 /* base64_values has 0 for 'A' and for non-alphabet bytes; this tells them apart. */
+static const bool base64_alphabet[256] = {
+	['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
+	['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1,
+	['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+	['Y'] = 1, ['Z'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,
+	['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1,
+	['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1,
+	['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1,
+	['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1, ['+'] = 1, ['/'] = 1,
+};
+
 static bool is_base64_byte(unsigned char byte)
 {
-	return (byte >= 'A' && byte <= 'Z') || (byte >= 'a' && byte <= 'z') ||
-	       (byte >= '0' && byte <= '9') || byte == '+' || byte == '/';
+	return base64_alphabet[byte];
 }
 
 /*
@@ -335,7 +345,6 @@ static void decode_blob(struct scan_worker *worker, const char *blob, size_t len
 			size_t chunk_offset)
 {
 	size_t start = worker->decoded.count;
-	size_t printable = 0;
 	uint32_t bits = 0;
 	int bit_count = 0;
 
@@ -344,6 +353,11 @@ static void decode_blob(struct scan_worker *worker, const char *blob, size_t len
 		worker->out_of_memory = true;
 		return;
 	}
+	size_t expected = length * 6 / 8;
+	/* Hashes and identifiers fail within a few bytes; stop as soon as they must. */
+	size_t unprintable_allowed = expected - (expected * DECODED_MIN_PRINTABLE_PERCENT + 99) / 100;
+	size_t unprintable = 0;
+
 	for (size_t i = 0; i < length; i++) {
 		bits = (bits << 6) | (uint32_t)base64_values[(unsigned char)blob[i]];
 		bit_count += 6;
@@ -352,13 +366,16 @@ static void decode_blob(struct scan_worker *worker, const char *blob, size_t len
 			unsigned char byte = (unsigned char)(bits >> bit_count);
 
 			worker->decoded.items[worker->decoded.count++] = (char)byte;
-			printable += (byte >= 0x20 && byte < 0x7f) || byte == '\t' ||
-				     byte == '\n' || byte == '\r';
+			if ((byte < 0x20 || byte >= 0x7f) && byte != '\t' && byte != '\n' &&
+			    byte != '\r' && ++unprintable > unprintable_allowed) {
+				worker->decoded.count = start;
+				return;
+			}
 		}
 	}
 	size_t produced = worker->decoded.count - start;
 
-	if (produced == 0 || printable * 100 < produced * DECODED_MIN_PRINTABLE_PERCENT) {
+	if (produced == 0) {
 		worker->decoded.count = start;
 		return;
 	}
@@ -396,17 +413,29 @@ static void decode_through(struct scan_worker *worker, const char *data, size_t 
 
 	worker->decoded.count = 0;
 	worker->segments.count = 0;
-	while (i < length) {
-		if (!is_base64_byte((unsigned char)data[i])) {
-			i++;
+	/*
+	 * Invariant: i is 0 or data[i - 1] is outside the alphabet.  A run of
+	 * BASE64_MIN_BLOB bytes starting at or after i must then cover
+	 * data[i + BASE64_MIN_BLOB - 1]; if that byte is outside the alphabet
+	 * the next BASE64_MIN_BLOB bytes can be skipped unread.  In ordinary
+	 * text this reads a few bytes per probe instead of every byte.
+	 */
+	while (i + BASE64_MIN_BLOB <= length) {
+		size_t probe = i + BASE64_MIN_BLOB - 1;
+
+		if (!is_base64_byte((unsigned char)data[probe])) {
+			i = probe + 1;
 			continue;
 		}
-		size_t start = i;
+		size_t start = probe, end = probe + 1;
 
-		while (i < length && is_base64_byte((unsigned char)data[i]))
-			i++;
-		if (i - start >= BASE64_MIN_BLOB)
-			decode_blob(worker, data + start, i - start, start);
+		while (start > i && is_base64_byte((unsigned char)data[start - 1]))
+			start--;
+		while (end < length && is_base64_byte((unsigned char)data[end]))
+			end++;
+		if (end - start >= BASE64_MIN_BLOB)
+			decode_blob(worker, data + start, end - start, start);
+		i = end + 1;
 	}
 	if (worker->segments.count == 0)
 		return;
