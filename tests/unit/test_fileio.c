@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Whole-file reads and atomic replacement, in a private temporary folder.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+
+struct scratch {
+	char *dir;
+};
+
+static int scratch_setup(void **state)
+{
+	const char *tmp = getenv("TMPDIR");
+	struct scratch *s = calloc(1, sizeof(*s));
+
+	if (!s || asprintf(&s->dir, "%s/khprof-fileio-XXXXXX", tmp && *tmp ? tmp : "/tmp") < 0)
+		return -1;
+	if (!mkdtemp(s->dir))
+		return -1;
+	*state = s;
+	return 0;
+}
+
+static int remove_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		char *path;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (asprintf(&path, "%s/%s", dir, e->d_name) < 0)
+			break;
+		if (unlink(path))
+			rmdir(path);
+		free(path);
+	}
+	closedir(d);
+	return 0;
+}
+
+static int scratch_teardown(void **state)
+{
+	struct scratch *s = *state;
+
+	remove_entries(s->dir);
+	rmdir(s->dir);
+	free(s->dir);
+	free(s);
+	return 0;
+}
+
+static char *in_scratch(void **state, const char *name)
+{
+	struct scratch *s = *state;
+	char *path;
+
+	assert_true(asprintf(&path, "%s/%s", s->dir, name) > 0);
+	return path;
+}
+
+static size_t count_entries(void **state)
+{
+	struct scratch *s = *state;
+	DIR *d = opendir(s->dir);
+	struct dirent *e;
+	size_t n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+static void test_write_then_read(void **state)
+{
+	char *path = in_scratch(state, "record.json");
+	char *text;
+	size_t len;
+
+	assert_int_equal(file__write_atomic(path, "{\"a\": 1}\n", 9), 0);
+	assert_int_equal(file__read_all(path, &text, &len), 0);
+	assert_int_equal(len, 9);
+	assert_string_equal(text, "{\"a\": 1}\n");
+	free(text);
+	/* Replacing leaves exactly the new content and no temporary file. */
+	assert_int_equal(file__write_atomic(path, "xy", 2), 0);
+	assert_int_equal(file__read_all(path, &text, &len), 0);
+	assert_int_equal(len, 2);
+	assert_string_equal(text, "xy");
+	free(text);
+	assert_int_equal(count_entries(state), 1);
+	free(path);
+}
+
+static void test_empty_and_binary(void **state)
+{
+	static const char bytes[] = { 'a', 0, 'b', (char)0xff };
+	char *path = in_scratch(state, "bin");
+	char *text;
+	size_t len;
+
+	assert_int_equal(file__write_atomic(path, "", 0), 0);
+	assert_int_equal(file__read_all(path, &text, &len), 0);
+	assert_int_equal(len, 0);
+	assert_string_equal(text, "");
+	free(text);
+	assert_int_equal(file__write_atomic(path, bytes, sizeof(bytes)), 0);
+	assert_int_equal(file__read_all(path, &text, &len), 0);
+	assert_int_equal(len, sizeof(bytes));
+	assert_memory_equal(text, bytes, sizeof(bytes));
+	assert_int_equal(text[len], '\0');
+	free(text);
+	free(path);
+}
+
+static void test_mode_follows_umask(void **state)
+{
+	char *path = in_scratch(state, "mode");
+	mode_t old = umask(027);
+	struct stat st;
+
+	assert_int_equal(file__write_atomic(path, "x", 1), 0);
+	umask(old);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0640);
+	free(path);
+}
+
+static void test_large_write(void **state)
+{
+	size_t size = 3 * 1024 * 1024 + 17;
+	char *data = malloc(size), *text, *path = in_scratch(state, "large");
+	size_t len;
+
+	assert_non_null(data);
+	for (size_t i = 0; i < size; i++)
+		data[i] = (char)('a' + i % 26);
+	assert_int_equal(file__write_atomic(path, data, size), 0);
+	assert_int_equal(file__read_all(path, &text, &len), 0);
+	assert_int_equal(len, size);
+	assert_memory_equal(text, data, size);
+	free(text);
+	free(data);
+	free(path);
+}
+
+static void test_write_failures_leave_nothing(void **state)
+{
+	char *missing = in_scratch(state, "no-such-dir/record.json");
+	char *dir_target = in_scratch(state, "sub");
+
+	assert_int_equal(file__write_atomic(missing, "x", 1), -ENOENT);
+	assert_int_equal(count_entries(state), 0);
+	/* rename() cannot replace a directory with a file. */
+	assert_int_equal(mkdir(dir_target, 0755), 0);
+	assert_int_equal(file__write_atomic(dir_target, "x", 1), -EISDIR);
+	assert_int_equal(count_entries(state), 1);
+	assert_int_equal(file__write_atomic("", "x", 1), -EINVAL);
+	assert_int_equal(file__write_atomic(dir_target, NULL, 1), -EINVAL);
+	free(dir_target);
+	free(missing);
+}
+
+static void test_read_failures(void **state)
+{
+	struct scratch *s = *state;
+	char *missing = in_scratch(state, "missing");
+	char *text = (char *)1;
+	size_t len = 1;
+
+	assert_int_equal(file__read_all(missing, &text, &len), -ENOENT);
+	assert_null(text);
+	assert_int_equal(len, 0);
+	assert_int_equal(file__read_all(s->dir, &text, &len), -EISDIR);
+	free(missing);
+}
+
+/* /proc files report size 0; the whole content must still arrive. */
+static void test_read_sizeless_file(void **state)
+{
+	char *text;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(file__read_all("/proc/self/status", &text, &len), 0);
+	assert_true(len > 0);
+	assert_non_null(strstr(text, "Threads:"));
+	assert_int_equal(strlen(text), len);
+	free(text);
+}
+
+static void make_sparse(const char *path, off_t size)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, size), 0);
+	close(fd);
+}
+
+static void test_read_limit(void **state)
+{
+	char *path = in_scratch(state, "sparse");
+	char *text;
+	size_t len;
+
+	make_sparse(path, (off_t)FILE_READ_MAX + 1);
+	assert_int_equal(file__read_all(path, &text, &len), -EFBIG);
+	make_sparse(path, (off_t)FILE_READ_MAX);
+	assert_int_equal(file__read_all(path, &text, &len), 0);
+	assert_int_equal(len, FILE_READ_MAX);
+	free(text);
+	free(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_write_then_read, scratch_setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(test_empty_and_binary, scratch_setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(test_mode_follows_umask, scratch_setup,
+						scratch_teardown),
+		cmocka_unit_test_setup_teardown(test_large_write, scratch_setup, scratch_teardown),
+		cmocka_unit_test_setup_teardown(test_write_failures_leave_nothing, scratch_setup,
+						scratch_teardown),
+		cmocka_unit_test_setup_teardown(test_read_failures, scratch_setup, scratch_teardown),
+		cmocka_unit_test(test_read_sizeless_file),
+		cmocka_unit_test_setup_teardown(test_read_limit, scratch_setup, scratch_teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

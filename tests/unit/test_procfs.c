@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: MIT
+/*
+ * /proc parsing, checked against what the seed's process_resources() makes
+ * of the same text, and sampling of live processes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "procfs.h"
+
+/* A stat line with utime=250 and stime=150; name is the comm field. */
+static char *stat_line(const char *name, const char *utime, const char *stime)
+{
+	char *line;
+
+	assert_true(asprintf(&line,
+			     "4242 (%s) S 1 4242 4242 0 -1 4194560 100 0 0 0 %s %s 0 0 20 0 1 0 "
+			     "12345 1000000 250 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1\n",
+			     name, utime, stime) > 0);
+	return line;
+}
+
+static void expect_cpu(const char *line, long ticks, bool present, uint64_t ms)
+{
+	struct kh_opt_u64 cpu = { true, 12345 };
+	int err = procfs__parse_stat(line, ticks, &cpu);
+
+	assert_int_equal(err, present ? 0 : -EINVAL);
+	assert_int_equal(cpu.present, present);
+	if (present)
+		assert_true(cpu.value == ms);
+}
+
+static void test_stat_cpu_time(void **state)
+{
+	char *line = stat_line("cat", "250", "150");
+
+	(void)state;
+	/* (250 + 150) ticks * 1000 / 100 Hz */
+	expect_cpu(line, 100, true, 4000);
+	expect_cpu(line, 1000, true, 400);
+	expect_cpu(line, 3, true, 133333);
+	expect_cpu(line, 0, false, 0);
+	expect_cpu(line, -1, false, 0);
+	free(line);
+}
+
+/* The name may hold ')', '(' and blanks: fields start after the last ')'. */
+static void test_stat_awkward_names(void **state)
+{
+	static const char *const names[] = { "a) b", ") (", "x y z", "((", ") S 9 9 9 9 9 9 9 9 9 9 9" };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char *line = stat_line(names[i], "7", "3");
+
+		expect_cpu(line, 100, true, 100);
+		free(line);
+	}
+}
+
+static void test_stat_numbers_like_rust(void **state)
+{
+	char *line;
+
+	(void)state;
+	/* str::parse::<u64> takes a leading '+', nothing else. */
+	line = stat_line("p", "+1", "1");
+	expect_cpu(line, 1, true, 2000);
+	free(line);
+	line = stat_line("p", "-1", "1");
+	expect_cpu(line, 1, false, 0);
+	free(line);
+	line = stat_line("p", "1x", "1");
+	expect_cpu(line, 1, false, 0);
+	free(line);
+	/* u128 intermediate: 2^64-1 ticks at 1000 Hz is still 2^64-1 ms */
+	line = stat_line("p", "18446744073709551615", "0");
+	expect_cpu(line, 1000, true, UINT64_MAX);
+	free(line);
+	/* ... but does not fit in u64 at 100 Hz */
+	line = stat_line("p", "18446744073709551615", "0");
+	expect_cpu(line, 100, false, 0);
+	free(line);
+	line = stat_line("p", "18446744073709551616", "0");
+	expect_cpu(line, 1000, false, 0);
+	free(line);
+}
+
+static void test_stat_truncated(void **state)
+{
+	(void)state;
+	expect_cpu("", 100, false, 0);
+	expect_cpu("4242 (cat", 100, false, 0);
+	expect_cpu("4242 (cat)", 100, false, 0);
+	expect_cpu("4242 (cat) S 1 2 3 4 5 6 7 8 9 10", 100, false, 0);
+	expect_cpu("4242 (cat) S 1 2 3 4 5 6 7 8 9 10 11", 100, false, 0);
+	expect_cpu("4242 (cat) S 1 2 3 4 5 6 7 8 9 10 11 12", 100, true, 230);
+	/* The byte after ')' is skipped whatever it is, like the seed's +2. */
+	expect_cpu("4242 (cat)\tS\t1 2 3 4 5 6 7 8 9 10 11 12", 100, true, 230);
+}
+
+static const char status_text[] =
+	"Name:\tkh-scan\n"
+	"Umask:\t0022\n"
+	"State:\tS (sleeping)\n"
+	"VmPeak:\t   12000 kB\n"
+	"VmSize:\t   11000 kB\n"
+	"VmRSS:\t    2172 kB\n"
+	"RssAnon:\t     100 kB\n"
+	"Threads:\t3\n"
+	"Cpus_allowed_list:\t0-1\n";
+
+static void test_status_fields(void **state)
+{
+	struct kh_resource_snapshot s;
+
+	(void)state;
+	memset(&s, 0xff, sizeof(s));
+	procfs__parse_status(status_text, &s);
+	assert_true(s.resident_bytes.present && s.resident_bytes.value == 2172 * 1024);
+	assert_true(s.virtual_bytes.present && s.virtual_bytes.value == 11000 * 1024);
+	assert_true(s.thread_count.present && s.thread_count.value == 3);
+}
+
+static void test_status_absent_and_bad(void **state)
+{
+	struct kh_resource_snapshot s;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	/* Kernel threads have no Vm lines. */
+	procfs__parse_status("Name:\tkthreadd\nThreads:\t1\n", &s);
+	assert_false(s.resident_bytes.present);
+	assert_false(s.virtual_bytes.present);
+	assert_true(s.thread_count.present);
+	/* find_map: a line that does not parse is passed over, not fatal. */
+	procfs__parse_status("VmRSS:\tlots kB\nVmRSS:\t7 kB\n", &s);
+	assert_true(s.resident_bytes.present && s.resident_bytes.value == 7 * 1024);
+	/* The scaled value must fit in u64. */
+	procfs__parse_status("VmSize:\t18014398509481984 kB\n", &s);
+	assert_false(s.virtual_bytes.present);
+	procfs__parse_status("VmSize:\t18014398509481983 kB\n", &s);
+	assert_true(s.virtual_bytes.present && s.virtual_bytes.value == 18014398509481983ull * 1024);
+	/* The prefix must start the line; an empty value is absent. */
+	procfs__parse_status(" VmRSS:\t5 kB\nVmRSSx:\t6 kB\nThreads:\n2\n", &s);
+	assert_false(s.resident_bytes.present);
+	assert_false(s.thread_count.present);
+	procfs__parse_status("", &s);
+	assert_false(s.thread_count.present);
+}
+
+static void test_sample_self(void **state)
+{
+	struct kh_resource_snapshot s;
+
+	(void)state;
+	assert_int_equal(procfs__sample(getpid(), &s), 0);
+	assert_true(s.cpu_time_ms.present);
+	assert_true(s.resident_bytes.present && s.resident_bytes.value > 0);
+	assert_true(s.virtual_bytes.present && s.virtual_bytes.value >= s.resident_bytes.value);
+	assert_true(s.thread_count.present && s.thread_count.value >= 1);
+}
+
+static void test_sample_missing_process(void **state)
+{
+	struct kh_resource_snapshot s;
+
+	(void)state;
+	/* Above any pid_max the kernel allows. */
+	assert_int_equal(procfs__sample(INT_MAX, &s), -ENOENT);
+	assert_false(s.cpu_time_ms.present);
+	assert_false(s.resident_bytes.present);
+	assert_false(s.thread_count.present);
+}
+
+/* Another process whose name holds ") (" is sampled like any other. */
+static void test_sample_child_with_awkward_name(void **state)
+{
+	struct kh_resource_snapshot s;
+	int ready[2], release[2];
+	char byte;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe(ready), 0);
+	assert_int_equal(pipe(release), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		prctl(PR_SET_NAME, "a) (b c", 0, 0, 0);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		/* Blocks until the parent has sampled and closes its end. */
+		close(release[1]);
+		_exit(read(release[0], &byte, 1) == 0 ? 0 : 1);
+	}
+	close(ready[1]);
+	close(release[0]);
+	assert_int_equal(read(ready[0], &byte, 1), 1);
+	assert_int_equal(procfs__sample(pid, &s), 0);
+	assert_true(s.cpu_time_ms.present);
+	assert_true(s.thread_count.present && s.thread_count.value == 1);
+	close(release[1]);
+	close(ready[0]);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stat_cpu_time),
+		cmocka_unit_test(test_stat_awkward_names),
+		cmocka_unit_test(test_stat_numbers_like_rust),
+		cmocka_unit_test(test_stat_truncated),
+		cmocka_unit_test(test_status_fields),
+		cmocka_unit_test(test_status_absent_and_bad),
+		cmocka_unit_test(test_sample_self),
+		cmocka_unit_test(test_sample_missing_process),
+		cmocka_unit_test(test_sample_child_with_awkward_name),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

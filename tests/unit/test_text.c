@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The text report against the seed's render_text(): every golden record,
+ * plus the layout rules that the goldens exercise only in passing.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "text.h"
+#include "golden.h"
+
+static void test_goldens_render_like_the_seed(void **state)
+{
+	char *names[GOLDEN_MAX];
+	size_t count = golden_inputs(names);
+
+	(void)state;
+	assert_true(count >= 15);
+	for (size_t i = 0; i < count; i++) {
+		char *input = golden_read_suffix(names[i], ".json");
+		char *expected = golden_read_suffix(names[i], ".txt");
+		struct kh_profile p;
+		char err[256], *text;
+
+		assert_non_null(input);
+		assert_non_null(expected);
+		if (profile__from_json(input, &p, err, sizeof(err)))
+			fail_msg("%s: %s", names[i], err);
+		text = profile__render_text(&p);
+		assert_non_null(text);
+		if (strcmp(text, expected))
+			fail_msg("%s: report differs from %s.txt:\n%s", names[i], names[i], text);
+		free(text);
+		free(expected);
+		free(input);
+		profile__free(&p);
+	}
+	golden_free(names, count);
+}
+
+static struct kh_profile minimal_profile(void)
+{
+	struct kh_profile p;
+
+	assert_int_equal(profile__init(&p), 0);
+	assert_int_equal(identity__set(&p.identity, "run_id", "r"), 0);
+	assert_int_equal(identity__set(&p.identity, "logical_cpus", "2"), 0);
+	p.status = KH_STATE_COMPLETED;
+	return p;
+}
+
+/* Lines of text after the four header lines. */
+static const char *after_header(const char *text)
+{
+	for (int i = 0; i < 4 && text; i++) {
+		text = strchr(text, '\n');
+		if (text)
+			text++;
+	}
+	return text;
+}
+
+static void test_header_layout(void **state)
+{
+	struct kh_profile p = minimal_profile();
+	char *text;
+
+	(void)state;
+	p.wall_time_ns = 2000000000;
+	p.input_bytes = 1048576;
+	assert_int_equal(identity__set(&p.identity, "reader_threads", "3"), 0);
+	assert_int_equal(identity__set(&p.identity, "backend_selected", "cpu"), 0);
+	text = profile__render_text(&p);
+	assert_string_equal(text,
+			    "KeyHog profile r\n"
+			    "state=completed source=unknown workload=unknown backend_requested=unknown "
+			    "backend_selected=cpu cache=unknown daemon=off wall_ms=2000.000\n"
+			    "version=unknown detector_digest=unknown config_digest=unknown\n"
+			    "input_bytes=1048576 input_units=0 throughput_mib_s=0.500 scanner_threads=0 "
+			    "reader_threads=3 logical_cpus=2\n"
+			    "resources aggregate_cpu=unavailable\n");
+	free(text);
+	profile__free(&p);
+}
+
+/* No states and no stages: no bottleneck line at all. */
+static void test_empty_profile_has_no_bottleneck_line(void **state)
+{
+	struct kh_profile p = minimal_profile();
+	char *text;
+
+	(void)state;
+	text = profile__render_text(&p);
+	assert_string_equal(after_header(text), "resources aggregate_cpu=unavailable\n");
+	free(text);
+	profile__free(&p);
+}
+
+/* Only backend-dispatch: the bottleneck line is empty but still ends. */
+static void test_dispatch_only_leaves_an_empty_line(void **state)
+{
+	struct kh_profile p = minimal_profile();
+	char *text;
+
+	(void)state;
+	assert_int_equal(profile__set_stage(&p, KH_STAGE_BACKEND_DISPATCH, 1000000, 4, 0), 0);
+	text = profile__render_text(&p);
+	assert_string_equal(after_header(text),
+			    "  backend-dispatch              1.000 ms calls=4 per_call_us=250.000 "
+			    "attributed_ms=0.000\n"
+			    "\n"
+			    "resources aggregate_cpu=unavailable\n");
+	free(text);
+	profile__free(&p);
+}
+
+/* max_by_key returns the last of equal maxima, for states and stages. */
+static void test_bottleneck_ties_pick_the_last(void **state)
+{
+	struct kh_profile p = minimal_profile();
+	char *text;
+
+	(void)state;
+	assert_int_equal(profile__add_transition(&p, KH_STATE_CREATED, 0, NULL), 0);
+	assert_int_equal(profile__add_transition(&p, KH_STATE_SCANNING, 5, NULL), 0);
+	assert_int_equal(profile__add_transition(&p, KH_STATE_REPORTING, 10, NULL), 0);
+	assert_int_equal(profile__add_transition(&p, KH_STATE_COMPLETED, 15, NULL), 0);
+	assert_int_equal(profile__set_stage(&p, KH_STAGE_SOURCE_READ, 7, 1, 0), 0);
+	assert_int_equal(profile__set_stage(&p, KH_STAGE_BACKEND_DISPATCH, 99, 1, 0), 0);
+	assert_int_equal(profile__set_stage(&p, KH_STAGE_DECODE, 7, 1, 0), 0);
+	assert_int_equal(profile__set_stage(&p, KH_STAGE_ENTROPY, 3, 1, 0), 0);
+	assert_int_equal(profile__finish(&p, KH_STATE_COMPLETED, 15), 0);
+	text = profile__render_text(&p);
+	assert_non_null(strstr(text, "\nbottleneck macro=reporting wall_ms=0.000 "
+				     "summed_stage=decode summed_ms=0.000\n"));
+	free(text);
+	profile__free(&p);
+}
+
+static void test_state_lines(void **state)
+{
+	struct kh_profile p = minimal_profile();
+	struct kh_state_measurement m = {
+		.state = KH_STATE_VERIFYING,
+		.elapsed_ns = 1234567,
+		.aggregate_cpu_milli_percent = { true, 99950 },
+		.resident_start_bytes = { true, 1 },
+		.resident_end_bytes = { false, 0 },
+		.threads_start = { true, 2 },
+		.threads_end = { true, 3 },
+	};
+	char *text;
+
+	(void)state;
+	p.states = &m;
+	p.state_count = 1;
+	text = profile__render_text(&p);
+	/* 99.95 is a little above the tie in binary, so {:.1} gives 100.0; no rss end */
+	assert_non_null(strstr(text, "\nmacro verifying    wall_ms=1.235 cpu=100.0% threads=2->3\n"));
+	p.states = NULL;
+	p.state_count = 0;
+	free(text);
+	profile__free(&p);
+}
+
+/* Rust spells non-finite floats NaN, inf and -inf. */
+static void test_non_finite_cpu(void **state)
+{
+	struct kh_profile p = minimal_profile();
+	char *text;
+
+	(void)state;
+	p.resources.aggregate_cpu_percent = (struct kh_opt_f64){ true, NAN };
+	text = profile__render_text(&p);
+	assert_non_null(strstr(text, "resources aggregate_cpu=NaN%\n"));
+	free(text);
+	p.resources.aggregate_cpu_percent.value = -INFINITY;
+	text = profile__render_text(&p);
+	assert_non_null(strstr(text, "resources aggregate_cpu=-inf%\n"));
+	free(text);
+	profile__free(&p);
+}
+
+/* Live: the seed renders every golden as the committed .txt says. */
+static void test_text_goldens_are_current(void **state)
+{
+	const char *render = conformance_reader();
+	char *names[GOLDEN_MAX];
+	size_t count = golden_inputs(names);
+
+	(void)state;
+	for (size_t i = 0; i < count; i++) {
+		char *input = golden_read_suffix(names[i], ".json");
+		char *expected = golden_read_suffix(names[i], ".txt");
+		int status;
+		char *seed_text = seed_render(render, input, false, &status);
+
+		if (!seed_text || strcmp(seed_text, expected))
+			fail_msg("%s.txt is stale: run tests/golden/regen.sh", names[i]);
+		free(seed_text);
+		free(expected);
+		free(input);
+	}
+	golden_free(names, count);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_goldens_render_like_the_seed),
+		cmocka_unit_test(test_header_layout),
+		cmocka_unit_test(test_empty_profile_has_no_bottleneck_line),
+		cmocka_unit_test(test_dispatch_only_leaves_an_empty_line),
+		cmocka_unit_test(test_bottleneck_ties_pick_the_last),
+		cmocka_unit_test(test_state_lines),
+		cmocka_unit_test(test_non_finite_cpu),
+		cmocka_unit_test(test_text_goldens_are_current),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
