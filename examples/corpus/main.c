@@ -216,7 +216,9 @@ static int write_truth(const char *root, struct corpus *corpus)
 		return -1;
 	}
 	sort_corpus = corpus;
-	qsort(corpus->truth, corpus->truth_count, sizeof(*corpus->truth), compare_for_dedup);
+	/* With --decoys-only the truth is empty and may be NULL, which qsort does not allow. */
+	if (corpus->truth_count > 0)
+		qsort(corpus->truth, corpus->truth_count, sizeof(*corpus->truth), compare_for_dedup);
 	size_t kept = 0;
 
 	for (size_t i = 0; i < corpus->truth_count; i++) {
@@ -228,7 +230,8 @@ static int write_truth(const char *root, struct corpus *corpus)
 		corpus->truth[kept++] = *entry;
 	}
 	corpus->truth_count = kept;
-	qsort(corpus->truth, corpus->truth_count, sizeof(*corpus->truth), compare_truth);
+	if (corpus->truth_count > 0)
+		qsort(corpus->truth, corpus->truth_count, sizeof(*corpus->truth), compare_truth);
 	for (size_t i = 0; i < corpus->truth_count; i++) {
 		const struct truth_entry *entry = &corpus->truth[i];
 

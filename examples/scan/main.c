@@ -313,7 +313,7 @@ static int fail(void)
 
 int main(int argc, char **argv)
 {
-	struct options options;
+	struct options options = { 0 };
 	struct allowlist allowlist = { 0 };
 	struct source_root *roots = NULL;
 	struct rule_set rules;
@@ -336,8 +336,11 @@ int main(int argc, char **argv)
 		KH_SESSION_FINISH(KH_STATE_COMPLETED);
 		return SCAN_EXIT_CLEAN;
 	}
-	if (parsed == PARSE_FAILED || acquired != 0)
+	if (parsed == PARSE_FAILED || acquired != 0) {
+		free(roots);
+		allowlist_free(&allowlist);
 		return fail();
+	}
 
 	int built;
 	{
@@ -346,6 +349,8 @@ int main(int argc, char **argv)
 	}
 	if (built != 0) {
 		scan_error("%s", error);
+		free(roots);
+		allowlist_free(&allowlist);
 		return fail();
 	}
 	if (KH_TRACING())

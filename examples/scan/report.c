@@ -92,6 +92,9 @@ void findings_merge(struct finding_list *findings, const struct file_table *file
 {
 	size_t kept = 0;
 
+	/* qsort's array may not be NULL even when empty, and a clean scan has none. */
+	if (findings->count == 0)
+		return;
 	sort_files = files;
 	qsort(findings->items, findings->count, sizeof(*findings->items), compare_for_dedup);
 	for (size_t i = 0; i < findings->count; i++) {
