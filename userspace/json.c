@@ -727,9 +727,6 @@ char *profile__to_json(const struct kh_profile *p)
 /* Reader                                                              */
 /* ------------------------------------------------------------------ */
 
-/* serde_json's recursion limit. */
-#define READER_MAX_DEPTH 128
-
 struct token {
 	size_t start;
 	size_t len;
@@ -848,14 +845,14 @@ static int prescan__number(struct parse *ps, size_t *pos)
 
 /*
  * Lists number tokens and rejects what serde_json rejects but cJSON lets
- * through: raw control characters, invalid UTF-8, a byte order mark, and
- * nesting deeper than serde_json's recursion limit.
+ * through: raw control characters, invalid UTF-8 and a byte order mark.
+ * Nesting is left to cJSON (1000 levels); serde_json skips unknown members
+ * without any depth limit, so only absurd records differ.
  */
 static int prescan(struct parse *ps)
 {
 	const unsigned char *s = (const unsigned char *)ps->text;
 	size_t i = 0;
-	int depth = 0;
 
 	while (s[i]) {
 		unsigned char c = s[i];
@@ -873,10 +870,6 @@ static int prescan(struct parse *ps)
 				return err;
 			continue;
 		}
-		if ((c == '{' || c == '[') && ++depth > READER_MAX_DEPTH)
-			return parse__fail_at(ps, i, "recursion limit exceeded");
-		if (c == '}' || c == ']')
-			depth--;
 		if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c >= 0x80)
 			return parse__fail_at(ps, i, "expected value");
 		i++;
