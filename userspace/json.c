@@ -781,6 +781,41 @@ static int parse__fail_at(struct parse *ps, size_t offset, const char *what)
 	return parse__fail(ps, "%s at line %zu column %zu", what, line, column);
 }
 
+/*
+ * Length of the escape at s[i], or 0 after an error.  cJSON reads a bad
+ * \\u escape as U+0000 and truncates the string there; serde rejects it.
+ */
+static size_t prescan__escape(struct parse *ps, size_t i)
+{
+	const char *s = ps->text;
+	unsigned value = 0;
+
+	if (!s[i + 1] || !strchr("\"\\/bfnrtu", s[i + 1])) {
+		parse__fail_at(ps, i, "invalid escape");
+		return 0;
+	}
+	if (s[i + 1] != 'u')
+		return 2;
+	for (size_t k = 2; k < 6; k++) {
+		char c = s[i + k];
+		unsigned digit = c >= '0' && c <= '9' ? (unsigned)(c - '0')
+			       : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+			       : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10) : 16;
+
+		if (digit == 16) {
+			parse__fail_at(ps, i, "invalid escape");
+			return 0;
+		}
+		value = value * 16 + digit;
+	}
+	/* C strings end at NUL, so U+0000 cannot be kept. */
+	if (value == 0) {
+		parse__fail_at(ps, i, "unsupported \\u0000 in string");
+		return 0;
+	}
+	return 6;
+}
+
 /* Offset just past the string that opens at start, or 0 after an error. */
 static size_t prescan__string(struct parse *ps, size_t start)
 {
@@ -797,12 +832,11 @@ static size_t prescan__string(struct parse *ps, size_t start)
 		if (s[i] == '"')
 			return i + 1;
 		if (s[i] == '\\') {
-			/* C strings end at NUL, so U+0000 cannot be kept. */
-			if (s[i + 1] == 'u' && !strncmp((const char *)s + i + 2, "0000", 4)) {
-				parse__fail_at(ps, i, "unsupported \\u0000 in string");
+			size_t len = prescan__escape(ps, i);
+
+			if (!len)
 				return 0;
-			}
-			i += s[i + 1] ? 2 : 1;
+			i += len;
 			continue;
 		}
 		if (s[i] < 0x20) {

@@ -270,6 +270,9 @@ static const struct malformed malformed_cases[] = {
 	{ "\"states\":[]", "\"states\":[],", "invalid JSON", false },
 	{ "\"schema\":", "\"x\":1 \"schema\":", "invalid JSON", false },
 	{ "\"run_id\":\"r\"", "\"run_id\":\"\\u0000\"", "unsupported \\u0000", true },
+	{ "\"run_id\":\"r\"", "\"run_id\":\"\\u01f\"", "invalid escape at line 1 column", false },
+	{ "\"run_id\":\"r\"", "\"run_id\":\"\\u.001\"", "invalid escape at line 1 column", false },
+	{ "\"run_id\":\"r\"", "\"run_id\":\"\\q\"", "invalid escape at line 1 column", false },
 	{ "\"backend_requested\":\"a\"", "\"backend_requested\":\"a\" // comment", "invalid JSON", false },
 };
 
