@@ -5,13 +5,15 @@ set -eu
 cd "$(dirname "$0")/.."
 corpus=build/demo-corpus
 if [ ! -f "$corpus/truth.jsonl" ]; then
+	# truth.jsonl is written last: without it the tree may be partial.
+	rm -rf "$corpus"
 	echo "demo: generating the default corpus in $corpus"
 	build/kh-corpus --seed 1 --size 32 "$corpus"
 fi
-echo "demo: build/khprof record -o build/demo-profile.json -- build/kh-scan --threads 2 $corpus/tree"
+echo "demo: build/khprof record -o build/demo-profile.json -- build/kh-scan --threads 2 --workload-class corpus $corpus/tree"
 set +e
 build/khprof record -o build/demo-profile.json -- \
-	build/kh-scan --threads 2 "$corpus/tree" >build/demo-findings.jsonl 2>build/demo-record.log
+	build/kh-scan --threads 2 --workload-class corpus "$corpus/tree" >build/demo-findings.jsonl 2>build/demo-record.log
 status=$?
 set -e
 # kh-scan exits 1 when it reports findings, which the corpus plants.

@@ -41,8 +41,9 @@ static const char record_usage[] =
 	"   -o PATH              write the JSON record to PATH; a second session goes to\n"
 	"                        PATH with .2 before the extension, and so on\n"
 	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
-	"   --mode MODE          span (default: one kernel entry per span), pair\n"
-	"                        (enter and exit probes), batch (lowest overhead)\n"
+	"   --mode MODE          batch (default: spans buffered per thread, one kernel\n"
+	"                        entry per 64 spans), span (one kernel entry per span)\n"
+	"                        or pair (enter and exit probes, as bpftrace scripts)\n"
 	"   -v, --verbose        debug messages, libbpf's own included\n"
 	"\n"
 	"examples:\n"
@@ -61,7 +62,7 @@ static const char attach_usage[] =
 	"   -o PATH              write the JSON record(s) to PATH (as for record)\n"
 	"   --duration SECONDS   stop after SECONDS (decimals allowed)\n"
 	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
-	"   --mode MODE          span (default), pair or batch\n"
+	"   --mode MODE          batch (default), span or pair\n"
 	"   -v, --verbose        debug messages\n"
 	"\n"
 	"examples:\n"
@@ -210,7 +211,7 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 	int c;
 
 	memset(cli, 0, sizeof(*cli));
-	cli->mode = KH_MODE_SPAN;
+	cli->mode = KH_MODE_BATCH;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+o:p:v", options, NULL)) != -1) {
@@ -245,7 +246,7 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 			break;
 		case OPT_MODE:
 			if (parse_mode(optarg, &cli->mode)) {
-				log__error("unknown mode '%s' (span, pair or batch)", optarg);
+				log__error("unknown mode '%s' (batch, span or pair)", optarg);
 				return -EINVAL;
 			}
 			break;

@@ -60,17 +60,6 @@ static bool privileged(void)
 	       (has_capability(CAP_BPF) && has_capability(CAP_PERFMON));
 }
 
-int wants_help(int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--") == 0)
-			return 0;
-		if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
-			return 1;
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	int first = 1;

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "fileio.h"
+#include "json.h"
 #include "record.h"
 
 #define KHPROF "build/khprof"
@@ -68,8 +69,8 @@ static struct run_result run(char *const argv[])
 
 	snprintf(out_path, sizeof(out_path), "%s/stdout", tmpdir);
 	snprintf(err_path, sizeof(err_path), "%s/stderr", tmpdir);
-	out_fd = open(out_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	err_fd = open(err_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	out_fd = open(out_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	err_fd = open(err_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	assert_true(out_fd >= 0 && err_fd >= 0);
 	pid = fork();
 	assert_true(pid >= 0);
@@ -456,8 +457,9 @@ static struct child spawn(char *const argv[], bool capture_stderr)
 	int in[2], out[2];
 	struct child c;
 
-	assert_int_equal(pipe(in), 0);
-	assert_int_equal(pipe(out), 0);
+	/* Close-on-exec, so no later child keeps another's stdin open. */
+	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
 	c.pid = fork();
 	assert_true(c.pid >= 0);
 	if (c.pid == 0) {
