@@ -93,8 +93,10 @@ static __always_inline void add_span(struct kh_slot_stats *stats, __u32 stage,
 	s = &stats->stages[stage];
 	s->elapsed_ns += elapsed_ns;
 	s->calls += 1;
-	if (attribution == KH_ATTRIBUTION_DECODED)
+	if (attribution == KH_ATTRIBUTION_DECODED) {
 		s->attributed_ns += elapsed_ns;
+		s->attributed_calls += 1;
+	}
 }
 
 /* Records one completed span measured by its start time, or counts why not. */

@@ -56,6 +56,7 @@ struct kh_stage_stats {
 	__u64 elapsed_ns;
 	__u64 calls;
 	__u64 attributed_ns;
+	__u64 attributed_calls; /* for the start-up bias correction */
 };
 
 /* Everything that had to be dropped is counted, never lost silently. */

@@ -74,8 +74,6 @@ int cmd_report(int argc, char **argv)
 					       : profile__render_text(&profile);
 	if (rendered) {
 		fputs(rendered, stdout);
-		if (strcmp(format, "json") == 0)
-			fputc('\n', stdout);
 		free(rendered);
 	}
 	print_profile_notes(&profile);

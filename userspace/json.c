@@ -662,6 +662,7 @@ static void writer__ext(struct writer *w, const struct kh_profile_ext *ext)
 	writer__u64(w, "probe_hits", ext->probe_hits);
 	writer__u64(w, "probe_cost_ns", ext->probe_cost_ns);
 	writer__u64(w, "tracer_cost_ns", ext->tracer_cost_ns);
+	writer__u64(w, "span_bias_ns", ext->span_bias_ns);
 	writer__u64(w, "traced_pid", ext->traced_pid);
 	writer__u64(w, "session_sequence", ext->session_sequence);
 	writer__u64(w, "sample_latency_ns_max", ext->sample_latency_ns_max);
@@ -1413,6 +1414,7 @@ static int parse__ext(struct parse *ps, const cJSON *root, struct kh_profile_ext
 	      parse__ext_u64(ps, node, "probe_hits", &ext->probe_hits) ||
 	      parse__ext_u64(ps, node, "probe_cost_ns", &ext->probe_cost_ns) ||
 	      parse__ext_u64(ps, node, "tracer_cost_ns", &ext->tracer_cost_ns) ||
+	      parse__ext_u64(ps, node, "span_bias_ns", &ext->span_bias_ns) ||
 	      parse__ext_u64(ps, node, "traced_pid", &ext->traced_pid) ||
 	      parse__ext_u64(ps, node, "session_sequence", &ext->session_sequence) ||
 	      parse__ext_u64(ps, node, "sample_latency_ns_max", &ext->sample_latency_ns_max);

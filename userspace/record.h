@@ -131,8 +131,9 @@ struct kh_profile_ext {
 	bool ended_mid_session;   /* detached or target died before finish */
 	uint64_t drops[KH_DROP_COUNT];
 	uint64_t probe_hits;
-	uint64_t probe_cost_ns;   /* calibrated cost of one probe hit */
-	uint64_t tracer_cost_ns;  /* probe_hits * probe_cost_ns, an estimate */
+	uint64_t probe_cost_ns;   /* calibrated cost one span adds to the traced program */
+	uint64_t tracer_cost_ns;  /* spans * probe_cost_ns, an estimate */
+	uint64_t span_bias_ns;    /* calibrated apparent length of an empty span, subtracted */
 	uint64_t traced_pid;
 	uint64_t session_sequence;
 	uint64_t sample_latency_ns_max;

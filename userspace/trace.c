@@ -23,6 +23,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "calibrate.h"
 #include "khprof.skel.h"
 #include "log.h"
 #include "procfs.h"
@@ -59,6 +60,8 @@ struct tracer {
 	size_t probe_count;
 	bool loader_hooked;
 	bool saw_session;
+	uint64_t span_cost_ns;  /* calibrated: what one span costs the program */
+	uint64_t span_bias_ns;  /* calibrated: apparent length of an empty span */
 	size_t records_emitted;
 	struct open_session sessions[KH_MAX_SLOTS];
 	char warned_keys[512];
@@ -340,10 +343,70 @@ static int hook_loader(struct tracer *t, const char *exe)
 	return keep_link(t, link);
 }
 
+static int compare_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static int read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum);
+
+#define CALIBRATION_ROUNDS 5
+#define CALIBRATION_SPANS 200
+
+/*
+ * Traces khprof's own probe sites (calibrate.c) for a few hundred empty
+ * spans: the median per-span slowdown is what one span costs a traced
+ * program, and the median recorded length of an empty span is the bias
+ * every recorded span carries.  Runs before the target is attached, so the
+ * outside slot holds only these spans; it is zeroed afterwards.
+ */
+static int calibrate(struct tracer *t)
+{
+	uint64_t untraced[CALIBRATION_ROUNDS], traced[CALIBRATION_ROUNDS], bias[CALIBRATION_ROUNDS];
+	size_t links_before = t->link_count, probes_before = t->probe_count;
+	struct kh_slot_stats sum;
+	int err;
+
+	for (int r = 0; r < CALIBRATION_ROUNDS; r++)
+		untraced[r] = calibrate__spans(CALIBRATION_SPANS);
+	t->pid = getpid();
+	err = attach_object(t, "/proc/self/exe");
+	t->probe_count = probes_before;
+	if (err || t->link_count == links_before) {
+		log__debug("calibration skipped: cannot trace khprof itself");
+		return 0;
+	}
+	for (int r = 0; r < CALIBRATION_ROUNDS; r++) {
+		const struct kh_stage_stats *s = &sum.stages[CALIBRATION_STAGE];
+
+		traced[r] = calibrate__spans(CALIBRATION_SPANS);
+		calibrate__flush();
+		if (read_slot(t, KH_OUTSIDE_SLOT, &sum))
+			return -EIO;
+		bias[r] = s->calls ? s->elapsed_ns / s->calls : 0;
+	}
+	qsort(untraced, CALIBRATION_ROUNDS, sizeof(uint64_t), compare_u64);
+	qsort(traced, CALIBRATION_ROUNDS, sizeof(uint64_t), compare_u64);
+	qsort(bias, CALIBRATION_ROUNDS, sizeof(uint64_t), compare_u64);
+	t->span_bias_ns = bias[CALIBRATION_ROUNDS / 2];
+	t->span_cost_ns = traced[CALIBRATION_ROUNDS / 2] > untraced[CALIBRATION_ROUNDS / 2]
+				  ? (traced[CALIBRATION_ROUNDS / 2] - untraced[CALIBRATION_ROUNDS / 2]) /
+					    CALIBRATION_SPANS
+				  : 0;
+	log__debug("calibration: a span costs %" PRIu64 " ns and appears %" PRIu64 " ns long",
+		   t->span_cost_ns, t->span_bias_ns);
+	return 0;
+}
+
 int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path)
 {
 	int err;
 
+	err = calibrate(t);
+	if (err)
+		return err;
 	t->pid = pid;
 	err = attach_object_once(t, exe_path);
 	if (err)
@@ -412,6 +475,7 @@ static int read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum)
 			sum->stages[s].elapsed_ns += c->stages[s].elapsed_ns;
 			sum->stages[s].calls += c->stages[s].calls;
 			sum->stages[s].attributed_ns += c->stages[s].attributed_ns;
+			sum->stages[s].attributed_calls += c->stages[s].attributed_calls;
 		}
 		sum->input_bytes += c->input_bytes;
 		sum->input_units += c->input_units;
@@ -428,6 +492,14 @@ static int read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum)
 out:
 	free(percpu);
 	return err;
+}
+
+/* Removes the probe's own calibrated share from a stage's sum. */
+static uint64_t unbias(uint64_t elapsed_ns, uint64_t calls, uint64_t bias_ns)
+{
+	uint64_t bias = calls * bias_ns;
+
+	return elapsed_ns > bias ? elapsed_ns - bias : 0;
 }
 
 static bool slot_has_activity(const struct kh_slot_stats *s)
@@ -496,10 +568,17 @@ static void session_emit(struct tracer *t, struct open_session *s, uint32_t slot
 	struct kh_slot_stats sum;
 	struct kh_profile *p = &s->profile;
 
+	uint64_t spans = 0;
+
 	read_slot(t, slot, &sum);
-	for (int st = 0; st < KH_STAGE_COUNT; st++)
-		profile__set_stage(p, st, sum.stages[st].elapsed_ns, sum.stages[st].calls,
-				   sum.stages[st].attributed_ns);
+	for (int st = 0; st < KH_STAGE_COUNT; st++) {
+		const struct kh_stage_stats *s = &sum.stages[st];
+
+		spans += s->calls;
+		profile__set_stage(p, st, unbias(s->elapsed_ns, s->calls, t->span_bias_ns),
+				   s->calls,
+				   unbias(s->attributed_ns, s->attributed_calls, t->span_bias_ns));
+	}
 	p->input_bytes = sum.input_bytes;
 	p->input_units = sum.input_units;
 	apply_overrides(t, &p->identity);
@@ -510,6 +589,9 @@ static void session_emit(struct tracer *t, struct open_session *s, uint32_t slot
 	p->ext.ended_mid_session = ended_mid_session;
 	memcpy(p->ext.drops, sum.drops, sizeof(p->ext.drops));
 	p->ext.probe_hits = sum.probe_hits;
+	p->ext.probe_cost_ns = t->span_cost_ns;
+	p->ext.tracer_cost_ns = spans * t->span_cost_ns;
+	p->ext.span_bias_ns = t->span_bias_ns;
 	p->ext.traced_pid = t->pid;
 
 	if (slot != KH_OUTSIDE_SLOT)
