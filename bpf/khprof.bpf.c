@@ -5,6 +5,7 @@
  * through a ring buffer.  Map layouts and records: include/khprof_shared.h.
  */
 #include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/usdt.bpf.h>
@@ -246,6 +247,23 @@ int BPF_USDT(kh_input_units, __u64 n)
 	return 0;
 }
 
+/* VmRSS counts file, anon and shmem pages: the counters /proc reads. */
+static __always_inline void sample_task(struct kh_event *e)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct mm_struct *mm = BPF_CORE_READ(task, mm);
+	__s64 rss;
+
+	e->threads = BPF_CORE_READ(task, signal, nr_threads);
+	if (!mm)
+		return;
+	e->virtual_pages = BPF_CORE_READ(mm, total_vm);
+	rss = BPF_CORE_READ(mm, rss_stat[MM_FILEPAGES].count) +
+	      BPF_CORE_READ(mm, rss_stat[MM_ANONPAGES].count) +
+	      BPF_CORE_READ(mm, rss_stat[MM_SHMEMPAGES].count);
+	e->resident_pages = rss > 0 ? rss : 0;
+}
+
 static __always_inline struct kh_event *event_reserve(__u32 type, __u32 slot)
 {
 	struct kh_event *e;
@@ -266,6 +284,12 @@ static __always_inline struct kh_event *event_reserve(__u32 type, __u32 slot)
 	e->arg1 = 0;
 	e->key[0] = 0;
 	e->value[0] = 0;
+	e->resident_pages = 0;
+	e->virtual_pages = 0;
+	e->threads = 0;
+	if (type == KH_EVENT_SESSION_START || type == KH_EVENT_TRANSITION ||
+	    type == KH_EVENT_SESSION_FINISH)
+		sample_task(e);
 	return e;
 }
 

@@ -48,6 +48,13 @@ struct kh_event {
 	__u64 ts_ns;       /* CLOCK_MONOTONIC, bpf_ktime_get_ns() */
 	__u64 arg0;        /* state, status or session sequence */
 	__u64 arg1;        /* probe ABI version at session start */
+	/*
+	 * The process's memory and threads, read in the probe handler at the
+	 * moment of the event (the values /proc/PID/status would show then).
+	 */
+	__u64 resident_pages;
+	__u64 virtual_pages;
+	__u64 threads;
 	char key[KH_IDENTITY_KEY_MAX];
 	char value[KH_IDENTITY_VALUE_MAX];
 };

@@ -60,6 +60,7 @@ struct tracer {
 	size_t probe_count;
 	bool loader_hooked;
 	bool saw_session;
+	uint64_t page_size;
 	uint64_t span_cost_ns;  /* calibrated: what one span costs the program */
 	uint64_t span_bias_ns;  /* calibrated: apparent length of an empty span */
 	size_t records_emitted;
@@ -130,6 +131,7 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 	if (!t)
 		return -ENOMEM;
 	t->opts = *opts;
+	t->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
 	t->ncpus = libbpf_num_possible_cpus();
 	if (t->ncpus <= 0) {
 		log__error("cannot count possible CPUs: %s", strerror(-t->ncpus));
@@ -512,10 +514,30 @@ static bool slot_has_activity(const struct kh_slot_stats *s)
 	return false;
 }
 
-static void sample(struct tracer *t, struct kh_resource_snapshot *snap)
+/*
+ * Samples are read from /proc when khprof handles the event, like the
+ * seed reads them, typically 50-150 us after the transition (the record's
+ * sample_latency_ns_max says how late at worst).  The probe handler also
+ * read memory and threads at the transition itself; those fill in what
+ * /proc no longer has once the process has exited (its finish sample).
+ * They are the kernel's folded counters, which can trail /proc's exact sum
+ * by the per-CPU batches (a few hundred KiB).
+ */
+static void sample(struct tracer *t, struct open_session *s, const struct kh_event *e,
+		   struct kh_resource_snapshot *snap)
 {
 	memset(snap, 0, sizeof(*snap));
 	procfs__sample(t->pid, snap);
+	if (!e || !e->threads)
+		return;
+	if (tracer__now_ns() - e->ts_ns > s->profile.ext.sample_latency_ns_max)
+		s->profile.ext.sample_latency_ns_max = tracer__now_ns() - e->ts_ns;
+	if (!snap->resident_bytes.present && e->resident_pages)
+		snap->resident_bytes = (struct kh_opt_u64){ true, e->resident_pages * t->page_size };
+	if (!snap->virtual_bytes.present && e->virtual_pages)
+		snap->virtual_bytes = (struct kh_opt_u64){ true, e->virtual_pages * t->page_size };
+	if (!snap->thread_count.present)
+		snap->thread_count = (struct kh_opt_u64){ true, e->threads };
 }
 
 static void apply_overrides(struct tracer *t, struct kh_identity *id)
@@ -525,7 +547,7 @@ static void apply_overrides(struct tracer *t, struct kh_identity *id)
 }
 
 static void session_begin(struct tracer *t, struct open_session *s, uint64_t start_ns,
-			  const char *sequence, bool mid_session)
+			  const char *sequence, bool mid_session, const struct kh_event *e)
 {
 	struct kh_resource_snapshot snap;
 	char run_id[96];
@@ -539,7 +561,7 @@ static void session_begin(struct tracer *t, struct open_session *s, uint64_t sta
 	snprintf(run_id, sizeof(run_id), "%d-%" PRIu64 "-%s", t->pid,
 		 (uint64_t)((int64_t)start_ns + t->realtime_offset_ns), sequence);
 	identity__set(&s->profile.identity, "run_id", run_id);
-	sample(t, &snap);
+	sample(t, s, e, &snap);
 	profile__add_transition(&s->profile, KH_STATE_CREATED, 0, &snap);
 }
 
@@ -549,7 +571,7 @@ static uint64_t since(const struct open_session *s, uint64_t ts)
 }
 
 static void session_transition(struct tracer *t, struct open_session *s, uint32_t state,
-			       uint64_t ts)
+			       uint64_t ts, const struct kh_event *e)
 {
 	struct kh_resource_snapshot snap;
 
@@ -557,7 +579,7 @@ static void session_transition(struct tracer *t, struct open_session *s, uint32_
 		log__warn("ignoring transition to unknown state %u", state);
 		return;
 	}
-	sample(t, &snap);
+	sample(t, s, e, &snap);
 	profile__add_transition(&s->profile, state, since(s, ts), &snap);
 	s->last_state = state;
 }
@@ -609,7 +631,7 @@ static struct open_session *session_for(struct tracer *t, uint32_t slot, uint64_
 	struct open_session *s = &t->sessions[slot < KH_MAX_SLOTS ? slot : 0];
 
 	if (!s->open) {
-		session_begin(t, s, t->trace_start_ns, "partial", true);
+		session_begin(t, s, t->trace_start_ns, "partial", true, NULL);
 		(void)ts;
 	}
 	return s;
@@ -646,7 +668,8 @@ static int handle_event(void *ctx, void *data, size_t len)
 			break;
 		}
 		snprintf(sequence, sizeof(sequence), "%" PRIu64, (uint64_t)e->arg0);
-		session_begin(t, &t->sessions[slot], e->ts_ns, sequence, false);
+		session_begin(t, &t->sessions[slot], e->ts_ns, sequence, false, e);
+		t->sessions[slot].profile.ext.session_sequence = e->arg0;
 		break;
 	case KH_EVENT_IDENTITY:
 		s = session_for(t, slot, e->ts_ns);
@@ -655,12 +678,12 @@ static int handle_event(void *ctx, void *data, size_t len)
 		break;
 	case KH_EVENT_TRANSITION:
 		s = session_for(t, slot, e->ts_ns);
-		session_transition(t, s, (uint32_t)e->arg0, e->ts_ns);
+		session_transition(t, s, (uint32_t)e->arg0, e->ts_ns, e);
 		break;
 	case KH_EVENT_SESSION_FINISH:
 		t->saw_session = true;
 		s = session_for(t, slot, e->ts_ns);
-		session_transition(t, s, (uint32_t)e->arg0, e->ts_ns);
+		session_transition(t, s, (uint32_t)e->arg0, e->ts_ns, e);
 		session_emit(t, s, slot, (uint32_t)e->arg0, e->ts_ns, false);
 		break;
 	case KH_EVENT_LOADER_STATE:
@@ -706,7 +729,7 @@ void tracer__finish(struct tracer *t, int exit_status)
 			continue;
 		/* A process that exits inside a session did not complete it. */
 		status = exited ? KH_STATE_FAILED : s->last_state;
-		session_transition(t, s, status, now);
+		session_transition(t, s, status, now, NULL);
 		session_emit(t, s, slot, status, now, true);
 	}
 	if (!t->saw_session && t->records_emitted == 0) {
@@ -727,8 +750,8 @@ void tracer__finish(struct tracer *t, int exit_status)
 			uint32_t status = exit_status == 0 ? KH_STATE_COMPLETED
 				       : exited ? KH_STATE_FAILED : KH_STATE_SCANNING;
 
-			session_begin(t, s, t->trace_start_ns, "0", !exited);
-			session_transition(t, s, status, now);
+			session_begin(t, s, t->trace_start_ns, "0", !exited, NULL);
+			session_transition(t, s, status, now, NULL);
 			session_emit(t, s, KH_OUTSIDE_SLOT, status, now, !exited);
 		}
 	}
