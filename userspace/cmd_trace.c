@@ -551,7 +551,7 @@ int cmd_attach(int argc, char **argv)
 	char exe[64];
 	sigset_t old_mask;
 	uint64_t deadline = 0;
-	enum loop_end end;
+	enum loop_end end = LOOP_SIGNALLED;
 	int code = KHPROF_EXIT_FAILURE, err;
 
 	if (wants_help(argc, argv)) {
@@ -600,6 +600,10 @@ int cmd_attach(int argc, char **argv)
 	code = finish_output(&out, KHPROF_EXIT_OK);
 out:
 	loop__close(&loop, &old_mask);
-	tracer__close(t);
+	/* A live process keeps paying for probes until they are detached. */
+	if (end == LOOP_PROCESS_EXITED)
+		tracer__close_in_background(t);
+	else
+		tracer__close(t);
 	return code;
 }

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,8 @@ struct tracer {
 	size_t link_count;
 	size_t probe_count;
 	bool loader_hooked;
+	bool have_first_sample;
+	struct kh_resource_snapshot first_sample; /* when tracing began */
 	bool saw_session;
 	uint64_t page_size;
 	uint64_t span_cost_ns;  /* calibrated: what one span costs the program */
@@ -422,6 +425,11 @@ int tracer__attach_mapped(struct tracer *t)
 	FILE *maps;
 	int err = 0;
 
+	if (!t->have_first_sample) {
+		memset(&t->first_sample, 0, sizeof(t->first_sample));
+		procfs__sample(t->pid, &t->first_sample);
+		t->have_first_sample = true;
+	}
 	snprintf(maps_path, sizeof(maps_path), "/proc/%d/maps", t->pid);
 	maps = fopen(maps_path, "re");
 	if (!maps)
@@ -546,6 +554,16 @@ static void apply_overrides(struct tracer *t, struct kh_identity *id)
 		identity__set(id, t->opts.overrides[i].key, t->opts.overrides[i].value);
 }
 
+/* As the seed's available_parallelism(): the CPUs the traced process may use. */
+static uint64_t logical_cpus_of(pid_t pid, uint64_t fallback)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(pid, sizeof(set), &set) != 0)
+		return fallback;
+	return CPU_COUNT(&set) > 0 ? (uint64_t)CPU_COUNT(&set) : fallback;
+}
+
 static void session_begin(struct tracer *t, struct open_session *s, uint64_t start_ns,
 			  const char *sequence, bool mid_session, const struct kh_event *e)
 {
@@ -561,7 +579,12 @@ static void session_begin(struct tracer *t, struct open_session *s, uint64_t sta
 	snprintf(run_id, sizeof(run_id), "%d-%" PRIu64 "-%s", t->pid,
 		 (uint64_t)((int64_t)start_ns + t->realtime_offset_ns), sequence);
 	identity__set(&s->profile.identity, "run_id", run_id);
-	sample(t, s, e, &snap);
+	s->profile.identity.logical_cpus = logical_cpus_of(t->pid, s->profile.identity.logical_cpus);
+	/* A session khprof opens itself starts when tracing did. */
+	if (!e && t->have_first_sample)
+		snap = t->first_sample;
+	else
+		sample(t, s, e, &snap);
 	profile__add_transition(&s->profile, KH_STATE_CREATED, 0, &snap);
 }
 
@@ -656,6 +679,7 @@ static int handle_event(void *ctx, void *data, size_t len)
 	uint32_t slot = e->slot < KH_MAX_SLOTS ? e->slot : KH_OUTSIDE_SLOT;
 	struct open_session *s;
 	char sequence[24];
+	uint32_t status;
 
 	if (len < sizeof(*e))
 		return 0;
@@ -683,8 +707,12 @@ static int handle_event(void *ctx, void *data, size_t len)
 	case KH_EVENT_SESSION_FINISH:
 		t->saw_session = true;
 		s = session_for(t, slot, e->ts_ns);
-		session_transition(t, s, (uint32_t)e->arg0, e->ts_ns, e);
-		session_emit(t, s, slot, (uint32_t)e->arg0, e->ts_ns, false);
+		status = e->arg0 < KH_STATE_COUNT ? (uint32_t)e->arg0 : KH_STATE_FAILED;
+		if (e->arg0 >= KH_STATE_COUNT)
+			log__warn("session finished with unknown status %" PRIu64 "; recorded as "
+				  "failed", (uint64_t)e->arg0);
+		session_transition(t, s, status, e->ts_ns, e);
+		session_emit(t, s, slot, status, e->ts_ns, false);
 		break;
 	case KH_EVENT_LOADER_STATE:
 		tracer__attach_mapped(t);
