@@ -8,8 +8,15 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#include <bpf/usdt.bpf.h>
+#define BPF_USDT_MAX_SPEC_CNT KH_MAX_PROBE_SITES
 #include "khprof_shared.h"
+#include <bpf/usdt.bpf.h>
+
+_Static_assert(sizeof(struct kh_usdt_spec) == sizeof(struct __bpf_usdt_spec),
+	       "khprof_shared.h must mirror libbpf's USDT spec");
+_Static_assert(__builtin_offsetof(struct kh_usdt_spec, usdt_cookie) ==
+		       __builtin_offsetof(struct __bpf_usdt_spec, usdt_cookie),
+	       "khprof_shared.h must mirror libbpf's USDT spec");
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -120,15 +127,7 @@ out:
 	bpf_preempt_enable();
 }
 
-SEC("usdt")
-int BPF_USDT(kh_span, __u64 stage, __u64 start_ns, __u64 attribution)
-{
-	record_span(stage, start_ns, bpf_ktime_get_ns(), attribution);
-	return 0;
-}
-
-SEC("usdt")
-int BPF_USDT(kh_span_enter, __u64 stage)
+static __always_inline void on_span_enter(__u64 stage)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct kh_task_stack *stack;
@@ -138,7 +137,7 @@ int BPF_USDT(kh_span_enter, __u64 stage)
 				     BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!stack) {
 		count_drop(active_slot, KH_DROP_STACK_OVERFLOW);
-		return 0;
+		return;
 	}
 	depth = stack->depth;
 	if (depth < KH_KERNEL_SPAN_DEPTH) {
@@ -148,11 +147,9 @@ int BPF_USDT(kh_span_enter, __u64 stage)
 		count_drop(active_slot, KH_DROP_STACK_OVERFLOW);
 	}
 	stack->depth = depth + 1;
-	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(kh_span_exit, __u64 stage, __u64 attribution)
+static __always_inline void on_span_exit(__u64 stage, __u64 attribution)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct kh_task_stack *stack;
@@ -165,7 +162,7 @@ int BPF_USDT(kh_span_exit, __u64 stage, __u64 attribution)
 		if (top >= KH_KERNEL_SPAN_DEPTH) {
 			/* Its enter overflowed and was counted there. */
 			stack->depth = top;
-			return 0;
+			return;
 		}
 		if (stack->frames[top].stage == stage) {
 			start_ns = stack->frames[top].start_ns;
@@ -173,11 +170,9 @@ int BPF_USDT(kh_span_exit, __u64 stage, __u64 attribution)
 		}
 	}
 	record_span(stage, start_ns, now, attribution);
-	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(kh_batch, __u64 entries, __u64 count)
+static __always_inline void on_batch(__u64 entries, __u64 count)
 {
 	struct batch_buffer *buf;
 	struct kh_slot_stats *stats;
@@ -186,7 +181,7 @@ int BPF_USDT(kh_batch, __u64 entries, __u64 count)
 
 	buf = bpf_map_lookup_elem(&batch_scratch, &zero);
 	if (!buf)
-		return 0;
+		return;
 	if (count > KH_BATCH_CAPACITY)
 		count = KH_BATCH_CAPACITY;
 	if (bpf_probe_read_user(buf->entries, count * sizeof(struct kh_batch_entry),
@@ -214,7 +209,6 @@ int BPF_USDT(kh_batch, __u64 entries, __u64 count)
 	}
 out:
 	bpf_preempt_enable();
-	return 0;
 }
 
 static __always_inline void add_input(bool units, __u64 n)
@@ -231,20 +225,6 @@ static __always_inline void add_input(bool units, __u64 n)
 			stats->input_bytes += n;
 	}
 	bpf_preempt_enable();
-}
-
-SEC("usdt")
-int BPF_USDT(kh_input_bytes, __u64 n)
-{
-	add_input(false, n);
-	return 0;
-}
-
-SEC("usdt")
-int BPF_USDT(kh_input_units, __u64 n)
-{
-	add_input(true, n);
-	return 0;
 }
 
 /* VmRSS counts file, anon and shmem pages: the counters /proc reads. */
@@ -299,8 +279,7 @@ static __always_inline void event_submit(struct kh_event *e)
 	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
-SEC("usdt")
-int BPF_USDT(kh_session_start, __u64 sequence, __u64 abi_version)
+static __always_inline void on_session_start(__u64 sequence, __u64 abi_version)
 {
 	__u32 slot = KH_OUTSIDE_SLOT, i;
 	struct kh_event *e;
@@ -323,40 +302,34 @@ int BPF_USDT(kh_session_start, __u64 sequence, __u64 abi_version)
 
 	e = event_reserve(KH_EVENT_SESSION_START, slot);
 	if (!e)
-		return 0;
+		return;
 	e->arg0 = sequence;
 	e->arg1 = abi_version;
 	event_submit(e);
-	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(kh_identity, __u64 key, __u64 value)
+static __always_inline void on_identity(__u64 key, __u64 value)
 {
 	struct kh_event *e = event_reserve(KH_EVENT_IDENTITY, active_slot);
 
 	if (!e)
-		return 0;
+		return;
 	bpf_probe_read_user_str(e->key, sizeof(e->key), (const void *)key);
 	bpf_probe_read_user_str(e->value, sizeof(e->value), (const void *)value);
 	event_submit(e);
-	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(kh_transition, __u64 state)
+static __always_inline void on_transition(__u64 state)
 {
 	struct kh_event *e = event_reserve(KH_EVENT_TRANSITION, active_slot);
 
 	if (!e)
-		return 0;
+		return;
 	e->arg0 = state;
 	event_submit(e);
-	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(kh_session_finish, __u64 status)
+static __always_inline void on_session_finish(__u64 status)
 {
 	__u32 slot = active_slot;
 	struct kh_event *e;
@@ -365,9 +338,52 @@ int BPF_USDT(kh_session_finish, __u64 status)
 	active_slot = KH_OUTSIDE_SLOT;
 	e = event_reserve(KH_EVENT_SESSION_FINISH, slot);
 	if (!e)
-		return 0;
+		return;
 	e->arg0 = status;
 	event_submit(e);
+}
+
+/* Every keyhog probe site of a file, attached with one uprobe-multi link. */
+SEC("usdt")
+int kh_usdt(struct pt_regs *ctx)
+{
+	long a0 = 0, a1 = 0, a2 = 0;
+
+	bpf_usdt_arg(ctx, 0, &a0);
+	bpf_usdt_arg(ctx, 1, &a1);
+	switch (bpf_usdt_cookie(ctx)) {
+	case KH_PROBE_SPAN:
+		bpf_usdt_arg(ctx, 2, &a2);
+		record_span(a0, a1, bpf_ktime_get_ns(), a2);
+		break;
+	case KH_PROBE_SPAN_ENTER:
+		on_span_enter(a0);
+		break;
+	case KH_PROBE_SPAN_EXIT:
+		on_span_exit(a0, a1);
+		break;
+	case KH_PROBE_BATCH:
+		on_batch(a0, a1);
+		break;
+	case KH_PROBE_INPUT_BYTES:
+		add_input(false, a0);
+		break;
+	case KH_PROBE_INPUT_UNITS:
+		add_input(true, a0);
+		break;
+	case KH_PROBE_SESSION_START:
+		on_session_start(a0, a1);
+		break;
+	case KH_PROBE_IDENTITY:
+		on_identity(a0, a1);
+		break;
+	case KH_PROBE_TRANSITION:
+		on_transition(a0);
+		break;
+	case KH_PROBE_SESSION_FINISH:
+		on_session_finish(a0);
+		break;
+	}
 	return 0;
 }
 

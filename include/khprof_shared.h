@@ -86,6 +86,44 @@ struct kh_slot_stats {
 	__u64 drops[KH_DROP_COUNT];
 };
 
+/*
+ * khprof attaches every probe site of one file with a single uprobe-multi
+ * link to one program, kh_usdt, which dispatches on the site's kind.  (One
+ * perf-event uprobe per site, as libbpf 1.1 attaches USDTs, costs an
+ * RCU-tasks grace period per site on detach: seconds for a real scanner.)
+ */
+enum kh_probe_kind {
+	KH_PROBE_SPAN = 1,
+	KH_PROBE_SPAN_ENTER = 2,
+	KH_PROBE_SPAN_EXIT = 3,
+	KH_PROBE_BATCH = 4,
+	KH_PROBE_INPUT_BYTES = 5,
+	KH_PROBE_INPUT_UNITS = 6,
+	KH_PROBE_SESSION_START = 7,
+	KH_PROBE_IDENTITY = 8,
+	KH_PROBE_TRANSITION = 9,
+	KH_PROBE_SESSION_FINISH = 10,
+};
+
+/* Argument specs of all attached sites (libbpf's __bpf_usdt_specs map). */
+#define KH_MAX_PROBE_SITES 4096
+#define KH_USDT_MAX_ARGS 12
+
+/* The layout of libbpf's struct __bpf_usdt_spec (bpf/usdt.bpf.h). */
+struct kh_usdt_arg_spec {
+	__u64 val_off;
+	__u32 arg_type; /* 0 constant, 1 register, 2 register dereference */
+	short reg_off;  /* offset of the register in struct pt_regs */
+	char arg_signed;
+	char arg_bitshift;
+};
+
+struct kh_usdt_spec {
+	struct kh_usdt_arg_spec args[KH_USDT_MAX_ARGS];
+	__u64 usdt_cookie; /* enum kh_probe_kind */
+	short arg_cnt;
+};
+
 /* Pair-mode frame kept in task storage. */
 struct kh_frame {
 	__u64 start_ns;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,8 +31,11 @@
 #include "procfs.h"
 #include "trace.h"
 #include "usdt_notes.h"
+#include "usdt_spec.h"
 
 #define PROVIDER "keyhog"
+/* BPF_TRACE_UPROBE_MULTI (Linux 6.6) is newer than libbpf 1.1 and its headers. */
+#define KH_BPF_TRACE_UPROBE_MULTI 48
 
 struct seen_object {
 	dev_t dev;
@@ -56,8 +60,9 @@ struct tracer {
 	int64_t realtime_offset_ns;
 	struct seen_object *seen;
 	size_t seen_count;
-	struct bpf_link **links;
-	size_t link_count;
+	int *link_fds;             /* one uprobe-multi link per traced file */
+	size_t link_fd_count;
+	__u32 spec_count;
 	size_t probe_count;
 	bool loader_hooked;
 	bool have_first_sample;
@@ -153,6 +158,10 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 	t->skel->rodata->trace_start_ns = t->trace_start_ns;
 	t->skel->rodata->stop_on_loader_event = opts->stop_on_loader;
 
+	bpf_program__set_expected_attach_type(t->skel->progs.kh_usdt,
+					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(t->skel->progs.kh_loader_state,
+					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
 	err = khprof_bpf__load(t->skel);
 	if (err) {
 		report_load_error(err);
@@ -182,95 +191,180 @@ static bool seen_before(struct tracer *t, dev_t dev, ino_t ino)
 	return false;
 }
 
-static int keep_link(struct tracer *t, struct bpf_link *link)
-{
-	struct bpf_link **grown = realloc(t->links, (t->link_count + 1) * sizeof(*grown));
+#define MODE_BIT(m) (1u << (m))
+#define ALL_MODES (MODE_BIT(KH_MODE_SPAN) | MODE_BIT(KH_MODE_PAIR) | MODE_BIT(KH_MODE_BATCH))
 
-	if (!grown) {
-		bpf_link__destroy(link);
-		return -ENOMEM;
-	}
-	t->links = grown;
-	t->links[t->link_count++] = link;
+/* Which probes each mode attaches (docs/PROBES.md). */
+static const struct {
+	const char *name;
+	enum kh_probe_kind kind;
+	unsigned int modes;
+} probe_kinds[] = {
+	{ "span", KH_PROBE_SPAN, MODE_BIT(KH_MODE_SPAN) },
+	{ "span_enter", KH_PROBE_SPAN_ENTER, MODE_BIT(KH_MODE_PAIR) },
+	{ "span_exit", KH_PROBE_SPAN_EXIT, MODE_BIT(KH_MODE_PAIR) },
+	{ "batch", KH_PROBE_BATCH, MODE_BIT(KH_MODE_BATCH) },
+	{ "input_bytes", KH_PROBE_INPUT_BYTES, ALL_MODES },
+	{ "input_units", KH_PROBE_INPUT_UNITS, ALL_MODES },
+	{ "session_start", KH_PROBE_SESSION_START, ALL_MODES },
+	{ "identity", KH_PROBE_IDENTITY, ALL_MODES },
+	{ "transition", KH_PROBE_TRANSITION, ALL_MODES },
+	{ "session_finish", KH_PROBE_SESSION_FINISH, ALL_MODES },
+};
+
+static enum kh_probe_kind wanted_kind(const struct tracer *t, const struct usdt_note *note)
+{
+	if (strcmp(note->provider, PROVIDER) != 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(probe_kinds) / sizeof(probe_kinds[0]); i++)
+		if (strcmp(note->name, probe_kinds[i].name) == 0)
+			return probe_kinds[i].modes & MODE_BIT(t->opts.mode) ? probe_kinds[i].kind : 0;
 	return 0;
 }
 
-struct probe_binding {
-	const char *probe;
-	struct bpf_program *prog;
-	bool wanted;
+
+struct uprobe_multi_attr {
+	__u32 prog_fd;
+	__u32 target_fd;
+	__u32 attach_type;
+	__u32 flags;
+	__u64 path;
+	__u64 offsets;
+	__u64 ref_ctr_offsets;
+	__u64 cookies;
+	__u32 cnt;
+	__u32 multi_flags;
+	__u32 pid;
+	__u8 rest[64]; /* the rest of union bpf_attr stays zero */
 };
 
-static size_t probe_bindings(const struct tracer *t, struct probe_binding *out)
+static int uprobe_multi_link(int prog_fd, const char *path, const __u64 *offsets,
+			     const __u64 *ref_ctr_offsets, const __u64 *cookies, __u32 count,
+			     pid_t pid)
 {
-	enum kh_trace_mode mode = t->opts.mode;
-	const struct probe_binding table[] = {
-		{ "span", t->skel->progs.kh_span, mode == KH_MODE_SPAN },
-		{ "span_enter", t->skel->progs.kh_span_enter, mode == KH_MODE_PAIR },
-		{ "span_exit", t->skel->progs.kh_span_exit, mode == KH_MODE_PAIR },
-		{ "batch", t->skel->progs.kh_batch, mode == KH_MODE_BATCH },
-		{ "input_bytes", t->skel->progs.kh_input_bytes, true },
-		{ "input_units", t->skel->progs.kh_input_units, true },
-		{ "session_start", t->skel->progs.kh_session_start, true },
-		{ "identity", t->skel->progs.kh_identity, true },
-		{ "transition", t->skel->progs.kh_transition, true },
-		{ "session_finish", t->skel->progs.kh_session_finish, true },
-	};
-	size_t n = sizeof(table) / sizeof(table[0]);
+	struct uprobe_multi_attr attr;
+	int fd;
 
-	memcpy(out, table, sizeof(table));
-	return n;
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_fd = prog_fd;
+	attr.attach_type = KH_BPF_TRACE_UPROBE_MULTI;
+	attr.path = (__u64)(unsigned long)path;
+	attr.offsets = (__u64)(unsigned long)offsets;
+	attr.ref_ctr_offsets = (__u64)(unsigned long)ref_ctr_offsets;
+	attr.cookies = (__u64)(unsigned long)cookies;
+	attr.cnt = count;
+	attr.pid = (__u32)pid;
+	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	return fd < 0 ? -errno : fd;
 }
 
-static size_t count_probe_sites(const struct usdt_note_list *notes, const char *name)
+static int keep_link_fd(struct tracer *t, int fd)
 {
-	size_t n = 0;
+	int *grown = realloc(t->link_fds, (t->link_fd_count + 1) * sizeof(*grown));
 
-	for (size_t i = 0; i < notes->count; i++)
-		if (!strcmp(notes->notes[i].provider, PROVIDER) && !strcmp(notes->notes[i].name, name))
-			n++;
-	return n;
+	if (!grown) {
+		close(fd);
+		return -ENOMEM;
+	}
+	t->link_fds = grown;
+	t->link_fds[t->link_fd_count++] = fd;
+	return 0;
 }
 
+/* Registers the argument spec of one site; its id is the site's cookie. */
+static int add_spec(struct tracer *t, const char *path, const struct usdt_note *note,
+		    enum kh_probe_kind kind, __u64 *cookie)
+{
+	struct kh_usdt_spec spec;
+	__u32 id = t->spec_count;
+
+	if (usdt_spec__parse(note->args, kind, &spec) != 0) {
+		log__warn("skipping probe '%s:%s' in '%s': unsupported arguments '%s'",
+			  note->provider, note->name, path, note->args);
+		return 1;
+	}
+	if (id >= KH_MAX_PROBE_SITES) {
+		log__error("cannot attach to '%s': more than %d keyhog probe sites", path,
+			   KH_MAX_PROBE_SITES);
+		return -E2BIG;
+	}
+	if (bpf_map_update_elem(bpf_map__fd(t->skel->maps.__bpf_usdt_specs), &id, &spec, 0)) {
+		log__error("cannot store probe arguments: %s", strerror(errno));
+		return -errno;
+	}
+	t->spec_count++;
+	*cookie = id;
+	return 0;
+}
+
+static void report_attach_error(const char *path, int err)
+{
+	if (err == -EPERM || err == -EACCES)
+		log__error("cannot attach to '%s': permission denied "
+			   "(run as root or grant CAP_BPF and CAP_PERFMON)", path);
+	else if (err == -EINVAL || err == -EOPNOTSUPP)
+		log__error("cannot attach to '%s': %s (khprof needs uprobe-multi links, "
+			   "Linux 6.6 or later)", path, strerror(-err));
+	else
+		log__error("cannot attach to '%s': %s", path, strerror(-err));
+}
+
+/* All wanted keyhog sites of one file, in one uprobe-multi link. */
 static int attach_object(struct tracer *t, const char *path)
 {
-	struct probe_binding bindings[16];
 	struct usdt_note_list notes;
-	size_t n, attached = 0;
-	int err;
+	__u64 *offsets = NULL, *ref_ctr_offsets = NULL, *cookies = NULL;
+	__u32 count = 0;
+	int err, fd;
 
 	err = usdt_notes__read(path, &notes);
 	if (err) {
 		log__debug("skipping '%s': %s", path, strerror(-err));
 		return 0;
 	}
-	n = probe_bindings(t, bindings);
-	for (size_t i = 0; i < n; i++) {
-		struct bpf_link *link;
-
-		if (!bindings[i].wanted || !usdt_notes__has(&notes, PROVIDER, bindings[i].probe))
-			continue;
-		link = bpf_program__attach_usdt(bindings[i].prog, t->pid, path, PROVIDER,
-						bindings[i].probe, NULL);
-		if (!link) {
-			err = -errno;
-			if (err == -EPERM || err == -EACCES)
-				log__error("cannot attach to '%s': permission denied "
-					   "(run as root or grant CAP_BPF and CAP_PERFMON)", path);
-			else
-				log__error("cannot attach to probe '%s:%s' in '%s': %s",
-					   PROVIDER, bindings[i].probe, path, strerror(-err));
+	if (notes.count) {
+		offsets = calloc(notes.count, sizeof(*offsets));
+		ref_ctr_offsets = calloc(notes.count, sizeof(*ref_ctr_offsets));
+		cookies = calloc(notes.count, sizeof(*cookies));
+		if (!offsets || !ref_ctr_offsets || !cookies) {
+			err = -ENOMEM;
 			goto out;
 		}
-		err = keep_link(t, link);
-		if (err)
-			goto out;
-		attached += count_probe_sites(&notes, bindings[i].probe);
 	}
-	if (attached)
-		log__debug("attached %zu probe sites in '%s'", attached, path);
-	t->probe_count += attached;
+	for (size_t i = 0; i < notes.count; i++) {
+		const struct usdt_note *note = &notes.notes[i];
+		enum kh_probe_kind kind = wanted_kind(t, note);
+
+		if (!kind || !note->file_offset)
+			continue;
+		err = add_spec(t, path, note, kind, &cookies[count]);
+		if (err < 0)
+			goto out;
+		if (err > 0)
+			continue;
+		offsets[count] = note->file_offset;
+		ref_ctr_offsets[count] = note->semaphore_offset;
+		count++;
+	}
+	err = 0;
+	if (count == 0)
+		goto out;
+	fd = uprobe_multi_link(bpf_program__fd(t->skel->progs.kh_usdt), path, offsets,
+			       ref_ctr_offsets, cookies, count, t->pid);
+	if (fd < 0) {
+		err = fd;
+		report_attach_error(path, err);
+		goto out;
+	}
+	err = keep_link_fd(t, fd);
+	if (!err) {
+		log__debug("attached %u probe sites in '%s'", count, path);
+		t->probe_count += count;
+	}
 out:
+	free(offsets);
+	free(ref_ctr_offsets);
+	free(cookies);
 	usdt_notes__free(&notes);
 	return err;
 }
@@ -329,23 +423,28 @@ out:
 
 static int hook_loader(struct tracer *t, const char *exe)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = "_dl_debug_state");
 	char interp[PATH_MAX];
-	struct bpf_link *link;
-	int err;
+	uint64_t symbol_offset = 0;
+	__u64 offset, cookie = 0, no_semaphore = 0;
+	int err, fd;
 
 	err = read_interpreter(exe, interp, sizeof(interp));
 	if (err || interp[0] == '\0')
 		return 0; /* static executable: nothing is ever loaded later */
-	link = bpf_program__attach_uprobe_opts(t->skel->progs.kh_loader_state, t->pid, interp,
-					       0, &opts);
-	if (!link) {
+	err = elf__symbol_file_offset(interp, "_dl_debug_state", &symbol_offset);
+	offset = symbol_offset;
+	if (!err) {
+		fd = uprobe_multi_link(bpf_program__fd(t->skel->progs.kh_loader_state), interp,
+				       &offset, &no_semaphore, &cookie, 1, t->pid);
+		err = fd < 0 ? fd : keep_link_fd(t, fd);
+	}
+	if (err) {
 		log__warn("cannot watch '%s' for dlopen: %s; libraries loaded later "
-			  "will not be traced", interp, strerror(errno));
+			  "will not be traced", interp, strerror(-err));
 		return 0;
 	}
 	t->loader_hooked = true;
-	return keep_link(t, link);
+	return 0;
 }
 
 static int compare_u64(const void *a, const void *b)
@@ -370,7 +469,7 @@ static int read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum)
 static int calibrate(struct tracer *t)
 {
 	uint64_t untraced[CALIBRATION_ROUNDS], traced[CALIBRATION_ROUNDS], bias[CALIBRATION_ROUNDS];
-	size_t links_before = t->link_count, probes_before = t->probe_count;
+	size_t links_before = t->link_fd_count, probes_before = t->probe_count;
 	struct kh_slot_stats sum;
 	int err;
 
@@ -379,7 +478,7 @@ static int calibrate(struct tracer *t)
 	t->pid = getpid();
 	err = attach_object(t, "/proc/self/exe");
 	t->probe_count = probes_before;
-	if (err || t->link_count == links_before) {
+	if (err || t->link_fd_count == links_before) {
 		log__debug("calibration skipped: cannot trace khprof itself");
 		return 0;
 	}
@@ -798,7 +897,7 @@ void tracer__close_in_background(struct tracer *t)
 	pid_t pid;
 	char c;
 
-	if (!t || t->link_count == 0 || pipe(hold) != 0) {
+	if (!t || t->link_fd_count == 0 || pipe(hold) != 0) {
 		tracer__close(t);
 		return;
 	}
@@ -828,9 +927,9 @@ void tracer__close(struct tracer *t)
 	if (!t)
 		return;
 	ring_buffer__free(t->rb);
-	for (size_t i = 0; i < t->link_count; i++)
-		bpf_link__destroy(t->links[i]);
-	free(t->links);
+	for (size_t i = 0; i < t->link_fd_count; i++)
+		close(t->link_fds[i]);
+	free(t->link_fds);
 	for (uint32_t slot = 0; slot < KH_MAX_SLOTS; slot++)
 		if (t->sessions[slot].open)
 			profile__free(&t->sessions[slot].profile);

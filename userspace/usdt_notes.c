@@ -87,6 +87,24 @@ static int append_note(struct usdt_note_list *list, const char *desc, size_t des
 	return 0;
 }
 
+/* The file offset of a virtual address, from the PT_LOAD segment holding it. */
+static uint64_t file_offset_of(Elf *elf, uint64_t vaddr)
+{
+	size_t phnum;
+
+	if (elf_getphdrnum(elf, &phnum) != 0)
+		return 0;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_memsz)
+			return vaddr - ph.p_vaddr + ph.p_offset;
+	}
+	return 0;
+}
+
 static int read_notes(Elf *elf, struct usdt_note_list *out)
 {
 	GElf_Shdr notes_shdr, base_shdr;
@@ -95,6 +113,7 @@ static int read_notes(Elf *elf, struct usdt_note_list *out)
 	Elf_Data *data;
 	GElf_Nhdr nhdr;
 	size_t off = 0, name_off, desc_off;
+	struct usdt_note *note;
 	int err;
 
 	notes = find_section(elf, ".note.stapsdt", &notes_shdr);
@@ -116,6 +135,10 @@ static int read_notes(Elf *elf, struct usdt_note_list *out)
 		err = append_note(out, buf + desc_off, nhdr.n_descsz, base_addr);
 		if (err)
 			return err;
+		note = &out->notes[out->count - 1];
+		note->file_offset = file_offset_of(elf, note->address);
+		if (note->semaphore)
+			note->semaphore_offset = file_offset_of(elf, note->semaphore);
 	}
 	return 0;
 }
@@ -156,6 +179,52 @@ void usdt_notes__free(struct usdt_note_list *list)
 	free(list->notes);
 	list->notes = NULL;
 	list->count = 0;
+}
+
+static int find_symbol(Elf *elf, const char *name, uint64_t *offset)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &shdr) ||
+		    (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM) || !shdr.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		for (size_t i = 0; data && i < shdr.sh_size / shdr.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *sym_name;
+
+			if (!gelf_getsym(data, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+			    sym.st_value == 0)
+				continue;
+			sym_name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+			if (sym_name && strcmp(sym_name, name) == 0) {
+				*offset = file_offset_of(elf, sym.st_value);
+				return *offset ? 0 : -ENOENT;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
+int elf__symbol_file_offset(const char *path, const char *name, uint64_t *offset)
+{
+	Elf *elf;
+	int fd, err;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	err = elf && elf_kind(elf) == ELF_K_ELF ? find_symbol(elf, name, offset) : -ENOEXEC;
+	elf_end(elf);
+	close(fd);
+	return err;
 }
 
 bool usdt_notes__has(const struct usdt_note_list *list, const char *provider, const char *name)

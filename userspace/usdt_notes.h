@@ -13,6 +13,9 @@ struct usdt_note {
 	char *args;          /* argument spec, e.g. "8@%rdi 8@$3" */
 	uint64_t address;    /* probe address, adjusted for prelink like libbpf does */
 	uint64_t semaphore;  /* semaphore address, 0 if none */
+	/* Where the kernel wants them: offsets in the file (0 when unmapped). */
+	uint64_t file_offset;
+	uint64_t semaphore_offset;
 };
 
 struct usdt_note_list {
@@ -28,6 +31,9 @@ struct usdt_note_list {
  */
 int usdt_notes__read(const char *path, struct usdt_note_list *out);
 void usdt_notes__free(struct usdt_note_list *list);
+/* File offset of the function symbol name (.symtab or .dynsym) in path. */
+int elf__symbol_file_offset(const char *path, const char *name, uint64_t *offset);
+
 /* Whether the list has probe provider:name. */
 bool usdt_notes__has(const struct usdt_note_list *list, const char *provider, const char *name);
 
