@@ -6,6 +6,7 @@
 int cmd_record(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_probes(int argc, char **argv);
 
 struct kh_profile;

@@ -31,6 +31,7 @@ static const struct command commands[] = {
 	{ "record", cmd_record, true, "run a command and profile it" },
 	{ "attach", cmd_attach, true, "profile a running process" },
 	{ "report", cmd_report, false, "print a record as the seed's text report or JSON" },
+	{ "diff", cmd_diff, false, "compare two records and flag regressions" },
 	{ "probes", cmd_probes, false, "list the USDT probes of an ELF file" },
 };
 
@@ -40,8 +41,9 @@ static void usage(FILE *out)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "   %-8s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\n'khprof <command> --help' describes a command.\n"
-		     "Exit codes: 0 ok, 1 tracing failed, 2 usage, 3 bad input; "
-		     "record returns the command's status.\n");
+		     "Exit codes: 0 ok, 1 tracing failed (diff: a regression), 2 usage,\n"
+		     "3 bad input, 4 records not comparable (diff --strict); record returns\n"
+		     "the command's status.\n");
 }
 
 static bool has_capability(int cap)
