@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+/* USDT note reading and argument-spec parsing, without BPF. */
+#include <asm/ptrace.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "usdt_notes.h"
+#include "usdt_spec.h"
+
+static void test_register_and_constant_arguments(void **state)
+{
+	struct kh_usdt_spec spec;
+
+	(void)state;
+	assert_int_equal(usdt_spec__parse("8@%rdi 8@$5 -4@%eax", KH_PROBE_SPAN, &spec), 0);
+	assert_int_equal(spec.arg_cnt, 3);
+	assert_int_equal(spec.usdt_cookie, KH_PROBE_SPAN);
+	assert_int_equal(spec.args[0].arg_type, 1);
+	assert_int_equal(spec.args[0].reg_off, offsetof(struct pt_regs, rdi));
+	assert_int_equal(spec.args[0].arg_bitshift, 0);
+	assert_int_equal(spec.args[1].arg_type, 0);
+	assert_int_equal(spec.args[1].val_off, 5);
+	/* A signed 4-byte register: the low 32 bits, sign-extended. */
+	assert_int_equal(spec.args[2].reg_off, offsetof(struct pt_regs, rax));
+	assert_int_equal(spec.args[2].arg_signed, 1);
+	assert_int_equal(spec.args[2].arg_bitshift, 32);
+}
+
+static void test_memory_arguments(void **state)
+{
+	struct kh_usdt_spec spec;
+
+	(void)state;
+	assert_int_equal(usdt_spec__parse("8@-80(%rbx) 2@(%r12)", 0, &spec), 0);
+	assert_int_equal(spec.args[0].arg_type, 2);
+	assert_int_equal((int64_t)spec.args[0].val_off, -80);
+	assert_int_equal(spec.args[0].reg_off, offsetof(struct pt_regs, rbx));
+	assert_int_equal(spec.args[1].val_off, 0);
+	assert_int_equal(spec.args[1].reg_off, offsetof(struct pt_regs, r12));
+	assert_int_equal(spec.args[1].arg_bitshift, 48);
+	assert_int_equal(usdt_spec__parse("", 0, &spec), 0);
+	assert_int_equal(spec.arg_cnt, 0);
+}
+
+static void test_malformed_arguments(void **state)
+{
+	static const char *const bad[] = { "8@%xyz", "3@%rax", "8%rax", "8@$", "8@-8(%rax",
+					   "8@%rax8@%rbx", "8@[sp, 8]" };
+	struct kh_usdt_spec spec;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(usdt_spec__parse(bad[i], 0, &spec), -EINVAL);
+}
+
+/* The workload is built from include/keyhog_profile.h alone. */
+static void test_notes_of_the_probe_header(void **state)
+{
+	struct usdt_note_list notes;
+	bool span = false, session = false;
+
+	(void)state;
+	assert_int_equal(usdt_notes__read("build/workloads/workload", &notes), 0);
+	assert_true(notes.count > 0);
+	for (size_t i = 0; i < notes.count; i++) {
+		const struct usdt_note *n = &notes.notes[i];
+		struct kh_usdt_spec spec;
+
+		assert_string_equal(n->provider, "keyhog");
+		assert_true(n->file_offset != 0);
+		/* Registers and immediates only: the site moves %rsp. */
+		assert_null(strchr(n->args, '('));
+		assert_int_equal(usdt_spec__parse(n->args, 0, &spec), 0);
+		if (!strcmp(n->name, "span")) {
+			span = true;
+			assert_int_equal(spec.arg_cnt, 3);
+			assert_true(n->semaphore && n->semaphore_offset);
+		}
+		if (!strcmp(n->name, "session_start")) {
+			session = true;
+			assert_int_equal(n->semaphore, 0);
+		}
+	}
+	assert_true(span && session);
+	assert_true(usdt_notes__has(&notes, "keyhog", "batch"));
+	assert_false(usdt_notes__has(&notes, "keyhog", "no_such_probe"));
+	usdt_notes__free(&notes);
+}
+
+static void test_notes_errors_and_symbols(void **state)
+{
+	struct usdt_note_list notes;
+	uint64_t offset = 0;
+
+	(void)state;
+	assert_int_equal(usdt_notes__read("README.md", &notes), -ENOEXEC);
+	assert_int_equal(usdt_notes__read("/no/such/file", &notes), -ENOENT);
+	assert_int_equal(elf__symbol_file_offset("build/workloads/libkhwork.so",
+						 "khwork_entropy_span", &offset), 0);
+	assert_true(offset != 0);
+	assert_int_equal(elf__symbol_file_offset("build/workloads/libkhwork.so", "nope", &offset),
+			 -ENOENT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_register_and_constant_arguments),
+		cmocka_unit_test(test_memory_arguments),
+		cmocka_unit_test(test_malformed_arguments),
+		cmocka_unit_test(test_notes_of_the_probe_header),
+		cmocka_unit_test(test_notes_errors_and_symbols),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
