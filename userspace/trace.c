@@ -6,8 +6,6 @@
  * come from the per-CPU slot maps when a session finishes.
  */
 #include <errno.h>
-#include <gelf.h>
-#include <libelf.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -380,47 +378,6 @@ static int attach_object_once(struct tracer *t, const char *path)
 	return attach_object(t, path);
 }
 
-/* PT_INTERP of an executable, or "" for a static one. */
-static int read_interpreter(const char *exe, char *buf, size_t len)
-{
-	size_t phnum;
-	Elf *elf;
-	int fd, err = 0;
-
-	buf[0] = '\0';
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	fd = open(exe, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_getphdrnum(elf, &phnum) != 0) {
-		err = -ENOEXEC;
-		goto out;
-	}
-	for (size_t i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-		size_t size;
-		char *raw;
-
-		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_INTERP)
-			continue;
-		raw = elf_rawfile(elf, &size);
-		if (!raw || ph.p_offset + ph.p_filesz > size || ph.p_filesz == 0 ||
-		    ph.p_filesz >= len) {
-			err = -ENOEXEC;
-			goto out;
-		}
-		memcpy(buf, raw + ph.p_offset, ph.p_filesz);
-		buf[ph.p_filesz - 1] = '\0';
-		break;
-	}
-out:
-	elf_end(elf);
-	close(fd);
-	return err;
-}
-
 static int hook_loader(struct tracer *t, const char *exe)
 {
 	char interp[PATH_MAX];
@@ -428,7 +385,7 @@ static int hook_loader(struct tracer *t, const char *exe)
 	__u64 offset, cookie = 0, no_semaphore = 0;
 	int err, fd;
 
-	err = read_interpreter(exe, interp, sizeof(interp));
+	err = elf__interpreter(exe, interp, sizeof(interp));
 	if (err || interp[0] == '\0')
 		return 0; /* static executable: nothing is ever loaded later */
 	err = elf__symbol_file_offset(interp, "_dl_debug_state", &symbol_offset);

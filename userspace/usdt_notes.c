@@ -143,6 +143,30 @@ static int read_notes(Elf *elf, struct usdt_note_list *out)
 	return 0;
 }
 
+/* Opens path for libelf; -ENOENT/-EACCES, or -ENOEXEC when it is not ELF. */
+static int elf_open(const char *path, int *fd, Elf **elf)
+{
+	*elf = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return -errno;
+	*elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	if (!*elf || elf_kind(*elf) != ELF_K_ELF) {
+		elf_end(*elf);
+		close(*fd);
+		return -ENOEXEC;
+	}
+	return 0;
+}
+
+static void elf_close(int fd, Elf *elf)
+{
+	elf_end(elf);
+	close(fd);
+}
+
 int usdt_notes__read(const char *path, struct usdt_note_list *out)
 {
 	Elf *elf;
@@ -150,22 +174,13 @@ int usdt_notes__read(const char *path, struct usdt_note_list *out)
 
 	out->notes = NULL;
 	out->count = 0;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		err = -ENOEXEC;
-		goto out;
-	}
+	err = elf_open(path, &fd, &elf);
+	if (err)
+		return err;
 	err = read_notes(elf, out);
 	if (err)
 		usdt_notes__free(out);
-out:
-	elf_end(elf);
-	close(fd);
+	elf_close(fd, elf);
 	return err;
 }
 
@@ -215,15 +230,44 @@ int elf__symbol_file_offset(const char *path, const char *name, uint64_t *offset
 	Elf *elf;
 	int fd, err;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	err = elf && elf_kind(elf) == ELF_K_ELF ? find_symbol(elf, name, offset) : -ENOEXEC;
-	elf_end(elf);
-	close(fd);
+	err = elf_open(path, &fd, &elf);
+	if (err)
+		return err;
+	err = find_symbol(elf, name, offset);
+	elf_close(fd, elf);
+	return err;
+}
+
+int elf__interpreter(const char *path, char *buf, size_t len)
+{
+	size_t phnum;
+	Elf *elf;
+	int fd, err;
+
+	buf[0] = '\0';
+	err = elf_open(path, &fd, &elf);
+	if (err)
+		return err;
+	if (elf_getphdrnum(elf, &phnum) != 0)
+		phnum = 0;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		size_t size;
+		char *raw;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_INTERP)
+			continue;
+		raw = elf_rawfile(elf, &size);
+		if (!raw || ph.p_offset + ph.p_filesz > size || ph.p_filesz == 0 ||
+		    ph.p_filesz >= len) {
+			err = -ENOEXEC;
+			break;
+		}
+		memcpy(buf, raw + ph.p_offset, ph.p_filesz);
+		buf[ph.p_filesz - 1] = '\0';
+		break;
+	}
+	elf_close(fd, elf);
 	return err;
 }
 

@@ -34,6 +34,9 @@ void usdt_notes__free(struct usdt_note_list *list);
 /* File offset of the function symbol name (.symtab or .dynsym) in path. */
 int elf__symbol_file_offset(const char *path, const char *name, uint64_t *offset);
 
+/* PT_INTERP of an executable into buf, "" for a static one. */
+int elf__interpreter(const char *path, char *buf, size_t len);
+
 /* Whether the list has probe provider:name. */
 bool usdt_notes__has(const struct usdt_note_list *list, const char *provider, const char *name);
 
