@@ -162,6 +162,22 @@ static void assert_seed_conformance(const char *record)
 	run_result__free(&ours);
 }
 
+/* khprof record -o OUT -- workload SCENARIO ARG in the default mode; loads OUT. */
+static void record_workload(const char *scenario, const char *arg, char *out, size_t len,
+			    struct kh_profile *p)
+{
+	char *argv[] = { KHPROF, "record", "-o", out, "--", WORKLOAD, (char *)scenario,
+			 (char *)arg, NULL };
+	struct run_result r;
+
+	snprintf(out, len, "%s/%s.json", tmpdir, scenario);
+	r = run(argv);
+	if (r.exit_code != 0)
+		fail_msg("workload %s exited %d: %s", scenario, r.exit_code, r.err);
+	run_result__free(&r);
+	load_record(out, p);
+}
+
 static const char *const modes[] = { "span", "pair", "batch" };
 
 static void check_nested(const char *mode)
@@ -232,22 +248,16 @@ static void test_nested_all_modes(void **state)
 
 static void test_two_threads(void **state)
 {
-	char out[160];
-	char *argv[] = { KHPROF, "record", "-o", out, "--", WORKLOAD, "threads", "2000", NULL };
 	struct kh_profile p;
-	struct run_result r;
+	char out[160];
 
 	(void)state;
-	tmp_path(out, sizeof(out), "threads.json");
-	r = run(argv);
-	assert_int_equal(r.exit_code, 0);
-	load_record(out, &p);
+	record_workload("threads", "2000", out, sizeof(out), &p);
 	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 2000);
 	assert_int_equal(calls_of(&p, KH_STAGE_GENERIC_DETECTION), 2000);
 	assert_int_equal(p.input_bytes, 2 * 2000 * 10);
 	assert_int_equal(p.input_units, 2);
 	profile__free(&p);
-	run_result__free(&r);
 }
 
 static void test_several_sessions(void **state)
@@ -331,21 +341,14 @@ static void test_times_match_workload_clock(void **state)
 
 static void test_shared_library_and_dlopen(void **state)
 {
-	char out[160];
-	char *argv[] = { KHPROF, "record", "-o", out, "--", WORKLOAD, "library", "20", NULL };
 	struct kh_profile p;
-	struct run_result r;
+	char out[160];
 
 	(void)state;
-	tmp_path(out, sizeof(out), "library.json");
-	r = run(argv);
-	if (r.exit_code != 0)
-		fail_msg("library workload exited %d: %s", r.exit_code, r.err);
-	load_record(out, &p);
+	record_workload("library", "20", out, sizeof(out), &p);
 	/* 20 from the linked library, 20 from the one opened with dlopen. */
 	assert_int_equal(calls_of(&p, KH_STAGE_ENTROPY), 40);
 	profile__free(&p);
-	run_result__free(&r);
 }
 
 static void test_red_zone_leaf_unchanged(void **state)
@@ -374,21 +377,15 @@ static void test_red_zone_leaf_unchanged(void **state)
 
 static void test_program_without_sessions(void **state)
 {
-	char out[160];
-	char *argv[] = { KHPROF, "record", "-o", out, "--", WORKLOAD, "nosession", "100", NULL };
 	struct kh_profile p;
-	struct run_result r;
+	char out[160];
 
 	(void)state;
-	tmp_path(out, sizeof(out), "nosession.json");
-	r = run(argv);
-	assert_int_equal(r.exit_code, 0);
-	load_record(out, &p);
+	record_workload("nosession", "100", out, sizeof(out), &p);
 	assert_int_equal(calls_of(&p, KH_STAGE_SUPPRESSION), 100);
 	assert_int_equal(p.status, KH_STATE_COMPLETED);
 	profile__free(&p);
 	assert_seed_conformance(out);
-	run_result__free(&r);
 }
 
 static void test_identity_override(void **state)
