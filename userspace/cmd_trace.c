@@ -57,6 +57,8 @@ static const char attach_usage[] =
 	"Profiles a running process until Ctrl-C, SIGTERM, the duration or the\n"
 	"process's exit.  A session that was already running when khprof attached\n"
 	"is recorded from the attach point and marked as started mid-session.\n"
+	"In batch mode, spans a live thread still buffers when khprof detaches\n"
+	"(at most 63 per thread) are not seen; --mode span sees every one.\n"
 	"\n"
 	"   -p PID               the process to trace\n"
 	"   -o PATH              write the JSON record(s) to PATH (as for record)\n"

@@ -388,6 +388,35 @@ static void test_program_without_sessions(void **state)
 	assert_seed_conformance(out);
 }
 
+/*
+ * 40 nested spans: 32 fit the span stacks (the program's, and the kernel's
+ * in pair mode); the 8 deeper ones are counted as dropped, never lost
+ * silently, in every mode.
+ */
+static void test_deep_nesting_is_counted(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		char out[160];
+		char *argv[] = { KHPROF, "record", "--mode", (char *)modes[i], "-o", out, "--",
+				 WORKLOAD, "deep", "40", NULL };
+		uint64_t dropped;
+		struct kh_profile p;
+		struct run_result r;
+
+		snprintf(out, sizeof(out), "%s/deep-%s.json", tmpdir, modes[i]);
+		r = run(argv);
+		assert_int_equal(r.exit_code, 0);
+		load_record(out, &p);
+		assert_int_equal(calls_of(&p, KH_STAGE_PHASE2_WHOLE_CHUNK), 32);
+		dropped = p.ext.drops[KH_DROP_STACK_OVERFLOW] + p.ext.drops[KH_DROP_UNMATCHED_EXIT];
+		assert_int_equal(dropped, 8);
+		assert_non_null(strstr(r.err, "khprof: warning: 8 "));
+		profile__free(&p);
+		run_result__free(&r);
+	}
+}
+
 static void test_identity_override(void **state)
 {
 	char out[160];
@@ -499,9 +528,14 @@ static int wait_exit(pid_t pid)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/*
+ * Span mode: a batch still in a live thread's buffer when khprof detaches
+ * is never handed over, and these tests detach from live processes.
+ */
 static struct child start_attach(const char *pid_text, const char *out)
 {
-	char *argv[] = { KHPROF, "attach", "-p", (char *)pid_text, "-o", (char *)out, NULL };
+	char *argv[] = { KHPROF, "attach", "--mode", "span", "-p", (char *)pid_text, "-o",
+			 (char *)out, NULL };
 	struct child k = spawn(argv, true);
 
 	wait_for_line(k.from, "attached to PID");
@@ -577,6 +611,70 @@ static void test_attach_mid_session(void **state)
 	close(k.to);
 }
 
+/* SIGTERM ends the trace with the session still open: a partial record. */
+static void test_attach_sigterm_ends_mid_session(void **state)
+{
+	char *workload_argv[] = { WORKLOAD, "serve", NULL };
+	char out[160], pid_text[16];
+	struct kh_profile p;
+	struct child w, k;
+
+	(void)state;
+	tmp_path(out, sizeof(out), "sigterm.json");
+	w = spawn(workload_argv, false);
+	wait_for_line(w.from, "ready");
+	send_line(&w, "begin\n");
+	wait_for_line(w.from, "done");
+	snprintf(pid_text, sizeof(pid_text), "%d", w.pid);
+	k = start_attach(pid_text, out);
+	send_line(&w, "spans\n");
+	wait_for_line(w.from, "done");
+	kill(k.pid, SIGTERM);
+	wait_for_line(k.from, "profile ended mid-session");
+	assert_int_equal(wait_exit(k.pid), 0);
+	close(w.to);
+	assert_int_equal(wait_exit(w.pid), 0);
+
+	load_record(out, &p);
+	assert_true(p.ext.started_mid_session);
+	assert_true(p.ext.ended_mid_session);
+	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 5);
+	/*
+	 * No transition was seen since attaching: the process was running spans,
+	 * so khprof records the state as scanning (docs/SCHEMA.md).
+	 */
+	assert_int_equal(p.status, KH_STATE_SCANNING);
+	profile__free(&p);
+	assert_seed_conformance(out);
+	fclose(w.from);
+	fclose(k.from);
+	close(k.to);
+}
+
+/* --duration stops khprof by itself; an idle process gives no record. */
+static void test_attach_duration_on_idle_process(void **state)
+{
+	char *workload_argv[] = { WORKLOAD, "serve", NULL };
+	char out[160], pid_text[16];
+	char *argv[] = { KHPROF, "attach", "-p", pid_text, "--duration", "0.1", "-o", out, NULL };
+	struct run_result r;
+	struct child w;
+
+	(void)state;
+	tmp_path(out, sizeof(out), "idle.json");
+	w = spawn(workload_argv, false);
+	wait_for_line(w.from, "ready");
+	snprintf(pid_text, sizeof(pid_text), "%d", w.pid);
+	r = run(argv);
+	assert_int_equal(r.exit_code, 0);
+	assert_non_null(strstr(r.err, "no keyhog activity seen"));
+	assert_int_equal(access(out, F_OK), -1);
+	close(w.to);
+	assert_int_equal(wait_exit(w.pid), 0);
+	fclose(w.from);
+	run_result__free(&r);
+}
+
 static void test_attach_missing_pid(void **state)
 {
 	char *argv[] = { KHPROF, "attach", "-p", "999999999", NULL };
@@ -616,10 +714,13 @@ int main(void)
 		cmocka_unit_test(test_shared_library_and_dlopen),
 		cmocka_unit_test(test_red_zone_leaf_unchanged),
 		cmocka_unit_test(test_program_without_sessions),
+		cmocka_unit_test(test_deep_nesting_is_counted),
 		cmocka_unit_test(test_identity_override),
 		cmocka_unit_test(test_exit_status_and_errors),
 		cmocka_unit_test(test_attach_running_process),
 		cmocka_unit_test(test_attach_mid_session),
+		cmocka_unit_test(test_attach_sigterm_ends_mid_session),
+		cmocka_unit_test(test_attach_duration_on_idle_process),
 		cmocka_unit_test(test_attach_missing_pid),
 	};
 

@@ -13,6 +13,7 @@
  *   workload redzone N         leaf function with red-zone locals around probe sites
  *   workload serve             for attach: "ready", then one session per "session" line
  *   workload nosession N       spans without any session probes
+ *   workload deep N            one chain of N nested spans (deeper than the bounds)
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -243,6 +244,23 @@ static int serve(void)
 	return 0;
 }
 
+static void nest(long depth)
+{
+	if (depth == 0)
+		return;
+	KH_SPAN_ENTER(KH_STAGE_PHASE2_WHOLE_CHUNK);
+	nest(depth - 1);
+	KH_SPAN_EXIT(KH_STAGE_PHASE2_WHOLE_CHUNK);
+}
+
+static int deep(long n)
+{
+	KH_SESSION_START();
+	nest(n);
+	KH_SESSION_FINISH(KH_STATE_COMPLETED);
+	return 0;
+}
+
 static int nosession(long n)
 {
 	for (long i = 0; i < n; i++) {
@@ -275,6 +293,8 @@ int main(int argc, char **argv)
 		return serve();
 	if (!strcmp(scenario, "nosession"))
 		return nosession(a);
+	if (!strcmp(scenario, "deep"))
+		return deep(a);
 	fprintf(stderr, "usage: workload nested|threads|sessions|timed|library|redzone|serve|nosession ...\n");
 	return 2;
 }
