@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-/* Documented exit codes (docs/CLI.md). */
+/* Documented exit codes (README.md, khprof --help). */
 enum khprof_exit {
 	KHPROF_EXIT_OK = 0,
 	KHPROF_EXIT_FAILURE = 1,     /* tracing could not start or failed */
