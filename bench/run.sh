@@ -1,0 +1,595 @@
+#!/usr/bin/env bash
+# make bench: every overhead figure of khprof measured side by side with its
+# reference in one run, printed as one table on stdout and written, with the
+# machine it ran on, to docs/PERFORMANCE.md.
+#
+#   bench/run.sh            (as root, after `make`; `make bench` does both)
+#
+# Every figure is a median over runs that alternate the measured command with
+# its reference, so drift on a noisy machine hits both alike.  Progress goes
+# to stderr; the table alone goes to stdout.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+B=build/bench
+DOC=docs/PERFORMANCE.md
+KHPROF=$root/$B/khprof
+SC=$root/$B/span_cost
+FP=$root/$B/first_probe
+LAUNCH=$root/$B/launch
+LIBWALL=$root/$B/libwall.so
+WORKLOAD=$root/build/workloads/workload
+KHSCAN=$root/build/kh-scan
+
+die() { echo "bench: $*" >&2; exit 1; }
+say() { echo "bench: [${SECONDS}s] $*" >&2; }
+
+# --- prerequisites ----------------------------------------------------------
+[ "$(id -u)" -eq 0 ] || die "must run as root (khprof and bpftrace load BPF programs)"
+for tool in gcc bpftrace python3 awk uname git; do
+	command -v "$tool" >/dev/null || die "'$tool' is missing (make bench installs bpftrace; install the rest with apt-get)"
+done
+for f in build/khprof "$WORKLOAD" "$KHSCAN" build/kh-corpus; do
+	[ -x "$f" ] || die "$f is missing: run 'make' first"
+done
+have_valgrind=0
+command -v valgrind >/dev/null && have_valgrind=1
+
+# Raw data of the last run stays in build/bench/raw for inspection.
+tmp=$root/$B/raw
+rm -rf "$tmp"
+mkdir -p "$tmp"
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+# A private copy, so a rebuild of build/khprof during the run cannot mix two
+# versions into one table.
+cp build/khprof "$KHPROF.tmp"
+mv "$KHPROF.tmp" "$KHPROF"
+
+# --- helpers, built here so the Makefile needs no bench rules --------------
+CFLAGS_BENCH=(-O2 -Iinclude -pthread)
+say "building helpers in $B"
+gcc "${CFLAGS_BENCH[@]}" -o "$B/span_cost" bench/span_cost.c
+# The same source with loops aligned to 32 bytes: shows how much of a
+# sub-nanosecond figure is code layout rather than the span itself.
+gcc "${CFLAGS_BENCH[@]}" -falign-loops=32 -o "$B/span_cost-a32" bench/span_cost.c
+gcc "${CFLAGS_BENCH[@]}" -o "$B/first_probe" bench/first_probe.c
+gcc "${CFLAGS_BENCH[@]}" -o "$B/launch" bench/launch.c
+gcc "${CFLAGS_BENCH[@]}" -fPIC -shared -o "$B/libwall.so" bench/libwall.c
+
+# The seed's own seed-overhead, built from a copy of ../shared/seed (read-only)
+# the way scripts/build-seed-render.sh builds seed-render.
+SEED=""
+seed_src=../shared/seed
+if [ -f "$seed_src/keyhog_profile_lib.rs" ] && [ -f "$seed_src/conformance/src/bin/seed-overhead.rs" ]; then
+	cargo=${CARGO:-cargo}
+	[ -z "${CARGO:-}" ] && [ -x "$HOME/.cargo/bin/cargo" ] && cargo="$HOME/.cargo/bin/cargo"
+	work=$B/seed
+	mkdir -p "$work"
+	rm -rf "$work/conformance"
+	cp -R "$seed_src/conformance" "$work/conformance"
+	cp "$seed_src/keyhog_profile_lib.rs" "$work/keyhog_profile_lib.rs"
+	chmod -R u+w "$work/conformance" "$work/keyhog_profile_lib.rs"
+	say "building the seed's seed-overhead with $("$cargo" --version 2>&1 || echo "no cargo")"
+	if (cd "$work/conformance" && CARGO_TARGET_DIR="$PWD/../target" \
+		"$cargo" build --release --offline --quiet --bin seed-overhead) >"$tmp/seed-build.log" 2>&1; then
+		SEED=$root/$work/target/release/seed-overhead
+	else
+		say "seed-overhead did not build (the seed needs Rust >= 1.79 and Debian's serde crates); seed rows are n/a"
+		sed 's/^/  /' "$tmp/seed-build.log" >&2
+	fi
+else
+	say "$seed_src not found: seed rows are n/a"
+fi
+
+# --- statistics -------------------------------------------------------------
+median() { # numbers on stdin, one per line
+	sort -g | awk '{ v[NR] = $1 } END {
+		if (NR == 0) { print "nan"; exit }
+		if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+minimum() { sort -g | head -n 1; }
+# calc FORMAT EXPR: awk arithmetic; "n/a" when an operand is n/a or nan.
+calc() {
+	case "$2" in *n/a* | *nan*) echo "n/a"; return ;; esac
+	awk "BEGIN { printf \"$1\", $2 }"
+}
+# ok EXPR: yes/no, "n/a" when an operand is unavailable.
+ok() {
+	case "$1" in *n/a* | *nan*) echo "n/a"; return ;; esac
+	awk "BEGIN { print (($1) ? \"yes\" : \"**no**\") }"
+}
+# span_ns LABEL CMD...: runs a span_cost command, prints its ns_per_span.
+span_ns() {
+	local label=$1 out
+	shift
+	out=$("$@" 2>"$tmp/stderr") || true
+	out=$(printf '%s\n' "$out" | sed -n 's/^ns_per_span=//p' | tail -n 1)
+	if [ -z "$out" ]; then
+		sed 's/^/  /' "$tmp/stderr" >&2
+		die "$label: no ns_per_span from: $*"
+	fi
+	echo "$out"
+}
+# field FILE KEY: the values of KEY=V in FILE, one per line.
+field() { sed -n "s/.*\\b$2=\\([-+0-9.e]*\\).*/\\1/p" "$1"; }
+
+# A uprobe's teardown finishes in the kernel after the tracer has exited and
+# is paid by the next registration: a tracer started less than about a
+# second after the previous one waits up to ~0.8 s per probe.  Start-up and
+# end-to-end runs therefore pause first (row 3 also shows back-to-back runs).
+settle() { sleep "${BENCH_SETTLE:-1}"; }
+
+ROWS=$tmp/rows
+: >"$ROWS"
+row() { # row N MEASUREMENT KHPROF REFERENCE RATIO TARGET MET
+	printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$@" >>"$ROWS"
+}
+
+# --- 1. untraced cost per span ----------------------------------------------
+say "1/6 untraced span cost"
+N1=20000000
+for r in 1 2 3 4 5; do
+	span_ns bare "$SC" bare $N1 >>"$tmp/r1.bare"
+	span_ns probes "$SC" probes $N1 >>"$tmp/r1.probes"
+	span_ns inproc-off "$SC" inproc-off $N1 >>"$tmp/r1.inproc"
+	span_ns bare-a32 "$B/span_cost-a32" bare $N1 >>"$tmp/r1.bare32"
+	span_ns probes-a32 "$B/span_cost-a32" probes $N1 >>"$tmp/r1.probes32"
+	if [ -n "$SEED" ]; then "$SEED" >>"$tmp/r1.seed"; fi
+done
+bare=$(median <"$tmp/r1.bare")
+probes=$(median <"$tmp/r1.probes")
+inproc_off=$(median <"$tmp/r1.inproc")
+bare32=$(median <"$tmp/r1.bare32")
+probes32=$(median <"$tmp/r1.probes32")
+seed_off=n/a
+if [ -n "$SEED" ]; then seed_off=$(field "$tmp/r1.seed" disabled_ns_per_span | median); fi
+
+# Instructions per span: callgrind counts are exact, so a difference of one
+# instruction shows where timers show only the loop floor.
+ir() { # ir VARIANT FUNCTION: instructions per loop iteration
+	local n=100000 out=$tmp/cg.$1
+	valgrind --tool=callgrind --collect-atstart=no --toggle-collect="$2" \
+		--callgrind-out-file="$out" "$SC" "$1" $n 1 >/dev/null 2>&1 || { echo n/a; return; }
+	# span_cost runs 5 rounds of n spans.
+	awk -v n=$n '/^totals:/ { printf "%.2f", $2 / (5 * n); found = 1 } END { if (!found) print "n/a" }' "$out"
+}
+ir_bare=n/a ir_probes=n/a ir_inproc=n/a ir_seed=n/a
+if [ "$have_valgrind" = 1 ]; then
+	ir_bare=$(ir bare spans_bare)
+	ir_probes=$(ir probes spans_probes)
+	ir_inproc=$(ir inproc-off spans_inproc)
+	if [ -n "$SEED" ]; then
+		# seed-overhead times N disabled spans, then N/10 enabled ones, each in
+		# one call of per_span; the dump after the first call is the disabled loop.
+		if valgrind --tool=callgrind --collect-atstart=no --toggle-collect='seed_overhead::per_span' \
+			--dump-after='seed_overhead::per_span' --callgrind-out-file="$tmp/cg.seed" \
+			"$SEED" 100000 >/dev/null 2>&1 && [ -f "$tmp/cg.seed.1" ]; then
+			ir_seed=$(awk '/^totals:/ { printf "%.2f", $2 / 100000 }' "$tmp/cg.seed.1")
+		fi
+	fi
+else
+	say "valgrind not found: instruction counts are n/a"
+fi
+m_probes=$(calc %.3f "$probes - $bare")
+m_inproc=$(calc %.3f "$inproc_off - $bare")
+im_probes=$(calc %.0f "$ir_probes - $ir_bare")
+im_inproc=$(calc %.0f "$ir_inproc - $ir_bare")
+row 1 "untraced span, ns/span (gcc -O2; bare loop $bare)" \
+	"probes $probes (+$m_probes)" "C port of the seed, disabled: $inproc_off (+$m_inproc)" \
+	"—" "≤0.5 ns marginal" "$(ok "$m_probes <= 0.5")"
+row 1 "untraced span, instructions/span (callgrind; bare loop $ir_bare)" \
+	"probes $ir_probes (+$im_probes)" "C port, disabled: $ir_inproc (+$im_inproc)" \
+	"$(calc %.2f× "$im_probes / $im_inproc")" "≤0.6×" "$(ok "$im_probes <= 0.6 * $im_inproc")"
+row 1 "untraced span vs the seed's own Rust loop (whole iteration)" \
+	"probes $probes ns, $ir_probes instr" "seed disabled $seed_off ns, $ir_seed instr" \
+	"$(calc %.2f× "$probes / $seed_off") ns, $(calc %.2f× "$ir_probes / $ir_seed") instr" "≤0.6×" \
+	"$(ok "$probes <= 0.6 * $seed_off")"
+row 1 "layout check: same loops built with -falign-loops=32" \
+	"probes $probes32" "bare $bare32" "$(calc %.2f× "$probes32 / $bare32")" "—" "—"
+
+# --- 2. traced cost per span ------------------------------------------------
+say "2/6 traced span cost (khprof batch/span/pair, bpftrace, in-process enabled)"
+BT2=$tmp/pair.bt
+cat >"$BT2" <<EOF
+usdt:$SC:keyhog:span_enter { @s[tid] = nsecs; }
+usdt:$SC:keyhog:span_exit /@s[tid]/ { @ns[arg0] = sum(nsecs - @s[tid]); @n[arg0] = count(); delete(@s[tid]); }
+EOF
+declare -A N2=([batch]=2000000 [span]=200000 [pair]=100000)
+for r in 1 2 3 4 5; do
+	span_ns probes "$SC" probes $N1 >>"$tmp/r2.untraced"
+	for mode in batch span pair; do
+		span_ns "khprof $mode" "$KHPROF" record --mode $mode -- "$SC" probes "${N2[$mode]}" >>"$tmp/r2.$mode"
+	done
+	span_ns bpftrace bpftrace -c "$SC probes 100000" "$BT2" >>"$tmp/r2.bpftrace"
+	span_ns inproc-off "$SC" inproc-off $N1 >>"$tmp/r2.inproc-off"
+	span_ns inproc-on "$SC" inproc-on 2000000 >>"$tmp/r2.inproc-on"
+	if [ -n "$SEED" ]; then "$SEED" >>"$tmp/r2.seed"; fi
+done
+untraced=$(median <"$tmp/r2.untraced")
+declare -A cost
+for m in batch span pair bpftrace; do
+	cost[$m]=$(calc %.1f "$(median <"$tmp/r2.$m") - $untraced")
+done
+inproc_on=$(calc %.1f "$(median <"$tmp/r2.inproc-on") - $(median <"$tmp/r2.inproc-off")")
+seed_on=n/a
+if [ -n "$SEED" ]; then
+	seed_en=$(field "$tmp/r2.seed" enabled_ns_per_span | median)
+	seed_dis=$(field "$tmp/r2.seed" disabled_ns_per_span | median)
+	seed_on=$(calc %.1f "$seed_en - $seed_dis")
+fi
+lowest="batch"
+for m in span pair; do
+	awk "BEGIN { exit !(${cost[$m]} < ${cost[$lowest]}) }" && lowest=$m
+done
+row 2 "traced cost, ns/span over untraced ($untraced): batch (default)" "${cost[batch]}" \
+	"bpftrace @start[tid] pair: ${cost[bpftrace]}" "$(calc %.2f× "${cost[batch]} / ${cost[bpftrace]}")" \
+	"≤300 ns; ≤0.6×" "$(ok "${cost[batch]} <= 300 && ${cost[batch]} <= 0.6 * ${cost[bpftrace]}")"
+row 2 "traced cost, ns/span: span mode" "${cost[span]}" "bpftrace ${cost[bpftrace]}" \
+	"$(calc %.2f× "${cost[span]} / ${cost[bpftrace]}")" "—" "—"
+row 2 "traced cost, ns/span: pair mode (same probes as bpftrace)" "${cost[pair]}" "bpftrace ${cost[bpftrace]}" \
+	"$(calc %.2f× "${cost[pair]} / ${cost[bpftrace]}")" "—" "—"
+row 2 "lowest-overhead mode ($lowest) vs in-process enabled" "${cost[$lowest]}" \
+	"C port enabled $inproc_on; seed enabled $seed_on" \
+	"$(calc %.2f× "${cost[$lowest]} / $inproc_on"); $(calc %.2f× "${cost[$lowest]} / $seed_on")" \
+	"≤1.3×" "$(ok "${cost[$lowest]} <= 1.3 * $inproc_on")"
+
+# --- 3. attach latency and peak RSS -----------------------------------------
+say "3/6 attach latency and peak RSS (khprof record vs bpftrace -c)"
+BT3=$tmp/first.bt
+cat >"$BT3" <<EOF
+usdt:$FP:keyhog:span_enter { @s[tid] = nsecs; }
+usdt:$FP:keyhog:span_exit /@s[tid]/ { @ns[arg0] = sum(nsecs - @s[tid]); @n[arg0] = count(); delete(@s[tid]); }
+EOF
+R3=15
+for r in $(seq $R3); do
+	settle
+	"$LAUNCH" -o "$tmp/r3.khprof.launch" -- "$KHPROF" record -- "$FP" >>"$tmp/r3.khprof" 2>/dev/null
+	settle
+	"$LAUNCH" -o "$tmp/r3.bpftrace.launch" -- bpftrace -c "$FP" "$BT3" >>"$tmp/r3.bpftrace" 2>/dev/null
+done
+# Back to back: each tracer started as soon as the previous one has exited.
+settle
+for r in 1 2 3 4 5 6 7; do
+	"$LAUNCH" -o "$tmp/r3.khprof-b2b.launch" -- "$KHPROF" record -- "$FP" >>"$tmp/r3.khprof-b2b" 2>/dev/null
+done
+settle
+for r in 1 2 3 4 5 6 7; do
+	"$LAUNCH" -o "$tmp/r3.bpftrace-b2b.launch" -- bpftrace -c "$FP" "$BT3" >>"$tmp/r3.bpftrace-b2b" 2>/dev/null
+done
+for t in khprof bpftrace khprof-b2b bpftrace-b2b; do
+	[ "$(field "$tmp/r3.$t" attach_ns | wc -l)" -ge 7 ] || die "first_probe did not report under $t"
+	if grep -q 'live=0' "$tmp/r3.$t"; then die "first_probe ran with its probes off under $t"; fi
+	if grep -qv 'status=0' "$tmp/r3.$t.launch"; then
+		die "$t run of first_probe failed: $(grep -v 'status=0' "$tmp/r3.$t.launch" | head -n 1)"
+	fi
+done
+att_k=$(calc %.1f "$(field "$tmp/r3.khprof" attach_ns | median) / 1e6")
+att_b=$(calc %.1f "$(field "$tmp/r3.bpftrace" attach_ns | median) / 1e6")
+min_k=$(calc %.1f "$(field "$tmp/r3.khprof" attach_ns | minimum) / 1e6")
+min_b=$(calc %.1f "$(field "$tmp/r3.bpftrace" attach_ns | minimum) / 1e6")
+rss_k=$(calc %.1f "$(field "$tmp/r3.khprof.launch" maxrss_kib | median) / 1024")
+rss_b=$(calc %.1f "$(field "$tmp/r3.bpftrace.launch" maxrss_kib | median) / 1024")
+row 3 "attach latency, ms (launch → traced main, probes live; fastest run in brackets)" \
+	"$att_k ($min_k)" "bpftrace -c $att_b ($min_b)" \
+	"$(calc %.2f× "$att_k / $att_b")" "≤50 ms" "$(ok "$att_k <= 50")"
+b2b_k=$(calc %.1f "$(field "$tmp/r3.khprof-b2b" attach_ns | median) / 1e6")
+b2b_b=$(calc %.1f "$(field "$tmp/r3.bpftrace-b2b" attach_ns | median) / 1e6")
+row 3 "attach latency, ms, back to back (no pause after the previous tracer exits)" \
+	"$b2b_k" "bpftrace -c $b2b_b" "$(calc %.2f× "$b2b_k / $b2b_b")" "—" "—"
+row 3 "peak RSS, MiB (wait4 ru_maxrss, tiny traced program)" "$rss_k" "bpftrace $rss_b" \
+	"$(calc %.2f× "$rss_k / $rss_b")" "≤16 MiB" "$(ok "$rss_k <= 16")"
+
+# --- 4. end to end: kh-scan on the default corpus ---------------------------
+say "4/6 kh-scan --threads 2 on the default corpus, untraced vs traced"
+corpus=build/demo-corpus
+if [ ! -f "$corpus/truth.jsonl" ]; then
+	corpus=$B/corpus
+	if [ ! -f "$corpus/truth.jsonl" ]; then
+		rm -rf "$corpus"
+		say "generating the default corpus (seed 1, 32 MiB) in $corpus"
+		build/kh-corpus --seed 1 --size 32 "$corpus" >/dev/null
+	fi
+fi
+tree=$root/$corpus/tree
+scan() { # scan CONFIG: one run, wall to r4.CONFIG.launch, own wall to r4.CONFIG.own
+	local cfg=$1 cmd
+	case $cfg in
+	untraced) cmd=("$KHSCAN" --threads 2 "$tree") ;;
+	*) cmd=("$KHPROF" record --mode "$cfg" -- "$KHSCAN" --threads 2 "$tree") ;;
+	esac
+	settle
+	env LD_PRELOAD="$LIBWALL" KH_WALL_PROG=kh-scan KH_WALL_OUT="$tmp/r4.$cfg.own" \
+		"$LAUNCH" -o "$tmp/r4.$cfg.launch" -- "${cmd[@]}" >/dev/null 2>"$tmp/stderr"
+	# kh-scan exits 1 when it reports findings, which the corpus plants.
+	tail -n 1 "$tmp/r4.$cfg.launch" | grep -Eq 'status=[01]$' ||
+		{ cat "$tmp/stderr" >&2; die "kh-scan ($cfg) failed: $(tail -n 1 "$tmp/r4.$cfg.launch")"; }
+}
+scan untraced # warm the page cache
+rm -f "$tmp"/r4.*
+R4=31
+configs=(untraced batch span)
+for r in $(seq $R4); do
+	for k in 0 1 2; do # rotate the order every round
+		scan "${configs[$(((r + k) % 3))]}"
+	done
+done
+for cfg in "${configs[@]}"; do
+	[ "$(wc -l <"$tmp/r4.$cfg.own")" -eq $R4 ] || die "kh-scan ($cfg): own wall time missing (libwall.so not preloaded?)"
+done
+# How many spans one scan has, to set the own-wall ratio against what
+# row 2's per-span cost predicts.
+settle
+"$KHPROF" record -o "$tmp/r4.record.json" -- "$KHSCAN" --threads 2 "$tree" >/dev/null 2>&1 || true
+"$KHPROF" report "$tmp/r4.record.json" --format json >"$tmp/r4.record.report" ||
+	die "cannot read the record of kh-scan"
+scan_spans=$(python3 -c 'import json, sys
+print(sum(s["calls"] for s in json.load(open(sys.argv[1]))["stages"]))' "$tmp/r4.record.report")
+# paired KIND CFG KEY: median over rounds of CFG / untraced, paired round by round.
+paired() {
+	paste -d' ' <(field "$tmp/r4.$2.$1" "$3") <(field "$tmp/r4.untraced.$1" "$3") |
+		awk '{ print $1 / $2 }' | median
+}
+declare -A wall own
+for cfg in "${configs[@]}"; do
+	wall[$cfg]=$(calc %.1f "$(field "$tmp/r4.$cfg.launch" wall_ns | median) / 1e6")
+	own[$cfg]=$(calc %.2f "$(field "$tmp/r4.$cfg.own" own_wall_ns | median) / 1e6")
+done
+for m in batch span; do
+	label=$m
+	[ $m = batch ] && label="batch (default)"
+	wr=$(paired launch $m wall_ns)
+	orr=$(paired own $m own_wall_ns)
+	predicted=$(calc %.2f "$scan_spans * ${cost[$m]} / 1e6")
+	row 4 "kh-scan wall, ms, whole command: $label" "${wall[$m]}" "untraced ${wall[untraced]}" \
+		"$(calc %.2f× "$wr")" "≤1.01×" "$(ok "$wr <= 1.01")"
+	row 4 "kh-scan own wall, ms (loader → exit, in-process): $label" "${own[$m]}" \
+		"untraced ${own[untraced]}; $scan_spans spans × row 2's cost = +$predicted ms" \
+		"$(calc %.3f× "$orr")" "≤1.01×" "$(ok "$orr <= 1.01")"
+done
+
+# --- 5. accuracy against the program's own clock -----------------------------
+say "5/6 accuracy: workload timed US N, khprof vs the workload's own clock"
+declare -A N5=([1]=20000 [10]=5000 [100]=1000)
+for r in 1 2 3; do
+	for us in 1 10 100; do
+		for mode in batch span pair; do
+			rec=$tmp/r5.$mode.$us.$r.json
+			own_line=$("$KHPROF" record --mode $mode -o "$rec" -- "$WORKLOAD" timed $us "${N5[$us]}" 2>"$tmp/stderr") ||
+				{ cat "$tmp/stderr" >&2; die "khprof record of workload timed $us failed"; }
+			own_ns=$(printf '%s\n' "$own_line" | sed -n 's/^own_total_ns=//p')
+			[ -n "$own_ns" ] || die "workload timed $us printed no own_total_ns"
+			"$KHPROF" report "$rec" --format json >"$rec.report" ||
+				die "khprof report $rec failed"
+			python3 - "$rec.report" "$own_ns" >>"$tmp/r5.$mode.$us" <<'EOF' || die "cannot read $rec"
+import json, sys
+record = json.load(open(sys.argv[1]))
+own = int(sys.argv[2])
+stage = [s for s in record["stages"] if s["stage"] == "confirmed-patterns"]
+if not stage:
+    sys.exit("no confirmed-patterns stage in the record")
+elapsed, calls = stage[0]["elapsed_ns"], stage[0]["calls"]
+ext = record.get("khprof", {})
+bias = ext.get("span_bias_ns", ext.get("bias_ns_per_span"))
+# elapsed_ns has the calibrated bias already subtracted once per call
+# (docs/SCHEMA.md); the raw figure adds it back.
+raw = elapsed + calls * bias if bias is not None else elapsed
+corr = "n/a" if bias is None else "%.4f" % ((elapsed - own) / own * 100)
+print("raw_pct=%.4f corr_pct=%s bias_ns=%s raw_ns_per_span=%.1f" % (
+    (raw - own) / own * 100, corr, "n/a" if bias is None else bias, (raw - own) / calls))
+EOF
+		done
+	done
+done
+for us in 1 10 100; do
+	for mode in batch span pair; do
+		f=$tmp/r5.$mode.$us
+		raw=$(field "$f" raw_pct | median)
+		per=$(field "$f" raw_ns_per_span | median)
+		if grep -q 'corr_pct=n/a' "$f"; then
+			corr=n/a bias=n/a
+		else
+			corr=$(field "$f" corr_pct | median)
+			bias=$(field "$f" bias_ns | median)
+		fi
+		label="accuracy, $us µs spans, $mode: error vs own clock, raw → corrected"
+		if [ "$us" = 1 ]; then
+			target="state bias"
+			met="—"
+		else
+			target="within 2%"
+			check=$corr
+			[ "$corr" = n/a ] && check=$raw
+			met=$(ok "($check) <= 2 && ($check) >= -2")
+		fi
+		row 5 "$label" "$(calc %+.2f%% "$raw") → $(calc %+.2f%% "$corr")" \
+			"own clock; raw bias $(calc %+.0f "$per") ns/span, calibrated $bias ns" "—" "$target" "$met"
+	done
+done
+
+# --- 6. scaling with threads ------------------------------------------------
+say "6/6 scaling: traced cost per span with 1 and 2 threads"
+for r in 1 2 3; do
+	for mode in batch span; do
+		for th in 1 2; do
+			span_ns "khprof $mode x$th" "$KHPROF" record --mode $mode -- "$SC" probes "${N2[$mode]}" $th \
+				>>"$tmp/r6.$mode.$th"
+		done
+	done
+	span_ns probes "$SC" probes $N1 >>"$tmp/r6.untraced"
+	span_ns inproc-on "$SC" inproc-on 1000000 1 >>"$tmp/r6.inproc.1"
+	span_ns inproc-on "$SC" inproc-on 1000000 2 >>"$tmp/r6.inproc.2"
+	span_ns inproc-off "$SC" inproc-off $N1 >>"$tmp/r6.inproc-off"
+done
+untraced6=$(median <"$tmp/r6.untraced")
+for mode in batch span; do
+	c1=$(calc %.1f "$(median <"$tmp/r6.$mode.1") - $untraced6")
+	c2=$(calc %.1f "$(median <"$tmp/r6.$mode.2") - $untraced6")
+	row 6 "traced cost, ns/span, 2 threads (worst thread): $mode" "$c2" "1 thread $c1" \
+		"$(calc %.2f× "$c2 / $c1")" "≈1× (≤1.2×)" "$(ok "$c2 <= 1.2 * $c1")"
+done
+off6=$(median <"$tmp/r6.inproc-off")
+i1=$(calc %.1f "$(median <"$tmp/r6.inproc.1") - $off6")
+i2=$(calc %.1f "$(median <"$tmp/r6.inproc.2") - $off6")
+row 6 "reference: in-process design enabled (C port, shared atomic counters), 2 threads" \
+	"—" "$i2 (1 thread $i1)" "$(calc %.2f× "$i2 / $i1")" "—" "—"
+
+# --- the table and docs/PERFORMANCE.md --------------------------------------
+header='| row | measurement | khprof | reference | ratio | target | met |
+|---|---|---|---|---|---|---|'
+table="$header
+$(cat "$ROWS")"
+echo "$table"
+
+cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || commit="$commit (with uncommitted changes)"
+misses=$(grep -F '**no**' "$ROWS" | awk -F' \\| ' '{
+	got = ($5 == "—") ? $3 : $5
+	printf "- row %s, %s: %s against a target of %s\n", substr($1, 3), $2, got, $6 }' || true)
+[ -n "$misses" ] || misses="- none"
+
+{
+	cat <<EOF
+# khprof performance
+
+Generated by \`make bench\` (\`bench/run.sh\`); rerun it to reproduce, do not
+edit by hand. Every figure is a median of runs that alternate it with its
+reference in the same run of the script.
+
+- date: $(date -u '+%Y-%m-%d %H:%M UTC')
+- kernel: $(uname -r)
+- CPU: $cpu, $(nproc) vCPUs
+- load average (1, 5, 15 min) at start: $load_start; at end: $(cut -d' ' -f1-3 /proc/loadavg)
+- khprof: commit $commit
+- bpftrace: $(bpftrace --version 2>/dev/null | head -n 1)
+- seed-overhead: $([ -n "$SEED" ] && echo "built from ../shared/seed" || echo "unavailable (n/a)")
+- valgrind: $([ "$have_valgrind" = 1 ] && valgrind --version || echo "unavailable (n/a)")
+
+$table
+
+Targets missed in this run (why: see the end of this page):
+
+$misses
+
+EOF
+	cat <<'EOF'
+## What each row measures
+
+Row 1, untraced cost. `span_cost probes N` times N `KH_SPAN_SCOPE` spans
+(enter and exit) with no tracer attached, `span_cost bare N` the same loop
+without spans (the loop floor: one store, one increment, one compare and
+branch per iteration) and `span_cost inproc-off N` a C port of the seed's
+in-process span (`../shared/seed`: a relaxed load of an enabled flag at
+enter, a test of the start at exit), disabled. All three are built by the
+script with `gcc -O2`. At this level a wall-clock figure is one or two
+cycles and depends on where the loop lands in the instruction cache (the
+layout-check row builds the same source with `-falign-loops=32`), so the
+row also gives callgrind's instruction count per span, which is exact and
+repeatable: `valgrind --tool=callgrind` on the loop function alone, 5 × 100 000
+spans. An untraced span is one load of the semaphore word, a test and a
+not-taken branch (the exit reuses the enter's result), exactly what a
+runtime switch costs in the C port, so the two are equal; the seed's own
+Rust benchmark (`seed-overhead`, built from a copy of ../shared/seed) does
+more per iteration (its guard is an `Option<Instant>` kept in memory by
+`black_box`, and it alternates stages), and has no bare loop to subtract, so
+it is compared whole iteration to whole iteration. Target: ≤0.5 ns per span
+over the bare loop and ≤0.6× the in-process design's disabled cost.
+
+Row 2, traced cost. `khprof record --mode M -- span_cost probes N` with M =
+batch (the default: spans buffered per thread, one kernel entry per 64),
+span (one uprobe per span) and pair (enter and exit uprobes); the program's
+own ns/span minus the untraced figure of the same round. The reference is
+bpftrace 0.17 on the same binary doing the same per-stage aggregation with a
+`@start[tid]` map (`span_enter`: `@s[tid] = nsecs`; `span_exit`:
+`@ns[arg0] = sum(nsecs - @s[tid]); @n[arg0] = count(); delete(@s[tid])`),
+and the in-process design enabled (`span_cost inproc-on` minus `inproc-off`;
+the seed's `seed-overhead` enabled minus disabled). Five rounds, each
+running every variant once. Targets: default mode ≤300 ns/span and ≤0.6×
+bpftrace; the lowest-overhead mode ≤1.3× the in-process enabled cost.
+
+Row 3, start-up. `bench/launch` reads CLOCK_MONOTONIC, then fork+execs
+`khprof record -- first_probe` (or `bpftrace -c first_probe` with the same
+two probes); the first thing `first_probe`'s main does is read the clock
+and check that its USDT semaphore is set (probes live — the script fails
+if not). Median of 15 alternating runs, each started one second after the
+previous tracer exited; the fastest run is in brackets. The pause is there
+because, at times, a tracer started right after another one has its uprobe
+registrations (perf_event_open) wait in the kernel for 0.2–0.9 s each,
+which made khprof's start-up 0.3–1 s; seen repeatedly while this bench was
+written (with the committed khprof too, so not its start-up calibration),
+never with a second's pause. The back-to-back line (7 runs each, no pause)
+shows whether it happened in this run. bpftrace itself takes ~0.4 s to exit
+after its command ends. Peak RSS is wait4's `ru_maxrss` of the tracer (it also covers the tiny
+traced child, 1–2 MiB). Targets: ≤50 ms, ≤16 MiB.
+
+Row 4, end to end. `kh-scan --threads 2` on the default corpus
+(`kh-corpus --seed 1 --size 32`; build/demo-corpus is reused when present),
+untraced, under `khprof record` (batch) and under `khprof record --mode
+span`: 31 rounds, the three orders rotating each round, page cache warm,
+every run started one second after the previous one (see row 3).
+"Whole command" is fork to reap of the command, so the traced figure
+includes khprof's start-up (row 3) and teardown; "own wall" is the scanner
+process's own lifetime from the dynamic loader to exit, taken by
+`bench/libwall.so` (preloaded, it writes only for the process named
+kh-scan), which is what tracing adds to the program being measured. Cells
+are medians; ratios are medians of the per-round ratios. A single scan
+varies by ±15% here, so even 31 rounds resolve a ratio to about ±2–3%;
+the reference cell also gives what row 2 predicts: the scan's span count
+(from one extra traced run) × the mode's cost per span. Target: ≤1.01×.
+
+Row 5, accuracy. `khprof record -o F -- workload timed US N` runs N spans of
+US µs each and prints the total the workload measured itself, inside the
+spans; the record's `confirmed-patterns` `elapsed_ns` (read with
+`khprof report F --format json`) is compared with it. khprof subtracts a
+bias calibrated at start-up (`span_bias_ns` in the record's `khprof`
+extension, per mode) from every call; "raw" adds it back, "corrected" is
+the record as written. The raw bias per span is what every span carries
+beyond the program's own timing: the clock reads and probe work between
+the span's edges and the workload's own clock reads. Median of 3 runs.
+Targets: within 2% for spans of 10 µs and more; the 1 µs rows state the bias.
+
+Row 6, scaling. `span_cost probes N THREADS` under khprof with 1 and 2
+threads (each thread runs N spans; the figure is the worst thread's). The
+BPF side keeps per-CPU maps, so two threads on the machine's two vCPUs
+should each pay what one thread pays. Target: 2-thread cost ≈ 1-thread cost
+(≤1.2×). For contrast, the reference line runs the in-process design enabled
+with 1 and 2 threads: its per-stage counters are shared atomics, so two
+threads fight over their cache lines.
+
+## Why targets are missed, and what dominates
+
+- Row 1, ≤0.6× the in-process design's disabled cost. Untraced, a span is
+  one load of the semaphore word, a test and a not-taken branch (3
+  instructions; the exit reuses the enter's test). The C port of the seed,
+  disabled, is also one load, test and branch, so the ratio is 1.00× and
+  nothing with a runtime switch in the program can go below it: that would
+  need the tracer to patch the program's code (a jump label). Against the
+  seed's own Rust benchmark the ratio is about 0.33×, but that loop does
+  more than the span (see row 1 above). At -O2 the probes loop sometimes
+  lands so that it takes two cycles per iteration instead of one (about
+  0.55 ns against 0.27 ns); aligned, it runs at the bare loop's speed, so
+  that half nanosecond is code placement, not the span.
+- Row 3, ≤50 ms. The start-up sits right at the target (medians between
+  about 49 and 55 ms over the runs made while writing this bench). Most of
+  it is in the kernel: `strace -T` on one start-up showed about 22 ms
+  verifying the BPF programs (`BPF_PROG_LOAD`) and about 15 ms registering
+  the uprobes (`BPF_LINK_CREATE`). When successive start-ups hit the slow
+  uprobe registration described under row 3, it is 0.3–1 s.
+- Row 4, whole command ≤1.01×. The scan takes about 40 ms; khprof's fixed
+  start-up (row 3) and teardown are about as long again, so timing
+  `khprof record` as a whole can never come within 1% of a scan this short.
+  The per-run cost of tracing is the "own wall" line.
+- Row 4, own wall ≤1.01×. In batch mode, row 2 predicts under 1% (the
+  reference cell: span count × cost per span, against a ~40 ms scan), but
+  a single scan varies by ±15% on this machine, so 31 paired rounds only
+  resolve the ratio to about ±2–3%: a batch-mode figure between 0.97× and
+  1.03× is within the noise, and the target can be neither confirmed nor
+  refuted here. Span mode pays ~0.7 µs per span, about +4 ms (~10%) for
+  the scan's ~6000 spans, which the measurement does resolve; that cost is
+  the kernel entry per span (an optimised uprobe), which is why batch mode
+  is the default.
+EOF
+} >"$DOC.tmp"
+mv "$DOC.tmp" "$DOC"
+say "wrote $DOC"
