@@ -171,15 +171,15 @@ if [ "$have_valgrind" = 1 ]; then
 else
 	say "valgrind not found: instruction counts are n/a"
 fi
-m_probes=$(calc %.3f "$probes - $bare")
-m_inproc=$(calc %.3f "$inproc_off - $bare")
-im_probes=$(calc %.0f "$ir_probes - $ir_bare")
-im_inproc=$(calc %.0f "$ir_inproc - $ir_bare")
+m_probes=$(calc %+.3f "$probes - $bare")
+m_inproc=$(calc %+.3f "$inproc_off - $bare")
+im_probes=$(calc %+.0f "$ir_probes - $ir_bare")
+im_inproc=$(calc %+.0f "$ir_inproc - $ir_bare")
 row 1 "untraced span, ns/span (gcc -O2; bare loop $bare)" \
-	"probes $probes (+$m_probes)" "C port of the seed, disabled: $inproc_off (+$m_inproc)" \
+	"probes $probes ($m_probes)" "C port of the seed, disabled: $inproc_off ($m_inproc)" \
 	"—" "≤0.5 ns marginal" "$(ok "$m_probes <= 0.5")"
 row 1 "untraced span, instructions/span (callgrind; bare loop $ir_bare)" \
-	"probes $ir_probes (+$im_probes)" "C port, disabled: $ir_inproc (+$im_inproc)" \
+	"probes $ir_probes ($im_probes)" "C port, disabled: $ir_inproc ($im_inproc)" \
 	"$(calc %.2f× "$im_probes / $im_inproc")" "≤0.6×" "$(ok "$im_probes <= 0.6 * $im_inproc")"
 row 1 "untraced span vs the seed's own Rust loop (whole iteration)" \
 	"probes $probes ns, $ir_probes instr" "seed disabled $seed_off ns, $ir_seed instr" \
