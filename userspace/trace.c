@@ -165,6 +165,8 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 		report_load_error(err);
 		goto fail;
 	}
+	log__debug("BPF programs loaded in %.1f ms",
+		   (double)(tracer__now_ns() - t->trace_start_ns) / 1e6);
 	*out = t;
 	return 0;
 fail:
@@ -456,8 +458,9 @@ static int calibrate(struct tracer *t)
 				  ? (traced[CALIBRATION_ROUNDS / 2] - untraced[CALIBRATION_ROUNDS / 2]) /
 					    CALIBRATION_SPANS
 				  : 0;
-	log__debug("calibration: a span costs %" PRIu64 " ns and appears %" PRIu64 " ns long",
-		   t->span_cost_ns, t->span_bias_ns);
+	log__debug("calibration: a span costs %" PRIu64 " ns and appears %" PRIu64 " ns long "
+		   "(done %.1f ms after start)", t->span_cost_ns, t->span_bias_ns,
+		   (double)(tracer__now_ns() - t->trace_start_ns) / 1e6);
 	return 0;
 }
 
