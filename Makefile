@@ -126,7 +126,7 @@ demo: $(BUILD)/khprof $(EXAMPLES)
 	@./scripts/demo.sh
 
 bench: all
-	@./scripts/install-deps.sh $(BENCH_PACKAGES)
+	@./scripts/install-deps.sh $(BENCH_PACKAGES) valgrind $(SEED_PACKAGES)
 	@./bench/run.sh
 
 # Regenerates the vendored kernel type header from the running kernel's BTF.
