@@ -603,12 +603,12 @@ threads fight over their cache lines.
   lands so that it takes two cycles per iteration instead of one (about
   0.55 ns against 0.27 ns); aligned, it runs at the bare loop's speed, so
   that half nanosecond is code placement, not the span.
-- Row 3, ≤50 ms. The start-up sits right at the target (medians between
-  about 49 and 55 ms over the runs made while writing this bench). Most of
-  it is in the kernel: `strace -T` on one start-up showed about 22 ms
-  verifying the BPF programs (`BPF_PROG_LOAD`) and about 15 ms registering
-  the uprobes (`BPF_LINK_CREATE`). When successive start-ups hit the slow
-  uprobe registration described under row 3, it is 0.3–1 s.
+- Row 3, ≤50 ms. Start-up is mostly kernel work: loading the BPF
+  programs (about 16 ms since the batch walk uses bpf_loop; the unrolled
+  walk took 21 ms of verification alone and put the median at 49–55 ms),
+  then about 16 ms registering the uprobes on khprof's own calibration
+  sites, then the target's. When successive start-ups hit the slow uprobe
+  registration described under row 3, it is 0.3–1 s.
 - Row 4, whole command ≤1.01×. The scan takes about 40 ms; khprof's fixed
   start-up (row 3) and teardown are about as long again, so timing
   `khprof record` as a whole can never come within 1% of a scan this short.
