@@ -210,7 +210,9 @@ static long add_batch_stride(__u64 stride, void *ctx)
 	return 0;
 }
 
-static __always_inline void on_batch(__u64 entries, __u64 count)
+/* Completed spans, and the input counted since the thread's last batch. */
+static __always_inline void on_batch(__u64 entries, __u64 count, __u64 input_bytes,
+				     __u64 input_units)
 {
 	struct batch_walk walk;
 	__u32 zero = 0, slot;
@@ -230,6 +232,8 @@ static __always_inline void on_batch(__u64 entries, __u64 count)
 	if (walk.stats) {
 		walk.session_start = slot < KH_MAX_SLOTS ? slot_start_ns[slot] : 0;
 		walk.stats->probe_hits += 1;
+		walk.stats->input_bytes += input_bytes;
+		walk.stats->input_units += input_units;
 		walk.count = count;
 		bpf_loop((count + BATCH_STRIDE - 1) / BATCH_STRIDE, add_batch_stride, &walk, 0);
 	}
@@ -387,9 +391,14 @@ int kh_usdt(struct pt_regs *ctx)
 	case KH_PROBE_SPAN_EXIT:
 		on_span_exit(a0, a1);
 		break;
-	case KH_PROBE_BATCH:
-		on_batch(a0, a1);
+	case KH_PROBE_BATCH: {
+		long a3 = 0;
+
+		bpf_usdt_arg(ctx, 2, &a2);
+		bpf_usdt_arg(ctx, 3, &a3);
+		on_batch(a0, a1, a2, a3);
 		break;
+	}
 	case KH_PROBE_INPUT_BYTES:
 		add_input(false, a0);
 		break;

@@ -110,6 +110,8 @@ struct kh_thread_state {
 	uint32_t batch_registered;
 	uint32_t stage[KH_USER_SPAN_DEPTH];
 	uint64_t start_ns[KH_USER_SPAN_DEPTH];
+	uint64_t input_bytes; /* batch mode: counted since the thread's last batch */
+	uint64_t input_units;
 	struct kh_batch_entry batch[KH_BATCH_CAPACITY];
 };
 
@@ -189,6 +191,11 @@ __attribute__((weak)) uint64_t kh_session_sequence;
 	__asm__ __volatile__(KH__SITE_BEGIN(name) sema                         \
 			     KH__SITE_END(name, "8@%0 8@%1")                   \
 			     :: "nr"((uint64_t)(a1)), "nr"((uint64_t)(a2)) : "memory")
+#define KH__PROBE4(name, sema, a1, a2, a3, a4)                                 \
+	__asm__ __volatile__(KH__SITE_BEGIN(name) sema                         \
+			     KH__SITE_END(name, "8@%0 8@%1 8@%2 8@%3")         \
+			     :: "nr"((uint64_t)(a1)), "nr"((uint64_t)(a2)),    \
+				"nr"((uint64_t)(a3)), "nr"((uint64_t)(a4)) : "memory")
 #define KH__PROBE3(name, sema, a1, a2, a3)                                     \
 	__asm__ __volatile__(KH__SITE_BEGIN(name) sema                         \
 			     KH__SITE_END(name, "8@%0 8@%1 8@%2")              \
@@ -215,10 +222,13 @@ __attribute__((noinline, unused)) static void kh__batch_flush(void)
 {
 	struct kh_thread_state *t = &kh_thread_state;
 
-	if (t->batch_count == 0)
+	if (t->batch_count == 0 && t->input_bytes == 0 && t->input_units == 0)
 		return;
-	KH__PROBE2("batch", KH__SEMA_BATCH, t->batch, t->batch_count);
+	KH__PROBE4("batch", KH__SEMA_BATCH, t->batch, t->batch_count, t->input_bytes,
+		   t->input_units);
 	t->batch_count = 0;
+	t->input_bytes = 0;
+	t->input_units = 0;
 }
 
 /*
@@ -372,11 +382,25 @@ __attribute__((always_inline, unused)) static inline void kh__scope_exit(struct 
 			kh__scope_enter((uint32_t)(stage))
 
 /*
- * Counters fire once per chunk or file, never per byte, so they are plain
- * sites that stay live for any tracer, including ones that attach only them.
+ * Counters fire per chunk or file, never per byte.  In batch mode, a thread
+ * whose batch is already flushed at its exit adds them to its next batch
+ * instead of entering the kernel.  Otherwise they are plain sites, live for
+ * any tracer, including one that attaches only them.  No function call on
+ * either path: a leaf function that counts input stays a leaf, and its
+ * red zone stays safe (the site moves %rsp below it).
  */
-#define KH_INPUT_BYTES(n) KH__PROBE1("input_bytes", KH__SEMA_NONE, (n))
-#define KH_INPUT_UNITS(n) KH__PROBE1("input_units", KH__SEMA_NONE, (n))
+#define KH__INPUT(field, probe, n)                                             \
+	do {                                                                   \
+		struct kh_thread_state *kh__t = &kh_thread_state;              \
+		/* Semaphores count attached sites: test, don't mask. */     \
+		if (KH__UNLIKELY((kh__t->batch_registered != 0) &              \
+				 (keyhog_semaphores.s.batch != 0)))            \
+			kh__t->field += (uint64_t)(n);                         \
+		else                                                           \
+			KH__PROBE1(probe, KH__SEMA_NONE, (n));                 \
+	} while (0)
+#define KH_INPUT_BYTES(n) KH__INPUT(input_bytes, "input_bytes", n)
+#define KH_INPUT_UNITS(n) KH__INPUT(input_units, "input_units", n)
 
 /*
  * Session probes are plain sites: they fire a handful of times per run and
