@@ -465,7 +465,6 @@ int cmd_record(int argc, char **argv)
 
 	out.path = cli.output;
 	opts.mode = cli.mode;
-	opts.verbose = khprof_verbose;
 	opts.stop_on_loader = true;
 	opts.overrides = cli.overrides;
 	opts.override_count = cli.override_count;
@@ -570,7 +569,6 @@ int cmd_attach(int argc, char **argv)
 
 	out.path = cli.output;
 	opts.mode = cli.mode;
-	opts.verbose = khprof_verbose;
 	opts.overrides = cli.overrides;
 	opts.override_count = cli.override_count;
 	opts.on_profile = on_profile;

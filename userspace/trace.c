@@ -16,7 +16,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,7 +61,6 @@ struct tracer {
 	size_t link_fd_count;
 	__u32 spec_count;
 	size_t probe_count;
-	bool loader_hooked;
 	bool have_first_sample;
 	struct kh_resource_snapshot first_sample; /* when tracing began */
 	bool saw_session;
@@ -397,12 +395,9 @@ static int hook_loader(struct tracer *t, const char *exe)
 				       &offset, &no_semaphore, &cookie, 1, t->pid);
 		err = fd < 0 ? fd : keep_link_fd(t, fd);
 	}
-	if (err) {
+	if (err)
 		log__warn("cannot watch '%s' for dlopen: %s; libraries loaded later "
 			  "will not be traced", interp, strerror(-err));
-		return 0;
-	}
-	t->loader_hooked = true;
 	return 0;
 }
 
@@ -593,12 +588,15 @@ static bool slot_has_activity(const struct kh_slot_stats *s)
 static void sample(struct tracer *t, struct open_session *s, const struct kh_event *e,
 		   struct kh_resource_snapshot *snap)
 {
+	uint64_t latency;
+
 	memset(snap, 0, sizeof(*snap));
 	procfs__sample(t->pid, snap);
 	if (!e || !e->threads)
 		return;
-	if (tracer__now_ns() - e->ts_ns > s->profile.ext.sample_latency_ns_max)
-		s->profile.ext.sample_latency_ns_max = tracer__now_ns() - e->ts_ns;
+	latency = tracer__now_ns() - e->ts_ns;
+	if (latency > s->profile.ext.sample_latency_ns_max)
+		s->profile.ext.sample_latency_ns_max = latency;
 	if (!snap->resident_bytes.present && e->resident_pages)
 		snap->resident_bytes = (struct kh_opt_u64){ true, e->resident_pages * t->page_size };
 	if (!snap->virtual_bytes.present && e->virtual_pages)

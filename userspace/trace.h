@@ -26,7 +26,6 @@ struct identity_override {
 
 struct trace_options {
 	enum kh_trace_mode mode;
-	bool verbose;
 	/*
 	 * Stop the process whenever the dynamic loader maps objects so their
 	 * probes are attached before their code runs.  Only where khprof is
