@@ -77,12 +77,15 @@ $(BUILD)/khprof: $(KHPROF_OBJS)
 # --- examples ---------------------------------------------------------------
 $(BUILD)/examples/%.o: examples/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -pthread -c $< -o $@
+	$(CC) $(USER_CFLAGS) -Iexamples/common -pthread -c $< -o $@
 
-$(BUILD)/kh-scan: $(patsubst %.c,$(BUILD)/%.o,$(wildcard examples/scan/*.c))
+# examples/common holds what the scanner and its corpus must agree on.
+EXAMPLES_COMMON := $(patsubst %.c,$(BUILD)/%.o,$(wildcard examples/common/*.c))
+
+$(BUILD)/kh-scan: $(patsubst %.c,$(BUILD)/%.o,$(wildcard examples/scan/*.c)) $(EXAMPLES_COMMON)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ -lpcre2-8 -lm
 
-$(BUILD)/kh-corpus: $(patsubst %.c,$(BUILD)/%.o,$(wildcard examples/corpus/*.c))
+$(BUILD)/kh-corpus: $(patsubst %.c,$(BUILD)/%.o,$(wildcard examples/corpus/*.c)) $(EXAMPLES_COMMON)
 	$(CC) $(CFLAGS) -o $@ $^ -lm
 
 # --- tests ------------------------------------------------------------------

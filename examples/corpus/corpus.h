@@ -10,9 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Must agree with kh-scan's thresholds (examples/scan/kh_scan.h). */
-#define SCANNER_MIN_ENTROPY_BITS 3.5
-/* Planted generic values keep a margin above the threshold. */
+#include "entropy.h"
+
+/* Planted generic values keep a margin above GENERIC_MIN_ENTROPY_BITS. */
 #define PLANTED_MIN_ENTROPY_BITS 4.0
 
 enum planted_rule {
@@ -55,7 +55,6 @@ const char *pick_low_entropy_value(struct rng *rng);
 void make_base64_noise(struct rng *rng, char *out, size_t length);
 /* Standard base64 with padding; out needs 4 * ceil(length / 3) + 1 bytes. */
 void base64_encode(const char *data, size_t length, char *out);
-double shannon_entropy_bits(const char *text, size_t length);
 /* Aborts if a decoy value would cross the scanner's entropy threshold. */
 void check_decoy_tables(void);
 

@@ -249,7 +249,7 @@ void check_decoy_tables(void)
 		const char *value = low_entropy_values[i];
 		size_t length = strlen(value);
 
-		if (length >= 16 && shannon_entropy_bits(value, length) >= SCANNER_MIN_ENTROPY_BITS) {
+		if (length >= 16 && shannon_entropy_bits(value, length) >= GENERIC_MIN_ENTROPY_BITS) {
 			fprintf(stderr, "kh-corpus: decoy '%s' would be reported\n", value);
 			abort();
 		}
@@ -287,19 +287,3 @@ void base64_encode(const char *data, size_t length, char *out)
 	*out = '\0';
 }
 
-double shannon_entropy_bits(const char *text, size_t length)
-{
-	uint32_t counts[256] = { 0 };
-	double entropy = 0.0;
-
-	for (size_t i = 0; i < length; i++)
-		counts[(unsigned char)text[i]]++;
-	for (int symbol = 0; symbol < 256; symbol++) {
-		if (counts[symbol] == 0)
-			continue;
-		double probability = (double)counts[symbol] / (double)length;
-
-		entropy -= probability * log2(probability);
-	}
-	return entropy;
-}

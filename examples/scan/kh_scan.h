@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "entropy.h"
+
 #define KH_SCAN_VERSION "kh-scan 0.1.0"
 
 /* Exit statuses follow gitleaks and trufflehog so CI wrappers work unchanged. */
@@ -34,7 +36,6 @@ enum scan_exit_status {
 #define BINARY_SNIFF_BYTES 8192
 /* generic-secret: values shorter or more predictable than this are noise. */
 #define GENERIC_MIN_LENGTH 16
-#define GENERIC_MIN_ENTROPY_BITS 3.5
 /* Shorter base64 runs are mostly identifiers and hashes, not payloads. */
 #define BASE64_MIN_BLOB 24
 /* Decoded bytes must be this printable to be worth rescanning as text. */

@@ -253,23 +253,6 @@ static void detect_generic_assignments(struct scan_worker *worker, const char *t
 	}
 }
 
-static double shannon_entropy_bits(const unsigned char *bytes, size_t length)
-{
-	uint32_t counts[256] = { 0 };
-	double entropy = 0.0;
-
-	for (size_t i = 0; i < length; i++)
-		counts[bytes[i]]++;
-	for (int symbol = 0; symbol < 256; symbol++) {
-		if (counts[symbol] == 0)
-			continue;
-		double probability = (double)counts[symbol] / (double)length;
-
-		entropy -= probability * log2(probability);
-	}
-	return entropy;
-}
-
 static void keep_high_entropy_values(struct scan_worker *worker, const char *text)
 {
 	for (size_t i = 0; i < worker->values.count; i++) {
@@ -277,7 +260,7 @@ static void keep_high_entropy_values(struct scan_worker *worker, const char *tex
 
 		if (value->length < GENERIC_MIN_LENGTH)
 			continue;
-		if (shannon_entropy_bits((const unsigned char *)text + value->offset, value->length) <
+		if (shannon_entropy_bits(text + value->offset, value->length) <
 		    GENERIC_MIN_ENTROPY_BITS)
 			continue;
 		add_raw_finding(worker, text, value->offset, value->offset + value->length,
