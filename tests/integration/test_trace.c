@@ -542,26 +542,52 @@ static struct child start_attach(const char *pid_text, const char *out)
 	return k;
 }
 
+/* The workload's serve loop, ready for commands; its pid in pid_text. */
+static struct child start_server(char *pid_text, size_t len)
+{
+	char *argv[] = { WORKLOAD, "serve", NULL };
+	struct child w = spawn(argv, false);
+
+	wait_for_line(w.from, "ready");
+	snprintf(pid_text, len, "%d", w.pid);
+	return w;
+}
+
+/* One serve-loop command, run to completion. */
+static void command(struct child *w, const char *line)
+{
+	send_line(w, line);
+	wait_for_line(w->from, "done");
+}
+
+/* Ends the serve loop (EOF on its stdin) and checks it exited cleanly. */
+static void stop_server(struct child *w)
+{
+	close(w->to);
+	assert_int_equal(wait_exit(w->pid), 0);
+	fclose(w->from);
+}
+
+static void close_child_pipes(struct child *c)
+{
+	fclose(c->from);
+	close(c->to);
+}
+
 static void test_attach_running_process(void **state)
 {
-	char *workload_argv[] = { WORKLOAD, "serve", NULL };
 	char out[160], pid_text[16];
 	struct child w, k;
 	struct kh_profile p;
 
 	(void)state;
 	tmp_path(out, sizeof(out), "attach.json");
-	w = spawn(workload_argv, false);
-	wait_for_line(w.from, "ready");
-	snprintf(pid_text, sizeof(pid_text), "%d", w.pid);
+	w = start_server(pid_text, sizeof(pid_text));
 	k = start_attach(pid_text, out);
-
-	send_line(&w, "session\n");
-	wait_for_line(w.from, "done");
+	command(&w, "session\n");
 	kill(k.pid, SIGINT);
 	assert_int_equal(wait_exit(k.pid), 0);
-	close(w.to);
-	assert_int_equal(wait_exit(w.pid), 0);
+	stop_server(&w);
 
 	load_record(out, &p);
 	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 10);
@@ -570,33 +596,23 @@ static void test_attach_running_process(void **state)
 	assert_false(p.ext.started_mid_session);
 	profile__free(&p);
 	assert_seed_conformance(out);
-	fclose(w.from);
-	fclose(k.from);
-	close(k.to);
+	close_child_pipes(&k);
 }
 
 static void test_attach_mid_session(void **state)
 {
-	char *workload_argv[] = { WORKLOAD, "serve", NULL };
 	char out[160], pid_text[16];
 	struct child w, k;
 	struct kh_profile p;
 
 	(void)state;
 	tmp_path(out, sizeof(out), "midsession.json");
-	w = spawn(workload_argv, false);
-	wait_for_line(w.from, "ready");
-	send_line(&w, "begin\n");
-	wait_for_line(w.from, "done");
-	snprintf(pid_text, sizeof(pid_text), "%d", w.pid);
+	w = start_server(pid_text, sizeof(pid_text));
+	command(&w, "begin\n");
 	k = start_attach(pid_text, out);
-
-	send_line(&w, "spans\n");
-	wait_for_line(w.from, "done");
-	send_line(&w, "end\n");
-	wait_for_line(w.from, "done");
-	close(w.to);
-	assert_int_equal(wait_exit(w.pid), 0);
+	command(&w, "spans\n");
+	command(&w, "end\n");
+	stop_server(&w);
 	/* khprof stops by itself when the process exits. */
 	assert_int_equal(wait_exit(k.pid), 0);
 
@@ -606,34 +622,26 @@ static void test_attach_mid_session(void **state)
 	assert_int_equal(p.status, KH_STATE_COMPLETED);
 	profile__free(&p);
 	assert_seed_conformance(out);
-	fclose(w.from);
-	fclose(k.from);
-	close(k.to);
+	close_child_pipes(&k);
 }
 
 /* SIGTERM ends the trace with the session still open: a partial record. */
 static void test_attach_sigterm_ends_mid_session(void **state)
 {
-	char *workload_argv[] = { WORKLOAD, "serve", NULL };
 	char out[160], pid_text[16];
 	struct kh_profile p;
 	struct child w, k;
 
 	(void)state;
 	tmp_path(out, sizeof(out), "sigterm.json");
-	w = spawn(workload_argv, false);
-	wait_for_line(w.from, "ready");
-	send_line(&w, "begin\n");
-	wait_for_line(w.from, "done");
-	snprintf(pid_text, sizeof(pid_text), "%d", w.pid);
+	w = start_server(pid_text, sizeof(pid_text));
+	command(&w, "begin\n");
 	k = start_attach(pid_text, out);
-	send_line(&w, "spans\n");
-	wait_for_line(w.from, "done");
+	command(&w, "spans\n");
 	kill(k.pid, SIGTERM);
 	wait_for_line(k.from, "profile ended mid-session");
 	assert_int_equal(wait_exit(k.pid), 0);
-	close(w.to);
-	assert_int_equal(wait_exit(w.pid), 0);
+	stop_server(&w);
 
 	load_record(out, &p);
 	assert_true(p.ext.started_mid_session);
@@ -646,15 +654,12 @@ static void test_attach_sigterm_ends_mid_session(void **state)
 	assert_int_equal(p.status, KH_STATE_SCANNING);
 	profile__free(&p);
 	assert_seed_conformance(out);
-	fclose(w.from);
-	fclose(k.from);
-	close(k.to);
+	close_child_pipes(&k);
 }
 
 /* --duration stops khprof by itself; an idle process gives no record. */
 static void test_attach_duration_on_idle_process(void **state)
 {
-	char *workload_argv[] = { WORKLOAD, "serve", NULL };
 	char out[160], pid_text[16];
 	char *argv[] = { KHPROF, "attach", "-p", pid_text, "--duration", "0.1", "-o", out, NULL };
 	struct run_result r;
@@ -662,16 +667,12 @@ static void test_attach_duration_on_idle_process(void **state)
 
 	(void)state;
 	tmp_path(out, sizeof(out), "idle.json");
-	w = spawn(workload_argv, false);
-	wait_for_line(w.from, "ready");
-	snprintf(pid_text, sizeof(pid_text), "%d", w.pid);
+	w = start_server(pid_text, sizeof(pid_text));
 	r = run(argv);
 	assert_int_equal(r.exit_code, 0);
 	assert_non_null(strstr(r.err, "no keyhog activity seen"));
 	assert_int_equal(access(out, F_OK), -1);
-	close(w.to);
-	assert_int_equal(wait_exit(w.pid), 0);
-	fclose(w.from);
+	stop_server(&w);
 	run_result__free(&r);
 }
 
