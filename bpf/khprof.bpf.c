@@ -30,6 +30,10 @@ const volatile __u32 stop_on_loader_event = 0;
 __u32 active_slot = KH_OUTSIDE_SLOT;
 __u32 slot_busy[KH_MAX_SLOTS];
 __u64 slot_start_ns[KH_MAX_SLOTS];
+/* _r_debug.r_state's address minus _dl_debug_state's; 0 if unknown. */
+__s64 r_state_from_hook;
+
+#define RT_CONSISTENT 0
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -430,8 +434,16 @@ int kh_usdt(struct pt_regs *ctx)
 SEC("uprobe")
 int kh_loader_state(struct pt_regs *ctx)
 {
-	struct kh_event *e = event_reserve(KH_EVENT_LOADER_STATE, active_slot);
+	struct kh_event *e;
+	int r_state = RT_CONSISTENT;
 
+	/* Before the map changes there is nothing new to attach to yet. */
+	if (r_state_from_hook &&
+	    bpf_probe_read_user(&r_state, sizeof(r_state),
+				(const void *)(bpf_get_func_ip(ctx) + r_state_from_hook)) == 0 &&
+	    r_state != RT_CONSISTENT)
+		return 0;
+	e = event_reserve(KH_EVENT_LOADER_STATE, active_slot);
 	if (stop_on_loader_event)
 		bpf_send_signal(SIGSTOP);
 	if (e)

@@ -378,18 +378,29 @@ static int attach_object_once(struct tracer *t, const char *path)
 	return attach_object(t, path);
 }
 
+/*
+ * The loader calls _dl_debug_state() with _r_debug.r_state saying what it
+ * is about: RT_ADD or RT_DELETE before it changes the link map, RT_CONSISTENT
+ * once objects are mapped.  Only the last is worth a stop; the BPF side
+ * finds r_state from the probe's address.
+ */
+#define R_DEBUG_R_STATE_OFFSET 24 /* struct r_debug on LP64 */
+
 static int hook_loader(struct tracer *t, const char *exe)
 {
 	char interp[PATH_MAX];
-	uint64_t symbol_offset = 0;
+	uint64_t hook_vaddr = 0, hook_offset = 0, r_debug_vaddr = 0, r_debug_offset = 0;
 	__u64 offset, cookie = 0, no_semaphore = 0;
 	int err, fd;
 
 	err = elf__interpreter(exe, interp, sizeof(interp));
 	if (err || interp[0] == '\0')
 		return 0; /* static executable: nothing is ever loaded later */
-	err = elf__symbol_file_offset(interp, "_dl_debug_state", &symbol_offset);
-	offset = symbol_offset;
+	err = elf__symbol(interp, "_dl_debug_state", &hook_vaddr, &hook_offset);
+	if (!err && elf__symbol(interp, "_r_debug", &r_debug_vaddr, &r_debug_offset) == 0)
+		t->skel->bss->r_state_from_hook =
+			(__s64)(r_debug_vaddr + R_DEBUG_R_STATE_OFFSET) - (__s64)hook_vaddr;
+	offset = hook_offset;
 	if (!err) {
 		fd = uprobe_multi_link(bpf_program__fd(t->skel->progs.kh_loader_state), interp,
 				       &offset, &no_semaphore, &cookie, 1, t->pid);

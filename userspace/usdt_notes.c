@@ -196,7 +196,8 @@ void usdt_notes__free(struct usdt_note_list *list)
 	list->count = 0;
 }
 
-static int find_symbol(Elf *elf, const char *name, uint64_t *offset)
+/* The address (st_value) of a defined function or object called name. */
+static int find_symbol(Elf *elf, const char *name, uint64_t *vaddr)
 {
 	Elf_Scn *scn = NULL;
 
@@ -212,20 +213,21 @@ static int find_symbol(Elf *elf, const char *name, uint64_t *offset)
 			GElf_Sym sym;
 			const char *sym_name;
 
-			if (!gelf_getsym(data, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
-			    sym.st_value == 0)
+			if (!gelf_getsym(data, (int)i, &sym) || sym.st_value == 0 ||
+			    (GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
+			     GELF_ST_TYPE(sym.st_info) != STT_OBJECT))
 				continue;
 			sym_name = elf_strptr(elf, shdr.sh_link, sym.st_name);
 			if (sym_name && strcmp(sym_name, name) == 0) {
-				*offset = file_offset_of(elf, sym.st_value);
-				return *offset ? 0 : -ENOENT;
+				*vaddr = sym.st_value;
+				return 0;
 			}
 		}
 	}
 	return -ENOENT;
 }
 
-int elf__symbol_file_offset(const char *path, const char *name, uint64_t *offset)
+int elf__symbol(const char *path, const char *name, uint64_t *vaddr, uint64_t *offset)
 {
 	Elf *elf;
 	int fd, err;
@@ -233,7 +235,11 @@ int elf__symbol_file_offset(const char *path, const char *name, uint64_t *offset
 	err = elf_open(path, &fd, &elf);
 	if (err)
 		return err;
-	err = find_symbol(elf, name, offset);
+	err = find_symbol(elf, name, vaddr);
+	if (!err) {
+		*offset = file_offset_of(elf, *vaddr);
+		err = *offset ? 0 : -ENOENT;
+	}
 	elf_close(fd, elf);
 	return err;
 }

@@ -31,8 +31,8 @@ struct usdt_note_list {
  */
 int usdt_notes__read(const char *path, struct usdt_note_list *out);
 void usdt_notes__free(struct usdt_note_list *list);
-/* File offset of the function symbol name (.symtab or .dynsym) in path. */
-int elf__symbol_file_offset(const char *path, const char *name, uint64_t *offset);
+/* Address and file offset of the function or object name (.symtab or .dynsym). */
+int elf__symbol(const char *path, const char *name, uint64_t *vaddr, uint64_t *offset);
 
 /* PT_INTERP of an executable into buf, "" for a static one. */
 int elf__interpreter(const char *path, char *buf, size_t len);

@@ -96,15 +96,15 @@ static void test_notes_of_the_probe_header(void **state)
 static void test_notes_errors_and_symbols(void **state)
 {
 	struct usdt_note_list notes;
-	uint64_t offset = 0;
+	uint64_t offset = 0, vaddr = 0;
 
 	(void)state;
 	assert_int_equal(usdt_notes__read("README.md", &notes), -ENOEXEC);
 	assert_int_equal(usdt_notes__read("/no/such/file", &notes), -ENOENT);
-	assert_int_equal(elf__symbol_file_offset("build/workloads/libkhwork.so",
-						 "khwork_entropy_span", &offset), 0);
-	assert_true(offset != 0);
-	assert_int_equal(elf__symbol_file_offset("build/workloads/libkhwork.so", "nope", &offset),
+	assert_int_equal(elf__symbol("build/workloads/libkhwork.so", "khwork_entropy_span",
+				     &vaddr, &offset), 0);
+	assert_true(offset != 0 && vaddr != 0);
+	assert_int_equal(elf__symbol("build/workloads/libkhwork.so", "nope", &vaddr, &offset),
 			 -ENOENT);
 }
 
