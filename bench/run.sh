@@ -358,6 +358,14 @@ for cfg in "${configs[@]}"; do
 	wall[$cfg]=$(calc %.1f "$(field "$tmp/r4.$cfg.launch" wall_ns | median) / 1e6")
 	own[$cfg]=$(calc %.2f "$(field "$tmp/r4.$cfg.own" own_wall_ns | median) / 1e6")
 done
+# The scanner's own throughput target (examples/README.md): untraced, whole
+# command, 2 threads, bytes the record counted over the median wall.
+scan_bytes=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["input_bytes"])' \
+	"$tmp/r4.record.report")
+mibps=$(calc %.0f "$scan_bytes / 1048576 / (${wall[untraced]} / 1000)")
+row 4 "kh-scan untraced throughput, MiB/s (whole command, 2 threads, $(calc %.1f "$scan_bytes / 1048576") MiB)" \
+	"$mibps" "target 100 MiB/s" "$(calc %.1f× "$mibps / 100")" "≥100 MiB/s" \
+	"$([ "$(calc %.0f "$mibps")" -ge 100 ] && echo yes || echo '**no**')"
 for m in batch span; do
 	label=$m
 	[ $m = batch ] && label="batch (default)"
