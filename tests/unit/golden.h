@@ -278,4 +278,29 @@ static inline const char *conformance_reader(void)
 	return NULL;
 }
 
+/*
+ * Fails unless the seed, run now, still renders every golden input as the
+ * committed NAME<suffix> says (.txt for its text, .seed.json for its JSON).
+ */
+static inline void assert_goldens_current(const char *suffix, bool json)
+{
+	const char *render = conformance_reader();
+	char *names[GOLDEN_MAX];
+	size_t count = golden_inputs(names);
+
+	for (size_t i = 0; i < count; i++) {
+		char *input = golden_read_suffix(names[i], ".json");
+		char *expected = golden_read_suffix(names[i], suffix);
+		int status;
+		char *rendered = seed_render(render, input, json, &status);
+
+		if (!rendered || strcmp(rendered, expected))
+			fail_msg("%s%s is stale: run tests/golden/regen.sh", names[i], suffix);
+		free(rendered);
+		free(expected);
+		free(input);
+	}
+	golden_free(names, count);
+}
+
 #endif /* KHPROF_TEST_GOLDEN_H */

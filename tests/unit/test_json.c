@@ -506,24 +506,8 @@ static void test_seed_reads_our_output(void **state)
 /* Committed goldens are still what the seed produces (catches seed drift). */
 static void test_goldens_are_current(void **state)
 {
-	const char *render = conformance_reader();
-	char *names[GOLDEN_MAX];
-	size_t count = golden_inputs(names);
-
 	(void)state;
-	for (size_t i = 0; i < count; i++) {
-		char *input = golden_read_suffix(names[i], ".json");
-		char *expected = golden_read_suffix(names[i], ".seed.json");
-		int status;
-		char *seed_json = seed_render(render, input, true, &status);
-
-		if (!seed_json || strcmp(seed_json, expected))
-			fail_msg("%s.seed.json is stale: run tests/golden/regen.sh", names[i]);
-		free(seed_json);
-		free(expected);
-		free(input);
-	}
-	golden_free(names, count);
+	assert_goldens_current(".seed.json", true);
 }
 
 static void test_seed_agrees_on_malformed(void **state)

@@ -194,24 +194,8 @@ static void test_non_finite_cpu(void **state)
 /* Live: the seed renders every golden as the committed .txt says. */
 static void test_text_goldens_are_current(void **state)
 {
-	const char *render = conformance_reader();
-	char *names[GOLDEN_MAX];
-	size_t count = golden_inputs(names);
-
 	(void)state;
-	for (size_t i = 0; i < count; i++) {
-		char *input = golden_read_suffix(names[i], ".json");
-		char *expected = golden_read_suffix(names[i], ".txt");
-		int status;
-		char *seed_text = seed_render(render, input, false, &status);
-
-		if (!seed_text || strcmp(seed_text, expected))
-			fail_msg("%s.txt is stale: run tests/golden/regen.sh", names[i]);
-		free(seed_text);
-		free(expected);
-		free(input);
-	}
-	golden_free(names, count);
+	assert_goldens_current(".txt", false);
 }
 
 int main(void)
