@@ -33,7 +33,8 @@ SEED_PACKAGES := cargo librust-serde-dev librust-serde-derive-dev \
 
 DEPS_STAMP := $(BUILD)/.deps-installed
 
-KHPROF_SRCS := $(wildcard userspace/*.c)
+# usdt/ reads probe sites (notes, argument specs); userspace/ is the rest.
+KHPROF_SRCS := $(wildcard userspace/*.c usdt/*.c)
 KHPROF_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(KHPROF_SRCS))
 # Module objects without main(), shared with the unit tests.
 MODULE_OBJS := $(filter-out $(BUILD)/userspace/main.o,$(KHPROF_OBJS))
@@ -65,6 +66,10 @@ $(BUILD)/khprof.skel.h: $(BUILD)/bpf/khprof.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/userspace/%.o: userspace/%.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) -c $< -o $@
+
+$(BUILD)/usdt/%.o: usdt/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) -c $< -o $@
 
