@@ -111,7 +111,24 @@ static __always_inline void add_span(struct kh_slot_stats *stats, __u32 stage,
 	}
 }
 
-/* Records one completed span measured by its start time, or counts why not. */
+/*
+ * Adds one completed span, or counts why it cannot be added: a start of 0,
+ * or one left by an earlier tracer, means the enter was not seen; a span
+ * that ended before its session began is late (batches only).
+ */
+static __always_inline void account_span(struct kh_slot_stats *stats, __u32 stage,
+					 __u64 start_ns, __u64 end_ns, __u32 attribution,
+					 __u64 session_start_ns)
+{
+	if (start_ns == 0 || start_ns < trace_start_ns || start_ns > end_ns)
+		stats->drops[KH_DROP_UNMATCHED_EXIT] += 1;
+	else if (end_ns < session_start_ns)
+		stats->drops[KH_DROP_LATE_BATCH] += 1;
+	else
+		add_span(stats, stage, end_ns - start_ns, attribution);
+}
+
+/* One span reported at its exit (span and pair modes). */
 static __always_inline void record_span(__u32 stage, __u64 start_ns, __u64 end_ns,
 					__u32 attribution)
 {
@@ -119,15 +136,10 @@ static __always_inline void record_span(__u32 stage, __u64 start_ns, __u64 end_n
 
 	bpf_preempt_disable();
 	stats = stats_of(active_slot);
-	if (!stats)
-		goto out;
-	stats->probe_hits += 1;
-	/* 0, or a frame left by an earlier tracer: the enter was not seen. */
-	if (start_ns == 0 || start_ns < trace_start_ns || start_ns > end_ns)
-		stats->drops[KH_DROP_UNMATCHED_EXIT] += 1;
-	else
-		add_span(stats, stage, end_ns - start_ns, attribution);
-out:
+	if (stats) {
+		stats->probe_hits += 1;
+		account_span(stats, stage, start_ns, end_ns, attribution, 0);
+	}
 	bpf_preempt_enable();
 }
 
@@ -204,12 +216,8 @@ static long add_batch_stride(__u64 stride, void *ctx)
 		if (index >= walk->count || index >= KH_BATCH_CAPACITY)
 			return 1;
 		e = &walk->buf->entries[index];
-		if (e->start_ns == 0 || e->start_ns < trace_start_ns || e->start_ns > e->end_ns)
-			walk->stats->drops[KH_DROP_UNMATCHED_EXIT] += 1;
-		else if (e->end_ns < walk->session_start)
-			walk->stats->drops[KH_DROP_LATE_BATCH] += 1;
-		else
-			add_span(walk->stats, e->stage, e->end_ns - e->start_ns, e->attribution);
+		account_span(walk->stats, e->stage, e->start_ns, e->end_ns, e->attribution,
+			     walk->session_start);
 	}
 	return 0;
 }

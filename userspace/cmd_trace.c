@@ -278,6 +278,18 @@ bad_option:
 	return -EINVAL;
 }
 
+/* What record and attach share: the command line, and records go to out. */
+static void trace_options_from(const struct trace_cli *cli, struct output_state *out,
+			       struct trace_options *opts)
+{
+	out->path = cli->output;
+	opts->mode = cli->mode;
+	opts->overrides = cli->overrides;
+	opts->override_count = cli->override_count;
+	opts->on_profile = on_profile;
+	opts->ctx = out;
+}
+
 /* execvp's search, done before fork so the path can be attached first. */
 static int resolve_command(const char *cmd, char *out, size_t len)
 {
@@ -463,13 +475,8 @@ int cmd_record(int argc, char **argv)
 		return err == -ENOENT ? KHPROF_EXIT_NOT_FOUND : KHPROF_EXIT_CANNOT_EXEC;
 	}
 
-	out.path = cli.output;
-	opts.mode = cli.mode;
+	trace_options_from(&cli, &out, &opts);
 	opts.stop_on_loader = true;
-	opts.overrides = cli.overrides;
-	opts.override_count = cli.override_count;
-	opts.on_profile = on_profile;
-	opts.ctx = &out;
 	err = tracer__open(&t, &opts);
 	if (err)
 		return KHPROF_EXIT_FAILURE;
@@ -567,12 +574,7 @@ int cmd_attach(int argc, char **argv)
 	}
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", cli.pid);
 
-	out.path = cli.output;
-	opts.mode = cli.mode;
-	opts.overrides = cli.overrides;
-	opts.override_count = cli.override_count;
-	opts.on_profile = on_profile;
-	opts.ctx = &out;
+	trace_options_from(&cli, &out, &opts);
 	if (tracer__open(&t, &opts))
 		return KHPROF_EXIT_FAILURE;
 	sigprocmask(SIG_SETMASK, NULL, &old_mask);

@@ -256,10 +256,18 @@ static int uprobe_multi_link(int prog_fd, const char *path, const __u64 *offsets
 	return fd < 0 ? -errno : fd;
 }
 
-static int keep_link_fd(struct tracer *t, int fd)
+/* Links prog to count sites of path and keeps the link until tracer__close. */
+static int link_sites(struct tracer *t, struct bpf_program *prog, const char *path,
+		      const __u64 *offsets, const __u64 *ref_ctr_offsets, const __u64 *cookies,
+		      __u32 count)
 {
-	int *grown = realloc(t->link_fds, (t->link_fd_count + 1) * sizeof(*grown));
+	int fd = uprobe_multi_link(bpf_program__fd(prog), path, offsets, ref_ctr_offsets,
+				   cookies, count, t->pid);
+	int *grown;
 
+	if (fd < 0)
+		return fd;
+	grown = realloc(t->link_fds, (t->link_fd_count + 1) * sizeof(*grown));
 	if (!grown) {
 		close(fd);
 		return -ENOMEM;
@@ -313,7 +321,7 @@ static int attach_object(struct tracer *t, const char *path)
 	struct usdt_note_list notes;
 	__u64 *offsets = NULL, *ref_ctr_offsets = NULL, *cookies = NULL;
 	__u32 count = 0;
-	int err, fd;
+	int err;
 
 	err = usdt_notes__read(path, &notes);
 	if (err) {
@@ -347,18 +355,14 @@ static int attach_object(struct tracer *t, const char *path)
 	err = 0;
 	if (count == 0)
 		goto out;
-	fd = uprobe_multi_link(bpf_program__fd(t->skel->progs.kh_usdt), path, offsets,
-			       ref_ctr_offsets, cookies, count, t->pid);
-	if (fd < 0) {
-		err = fd;
+	err = link_sites(t, t->skel->progs.kh_usdt, path, offsets, ref_ctr_offsets, cookies,
+			 count);
+	if (err) {
 		report_attach_error(path, err);
 		goto out;
 	}
-	err = keep_link_fd(t, fd);
-	if (!err) {
-		log__debug("attached %u probe sites in '%s'", count, path);
-		t->probe_count += count;
-	}
+	log__debug("attached %u probe sites in '%s'", count, path);
+	t->probe_count += count;
 out:
 	free(offsets);
 	free(ref_ctr_offsets);
@@ -391,7 +395,7 @@ static int hook_loader(struct tracer *t, const char *exe)
 	char interp[PATH_MAX];
 	uint64_t hook_vaddr = 0, hook_offset = 0, r_debug_vaddr = 0, r_debug_offset = 0;
 	__u64 offset, cookie = 0, no_semaphore = 0;
-	int err, fd;
+	int err;
 
 	err = elf__interpreter(exe, interp, sizeof(interp));
 	if (err || interp[0] == '\0')
@@ -401,11 +405,9 @@ static int hook_loader(struct tracer *t, const char *exe)
 		t->skel->bss->r_state_from_hook =
 			(__s64)(r_debug_vaddr + R_DEBUG_R_STATE_OFFSET) - (__s64)hook_vaddr;
 	offset = hook_offset;
-	if (!err) {
-		fd = uprobe_multi_link(bpf_program__fd(t->skel->progs.kh_loader_state), interp,
-				       &offset, &no_semaphore, &cookie, 1, t->pid);
-		err = fd < 0 ? fd : keep_link_fd(t, fd);
-	}
+	if (!err)
+		err = link_sites(t, t->skel->progs.kh_loader_state, interp, &offset, &no_semaphore,
+				 &cookie, 1);
 	if (err)
 		log__warn("cannot watch '%s' for dlopen: %s; libraries loaded later "
 			  "will not be traced", interp, strerror(-err));
@@ -419,7 +421,14 @@ static int compare_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static int read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum);
+/* Sorts values in place and returns their median. */
+static uint64_t median_u64(uint64_t *values, size_t count)
+{
+	qsort(values, count, sizeof(*values), compare_u64);
+	return values[count / 2];
+}
+
+static int read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum, bool reset);
 
 #define CALIBRATION_ROUNDS 5
 #define CALIBRATION_SPANS 200
@@ -435,6 +444,7 @@ static int calibrate(struct tracer *t)
 {
 	uint64_t untraced[CALIBRATION_ROUNDS], traced[CALIBRATION_ROUNDS], bias[CALIBRATION_ROUNDS];
 	size_t links_before = t->link_fd_count, probes_before = t->probe_count;
+	uint64_t traced_ns, untraced_ns;
 	struct kh_slot_stats sum;
 	int err;
 
@@ -452,18 +462,14 @@ static int calibrate(struct tracer *t)
 
 		traced[r] = calibrate__spans(CALIBRATION_SPANS);
 		calibrate__flush();
-		if (read_slot(t, KH_OUTSIDE_SLOT, &sum))
+		if (read_slot(t, KH_OUTSIDE_SLOT, &sum, true))
 			return -EIO;
 		bias[r] = s->calls ? s->elapsed_ns / s->calls : 0;
 	}
-	qsort(untraced, CALIBRATION_ROUNDS, sizeof(uint64_t), compare_u64);
-	qsort(traced, CALIBRATION_ROUNDS, sizeof(uint64_t), compare_u64);
-	qsort(bias, CALIBRATION_ROUNDS, sizeof(uint64_t), compare_u64);
-	t->span_bias_ns = bias[CALIBRATION_ROUNDS / 2];
-	t->span_cost_ns = traced[CALIBRATION_ROUNDS / 2] > untraced[CALIBRATION_ROUNDS / 2]
-				  ? (traced[CALIBRATION_ROUNDS / 2] - untraced[CALIBRATION_ROUNDS / 2]) /
-					    CALIBRATION_SPANS
-				  : 0;
+	t->span_bias_ns = median_u64(bias, CALIBRATION_ROUNDS);
+	traced_ns = median_u64(traced, CALIBRATION_ROUNDS);
+	untraced_ns = median_u64(untraced, CALIBRATION_ROUNDS);
+	t->span_cost_ns = traced_ns > untraced_ns ? (traced_ns - untraced_ns) / CALIBRATION_SPANS : 0;
 	log__debug("calibration: a span costs %" PRIu64 " ns and appears %" PRIu64 " ns long "
 		   "(done %.1f ms after start)", t->span_cost_ns, t->span_bias_ns,
 		   (double)(tracer__now_ns() - t->trace_start_ns) / 1e6);
@@ -528,7 +534,8 @@ size_t tracer__records_emitted(const struct tracer *t)
 
 /* --- sessions ------------------------------------------------------------ */
 
-static int read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum)
+/* Sums a slot over the CPUs; with reset, zeroes it for the slot's next session. */
+static int read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum, bool reset)
 {
 	size_t size = (size_t)t->ncpus * sizeof(struct kh_slot_stats);
 	struct kh_slot_stats *percpu = calloc(t->ncpus, sizeof(*percpu));
@@ -558,9 +565,8 @@ static int read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum)
 		for (int d = 0; d < KH_DROP_COUNT; d++)
 			sum->drops[d] += c->drops[d];
 	}
-	/* Zeroed for the slot's next session. */
 	memset(percpu, 0, size);
-	if (bpf_map_update_elem(fd, &slot, percpu, BPF_ANY)) {
+	if (reset && bpf_map_update_elem(fd, &slot, percpu, BPF_ANY)) {
 		err = -errno;
 		log__error("cannot reset session slot %u: %s", slot, strerror(errno));
 	}
@@ -683,7 +689,7 @@ static void session_emit(struct tracer *t, struct open_session *s, uint32_t slot
 
 	uint64_t spans = 0;
 
-	read_slot(t, slot, &sum);
+	read_slot(t, slot, &sum, true);
 	for (int st = 0; st < KH_STAGE_COUNT; st++) {
 		const struct kh_stage_stats *s = &sum.stages[st];
 
@@ -829,18 +835,10 @@ void tracer__finish(struct tracer *t, int exit_status)
 		session_emit(t, s, slot, status, now, true);
 	}
 	if (!t->saw_session && t->records_emitted == 0) {
-		struct kh_slot_stats peek;
-		int fd = bpf_map__fd(t->skel->maps.slot_stats);
-		struct kh_slot_stats *percpu = calloc(t->ncpus, sizeof(*percpu));
-		uint32_t slot = KH_OUTSIDE_SLOT;
-		bool active = false;
+		struct kh_slot_stats outside;
 
-		memset(&peek, 0, sizeof(peek));
-		if (percpu && bpf_map_lookup_elem(fd, &slot, percpu) == 0)
-			for (int cpu = 0; cpu < t->ncpus && !active; cpu++)
-				active = slot_has_activity(&percpu[cpu]);
-		free(percpu);
-		if (active) {
+		if (read_slot(t, KH_OUTSIDE_SLOT, &outside, false) == 0 &&
+		    slot_has_activity(&outside)) {
 			/* Spans but no session probes: one record for the whole trace. */
 			struct open_session *s = &t->sessions[KH_OUTSIDE_SLOT];
 			uint32_t status = exit_status == 0 ? KH_STATE_COMPLETED
@@ -854,9 +852,9 @@ void tracer__finish(struct tracer *t, int exit_status)
 }
 
 /*
- * Each uprobe detach waits for an RCU-tasks grace period, serialised in the
- * kernel (about 80 ms per probe site here), so a traced program with dozens
- * of sites would keep `khprof record` alive for seconds after it exited.
+ * Each uprobe link's detach waits for an RCU-tasks grace period, serialised
+ * in the kernel (about 80 ms per link here, one link per traced file), which
+ * would keep `khprof record` alive after the traced program exited.
  * When the traced process is gone the probes cannot fire any more: a child
  * inherits the links and releases them after khprof has exited.
  */
