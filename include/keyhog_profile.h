@@ -287,15 +287,22 @@ __attribute__((unused)) static inline void kh__span_complete(uint32_t stage, uin
 	}
 }
 
+/* A span's enter edge with tracing on: the pair-mode probe and its start. */
+__attribute__((noinline, cold, unused)) static uint64_t kh__span_start(uint32_t stage)
+{
+	if (keyhog_semaphores.s.span)
+		KH__PROBE1("span_enter", KH__SEMA_SPAN, stage);
+	return kh__now_ns();
+}
+
 __attribute__((noinline, cold, unused)) static void kh__span_enter_slow(uint32_t stage)
 {
 	struct kh_thread_state *t = &kh_thread_state;
+	uint64_t start_ns = kh__span_start(stage);
 
-	if (keyhog_semaphores.s.span)
-		KH__PROBE1("span_enter", KH__SEMA_SPAN, stage);
 	if (t->depth < KH_USER_SPAN_DEPTH) {
 		t->stage[t->depth] = stage;
-		t->start_ns[t->depth] = kh__now_ns();
+		t->start_ns[t->depth] = start_ns;
 	}
 	t->depth++;
 }
@@ -329,13 +336,6 @@ struct kh__scope {
 	uint64_t start_ns;
 };
 
-__attribute__((noinline, cold, unused)) static uint64_t kh__scope_enter_slow(uint32_t stage)
-{
-	if (keyhog_semaphores.s.span)
-		KH__PROBE1("span_enter", KH__SEMA_SPAN, stage);
-	return kh__now_ns();
-}
-
 /* By value, so the scope never has to live in memory on the fast path. */
 __attribute__((noinline, cold, unused)) static void kh__scope_exit_slow(uint32_t stage, uint64_t start_ns)
 {
@@ -347,7 +347,7 @@ __attribute__((always_inline, unused)) static inline struct kh__scope kh__scope_
 	struct kh__scope scope = { stage, 0 };
 
 	if (KH_TRACING())
-		scope.start_ns = kh__scope_enter_slow(stage);
+		scope.start_ns = kh__span_start(stage);
 	return scope;
 }
 
