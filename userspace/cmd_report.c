@@ -19,7 +19,7 @@ static const char report_usage[] =
 	"Reads a keyhog-profile-v1 record and prints it: text is exactly the seed's\n"
 	"report for that record; json is the record re-serialised.  Notes (a profile\n"
 	"that started or ended mid-session, dropped counts) go to stderr.  Exit code\n"
-	"3 when the record cannot be read or is malformed.\n"
+	"2 for a bad command line or a record that cannot be read or is malformed.\n"
 	"\n"
 	"examples:\n"
 	"   khprof report build/demo-profile.json\n"

@@ -41,8 +41,8 @@ static void usage(FILE *out)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "   %-8s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\n'khprof <command> --help' describes a command.\n"
-		     "Exit codes: 0 ok, 1 tracing failed (diff: a regression), 2 usage,\n"
-		     "3 bad input, 4 records not comparable (diff --strict); record returns\n"
+		     "Exit codes: 0 ok, 1 tracing failed (diff: a regression), 2 bad command\n"
+		     "line or bad input file, 3 records not comparable (diff); record returns\n"
 		     "the command's status.\n");
 }
 

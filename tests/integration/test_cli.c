@@ -137,11 +137,11 @@ static void test_probes_errors(void **state)
 
 	(void)state;
 	r = run(not_elf);
-	assert_int_equal(r.code, 3);
+	assert_int_equal(r.code, 2);
 	assert_string_equal(r.err, "khprof: cannot read probes of 'README.md': not an ELF file\n");
 	result_free(&r);
 	r = run(missing);
-	assert_int_equal(r.code, 3);
+	assert_int_equal(r.code, 2);
 	assert_int_equal(count_lines(r.err), 1);
 	assert_non_null(strstr(r.err, "'/no/such/file'"));
 	result_free(&r);
@@ -176,7 +176,7 @@ static void test_report_rejects_bad_records(void **state)
 	assert_int_equal(write(fd, "{\"schema\": 3}", 13), 13);
 	close(fd);
 	r = run(argv);
-	assert_int_equal(r.code, 3);
+	assert_int_equal(r.code, 2);
 	assert_int_equal(count_lines(r.err), 1);
 	assert_non_null(strstr(r.err, "khprof: cannot read record '"));
 	assert_string_equal(r.out, "");
@@ -184,7 +184,7 @@ static void test_report_rejects_bad_records(void **state)
 	unlink(path);
 
 	r = run(missing);
-	assert_int_equal(r.code, 3);
+	assert_int_equal(r.code, 2);
 	assert_int_equal(count_lines(r.err), 1);
 	result_free(&r);
 }

