@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <glob.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -24,22 +25,35 @@
 #include "fileio.h"
 #include "json.h"
 #include "log.h"
+#include "spread.h"
 #include "text.h"
 #include "trace.h"
 
 #define MAX_OVERRIDES 32
 
 static const char record_usage[] =
-	"usage: khprof record [-o PATH] [--identity KEY=VALUE]... [--mode MODE] [-v]\n"
+	"usage: khprof record [-o PATH] [--identity KEY=VALUE]... [--mode MODE] [-q] [-v]\n"
 	"                     -- COMMAND [ARG...]\n"
+	"       khprof record --repeat N [--warmup K] -o DIR [...] -- COMMAND [ARG...]\n"
 	"\n"
 	"Runs COMMAND with its keyhog probes attached from its first instruction\n"
 	"(executable and every library it loads, dlopen included), prints the text\n"
 	"report of each session to stderr and exits with COMMAND's status (128+N\n"
 	"when killed by signal N, 127 when it is not found, 126 when it cannot run).\n"
 	"\n"
+	"With --repeat, COMMAND runs K times untimed, then N times, each a fresh\n"
+	"process traced from its first instruction, one after the other.  Records\n"
+	"go to DIR/run-001.json ... (created if missing; it must not hold run-*.json\n"
+	"already), the text reports are left out, and a table of the runs' spread\n"
+	"(median, min, max, MAD) goes to stderr.  Runs that exit differently stop the\n"
+	"series (status 1 unless the odd run's own status says more); otherwise the\n"
+	"exit status is COMMAND's.  `khprof diff` takes DIR as one side.\n"
+	"\n"
 	"   -o PATH              write the JSON record to PATH; a second session goes to\n"
 	"                        PATH with .2 before the extension, and so on\n"
+	"   --repeat N           run COMMAND N times (1 to 10000); -o names a directory\n"
+	"   --warmup K           with --repeat: K traced runs first, not recorded\n"
+	"   -q, --quiet          do not print the text reports\n"
 	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
 	"   --mode MODE          batch (default: spans buffered per thread, one kernel\n"
 	"                        entry per 64 spans), span (one kernel entry per span)\n"
@@ -48,11 +62,12 @@ static const char record_usage[] =
 	"\n"
 	"examples:\n"
 	"   khprof record -o profile.json -- build/kh-scan --threads 2 src/\n"
-	"   khprof record --identity workload_class=nightly -- ./scanner repo/\n";
+	"   khprof record --identity workload_class=nightly -- ./scanner repo/\n"
+	"   khprof record --repeat 5 --warmup 1 -o runs/ -- build/kh-scan --threads 2 src/\n";
 
 static const char attach_usage[] =
 	"usage: khprof attach -p PID [-o PATH] [--duration SECONDS] [--identity KEY=VALUE]...\n"
-	"                     [--mode MODE] [-v]\n"
+	"                     [--mode MODE] [-q] [-v]\n"
 	"\n"
 	"Profiles a running process until Ctrl-C, SIGTERM, the duration or the\n"
 	"process's exit.  A session that was already running when khprof attached\n"
@@ -65,6 +80,7 @@ static const char attach_usage[] =
 	"   --duration SECONDS   stop after SECONDS (decimals allowed)\n"
 	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
 	"   --mode MODE          batch (default), span or pair\n"
+	"   -q, --quiet          do not print the text reports\n"
 	"   -v, --verbose        debug messages\n"
 	"\n"
 	"examples:\n"
@@ -78,11 +94,15 @@ struct trace_cli {
 	enum kh_trace_mode mode;
 	pid_t pid;
 	double duration_s;
+	unsigned repeat; /* 0: a single run, -o names a file */
+	unsigned warmup;
+	bool quiet;
 	int first_arg;
 };
 
 struct output_state {
 	const char *path;
+	bool quiet;
 	size_t records;
 	bool write_failed;
 };
@@ -133,10 +153,9 @@ static void on_profile(const struct kh_profile *p, void *ctx)
 	int err;
 
 	out->records++;
-	if (text) {
+	if (text && !out->quiet)
 		fputs(text, stderr);
-		free(text);
-	}
+	free(text);
 	print_profile_notes(p);
 	if (!out->path)
 		return;
@@ -196,15 +215,31 @@ static int parse_identity(struct trace_cli *cli, char *arg)
 	return 0;
 }
 
+#define MAX_REPEAT 10000
+
+/* Strict decimal in [min, max]: "5", not "5x", "-1" or " 5". */
+static int parse_count(const char *text, unsigned min, unsigned max, unsigned *out)
+{
+	uint64_t value;
+
+	if (kh_parse_u64(text, &value) || value < min || value > max)
+		return -EINVAL;
+	*out = (unsigned)value;
+	return 0;
+}
+
 static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 {
-	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION };
+	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP };
 	static const struct option options[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "identity", required_argument, NULL, OPT_IDENTITY },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "duration", required_argument, NULL, OPT_DURATION },
+		{ "repeat", required_argument, NULL, OPT_REPEAT },
+		{ "warmup", required_argument, NULL, OPT_WARMUP },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -216,7 +251,7 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 	cli->mode = KH_MODE_BATCH;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+o:p:v", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+o:p:qv", options, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			cli->output = optarg;
@@ -252,12 +287,35 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 				return -EINVAL;
 			}
 			break;
+		case OPT_REPEAT:
+		case OPT_WARMUP:
+			if (attach)
+				goto bad_option;
+			if (parse_count(optarg, c == OPT_REPEAT ? 1 : 0, MAX_REPEAT,
+					c == OPT_REPEAT ? &cli->repeat : &cli->warmup)) {
+				log__error("bad %s '%s': expected a whole number from %d to %d",
+					   c == OPT_REPEAT ? "--repeat" : "--warmup", optarg,
+					   c == OPT_REPEAT ? 1 : 0, MAX_REPEAT);
+				return -EINVAL;
+			}
+			break;
+		case 'q':
+			cli->quiet = true;
+			break;
 		case 'v':
 			khprof_verbose = true;
 			break;
 		default:
 			goto bad_option;
 		}
+	}
+	if (cli->warmup && !cli->repeat) {
+		log__error("--warmup needs --repeat");
+		return -EINVAL;
+	}
+	if (cli->repeat && !cli->output) {
+		log__error("--repeat needs -o DIR for the records");
+		return -EINVAL;
 	}
 	cli->first_arg = optind;
 	if (attach && (cli->pid == 0 || optind != argc)) {
@@ -283,6 +341,7 @@ static void trace_options_from(const struct trace_cli *cli, struct output_state 
 			       struct trace_options *opts)
 {
 	out->path = cli->output;
+	out->quiet = cli->quiet;
 	opts->mode = cli->mode;
 	opts->overrides = cli->overrides;
 	opts->override_count = cli->override_count;
@@ -448,34 +507,27 @@ static void run_child(int ready_fd, int error_fd, const char *path, char **argv,
 	_exit(err == ENOENT ? KHPROF_EXIT_NOT_FOUND : KHPROF_EXIT_CANNOT_EXEC);
 }
 
-int cmd_record(int argc, char **argv)
+/*
+ * One traced run of COMMAND (resolved to path), records to output (NULL:
+ * none).  detach_now waits for the kernel to remove the uprobes before
+ * returning, so that a following run does not share the CPUs with it.
+ * Returns COMMAND's status as record's exit code.
+ */
+static int record_once(const struct trace_cli *cli, char **cmd_argv, const char *path,
+		       const char *output, bool detach_now)
 {
 	struct output_state out = { 0 };
 	struct trace_options opts = { 0 };
 	struct event_loop loop = { -1, -1, -1 };
 	struct tracer *t = NULL;
-	struct trace_cli cli;
 	int ready[2] = { -1, -1 }, exec_err[2] = { -1, -1 };
-	char path[PATH_MAX];
 	sigset_t old_mask;
 	int status = 0, code, err, child_errno = 0;
 	bool reaped = false;
 	pid_t pid;
 
-	if (wants_help(argc, argv)) {
-		fputs(record_usage, stdout);
-		return KHPROF_EXIT_OK;
-	}
-	if (parse_cli(argc, argv, false, &cli))
-		return KHPROF_EXIT_USAGE;
-	err = resolve_command(argv[cli.first_arg], path, sizeof(path));
-	if (err) {
-		log__error("cannot run '%s': %s", argv[cli.first_arg],
-			   err == -ENOENT ? "command not found" : strerror(-err));
-		return err == -ENOENT ? KHPROF_EXIT_NOT_FOUND : KHPROF_EXIT_CANNOT_EXEC;
-	}
-
-	trace_options_from(&cli, &out, &opts);
+	trace_options_from(cli, &out, &opts);
+	out.path = output;
 	opts.stop_on_loader = true;
 	err = tracer__open(&t, &opts);
 	if (err)
@@ -494,7 +546,7 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	if (pid == 0)
-		run_child(ready[0], exec_err[1], path, argv + cli.first_arg, &old_mask);
+		run_child(ready[0], exec_err[1], path, cmd_argv, &old_mask);
 	close(ready[0]);
 	close(exec_err[1]);
 	ready[0] = exec_err[1] = -1;
@@ -542,11 +594,188 @@ out:
 		if (exec_err[i] >= 0)
 			close(exec_err[i]);
 	}
-	if (reaped)
+	if (reaped && !detach_now)
 		tracer__close_in_background(t);
 	else
 		tracer__close(t);
 	return code;
+}
+
+/* Where --repeat puts run i (from 1): DIR/run-001.json, wider past 999 runs. */
+static void repeat_path(const char *dir, unsigned i, unsigned n, char *out, size_t len)
+{
+	int width = n > 999 ? (n > 9999 ? 5 : 4) : 3;
+
+	snprintf(out, len, "%s/run-%0*u.json", dir, width, i);
+}
+
+/* DIR exists (made here if missing) and holds no records of an earlier series. */
+static int prepare_repeat_dir(const char *dir)
+{
+	struct stat st;
+	char pattern[PATH_MAX];
+	glob_t found;
+	int err;
+
+	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+		log__error("cannot create directory '%s': %s", dir, strerror(errno));
+		return -errno;
+	}
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		log__error("cannot write records to '%s': not a directory (--repeat takes a "
+			   "directory for -o)", dir);
+		return -ENOTDIR;
+	}
+	snprintf(pattern, sizeof(pattern), "%s/run-*.json", dir);
+	err = glob(pattern, 0, NULL, &found);
+	globfree(&found);
+	if (err == 0) {
+		log__error("cannot write records to '%s': it already holds run-*.json (remove "
+			   "them or choose another directory)", dir);
+		return -EEXIST;
+	}
+	return 0;
+}
+
+/*
+ * Waits for the run's khprof child.  Signals for the series come here
+ * (blocked, read with sigwaitinfo); SIGINT already reached the child through
+ * the terminal's process group, the others are passed on.  *stop says the
+ * series should end after this run.
+ */
+static int wait_run(pid_t child, const sigset_t *signals, bool *stop)
+{
+	siginfo_t si;
+	int status;
+
+	for (;;) {
+		pid_t done = waitpid(child, &status, WNOHANG);
+
+		if (done == child)
+			return status;
+		if (done < 0 && errno != EINTR)
+			return W_EXITCODE(KHPROF_EXIT_FAILURE, 0);
+		if (sigwaitinfo(signals, &si) < 0 || si.si_signo == SIGCHLD)
+			continue;
+		*stop = true;
+		if (si.si_signo != SIGINT)
+			kill(child, si.si_signo);
+	}
+}
+
+/* Reads the series back and prints how much it varied. */
+static void print_repeat_spread(const char *dir, unsigned n, const char *command)
+{
+	struct kh_profile *runs = calloc(n, sizeof(*runs));
+	char path[PATH_MAX], problem[256], *text;
+	size_t len, read_ok = 0;
+
+	if (!runs)
+		return;
+	for (unsigned i = 1; i <= n; i++) {
+		repeat_path(dir, i, n, path, sizeof(path));
+		if (file__read_all(path, &text, &len))
+			continue;
+		if (profile__from_json(text, &runs[read_ok], problem, sizeof(problem)) == 0)
+			read_ok++;
+		free(text);
+	}
+	text = read_ok ? runs__render_spread(runs, read_ok) : NULL;
+	if (text) {
+		log__note("%zu run%s of '%s' recorded in '%s':", read_ok, read_ok == 1 ? "" : "s",
+			  command, dir);
+		fputs(text, stderr);
+	}
+	free(text);
+	for (size_t i = 0; i < read_ok; i++)
+		profile__free(&runs[i]);
+	free(runs);
+}
+
+static int record_repeat(const struct trace_cli *cli, char **cmd_argv, const char *path)
+{
+	unsigned total = cli->warmup + cli->repeat, measured = 0;
+	char run_path[PATH_MAX];
+	sigset_t signals, old_mask;
+	int first_code = -1, code = KHPROF_EXIT_OK;
+	bool stop = false;
+
+	if (prepare_repeat_dir(cli->output))
+		return KHPROF_EXIT_BAD_INPUT;
+	sigemptyset(&signals);
+	sigaddset(&signals, SIGCHLD);
+	sigaddset(&signals, SIGINT);
+	sigaddset(&signals, SIGTERM);
+	sigaddset(&signals, SIGHUP);
+	sigaddset(&signals, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &signals, &old_mask);
+
+	for (unsigned i = 0; i < total && !stop; i++) {
+		bool warmup = i < cli->warmup;
+		struct stat st;
+		pid_t child;
+
+		if (!warmup)
+			repeat_path(cli->output, ++measured, cli->repeat, run_path, sizeof(run_path));
+		fflush(NULL);
+		child = fork();
+		if (child < 0) {
+			log__error("cannot fork: %s", strerror(errno));
+			code = KHPROF_EXIT_FAILURE;
+			break;
+		}
+		if (child == 0) {
+			sigprocmask(SIG_SETMASK, &old_mask, NULL);
+			_exit(record_once(cli, cmd_argv, path, warmup ? NULL : run_path, true));
+		}
+		code = exit_code_of(wait_run(child, &signals, &stop));
+		if (first_code < 0)
+			first_code = code;
+		if (stop) {
+			log__error("stopped after run %u of %u of '%s': interrupted", i + 1, total,
+				   path);
+			break;
+		}
+		if (code != first_code) {
+			log__error("run %u of '%s' exited with %d, the first run with %d: the runs "
+				   "are not alike, so the series stops", i + 1, path, code, first_code);
+			code = code ? code : KHPROF_EXIT_FAILURE;
+			break;
+		}
+		if (!warmup && stat(run_path, &st) != 0) {
+			log__error("run %u of '%s' wrote no record '%s'", i + 1, path, run_path);
+			code = code ? code : KHPROF_EXIT_FAILURE;
+			break;
+		}
+	}
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
+	print_repeat_spread(cli->output, cli->repeat, path);
+	return code;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct trace_cli cli;
+	char path[PATH_MAX];
+	int err;
+
+	if (wants_help(argc, argv)) {
+		fputs(record_usage, stdout);
+		return KHPROF_EXIT_OK;
+	}
+	if (parse_cli(argc, argv, false, &cli))
+		return KHPROF_EXIT_USAGE;
+	err = resolve_command(argv[cli.first_arg], path, sizeof(path));
+	if (err) {
+		log__error("cannot run '%s': %s", argv[cli.first_arg],
+			   err == -ENOENT ? "command not found" : strerror(-err));
+		return err == -ENOENT ? KHPROF_EXIT_NOT_FOUND : KHPROF_EXIT_CANNOT_EXEC;
+	}
+	if (cli.repeat) {
+		cli.quiet = true; /* N reports would bury the spread table */
+		return record_repeat(&cli, argv + cli.first_arg, path);
+	}
+	return record_once(&cli, argv + cli.first_arg, path, cli.output, false);
 }
 
 int cmd_attach(int argc, char **argv)

@@ -472,6 +472,63 @@ static void test_exit_status_and_errors(void **state)
 	run_result__free(&r);
 }
 
+/* --repeat: N fresh traced runs, warm-ups unrecorded, a spread table, no overwrite. */
+static void test_repeat_series(void **state)
+{
+	char dir[160], path[200];
+	char *argv[] = { KHPROF, "record", "--repeat", "3", "--warmup", "1", "-o", dir, "--",
+			 WORKLOAD, "nested", "20", NULL };
+	char *no_probes[] = { KHPROF, "record", "--repeat", "2", "-o", dir, "--", "/bin/true",
+			      NULL };
+	char *bad_count[] = { KHPROF, "record", "--repeat", "0", "-o", dir, "--", WORKLOAD,
+			      NULL };
+	char *no_dir[] = { KHPROF, "record", "--repeat", "2", "--", WORKLOAD, NULL };
+	char *lone_warmup[] = { KHPROF, "record", "--warmup", "1", "--", WORKLOAD, NULL };
+	char **usage_errors[] = { bad_count, no_dir, lone_warmup };
+	struct kh_profile p;
+	struct run_result r;
+
+	(void)state;
+	tmp_path(dir, sizeof(dir), "series");
+	r = run(argv);
+	if (r.exit_code != 0)
+		fail_msg("record --repeat exited %d: %s", r.exit_code, r.err);
+	assert_non_null(strstr(r.err, "3 runs of '" WORKLOAD "' recorded in '"));
+	assert_non_null(strstr(r.err, "\nstage hot-patterns "));
+	assert_null(strstr(r.err, "KeyHog profile ")); /* per-run reports left out */
+	for (int i = 1; i <= 3; i++) {
+		snprintf(path, sizeof(path), "%s/run-%03d.json", dir, i);
+		load_record(path, &p);
+		assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 20);
+		assert_int_equal(p.status, KH_STATE_COMPLETED);
+		profile__free(&p);
+	}
+	/* The warm-up run wrote nothing: three records, no fourth. */
+	snprintf(path, sizeof(path), "%s/run-004.json", dir);
+	assert_int_equal(access(path, F_OK), -1);
+	run_result__free(&r);
+
+	/* A second series must not mix with the first. */
+	r = run(argv);
+	assert_int_equal(r.exit_code, 2);
+	assert_non_null(strstr(r.err, "already holds run-*.json"));
+	assert_int_equal(access(path, F_OK), -1);
+	run_result__free(&r);
+
+	tmp_path(dir, sizeof(dir), "series-untraced");
+	r = run(no_probes);
+	assert_int_equal(r.exit_code, 1);
+	assert_non_null(strstr(r.err, "run 1 of '/bin/true' wrote no record"));
+	run_result__free(&r);
+
+	for (size_t i = 0; i < sizeof(usage_errors) / sizeof(usage_errors[0]); i++) {
+		r = run(usage_errors[i]);
+		assert_int_equal(r.exit_code, 2);
+		assert_non_null(strstr(r.err, "khprof: "));
+		run_result__free(&r);
+	}
+}
+
 /* A child with pipes on stdin/stdout (workload) or stderr (khprof). */
 struct child {
 	pid_t pid;
@@ -718,6 +775,7 @@ int main(void)
 		cmocka_unit_test(test_deep_nesting_is_counted),
 		cmocka_unit_test(test_identity_override),
 		cmocka_unit_test(test_exit_status_and_errors),
+		cmocka_unit_test(test_repeat_series),
 		cmocka_unit_test(test_attach_running_process),
 		cmocka_unit_test(test_attach_mid_session),
 		cmocka_unit_test(test_attach_sigterm_ends_mid_session),
