@@ -32,6 +32,12 @@ __u32 slot_busy[KH_MAX_SLOTS];
 __u64 slot_start_ns[KH_MAX_SLOTS];
 /* _r_debug.r_state's address minus _dl_debug_state's; 0 if unknown. */
 __s64 r_state_from_hook;
+/*
+ * TSC ticks to ns: ns = ticks * tsc_mult >> tsc_shift, measured by the loader
+ * after load (the batch probe's TSC times); 0 until then.
+ */
+__u32 tsc_mult;
+__u32 tsc_shift;
 
 #define RT_CONSISTENT 0
 
@@ -128,6 +134,35 @@ static __always_inline void account_span(struct kh_slot_stats *stats, __u32 stag
 		add_span(stats, stage, end_ns - start_ns, attribution);
 }
 
+static __always_inline __u64 ticks_to_ns(__u64 ticks)
+{
+	__u32 shift = tsc_shift & 63;
+
+	/* Split so that long gaps cannot overflow the product. */
+	return (ticks >> shift) * tsc_mult + (((ticks & ((1ull << shift) - 1)) * tsc_mult) >> shift);
+}
+
+/*
+ * A batched time on the kernel clock.  TSC times (KH_TIME_TSC) are placed
+ * by their distance from the batch's flush, which happened now: no offset
+ * between the clocks is needed, and both edges of a span move together, so
+ * its length is exact.  0 (unknown) when the TSC cannot be converted.
+ */
+static __always_inline __u64 batch_time_ns(__u64 t, __u64 flush_tsc, __u64 now_ns)
+{
+	__u64 ago;
+
+	if (!(t & KH_TIME_TSC))
+		return t;
+	if (!tsc_mult || !(flush_tsc & KH_TIME_TSC))
+		return 0;
+	t &= ~KH_TIME_TSC;
+	flush_tsc &= ~KH_TIME_TSC;
+	/* TSCs of different CPUs may differ by a few ticks. */
+	ago = t < flush_tsc ? ticks_to_ns(flush_tsc - t) : 0;
+	return ago < now_ns ? now_ns - ago : 0;
+}
+
 /* One span reported at its exit (span and pair modes). */
 static __always_inline void record_span(__u32 stage, __u64 start_ns, __u64 end_ns,
 					__u32 attribution)
@@ -192,6 +227,8 @@ struct batch_walk {
 	struct batch_buffer *buf;
 	struct kh_slot_stats *stats;
 	__u64 session_start;
+	__u64 now_ns;    /* kernel time of the flush */
+	__u64 flush_tsc; /* TSC of the flush, KH_TIME_TSC set; 0 if not given */
 	__u32 count;
 };
 
@@ -216,7 +253,9 @@ static long add_batch_stride(__u64 stride, void *ctx)
 		if (index >= walk->count || index >= KH_BATCH_CAPACITY)
 			return 1;
 		e = &walk->buf->entries[index];
-		account_span(walk->stats, e->stage, e->start_ns, e->end_ns, e->attribution,
+		account_span(walk->stats, e->stage,
+			     batch_time_ns(e->start_ns, walk->flush_tsc, walk->now_ns),
+			     batch_time_ns(e->end_ns, walk->flush_tsc, walk->now_ns), e->attribution,
 			     walk->session_start);
 	}
 	return 0;
@@ -224,10 +263,13 @@ static long add_batch_stride(__u64 stride, void *ctx)
 
 /* Completed spans, and the input counted since the thread's last batch. */
 static __always_inline void on_batch(__u64 entries, __u64 count, __u64 input_bytes,
-				     __u64 input_units)
+				     __u64 input_units, __u64 flush_tsc)
 {
 	struct batch_walk walk;
 	__u32 zero = 0, slot;
+
+	walk.now_ns = bpf_ktime_get_ns();
+	walk.flush_tsc = flush_tsc;
 
 	walk.buf = bpf_map_lookup_elem(&batch_scratch, &zero);
 	if (!walk.buf)
@@ -404,11 +446,12 @@ int kh_usdt(struct pt_regs *ctx)
 		on_span_exit(a0, a1);
 		break;
 	case KH_PROBE_BATCH: {
-		long a3 = 0;
+		long a3 = 0, a4 = 0; /* a4: absent before probe ABI 2 */
 
 		bpf_usdt_arg(ctx, 2, &a2);
 		bpf_usdt_arg(ctx, 3, &a3);
-		on_batch(a0, a1, a2, a3);
+		bpf_usdt_arg(ctx, 4, &a4);
+		on_batch(a0, a1, a2, a3, a4);
 		break;
 	}
 	case KH_PROBE_INPUT_BYTES:

@@ -79,19 +79,28 @@ enum kh_attribution {
 };
 
 /* Version of the probe ABI described in docs/PROBES.md. */
-#define KH_PROBE_ABI_VERSION 1
+#define KH_PROBE_ABI_VERSION 2
 /* Depth of the per-thread span stack kept in the traced program. */
 #define KH_USER_SPAN_DEPTH 32
 /* Completed spans buffered per thread in batch mode before one probe hands them over. */
 #define KH_BATCH_CAPACITY 64
 
 /*
+ * Batched times are CLOCK_MONOTONIC nanoseconds, or TSC ticks with this bit
+ * set: a batched span needs only its length, and reading the TSC costs a
+ * third of clock_gettime's vDSO path, the bulk of a batched span's cost.
+ * The batch probe passes the TSC at the flush so that the tracer can place
+ * ticks on its own clock (docs/PROBES.md).
+ */
+#define KH_TIME_TSC (1ull << 63)
+
+/*
  * One completed span as handed over by the `batch` probe (docs/PROBES.md).
  * Plain C types so the BPF side can share it; 24 bytes on every Linux ABI.
  */
 struct kh_batch_entry {
-	unsigned long long start_ns; /* CLOCK_MONOTONIC at enter, 0 if tracing began mid-span */
-	unsigned long long end_ns;   /* CLOCK_MONOTONIC at exit */
+	unsigned long long start_ns; /* time at enter (below), 0 if tracing began mid-span */
+	unsigned long long end_ns;   /* time at exit, in the same clock as start_ns */
 	unsigned int stage;          /* enum kh_stage */
 	unsigned int attribution;    /* enum kh_attribution at exit */
 };
@@ -191,11 +200,12 @@ __attribute__((weak)) uint64_t kh_session_sequence;
 	__asm__ __volatile__(KH__SITE_BEGIN(name) sema                         \
 			     KH__SITE_END(name, "8@%0 8@%1")                   \
 			     :: "nr"((uint64_t)(a1)), "nr"((uint64_t)(a2)) : "memory")
-#define KH__PROBE4(name, sema, a1, a2, a3, a4)                                 \
+#define KH__PROBE5(name, sema, a1, a2, a3, a4, a5)                             \
 	__asm__ __volatile__(KH__SITE_BEGIN(name) sema                         \
-			     KH__SITE_END(name, "8@%0 8@%1 8@%2 8@%3")         \
+			     KH__SITE_END(name, "8@%0 8@%1 8@%2 8@%3 8@%4")    \
 			     :: "nr"((uint64_t)(a1)), "nr"((uint64_t)(a2)),    \
-				"nr"((uint64_t)(a3)), "nr"((uint64_t)(a4)) : "memory")
+				"nr"((uint64_t)(a3)), "nr"((uint64_t)(a4)),    \
+				"nr"((uint64_t)(a5)) : "memory")
 #define KH__PROBE3(name, sema, a1, a2, a3)                                     \
 	__asm__ __volatile__(KH__SITE_BEGIN(name) sema                         \
 			     KH__SITE_END(name, "8@%0 8@%1 8@%2")              \
@@ -214,6 +224,12 @@ static inline uint64_t kh__now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Not serialising: a few cycles of reordering at the edges, far below the bias the tracer removes. */
+static inline uint64_t kh__tsc(void)
+{
+	return __builtin_ia32_rdtsc() | KH_TIME_TSC;
+}
+
 /*
  * Hands this thread's buffered spans to the tracer.  The probe fires even
  * with no tracer left so that a detaching tracer loses nothing it saw.
@@ -224,8 +240,8 @@ __attribute__((noinline, unused)) static void kh__batch_flush(void)
 
 	if (t->batch_count == 0 && t->input_bytes == 0 && t->input_units == 0)
 		return;
-	KH__PROBE4("batch", KH__SEMA_BATCH, t->batch, t->batch_count, t->input_bytes,
-		   t->input_units);
+	KH__PROBE5("batch", KH__SEMA_BATCH, t->batch, t->batch_count, t->input_bytes,
+		   t->input_units, kh__tsc());
 	t->batch_count = 0;
 	t->input_bytes = 0;
 	t->input_units = 0;
@@ -275,7 +291,7 @@ __attribute__((unused)) static inline void kh__span_complete(uint32_t stage, uin
 			kh__batch_register(t);
 		e = &t->batch[t->batch_count];
 		e->start_ns = start_ns;
-		e->end_ns = kh__now_ns();
+		e->end_ns = start_ns & KH_TIME_TSC ? kh__tsc() : kh__now_ns();
 		e->stage = stage;
 		e->attribution = t->attribution;
 		if (++t->batch_count == KH_BATCH_CAPACITY)
@@ -287,12 +303,18 @@ __attribute__((unused)) static inline void kh__span_complete(uint32_t stage, uin
 	}
 }
 
-/* A span's enter edge with tracing on: the pair-mode probe and its start. */
+/*
+ * A span's enter edge with tracing on: the pair-mode probe and its start.
+ * Span mode compares the start with the kernel's clock, so it gets
+ * CLOCK_MONOTONIC; batch mode alone only needs lengths, so it gets the TSC.
+ */
 __attribute__((noinline, cold, unused)) static uint64_t kh__span_start(uint32_t stage)
 {
-	if (keyhog_semaphores.s.span)
+	if (keyhog_semaphores.s.span) {
 		KH__PROBE1("span_enter", KH__SEMA_SPAN, stage);
-	return kh__now_ns();
+		return kh__now_ns();
+	}
+	return kh__tsc();
 }
 
 __attribute__((noinline, cold, unused)) static void kh__span_enter_slow(uint32_t stage)

@@ -92,6 +92,7 @@ struct trace_cli {
 	struct identity_override overrides[MAX_OVERRIDES];
 	size_t override_count;
 	enum kh_trace_mode mode;
+	bool mode_is_default;
 	pid_t pid;
 	double duration_s;
 	unsigned repeat; /* 0: a single run, -o names a file */
@@ -249,6 +250,7 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 
 	memset(cli, 0, sizeof(*cli));
 	cli->mode = KH_MODE_BATCH;
+	cli->mode_is_default = true;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+o:p:qv", options, NULL)) != -1) {
@@ -282,6 +284,7 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 				return -EINVAL;
 			break;
 		case OPT_MODE:
+			cli->mode_is_default = false;
 			if (parse_mode(optarg, &cli->mode)) {
 				log__error("unknown mode '%s' (batch, span or pair)", optarg);
 				return -EINVAL;
@@ -343,6 +346,7 @@ static void trace_options_from(const struct trace_cli *cli, struct output_state 
 	out->path = cli->output;
 	out->quiet = cli->quiet;
 	opts->mode = cli->mode;
+	opts->mode_is_default = cli->mode_is_default;
 	opts->overrides = cli->overrides;
 	opts->override_count = cli->override_count;
 	opts->on_profile = on_profile;

@@ -27,6 +27,7 @@
 #include "log.h"
 #include "procfs.h"
 #include "trace.h"
+#include "tsc.h"
 #include "usdt_notes.h"
 #include "usdt_spec.h"
 
@@ -110,6 +111,49 @@ static int check_kernel_support(void)
 	return 0;
 }
 
+/* Batch mode times spans with the TSC, which only a TSC clocksource vouches for. */
+static int choose_mode(struct tracer *t)
+{
+	char clocksource[64];
+
+	if (t->opts.mode != KH_MODE_BATCH || tsc__reliable(clocksource, sizeof(clocksource)))
+		return 0;
+	if (t->opts.mode_is_default) {
+		log__note("the kernel does not keep time with the TSC (clocksource '%s'): "
+			  "tracing in span mode", clocksource);
+		t->opts.mode = KH_MODE_SPAN;
+		return 0;
+	}
+	log__error("cannot trace in batch mode: the kernel does not keep time with the TSC "
+		   "(clocksource '%s'), so batched times cannot be trusted (use --mode span "
+		   "or pair)", clocksource);
+	return -ENOTSUP;
+}
+
+/*
+ * The TSC's rate, over the interval since tracing began: loading the BPF
+ * programs takes milliseconds, which makes the rate precise to a few ppm.
+ */
+static int set_tsc_scale(struct tracer *t, const struct tsc_sample *start)
+{
+	struct tsc_sample now;
+	uint32_t mult, shift;
+	int err;
+
+	do {
+		tsc__sample(&now);
+		err = tsc__scale(start, &now, &mult, &shift);
+	} while (err && now.raw_ns - start->raw_ns < 10000000ull);
+	if (err) {
+		log__error("cannot measure the TSC's rate: it did not advance with the clock");
+		return err;
+	}
+	t->skel->bss->tsc_mult = mult;
+	t->skel->bss->tsc_shift = shift;
+	log__debug("TSC: %.6f ns per tick", (double)mult / (1u << shift));
+	return 0;
+}
+
 static void report_load_error(int err)
 {
 	/* The verifier rejects with EACCES too; privileges were checked before. */
@@ -123,6 +167,7 @@ static void report_load_error(int err)
 
 int tracer__open(struct tracer **out, const struct trace_options *opts)
 {
+	struct tsc_sample tsc_start;
 	struct tracer *t;
 	int err;
 
@@ -135,6 +180,10 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 	if (!t)
 		return -ENOMEM;
 	t->opts = *opts;
+	tsc__sample(&tsc_start);
+	err = choose_mode(t);
+	if (err)
+		goto fail;
 	t->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
 	t->ncpus = libbpf_num_possible_cpus();
 	if (t->ncpus <= 0) {
@@ -165,6 +214,9 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 	}
 	log__debug("BPF programs loaded in %.1f ms",
 		   (double)(tracer__now_ns() - t->trace_start_ns) / 1e6);
+	err = set_tsc_scale(t, &tsc_start);
+	if (err)
+		goto fail;
 	*out = t;
 	return 0;
 fail:

@@ -27,6 +27,11 @@ struct identity_override {
 struct trace_options {
 	enum kh_trace_mode mode;
 	/*
+	 * Nobody asked for the mode: where batch mode's TSC cannot be trusted,
+	 * span mode is used instead of failing.
+	 */
+	bool mode_is_default;
+	/*
 	 * Stop the process whenever the dynamic loader maps objects so their
 	 * probes are attached before their code runs.  Only where khprof is
 	 * the parent: a job-control shell would otherwise see a stopped job.

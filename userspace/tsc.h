@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tsc.h - the TSC as batch mode's clock.
+ *
+ * Probe sites read the TSC for batched spans (include/keyhog_profile.h);
+ * the BPF side turns ticks into nanoseconds with a scale measured here
+ * against CLOCK_MONOTONIC_RAW, which the kernel itself derives from the TSC
+ * whenever the TSC is its clocksource.
+ */
+#ifndef KHPROF_TSC_H
+#define KHPROF_TSC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct tsc_sample {
+	uint64_t ticks;
+	uint64_t raw_ns; /* CLOCK_MONOTONIC_RAW */
+};
+
+/* A TSC reading paired with the clock, from the tightest of a few tries. */
+void tsc__sample(struct tsc_sample *s);
+
+/*
+ * mult and shift such that ns = ticks * mult >> shift over the interval
+ * from a to b.  -EINVAL when the interval is too short to be precise or the
+ * rate is implausible.
+ */
+int tsc__scale(const struct tsc_sample *a, const struct tsc_sample *b, uint32_t *mult,
+	       uint32_t *shift);
+
+/*
+ * Whether TSC readings from any CPU can be compared: the kernel keeps time
+ * with the TSC only after checking that.  The clocksource's name goes to
+ * clocksource (for messages).
+ */
+bool tsc__reliable(char *clocksource, size_t len);
+
+#endif
