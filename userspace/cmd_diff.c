@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: MIT
-/* khprof diff BASE NEW: flags performance regressions; needs no privileges. */
-#include <ctype.h>
+/*
+ * khprof diff BASE CANDIDATE: gates CI on performance regressions between
+ * two sets of records; needs no privileges.  Reading files and directories,
+ * options, printing and exit codes live here; the comparison is diff.c.
+ */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
 #include "diff.h"
@@ -16,96 +20,290 @@
 #include "record.h"
 
 static const char diff_usage[] =
-	"usage: khprof diff BASE NEW [--threshold PCT] [--min-ms MS] [--format text|json]\n"
-	"                            [--strict]\n"
+	"usage: khprof diff BASE CANDIDATE [--threshold [NAME=]PCT]...\n"
+	"           [--min-change-ms MS] [--allow-mismatch FIELD]... [--confidence PCT]\n"
+	"           [--config FILE] [--format text|markdown|json]\n"
 	"\n"
-	"Compares two keyhog-profile-v1 records, BASE (the baseline) and NEW, and\n"
-	"flags a regression where the wall time, a macro state's time or a stage's\n"
-	"time grew by more than PCT percent.  Entries below MS milliseconds on both\n"
-	"sides are noise and never flagged.  A stage whose call count changed is\n"
-	"shown (the runs did different work) but is not a regression by itself.\n"
+	"Compares the candidate's records with the baseline's and exits 1 when the\n"
+	"candidate is slower beyond the noise.  BASE and CANDIDATE are each a record\n"
+	"or a directory of records (every *.json file directly in it, as written by\n"
+	"'khprof record --repeat N -o DIR').\n"
 	"\n"
-	"Times compare honestly only between like runs: every difference in the\n"
-	"identity fields that change cost (detector and config digests, source,\n"
-	"workload, backends, cache, daemon, thread and CPU counts), in input bytes\n"
-	"or units or in tracing mode, and every record that lost spans or covers\n"
-	"only part of its session, is a warning on stderr.\n"
+	"Items: wall time, throughput (input bytes per wall second; a drop is worse),\n"
+	"peak RSS, and per stage its elapsed time, call count and time per call.  Each\n"
+	"side's value is the median over its records.  Calls are informative, and\n"
+	"per-call times are judged but never fail the comparison: they tell whether a\n"
+	"slower stage has slower calls or more of them.\n"
 	"\n"
-	"   --threshold PCT   increase in percent that regresses (default 10)\n"
-	"   --min-ms MS       ignore entries below MS ms on both sides (default 1)\n"
-	"   --format FORMAT   text (a table and a summary line; default) or json\n"
-	"   --strict          identity or input differences are errors\n"
+	"Verdicts: with one record on either side, a change beyond the item's\n"
+	"threshold is 'regressed' (or 'improved').  With two or more on both sides, a\n"
+	"bootstrap interval of the ratio of medians (10000 resamples, fixed seed) must\n"
+	"also lie wholly on one side of no change; if it does not, the change is\n"
+	"'noisy' and does not fail.  A time change smaller than --min-change-ms (peak\n"
+	"RSS: 1 MiB) is never judged.  Exactly the threshold does not count.\n"
 	"\n"
-	"Exit codes: 0 no regression, 1 regression found, 2 usage error, 3 a record\n"
-	"cannot be read or is malformed, 4 records not comparable (with --strict).\n"
+	"Records must be alike: binary_version, detector_digest, config_digest,\n"
+	"source_kind, workload_class, backend_requested, backend_selected,\n"
+	"cache_state, daemon_state, scanner_threads, reader_threads, logical_cpus and\n"
+	"the tracing mode must agree between all records, on both sides, unless\n"
+	"--allow-mismatch names the field.  Comparing two builds changes\n"
+	"binary_version on purpose: allow it.\n"
+	"\n"
+	"   --threshold PCT          per-stage threshold in percent (default 5)\n"
+	"   --threshold NAME=PCT     one item: a stage as the seed names it\n"
+	"                            (hot-patterns), or wall (default 3), throughput\n"
+	"                            (default 3) or peak_rss (default 5); PCT 'off'\n"
+	"                            shows the item without gating on it\n"
+	"   --min-change-ms MS       smallest time change judged (default 0.1)\n"
+	"   --allow-mismatch FIELD   an identity difference that is intended; a field\n"
+	"                            above, mode, backends, threads or all; repeatable\n"
+	"                            or a comma list\n"
+	"   --confidence PCT         bootstrap interval, 50 to 99.9 (default 95)\n"
+	"   --config FILE            settings, one 'key value' a line: threshold,\n"
+	"                            threshold.NAME, min_change_ms, confidence,\n"
+	"                            allow_mismatch; flags win over the file\n"
+	"   --format FORMAT          text (default), markdown (a PR comment) or json\n"
+	"\n"
+	"Exit codes: 0 no regression, 1 regression, 2 bad command line or bad input\n"
+	"(unreadable or malformed record or config file), 3 records not comparable.\n"
 	"\n"
 	"examples:\n"
-	"   khprof diff baseline.json new.json\n"
-	"   khprof diff baseline.json new.json --threshold 5 --min-ms 2 --strict\n"
-	"   khprof diff baseline.json new.json --format json > diff.json\n";
+	"   khprof diff baseline.json candidate.json\n"
+	"   khprof diff base-runs cand-runs --allow-mismatch binary_version\n"
+	"   khprof diff base-runs cand-runs --threshold 10 --threshold wall=5 \\\n"
+	"          --threshold scanner-queue-wait=off --format markdown > comment.md\n"
+	"   khprof diff base-runs cand-runs --config perf-gate.conf --format json\n";
 
-/*
- * A non-negative decimal such as "10" or "2.5" (a trailing '%' allowed
- * when percent): strtod alone would also take blanks, signs, hex, "inf"
- * and "nan", none of which a CI configuration means.
- */
-static int parse_amount(const char *text, bool percent, double *out)
+/* The records of one side, in file order. */
+struct side {
+	const char *path;
+	struct kh_profile *records;
+	char **names;
+	size_t count, cap;
+};
+
+static void side__free(struct side *s)
 {
-	char *end;
-
-	if (!isdigit((unsigned char)text[0]) && text[0] != '.')
-		return -EINVAL;
-	if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X'))
-		return -EINVAL;
-	errno = 0;
-	*out = strtod(text, &end);
-	if (percent && *end == '%')
-		end++;
-	if (end == text || *end || errno || !isfinite(*out))
-		return -EINVAL;
-	return 0;
+	for (size_t i = 0; i < s->count; i++) {
+		profile__free(&s->records[i]);
+		free(s->names[i]);
+	}
+	free(s->records);
+	free(s->names);
+	memset(s, 0, sizeof(*s));
 }
 
-/* Reads and parses one record; a KHPROF_EXIT_* code. */
-static int read_record(const char *path, struct kh_profile *p)
+/* Reads and parses one record into the side; a KHPROF_EXIT_* code. */
+static int side__read_record(struct side *s, const char *path)
 {
-	char problem[256], *text = NULL;
+	char problem[256], *text = NULL, *name;
 	size_t len;
 	int err;
 
+	if (s->count == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 8;
+		struct kh_profile *records = realloc(s->records, cap * sizeof(*records));
+		char **names = records ? realloc(s->names, cap * sizeof(*names)) : NULL;
+
+		if (records)
+			s->records = records;
+		if (!records || !names)
+			goto nomem;
+		s->names = names;
+		s->cap = cap;
+	}
 	err = file__read_all(path, &text, &len);
 	if (err) {
 		log__error("cannot read record '%s': %s", path, strerror(-err));
 		return KHPROF_EXIT_BAD_INPUT;
 	}
-	err = profile__from_json(text, p, problem, sizeof(problem));
+	err = profile__from_json(text, &s->records[s->count], problem, sizeof(problem));
+	free(text);
+	if (err == -ENOMEM)
+		goto nomem;
+	if (err) {
+		log__error("cannot read record '%s': %s", path, problem);
+		return KHPROF_EXIT_BAD_INPUT;
+	}
+	name = strdup(path);
+	if (!name) {
+		profile__free(&s->records[s->count]);
+		goto nomem;
+	}
+	s->names[s->count++] = name;
+	return KHPROF_EXIT_OK;
+nomem:
+	log__error("cannot read record '%s': out of memory", path);
+	return KHPROF_EXIT_FAILURE;
+}
+
+static int compare_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The regular *.json files directly in dir, sorted by name, as dir/NAME. */
+static int list_records(const char *dir, char ***out, size_t *count)
+{
+	size_t len = strlen(dir), cap = 0;
+	const char *sep = len && dir[len - 1] == '/' ? "" : "/";
+	struct dirent *entry;
+	char **paths = NULL;
+	DIR *d = opendir(dir);
+	int err = 0;
+
+	*count = 0;
+	if (!d)
+		return -errno;
+	while (!err && (errno = 0, entry = readdir(d))) {
+		size_t n = strlen(entry->d_name);
+		struct stat st;
+		char *path;
+
+		/* As the shell's "*.json": no hidden files (atomic writes' temporaries). */
+		if (entry->d_name[0] == '.' || n < 5 || strcmp(entry->d_name + n - 5, ".json"))
+			continue;
+		if (asprintf(&path, "%s%s%s", dir, sep, entry->d_name) < 0) {
+			err = -ENOMEM;
+			break;
+		}
+		if (stat(path, &st) || !S_ISREG(st.st_mode)) {
+			free(path);
+			continue;
+		}
+		if (*count == cap) {
+			char **grown = realloc(paths, (cap = cap ? cap * 2 : 16) * sizeof(*paths));
+
+			if (!grown) {
+				free(path);
+				err = -ENOMEM;
+				break;
+			}
+			paths = grown;
+		}
+		paths[(*count)++] = path;
+	}
+	if (!err && errno)
+		err = -errno;
+	closedir(d);
+	if (err) {
+		while (*count)
+			free(paths[--*count]);
+		free(paths);
+		return err;
+	}
+	if (*count)
+		qsort(paths, *count, sizeof(*paths), compare_names);
+	*out = paths;
+	return 0;
+}
+
+/* Reads a record, or every record of a directory; a KHPROF_EXIT_* code. */
+static int side__read(struct side *s, const char *path)
+{
+	char **paths = NULL;
+	size_t count = 0;
+	struct stat st;
+	int err, rc = KHPROF_EXIT_OK;
+
+	memset(s, 0, sizeof(*s));
+	s->path = path;
+	if (stat(path, &st) || !S_ISDIR(st.st_mode))
+		return side__read_record(s, path);
+	err = list_records(path, &paths, &count);
+	if (err) {
+		log__error("cannot read records in '%s': %s", path, strerror(-err));
+		return KHPROF_EXIT_BAD_INPUT;
+	}
+	if (!count) {
+		log__error("cannot read records in '%s': no *.json record in the directory", path);
+		rc = KHPROF_EXIT_BAD_INPUT;
+	}
+	for (size_t i = 0; i < count; i++) {
+		if (rc == KHPROF_EXIT_OK)
+			rc = side__read_record(s, paths[i]);
+		free(paths[i]);
+	}
+	free(paths);
+	return rc;
+}
+
+static int read_config(const char *path, struct kh_diff_options *opts)
+{
+	char problem[512], *text;
+	size_t len, line;
+	int err = file__read_all(path, &text, &len);
+
+	if (err) {
+		log__error("cannot read config '%s': %s", path, strerror(-err));
+		return KHPROF_EXIT_BAD_INPUT;
+	}
+	if (strlen(text) != len) {
+		free(text);
+		log__error("bad config '%s': it holds a NUL byte", path);
+		return KHPROF_EXIT_BAD_INPUT;
+	}
+	err = diff_config__parse(text, opts, &line, problem, sizeof(problem));
 	free(text);
 	if (err == -ENOMEM) {
-		log__error("cannot read record '%s': out of memory", path);
+		log__error("cannot read config '%s': out of memory", path);
 		return KHPROF_EXIT_FAILURE;
 	}
 	if (err) {
-		log__error("cannot read record '%s': %s", path, problem);
+		log__error("bad config '%s' line %zu: %s", path, line, problem);
 		return KHPROF_EXIT_BAD_INPUT;
 	}
 	return KHPROF_EXIT_OK;
 }
 
-static bool is_mismatch(const struct kh_diff_warning *w)
+/* --threshold [NAME=]PCT as the config file's "threshold[.NAME] PCT". */
+static int set_threshold_flag(struct kh_diff_options *opts, const char *arg, char *err,
+			      size_t errlen)
 {
-	return w->kind == KH_DIFF_WARN_IDENTITY || w->kind == KH_DIFF_WARN_INPUT;
+	const char *eq = strchr(arg, '=');
+	char *key;
+	int rc;
+
+	if (!eq)
+		return diff_options__set(opts, "threshold", arg, err, errlen);
+	if (asprintf(&key, "threshold.%.*s", (int)(eq - arg), arg) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rc = diff_options__set(opts, key, eq + 1, err, errlen);
+	free(key);
+	return rc;
 }
 
-static void print_warnings(const struct kh_diff *d, bool strict)
+static void print_messages(const struct kh_diff *d, const struct side *base,
+			   const struct side *cand)
 {
-	for (size_t i = 0; i < d->warning_count; i++) {
-		const struct kh_diff_warning *w = &d->warnings[i];
+	char fields[256] = "";
+	size_t used = 0;
 
-		if (strict && is_mismatch(w))
-			log__error("%s", w->message);
-		else
-			log__warn("%s", w->message);
+	for (size_t i = 0; i < d->mismatch_count; i++) {
+		const struct kh_diff_mismatch *m = &d->mismatches[i];
+
+		if (m->allowed) {
+			log__note("%s (allowed by --allow-mismatch)", m->message);
+			continue;
+		}
+		log__error("error: %s", m->message);
+		if (used < sizeof(fields))
+			used += (size_t)snprintf(fields + used, sizeof(fields) - used, "%s%s",
+						 used ? "," : "", diff_field__name(m->field));
 	}
+	if (d->blocking_count)
+		log__error("cannot compare '%s' with '%s': their records differ in %zu identity "
+			   "field%s (if that is intended, add --allow-mismatch %s)",
+			   base->path, cand->path, d->blocking_count,
+			   d->blocking_count == 1 ? "" : "s", fields);
+	for (size_t i = 0; i < d->warning_count; i++)
+		log__warn("%s", d->warnings[i].message);
+	if (d->calls_changed_count)
+		log__note("call counts differ in %zu stage%s: the runs did different amounts "
+			  "of work", d->calls_changed_count,
+			  d->calls_changed_count == 1 ? "" : "s");
 }
 
 static int exit_code(enum kh_diff_verdict verdict)
@@ -127,111 +325,36 @@ static int usage_error(void)
 	return KHPROF_EXIT_USAGE;
 }
 
-int cmd_diff(int argc, char **argv)
+/* Compares the two sides and prints the result; a KHPROF_EXIT_* code. */
+static int diff_sides(const struct side *base, const struct side *cand,
+		      const struct kh_diff_options *opts, const char *format)
 {
-	static const struct option options[] = {
-		{ "threshold", required_argument, NULL, 't' },
-		{ "min-ms", required_argument, NULL, 'm' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "strict", no_argument, NULL, 's' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct kh_diff_options opts;
-	struct kh_profile base, new;
-	const char *format = "text";
+	const struct kh_diff_side bs = { base->path, base->records,
+					 (const char *const *)base->names, base->count };
+	const struct kh_diff_side cs = { cand->path, cand->records,
+					 (const char *const *)cand->names, cand->count };
 	struct kh_diff d;
 	char *out;
-	double ms;
-	int c, rc;
+	int rc;
 
-	if (wants_help(argc, argv)) {
-		fputs(diff_usage, stdout);
-		return KHPROF_EXIT_OK;
-	}
-	diff_options__init(&opts);
-	optind = 1;
-	opterr = 0;
-	/* Leading ':' tells a missing value apart from an unknown option. */
-	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
-		switch (c) {
-		case 't':
-			if (parse_amount(optarg, true, &opts.threshold_pct)) {
-				log__error("bad --threshold '%s': expected a percentage of 0 or "
-					   "more (10 means 10%%)", optarg);
-				return KHPROF_EXIT_USAGE;
-			}
-			break;
-		case 'm':
-			/* The bound keeps the nanosecond count inside 64 bits. */
-			if (parse_amount(optarg, false, &ms) || ms > 1e12) {
-				log__error("bad --min-ms '%s': expected milliseconds, 0 or more",
-					   optarg);
-				return KHPROF_EXIT_USAGE;
-			}
-			opts.min_ns = (uint64_t)llround(ms * 1e6);
-			break;
-		case 'f':
-			format = optarg;
-			break;
-		case 's':
-			opts.strict = true;
-			break;
-		case ':':
-			log__error("option '%s' needs a value", argv[optind - 1]);
-			return usage_error();
-		default:
-			log__error("unknown option '%s'", argv[optind - 1]);
-			return usage_error();
-		}
-	}
-	if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0) {
-		log__error("unknown format '%s' (text or json)", format);
-		return KHPROF_EXIT_USAGE;
-	}
-	if (argc - optind != 2) {
-		log__error("diff needs two records, BASE and NEW (got %d)", argc - optind);
-		return usage_error();
-	}
-	opts.base_name = argv[optind];
-	opts.new_name = argv[optind + 1];
-
-	rc = read_record(opts.base_name, &base);
-	if (rc)
-		return rc;
-	rc = read_record(opts.new_name, &new);
+	rc = diff__compare(&bs, &cs, opts, &d);
 	if (rc) {
-		profile__free(&base);
-		return rc;
-	}
-	rc = diff__compare(&base, &new, &opts, &d);
-	profile__free(&base);
-	profile__free(&new);
-	if (rc) {
-		log__error("cannot compare '%s' with '%s': %s", opts.base_name, opts.new_name,
+		log__error("cannot compare '%s' with '%s': %s", base->path, cand->path,
 			   strerror(-rc));
 		return KHPROF_EXIT_FAILURE;
 	}
-
-	print_warnings(&d, opts.strict);
-	if (d.verdict == KH_DIFF_VERDICT_NOT_COMPARABLE)
-		log__error("cannot compare '%s' with '%s': %zu identity or input difference%s "
-			   "(compare records of like runs, or drop --strict)",
-			   opts.base_name, opts.new_name, d.mismatch_count,
-			   d.mismatch_count == 1 ? "" : "s");
-	else if (d.calls_changed_count)
-		log__note("call counts differ in %zu stage%s: the runs did different amounts "
-			  "of work", d.calls_changed_count, d.calls_changed_count == 1 ? "" : "s");
-
-	/* JSON always carries the verdict; the table means nothing when not comparable. */
+	print_messages(&d, base, cand);
+	/* JSON always carries the verdict; a table means nothing when not comparable. */
 	if (strcmp(format, "json") == 0)
-		out = diff__to_json(&d, opts.base_name, opts.new_name);
-	else if (d.verdict != KH_DIFF_VERDICT_NOT_COMPARABLE)
-		out = diff__render_text(&d);
-	else
+		out = diff__to_json(&d);
+	else if (d.verdict == KH_DIFF_VERDICT_NOT_COMPARABLE)
 		out = strdup("");
+	else if (strcmp(format, "markdown") == 0)
+		out = diff__render_markdown(&d);
+	else
+		out = diff__render_text(&d);
 	if (!out) {
-		log__error("cannot compare '%s' with '%s': out of memory", opts.base_name,
-			   opts.new_name);
+		log__error("cannot compare '%s' with '%s': out of memory", base->path, cand->path);
 		diff__free(&d);
 		return KHPROF_EXIT_FAILURE;
 	}
@@ -239,5 +362,100 @@ int cmd_diff(int argc, char **argv)
 	free(out);
 	rc = exit_code(d.verdict);
 	diff__free(&d);
+	return rc;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "threshold", required_argument, NULL, 't' },
+		{ "min-change-ms", required_argument, NULL, 'm' },
+		{ "allow-mismatch", required_argument, NULL, 'a' },
+		{ "confidence", required_argument, NULL, 'c' },
+		{ "config", required_argument, NULL, 'C' },
+		{ "format", required_argument, NULL, 'f' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct kh_diff_options opts, flags;
+	const char *format = "text", *config = NULL;
+	struct side base, cand;
+	char problem[512];
+	int c, rc;
+
+	if (wants_help(argc, argv)) {
+		fputs(diff_usage, stdout);
+		return KHPROF_EXIT_OK;
+	}
+	diff_options__init(&flags);
+	optind = 1;
+	opterr = 0;
+	/* Leading ':' tells a missing value apart from an unknown option. */
+	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
+		const char *key = NULL, *flag = NULL;
+
+		switch (c) {
+		case 't':
+			if (set_threshold_flag(&flags, optarg, problem, sizeof(problem))) {
+				log__error("bad --threshold '%s': %s", optarg, problem);
+				return KHPROF_EXIT_USAGE;
+			}
+			continue;
+		case 'm':
+			key = "min_change_ms";
+			flag = "min-change-ms";
+			break;
+		case 'a':
+			key = "allow_mismatch";
+			flag = "allow-mismatch";
+			break;
+		case 'c':
+			key = "confidence";
+			flag = "confidence";
+			break;
+		case 'C':
+			config = optarg;
+			continue;
+		case 'f':
+			format = optarg;
+			continue;
+		case ':':
+			log__error("option '%s' needs a value", argv[optind - 1]);
+			return usage_error();
+		default:
+			log__error("unknown option '%s'", argv[optind - 1]);
+			return usage_error();
+		}
+		if (diff_options__set(&flags, key, optarg, problem, sizeof(problem))) {
+			log__error("bad --%s '%s': %s", flag, optarg, problem);
+			return KHPROF_EXIT_USAGE;
+		}
+	}
+	if (strcmp(format, "text") && strcmp(format, "markdown") && strcmp(format, "json")) {
+		log__error("unknown format '%s' (text, markdown or json)", format);
+		return KHPROF_EXIT_USAGE;
+	}
+	if (argc - optind != 2) {
+		log__error("diff needs BASE and CANDIDATE, a record or a directory of records "
+			   "each (got %d argument%s)", argc - optind,
+			   argc - optind == 1 ? "" : "s");
+		return usage_error();
+	}
+
+	diff_options__init(&opts);
+	if (config && (rc = read_config(config, &opts)))
+		return rc;
+	/* Flags win over the file whatever their order on the command line. */
+	diff_options__merge(&opts, &flags);
+
+	rc = side__read(&base, argv[optind]);
+	if (rc) {
+		side__free(&base);
+		return rc;
+	}
+	rc = side__read(&cand, argv[optind + 1]);
+	if (!rc)
+		rc = diff_sides(&base, &cand, &opts, format);
+	side__free(&base);
+	side__free(&cand);
 	return rc;
 }

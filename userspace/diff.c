@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * Comparing two records.  A record's times only say something about a
+ * Comparing two sets of records for CI.  Times only say something about a
  * change when the runs did the same work under the same conditions, so the
- * comparison first lists every identity or input field that differs, and
- * every sign that a record is incomplete, before it judges the times.
+ * identities of all records are bound first; then each item's medians are
+ * compared, and with several runs per side a bootstrap interval decides
+ * whether a change stands out of the run-to-run noise.  The rules are in
+ * docs/CI.md; keep the two in step.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -17,13 +20,26 @@
 #include <cjson/cJSON.h>
 
 #include "diff.h"
+#include "outbuf.h"
+#include "stats.h"
 
-void diff_options__init(struct kh_diff_options *opts)
+/* Mixed with each item's index so that items draw different resamples. */
+#define KH_DIFF_SEED 0x6b6870726f662d31ull
+
+static char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *format(const char *fmt, ...)
 {
-	memset(opts, 0, sizeof(*opts));
-	opts->threshold_pct = KH_DIFF_DEFAULT_THRESHOLD_PCT;
-	opts->min_ns = KH_DIFF_DEFAULT_MIN_NS;
+	va_list ap;
+	char *out;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&out, fmt, ap);
+	va_end(ap);
+	return n < 0 ? NULL : out;
 }
+
+/* --- names -------------------------------------------------------------- */
 
 const char *diff_verdict__name(enum kh_diff_verdict verdict)
 {
@@ -40,75 +56,99 @@ const char *diff_verdict__name(enum kh_diff_verdict verdict)
 
 const char *diff_mark__name(enum kh_diff_mark mark)
 {
-	switch (mark) {
-	case KH_DIFF_UNCHANGED:
-		return "unchanged";
-	case KH_DIFF_REGRESSED:
-		return "regressed";
-	case KH_DIFF_IMPROVED:
-		return "improved";
-	}
-	return NULL;
+	static const char *const names[] = {
+		[KH_DIFF_OK] = "ok",		 [KH_DIFF_REGRESSED] = "regressed",
+		[KH_DIFF_IMPROVED] = "improved", [KH_DIFF_NOISY] = "noisy",
+		[KH_DIFF_SAME] = "same",	 [KH_DIFF_CHANGED] = "changed",
+		[KH_DIFF_OFF] = "off",
+	};
+
+	return (size_t)mark < sizeof(names) / sizeof(names[0]) ? names[mark] : NULL;
 }
 
-static const char *warning_kind_name(enum kh_diff_warning_kind kind)
+const char *diff_metric__name(enum kh_diff_metric metric)
 {
-	switch (kind) {
-	case KH_DIFF_WARN_IDENTITY:
-		return "identity";
-	case KH_DIFF_WARN_INPUT:
-		return "input";
-	case KH_DIFF_WARN_MODE:
-		return "mode";
-	case KH_DIFF_WARN_DROPS:
-		return "drops";
-	case KH_DIFF_WARN_STARTED_MID:
-		return "started-mid-session";
-	case KH_DIFF_WARN_ENDED_MID:
-		return "ended-mid-session";
-	}
-	return "unknown";
+	static const char *const names[] = {
+		[KH_DIFF_M_WALL] = "wall",	   [KH_DIFF_M_THROUGHPUT] = "throughput",
+		[KH_DIFF_M_PEAK_RSS] = "peak_rss", [KH_DIFF_M_ELAPSED] = "elapsed",
+		[KH_DIFF_M_CALLS] = "calls",	   [KH_DIFF_M_PER_CALL] = "per_call",
+	};
+
+	return (size_t)metric < sizeof(names) / sizeof(names[0]) ? names[metric] : NULL;
 }
 
-/* --- comparability ------------------------------------------------------ */
+static bool is_stage_metric(enum kh_diff_metric metric)
+{
+	return metric >= KH_DIFF_M_ELAPSED;
+}
 
-enum field_type { F_STRING, F_OPT_STRING, F_CACHE, F_DAEMON, F_U64, F_OPT_U64 };
+/* --- identity fields ---------------------------------------------------- */
+
+enum field_type { F_STRING, F_OPT_STRING, F_CACHE, F_DAEMON, F_U64, F_OPT_U64, F_MODE };
 
 struct identity_field {
 	const char *name;
 	enum field_type type;
-	size_t offset;
+	size_t offset; /* in struct kh_profile */
 };
 
-/*
- * The RunIdentity fields that change what a run costs.  run_id and
- * binary_version are left out on purpose: they differ between any two runs
- * and between the two builds CI compares, which is the point of comparing.
- */
-#define FIELD(name, type) { #name, type, offsetof(struct kh_identity, name) }
-static const struct identity_field identity_fields[] = {
-	FIELD(detector_digest, F_STRING),
-	FIELD(config_digest, F_STRING),
-	FIELD(source_kind, F_STRING),
-	FIELD(workload_class, F_STRING),
-	FIELD(backend_requested, F_STRING),
-	FIELD(backend_selected, F_OPT_STRING),
-	FIELD(cache_state, F_CACHE),
-	FIELD(daemon_state, F_DAEMON),
-	FIELD(scanner_threads, F_U64),
-	FIELD(reader_threads, F_OPT_U64),
-	FIELD(logical_cpus, F_U64),
+#define FIELD(id, member, type) \
+	[KH_DIFF_F_##id] = { #member, type, offsetof(struct kh_profile, identity.member) }
+static const struct identity_field fields[KH_DIFF_F_COUNT] = {
+	FIELD(BINARY_VERSION, binary_version, F_STRING),
+	FIELD(DETECTOR_DIGEST, detector_digest, F_STRING),
+	FIELD(CONFIG_DIGEST, config_digest, F_STRING),
+	FIELD(SOURCE_KIND, source_kind, F_STRING),
+	FIELD(WORKLOAD_CLASS, workload_class, F_STRING),
+	FIELD(BACKEND_REQUESTED, backend_requested, F_STRING),
+	FIELD(BACKEND_SELECTED, backend_selected, F_OPT_STRING),
+	FIELD(CACHE_STATE, cache_state, F_CACHE),
+	FIELD(DAEMON_STATE, daemon_state, F_DAEMON),
+	FIELD(SCANNER_THREADS, scanner_threads, F_U64),
+	FIELD(READER_THREADS, reader_threads, F_OPT_U64),
+	FIELD(LOGICAL_CPUS, logical_cpus, F_U64),
+	[KH_DIFF_F_MODE] = { "mode", F_MODE, offsetof(struct kh_profile, ext.mode) },
 };
 #undef FIELD
 
-static bool field_equal(const struct identity_field *f, const struct kh_identity *a,
-			const struct kh_identity *b)
+#define BIT(f) (1u << (f))
+#define ALL_FIELDS (BIT(KH_DIFF_F_COUNT) - 1)
+
+/* Names that stand for several fields. */
+static const struct {
+	const char *name;
+	uint32_t bits;
+} field_groups[] = {
+	{ "backends", BIT(KH_DIFF_F_BACKEND_REQUESTED) | BIT(KH_DIFF_F_BACKEND_SELECTED) },
+	{ "threads", BIT(KH_DIFF_F_SCANNER_THREADS) | BIT(KH_DIFF_F_READER_THREADS) },
+	{ "all", ALL_FIELDS },
+};
+
+const char *diff_field__name(enum kh_diff_field field)
 {
-	const void *pa = (const char *)a + f->offset, *pb = (const char *)b + f->offset;
+	return (size_t)field < KH_DIFF_F_COUNT ? fields[field].name : NULL;
+}
+
+static const void *field_ptr(const struct identity_field *f, const struct kh_profile *p)
+{
+	return (const char *)p + f->offset;
+}
+
+/* Whether p has a value to compare: a record without khprof's extension has no mode. */
+static bool field_present(const struct identity_field *f, const struct kh_profile *p)
+{
+	return f->type != F_MODE || *(char *const *)field_ptr(f, p) != NULL;
+}
+
+static bool field_equal(const struct identity_field *f, const struct kh_profile *a,
+			const struct kh_profile *b)
+{
+	const void *pa = field_ptr(f, a), *pb = field_ptr(f, b);
 
 	switch (f->type) {
 	case F_STRING:
-	case F_OPT_STRING: {
+	case F_OPT_STRING:
+	case F_MODE: {
 		const char *sa = *(char *const *)pa, *sb = *(char *const *)pb;
 
 		/* A missing backend_selected (None) differs from every name. */
@@ -131,112 +171,484 @@ static bool field_equal(const struct identity_field *f, const struct kh_identity
 	return false;
 }
 
-/* The value as the seed's text report shows it, so users recognise it. */
-static char *field_text(const struct identity_field *f, const struct kh_identity *id)
+/* The value as the seed's text report shows it, so that users recognise it. */
+static char *field_text(const struct identity_field *f, const struct kh_profile *p)
 {
-	const void *p = (const char *)id + f->offset;
+	const void *v = field_ptr(f, p);
 	const char *name;
-	char *out = NULL;
 
 	switch (f->type) {
 	case F_STRING:
 	case F_OPT_STRING:
-		name = *(char *const *)p;
-		return strdup(name ? name : "unselected");
+	case F_MODE:
+		name = *(char *const *)v;
+		return strdup(name ? name : f->type == F_MODE ? "none" : "unselected");
 	case F_CACHE:
-		name = kh_cache_state__name(*(const enum kh_cache_state *)p);
+		name = kh_cache_state__name(*(const enum kh_cache_state *)v);
 		return strdup(name ? name : "?");
 	case F_DAEMON:
-		name = kh_daemon_state__name(*(const enum kh_daemon_state *)p);
+		name = kh_daemon_state__name(*(const enum kh_daemon_state *)v);
 		return strdup(name ? name : "?");
 	case F_U64:
-		if (asprintf(&out, "%" PRIu64, *(const uint64_t *)p) < 0)
-			return NULL;
-		return out;
+		return format("%" PRIu64, *(const uint64_t *)v);
 	case F_OPT_U64: {
-		const struct kh_opt_u64 *o = p;
+		const struct kh_opt_u64 *o = v;
 
-		if (!o->present)
-			return strdup("auto");
-		if (asprintf(&out, "%" PRIu64, o->value) < 0)
-			return NULL;
-		return out;
+		return o->present ? format("%" PRIu64, o->value) : strdup("auto");
 	}
 	}
 	return NULL;
 }
 
+/* --- options ------------------------------------------------------------ */
+
+static void threshold__default(struct kh_diff_threshold *t, double pct)
+{
+	t->set = false;
+	t->off = false;
+	t->pct = pct;
+}
+
+void diff_options__init(struct kh_diff_options *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	threshold__default(&opts->stages, KH_DIFF_DEFAULT_STAGE_PCT);
+	threshold__default(&opts->wall, KH_DIFF_DEFAULT_WALL_PCT);
+	threshold__default(&opts->throughput, KH_DIFF_DEFAULT_THROUGHPUT_PCT);
+	threshold__default(&opts->peak_rss, KH_DIFF_DEFAULT_PEAK_RSS_PCT);
+	for (uint32_t s = 0; s < KH_STAGE_COUNT; s++)
+		threshold__default(&opts->stage[s], KH_DIFF_DEFAULT_STAGE_PCT);
+	opts->min_change_ns = KH_DIFF_DEFAULT_MIN_CHANGE_NS;
+	opts->confidence = KH_DIFF_DEFAULT_CONFIDENCE;
+	opts->resamples = KH_DIFF_RESAMPLES;
+}
+
+const struct kh_diff_threshold *diff_options__threshold(const struct kh_diff_options *opts,
+							enum kh_diff_metric metric,
+							uint32_t stage)
+{
+	switch (metric) {
+	case KH_DIFF_M_WALL:
+		return &opts->wall;
+	case KH_DIFF_M_THROUGHPUT:
+		return &opts->throughput;
+	case KH_DIFF_M_PEAK_RSS:
+		return &opts->peak_rss;
+	case KH_DIFF_M_CALLS:
+		return NULL;
+	case KH_DIFF_M_ELAPSED:
+	case KH_DIFF_M_PER_CALL:
+		if (stage < KH_STAGE_COUNT && opts->stage[stage].set)
+			return &opts->stage[stage];
+		return &opts->stages;
+	}
+	return NULL;
+}
+
+/*
+ * A non-negative decimal such as "10" or "2.5", with a trailing '%' when
+ * percent: strtod alone would also take blanks, signs, hex, "inf" and
+ * "nan", none of which a CI configuration means.
+ */
+static int parse_amount(const char *text, bool percent, double *out)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)text[0]) && text[0] != '.')
+		return -EINVAL;
+	if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X'))
+		return -EINVAL;
+	errno = 0;
+	*out = strtod(text, &end);
+	if (percent && *end == '%')
+		end++;
+	if (end == text || *end || errno || !isfinite(*out))
+		return -EINVAL;
+	return 0;
+}
+
+static int set_threshold(struct kh_diff_threshold *t, const char *value, char *err,
+			 size_t errlen)
+{
+	double pct;
+
+	if (strcmp(value, "off") == 0) {
+		t->set = t->off = true;
+		return 0;
+	}
+	if (parse_amount(value, true, &pct)) {
+		snprintf(err, errlen, "bad threshold '%s' (a percentage of 0 or more, or off)",
+			 value);
+		return -EINVAL;
+	}
+	t->set = true;
+	t->off = false;
+	t->pct = pct;
+	return 0;
+}
+
+static struct kh_diff_threshold *threshold_by_name(struct kh_diff_options *opts,
+						   const char *name)
+{
+	uint32_t stage;
+
+	if (strcmp(name, "wall") == 0)
+		return &opts->wall;
+	if (strcmp(name, "throughput") == 0)
+		return &opts->throughput;
+	if (strcmp(name, "peak_rss") == 0)
+		return &opts->peak_rss;
+	if (kh_stage__parse(name, &stage) == 0)
+		return &opts->stage[stage];
+	return NULL;
+}
+
+static void field_list(char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < KH_DIFF_F_COUNT && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s, ", fields[i].name);
+	for (size_t i = 0; i < sizeof(field_groups) / sizeof(field_groups[0]) && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", field_groups[i].name,
+					 i + 1 < sizeof(field_groups) / sizeof(field_groups[0])
+						 ? ", " : "");
+}
+
+static int allow_one(struct kh_diff_options *opts, const char *name, size_t len, char *err,
+		     size_t errlen)
+{
+	char known[512];
+
+	for (size_t i = 0; i < KH_DIFF_F_COUNT; i++) {
+		if (strlen(fields[i].name) == len && !strncmp(fields[i].name, name, len)) {
+			opts->allow |= BIT(i);
+			return 0;
+		}
+	}
+	for (size_t i = 0; i < sizeof(field_groups) / sizeof(field_groups[0]); i++) {
+		const char *group = field_groups[i].name;
+
+		if (strlen(group) == len && !strncmp(group, name, len)) {
+			opts->allow |= field_groups[i].bits;
+			return 0;
+		}
+	}
+	field_list(known, sizeof(known));
+	snprintf(err, errlen, "unknown field '%.*s' (one of %s)", (int)len, name, known);
+	return -EINVAL;
+}
+
+/* A comma list; blanks around the names are allowed, empty names are not. */
+static int allow_list(struct kh_diff_options *opts, const char *list, char *err, size_t errlen)
+{
+	const char *p = list;
+
+	for (;;) {
+		const char *end = strchr(p, ','), *stop;
+		int rc;
+
+		if (!end)
+			end = p + strlen(p);
+		while (p < end && isspace((unsigned char)*p))
+			p++;
+		stop = end;
+		while (stop > p && isspace((unsigned char)stop[-1]))
+			stop--;
+		if (stop == p) {
+			snprintf(err, errlen, "empty field name in '%s'", list);
+			return -EINVAL;
+		}
+		rc = allow_one(opts, p, (size_t)(stop - p), err, errlen);
+		if (rc || !*end)
+			return rc;
+		p = end + 1;
+	}
+}
+
+int diff_options__set(struct kh_diff_options *opts, const char *key, const char *value,
+		      char *err, size_t errlen)
+{
+	double amount;
+
+	if (strcmp(key, "threshold") == 0)
+		return set_threshold(&opts->stages, value, err, errlen);
+	if (strncmp(key, "threshold.", 10) == 0) {
+		struct kh_diff_threshold *t = threshold_by_name(opts, key + 10);
+
+		if (!t) {
+			snprintf(err, errlen,
+				 "unknown item '%s' (a stage as the seed spells it, such as "
+				 "'hot-patterns', or wall, throughput, peak_rss)", key + 10);
+			return -EINVAL;
+		}
+		return set_threshold(t, value, err, errlen);
+	}
+	if (strcmp(key, "min_change_ms") == 0) {
+		/* The bound keeps the nanosecond count inside 64 bits. */
+		if (parse_amount(value, false, &amount) || amount > 1e12) {
+			snprintf(err, errlen, "bad minimum change '%s' (milliseconds, 0 or more)",
+				 value);
+			return -EINVAL;
+		}
+		opts->min_change_set = true;
+		opts->min_change_ns = (uint64_t)llround(amount * 1e6);
+		return 0;
+	}
+	if (strcmp(key, "confidence") == 0) {
+		if (parse_amount(value, true, &amount) || amount < KH_DIFF_MIN_CONFIDENCE ||
+		    amount > KH_DIFF_MAX_CONFIDENCE) {
+			snprintf(err, errlen, "bad confidence '%s' (a percentage from %g to %g)",
+				 value, KH_DIFF_MIN_CONFIDENCE, KH_DIFF_MAX_CONFIDENCE);
+			return -EINVAL;
+		}
+		opts->confidence_set = true;
+		opts->confidence = amount;
+		return 0;
+	}
+	if (strcmp(key, "allow_mismatch") == 0)
+		return allow_list(opts, value, err, errlen);
+	snprintf(err, errlen, "unknown setting '%s' (threshold, threshold.NAME, min_change_ms, "
+		 "confidence or allow_mismatch)", key);
+	return -EINVAL;
+}
+
+int diff_config__parse(const char *text, struct kh_diff_options *opts, size_t *line_no,
+		       char *err, size_t errlen)
+{
+	const char *line = text;
+
+	*line_no = 0;
+	while (line && *line) {
+		const char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		char *buf = strndup(line, len), *key, *value, *p;
+		int rc = 0;
+
+		++*line_no;
+		line = nl ? nl + 1 : NULL;
+		if (!buf)
+			return -ENOMEM;
+		if ((p = strchr(buf, '#')))
+			*p = '\0';
+		for (key = buf; isspace((unsigned char)*key); key++)
+			;
+		for (p = key + strlen(key); p > key && isspace((unsigned char)p[-1]);)
+			*--p = '\0';
+		if (*key) {
+			value = key + strcspn(key, " \t\r\v\f=");
+			p = value;
+			/* "key value", and "key = value" as people write it anyway. */
+			while (isspace((unsigned char)*value))
+				value++;
+			if (*value == '=')
+				for (value++; isspace((unsigned char)*value); value++)
+					;
+			*p = '\0';
+			if (!*value) {
+				snprintf(err, errlen, "'%s' needs a value", key);
+				rc = -EINVAL;
+			} else {
+				rc = diff_options__set(opts, key, value, err, errlen);
+			}
+		}
+		free(buf);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static void threshold__merge(struct kh_diff_threshold *t, const struct kh_diff_threshold *over)
+{
+	if (over->set)
+		*t = *over;
+}
+
+void diff_options__merge(struct kh_diff_options *opts, const struct kh_diff_options *over)
+{
+	threshold__merge(&opts->stages, &over->stages);
+	threshold__merge(&opts->wall, &over->wall);
+	threshold__merge(&opts->throughput, &over->throughput);
+	threshold__merge(&opts->peak_rss, &over->peak_rss);
+	for (uint32_t s = 0; s < KH_STAGE_COUNT; s++)
+		threshold__merge(&opts->stage[s], &over->stage[s]);
+	if (over->min_change_set) {
+		opts->min_change_set = true;
+		opts->min_change_ns = over->min_change_ns;
+	}
+	if (over->confidence_set) {
+		opts->confidence_set = true;
+		opts->confidence = over->confidence;
+	}
+	opts->allow |= over->allow;
+}
+
+static bool threshold_valid(const struct kh_diff_threshold *t)
+{
+	return t->off || (isfinite(t->pct) && t->pct >= 0);
+}
+
+static bool options_valid(const struct kh_diff_options *o)
+{
+	bool ok = threshold_valid(&o->stages) && threshold_valid(&o->wall) &&
+		  threshold_valid(&o->throughput) && threshold_valid(&o->peak_rss);
+
+	for (uint32_t s = 0; s < KH_STAGE_COUNT; s++)
+		ok = ok && threshold_valid(&o->stage[s]);
+	return ok && o->resamples > 0 && o->confidence >= KH_DIFF_MIN_CONFIDENCE &&
+	       o->confidence <= KH_DIFF_MAX_CONFIDENCE;
+}
+
+/* --- the builder: mismatches and warnings ------------------------------- */
+
 struct builder {
 	struct kh_diff *d;
-	size_t cap;
-	const char *base_name, *new_name;
+	const struct kh_diff_side *base, *cand;
+	size_t mismatch_cap, warning_cap;
 };
 
-/* Takes ownership of the three strings, even on failure. */
-static int builder__warn(struct builder *b, enum kh_diff_warning_kind kind, const char *field,
-			 char *base_value, char *new_value, char *message)
+static int grow(void **array, size_t count, size_t *cap, size_t size)
+{
+	size_t want;
+	void *grown;
+
+	if (count < *cap)
+		return 0;
+	want = *cap ? *cap * 2 : 8;
+	grown = realloc(*array, want * size);
+	if (!grown)
+		return -ENOMEM;
+	*array = grown;
+	*cap = want;
+	return 0;
+}
+
+static const char *side_name(const struct kh_diff_side *s, size_t i)
+{
+	return s->names && s->names[i] ? s->names[i] : s->path ? s->path : "?";
+}
+
+/* Takes ownership of message, even on failure. */
+static int builder__warn(struct builder *b, enum kh_diff_warning_kind kind, char *message)
 {
 	struct kh_diff *d = b->d;
-	struct kh_diff_warning *w;
 
-	if (!message)
-		goto nomem;
-	if (d->warning_count == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 8;
-		struct kh_diff_warning *grown = realloc(d->warnings, cap * sizeof(*grown));
-
-		if (!grown)
-			goto nomem;
-		d->warnings = grown;
-		b->cap = cap;
+	if (!message || grow((void **)&d->warnings, d->warning_count, &b->warning_cap,
+			     sizeof(*d->warnings))) {
+		free(message);
+		return -ENOMEM;
 	}
-	w = &d->warnings[d->warning_count++];
-	w->kind = kind;
-	w->field = field;
-	w->base_value = base_value;
-	w->new_value = new_value;
-	w->message = message;
-	if (kind == KH_DIFF_WARN_IDENTITY || kind == KH_DIFF_WARN_INPUT)
-		d->mismatch_count++;
+	d->warnings[d->warning_count++] = (struct kh_diff_warning){ kind, message };
 	return 0;
-nomem:
-	free(base_value);
-	free(new_value);
-	free(message);
-	return -ENOMEM;
 }
 
-static char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *format(const char *fmt, ...)
-{
-	va_list ap;
-	char *out;
-	int n;
+/* A record's place: which side, which index. */
+struct place {
+	const struct kh_diff_side *side;
+	size_t index;
+};
 
-	va_start(ap, fmt);
-	n = vasprintf(&out, fmt, ap);
-	va_end(ap);
-	return n < 0 ? NULL : out;
+static const struct kh_profile *place__record(struct place p)
+{
+	return &p.side->records[p.index];
 }
 
-static int builder__mismatch(struct builder *b, enum kh_diff_warning_kind kind, const char *field,
-			     char *base_value, char *new_value)
+static int builder__mismatch(struct builder *b, enum kh_diff_field field, int within,
+			     struct place first, struct place other)
 {
-	char *message = NULL;
+	const struct identity_field *f = &fields[field];
+	struct kh_diff *d = b->d;
+	struct kh_diff_mismatch *m;
 
-	if (base_value && new_value)
-		message = format("records differ in '%s': '%s' in %s, '%s' in %s", field,
-				 base_value, b->base_name, new_value, b->new_name);
-	return builder__warn(b, kind, field, base_value, new_value, message);
+	if (grow((void **)&d->mismatches, d->mismatch_count, &b->mismatch_cap,
+		 sizeof(*d->mismatches)))
+		return -ENOMEM;
+	m = &d->mismatches[d->mismatch_count++];
+	memset(m, 0, sizeof(*m));
+	m->field = field;
+	m->within = within;
+	m->allowed = b->d->opts.allow & BIT(field);
+	m->base_value = field_text(f, place__record(first));
+	m->cand_value = field_text(f, place__record(other));
+	m->base_file = strdup(side_name(first.side, first.index));
+	m->cand_file = strdup(side_name(other.side, other.index));
+	if (!m->base_value || !m->cand_value || !m->base_file || !m->cand_file)
+		return -ENOMEM;
+	m->message = format("records differ in '%s': '%s' in '%s', '%s' in '%s'", f->name,
+			    m->base_value, m->base_file, m->cand_value, m->cand_file);
+	if (!m->message)
+		return -ENOMEM;
+	if (!m->allowed)
+		d->blocking_count++;
+	return 0;
 }
 
-static int builder__u64_mismatch(struct builder *b, const char *field, uint64_t base,
-				 uint64_t new)
+/* The first record of a side with a value for f, or -1. */
+static long first_present(const struct identity_field *f, const struct kh_diff_side *s)
 {
-	if (base == new)
-		return 0;
-	return builder__mismatch(b, KH_DIFF_WARN_INPUT, field, format("%" PRIu64, base),
-				 format("%" PRIu64, new));
+	for (size_t i = 0; i < s->count; i++)
+		if (field_present(f, &s->records[i]))
+			return (long)i;
+	return -1;
+}
+
+/* The first record of a side whose value differs from ref's, or -1. */
+static long first_differing(const struct identity_field *f, const struct kh_diff_side *s,
+			    const struct kh_profile *ref)
+{
+	for (size_t i = 0; i < s->count; i++)
+		if (field_present(f, &s->records[i]) && !field_equal(f, ref, &s->records[i]))
+			return (long)i;
+	return -1;
+}
+
+/*
+ * Equality is transitive (an absent mode aside, which is why only records
+ * with a value take part), so every pair of records agrees exactly when
+ * each side agrees with its first record and the two first records agree.
+ * One mismatch per field is enough to tell the user what to fix.
+ */
+static int builder__bind_field(struct builder *b, enum kh_diff_field field)
+{
+	const struct identity_field *f = &fields[field];
+	long ib = first_present(f, b->base), ic = first_present(f, b->cand), j;
+
+	if (ib >= 0 && (j = first_differing(f, b->base, &b->base->records[ib])) >= 0)
+		return builder__mismatch(b, field, 1, (struct place){ b->base, (size_t)ib },
+					 (struct place){ b->base, (size_t)j });
+	if (ic >= 0 && (j = first_differing(f, b->cand, &b->cand->records[ic])) >= 0)
+		return builder__mismatch(b, field, 2, (struct place){ b->cand, (size_t)ic },
+					 (struct place){ b->cand, (size_t)j });
+	if (ib >= 0 && ic >= 0 &&
+	    !field_equal(f, &b->base->records[ib], &b->cand->records[ic]))
+		return builder__mismatch(b, field, 0, (struct place){ b->base, (size_t)ib },
+					 (struct place){ b->cand, (size_t)ic });
+	return 0;
+}
+
+/* Input sizes: different work, worth a warning but not a refusal. */
+static int builder__input(struct builder *b, const char *name, size_t offset)
+{
+	const struct kh_diff_side *sides[2] = { b->base, b->cand };
+	uint64_t ref = *(const uint64_t *)((const char *)&b->base->records[0] + offset);
+	char *message;
+
+	for (size_t s = 0; s < 2; s++) {
+		for (size_t i = 0; i < sides[s]->count; i++) {
+			uint64_t v = *(const uint64_t *)((const char *)&sides[s]->records[i] +
+							 offset);
+
+			if (v == ref)
+				continue;
+			message = format("records differ in '%s': '%" PRIu64 "' in '%s', '%" PRIu64
+					 "' in '%s' (the runs did different work)", name, ref,
+					 side_name(b->base, 0), v, side_name(sides[s], i));
+			return builder__warn(b, KH_DIFF_WARN_INPUT, message);
+		}
+	}
+	return 0;
 }
 
 /* Spans or events a record lost, as "3 ringbuf_full, 1 unmatched_exit". */
@@ -255,232 +667,340 @@ static char *drops_text(const struct kh_profile_ext *ext)
 	return out;
 }
 
-/* Warnings about one record on its own: what makes its times incomplete. */
+/* What makes one record's times incomplete. */
 static int builder__record_quality(struct builder *b, const struct kh_profile *p,
 				   const char *name)
 {
 	const struct kh_profile_ext *ext = &p->ext;
 	bool dropped = false;
-	char *drops;
 	int err = 0;
 
 	for (uint32_t i = 0; i < KH_DROP_COUNT; i++)
 		dropped |= ext->drops[i] != 0;
 	if (dropped) {
-		drops = drops_text(ext);
-		err = builder__warn(b, KH_DIFF_WARN_DROPS, NULL, NULL, NULL,
+		char *drops = drops_text(ext);
+
+		err = builder__warn(b, KH_DIFF_WARN_DROPS,
 				    drops ? format("record '%s' lost spans or events: %s "
 						   "(its stage times undercount)", name, drops)
 					  : NULL);
 		free(drops);
 	}
 	if (!err && ext->started_mid_session)
-		err = builder__warn(b, KH_DIFF_WARN_STARTED_MID, NULL, NULL, NULL,
+		err = builder__warn(b, KH_DIFF_WARN_STARTED_MID,
 				    format("record '%s' started mid-session: khprof attached "
 					   "after the session began (earlier work is missing)",
 					   name));
 	if (!err && ext->ended_mid_session)
-		err = builder__warn(b, KH_DIFF_WARN_ENDED_MID, NULL, NULL, NULL,
+		err = builder__warn(b, KH_DIFF_WARN_ENDED_MID,
 				    format("record '%s' ended mid-session: the session had not "
 					   "finished when tracing stopped (later work is missing)",
 					   name));
 	return err;
 }
 
-static int builder__comparability(struct builder *b, const struct kh_profile *base,
-				  const struct kh_profile *new)
+static int builder__bind(struct builder *b)
 {
-	const char *base_mode = base->ext.mode, *new_mode = new->ext.mode;
+	const struct kh_diff_side *sides[2] = { b->base, b->cand };
 	int err = 0;
 
-	for (size_t i = 0; !err && i < sizeof(identity_fields) / sizeof(identity_fields[0]); i++) {
-		const struct identity_field *f = &identity_fields[i];
+	for (int f = 0; !err && f < KH_DIFF_F_COUNT; f++)
+		err = builder__bind_field(b, (enum kh_diff_field)f);
+	if (!err)
+		err = builder__input(b, "input_bytes", offsetof(struct kh_profile, input_bytes));
+	if (!err)
+		err = builder__input(b, "input_units", offsetof(struct kh_profile, input_units));
+	for (size_t s = 0; s < 2; s++)
+		for (size_t i = 0; !err && i < sides[s]->count; i++)
+			err = builder__record_quality(b, &sides[s]->records[i],
+						      side_name(sides[s], i));
+	return err;
+}
 
-		if (field_equal(f, &base->identity, &new->identity))
+/* --- items -------------------------------------------------------------- */
+
+static const struct kh_stage_measurement *find_stage(const struct kh_profile *p, uint32_t stage)
+{
+	for (size_t i = 0; i < p->stage_count; i++)
+		if (p->stages[i].stage == stage)
+			return &p->stages[i];
+	return NULL;
+}
+
+/* One record's value of an item; false when the record has none. */
+static bool record_value(const struct kh_profile *p, enum kh_diff_metric metric, uint32_t stage,
+			 double *out)
+{
+	const struct kh_stage_measurement *s;
+
+	switch (metric) {
+	case KH_DIFF_M_WALL:
+		*out = (double)p->wall_time_ns;
+		return true;
+	case KH_DIFF_M_THROUGHPUT:
+		if (!p->wall_time_ns)
+			return false;
+		*out = (double)p->input_bytes * 1e9 / (double)p->wall_time_ns;
+		return true;
+	case KH_DIFF_M_PEAK_RSS:
+		*out = (double)p->resources.max_observed_resident_bytes.value;
+		return p->resources.max_observed_resident_bytes.present;
+	case KH_DIFF_M_ELAPSED:
+	case KH_DIFF_M_CALLS:
+	case KH_DIFF_M_PER_CALL:
+		/* A stage a record lacks took no time in that run. */
+		s = find_stage(p, stage);
+		if (!s)
+			*out = 0;
+		else if (metric == KH_DIFF_M_ELAPSED)
+			*out = (double)s->elapsed_ns;
+		else if (metric == KH_DIFF_M_CALLS)
+			*out = (double)s->calls;
+		else
+			*out = s->calls ? (double)s->elapsed_ns / (double)s->calls : 0;
+		return true;
+	}
+	return false;
+}
+
+static size_t side_values(const struct kh_diff_side *s, enum kh_diff_metric metric,
+			  uint32_t stage, double *out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->count; i++)
+		if (record_value(&s->records[i], metric, stage, &out[n]))
+			n++;
+	return n;
+}
+
+/*
+ * The rules of docs/CI.md.  The comparisons multiply out the percentage so
+ * that a change of exactly the threshold is not beyond it, whatever
+ * rounding a division would bring.
+ */
+static int item__judge(struct kh_diff_item *it, const struct kh_diff_options *o,
+		       const double *vb, const double *vc, uint64_t seed)
+{
+	const struct kh_diff_threshold *t = diff_options__threshold(o, it->metric, it->stage);
+	double b = it->base_median, c = it->cand_median, lo = 1, hi = 1;
+	int bad = it->metric == KH_DIFF_M_THROUGHPUT ? -1 : 1;
+	bool worse, better, sure;
+	int err;
+
+	it->has_change = b != 0;
+	it->change_pct = it->has_change ? (c / b - 1.0) * 100.0 : 0.0;
+	if (!t) {
+		it->verdict = b == c ? KH_DIFF_SAME : KH_DIFF_CHANGED;
+		return 0;
+	}
+	it->has_threshold = true;
+	it->threshold_off = t->off;
+	it->threshold_pct = t->pct;
+	it->gating = it->metric != KH_DIFF_M_PER_CALL;
+	if (it->base_n >= 2 && it->cand_n >= 2) {
+		err = stats__bootstrap_ratio(vb, it->base_n, vc, it->cand_n, o->resamples,
+					     o->confidence, seed, &lo, &hi);
+		if (err)
+			return err;
+		it->has_interval = true;
+		it->interval_low_pct = (lo - 1.0) * 100.0;
+		it->interval_high_pct = (hi - 1.0) * 100.0;
+	}
+	if (t->off) {
+		it->verdict = KH_DIFF_OFF;
+		return 0;
+	}
+	if (it->below_floor) {
+		it->verdict = KH_DIFF_OK;
+		return 0;
+	}
+	worse = bad * (c - b) * 100.0 > t->pct * b;
+	better = -bad * (c - b) * 100.0 > t->pct * b;
+	if (!worse && !better) {
+		it->verdict = KH_DIFF_OK;
+		return 0;
+	}
+	/* The whole interval must lie on the side of no change the median moved to. */
+	sure = !it->has_interval || (worse == (bad > 0) ? lo > 1.0 : hi < 1.0);
+	it->verdict = !sure ? KH_DIFF_NOISY : worse ? KH_DIFF_REGRESSED : KH_DIFF_IMPROVED;
+	return 0;
+}
+
+/* Median input of a side, in bytes; 0 when unknown. */
+static double side_input_bytes(const struct kh_diff_side *s)
+{
+	double *v = malloc(s->count * sizeof(*v)), median;
+
+	if (!v)
+		return 0;
+	for (size_t i = 0; i < s->count; i++)
+		v[i] = (double)s->records[i].input_bytes;
+	median = stats__median(v, s->count);
+	free(v);
+	return isnan(median) ? 0 : median;
+}
+
+/* The absolute change under which an item is never judged. */
+static bool item__below_floor(const struct kh_diff *d, const struct kh_diff_item *it,
+			      const struct kh_diff_side *base)
+{
+	double change = fabs(it->cand_median - it->base_median);
+	double min_ns = (double)d->opts.min_change_ns;
+
+	switch (it->metric) {
+	case KH_DIFF_M_THROUGHPUT: {
+		/*
+		 * A throughput change is judged by the time it makes: how much
+		 * longer or shorter the base's input takes at the candidate's
+		 * throughput (the wall time change, when inputs are equal).
+		 */
+		double b = it->base_median, c = it->cand_median;
+
+		if (b <= 0 || c <= 0)
+			return b == c;
+		return side_input_bytes(base) * fabs(1.0 / c - 1.0 / b) * 1e9 < min_ns;
+	}
+	case KH_DIFF_M_PEAK_RSS:
+		return change < (double)KH_DIFF_RSS_MIN_CHANGE_BYTES;
+	case KH_DIFF_M_PER_CALL: {
+		/*
+		 * The floor is for the stage's whole time: a per-call change
+		 * counts when, over the calls of the busier side, it adds up to
+		 * the floor.  The calls item comes just before.
+		 */
+		const struct kh_diff_item *calls = &d->items[d->item_count - 1];
+		double n = fmax(calls->base_median, calls->cand_median);
+
+		return change < (n > 1 ? min_ns / n : min_ns);
+	}
+	default:
+		return change < min_ns;
+	}
+}
+
+/* Adds one item when both sides have a value for it; 0 or -errno. */
+static int diff__add_item(struct kh_diff *d, const struct kh_diff_side *base,
+			  const struct kh_diff_side *cand, enum kh_diff_metric metric,
+			  uint32_t stage, double *vb, double *vc)
+{
+	struct kh_diff_item *it = &d->items[d->item_count];
+	uint64_t mix = KH_DIFF_SEED ^ ((uint64_t)d->item_count << 32);
+	int err;
+
+	memset(it, 0, sizeof(*it));
+	it->metric = metric;
+	it->stage = stage;
+	it->name = is_stage_metric(metric) ? kh_stage__name(stage) : diff_metric__name(metric);
+	it->base_n = side_values(base, metric, stage, vb);
+	it->cand_n = side_values(cand, metric, stage, vc);
+	if (!it->base_n || !it->cand_n)
+		return 0;
+	it->base_median = stats__median(vb, it->base_n);
+	it->cand_median = stats__median(vc, it->cand_n);
+	if (isnan(it->base_median) || isnan(it->cand_median))
+		return -ENOMEM;
+	it->below_floor = metric != KH_DIFF_M_CALLS && item__below_floor(d, it, base);
+	err = item__judge(it, &d->opts, vb, vc, stats__splitmix64(&mix));
+	if (err)
+		return err;
+	d->item_count++;
+	if (!it->gating)
+		d->calls_changed_count += it->verdict == KH_DIFF_CHANGED;
+	else if (it->verdict == KH_DIFF_REGRESSED)
+		d->regression_count++;
+	else if (it->verdict == KH_DIFF_IMPROVED)
+		d->improved_count++;
+	else if (it->verdict == KH_DIFF_NOISY)
+		d->noisy_count++;
+	return 0;
+}
+
+static bool any_record(const struct kh_diff_side *s, bool (*pred)(const struct kh_profile *,
+								  uint32_t),
+		       uint32_t arg)
+{
+	for (size_t i = 0; i < s->count; i++)
+		if (pred(&s->records[i], arg))
+			return true;
+	return false;
+}
+
+static bool has_input(const struct kh_profile *p, uint32_t unused)
+{
+	(void)unused;
+	return p->input_bytes != 0;
+}
+
+static bool has_stage(const struct kh_profile *p, uint32_t stage)
+{
+	return find_stage(p, stage) != NULL;
+}
+
+static int diff__items(struct kh_diff *d, const struct kh_diff_side *base,
+		       const struct kh_diff_side *cand)
+{
+	static const enum kh_diff_metric per_stage[] = { KH_DIFF_M_ELAPSED, KH_DIFF_M_CALLS,
+							 KH_DIFF_M_PER_CALL };
+	double *vb = malloc(base->count * sizeof(*vb)), *vc = malloc(cand->count * sizeof(*vc));
+	int err = vb && vc ? 0 : -ENOMEM;
+
+	if (!err)
+		err = diff__add_item(d, base, cand, KH_DIFF_M_WALL, 0, vb, vc);
+	if (!err && (any_record(base, has_input, 0) || any_record(cand, has_input, 0)))
+		err = diff__add_item(d, base, cand, KH_DIFF_M_THROUGHPUT, 0, vb, vc);
+	if (!err)
+		err = diff__add_item(d, base, cand, KH_DIFF_M_PEAK_RSS, 0, vb, vc);
+	for (uint32_t s = 0; !err && s < KH_STAGE_COUNT; s++) {
+		if (!any_record(base, has_stage, s) && !any_record(cand, has_stage, s))
 			continue;
-		err = builder__mismatch(b, KH_DIFF_WARN_IDENTITY, f->name,
-					field_text(f, &base->identity),
-					field_text(f, &new->identity));
+		for (size_t m = 0; !err && m < sizeof(per_stage) / sizeof(per_stage[0]); m++)
+			err = diff__add_item(d, base, cand, per_stage[m], s, vb, vc);
 	}
-	if (!err)
-		err = builder__u64_mismatch(b, "input_bytes", base->input_bytes, new->input_bytes);
-	if (!err)
-		err = builder__u64_mismatch(b, "input_units", base->input_units, new->input_units);
-	/*
-	 * Each mode adds its own cost per span to the traced program, so the
-	 * same code measures differently; a record without a mode was not
-	 * traced by khprof at all (the seed's in-process recording).
-	 */
-	if (!err && (!base_mode != !new_mode || (base_mode && strcmp(base_mode, new_mode)))) {
-		char *bv = strdup(base_mode ? base_mode : "none");
-		char *nv = strdup(new_mode ? new_mode : "none");
-
-		err = builder__warn(b, KH_DIFF_WARN_MODE, "mode", bv, nv,
-				    bv && nv ? format("tracing modes differ: '%s' in %s, '%s' in %s "
-						      "(each mode adds a different cost per span)",
-						      bv, b->base_name, nv, b->new_name)
-					     : NULL);
-	}
-	if (!err)
-		err = builder__record_quality(b, base, b->base_name);
-	if (!err)
-		err = builder__record_quality(b, new, b->new_name);
+	free(vb);
+	free(vc);
 	return err;
 }
 
 /* --- the comparison ----------------------------------------------------- */
 
-/*
- * Marks one timed item.  The test is done on the exact integer difference
- * so that a change of exactly the threshold is not a regression whatever
- * rounding a percentage would bring.
- */
-static void judge(struct kh_diff_item *it, uint64_t base, uint64_t new,
-		  const struct kh_diff_options *opts)
+static int side_info__copy(struct kh_diff_side_info *info, const struct kh_diff_side *s)
 {
-	it->below_floor = base < opts->min_ns && new < opts->min_ns;
-	it->mark = KH_DIFF_UNCHANGED;
-	if (it->below_floor)
-		return;
-	/* From a base of 0, any growth is beyond every threshold. */
-	if (new > base && (double)(new - base) * 100.0 > opts->threshold_pct * (double)base)
-		it->mark = KH_DIFF_REGRESSED;
-	else if (new < base && (double)(base - new) * 100.0 > opts->threshold_pct * (double)base)
-		it->mark = KH_DIFF_IMPROVED;
+	info->path = strdup(s->path ? s->path : "");
+	info->names = calloc(s->count, sizeof(*info->names));
+	if (!info->path || !info->names)
+		return -ENOMEM;
+	info->count = s->count;
+	for (size_t i = 0; i < s->count; i++)
+		if (!(info->names[i] = strdup(side_name(s, i))))
+			return -ENOMEM;
+	return 0;
 }
 
-static void set_values(struct kh_diff_item *it, double base, double new)
-{
-	it->base = base;
-	it->new = new;
-	it->has_delta = base > 0;
-	it->delta_pct = it->has_delta ? (new - base) * 100.0 / base : 0.0;
-}
-
-static struct kh_diff_item *add_item(struct kh_diff *d, enum kh_diff_kind kind, uint32_t id,
-				     const char *name)
-{
-	struct kh_diff_item *it = &d->items[d->item_count++];
-
-	memset(it, 0, sizeof(*it));
-	it->kind = kind;
-	it->id = id;
-	it->name = name;
-	return it;
-}
-
-static void add_timed(struct kh_diff *d, enum kh_diff_kind kind, uint32_t id, const char *name,
-		      bool base_present, uint64_t base, bool new_present, uint64_t new)
-{
-	struct kh_diff_item *it = add_item(d, kind, id, name);
-
-	it->base_present = base_present;
-	it->new_present = new_present;
-	set_values(it, (double)base, (double)new);
-	judge(it, base, new, &d->opts);
-	if (it->mark == KH_DIFF_REGRESSED)
-		d->regression_count++;
-}
-
-/* Input bytes per wall second; absent when the wall time is 0. */
-static double throughput(const struct kh_profile *p)
-{
-	return p->wall_time_ns ? (double)p->input_bytes * 1e9 / (double)p->wall_time_ns : 0.0;
-}
-
-struct totals {
-	bool present;
-	uint64_t elapsed_ns, calls;
-};
-
-static void stage_totals(const struct kh_profile *p, struct totals t[KH_STAGE_COUNT])
-{
-	memset(t, 0, KH_STAGE_COUNT * sizeof(*t));
-	for (size_t i = 0; i < p->stage_count; i++) {
-		const struct kh_stage_measurement *s = &p->stages[i];
-
-		if (s->stage >= KH_STAGE_COUNT)
-			continue;
-		t[s->stage].present = true;
-		t[s->stage].elapsed_ns += s->elapsed_ns;
-		t[s->stage].calls += s->calls;
-	}
-}
-
-static void state_totals(const struct kh_profile *p, struct totals t[KH_STATE_COUNT])
-{
-	memset(t, 0, KH_STATE_COUNT * sizeof(*t));
-	for (size_t i = 0; i < p->state_count; i++) {
-		const struct kh_state_measurement *s = &p->states[i];
-
-		if (s->state >= KH_STATE_COUNT)
-			continue;
-		t[s->state].present = true;
-		t[s->state].elapsed_ns += s->elapsed_ns;
-	}
-}
-
-static void compare_items(struct kh_diff *d, const struct kh_profile *base,
-			  const struct kh_profile *new)
-{
-	struct totals bs[KH_STAGE_COUNT], ns[KH_STAGE_COUNT];
-	struct totals bm[KH_STATE_COUNT], nm[KH_STATE_COUNT];
-	struct kh_diff_item *it;
-
-	add_timed(d, KH_DIFF_WALL, 0, "wall", true, base->wall_time_ns, true, new->wall_time_ns);
-
-	/* Throughput follows wall time when the input matches, so it is shown, not judged. */
-	it = add_item(d, KH_DIFF_THROUGHPUT, 0, "throughput");
-	it->base_present = base->wall_time_ns != 0;
-	it->new_present = new->wall_time_ns != 0;
-	set_values(it, throughput(base), throughput(new));
-
-	state_totals(base, bm);
-	state_totals(new, nm);
-	for (uint32_t s = 0; s < KH_STATE_COUNT; s++)
-		if (bm[s].present || nm[s].present)
-			add_timed(d, KH_DIFF_STATE, s, kh_run_state__name(s), bm[s].present,
-				  bm[s].elapsed_ns, nm[s].present, nm[s].elapsed_ns);
-
-	stage_totals(base, bs);
-	stage_totals(new, ns);
-	for (uint32_t s = 0; s < KH_STAGE_COUNT; s++) {
-		if (!bs[s].present && !ns[s].present)
-			continue;
-		add_timed(d, KH_DIFF_STAGE, s, kh_stage__name(s), bs[s].present, bs[s].elapsed_ns,
-			  ns[s].present, ns[s].elapsed_ns);
-		it = &d->items[d->item_count - 1];
-		it->base_calls = bs[s].calls;
-		it->new_calls = ns[s].calls;
-		/* A stage seen on one side only is a change of work too. */
-		it->calls_changed = bs[s].calls != ns[s].calls || bs[s].present != ns[s].present;
-		if (it->calls_changed)
-			d->calls_changed_count++;
-	}
-}
-
-int diff__compare(const struct kh_profile *base, const struct kh_profile *new,
+int diff__compare(const struct kh_diff_side *base, const struct kh_diff_side *cand,
 		  const struct kh_diff_options *opts, struct kh_diff *out)
 {
-	struct builder b = { .d = out };
+	struct builder b = { .d = out, .base = base, .cand = cand };
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	if (!isfinite(opts->threshold_pct) || opts->threshold_pct < 0)
+	if (!base->count || !cand->count || !options_valid(opts))
 		return -EINVAL;
 	out->opts = *opts;
-	out->opts.base_name = NULL;
-	out->opts.new_name = NULL;
-	b.base_name = opts->base_name ? opts->base_name : "base";
-	b.new_name = opts->new_name ? opts->new_name : "new";
-
-	err = builder__comparability(&b, base, new);
+	out->bootstrap = base->count >= 2 && cand->count >= 2;
+	err = side_info__copy(&out->base, base);
+	if (!err)
+		err = side_info__copy(&out->cand, cand);
+	if (!err)
+		err = builder__bind(&b);
+	/* Medians of unlike runs mean nothing: no items to misread then. */
+	if (!err && !out->blocking_count)
+		err = diff__items(out, base, cand);
 	if (err) {
 		diff__free(out);
 		return err;
 	}
-	compare_items(out, base, new);
-	if (opts->strict && out->mismatch_count)
+	if (out->blocking_count)
 		out->verdict = KH_DIFF_VERDICT_NOT_COMPARABLE;
 	else if (out->regression_count)
 		out->verdict = KH_DIFF_VERDICT_REGRESSED;
@@ -489,164 +1009,287 @@ int diff__compare(const struct kh_profile *base, const struct kh_profile *new,
 	return 0;
 }
 
+static void side_info__free(struct kh_diff_side_info *info)
+{
+	for (size_t i = 0; info->names && i < info->count; i++)
+		free(info->names[i]);
+	free(info->names);
+	free(info->path);
+}
+
 void diff__free(struct kh_diff *d)
 {
-	for (size_t i = 0; i < d->warning_count; i++) {
-		free(d->warnings[i].base_value);
-		free(d->warnings[i].new_value);
-		free(d->warnings[i].message);
+	for (size_t i = 0; i < d->mismatch_count; i++) {
+		struct kh_diff_mismatch *m = &d->mismatches[i];
+
+		free(m->base_value);
+		free(m->cand_value);
+		free(m->base_file);
+		free(m->cand_file);
+		free(m->message);
 	}
+	for (size_t i = 0; i < d->warning_count; i++)
+		free(d->warnings[i].message);
+	free(d->mismatches);
 	free(d->warnings);
+	side_info__free(&d->base);
+	side_info__free(&d->cand);
 	memset(d, 0, sizeof(*d));
 }
 
-/* --- text --------------------------------------------------------------- */
+/* --- cells shared by the text and markdown tables ------------------------ */
 
-struct text {
-	char *buf;
-	size_t len, cap;
-	bool failed;
+enum column { C_ITEM, C_BASE, C_CAND, C_CHANGE, C_INTERVAL, C_THRESHOLD, C_VERDICT, C_COUNT };
+
+static const char *const column_titles[C_COUNT] = {
+	"item", "base", "candidate", "change", "interval", "threshold", "verdict",
+};
+static const bool column_right[C_COUNT] = {
+	[C_BASE] = true, [C_CAND] = true, [C_CHANGE] = true, [C_THRESHOLD] = true,
 };
 
-static void text__printf(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void text__printf(struct text *t, const char *fmt, ...)
+#define CELL 64
+
+/* One unit for both sides of a row, so that their digits line up. */
+static void time_cells(double base, double cand, char *b, char *c)
 {
-	va_list ap;
-	int n;
+	double big = fmax(base, cand), scale;
+	const char *unit;
+	int digits;
 
-	if (t->failed)
+	if (big < 1e3)
+		scale = 1, unit = "ns", digits = 0;
+	else if (big < 1e6)
+		scale = 1e3, unit = "µs", digits = 2;
+	else if (big < 1e9)
+		scale = 1e6, unit = "ms", digits = 2;
+	else
+		scale = 1e9, unit = "s", digits = 3;
+	snprintf(b, CELL, "%.*f %s", digits, base / scale, unit);
+	snprintf(c, CELL, "%.*f %s", digits, cand / scale, unit);
+}
+
+static void value_cell(enum kh_diff_metric metric, double v, char *buf)
+{
+	const double mib = 1024.0 * 1024.0;
+
+	if (metric == KH_DIFF_M_THROUGHPUT)
+		snprintf(buf, CELL, "%.1f MiB/s", v / mib);
+	else if (metric == KH_DIFF_M_PEAK_RSS)
+		snprintf(buf, CELL, "%.1f MiB", v / mib);
+	else /* calls: a median of an even count may end in .5 */
+		snprintf(buf, CELL, v == floor(v) ? "%.0f" : "%.1f", v);
+}
+
+static void pct_text(double pct, char *buf, size_t len)
+{
+	if (isinf(pct))
+		snprintf(buf, len, "%sinf%%", pct > 0 ? "+" : "-");
+	else
+		snprintf(buf, len, "%+.1f%%", pct + 0.0); /* no "-0.0" */
+}
+
+static void change_cell(const struct kh_diff_item *it, char *buf)
+{
+	if (it->has_change)
+		pct_text(it->change_pct, buf, CELL);
+	else
+		snprintf(buf, CELL, "%s", it->cand_median > 0 ? "new" : "n/a");
+}
+
+static void item_cells(const struct kh_diff_item *it, bool markdown, char cells[C_COUNT][CELL])
+{
+	char lo[24], hi[24];
+
+	for (int c = 0; c < C_COUNT; c++)
+		cells[c][0] = '\0';
+	if (is_stage_metric(it->metric))
+		snprintf(cells[C_ITEM], CELL, "%s.%s", it->name, diff_metric__name(it->metric));
+	else
+		snprintf(cells[C_ITEM], CELL, "%s", it->name);
+	if (it->metric == KH_DIFF_M_WALL || it->metric == KH_DIFF_M_ELAPSED ||
+	    it->metric == KH_DIFF_M_PER_CALL) {
+		time_cells(it->base_median, it->cand_median, cells[C_BASE], cells[C_CAND]);
+	} else {
+		value_cell(it->metric, it->base_median, cells[C_BASE]);
+		value_cell(it->metric, it->cand_median, cells[C_CAND]);
+	}
+	change_cell(it, cells[C_CHANGE]);
+	if (it->has_interval) {
+		pct_text(it->interval_low_pct, lo, sizeof(lo));
+		pct_text(it->interval_high_pct, hi, sizeof(hi));
+		snprintf(cells[C_INTERVAL], CELL, "[%s, %s]", lo, hi);
+	}
+	if (it->has_threshold && it->threshold_off)
+		snprintf(cells[C_THRESHOLD], CELL, "off");
+	else if (it->has_threshold)
+		snprintf(cells[C_THRESHOLD], CELL, "%g%%", it->threshold_pct);
+	/* Capitals only where the job fails, so that it stands out. */
+	if (it->verdict == KH_DIFF_REGRESSED && it->gating)
+		snprintf(cells[C_VERDICT], CELL, markdown ? "**REGRESSED**" : "REGRESSED");
+	else
+		snprintf(cells[C_VERDICT], CELL, "%s", diff_mark__name(it->verdict));
+}
+
+/* Characters on screen: UTF-8 continuation bytes take no column. */
+static size_t display_width(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+static void method_text(const struct kh_diff *d, char *buf, size_t len)
+{
+	if (d->bootstrap)
+		snprintf(buf, len, "bootstrap %g%% interval of the ratio of medians, %zu resamples",
+			 d->opts.confidence, d->opts.resamples);
+	else
+		snprintf(buf, len, "single runs: plain thresholds");
+}
+
+static void header(struct outbuf *o, const struct kh_diff *d, bool markdown)
+{
+	const char *q = markdown ? "`" : "'";
+	char method[128];
+
+	method_text(d, method, sizeof(method));
+	outbuf__printf(o, "%skhprof diff%s: base %s%s%s (%zu record%s), candidate %s%s%s "
+		       "(%zu record%s); %s\n",
+		       markdown ? "**" : "", markdown ? "**" : "", q, d->base.path, q,
+		       d->base.count, d->base.count == 1 ? "" : "s", q, d->cand.path, q,
+		       d->cand.count, d->cand.count == 1 ? "" : "s", method);
+}
+
+static const char *summary_label(const struct kh_diff_item *it, char *buf, size_t len)
+{
+	if (it->metric == KH_DIFF_M_ELAPSED)
+		snprintf(buf, len, "stage %s", it->name);
+	else
+		snprintf(buf, len, "%s", it->name);
+	return buf;
+}
+
+char *diff__summary(const struct kh_diff *d)
+{
+	struct outbuf o;
+	size_t listed = 0;
+
+	outbuf__init(&o);
+	if (d->verdict == KH_DIFF_VERDICT_NOT_COMPARABLE) {
+		outbuf__printf(&o, "diff: not comparable (%zu identity difference%s)",
+			       d->blocking_count, d->blocking_count == 1 ? "" : "s");
+	} else if (!d->regression_count) {
+		outbuf__printf(&o, "diff: no regression (%zu improved, %zu noisy)",
+			       d->improved_count, d->noisy_count);
+	} else {
+		outbuf__printf(&o, "diff: %zu regression%s:", d->regression_count,
+			       d->regression_count == 1 ? "" : "s");
+		for (size_t i = 0; i < d->item_count; i++) {
+			const struct kh_diff_item *it = &d->items[i];
+			char label[64], change[CELL];
+
+			if (!it->gating || it->verdict != KH_DIFF_REGRESSED)
+				continue;
+			change_cell(it, change);
+			outbuf__printf(&o, "%s %s %s", listed++ ? "," : "",
+				       summary_label(it, label, sizeof(label)), change);
+		}
+	}
+	return outbuf__finish(&o);
+}
+
+static void table_text(struct outbuf *o, const struct kh_diff *d)
+{
+	char (*cells)[C_COUNT][CELL] = malloc((d->item_count + 1) * sizeof(*cells));
+	size_t width[C_COUNT];
+
+	if (!cells) {
+		o->failed = true;
 		return;
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(t->buf ? t->buf + t->len : NULL, t->buf ? t->cap - t->len : 0, fmt,
-			      ap);
-		va_end(ap);
-		if (n < 0) {
-			t->failed = true;
-			return;
-		}
-		if (t->buf && (size_t)n < t->cap - t->len) {
-			t->len += (size_t)n;
-			return;
-		}
-		size_t cap = t->cap ? t->cap : 1024;
+	}
 
-		while (cap < t->len + (size_t)n + 1)
-			cap *= 2;
-		char *grown = realloc(t->buf, cap);
+	for (int c = 0; c < C_COUNT; c++)
+		width[c] = display_width(column_titles[c]);
+	for (size_t i = 0; i < d->item_count; i++) {
+		item_cells(&d->items[i], false, cells[i]);
+		for (int c = 0; c < C_COUNT; c++)
+			if (display_width(cells[i][c]) > width[c])
+				width[c] = display_width(cells[i][c]);
+	}
+	for (size_t row = 0; row <= d->item_count; row++) {
+		size_t start = o->len, end;
 
-		if (!grown) {
-			t->failed = true;
-			return;
+		for (int c = 0; c < C_COUNT; c++) {
+			const char *cell = row ? cells[row - 1][c] : column_titles[c];
+			int pad = (int)(width[c] - display_width(cell));
+
+			if (column_right[c])
+				outbuf__printf(o, "%*s%s  ", pad, "", cell);
+			else
+				outbuf__printf(o, "%s%*s  ", cell, pad, "");
 		}
-		t->buf = grown;
-		t->cap = cap;
+		/* No padding after the last filled cell. */
+		for (end = o->len; !o->failed && end > start && o->data[end - 1] == ' '; end--)
+			;
+		if (!o->failed) {
+			o->len = end;
+			o->data[end] = '\0';
+		}
+		outbuf__putc(o, '\n');
+	}
+	free(cells);
+}
+
+static void table_markdown(struct outbuf *o, const struct kh_diff *d)
+{
+	char cells[C_COUNT][CELL];
+
+	for (int c = 0; c < C_COUNT; c++)
+		outbuf__printf(o, "| %s ", column_titles[c]);
+	outbuf__puts(o, "|\n");
+	for (int c = 0; c < C_COUNT; c++)
+		outbuf__puts(o, column_right[c] ? "|--:" : "|:--");
+	outbuf__puts(o, "|\n");
+	for (size_t i = 0; i < d->item_count; i++) {
+		item_cells(&d->items[i], true, cells);
+		for (int c = 0; c < C_COUNT; c++)
+			outbuf__printf(o, "| %s ", cells[c]);
+		outbuf__puts(o, "|\n");
 	}
 }
 
-/* Ends a line without the padding that blank trailing columns leave. */
-static void text__end_line(struct text *t)
+static char *render(const struct kh_diff *d, bool markdown)
 {
-	if (t->failed)
-		return;
-	while (t->len && t->buf[t->len - 1] == ' ')
-		t->len--;
-	text__printf(t, "\n");
-}
+	char *summary = diff__summary(d);
+	struct outbuf o;
 
-static void format_value(const struct kh_diff_item *it, bool present, double value, char *buf,
-			 size_t len)
-{
-	if (!present)
-		snprintf(buf, len, "-");
-	else if (it->kind == KH_DIFF_THROUGHPUT)
-		snprintf(buf, len, "%.3f MiB/s", value / (1024.0 * 1024.0));
-	else
-		snprintf(buf, len, "%.3f ms", value / 1e6);
-}
-
-static void format_delta(const struct kh_diff_item *it, char *buf, size_t len)
-{
-	if (!it->base_present && it->new_present)
-		snprintf(buf, len, "new");
-	else if (it->has_delta)
-		snprintf(buf, len, "%+.1f%%", it->delta_pct);
-	else if (it->new > it->base)
-		snprintf(buf, len, "+inf%%");
-	else
-		snprintf(buf, len, "%+.1f%%", 0.0);
-}
-
-static const char *mark_label(enum kh_diff_mark mark)
-{
-	return mark == KH_DIFF_REGRESSED ? "REGRESSED" : mark == KH_DIFF_IMPROVED ? "improved" : "";
-}
-
-static void format_per_call(bool present, uint64_t elapsed, uint64_t calls, char *buf, size_t len)
-{
-	if (!present)
-		snprintf(buf, len, "n/a");
-	else
-		snprintf(buf, len, "%.3f", calls ? (double)elapsed / (double)calls / 1e3 : 0.0);
-}
-
-static void render_item(struct text *t, const struct kh_diff_item *it)
-{
-	char label[64], base[32], new[32], delta[32];
-
-	if (it->kind == KH_DIFF_STATE)
-		snprintf(label, sizeof(label), "macro %s", it->name);
-	else if (it->kind == KH_DIFF_STAGE)
-		snprintf(label, sizeof(label), "stage %s", it->name);
-	else
-		snprintf(label, sizeof(label), "%s", it->name);
-	format_value(it, it->base_present, it->base, base, sizeof(base));
-	format_value(it, it->new_present, it->new, new, sizeof(new));
-	format_delta(it, delta, sizeof(delta));
-	text__printf(t, "%-28s %15s %15s %8s  %-9s", label, base, new, delta,
-		     mark_label(it->mark));
-	if (it->kind == KH_DIFF_STAGE) {
-		char bpc[32], npc[32];
-
-		format_per_call(it->base_present, (uint64_t)it->base, it->base_calls, bpc,
-				sizeof(bpc));
-		format_per_call(it->new_present, (uint64_t)it->new, it->new_calls, npc,
-				sizeof(npc));
-		if (it->calls_changed)
-			text__printf(t, "  calls=%" PRIu64 "->%" PRIu64, it->base_calls,
-				     it->new_calls);
-		else
-			text__printf(t, "  calls=%" PRIu64, it->base_calls);
-		text__printf(t, " per_call_us=%s->%s", bpc, npc);
+	outbuf__init(&o);
+	if (!summary)
+		return NULL;
+	header(&o, d, markdown);
+	outbuf__putc(&o, '\n');
+	if (markdown) {
+		table_markdown(&o, d);
+		outbuf__printf(&o, "\n**%s**\n", summary);
+	} else {
+		table_text(&o, d);
+		outbuf__printf(&o, "%s\n", summary);
 	}
-	text__end_line(t);
+	free(summary);
+	return outbuf__finish(&o);
 }
 
 char *diff__render_text(const struct kh_diff *d)
 {
-	struct text t = { 0 };
-	const struct kh_diff_item *wall = NULL;
+	return render(d, false);
+}
 
-	text__printf(&t, "%-28s %15s %15s %8s", "item", "base", "new", "delta");
-	text__end_line(&t);
-	for (size_t i = 0; i < d->item_count; i++) {
-		render_item(&t, &d->items[i]);
-		if (d->items[i].kind == KH_DIFF_WALL)
-			wall = &d->items[i];
-	}
-	text__printf(&t, "diff: %zu regression%s over %g%%", d->regression_count,
-		     d->regression_count == 1 ? "" : "s", d->opts.threshold_pct);
-	if (wall && wall->has_delta)
-		text__printf(&t, " (wall %+.1f%%)", wall->delta_pct);
-	else
-		text__printf(&t, " (wall n/a)");
-	text__end_line(&t);
-	if (t.failed) {
-		free(t.buf);
-		errno = ENOMEM;
-		return NULL;
-	}
-	return t.buf;
+char *diff__render_markdown(const struct kh_diff *d)
+{
+	return render(d, true);
 }
 
 /* --- JSON --------------------------------------------------------------- */
@@ -657,61 +1300,36 @@ static bool add_string_or_null(cJSON *obj, const char *key, const char *value)
 		     : cJSON_AddNullToObject(obj, key) != NULL;
 }
 
+/* Non-finite numbers (a bound from a base of 0) have no JSON spelling: null. */
 static bool add_number_or_null(cJSON *obj, const char *key, bool present, double value)
 {
-	return present ? cJSON_AddNumberToObject(obj, key, value) != NULL
-		       : cJSON_AddNullToObject(obj, key) != NULL;
+	return present && isfinite(value) ? cJSON_AddNumberToObject(obj, key, value) != NULL
+					  : cJSON_AddNullToObject(obj, key) != NULL;
 }
 
-static cJSON *warning_json(const struct kh_diff_warning *w)
+static bool add_threshold(cJSON *obj, const char *key, const struct kh_diff_threshold *t)
 {
-	cJSON *o = cJSON_CreateObject();
+	return add_number_or_null(obj, key, !t->off, t->pct);
+}
 
-	if (!o || !cJSON_AddStringToObject(o, "kind", warning_kind_name(w->kind)) ||
-	    !add_string_or_null(o, "field", w->field) ||
-	    !add_string_or_null(o, "base", w->base_value) ||
-	    !add_string_or_null(o, "new", w->new_value) ||
-	    !cJSON_AddStringToObject(o, "message", w->message)) {
-		cJSON_Delete(o);
-		return NULL;
+static bool add_to_array(cJSON *array, cJSON *item)
+{
+	if (!item || !cJSON_AddItemToArray(array, item)) {
+		cJSON_Delete(item);
+		return false;
 	}
-	return o;
+	return true;
 }
 
-static const char *item_kind_name(enum kh_diff_kind kind)
+static cJSON *side_json(const struct kh_diff_side_info *s)
 {
-	switch (kind) {
-	case KH_DIFF_WALL:
-		return "wall";
-	case KH_DIFF_THROUGHPUT:
-		return "throughput";
-	case KH_DIFF_STATE:
-		return "state";
-	case KH_DIFF_STAGE:
-		return "stage";
-	}
-	return "unknown";
-}
+	cJSON *o = cJSON_CreateObject(), *paths;
+	bool ok = o && cJSON_AddStringToObject(o, "path", s->path) &&
+		  (paths = cJSON_AddArrayToObject(o, "paths")) &&
+		  cJSON_AddNumberToObject(o, "records", (double)s->count);
 
-static cJSON *item_json(const struct kh_diff_item *it)
-{
-	bool judged = it->kind != KH_DIFF_THROUGHPUT;
-	cJSON *o = cJSON_CreateObject();
-	bool ok;
-
-	ok = o && cJSON_AddStringToObject(o, "kind", item_kind_name(it->kind)) &&
-	     cJSON_AddStringToObject(o, "name", it->name) &&
-	     cJSON_AddStringToObject(o, "unit", judged ? "ns" : "bytes/s") &&
-	     add_number_or_null(o, "base", it->base_present, it->base) &&
-	     add_number_or_null(o, "new", it->new_present, it->new) &&
-	     add_number_or_null(o, "delta_pct", it->has_delta, it->delta_pct) &&
-	     add_string_or_null(o, "mark", judged ? diff_mark__name(it->mark) : NULL) &&
-	     cJSON_AddBoolToObject(o, "below_floor", it->below_floor);
-	if (ok && it->kind == KH_DIFF_STAGE)
-		ok = add_number_or_null(o, "base_calls", it->base_present,
-					(double)it->base_calls) &&
-		     add_number_or_null(o, "new_calls", it->new_present, (double)it->new_calls) &&
-		     cJSON_AddBoolToObject(o, "calls_changed", it->calls_changed);
+	for (size_t i = 0; ok && i < s->count; i++)
+		ok = add_to_array(paths, cJSON_CreateString(s->names[i]));
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
@@ -719,45 +1337,161 @@ static cJSON *item_json(const struct kh_diff_item *it)
 	return o;
 }
 
-char *diff__to_json(const struct kh_diff *d, const char *base_name, const char *new_name)
+static cJSON *options_json(const struct kh_diff *d)
 {
-	const struct kh_diff_item *wall = d->item_count ? &d->items[0] : NULL;
-	cJSON *root = cJSON_CreateObject(), *warnings, *items;
+	const struct kh_diff_options *opts = &d->opts;
+	cJSON *o = cJSON_CreateObject(), *t, *stages, *allow;
+	bool ok;
+
+	t = o ? cJSON_AddObjectToObject(o, "thresholds") : NULL;
+	ok = t && add_threshold(t, "default_stage", &opts->stages) &&
+	     add_threshold(t, "wall", &opts->wall) &&
+	     add_threshold(t, "throughput", &opts->throughput) &&
+	     add_threshold(t, "peak_rss", &opts->peak_rss);
+	stages = ok ? cJSON_AddObjectToObject(t, "stages") : NULL;
+	ok = stages != NULL;
+	for (uint32_t s = 0; ok && s < KH_STAGE_COUNT; s++)
+		if (opts->stage[s].set)
+			ok = add_threshold(stages, kh_stage__name(s), &opts->stage[s]);
+	ok = ok && cJSON_AddNumberToObject(o, "min_change_ns", (double)opts->min_change_ns) &&
+	     cJSON_AddNumberToObject(o, "peak_rss_min_change_bytes",
+				     (double)KH_DIFF_RSS_MIN_CHANGE_BYTES) &&
+	     cJSON_AddNumberToObject(o, "confidence", opts->confidence) &&
+	     cJSON_AddNumberToObject(o, "resamples", (double)opts->resamples) &&
+	     cJSON_AddStringToObject(o, "method", d->bootstrap ? "bootstrap" : "single");
+	allow = ok ? cJSON_AddArrayToObject(o, "allow_mismatch") : NULL;
+	ok = allow != NULL;
+	for (int f = 0; ok && f < KH_DIFF_F_COUNT; f++)
+		if (opts->allow & BIT(f))
+			ok = add_to_array(allow, cJSON_CreateString(fields[f].name));
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+static cJSON *mismatch_json(const struct kh_diff_mismatch *m)
+{
+	static const char *const within[] = { NULL, "base", "candidate" };
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o || !cJSON_AddStringToObject(o, "field", fields[m->field].name) ||
+	    !cJSON_AddStringToObject(o, "base", m->base_value) ||
+	    !cJSON_AddStringToObject(o, "candidate", m->cand_value) ||
+	    !cJSON_AddStringToObject(o, "base_file", m->base_file) ||
+	    !cJSON_AddStringToObject(o, "candidate_file", m->cand_file) ||
+	    !add_string_or_null(o, "within", within[m->within]) ||
+	    !cJSON_AddBoolToObject(o, "allowed", m->allowed)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+static cJSON *warning_json(const struct kh_diff_warning *w)
+{
+	static const char *const kinds[] = {
+		[KH_DIFF_WARN_INPUT] = "input",
+		[KH_DIFF_WARN_DROPS] = "drops",
+		[KH_DIFF_WARN_STARTED_MID] = "started-mid-session",
+		[KH_DIFF_WARN_ENDED_MID] = "ended-mid-session",
+	};
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o || !cJSON_AddStringToObject(o, "kind", kinds[w->kind]) ||
+	    !cJSON_AddStringToObject(o, "message", w->message)) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+static const char *metric_unit(enum kh_diff_metric metric)
+{
+	switch (metric) {
+	case KH_DIFF_M_THROUGHPUT:
+		return "bytes/s";
+	case KH_DIFF_M_PEAK_RSS:
+		return "bytes";
+	case KH_DIFF_M_CALLS:
+		return "calls";
+	default:
+		return "ns";
+	}
+}
+
+static cJSON *item_json(const struct kh_diff_item *it)
+{
+	cJSON *o = cJSON_CreateObject(), *interval;
+	char name[CELL];
+	bool ok;
+
+	if (is_stage_metric(it->metric))
+		snprintf(name, sizeof(name), "%s.%s", it->name, diff_metric__name(it->metric));
+	else
+		snprintf(name, sizeof(name), "%s", it->name);
+	ok = o && cJSON_AddStringToObject(o, "name", name) &&
+	     add_string_or_null(o, "stage", is_stage_metric(it->metric) ? it->name : NULL) &&
+	     cJSON_AddStringToObject(o, "metric", diff_metric__name(it->metric)) &&
+	     cJSON_AddStringToObject(o, "unit", metric_unit(it->metric)) &&
+	     cJSON_AddNumberToObject(o, "base_runs", (double)it->base_n) &&
+	     cJSON_AddNumberToObject(o, "candidate_runs", (double)it->cand_n) &&
+	     cJSON_AddNumberToObject(o, "base_median", it->base_median) &&
+	     cJSON_AddNumberToObject(o, "candidate_median", it->cand_median) &&
+	     add_number_or_null(o, "change_pct", it->has_change, it->change_pct);
+	if (ok && it->has_interval) {
+		interval = cJSON_AddArrayToObject(o, "interval_pct");
+		ok = interval &&
+		     add_to_array(interval, isfinite(it->interval_low_pct)
+						    ? cJSON_CreateNumber(it->interval_low_pct)
+						    : cJSON_CreateNull()) &&
+		     add_to_array(interval, isfinite(it->interval_high_pct)
+						    ? cJSON_CreateNumber(it->interval_high_pct)
+						    : cJSON_CreateNull());
+	} else if (ok) {
+		ok = cJSON_AddNullToObject(o, "interval_pct") != NULL;
+	}
+	ok = ok &&
+	     add_number_or_null(o, "threshold_pct", it->has_threshold && !it->threshold_off,
+				it->threshold_pct) &&
+	     cJSON_AddBoolToObject(o, "gating", it->gating) &&
+	     cJSON_AddBoolToObject(o, "below_floor", it->below_floor) &&
+	     cJSON_AddStringToObject(o, "verdict", diff_mark__name(it->verdict));
+	if (!ok) {
+		cJSON_Delete(o);
+		return NULL;
+	}
+	return o;
+}
+
+char *diff__to_json(const struct kh_diff *d)
+{
+	cJSON *root = cJSON_CreateObject(), *array;
 	char *printed = NULL, *out = NULL;
 	bool ok;
 
 	ok = root && cJSON_AddStringToObject(root, "schema", "khprof-diff-v1") &&
-	     add_string_or_null(root, "base", base_name) &&
-	     add_string_or_null(root, "new", new_name) &&
-	     cJSON_AddNumberToObject(root, "threshold_pct", d->opts.threshold_pct) &&
-	     cJSON_AddNumberToObject(root, "min_ms", (double)d->opts.min_ns / 1e6) &&
-	     cJSON_AddBoolToObject(root, "strict", d->opts.strict) &&
+	     cJSON_AddItemToObject(root, "base", side_json(&d->base)) &&
+	     cJSON_AddItemToObject(root, "candidate", side_json(&d->cand)) &&
+	     cJSON_AddItemToObject(root, "options", options_json(d)) &&
 	     cJSON_AddStringToObject(root, "verdict", diff_verdict__name(d->verdict)) &&
-	     cJSON_AddBoolToObject(root, "comparable", d->mismatch_count == 0) &&
 	     cJSON_AddNumberToObject(root, "regressions", (double)d->regression_count) &&
-	     cJSON_AddNumberToObject(root, "mismatches", (double)d->mismatch_count) &&
-	     cJSON_AddNumberToObject(root, "calls_changed", (double)d->calls_changed_count) &&
-	     add_number_or_null(root, "wall_delta_pct", wall && wall->has_delta,
-				wall ? wall->delta_pct : 0.0);
-	warnings = ok ? cJSON_AddArrayToObject(root, "warnings") : NULL;
-	for (size_t i = 0; warnings && i < d->warning_count; i++) {
-		cJSON *w = warning_json(&d->warnings[i]);
-
-		if (!w || !cJSON_AddItemToArray(warnings, w)) {
-			cJSON_Delete(w);
-			warnings = NULL;
-		}
-	}
-	items = warnings ? cJSON_AddArrayToObject(root, "items") : NULL;
-	for (size_t i = 0; items && i < d->item_count; i++) {
-		cJSON *it = item_json(&d->items[i]);
-
-		if (!it || !cJSON_AddItemToArray(items, it)) {
-			cJSON_Delete(it);
-			items = NULL;
-		}
-	}
-	if (items)
+	     cJSON_AddNumberToObject(root, "improved", (double)d->improved_count) &&
+	     cJSON_AddNumberToObject(root, "noisy", (double)d->noisy_count);
+	array = ok ? cJSON_AddArrayToObject(root, "mismatches") : NULL;
+	for (size_t i = 0; array && i < d->mismatch_count; i++)
+		if (!add_to_array(array, mismatch_json(&d->mismatches[i])))
+			array = NULL;
+	array = array ? cJSON_AddArrayToObject(root, "warnings") : NULL;
+	for (size_t i = 0; array && i < d->warning_count; i++)
+		if (!add_to_array(array, warning_json(&d->warnings[i])))
+			array = NULL;
+	array = array ? cJSON_AddArrayToObject(root, "items") : NULL;
+	for (size_t i = 0; array && i < d->item_count; i++)
+		if (!add_to_array(array, item_json(&d->items[i])))
+			array = NULL;
+	if (array)
 		printed = cJSON_Print(root);
 	cJSON_Delete(root);
 	if (printed) {

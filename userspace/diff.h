@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * diff.h - comparing two RunProfile records for performance regressions.
+ * diff.h - comparing two sets of RunProfile records for CI regression gating.
  *
- * Pure functions over two struct kh_profile: no files, no output streams,
- * so that CI's verdict can be tested without running anything.  The command
- * (cmd_diff.c) reads the records and prints what these functions produce.
+ * Pure functions over arrays of struct kh_profile: no files, no output
+ * streams, so that CI's verdict can be tested without running anything.
+ * The command (cmd_diff.c) reads records and the config file and prints
+ * what these functions produce.  The rules are documented in docs/CI.md.
  */
 #ifndef KHPROF_DIFF_H
 #define KHPROF_DIFF_H
@@ -15,118 +16,214 @@
 
 #include "record.h"
 
-#define KH_DIFF_DEFAULT_THRESHOLD_PCT 10.0
-#define KH_DIFF_DEFAULT_MIN_NS 1000000ull
+#define KH_DIFF_DEFAULT_STAGE_PCT 5.0
+#define KH_DIFF_DEFAULT_WALL_PCT 3.0
+#define KH_DIFF_DEFAULT_THROUGHPUT_PCT 3.0
+#define KH_DIFF_DEFAULT_PEAK_RSS_PCT 5.0
+#define KH_DIFF_DEFAULT_MIN_CHANGE_NS 100000ull /* 0.1 ms */
+#define KH_DIFF_DEFAULT_CONFIDENCE 95.0
+#define KH_DIFF_MIN_CONFIDENCE 50.0
+#define KH_DIFF_MAX_CONFIDENCE 99.9
+#define KH_DIFF_RESAMPLES 10000
+/* Peak RSS moves by pages and allocator arenas: smaller changes are noise. */
+#define KH_DIFF_RSS_MIN_CHANGE_BYTES (1ull << 20)
 
-/* Wall time, throughput, one per macro state, one per stage. */
-#define KH_DIFF_MAX_ITEMS (2 + KH_STATE_COUNT + KH_STAGE_COUNT)
+/* Wall, throughput, peak RSS, then elapsed, calls and per-call per stage. */
+#define KH_DIFF_MAX_ITEMS (3 + 3 * KH_STAGE_COUNT)
 
-struct kh_diff_options {
-	double threshold_pct; /* an increase beyond this many percent regresses */
-	uint64_t min_ns;      /* entries with both sides below this are noise */
-	bool strict;          /* identity or input mismatches make the verdict "not comparable" */
-	const char *base_name; /* how messages name each record; "base"/"new" when NULL */
-	const char *new_name;
+/* Identity fields that bind a comparison, as --allow-mismatch names them. */
+enum kh_diff_field {
+	KH_DIFF_F_BINARY_VERSION = 0,
+	KH_DIFF_F_DETECTOR_DIGEST,
+	KH_DIFF_F_CONFIG_DIGEST,
+	KH_DIFF_F_SOURCE_KIND,
+	KH_DIFF_F_WORKLOAD_CLASS,
+	KH_DIFF_F_BACKEND_REQUESTED,
+	KH_DIFF_F_BACKEND_SELECTED,
+	KH_DIFF_F_CACHE_STATE,
+	KH_DIFF_F_DAEMON_STATE,
+	KH_DIFF_F_SCANNER_THREADS,
+	KH_DIFF_F_READER_THREADS,
+	KH_DIFF_F_LOGICAL_CPUS,
+	KH_DIFF_F_MODE, /* khprof extension: the tracing mode */
+	KH_DIFF_F_COUNT
 };
 
-/* Defaults the command starts from: 10 %, 1 ms, not strict. */
+/* A threshold setting; set says a flag or the config file gave it. */
+struct kh_diff_threshold {
+	bool set;
+	bool off;   /* the item is shown but never gates */
+	double pct; /* a change beyond this many percent counts */
+};
+
+struct kh_diff_options {
+	struct kh_diff_threshold stages; /* every stage without its own */
+	struct kh_diff_threshold wall, throughput, peak_rss;
+	struct kh_diff_threshold stage[KH_STAGE_COUNT];
+	bool min_change_set;
+	uint64_t min_change_ns; /* time changes below this are never judged */
+	bool confidence_set;
+	double confidence;      /* percent, for the bootstrap interval */
+	uint32_t allow;         /* 1 << enum kh_diff_field: differences that are intended */
+	size_t resamples;       /* KH_DIFF_RESAMPLES; not a user setting */
+};
+
+/* Defaults, with nothing marked set. */
 void diff_options__init(struct kh_diff_options *opts);
 
-enum kh_diff_kind {
-	KH_DIFF_WALL = 0,
-	KH_DIFF_THROUGHPUT,
-	KH_DIFF_STATE,
-	KH_DIFF_STAGE,
+/*
+ * Applies one setting by its config-file key: "threshold",
+ * "threshold.NAME" (NAME a stage as the seed spells it, or wall,
+ * throughput, peak_rss), "min_change_ms", "confidence" or
+ * "allow_mismatch" (a comma list of field names, added to those already
+ * allowed).  Percentages may end in '%'; a threshold may be "off".
+ * 0, or -EINVAL with the reason in err (without the key or value when
+ * the caller is expected to name them: see cmd_diff.c).
+ */
+int diff_options__set(struct kh_diff_options *opts, const char *key, const char *value,
+		      char *err, size_t errlen);
+
+/*
+ * Parses a config file's text: one "key value" per line, '#' to the end of
+ * a line is a comment, blank lines are ignored.  0, or -EINVAL with
+ * *line_no set to the bad line (from 1) and the reason in err.
+ */
+int diff_config__parse(const char *text, struct kh_diff_options *opts, size_t *line_no,
+		       char *err, size_t errlen);
+
+/*
+ * Settings marked set in over replace those of opts; allowed mismatches
+ * add up.  How command-line flags win over the config file.
+ */
+void diff_options__merge(struct kh_diff_options *opts, const struct kh_diff_options *over);
+
+/* The field's name as --allow-mismatch spells it. */
+const char *diff_field__name(enum kh_diff_field field);
+
+/* One side of the comparison: records in file order, each with a name. */
+struct kh_diff_side {
+	const char *path;               /* as given on the command line */
+	const struct kh_profile *records;
+	const char *const *names;       /* how messages name each record */
+	size_t count;
+};
+
+enum kh_diff_metric {
+	KH_DIFF_M_WALL = 0, /* ns */
+	KH_DIFF_M_THROUGHPUT, /* input bytes per wall second; down is worse */
+	KH_DIFF_M_PEAK_RSS, /* bytes */
+	KH_DIFF_M_ELAPSED,  /* ns, per stage */
+	KH_DIFF_M_CALLS,    /* per stage; informative, never gates */
+	KH_DIFF_M_PER_CALL, /* ns, per stage; judged but never gates */
 };
 
 enum kh_diff_mark {
-	KH_DIFF_UNCHANGED = 0, /* within the threshold, or below the noise floor */
+	KH_DIFF_OK = 0,
 	KH_DIFF_REGRESSED,
 	KH_DIFF_IMPROVED,
+	KH_DIFF_NOISY,   /* beyond the threshold but inside the noise */
+	KH_DIFF_SAME,    /* calls only */
+	KH_DIFF_CHANGED, /* calls only */
+	KH_DIFF_OFF,     /* threshold off */
 };
 
-/*
- * One compared line.  Times are nanoseconds; throughput is bytes per
- * second.  A side that lacks the stage or state has present false and
- * value 0.
- */
 struct kh_diff_item {
-	enum kh_diff_kind kind;
-	uint32_t id;      /* enum kh_stage or enum kh_run_state */
-	const char *name; /* "wall", "throughput", or the seed's stage/state name */
-	bool base_present, new_present;
-	double base, new;
-	bool has_delta;   /* false when base is 0, where a percentage means nothing */
-	double delta_pct;
-	bool below_floor; /* both sides under min_ns: never marked */
-	enum kh_diff_mark mark;
-	/* Stages only. */
-	uint64_t base_calls, new_calls;
-	bool calls_changed;
+	enum kh_diff_metric metric;
+	uint32_t stage;    /* enum kh_stage for stage metrics */
+	const char *name;  /* "wall", "throughput", "peak_rss", or the stage's name */
+	size_t base_n, cand_n; /* records that have the value */
+	double base_median, cand_median;
+	bool has_change;   /* false when the base median is 0 */
+	double change_pct;
+	bool has_interval; /* bootstrap: at least two values on each side */
+	double interval_low_pct, interval_high_pct; /* may be +INFINITY from a base of 0 */
+	bool has_threshold; /* false for calls */
+	bool threshold_off;
+	double threshold_pct;
+	bool gating;       /* a regression here fails the comparison */
+	bool below_floor;  /* the medians differ by less than the minimum change */
+	enum kh_diff_mark verdict;
+};
+
+struct kh_diff_mismatch {
+	enum kh_diff_field field;
+	bool allowed;      /* by --allow-mismatch: reported, not fatal */
+	int within;        /* 0 across the sides, 1 within base, 2 within candidate */
+	char *base_value, *cand_value; /* within a side: the first record, then the other */
+	char *base_file, *cand_file;
+	char *message;     /* "records differ in 'F': 'a' in 'x', 'b' in 'y'" */
 };
 
 enum kh_diff_warning_kind {
-	KH_DIFF_WARN_IDENTITY = 0, /* a RunIdentity field that changes cost differs */
-	KH_DIFF_WARN_INPUT,        /* input_bytes or input_units differ */
-	KH_DIFF_WARN_MODE,         /* khprof tracing modes differ */
-	KH_DIFF_WARN_DROPS,        /* a record lost spans or events */
-	KH_DIFF_WARN_STARTED_MID,  /* a record misses the start of its session */
-	KH_DIFF_WARN_ENDED_MID,    /* a record misses the end of its session */
+	KH_DIFF_WARN_INPUT = 0,   /* input_bytes or input_units differ */
+	KH_DIFF_WARN_DROPS,       /* a record lost spans or events */
+	KH_DIFF_WARN_STARTED_MID, /* a record misses the start of its session */
+	KH_DIFF_WARN_ENDED_MID,   /* a record misses the end of its session */
 };
 
 struct kh_diff_warning {
 	enum kh_diff_warning_kind kind;
-	const char *field;   /* the identity or input field, or NULL */
-	char *base_value;    /* the two sides as text for mismatches, else NULL */
-	char *new_value;
-	char *message;       /* git-style text without the "khprof: warning: " prefix */
+	char *message; /* git-style text without the "khprof: warning: " prefix */
 };
 
 enum kh_diff_verdict {
 	KH_DIFF_VERDICT_OK = 0,
 	KH_DIFF_VERDICT_REGRESSED,
-	KH_DIFF_VERDICT_NOT_COMPARABLE, /* strict and at least one mismatch */
+	KH_DIFF_VERDICT_NOT_COMPARABLE,
+};
+
+struct kh_diff_side_info {
+	char *path;
+	char **names;
+	size_t count;
 };
 
 struct kh_diff {
-	struct kh_diff_options opts; /* names not kept: only valid during compare */
-	struct kh_diff_item items[KH_DIFF_MAX_ITEMS];
+	struct kh_diff_options opts;
+	struct kh_diff_side_info base, cand;
+	bool bootstrap;              /* both sides have two records or more */
+	struct kh_diff_item items[KH_DIFF_MAX_ITEMS]; /* empty when not comparable */
 	size_t item_count;
+	struct kh_diff_mismatch *mismatches;
+	size_t mismatch_count;
+	size_t blocking_count;       /* mismatches not allowed */
 	struct kh_diff_warning *warnings;
 	size_t warning_count;
-	size_t mismatch_count;      /* identity and input warnings */
-	size_t regression_count;
-	size_t calls_changed_count; /* stages whose call counts differ */
+	size_t regression_count, improved_count, noisy_count; /* gating items */
+	size_t calls_changed_count;
 	enum kh_diff_verdict verdict;
 };
 
 /*
- * Compares base with new.  Items come in report order: wall, throughput,
- * macro states in RunState order, then stages in the seed's wire order;
- * a stage or state is listed when either record has it, and repeated
- * entries of one state (a run that went back to scanning) are summed.
- * Returns 0, -EINVAL for a negative or non-finite threshold, or -ENOMEM;
- * on failure *out needs no freeing.
+ * Compares the candidate side with the base side.  Both sides need at
+ * least one record.  0, -EINVAL (an empty side, a bad threshold or
+ * confidence) or -ENOMEM; on failure *out needs no freeing.
  */
-int diff__compare(const struct kh_profile *base, const struct kh_profile *new,
+int diff__compare(const struct kh_diff_side *base, const struct kh_diff_side *cand,
 		  const struct kh_diff_options *opts, struct kh_diff *out);
 void diff__free(struct kh_diff *d);
 
-/* "ok", "regressed", "not-comparable"; "unchanged"/"regressed"/"improved". */
 const char *diff_verdict__name(enum kh_diff_verdict verdict);
 const char *diff_mark__name(enum kh_diff_mark mark);
+const char *diff_metric__name(enum kh_diff_metric metric);
+
+/* The item's effective threshold; NULL for calls. */
+const struct kh_diff_threshold *diff_options__threshold(const struct kh_diff_options *opts,
+							enum kh_diff_metric metric,
+							uint32_t stage);
 
 /*
- * The table (header, one line per item) and the summary line
- * "diff: N regressions over T% (wall +x.y%)".  malloc'd, or NULL (ENOMEM).
+ * The header line, an aligned table and the summary line ("diff: 1
+ * regression: stage hot-patterns +21.0%"); markdown gives the same as a
+ * GitHub table with the summary in bold.  malloc'd, or NULL (ENOMEM).
  */
 char *diff__render_text(const struct kh_diff *d);
+char *diff__render_markdown(const struct kh_diff *d);
 
-/*
- * The result as one JSON object for CI systems: options, verdict, counts,
- * warnings and items.  base_name/new_name are recorded as given (may be
- * NULL).  malloc'd text ending in a newline, or NULL (ENOMEM).
- */
-char *diff__to_json(const struct kh_diff *d, const char *base_name, const char *new_name);
+/* The summary line alone, without a newline; malloc'd, or NULL. */
+char *diff__summary(const struct kh_diff *d);
+
+/* The "khprof-diff-v1" object, ending in a newline; malloc'd, or NULL. */
+char *diff__to_json(const struct kh_diff *d);
 
 #endif /* KHPROF_DIFF_H */

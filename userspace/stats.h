@@ -10,6 +10,7 @@
 #define KHPROF_STATS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Spread of one measurement over n runs; all NAN when n is 0. */
 struct kh_spread {
@@ -29,5 +30,30 @@ int stats__spread(const double *values, size_t n, struct kh_spread *out);
 
 /* MAD relative to the median, in percent; NAN when the median is 0. */
 double spread__mad_pct(const struct kh_spread *s);
+
+/*
+ * splitmix64: a small, fast generator whose whole state is one word, so
+ * that a fixed seed gives the same stream on every machine and libc.
+ */
+uint64_t stats__splitmix64(uint64_t *state);
+
+/* Uniform in [0, bound) without modulo bias; bound must not be 0. */
+uint64_t stats__uniform(uint64_t *state, uint64_t bound);
+
+/*
+ * Percentile bootstrap interval of median(cand) / median(base).  Each
+ * resample draws nb values from base and nc from cand with replacement,
+ * and the ratio of their medians is kept; *low and *high are the
+ * (100 - confidence) / 2 percent tails of the sorted ratios (with 10000
+ * resamples at 95, the 251st smallest and the 251st largest).  A resample
+ * whose base median is 0 has ratio 1 when its candidate median is 0 too,
+ * else +INFINITY.  Values must be non-negative and finite.  The same
+ * inputs and seed always give the same interval.
+ * 0, -EINVAL (an empty side, no resamples, confidence outside (0, 100)),
+ * or -ENOMEM.
+ */
+int stats__bootstrap_ratio(const double *base, size_t nb, const double *cand, size_t nc,
+			   size_t resamples, double confidence, uint64_t seed, double *low,
+			   double *high);
 
 #endif /* KHPROF_STATS_H */

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * khprof diff: the pure comparison over records built here, then the
- * command itself run as a program on the fixtures in tests/golden/diff/.
+ * khprof diff: the pure comparison over record sets built here, the
+ * bootstrap it relies on, the options and config file, then the command
+ * itself run as a program on the same sets written to a temporary
+ * directory.  Noise patterns are fixed, so every verdict is deterministic.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,691 +12,599 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
 #include "diff.h"
 #include "golden.h"
+#include "json.h"
+#include "stats.h"
 
 #define MS 1000000ull
+#define MIB (1024.0 * 1024.0)
+#define RUNS 5
+#define MAX_RUNS 8
 
-/* --- records built in the test ------------------------------------------ */
+/* Run-to-run factors.  steady: ±2 %, median exactly 1. */
+static const double steady[RUNS] = { 1.00, 1.02, 0.98, 1.01, 0.99 };
+/* The same spread in another order, as another batch of runs gives it. */
+static const double shuffled[RUNS] = { 0.99, 1.01, 1.00, 0.98, 1.02 };
+/* Median 1.01: a shift, but well inside every threshold. */
+static const double drift[RUNS] = { 1.03, 0.99, 1.01, 1.00, 1.02 };
+/* ±30 %: too wide to tell 8 % from no change. */
+static const double wide[RUNS] = { 0.70, 1.30, 1.00, 0.85, 1.15 };
+static const double wide_shuffled[RUNS] = { 1.15, 0.85, 1.30, 1.00, 0.70 };
 
-/* A like-for-like run: same identity on both sides unless a test changes it. */
-static void profile_make(struct kh_profile *p, const char *run_id, uint64_t wall_ns)
+/* The workload every set runs, before noise. */
+static const struct {
+	uint32_t stage;
+	uint64_t ns, calls;
+} workload[] = {
+	{ KH_STAGE_SOURCE_READ, 20 * MS, 100 },
+	{ KH_STAGE_HOT_PATTERNS, 50 * MS, 100 },
+	{ KH_STAGE_ENTROPY, 20000, 10 }, /* 20 µs: a stage too short to judge */
+	{ KH_STAGE_DECODE, 10 * MS, 50 },
+};
+
+static const char *const like_identity[][2] = {
+	{ "binary_version", "kh-scan 1.0" }, { "detector_digest", "det-abc" },
+	{ "config_digest", "cfg-def" },      { "source_kind", "filesystem" },
+	{ "workload_class", "ci-seed7" },    { "backend_selected", "pcre2-jit" },
+	{ "cache_state", "cold" },	     { "scanner_threads", "2" },
+	{ "logical_cpus", "2" },
+};
+
+/* How a set departs from the workload. */
+struct shape {
+	size_t runs;
+	const double *noise; /* RUNS factors; NULL for none */
+	uint32_t stage;      /* scaled by factor when factor is not 0 */
+	double factor;
+};
+
+struct set {
+	size_t n;
+	struct kh_profile rec[MAX_RUNS];
+	char *names[MAX_RUNS];
+};
+
+/* Each item takes the noise from another offset, so that items do not move in step. */
+static double noise_at(const struct shape *sh, size_t run, size_t offset)
 {
-	assert_int_equal(profile__init(p), 0);
-	assert_int_equal(identity__set(&p->identity, "run_id", run_id), 0);
-	assert_int_equal(identity__set(&p->identity, "binary_version", run_id), 0);
-	assert_int_equal(identity__set(&p->identity, "detector_digest", "det-abc"), 0);
-	assert_int_equal(identity__set(&p->identity, "config_digest", "cfg-def"), 0);
-	assert_int_equal(identity__set(&p->identity, "source_kind", "filesystem"), 0);
-	assert_int_equal(identity__set(&p->identity, "backend_selected", "cpu"), 0);
-	assert_int_equal(identity__set(&p->identity, "scanner_threads", "2"), 0);
-	assert_int_equal(identity__set(&p->identity, "logical_cpus", "2"), 0);
-	p->status = KH_STATE_COMPLETED;
-	p->wall_time_ns = wall_ns;
-	p->input_bytes = 100 * MS;
-	p->input_units = 10;
+	return sh->noise ? sh->noise[(run + offset) % RUNS] : 1.0;
 }
 
-static void stage(struct kh_profile *p, uint32_t s, uint64_t elapsed_ns, uint64_t calls)
+static void set_make(struct set *s, struct shape sh)
 {
-	assert_int_equal(profile__set_stage(p, s, elapsed_ns, calls, 0), 0);
-}
+	s->n = sh.runs;
+	for (size_t i = 0; i < s->n; i++) {
+		struct kh_profile *p = &s->rec[i];
 
-/* Macro states from (state, elapsed) pairs, derived as the seed derives them. */
-static void states(struct kh_profile *p, size_t n, const uint32_t *state, const uint64_t *ns)
-{
-	uint64_t at = 0;
+		assert_int_equal(profile__init(p), 0);
+		for (size_t k = 0; k < sizeof(like_identity) / sizeof(like_identity[0]); k++)
+			assert_int_equal(identity__set(&p->identity, like_identity[k][0],
+						       like_identity[k][1]), 0);
+		assert_int_equal(profile__set_mode(p, KH_MODE_BATCH), 0);
+		p->status = KH_STATE_COMPLETED;
+		p->wall_time_ns = llround(100.0 * MS * noise_at(&sh, i, 0));
+		p->input_bytes = 128 << 20;
+		p->input_units = 64;
+		p->resources.max_observed_resident_bytes.present = true;
+		p->resources.max_observed_resident_bytes.value =
+			llround(64 * MIB * noise_at(&sh, i, 1));
+		for (size_t k = 0; k < sizeof(workload) / sizeof(workload[0]); k++) {
+			double f = noise_at(&sh, i, k + 2);
 
-	for (size_t i = 0; i < n; i++) {
-		assert_int_equal(profile__add_transition(p, state[i], at, NULL), 0);
-		at += ns[i];
+			if (sh.factor && workload[k].stage == sh.stage)
+				f *= sh.factor;
+			assert_int_equal(profile__set_stage(p, workload[k].stage,
+							    llround((double)workload[k].ns * f),
+							    workload[k].calls, 0), 0);
+		}
+		assert_true(asprintf(&s->names[i], "run-%03zu.json", i + 1) > 0);
 	}
-	assert_int_equal(profile__add_transition(p, KH_STATE_COMPLETED, at, NULL), 0);
-	assert_int_equal(profile__finish(p, KH_STATE_COMPLETED, p->wall_time_ns), 0);
 }
 
-static struct kh_diff compare(const struct kh_profile *base, const struct kh_profile *new,
-			      double threshold, uint64_t min_ns, bool strict)
+static void set_free(struct set *s)
 {
+	for (size_t i = 0; i < s->n; i++) {
+		profile__free(&s->rec[i]);
+		free(s->names[i]);
+	}
+	s->n = 0;
+}
+
+static void set_identity(struct set *s, size_t first, const char *key, const char *value)
+{
+	for (size_t i = first; i < s->n; i++)
+		assert_int_equal(identity__set(&s->rec[i].identity, key, value), 0);
+}
+
+/* --- fixture ---------------------------------------------------------------- */
+
+struct fx {
+	struct set base, cand;
 	struct kh_diff_options opts;
 	struct kh_diff d;
+	char *dir; /* for the command tests */
+};
 
-	diff_options__init(&opts);
-	opts.threshold_pct = threshold;
-	opts.min_ns = min_ns;
-	opts.strict = strict;
-	opts.base_name = "a.json";
-	opts.new_name = "b.json";
-	assert_int_equal(diff__compare(base, new, &opts, &d), 0);
-	return d;
+static int fx_setup(void **state)
+{
+	struct fx *fx = calloc(1, sizeof(*fx));
+
+	if (!fx)
+		return -1;
+	diff_options__init(&fx->opts);
+	*state = fx;
+	return 0;
 }
 
-static const struct kh_diff_item *find_item(const struct kh_diff *d, enum kh_diff_kind kind,
-					    uint32_t id)
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int fx_teardown(void **state)
+{
+	struct fx *fx = *state;
+
+	diff__free(&fx->d);
+	set_free(&fx->base);
+	set_free(&fx->cand);
+	if (fx->dir)
+		nftw(fx->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+	free(fx->dir);
+	free(fx);
+	return 0;
+}
+
+static struct kh_diff_side side_of(const struct set *s, const char *path)
+{
+	return (struct kh_diff_side){ path, s->rec, (const char *const *)s->names, s->n };
+}
+
+/* Compares fx->cand with fx->base under fx->opts into fx->d. */
+static struct kh_diff *compare(struct fx *fx)
+{
+	struct kh_diff_side b = side_of(&fx->base, "base"), c = side_of(&fx->cand, "cand");
+
+	diff__free(&fx->d);
+	assert_int_equal(diff__compare(&b, &c, &fx->opts, &fx->d), 0);
+	return &fx->d;
+}
+
+/* Both sides from shapes, then compared. */
+static struct kh_diff *compare_shapes(struct fx *fx, struct shape base, struct shape cand)
+{
+	set_free(&fx->base);
+	set_free(&fx->cand);
+	set_make(&fx->base, base);
+	set_make(&fx->cand, cand);
+	return compare(fx);
+}
+
+static const struct kh_diff_item *item(const struct kh_diff *d, enum kh_diff_metric metric,
+				       uint32_t stage)
 {
 	for (size_t i = 0; i < d->item_count; i++)
-		if (d->items[i].kind == kind && d->items[i].id == id)
+		if (d->items[i].metric == metric &&
+		    (d->items[i].metric < KH_DIFF_M_ELAPSED || d->items[i].stage == stage))
 			return &d->items[i];
+	fail_msg("no item %s of stage %u", diff_metric__name(metric), stage);
 	return NULL;
 }
 
-static const struct kh_diff_warning *find_warning(const struct kh_diff *d,
-						  enum kh_diff_warning_kind kind,
-						  const char *field)
+static void assert_summary(const struct kh_diff *d, const char *expected)
 {
-	for (size_t i = 0; i < d->warning_count; i++)
-		if (d->warnings[i].kind == kind &&
-		    (!field || (d->warnings[i].field && !strcmp(d->warnings[i].field, field))))
-			return &d->warnings[i];
-	return NULL;
+	char *summary = diff__summary(d);
+
+	assert_non_null(summary);
+	assert_string_equal(summary, expected);
+	free(summary);
 }
 
-/* The line of text that starts with prefix, without its newline; malloc'd. */
-static char *line_starting(const char *text, const char *prefix)
+/* Every gating item except the one named is ok. */
+static void assert_others_ok(const struct kh_diff *d, const struct kh_diff_item *except)
 {
-	for (const char *line = text; line && *line;) {
-		const char *end = strchr(line, '\n');
-		size_t len = end ? (size_t)(end - line) : strlen(line);
+	for (size_t i = 0; i < d->item_count; i++)
+		if (&d->items[i] != except && d->items[i].gating)
+			assert_int_equal(d->items[i].verdict, KH_DIFF_OK);
+}
 
-		if (!strncmp(line, prefix, strlen(prefix)))
-			return strndup(line, len);
-		line = end ? end + 1 : NULL;
+static struct shape plain(size_t runs, const double *noise)
+{
+	return (struct shape){ runs, noise, 0, 0 };
+}
+
+static struct shape scaled(size_t runs, const double *noise, uint32_t stage, double factor)
+{
+	return (struct shape){ runs, noise, stage, factor };
+}
+
+/* --- verdicts --------------------------------------------------------------- */
+
+static void test_stage_regression_detected(void **state)
+{
+	struct fx *fx = *state;
+	struct kh_diff *d = compare_shapes(fx, plain(RUNS, steady),
+					   scaled(RUNS, shuffled, KH_STAGE_HOT_PATTERNS, 1.2));
+	const struct kh_diff_item *it = item(d, KH_DIFF_M_ELAPSED, KH_STAGE_HOT_PATTERNS);
+
+	assert_true(d->bootstrap);
+	assert_int_equal(it->verdict, KH_DIFF_REGRESSED);
+	assert_true(it->gating);
+	assert_true(fabs(it->change_pct - 20.0) < 1e-6);
+	assert_true(it->has_interval);
+	assert_true(it->interval_low_pct > 0 && it->interval_low_pct <= it->change_pct);
+	assert_true(it->interval_high_pct >= it->change_pct);
+	assert_others_ok(d, it);
+	/* Per call says why: each call is slower, there are not more of them. */
+	assert_int_equal(item(d, KH_DIFF_M_PER_CALL, KH_STAGE_HOT_PATTERNS)->verdict,
+			 KH_DIFF_REGRESSED);
+	assert_false(item(d, KH_DIFF_M_PER_CALL, KH_STAGE_HOT_PATTERNS)->gating);
+	assert_int_equal(item(d, KH_DIFF_M_CALLS, KH_STAGE_HOT_PATTERNS)->verdict, KH_DIFF_SAME);
+	assert_int_equal(d->regression_count, 1);
+	assert_int_equal(d->verdict, KH_DIFF_VERDICT_REGRESSED);
+	assert_summary(d, "diff: 1 regression: stage hot-patterns +20.0%");
+}
+
+static void test_noise_within_thresholds_passes(void **state)
+{
+	struct fx *fx = *state;
+	struct kh_diff *d = compare_shapes(fx, plain(RUNS, steady), plain(RUNS, drift));
+
+	/* Every item moved by the drift's 1 %, and none of them counts. */
+	assert_true(fabs(item(d, KH_DIFF_M_WALL, 0)->change_pct - 1.0) < 1e-6);
+	assert_true(fabs(item(d, KH_DIFF_M_ELAPSED, KH_STAGE_DECODE)->change_pct - 1.0) < 1e-6);
+	assert_others_ok(d, NULL);
+	assert_int_equal(d->verdict, KH_DIFF_VERDICT_OK);
+	assert_summary(d, "diff: no regression (0 improved, 0 noisy)");
+}
+
+static void test_speedup_reported_and_passes(void **state)
+{
+	struct fx *fx = *state;
+	struct kh_diff *d = compare_shapes(fx, plain(RUNS, steady),
+					   scaled(RUNS, shuffled, KH_STAGE_DECODE, 0.8));
+	const struct kh_diff_item *it = item(d, KH_DIFF_M_ELAPSED, KH_STAGE_DECODE);
+
+	assert_int_equal(it->verdict, KH_DIFF_IMPROVED);
+	assert_true(fabs(it->change_pct + 20.0) < 1e-6);
+	assert_true(it->interval_high_pct < 0);
+	assert_others_ok(d, it);
+	assert_int_equal(d->verdict, KH_DIFF_VERDICT_OK);
+	assert_summary(d, "diff: no regression (1 improved, 0 noisy)");
+}
+
+/* The median moved 8 % but the runs spread ±30 %: the interval covers no change. */
+static void test_wide_noise_is_noisy_not_regressed(void **state)
+{
+	struct fx *fx = *state;
+	struct kh_diff *d = compare_shapes(
+		fx, plain(RUNS, wide), scaled(RUNS, wide_shuffled, KH_STAGE_HOT_PATTERNS, 1.08));
+	const struct kh_diff_item *it = item(d, KH_DIFF_M_ELAPSED, KH_STAGE_HOT_PATTERNS);
+
+	assert_true(fabs(it->change_pct - 8.0) < 1e-6);
+	assert_true(it->interval_low_pct < 0 && it->interval_high_pct > 0);
+	assert_int_equal(it->verdict, KH_DIFF_NOISY);
+	assert_int_equal(d->noisy_count, 1);
+	assert_int_equal(d->verdict, KH_DIFF_VERDICT_OK);
+	assert_summary(d, "diff: no regression (0 improved, 1 noisy)");
+
+	/* A narrower interval does not make the spread go away; a wider threshold passes it. */
+	fx->opts.confidence = 50;
+	assert_int_equal(item(compare(fx), KH_DIFF_M_ELAPSED, KH_STAGE_HOT_PATTERNS)->verdict,
+			 KH_DIFF_NOISY);
+	fx->opts.stage[KH_STAGE_HOT_PATTERNS] = (struct kh_diff_threshold){ true, false, 10 };
+	assert_int_equal(item(compare(fx), KH_DIFF_M_ELAPSED, KH_STAGE_HOT_PATTERNS)->verdict,
+			 KH_DIFF_OK);
+}
+
+static void test_single_runs_use_plain_thresholds_and_floor(void **state)
+{
+	struct fx *fx = *state;
+	struct kh_diff *d =
+		compare_shapes(fx, plain(1, NULL), scaled(1, NULL, KH_STAGE_ENTROPY, 1.5));
+	const struct kh_diff_item *entropy = item(d, KH_DIFF_M_ELAPSED, KH_STAGE_ENTROPY);
+
+	assert_false(d->bootstrap);
+	/* +50 % of 20 µs is 10 µs, under the 0.1 ms minimum change. */
+	assert_true(fabs(entropy->change_pct - 50.0) < 1e-6);
+	assert_false(entropy->has_interval);
+	assert_true(entropy->below_floor);
+	assert_int_equal(entropy->verdict, KH_DIFF_OK);
+	assert_int_equal(d->verdict, KH_DIFF_VERDICT_OK);
+
+	/* Without the floor the same change regresses. */
+	fx->opts.min_change_ns = 0;
+	d = compare(fx);
+	assert_int_equal(item(d, KH_DIFF_M_ELAPSED, KH_STAGE_ENTROPY)->verdict, KH_DIFF_REGRESSED);
+	assert_summary(d, "diff: 1 regression: stage entropy +50.0%");
+}
+
+/* "Beyond" the threshold: exactly 3 % of wall time passes, one nanosecond more fails. */
+static void test_threshold_is_exclusive(void **state)
+{
+	struct fx *fx = *state;
+	struct kh_diff *d = compare_shapes(fx, plain(1, NULL), plain(1, NULL));
+
+	fx->cand.rec[0].wall_time_ns = 103 * MS;
+	fx->cand.rec[0].input_bytes = 0; /* keep throughput out of it */
+	fx->base.rec[0].input_bytes = 0;
+	d = compare(fx);
+	assert_int_equal(item(d, KH_DIFF_M_WALL, 0)->verdict, KH_DIFF_OK);
+	fx->cand.rec[0].wall_time_ns++;
+	d = compare(fx);
+	assert_int_equal(item(d, KH_DIFF_M_WALL, 0)->verdict, KH_DIFF_REGRESSED);
+	assert_summary(d, "diff: 1 regression: wall +3.0%");
+}
+
+static void test_throughput_and_rss_directions(void **state)
+{
+	struct fx *fx = *state;
+	struct kh_diff *d = compare_shapes(fx, plain(1, NULL), plain(1, NULL));
+
+	/* Same time, more bytes: throughput up is better. */
+	fx->cand.rec[0].input_bytes += fx->cand.rec[0].input_bytes / 10;
+	fx->cand.rec[0].resources.max_observed_resident_bytes.value += 4 << 20; /* +6.25 % */
+	d = compare(fx);
+	assert_int_equal(item(d, KH_DIFF_M_THROUGHPUT, 0)->verdict, KH_DIFF_IMPROVED);
+	assert_int_equal(item(d, KH_DIFF_M_PEAK_RSS, 0)->verdict, KH_DIFF_REGRESSED);
+	/* RSS changes under 1 MiB are noise, whatever the percentage. */
+	fx->base.rec[0].resources.max_observed_resident_bytes.value = 4 << 20;
+	fx->cand.rec[0].resources.max_observed_resident_bytes.value = 5 << 20;
+	d = compare(fx);
+	assert_true(item(d, KH_DIFF_M_PEAK_RSS, 0)->below_floor == false);
+	fx->cand.rec[0].resources.max_observed_resident_bytes.value = (5 << 20) - 1;
+	d = compare(fx);
+	assert_true(item(d, KH_DIFF_M_PEAK_RSS, 0)->below_floor);
+	assert_int_equal(item(d, KH_DIFF_M_PEAK_RSS, 0)->verdict, KH_DIFF_OK);
+}
+
+static void test_threshold_off_shows_but_never_gates(void **state)
+{
+	struct fx *fx = *state;
+	char err[256];
+	const struct kh_diff_item *it;
+
+	assert_int_equal(diff_options__set(&fx->opts, "threshold.hot-patterns", "off", err,
+					   sizeof(err)), 0);
+	it = item(compare_shapes(fx, plain(RUNS, steady),
+				 scaled(RUNS, steady, KH_STAGE_HOT_PATTERNS, 1.5)),
+		  KH_DIFF_M_ELAPSED, KH_STAGE_HOT_PATTERNS);
+	assert_int_equal(it->verdict, KH_DIFF_OFF);
+	assert_true(it->threshold_off);
+	assert_true(it->has_interval);
+	assert_int_equal(fx->d.verdict, KH_DIFF_VERDICT_OK);
+}
+
+/* Items: wall, throughput, peak RSS, then each stage's three in wire order. */
+static void test_items_and_stage_missing_from_a_record(void **state)
+{
+	static const enum kh_diff_metric head[] = { KH_DIFF_M_WALL, KH_DIFF_M_THROUGHPUT,
+						    KH_DIFF_M_PEAK_RSS };
+	struct fx *fx = *state;
+	struct kh_diff *d;
+	const struct kh_diff_item *it;
+
+	set_make(&fx->base, plain(3, NULL));
+	set_make(&fx->cand, plain(3, NULL));
+	/* Machine learning ran in one candidate run only: 0 in the other two. */
+	assert_int_equal(profile__set_stage(&fx->cand.rec[1], KH_STAGE_MACHINE_LEARNING, 5 * MS,
+					    1, 0), 0);
+	d = compare(fx);
+	assert_int_equal(d->item_count, 3 + 3 * 5);
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(d->items[i].metric, head[i]);
+	assert_int_equal(d->items[3].stage, KH_STAGE_SOURCE_READ);
+	assert_int_equal(d->items[3 + 3 * 3].stage, KH_STAGE_MACHINE_LEARNING);
+	assert_int_equal(d->items[3 + 3 * 4].stage, KH_STAGE_DECODE);
+	it = item(d, KH_DIFF_M_ELAPSED, KH_STAGE_MACHINE_LEARNING);
+	assert_true(it->base_median == 0 && it->cand_median == 0);
+	assert_false(it->has_change);
+	assert_int_equal(it->verdict, KH_DIFF_OK);
+}
+
+/* --- identity binding ------------------------------------------------------- */
+
+static void test_identity_mismatch_is_not_comparable(void **state)
+{
+	struct fx *fx = *state;
+	struct kh_diff *d;
+
+	set_make(&fx->base, plain(2, NULL));
+	set_make(&fx->cand, scaled(2, NULL, KH_STAGE_DECODE, 2.0));
+	set_identity(&fx->cand, 1, "detector_digest", "det-xyz");
+	set_identity(&fx->cand, 0, "binary_version", "kh-scan 1.1");
+	set_identity(&fx->cand, 0, "reader_threads", "3");
+	d = compare(fx);
+	assert_int_equal(d->verdict, KH_DIFF_VERDICT_NOT_COMPARABLE);
+	assert_int_equal(d->mismatch_count, 3);
+	assert_int_equal(d->blocking_count, 3);
+	assert_int_equal(d->item_count, 0);
+	/* Within the candidate side first: its own records disagree. */
+	assert_int_equal(d->mismatches[1].field, KH_DIFF_F_DETECTOR_DIGEST);
+	assert_int_equal(d->mismatches[1].within, 2);
+	assert_string_equal(d->mismatches[1].message,
+			    "records differ in 'detector_digest': 'det-abc' in 'run-001.json', "
+			    "'det-xyz' in 'run-002.json'");
+	assert_string_equal(d->mismatches[2].base_value, "auto");
+
+	/* Intended differences are listed as allowed; the data decides. */
+	fx->opts.allow = 1u << KH_DIFF_F_BINARY_VERSION | 1u << KH_DIFF_F_READER_THREADS;
+	set_identity(&fx->cand, 0, "detector_digest", "det-abc");
+	d = compare(fx);
+	assert_int_equal(d->mismatch_count, 2);
+	assert_int_equal(d->blocking_count, 0);
+	assert_true(d->mismatches[0].allowed);
+	assert_int_equal(d->verdict, KH_DIFF_VERDICT_REGRESSED);
+}
+
+static void test_mismatch_within_one_side(void **state)
+{
+	struct fx *fx = *state;
+	struct kh_diff *d;
+
+	set_make(&fx->base, plain(3, NULL));
+	set_make(&fx->cand, plain(3, NULL));
+	set_identity(&fx->base, 2, "workload_class", "nightly");
+	d = compare(fx);
+	assert_int_equal(d->verdict, KH_DIFF_VERDICT_NOT_COMPARABLE);
+	assert_int_equal(d->mismatch_count, 1);
+	assert_int_equal(d->mismatches[0].within, 1);
+	assert_string_equal(d->mismatches[0].cand_file, "run-003.json");
+}
+
+/* A record without khprof's extension has no mode, which matches any. */
+static void test_mode_absent_matches_any(void **state)
+{
+	struct fx *fx = *state;
+	struct kh_diff *d;
+
+	set_make(&fx->base, plain(2, NULL));
+	set_make(&fx->cand, plain(2, NULL));
+	free(fx->base.rec[0].ext.mode);
+	fx->base.rec[0].ext.mode = NULL;
+	assert_int_equal(compare(fx)->verdict, KH_DIFF_VERDICT_OK);
+	assert_int_equal(profile__set_mode(&fx->cand.rec[1], KH_MODE_SPAN), 0);
+	d = compare(fx);
+	assert_int_equal(d->verdict, KH_DIFF_VERDICT_NOT_COMPARABLE);
+	assert_int_equal(d->mismatches[0].field, KH_DIFF_F_MODE);
+	/* Incomplete records and other work stay warnings. */
+	fx->opts.allow = 1u << KH_DIFF_F_MODE;
+	fx->cand.rec[0].ext.drops[KH_DROP_RINGBUF_FULL] = 3;
+	fx->cand.rec[1].input_units++;
+	d = compare(fx);
+	assert_int_equal(d->verdict, KH_DIFF_VERDICT_OK);
+	assert_int_equal(d->warning_count, 2);
+	assert_non_null(strstr(d->warnings[0].message, "'input_units'"));
+	assert_non_null(strstr(d->warnings[1].message, "lost spans or events: 3 ringbuf_full"));
+}
+
+/* --- options and config ----------------------------------------------------- */
+
+static void test_config_file_settings(void **state)
+{
+	static const char config[] =
+		"# perf gate\n"
+		"threshold            7      # every stage\n"
+		"threshold.wall       2.5%\n"
+		"\n"
+		"threshold.scanner-queue-wait off\n"
+		"min_change_ms = 0.5\n"
+		"confidence           99\n"
+		"allow_mismatch       binary_version, threads\n";
+	struct fx *fx = *state;
+	struct kh_diff_options flags;
+	size_t line;
+	char err[256];
+
+	assert_int_equal(diff_config__parse(config, &fx->opts, &line, err, sizeof(err)), 0);
+	assert_true(fx->opts.stages.pct == 7 && fx->opts.wall.pct == 2.5);
+	assert_true(fx->opts.stage[KH_STAGE_SCANNER_QUEUE_WAIT].off);
+	assert_int_equal(fx->opts.min_change_ns, 500000);
+	assert_true(fx->opts.confidence == 99);
+	assert_int_equal(fx->opts.allow, 1u << KH_DIFF_F_BINARY_VERSION |
+						 1u << KH_DIFF_F_SCANNER_THREADS |
+						 1u << KH_DIFF_F_READER_THREADS);
+
+	/* Flags replace what they set, and only that. */
+	diff_options__init(&flags);
+	assert_int_equal(diff_options__set(&flags, "threshold.wall", "4", err, sizeof(err)), 0);
+	assert_int_equal(diff_options__set(&flags, "allow_mismatch", "mode", err, sizeof(err)), 0);
+	diff_options__merge(&fx->opts, &flags);
+	assert_true(fx->opts.wall.pct == 4 && fx->opts.stages.pct == 7);
+	assert_true(fx->opts.allow & 1u << KH_DIFF_F_MODE);
+	assert_true(fx->opts.allow & 1u << KH_DIFF_F_BINARY_VERSION);
+}
+
+static void test_config_and_option_errors(void **state)
+{
+	static const struct {
+		const char *text;
+		size_t line;
+		const char *reason;
+	} bad[] = {
+		{ "threshold 5\n\nthreshold.scan_regex 10\n", 3, "unknown item 'scan_regex'" },
+		{ "threshold -5\n", 1, "bad threshold '-5'" },
+		{ "# x\nconfidence 100\n", 2, "bad confidence '100'" },
+		{ "min_change_ms\n", 1, "'min_change_ms' needs a value" },
+		{ "allow_mismatch binary_version,,mode\n", 1, "empty field name" },
+		{ "allow_mismatch run_id\n", 1, "unknown field 'run_id'" },
+		{ "speed 5\n", 1, "unknown setting 'speed'" },
+	};
+	struct fx *fx = *state;
+	struct kh_diff_side side;
+	char err[512];
+	size_t line;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(diff_config__parse(bad[i].text, &fx->opts, &line, err,
+						    sizeof(err)), -EINVAL);
+		assert_int_equal(line, bad[i].line);
+		if (!strstr(err, bad[i].reason))
+			fail_msg("'%s': got '%s'", bad[i].text, err);
 	}
-	return NULL;
+	/* Out-of-range values never reach a comparison either. */
+	fx->opts.wall.pct = NAN;
+	set_make(&fx->base, plain(1, NULL));
+	side = side_of(&fx->base, "b");
+	assert_int_equal(diff__compare(&side, &side, &fx->opts, &fx->d), -EINVAL);
 }
 
-/* --- judging -------------------------------------------------------------- */
+/* --- statistics ------------------------------------------------------------- */
 
-static void test_stage_regression_over_threshold(void **state)
+static void test_bootstrap_interval(void **state)
 {
-	struct kh_profile a, b;
-	struct kh_diff d;
-	const struct kh_diff_item *it;
+	static const double base[] = { 100, 102, 98, 101, 99 };
+	static const double up[] = { 120, 122.4, 117.6, 121.2, 118.8 };
+	static const double zeros[] = { 0, 0, 0 };
+	double lo, hi, lo2, hi2;
 
 	(void)state;
-	profile_make(&a, "a", 100 * MS);
-	profile_make(&b, "b", 100 * MS);
-	stage(&a, KH_STAGE_HOT_PATTERNS, 50 * MS, 100);
-	stage(&b, KH_STAGE_HOT_PATTERNS, 60 * MS, 100);
-
-	d = compare(&a, &b, 10, MS, false);
-	it = find_item(&d, KH_DIFF_STAGE, KH_STAGE_HOT_PATTERNS);
-	assert_non_null(it);
-	assert_int_equal(it->mark, KH_DIFF_REGRESSED);
-	assert_true(it->has_delta);
-	assert_true(fabs(it->delta_pct - 20.0) < 1e-9);
-	assert_int_equal(d.regression_count, 1);
-	assert_int_equal(d.verdict, KH_DIFF_VERDICT_REGRESSED);
-	diff__free(&d);
-
-	/* The same change under a looser threshold passes. */
-	d = compare(&a, &b, 25, MS, false);
-	assert_int_equal(find_item(&d, KH_DIFF_STAGE, KH_STAGE_HOT_PATTERNS)->mark,
-			 KH_DIFF_UNCHANGED);
-	assert_int_equal(d.regression_count, 0);
-	assert_int_equal(d.verdict, KH_DIFF_VERDICT_OK);
-	diff__free(&d);
-	profile__free(&a);
-	profile__free(&b);
+	/* Identical constant samples: no spread at all. */
+	assert_int_equal(stats__bootstrap_ratio(zeros, 3, zeros, 3, 1000, 95, 1, &lo, &hi), 0);
+	assert_true(lo == 1 && hi == 1);
+	/* A 20 % shift with ±2 % noise lies well clear of no change. */
+	assert_int_equal(stats__bootstrap_ratio(base, 5, up, 5, 10000, 95, 7, &lo, &hi), 0);
+	assert_true(lo > 1.15 && lo <= 1.2 && hi >= 1.2 && hi < 1.25);
+	/* The same seed gives the same interval; a wider confidence a wider one. */
+	assert_int_equal(stats__bootstrap_ratio(base, 5, up, 5, 10000, 95, 7, &lo2, &hi2), 0);
+	assert_true(lo == lo2 && hi == hi2);
+	assert_int_equal(stats__bootstrap_ratio(base, 5, up, 5, 10000, 99.9, 7, &lo2, &hi2), 0);
+	assert_true(lo2 <= lo && hi2 >= hi);
+	/* From nothing to something is an unbounded increase. */
+	assert_int_equal(stats__bootstrap_ratio(zeros, 3, up, 5, 100, 95, 7, &lo, &hi), 0);
+	assert_true(isinf(lo) && isinf(hi));
+	assert_int_equal(stats__bootstrap_ratio(base, 0, up, 5, 100, 95, 7, &lo, &hi), -EINVAL);
+	assert_int_equal(stats__bootstrap_ratio(base, 5, up, 5, 100, 100, 7, &lo, &hi), -EINVAL);
 }
 
-/* "More than" the threshold: exactly 10 % passes, one nanosecond more fails. */
-static void test_threshold_boundary_is_exclusive(void **state)
+static void test_uniform_stays_in_bounds(void **state)
 {
-	struct kh_profile a, b;
-	struct kh_diff d;
+	uint64_t rng = 42, seen = 0;
 
 	(void)state;
-	profile_make(&a, "a", 100 * MS);
-	profile_make(&b, "b", 110 * MS);
-	d = compare(&a, &b, 10, MS, false);
-	assert_int_equal(find_item(&d, KH_DIFF_WALL, 0)->mark, KH_DIFF_UNCHANGED);
-	assert_int_equal(d.verdict, KH_DIFF_VERDICT_OK);
-	diff__free(&d);
+	for (int i = 0; i < 1000; i++) {
+		uint64_t v = stats__uniform(&rng, 5);
 
-	b.wall_time_ns = 110 * MS + 1;
-	d = compare(&a, &b, 10, MS, false);
-	assert_int_equal(find_item(&d, KH_DIFF_WALL, 0)->mark, KH_DIFF_REGRESSED);
-	assert_int_equal(d.verdict, KH_DIFF_VERDICT_REGRESSED);
-	diff__free(&d);
-
-	/* Threshold 0: any growth at all regresses. */
-	b.wall_time_ns = 100 * MS + 1;
-	d = compare(&a, &b, 0, MS, false);
-	assert_int_equal(find_item(&d, KH_DIFF_WALL, 0)->mark, KH_DIFF_REGRESSED);
-	diff__free(&d);
-	profile__free(&a);
-	profile__free(&b);
-}
-
-static void test_improvement_is_marked_not_counted(void **state)
-{
-	struct kh_profile a, b;
-	struct kh_diff d;
-
-	(void)state;
-	profile_make(&a, "a", 100 * MS);
-	profile_make(&b, "b", 80 * MS);
-	stage(&a, KH_STAGE_DECODE, 10 * MS, 100);
-	stage(&b, KH_STAGE_DECODE, 8 * MS, 100);
-	d = compare(&a, &b, 10, MS, false);
-	assert_int_equal(find_item(&d, KH_DIFF_WALL, 0)->mark, KH_DIFF_IMPROVED);
-	assert_int_equal(find_item(&d, KH_DIFF_STAGE, KH_STAGE_DECODE)->mark, KH_DIFF_IMPROVED);
-	assert_int_equal(d.regression_count, 0);
-	assert_int_equal(d.verdict, KH_DIFF_VERDICT_OK);
-	diff__free(&d);
-	profile__free(&a);
-	profile__free(&b);
-}
-
-static void test_min_ms_noise_floor(void **state)
-{
-	struct kh_profile a, b;
-	struct kh_diff d;
-	const struct kh_diff_item *walk, *read;
-
-	(void)state;
-	profile_make(&a, "a", 100 * MS);
-	profile_make(&b, "b", 100 * MS);
-	/* Doubles, but both sides are under 1 ms. */
-	stage(&a, KH_STAGE_SOURCE_WALK, 400000, 1);
-	stage(&b, KH_STAGE_SOURCE_WALK, 800000, 1);
-	/* Grows across the floor: one side above it is enough to judge. */
-	stage(&a, KH_STAGE_SOURCE_READ, 900000, 1);
-	stage(&b, KH_STAGE_SOURCE_READ, 1200000, 1);
-
-	d = compare(&a, &b, 10, MS, false);
-	walk = find_item(&d, KH_DIFF_STAGE, KH_STAGE_SOURCE_WALK);
-	read = find_item(&d, KH_DIFF_STAGE, KH_STAGE_SOURCE_READ);
-	assert_true(walk->below_floor);
-	assert_int_equal(walk->mark, KH_DIFF_UNCHANGED);
-	assert_false(read->below_floor);
-	assert_int_equal(read->mark, KH_DIFF_REGRESSED);
-	assert_int_equal(d.regression_count, 1);
-	diff__free(&d);
-
-	/* No floor: the tiny stage counts as well. */
-	d = compare(&a, &b, 10, 0, false);
-	walk = find_item(&d, KH_DIFF_STAGE, KH_STAGE_SOURCE_WALK);
-	assert_false(walk->below_floor);
-	assert_int_equal(walk->mark, KH_DIFF_REGRESSED);
-	assert_int_equal(d.regression_count, 2);
-	diff__free(&d);
-
-	/* A higher floor silences both. */
-	d = compare(&a, &b, 10, 2 * MS, false);
-	assert_int_equal(d.regression_count, 0);
-	assert_int_equal(d.verdict, KH_DIFF_VERDICT_OK);
-	diff__free(&d);
-	profile__free(&a);
-	profile__free(&b);
-}
-
-/* A run that went back to scanning: its two scanning spells add up. */
-static void test_states_summed_and_judged(void **state)
-{
-	static const uint32_t order[] = { KH_STATE_CREATED, KH_STATE_SCANNING,
-					  KH_STATE_RESOLVING, KH_STATE_SCANNING };
-	static const uint64_t base_ns[] = { 1 * MS, 30 * MS, 5 * MS, 30 * MS };
-	static const uint64_t new_ns[] = { 1 * MS, 30 * MS, 5 * MS, 40 * MS };
-	struct kh_profile a, b;
-	struct kh_diff d;
-	const struct kh_diff_item *scanning, *resolving;
-
-	(void)state;
-	profile_make(&a, "a", 66 * MS);
-	profile_make(&b, "b", 66 * MS);
-	states(&a, 4, order, base_ns);
-	states(&b, 4, order, new_ns);
-	d = compare(&a, &b, 10, MS, false);
-	scanning = find_item(&d, KH_DIFF_STATE, KH_STATE_SCANNING);
-	resolving = find_item(&d, KH_DIFF_STATE, KH_STATE_RESOLVING);
-	assert_non_null(scanning);
-	assert_true(scanning->base == 60.0 * MS);
-	assert_true(scanning->new == 70.0 * MS);
-	assert_int_equal(scanning->mark, KH_DIFF_REGRESSED);
-	assert_int_equal(resolving->mark, KH_DIFF_UNCHANGED);
-	/* States neither record reached are not listed. */
-	assert_null(find_item(&d, KH_DIFF_STATE, KH_STATE_VERIFYING));
-	assert_int_equal(d.regression_count, 1);
-	diff__free(&d);
-	profile__free(&a);
-	profile__free(&b);
-}
-
-static void test_stage_on_one_side_only(void **state)
-{
-	struct kh_profile a, b;
-	struct kh_diff d;
-	const struct kh_diff_item *gone, *added, *tiny;
-
-	(void)state;
-	profile_make(&a, "a", 100 * MS);
-	profile_make(&b, "b", 100 * MS);
-	stage(&a, KH_STAGE_REPORTING, 5 * MS, 1);
-	stage(&b, KH_STAGE_ENTROPY, 3 * MS, 100);
-	stage(&b, KH_STAGE_MACHINE_LEARNING, 100000, 4);
-
-	d = compare(&a, &b, 10, MS, false);
-	gone = find_item(&d, KH_DIFF_STAGE, KH_STAGE_REPORTING);
-	added = find_item(&d, KH_DIFF_STAGE, KH_STAGE_ENTROPY);
-	tiny = find_item(&d, KH_DIFF_STAGE, KH_STAGE_MACHINE_LEARNING);
-	assert_non_null(gone);
-	assert_non_null(added);
-	assert_non_null(tiny);
-
-	assert_true(gone->base_present);
-	assert_false(gone->new_present);
-	assert_true(fabs(gone->delta_pct + 100.0) < 1e-9);
-	assert_int_equal(gone->mark, KH_DIFF_IMPROVED);
-	assert_true(gone->calls_changed);
-
-	/* New work of 3 ms is an unbounded increase, so it regresses. */
-	assert_false(added->base_present);
-	assert_true(added->new_present);
-	assert_false(added->has_delta);
-	assert_int_equal(added->mark, KH_DIFF_REGRESSED);
-	assert_int_equal(added->base_calls, 0);
-	assert_int_equal(added->new_calls, 100);
-
-	/* New but under the floor: noise. */
-	assert_int_equal(tiny->mark, KH_DIFF_UNCHANGED);
-	assert_int_equal(d.regression_count, 1);
-	assert_int_equal(d.calls_changed_count, 3);
-	diff__free(&d);
-	profile__free(&a);
-	profile__free(&b);
-}
-
-static void test_calls_change_reported_not_regression(void **state)
-{
-	struct kh_profile a, b;
-	struct kh_diff d;
-	const struct kh_diff_item *it;
-
-	(void)state;
-	profile_make(&a, "a", 100 * MS);
-	profile_make(&b, "b", 100 * MS);
-	stage(&a, KH_STAGE_SOURCE_READ, 20 * MS, 100);
-	stage(&b, KH_STAGE_SOURCE_READ, 20 * MS, 200);
-	stage(&a, KH_STAGE_DECODE, 10 * MS, 50);
-	stage(&b, KH_STAGE_DECODE, 10 * MS, 50);
-
-	d = compare(&a, &b, 10, MS, false);
-	it = find_item(&d, KH_DIFF_STAGE, KH_STAGE_SOURCE_READ);
-	assert_true(it->calls_changed);
-	assert_int_equal(it->base_calls, 100);
-	assert_int_equal(it->new_calls, 200);
-	assert_int_equal(it->mark, KH_DIFF_UNCHANGED);
-	assert_false(find_item(&d, KH_DIFF_STAGE, KH_STAGE_DECODE)->calls_changed);
-	assert_int_equal(d.calls_changed_count, 1);
-	assert_int_equal(d.regression_count, 0);
-	assert_int_equal(d.verdict, KH_DIFF_VERDICT_OK);
-	diff__free(&d);
-	profile__free(&a);
-	profile__free(&b);
-}
-
-/* Wall, throughput, states, then stages in wire order whatever the record's order. */
-static void test_items_in_report_order(void **state)
-{
-	static const uint32_t order[] = { KH_STATE_SCANNING, KH_STATE_CREATED };
-	static const uint64_t ns[] = { 2 * MS, 1 * MS };
-	static const uint32_t expected_stages[] = { KH_STAGE_SOURCE_READ, KH_STAGE_ENTROPY,
-						    KH_STAGE_REPORTING };
-	struct kh_profile a, b;
-	struct kh_diff d;
-
-	(void)state;
-	profile_make(&a, "a", 100 * MS);
-	profile_make(&b, "b", 100 * MS);
-	states(&a, 2, order, ns);
-	/* A record read from JSON keeps the file's order, which may be any. */
-	a.stages[0] = (struct kh_stage_measurement){ KH_STAGE_REPORTING, MS, 1, 0 };
-	a.stages[1] = (struct kh_stage_measurement){ KH_STAGE_SOURCE_READ, MS, 1, 0 };
-	a.stage_count = 2;
-	stage(&b, KH_STAGE_ENTROPY, MS, 1);
-
-	d = compare(&a, &b, 10, MS, false);
-	assert_int_equal(d.item_count, 2 + 2 + 3);
-	assert_int_equal(d.items[0].kind, KH_DIFF_WALL);
-	assert_int_equal(d.items[1].kind, KH_DIFF_THROUGHPUT);
-	assert_int_equal(d.items[2].kind, KH_DIFF_STATE);
-	assert_int_equal(d.items[2].id, KH_STATE_CREATED);
-	assert_int_equal(d.items[3].id, KH_STATE_SCANNING);
-	for (size_t i = 0; i < 3; i++) {
-		assert_int_equal(d.items[4 + i].kind, KH_DIFF_STAGE);
-		assert_int_equal(d.items[4 + i].id, expected_stages[i]);
+		assert_true(v < 5);
+		seen |= 1ull << v;
 	}
-	assert_string_equal(d.items[6].name, "reporting");
-	diff__free(&d);
-	profile__free(&a);
-	profile__free(&b);
+	assert_int_equal(seen, 0x1f);
 }
 
-static void test_throughput_shown_not_judged(void **state)
-{
-	struct kh_profile a, b;
-	struct kh_diff d;
-	const struct kh_diff_item *it;
-
-	(void)state;
-	profile_make(&a, "a", 100 * MS);
-	profile_make(&b, "b", 200 * MS);
-	d = compare(&a, &b, 10, MS, false);
-	it = find_item(&d, KH_DIFF_THROUGHPUT, 0);
-	/* 100 MB in 0.1 s, then in 0.2 s. */
-	assert_true(fabs(it->base - 1e9) < 1e-3);
-	assert_true(fabs(it->new - 5e8) < 1e-3);
-	assert_true(fabs(it->delta_pct + 50.0) < 1e-9);
-	assert_int_equal(it->mark, KH_DIFF_UNCHANGED);
-	/* Only the wall time counts. */
-	assert_int_equal(d.regression_count, 1);
-	diff__free(&d);
-	profile__free(&a);
-	profile__free(&b);
-}
-
-static void test_bad_threshold_rejected(void **state)
-{
-	struct kh_diff_options opts;
-	struct kh_profile a;
-	struct kh_diff d;
-
-	(void)state;
-	profile_make(&a, "a", MS);
-	diff_options__init(&opts);
-	opts.threshold_pct = -1;
-	assert_int_equal(diff__compare(&a, &a, &opts, &d), -EINVAL);
-	opts.threshold_pct = NAN;
-	assert_int_equal(diff__compare(&a, &a, &opts, &d), -EINVAL);
-	opts.threshold_pct = INFINITY;
-	assert_int_equal(diff__compare(&a, &a, &opts, &d), -EINVAL);
-	profile__free(&a);
-}
-
-/* --- comparability -------------------------------------------------------- */
-
-static void test_like_runs_have_no_warnings(void **state)
-{
-	struct kh_profile a, b;
-	struct kh_diff d;
-
-	(void)state;
-	/* run_id and binary_version always differ between the runs CI compares. */
-	profile_make(&a, "a", 100 * MS);
-	profile_make(&b, "b", 100 * MS);
-	d = compare(&a, &b, 10, MS, true);
-	assert_int_equal(d.warning_count, 0);
-	assert_int_equal(d.mismatch_count, 0);
-	assert_int_equal(d.verdict, KH_DIFF_VERDICT_OK);
-	diff__free(&d);
-	profile__free(&a);
-	profile__free(&b);
-}
-
-static void test_identity_mismatch_warnings(void **state)
-{
-	struct kh_profile a, b;
-	struct kh_diff d;
-	const struct kh_diff_warning *w;
-
-	(void)state;
-	profile_make(&a, "a", 100 * MS);
-	profile_make(&b, "b", 100 * MS);
-	assert_int_equal(identity__set(&b.identity, "detector_digest", "det-xyz"), 0);
-	assert_int_equal(identity__set(&b.identity, "backend_selected", "null"), 0);
-	assert_int_equal(identity__set(&b.identity, "reader_threads", "3"), 0);
-	assert_int_equal(identity__set(&b.identity, "cache_state", "warm"), 0);
-	b.input_units = 11;
-
-	d = compare(&a, &b, 10, MS, false);
-	assert_int_equal(d.mismatch_count, 5);
-	assert_int_equal(d.warning_count, 5);
-	w = find_warning(&d, KH_DIFF_WARN_IDENTITY, "detector_digest");
-	assert_non_null(w);
-	assert_string_equal(w->base_value, "det-abc");
-	assert_string_equal(w->new_value, "det-xyz");
-	assert_string_equal(w->message, "records differ in 'detector_digest': 'det-abc' in "
-					"a.json, 'det-xyz' in b.json");
-	w = find_warning(&d, KH_DIFF_WARN_IDENTITY, "backend_selected");
-	assert_non_null(w);
-	assert_string_equal(w->new_value, "unselected");
-	w = find_warning(&d, KH_DIFF_WARN_IDENTITY, "reader_threads");
-	assert_non_null(w);
-	assert_string_equal(w->base_value, "auto");
-	assert_string_equal(w->new_value, "3");
-	w = find_warning(&d, KH_DIFF_WARN_IDENTITY, "cache_state");
-	assert_non_null(w);
-	assert_string_equal(w->new_value, "warm");
-	w = find_warning(&d, KH_DIFF_WARN_INPUT, "input_units");
-	assert_non_null(w);
-	assert_string_equal(w->base_value, "10");
-	assert_string_equal(w->new_value, "11");
-	assert_null(find_warning(&d, KH_DIFF_WARN_IDENTITY, "config_digest"));
-	/* Warnings alone do not fail the comparison. */
-	assert_int_equal(d.verdict, KH_DIFF_VERDICT_OK);
-	diff__free(&d);
-	profile__free(&a);
-	profile__free(&b);
-}
-
-/* --strict: a mismatch outranks even a regression. */
-static void test_strict_mismatch_is_not_comparable(void **state)
-{
-	struct kh_profile a, b;
-	struct kh_diff d;
-
-	(void)state;
-	profile_make(&a, "a", 100 * MS);
-	profile_make(&b, "b", 200 * MS);
-	assert_int_equal(identity__set(&b.identity, "logical_cpus", "4"), 0);
-
-	d = compare(&a, &b, 10, MS, true);
-	assert_int_equal(d.mismatch_count, 1);
-	assert_non_null(find_warning(&d, KH_DIFF_WARN_IDENTITY, "logical_cpus"));
-	assert_int_equal(d.verdict, KH_DIFF_VERDICT_NOT_COMPARABLE);
-	diff__free(&d);
-
-	d = compare(&a, &b, 10, MS, false);
-	assert_int_equal(d.verdict, KH_DIFF_VERDICT_REGRESSED);
-	diff__free(&d);
-	profile__free(&a);
-	profile__free(&b);
-}
-
-static void test_incomplete_records_warn_but_stay_comparable(void **state)
-{
-	struct kh_profile a, b;
-	struct kh_diff d;
-	const struct kh_diff_warning *w;
-
-	(void)state;
-	profile_make(&a, "a", 100 * MS);
-	profile_make(&b, "b", 100 * MS);
-	assert_int_equal(profile__set_mode(&a, KH_MODE_BATCH), 0);
-	assert_int_equal(profile__set_mode(&b, KH_MODE_SPAN), 0);
-	b.ext.drops[KH_DROP_RINGBUF_FULL] = 3;
-	b.ext.drops[KH_DROP_UNMATCHED_EXIT] = 1;
-	b.ext.started_mid_session = true;
-	a.ext.ended_mid_session = true;
-
-	d = compare(&a, &b, 10, MS, true);
-	assert_int_equal(d.mismatch_count, 0);
-	assert_int_equal(d.warning_count, 4);
-	w = find_warning(&d, KH_DIFF_WARN_MODE, NULL);
-	assert_non_null(w);
-	assert_string_equal(w->base_value, "batch");
-	assert_string_equal(w->new_value, "span");
-	w = find_warning(&d, KH_DIFF_WARN_DROPS, NULL);
-	assert_non_null(w);
-	assert_non_null(strstr(w->message, "record 'b.json'"));
-	assert_non_null(strstr(w->message, "1 unmatched_exit, 3 ringbuf_full"));
-	w = find_warning(&d, KH_DIFF_WARN_STARTED_MID, NULL);
-	assert_non_null(w);
-	assert_non_null(strstr(w->message, "'b.json' started mid-session"));
-	w = find_warning(&d, KH_DIFF_WARN_ENDED_MID, NULL);
-	assert_non_null(w);
-	assert_non_null(strstr(w->message, "'a.json' ended mid-session"));
-	assert_int_equal(d.verdict, KH_DIFF_VERDICT_OK);
-	diff__free(&d);
-
-	/* A record without khprof's extension has no mode: that differs too. */
-	free(b.ext.mode);
-	b.ext.mode = NULL;
-	d = compare(&a, &b, 10, MS, false);
-	w = find_warning(&d, KH_DIFF_WARN_MODE, NULL);
-	assert_non_null(w);
-	assert_string_equal(w->new_value, "none");
-	diff__free(&d);
-	profile__free(&a);
-	profile__free(&b);
-}
-
-/* --- output --------------------------------------------------------------- */
-
-static void test_text_table_and_summary(void **state)
-{
-	struct kh_profile a, b;
-	struct kh_diff d;
-	char *text, *line;
-
-	(void)state;
-	profile_make(&a, "a", 100 * MS);
-	profile_make(&b, "b", 105 * MS);
-	stage(&a, KH_STAGE_HOT_PATTERNS, 50 * MS, 100);
-	stage(&b, KH_STAGE_HOT_PATTERNS, 60 * MS, 100);
-	stage(&a, KH_STAGE_DECODE, 10 * MS, 100);
-	stage(&b, KH_STAGE_DECODE, 8 * MS, 80);
-	stage(&b, KH_STAGE_ENTROPY, 3 * MS, 7);
-
-	d = compare(&a, &b, 10, MS, false);
-	text = diff__render_text(&d);
-	assert_non_null(text);
-
-	line = line_starting(text, "wall ");
-	assert_string_equal(line, "wall                              100.000 ms      105.000 ms"
-				  "    +5.0%");
-	free(line);
-	line = line_starting(text, "stage hot-patterns ");
-	assert_string_equal(line, "stage hot-patterns                 50.000 ms       60.000 ms"
-				  "   +20.0%  REGRESSED  calls=100 per_call_us=500.000->600.000");
-	free(line);
-	line = line_starting(text, "stage decode ");
-	assert_string_equal(line, "stage decode                       10.000 ms        8.000 ms"
-				  "   -20.0%  improved   calls=100->80 per_call_us=100.000->100.000");
-	free(line);
-	line = line_starting(text, "stage entropy ");
-	assert_string_equal(line, "stage entropy                              -        3.000 ms"
-				  "      new  REGRESSED  calls=0->7 per_call_us=n/a->428.571");
-	free(line);
-	line = line_starting(text, "diff: ");
-	assert_string_equal(line, "diff: 2 regressions over 10% (wall +5.0%)");
-	free(line);
-	/* The summary is the last line. */
-	assert_true(has_suffix(text, "(wall +5.0%)\n"));
-	/* Wire order: hot-patterns (6) before entropy (14) before decode (16). */
-	assert_true(strstr(text, "stage hot-patterns") < strstr(text, "stage entropy"));
-	assert_true(strstr(text, "stage entropy") < strstr(text, "stage decode"));
-	free(text);
-	diff__free(&d);
-
-	d = compare(&a, &a, 2.5, MS, false);
-	text = diff__render_text(&d);
-	line = line_starting(text, "diff: ");
-	assert_string_equal(line, "diff: 0 regressions over 2.5% (wall +0.0%)");
-	free(line);
-	free(text);
-	diff__free(&d);
-	profile__free(&a);
-	profile__free(&b);
-}
-
-static cJSON *json_item(cJSON *items, const char *kind, const char *name)
-{
-	cJSON *it;
-
-	cJSON_ArrayForEach(it, items)
-		if (!strcmp(cJSON_GetObjectItem(it, "kind")->valuestring, kind) &&
-		    !strcmp(cJSON_GetObjectItem(it, "name")->valuestring, name))
-			return it;
-	return NULL;
-}
-
-static void test_json_output_has_verdict(void **state)
-{
-	struct kh_profile a, b;
-	struct kh_diff d;
-	cJSON *root, *items, *it, *warnings;
-	char *json;
-
-	(void)state;
-	profile_make(&a, "a", 100 * MS);
-	profile_make(&b, "b", 100 * MS);
-	stage(&a, KH_STAGE_HOT_PATTERNS, 50 * MS, 100);
-	stage(&b, KH_STAGE_HOT_PATTERNS, 60 * MS, 120);
-	stage(&b, KH_STAGE_ENTROPY, 3 * MS, 7);
-	assert_int_equal(identity__set(&b.identity, "workload_class", "nightly"), 0);
-
-	d = compare(&a, &b, 10, MS, false);
-	json = diff__to_json(&d, "a.json", "b.json");
-	assert_non_null(json);
-	root = cJSON_Parse(json);
-	assert_non_null(root);
-	assert_string_equal(cJSON_GetObjectItem(root, "schema")->valuestring, "khprof-diff-v1");
-	assert_string_equal(cJSON_GetObjectItem(root, "verdict")->valuestring, "regressed");
-	assert_string_equal(cJSON_GetObjectItem(root, "base")->valuestring, "a.json");
-	assert_int_equal(cJSON_GetObjectItem(root, "regressions")->valueint, 2);
-	assert_int_equal(cJSON_GetObjectItem(root, "mismatches")->valueint, 1);
-	assert_true(cJSON_IsFalse(cJSON_GetObjectItem(root, "comparable")));
-	assert_true(cJSON_GetObjectItem(root, "threshold_pct")->valuedouble == 10.0);
-	assert_true(cJSON_GetObjectItem(root, "min_ms")->valuedouble == 1.0);
-	assert_true(cJSON_GetObjectItem(root, "wall_delta_pct")->valuedouble == 0.0);
-
-	warnings = cJSON_GetObjectItem(root, "warnings");
-	assert_int_equal(cJSON_GetArraySize(warnings), 1);
-	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(warnings, 0), "field")
-				    ->valuestring, "workload_class");
-
-	items = cJSON_GetObjectItem(root, "items");
-	assert_int_equal(cJSON_GetArraySize(items), (int)d.item_count);
-	it = json_item(items, "stage", "hot-patterns");
-	assert_non_null(it);
-	assert_string_equal(cJSON_GetObjectItem(it, "mark")->valuestring, "regressed");
-	assert_true(cJSON_GetObjectItem(it, "base")->valuedouble == 50.0 * MS);
-	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(it, "calls_changed")));
-	assert_int_equal(cJSON_GetObjectItem(it, "new_calls")->valueint, 120);
-	it = json_item(items, "stage", "entropy");
-	assert_true(cJSON_IsNull(cJSON_GetObjectItem(it, "base")));
-	assert_true(cJSON_IsNull(cJSON_GetObjectItem(it, "delta_pct")));
-	it = json_item(items, "throughput", "throughput");
-	assert_true(cJSON_IsNull(cJSON_GetObjectItem(it, "mark")));
-	cJSON_Delete(root);
-	free(json);
-	diff__free(&d);
-
-	/* Strict with that mismatch: the verdict CI reads says so. */
-	d = compare(&a, &b, 10, MS, true);
-	json = diff__to_json(&d, NULL, NULL);
-	root = cJSON_Parse(json);
-	assert_non_null(root);
-	assert_string_equal(cJSON_GetObjectItem(root, "verdict")->valuestring, "not-comparable");
-	assert_true(cJSON_IsNull(cJSON_GetObjectItem(root, "base")));
-	cJSON_Delete(root);
-	free(json);
-	diff__free(&d);
-	profile__free(&a);
-	profile__free(&b);
-}
-
-/* --- the command, end to end ---------------------------------------------- */
+/* --- the command, end to end ------------------------------------------------ */
 
 struct run {
 	int status;
@@ -719,15 +629,6 @@ static const char *khprof_path(void)
 	return NULL;
 }
 
-static char *fixture(const char *name)
-{
-	char *path;
-
-	if (asprintf(&path, "%s/diff/%s", golden_dir(), name) < 0)
-		abort();
-	return path;
-}
-
 static char *read_and_unlink(char *path)
 {
 	char *text = NULL;
@@ -739,11 +640,13 @@ static char *read_and_unlink(char *path)
 	return text;
 }
 
-/* Runs khprof with args (NULL-terminated); stdout and stderr go to files, not pipes,
- * so that neither can fill up while the other is read. */
-static struct run run_khprof(const char *first, ...)
+/*
+ * Runs khprof diff with args (NULL-terminated).  stdout and stderr go to
+ * files, not pipes, so that neither can fill up while the other is read.
+ */
+static struct run run_diff(const char *first, ...)
 {
-	char *argv[16], *out_path = write_temp(""), *err_path = write_temp("");
+	char *argv[20], *out_path = write_temp(""), *err_path = write_temp("");
 	struct run r = { .status = -1 };
 	int argc = 0, wstatus;
 	va_list ap;
@@ -752,9 +655,10 @@ static struct run run_khprof(const char *first, ...)
 	assert_non_null(out_path);
 	assert_non_null(err_path);
 	argv[argc++] = (char *)khprof_path();
+	argv[argc++] = "diff";
 	argv[argc++] = (char *)first;
 	va_start(ap, first);
-	while (argc < 15 && (argv[argc] = va_arg(ap, char *)))
+	while (argc < 19 && (argv[argc] = va_arg(ap, char *)))
 		argc++;
 	va_end(ap);
 	argv[argc] = NULL;
@@ -785,214 +689,399 @@ static void run_free(struct run *r)
 {
 	free(r->out);
 	free(r->err);
+	memset(r, 0, sizeof(*r));
 }
 
-static void test_cli_regression_exits_1(void **state)
+static size_t count_lines(const char *text)
 {
-	char *base = fixture("base.json"), *slower = fixture("slower.json");
-	struct run r;
-	char *line;
+	size_t n = 0;
 
-	(void)state;
-	r = run_khprof("diff", base, slower, NULL);
-	assert_int_equal(r.status, 1);
-	line = line_starting(r.out, "stage hot-patterns ");
-	assert_non_null(line);
-	assert_non_null(strstr(line, "+20.0%  REGRESSED"));
-	free(line);
-	line = line_starting(r.out, "stage decode ");
-	assert_non_null(strstr(line, "improved"));
-	free(line);
-	line = line_starting(r.out, "stage source-walk ");
-	assert_null(strstr(line, "REGRESSED")); /* +100 %, but under 1 ms */
-	free(line);
-	line = line_starting(r.out, "diff: ");
-	assert_string_equal(line, "diff: 4 regressions over 10% (wall +12.0%)");
-	free(line);
-	assert_non_null(strstr(r.err, "khprof: note: call counts differ in 3 stages"));
-	assert_null(strstr(r.err, "warning"));
-	run_free(&r);
-
-	/* Looser threshold and no floor: other verdicts from the same records. */
-	r = run_khprof("diff", base, slower, "--threshold", "25", "--min-ms", "0", NULL);
-	assert_int_equal(r.status, 1);
-	line = line_starting(r.out, "diff: ");
-	assert_string_equal(line, "diff: 2 regressions over 25% (wall +12.0%)");
-	free(line);
-	run_free(&r);
-	/* With 5 ms of floor the new 3 ms stage is noise, and 25 % covers the rest. */
-	r = run_khprof("diff", base, slower, "--threshold=25%", "--min-ms=5", NULL);
-	assert_int_equal(r.status, 0);
-	run_free(&r);
-	free(base);
-	free(slower);
+	for (; *text; text++)
+		n += *text == '\n';
+	return n;
 }
 
-static void test_cli_within_threshold_exits_0(void **state)
+/* fx->dir/name, created as a directory when mkdir is true; malloc'd. */
+static char *fx_path(struct fx *fx, const char *name, bool mkdir_it)
 {
-	char *base = fixture("base.json"), *same = fixture("same.json");
-	struct run r;
-	char *line;
+	char *path;
 
-	(void)state;
-	r = run_khprof("diff", base, same, NULL);
-	assert_int_equal(r.status, 0);
-	line = line_starting(r.out, "diff: ");
-	assert_string_equal(line, "diff: 0 regressions over 10% (wall +4.0%)");
+	if (!fx->dir) {
+		const char *tmp = getenv("TMPDIR");
+
+		assert_true(asprintf(&fx->dir, "%s/khprof-diff-XXXXXX",
+				     tmp && *tmp ? tmp : "/tmp") > 0);
+		assert_non_null(mkdtemp(fx->dir));
+	}
+	assert_true(asprintf(&path, "%s/%s", fx->dir, name) > 0);
+	if (mkdir_it)
+		assert_int_equal(mkdir(path, 0755), 0);
+	return path;
+}
+
+static void write_file(const char *dir, const char *name, const char *text, size_t len)
+{
+	char *path;
+
+	assert_true(asprintf(&path, "%s/%s", dir, name) > 0);
+	assert_int_equal(file__write_atomic(path, text, len), 0);
+	free(path);
+}
+
+/* The set as dir/run-001.json...; returns dir (malloc'd). */
+static char *set_write(struct fx *fx, const struct set *s, const char *dir_name)
+{
+	char *dir = fx_path(fx, dir_name, true);
+
+	for (size_t i = 0; i < s->n; i++) {
+		char *json = profile__to_json(&s->rec[i]);
+
+		assert_non_null(json);
+		write_file(dir, s->names[i], json, strlen(json));
+		free(json);
+	}
+	/* Not records: ignored. */
+	write_file(dir, "notes.txt", "x", 1);
+	return dir;
+}
+
+/* The regression case on disk: base/ and cand/ under fx->dir. */
+static void write_regression(struct fx *fx, char **base, char **cand)
+{
+	set_make(&fx->base, plain(RUNS, steady));
+	set_make(&fx->cand, scaled(RUNS, shuffled, KH_STAGE_HOT_PATTERNS, 1.2));
+	*base = set_write(fx, &fx->base, "base");
+	*cand = set_write(fx, &fx->cand, "cand");
+}
+
+/* The line of text that starts with prefix, without its newline; malloc'd. */
+static char *line_starting(const char *text, const char *prefix)
+{
+	for (const char *line = text; line && *line;) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+
+		if (!strncmp(line, prefix, strlen(prefix)))
+			return strndup(line, len);
+		line = end ? end + 1 : NULL;
+	}
+	return NULL;
+}
+
+static void assert_line(const char *text, const char *prefix, const char *contains)
+{
+	char *line = line_starting(text, prefix);
+
+	if (!line || !strstr(line, contains))
+		fail_msg("no line '%s...' with '%s' in:\n%s", prefix, contains, text);
 	free(line);
-	assert_null(strstr(r.out, "REGRESSED"));
+}
+
+static void test_cli_regression_and_determinism(void **state)
+{
+	struct fx *fx = *state;
+	char *base, *cand;
+	struct run r, again;
+
+	write_regression(fx, &base, &cand);
+	r = run_diff(base, cand, NULL);
+	assert_int_equal(r.status, 1);
+	assert_true(!strncmp(r.out, "khprof diff: base '", 19));
+	assert_non_null(strstr(r.out, "(5 records); bootstrap 95% interval of the ratio of "
+				      "medians, 10000 resamples\n"));
+	assert_line(r.out, "hot-patterns.elapsed ", "+20.0%");
+	assert_line(r.out, "hot-patterns.elapsed ", "REGRESSED");
+	assert_line(r.out, "hot-patterns.per_call ", "regressed");
+	assert_line(r.out, "decode.elapsed ", "ok");
+	assert_true(has_suffix(r.out, "\ndiff: 1 regression: stage hot-patterns +20.0%\n"));
 	assert_string_equal(r.err, "");
+
+	/* CI results must be reproducible: the same inputs, the same bytes. */
+	again = run_diff(base, cand, NULL);
+	assert_int_equal(again.status, 1);
+	assert_string_equal(again.out, r.out);
+	run_free(&again);
+	run_free(&r);
+
+	/* One record per side: plain thresholds, no interval. */
+	free(base);
+	free(cand);
+	base = fx_path(fx, "base/run-002.json", false);
+	cand = fx_path(fx, "cand/run-002.json", false);
+	r = run_diff(base, cand, "--threshold", "hot-patterns=30", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "(1 record); single runs: plain thresholds\n"));
+	assert_line(r.out, "hot-patterns.elapsed ", "30%  ok");
+	assert_null(strstr(r.out, "["));
 	run_free(&r);
 	free(base);
-	free(same);
+	free(cand);
 }
 
-static void test_cli_mismatch_warns_and_strict_exits_4(void **state)
+static void test_cli_thresholds_and_config(void **state)
 {
-	char *base = fixture("base.json"), *other = fixture("other_identity.json");
+	struct fx *fx = *state;
+	char *base, *cand, *conf = fx_path(fx, "gate.conf", false);
+	char *bad = fx_path(fx, "bad.conf", false);
 	struct run r;
 
-	(void)state;
-	r = run_khprof("diff", base, other, NULL);
+	write_regression(fx, &base, &cand);
+	r = run_diff(base, cand, "--threshold", "hot-patterns=off", NULL);
 	assert_int_equal(r.status, 0);
-	assert_non_null(strstr(r.err, "khprof: warning: records differ in 'detector_digest': "
-				      "'det-abc' in "));
-	assert_non_null(strstr(r.err, "khprof: warning: records differ in 'scanner_threads'"));
-	assert_non_null(strstr(r.err, "khprof: warning: tracing modes differ: 'batch'"));
-	assert_non_null(strstr(r.err, "lost spans or events: 3 ringbuf_full"));
-	assert_non_null(strstr(r.err, "started mid-session"));
-	assert_non_null(strstr(r.out, "\ndiff: 0 regressions over 10% (wall +0.0%)\n"));
+	assert_line(r.out, "hot-patterns.elapsed ", "off");
+	run_free(&r);
+	r = run_diff(base, cand, "--threshold", "scan-regex=5", NULL);
+	assert_int_equal(r.status, 2);
+	assert_string_equal(r.out, "");
+	assert_non_null(strstr(r.err, "khprof: bad --threshold 'scan-regex=5': unknown item "
+				      "'scan-regex'"));
 	run_free(&r);
 
-	r = run_khprof("diff", "--strict", base, other, NULL);
+	assert_int_equal(file__write_atomic(conf, "threshold.hot-patterns 30 # known\n", 34), 0);
+	r = run_diff("--config", conf, base, cand, NULL);
+	assert_int_equal(r.status, 0);
+	run_free(&r);
+	/* The flag wins, though the file comes after it. */
+	r = run_diff(base, cand, "--threshold", "hot-patterns=10", "--config", conf, NULL);
+	assert_int_equal(r.status, 1);
+	run_free(&r);
+
+	assert_int_equal(file__write_atomic(bad, "threshold 5\nthreshold.wall fast\n", 32), 0);
+	r = run_diff(base, cand, "--config", bad, NULL);
+	assert_int_equal(r.status, 2);
+	assert_string_equal(r.out, "");
+	assert_true(!strncmp(r.err, "khprof: bad config '", 20));
+	assert_non_null(strstr(r.err, "bad.conf' line 2: bad threshold 'fast'"));
+	assert_int_equal(count_lines(r.err), 1);
+	run_free(&r);
+	free(conf);
+	free(bad);
+	free(base);
+	free(cand);
+}
+
+static void test_cli_not_comparable(void **state)
+{
+	struct fx *fx = *state;
+	char *base, *build, *mixed, *expected;
+	struct run r;
+	cJSON *root;
+
+	/* Another build of the same workload, then one of its runs with other rules too. */
+	set_make(&fx->base, plain(2, NULL));
+	set_make(&fx->cand, plain(2, NULL));
+	set_identity(&fx->cand, 0, "binary_version", "kh-scan 1.1");
+	base = set_write(fx, &fx->base, "base");
+	build = set_write(fx, &fx->cand, "build");
+	set_identity(&fx->cand, 1, "detector_digest", "det-new");
+	mixed = set_write(fx, &fx->cand, "mixed");
+
+	r = run_diff(base, build, NULL);
 	assert_int_equal(r.status, 3);
 	assert_string_equal(r.out, "");
-	assert_non_null(strstr(r.err, "khprof: records differ in 'detector_digest'"));
-	assert_non_null(strstr(r.err, "2 identity or input differences"));
-	/* Incomplete records stay warnings, even under --strict. */
-	assert_non_null(strstr(r.err, "khprof: warning: tracing modes differ"));
+	assert_true(asprintf(&expected, "khprof: error: records differ in 'binary_version': "
+				       "'kh-scan 1.0' in '%s/run-001.json', 'kh-scan 1.1' in "
+				       "'%s/run-001.json'\n", base, build) > 0);
+	assert_true(!strncmp(r.err, expected, strlen(expected)));
+	free(expected);
+	assert_non_null(strstr(r.err, "(if that is intended, add --allow-mismatch "
+				      "binary_version)\n"));
+	assert_int_equal(count_lines(r.err), 2);
 	run_free(&r);
-	free(base);
-	free(other);
-}
 
-static void test_cli_json_format(void **state)
-{
-	char *base = fixture("base.json"), *slower = fixture("slower.json");
-	cJSON *root, *items;
-	struct run r;
+	/* Two builds on purpose: compared, and the data says no regression. */
+	r = run_diff(base, build, "--allow-mismatch", "binary_version", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "diff: no regression"));
+	assert_non_null(strstr(r.err, "khprof: note: records differ in 'binary_version'"));
+	run_free(&r);
 
-	(void)state;
-	r = run_khprof("diff", base, slower, "--format", "json", NULL);
-	assert_int_equal(r.status, 1);
+	/* Every differing field is listed, and JSON still tells CI why. */
+	r = run_diff(base, mixed, "--format", "json", NULL);
+	assert_int_equal(r.status, 3);
+	assert_non_null(strstr(r.err, "add --allow-mismatch binary_version,detector_digest)\n"));
 	root = cJSON_Parse(r.out);
 	assert_non_null(root);
-	assert_string_equal(cJSON_GetObjectItem(root, "verdict")->valuestring, "regressed");
-	assert_int_equal(cJSON_GetObjectItem(root, "regressions")->valueint, 4);
-	assert_string_equal(cJSON_GetObjectItem(root, "new")->valuestring, slower);
-	items = cJSON_GetObjectItem(root, "items");
-	assert_string_equal(cJSON_GetObjectItem(json_item(items, "stage", "entropy"), "mark")
-				    ->valuestring, "regressed");
+	assert_string_equal(cJSON_GetObjectItem(root, "verdict")->valuestring, "not-comparable");
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "mismatches")), 2);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "items")), 0);
 	cJSON_Delete(root);
 	run_free(&r);
+
+	/* A directory whose own records differ is not comparable with anything. */
+	r = run_diff(mixed, mixed, "--allow-mismatch=binary_version", NULL);
+	assert_int_equal(r.status, 3);
+	assert_true(asprintf(&expected, "'det-abc' in '%s/run-001.json', 'det-new' in "
+				       "'%s/run-002.json'\n", mixed, mixed) > 0);
+	assert_non_null(strstr(r.err, expected));
+	free(expected);
+	run_free(&r);
+	r = run_diff(base, build, "--allow-mismatch", "mode,checksum", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "unknown field 'checksum'"));
+	run_free(&r);
 	free(base);
-	free(slower);
+	free(build);
+	free(mixed);
 }
 
-static void test_cli_bad_input_exits_3(void **state)
+static void test_cli_bad_input(void **state)
 {
-	char *base = fixture("base.json"), *truncated = fixture("truncated.json");
-	char *missing = fixture("no-such-record.json");
-	char *expected;
+	struct fx *fx = *state;
+	char *base, *json, *half, *broken, *empty = fx_path(fx, "empty", true);
+	char *missing = fx_path(fx, "no-such-record.json", false);
 	struct run r;
 
-	(void)state;
-	r = run_khprof("diff", base, truncated, NULL);
-	assert_int_equal(r.status, 2);
-	assert_string_equal(r.out, "");
-	if (asprintf(&expected, "khprof: cannot read record '%s': ", truncated) < 0)
-		abort();
-	assert_true(!strncmp(r.err, expected, strlen(expected)));
-	/* One line: the file and the problem, nothing else. */
-	assert_ptr_equal(strchr(r.err, '\n'), r.err + strlen(r.err) - 1);
-	free(expected);
-	run_free(&r);
+	set_make(&fx->base, plain(2, NULL));
+	base = set_write(fx, &fx->base, "base");
+	json = profile__to_json(&fx->base.rec[0]);
+	/* A record cut in half, and one that is not JSON at all, each among good ones. */
+	half = set_write(fx, &fx->base, "half");
+	write_file(half, "run-002.json", json, strlen(json) / 2);
+	broken = set_write(fx, &fx->base, "broken");
+	write_file(broken, "run-000.json", "{ \"schema\": keyhog", 18);
 
-	r = run_khprof("diff", missing, base, NULL);
-	assert_int_equal(r.status, 2);
-	if (asprintf(&expected, "khprof: cannot read record '%s': No such file or directory\n",
-		     missing) < 0)
-		abort();
-	assert_string_equal(r.err, expected);
-	free(expected);
-	run_free(&r);
+	const struct {
+		const char *base, *cand, *named;
+	} cases[] = {
+		{ base, half, "half/run-002.json'" },
+		{ broken, base, "broken/run-000.json'" },
+		{ base, empty, "empty': no *.json record" },
+		{ missing, base, "no-such-record.json': No such file" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		r = run_diff(cases[i].base, cases[i].cand, "--format", "json", NULL);
+		assert_int_equal(r.status, 2);
+		assert_string_equal(r.out, "");
+		assert_int_equal(count_lines(r.err), 1);
+		assert_true(!strncmp(r.err, "khprof: cannot read record", 26));
+		if (!strstr(r.err, cases[i].named))
+			fail_msg("expected '%s' in: %s", cases[i].named, r.err);
+		run_free(&r);
+	}
+	free(json);
 	free(base);
-	free(truncated);
+	free(half);
+	free(broken);
+	free(empty);
 	free(missing);
 }
 
-static void test_cli_usage_errors_exit_2(void **state)
+static cJSON *json_item(cJSON *items, const char *name)
 {
-	char *base = fixture("base.json");
+	cJSON *it;
+
+	cJSON_ArrayForEach(it, items)
+		if (!strcmp(cJSON_GetObjectItem(it, "name")->valuestring, name))
+			return it;
+	fail_msg("no item '%s'", name);
+	return NULL;
+}
+
+static void test_cli_markdown_and_json(void **state)
+{
+	struct fx *fx = *state;
+	char *base, *cand;
+	cJSON *root, *items, *it, *interval;
+	struct run r;
+
+	write_regression(fx, &base, &cand);
+	r = run_diff(base, cand, "--format", "markdown", NULL);
+	assert_int_equal(r.status, 1);
+	assert_true(!strncmp(r.out, "**khprof diff**: base `", 23));
+	assert_non_null(strstr(r.out, "\n| item | base | candidate | change | interval | "
+				      "threshold | verdict |\n|:--|--:|--:|--:|:--|--:|:--|\n"));
+	assert_line(r.out, "| hot-patterns.elapsed |", "| 5% | **REGRESSED** |");
+	assert_true(has_suffix(r.out, "\n\n**diff: 1 regression: stage hot-patterns +20.0%**\n"));
+	run_free(&r);
+
+	r = run_diff(base, cand, "--format", "json", "--confidence", "90", NULL);
+	assert_int_equal(r.status, 1);
+	root = cJSON_Parse(r.out);
+	assert_non_null(root);
+	assert_string_equal(cJSON_GetObjectItem(root, "schema")->valuestring, "khprof-diff-v1");
+	assert_string_equal(cJSON_GetObjectItem(root, "verdict")->valuestring, "regressed");
+	assert_int_equal(cJSON_GetObjectItem(root, "regressions")->valueint, 1);
+	assert_int_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "base"), "records")
+				 ->valueint, RUNS);
+	assert_true(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "options"), "confidence")
+			    ->valuedouble == 90);
+	items = cJSON_GetObjectItem(root, "items");
+	it = json_item(items, "hot-patterns.elapsed");
+	assert_string_equal(cJSON_GetObjectItem(it, "verdict")->valuestring, "regressed");
+	assert_string_equal(cJSON_GetObjectItem(it, "stage")->valuestring, "hot-patterns");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(it, "gating")));
+	interval = cJSON_GetObjectItem(it, "interval_pct");
+	assert_int_equal(cJSON_GetArraySize(interval), 2);
+	assert_true(cJSON_GetArrayItem(interval, 0)->valuedouble > 0);
+	assert_true(cJSON_GetArrayItem(interval, 1)->valuedouble >=
+		    cJSON_GetObjectItem(it, "change_pct")->valuedouble);
+	it = json_item(items, "hot-patterns.calls");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(it, "threshold_pct")));
+	assert_string_equal(cJSON_GetObjectItem(it, "verdict")->valuestring, "same");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(json_item(items, "wall"), "stage")));
+	cJSON_Delete(root);
+	run_free(&r);
+	free(base);
+	free(cand);
+}
+
+static void test_cli_usage(void **state)
+{
+	static const char *const bad[][3] = {
+		{ "--format", "xml", "unknown format 'xml'" },
+		{ "--confidence", "40", "bad --confidence '40'" },
+		{ "--min-change-ms", "-1", "bad --min-change-ms '-1'" },
+		{ "--strict", NULL, "unknown option '--strict'" },
+	};
 	struct run r;
 
 	(void)state;
-	r = run_khprof("diff", base, NULL);
-	assert_int_equal(r.status, 2);
-	assert_non_null(strstr(r.err, "diff needs two records"));
-	run_free(&r);
-	r = run_khprof("diff", base, base, "--threshold", "-5", NULL);
-	assert_int_equal(r.status, 2);
-	assert_non_null(strstr(r.err, "bad --threshold '-5'"));
-	run_free(&r);
-	r = run_khprof("diff", base, base, "--min-ms", "nan", NULL);
-	assert_int_equal(r.status, 2);
-	run_free(&r);
-	r = run_khprof("diff", base, base, "--format", "xml", NULL);
-	assert_int_equal(r.status, 2);
-	run_free(&r);
-	r = run_khprof("diff", base, base, "--threshold", NULL);
-	assert_int_equal(r.status, 2);
-	assert_non_null(strstr(r.err, "option '--threshold' needs a value"));
-	run_free(&r);
-
-	r = run_khprof("diff", "--help", NULL);
+	r = run_diff("--help", NULL);
 	assert_int_equal(r.status, 0);
-	assert_true(!strncmp(r.out, "usage: khprof diff BASE NEW", 27));
-	assert_non_null(strstr(r.out, "1 regression found"));
+	assert_true(!strncmp(r.out, "usage: khprof diff BASE CANDIDATE", 33));
+	assert_non_null(strstr(r.out, "\nexamples:\n"));
 	run_free(&r);
-	r = run_khprof("--help", NULL);
-	assert_int_equal(r.status, 0);
-	assert_non_null(strstr(r.out, "   diff     compare two records and flag regressions\n"));
+	r = run_diff("a.json", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "diff needs BASE and CANDIDATE"));
 	run_free(&r);
-	free(base);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		r = run_diff("a.json", "b.json", bad[i][0], bad[i][1], NULL);
+		assert_int_equal(r.status, 2);
+		if (!strstr(r.err, bad[i][2]))
+			fail_msg("expected '%s' in: %s", bad[i][2], r.err);
+		run_free(&r);
+	}
 }
+
+#define FX_TEST(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_stage_regression_over_threshold),
-		cmocka_unit_test(test_threshold_boundary_is_exclusive),
-		cmocka_unit_test(test_improvement_is_marked_not_counted),
-		cmocka_unit_test(test_min_ms_noise_floor),
-		cmocka_unit_test(test_states_summed_and_judged),
-		cmocka_unit_test(test_stage_on_one_side_only),
-		cmocka_unit_test(test_calls_change_reported_not_regression),
-		cmocka_unit_test(test_items_in_report_order),
-		cmocka_unit_test(test_throughput_shown_not_judged),
-		cmocka_unit_test(test_bad_threshold_rejected),
-		cmocka_unit_test(test_like_runs_have_no_warnings),
-		cmocka_unit_test(test_identity_mismatch_warnings),
-		cmocka_unit_test(test_strict_mismatch_is_not_comparable),
-		cmocka_unit_test(test_incomplete_records_warn_but_stay_comparable),
-		cmocka_unit_test(test_text_table_and_summary),
-		cmocka_unit_test(test_json_output_has_verdict),
-		cmocka_unit_test(test_cli_regression_exits_1),
-		cmocka_unit_test(test_cli_within_threshold_exits_0),
-		cmocka_unit_test(test_cli_mismatch_warns_and_strict_exits_4),
-		cmocka_unit_test(test_cli_json_format),
-		cmocka_unit_test(test_cli_bad_input_exits_3),
-		cmocka_unit_test(test_cli_usage_errors_exit_2),
+		FX_TEST(test_stage_regression_detected),
+		FX_TEST(test_noise_within_thresholds_passes),
+		FX_TEST(test_speedup_reported_and_passes),
+		FX_TEST(test_wide_noise_is_noisy_not_regressed),
+		FX_TEST(test_single_runs_use_plain_thresholds_and_floor),
+		FX_TEST(test_threshold_is_exclusive),
+		FX_TEST(test_throughput_and_rss_directions),
+		FX_TEST(test_threshold_off_shows_but_never_gates),
+		FX_TEST(test_items_and_stage_missing_from_a_record),
+		FX_TEST(test_identity_mismatch_is_not_comparable),
+		FX_TEST(test_mismatch_within_one_side),
+		FX_TEST(test_mode_absent_matches_any),
+		FX_TEST(test_config_file_settings),
+		FX_TEST(test_config_and_option_errors),
+		cmocka_unit_test(test_bootstrap_interval),
+		cmocka_unit_test(test_uniform_stays_in_bounds),
+		FX_TEST(test_cli_regression_and_determinism),
+		FX_TEST(test_cli_thresholds_and_config),
+		FX_TEST(test_cli_not_comparable),
+		FX_TEST(test_cli_bad_input),
+		FX_TEST(test_cli_markdown_and_json),
+		cmocka_unit_test(test_cli_usage),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
