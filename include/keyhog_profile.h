@@ -213,6 +213,16 @@ __attribute__((weak)) uint64_t kh_session_sequence;
 				"nr"((uint64_t)(a3)) : "memory")
 
 #define KH__UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/*
+ * Out-of-line probe functions exist once per module (executable or
+ * library), not once per source file: the first hit of each probe site
+ * costs the traced program ~30 us while the kernel rewrites it into a call
+ * (docs/PERFORMANCE.md), so every call should reach the same few sites.
+ * Hidden, like the semaphores, because a site must test its own module's
+ * semaphore.
+ */
+#define KH__ONE_PER_MODULE __attribute__((weak, visibility("hidden"), noinline, unused))
 /* True while any tracer has span or batch probes attached to this module. */
 #define KH_TRACING() KH__UNLIKELY(keyhog_semaphores.any != 0)
 
@@ -234,7 +244,7 @@ static inline uint64_t kh__tsc(void)
  * Hands this thread's buffered spans to the tracer.  The probe fires even
  * with no tracer left so that a detaching tracer loses nothing it saw.
  */
-__attribute__((noinline, unused)) static void kh__batch_flush(void)
+KH__ONE_PER_MODULE void kh__batch_flush(void)
 {
 	struct kh_thread_state *t = &kh_thread_state;
 
@@ -429,7 +439,7 @@ __attribute__((always_inline, unused)) static inline void kh__scope_exit(struct 
  * carry only registers, so they need no semaphore.  Buffered spans are
  * flushed first so the tracer sees every span before the boundary.
  */
-__attribute__((noinline, unused)) static void kh__session_start(void)
+KH__ONE_PER_MODULE void kh__session_start(void)
 {
 	uint64_t sequence = kh_session_sequence++;
 
@@ -437,19 +447,19 @@ __attribute__((noinline, unused)) static void kh__session_start(void)
 	KH__PROBE2("session_start", KH__SEMA_NONE, sequence, KH_PROBE_ABI_VERSION);
 }
 
-__attribute__((noinline, unused)) static void kh__transition(uint32_t state)
+KH__ONE_PER_MODULE void kh__transition(uint32_t state)
 {
 	kh__batch_flush();
 	KH__PROBE1("transition", KH__SEMA_NONE, state);
 }
 
-__attribute__((noinline, unused)) static void kh__session_finish(uint32_t status)
+KH__ONE_PER_MODULE void kh__session_finish(uint32_t status)
 {
 	kh__batch_flush();
 	KH__PROBE1("session_finish", KH__SEMA_NONE, status);
 }
 
-__attribute__((noinline, unused)) static void kh__identity(const char *key, const char *value)
+KH__ONE_PER_MODULE void kh__identity(const char *key, const char *value)
 {
 	KH__PROBE2("identity", KH__SEMA_NONE, key, value);
 }
