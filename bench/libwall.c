@@ -7,9 +7,14 @@
  * not in it.  Only the process whose short name is KH_WALL_PROG writes,
  * appending "own_wall_ns=N" to KH_WALL_OUT; every other process (the
  * tracer, which inherits LD_PRELOAD too) is left alone.
+ *
+ * KH_WALL_CPU=N pins that process to CPU N before it starts timing, so a
+ * benchmark can keep the program on one CPU and its tracer on another
+ * (pinning the command line would pin both, or trace only the pinning tool).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +35,19 @@ __attribute__((constructor)) static void wall_start(void)
 {
 	const char *prog = getenv("KH_WALL_PROG");
 
+	const char *cpu = getenv("KH_WALL_CPU");
+
 	active = prog && getenv("KH_WALL_OUT") && !strcmp(prog, program_invocation_short_name);
-	if (active)
-		start_ns = now_ns();
+	if (!active)
+		return;
+	if (cpu) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(atoi(cpu), &set);
+		sched_setaffinity(0, sizeof(set), &set);
+	}
+	start_ns = now_ns();
 }
 
 __attribute__((destructor)) static void wall_stop(void)
