@@ -31,7 +31,7 @@ static const struct command commands[] = {
 	{ "record", cmd_record, true, "run a command and profile it" },
 	{ "attach", cmd_attach, true, "profile a running process" },
 	{ "report", cmd_report, false, "print a record as the seed's text report or JSON" },
-	{ "diff", cmd_diff, false, "compare two records and flag regressions" },
+	{ "diff", cmd_diff, false, "compare records or series of runs and flag regressions" },
 	{ "probes", cmd_probes, false, "list the USDT probes of an ELF file" },
 };
 
