@@ -152,18 +152,19 @@ __attribute__((weak)) uint64_t kh_session_sequence;
 #define KH__STR(x) KH__STR_(x)
 
 /*
- * One probe site.  The probed instruction is a 5-byte nop so the kernel can
- * use its optimized-uprobe path (a call into a trampoline instead of a
- * trap).  That call pushes a return address below %rsp, where a leaf
+ * One probe site.  On hot sites the probed instruction is a 5-byte nop so
+ * the kernel can use its optimized-uprobe path (a call into a trampoline
+ * instead of a trap; KH__NOP_HOT below).  That call pushes a return
+ * address below %rsp, where a leaf
  * function may keep locals (the x86-64 red zone), so the site first moves
  * %rsp below the red zone and restores it afterwards.  Operands are
  * registers or immediates only ("nr"): an %rsp-relative operand would be
  * 128 bytes off inside the site.  The note layout is the stapsdt one that
  * libbpf, bpftrace and perf read.
  */
-#define KH__SITE_BEGIN(name)                                                   \
+#define KH__SITE_BEGIN(nop)                                                    \
 	"lea -128(%%rsp), %%rsp\n\t"                                           \
-	"990: .byte 0x0f, 0x1f, 0x44, 0x00, 0x00\n\t"                          \
+	"990: " nop "\n\t"                                                     \
 	"lea 128(%%rsp), %%rsp\n\t"                                            \
 	".pushsection .note.stapsdt, \"?\", \"note\"\n\t"                      \
 	".balign 4\n\t"                                                        \
@@ -187,27 +188,35 @@ __attribute__((weak)) uint64_t kh_session_sequence;
 	".popsection\n\t"                                                      \
 	".endif\n"
 
+/*
+ * The probed instruction.  Hot sites get a 5-byte nop, which the kernel
+ * rewrites at the first hit into a call to its uprobe trampoline: each
+ * later hit is ~140 ns cheaper than a trap here, but the rewrite costs the
+ * program ~31 us once.  Sites hit a handful of times per session (session
+ * events, identity, transitions) keep the classic 1-byte nop and its trap.
+ */
+#define KH__NOP_HOT ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00"
+#define KH__NOP_RARE "nop"
+
 #define KH__SEMA_NONE ".8byte 0\n\t"
 #define KH__SEMA_SPAN ".8byte keyhog_semaphores\n\t"
 #define KH__SEMA_BATCH ".8byte keyhog_semaphores+2\n\t"
 
-#define KH__PROBE0(name, sema)                                                 \
-	__asm__ __volatile__(KH__SITE_BEGIN(name) sema KH__SITE_END(name, "") ::: "memory")
-#define KH__PROBE1(name, sema, a1)                                             \
-	__asm__ __volatile__(KH__SITE_BEGIN(name) sema KH__SITE_END(name, "8@%0") \
+#define KH__PROBE1(nop, name, sema, a1)                                        \
+	__asm__ __volatile__(KH__SITE_BEGIN(nop) sema KH__SITE_END(name, "8@%0") \
 			     :: "nr"((uint64_t)(a1)) : "memory")
-#define KH__PROBE2(name, sema, a1, a2)                                         \
-	__asm__ __volatile__(KH__SITE_BEGIN(name) sema                         \
+#define KH__PROBE2(nop, name, sema, a1, a2)                                    \
+	__asm__ __volatile__(KH__SITE_BEGIN(nop) sema                         \
 			     KH__SITE_END(name, "8@%0 8@%1")                   \
 			     :: "nr"((uint64_t)(a1)), "nr"((uint64_t)(a2)) : "memory")
-#define KH__PROBE5(name, sema, a1, a2, a3, a4, a5)                             \
-	__asm__ __volatile__(KH__SITE_BEGIN(name) sema                         \
+#define KH__PROBE5(nop, name, sema, a1, a2, a3, a4, a5)                        \
+	__asm__ __volatile__(KH__SITE_BEGIN(nop) sema                         \
 			     KH__SITE_END(name, "8@%0 8@%1 8@%2 8@%3 8@%4")    \
 			     :: "nr"((uint64_t)(a1)), "nr"((uint64_t)(a2)),    \
 				"nr"((uint64_t)(a3)), "nr"((uint64_t)(a4)),    \
 				"nr"((uint64_t)(a5)) : "memory")
-#define KH__PROBE3(name, sema, a1, a2, a3)                                     \
-	__asm__ __volatile__(KH__SITE_BEGIN(name) sema                         \
+#define KH__PROBE3(nop, name, sema, a1, a2, a3)                                \
+	__asm__ __volatile__(KH__SITE_BEGIN(nop) sema                         \
 			     KH__SITE_END(name, "8@%0 8@%1 8@%2")              \
 			     :: "nr"((uint64_t)(a1)), "nr"((uint64_t)(a2)),    \
 				"nr"((uint64_t)(a3)) : "memory")
@@ -250,8 +259,8 @@ KH__ONE_PER_MODULE void kh__batch_flush(void)
 
 	if (t->batch_count == 0 && t->input_bytes == 0 && t->input_units == 0)
 		return;
-	KH__PROBE5("batch", KH__SEMA_BATCH, t->batch, t->batch_count, t->input_bytes,
-		   t->input_units, kh__tsc());
+	KH__PROBE5(KH__NOP_HOT, "batch", KH__SEMA_BATCH, t->batch, t->batch_count,
+		   t->input_bytes, t->input_units, kh__tsc());
 	t->batch_count = 0;
 	t->input_bytes = 0;
 	t->input_units = 0;
@@ -308,8 +317,8 @@ __attribute__((unused)) static inline void kh__span_complete(uint32_t stage, uin
 			kh__batch_flush();
 	}
 	if (keyhog_semaphores.s.span) {
-		KH__PROBE3("span", KH__SEMA_SPAN, stage, start_ns, t->attribution);
-		KH__PROBE2("span_exit", KH__SEMA_SPAN, stage, t->attribution);
+		KH__PROBE3(KH__NOP_HOT, "span", KH__SEMA_SPAN, stage, start_ns, t->attribution);
+		KH__PROBE2(KH__NOP_HOT, "span_exit", KH__SEMA_SPAN, stage, t->attribution);
 	}
 }
 
@@ -321,7 +330,7 @@ __attribute__((unused)) static inline void kh__span_complete(uint32_t stage, uin
 __attribute__((noinline, cold, unused)) static uint64_t kh__span_start(uint32_t stage)
 {
 	if (keyhog_semaphores.s.span) {
-		KH__PROBE1("span_enter", KH__SEMA_SPAN, stage);
+		KH__PROBE1(KH__NOP_HOT, "span_enter", KH__SEMA_SPAN, stage);
 		return kh__now_ns();
 	}
 	return kh__tsc();
@@ -429,7 +438,7 @@ __attribute__((always_inline, unused)) static inline void kh__scope_exit(struct 
 				 (keyhog_semaphores.s.batch != 0)))            \
 			kh__t->field += (uint64_t)(n);                         \
 		else                                                           \
-			KH__PROBE1(probe, KH__SEMA_NONE, (n));                 \
+			KH__PROBE1(KH__NOP_HOT, probe, KH__SEMA_NONE, (n));     \
 	} while (0)
 #define KH_INPUT_BYTES(n) KH__INPUT(input_bytes, "input_bytes", n)
 #define KH_INPUT_UNITS(n) KH__INPUT(input_units, "input_units", n)
@@ -444,24 +453,25 @@ KH__ONE_PER_MODULE void kh__session_start(void)
 	uint64_t sequence = kh_session_sequence++;
 
 	kh__batch_flush();
-	KH__PROBE2("session_start", KH__SEMA_NONE, sequence, KH_PROBE_ABI_VERSION);
+	KH__PROBE2(KH__NOP_RARE, "session_start", KH__SEMA_NONE, sequence,
+		   KH_PROBE_ABI_VERSION);
 }
 
 KH__ONE_PER_MODULE void kh__transition(uint32_t state)
 {
 	kh__batch_flush();
-	KH__PROBE1("transition", KH__SEMA_NONE, state);
+	KH__PROBE1(KH__NOP_RARE, "transition", KH__SEMA_NONE, state);
 }
 
 KH__ONE_PER_MODULE void kh__session_finish(uint32_t status)
 {
 	kh__batch_flush();
-	KH__PROBE1("session_finish", KH__SEMA_NONE, status);
+	KH__PROBE1(KH__NOP_RARE, "session_finish", KH__SEMA_NONE, status);
 }
 
 KH__ONE_PER_MODULE void kh__identity(const char *key, const char *value)
 {
-	KH__PROBE2("identity", KH__SEMA_NONE, key, value);
+	KH__PROBE2(KH__NOP_RARE, "identity", KH__SEMA_NONE, key, value);
 }
 
 #define KH_SESSION_START() kh__session_start()
