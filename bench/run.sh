@@ -411,10 +411,11 @@ second_hit=$(calc %.2f "$(field "$tmp/r4.sites" second_hit_ns | median) / 1000")
 steady_hit=$(calc %.2f "$(field "$tmp/r4.sites" steady_hit_ns | median) / 1000")
 woken_event=$(calc %.1f "$(field "$tmp/r4.sites" woken_event_ns | median) / 1000")
 lazy_event=$(calc %.1f "$(field "$tmp/r4.sites" lazy_event_ns | median) / 1000")
-# Distinct sites one scan hits: batch mode's seven out-of-line and counter
-# sites, or in span mode six of them plus the span sites.
+# Hot (5-byte nop) sites one scan hits, each rewritten at its first hit:
+# the batch probe and the two input counters, or in span mode the counters
+# and the span sites.  Session, identity and transition sites trap instead.
 span_sites=$("$KHPROF" probes "$KHSCAN" | awk '$2 == "span"' | wc -l)
-declare -A sites=([batch]=7 [span]=$((6 + span_sites)))
+declare -A sites=([batch]=3 [span]=$((2 + span_sites)))
 for m in batch span; do
 	label=$m
 	[ $m = batch ] && label="batch (default)"
@@ -649,7 +650,7 @@ uprobes). Single scans then vary by about ±1%.
 
 The fixed-cost lines come from `bench/site_cost.c` under `khprof record`
 (median of 5 runs): the program times the first and second hit of eight
-fresh probe sites, later hits of one site, 200 `KH_TRANSITION`s (each
+fresh hot probe sites, later hits of one site, 200 `KH_TRANSITION`s (each
 wakes khprof so it samples /proc at the transition) and 200 `KH_IDENTITY`s
 (delivered with the next wakeup). Target: ≤1.01×.
 
@@ -697,15 +698,17 @@ threads fight over their cache lines.
   The per-run cost of tracing is the "own wall" lines.
 - Row 4, own wall ≤1.01×. Besides its spans (~6,000 per scan at row 2's
   cost, about 0.25 ms), a traced run pays fixed costs that do not shrink
-  with the work: the kernel rewrites each probe site into a call at its
-  first hit (the fixed-cost line: tens of µs per site, mostly the
-  cross-CPU synchronisation of the code patch, costly in a VM), and every
-  event that wakes khprof costs the traced thread an IPI (several µs). A
-  scan reaches seven sites in batch mode (the out-of-line probe functions
-  are one per module, not one per source file) and wakes khprof about
-  seven times (session events and transitions; identity events ride along
-  without waking it). That is about 0.3 ms per run whatever its length:
-  under 1% of a scan of 35 ms or more. With two scanner threads the
+  with the work: the kernel rewrites each hot (5-byte nop) probe site
+  into a call at its first hit (the fixed-cost line: tens of µs per site,
+  mostly the cross-CPU synchronisation of the code patch, costly in a VM),
+  and every event that wakes khprof costs the traced thread an IPI
+  (several µs). A scan reaches three hot sites in batch mode (the batch
+  probe, one per module, and the two input counters; session, identity and
+  transition sites keep a 1-byte nop and trap, ~0.5 µs a hit, because
+  they fire a handful of times) and wakes khprof about seven times
+  (session events and transitions; identity events ride along without
+  waking it). That is about 0.15 ms per run whatever its length, besides
+  ~0.25 ms of spans. With two scanner threads the
   interval stays several percent wide (see above); the pinned line
   resolves the ratio to about ±0.5%. Span mode adds ~0.7 µs to each span,
   about +4 ms (~10%), which the measurement does resolve; that kernel entry
