@@ -142,31 +142,6 @@ static __always_inline __u64 ticks_to_ns(__u64 ticks)
 	return (ticks >> shift) * tsc_mult + (((ticks & ((1ull << shift) - 1)) * tsc_mult) >> shift);
 }
 
-/*
- * A batched time on the kernel clock.  TSC times (KH_TIME_TSC) are placed
- * by their distance from the batch's flush, which happened now: no offset
- * between the clocks is needed, and both edges of a span move together, so
- * its length is exact.  0 (unknown) when the TSC cannot be converted.
- */
-/*
- * A global function: the verifier checks it once, instead of once per
- * inlined copy in the batch walk, which tripled the programs' load time.
- */
-__noinline __u64 batch_time_ns(__u64 t, __u64 flush_tsc, __u64 now_ns)
-{
-	__u64 ago;
-
-	if (!(t & KH_TIME_TSC))
-		return t;
-	if (!tsc_mult || !(flush_tsc & KH_TIME_TSC))
-		return 0;
-	t &= ~KH_TIME_TSC;
-	flush_tsc &= ~KH_TIME_TSC;
-	/* TSCs of different CPUs may differ by a few ticks. */
-	ago = t < flush_tsc ? ticks_to_ns(flush_tsc - t) : 0;
-	return ago < now_ns ? now_ns - ago : 0;
-}
-
 /* One span reported at its exit (span and pair modes). */
 static __always_inline void record_span(__u32 stage, __u64 start_ns, __u64 end_ns,
 					__u32 attribution)
@@ -231,10 +206,26 @@ struct batch_walk {
 	struct batch_buffer *buf;
 	struct kh_slot_stats *stats;
 	__u64 session_start;
-	__u64 now_ns;    /* kernel time of the flush */
-	__u64 flush_tsc; /* TSC of the flush, KH_TIME_TSC set; 0 if not given */
+	__u64 now_ns;      /* kernel time of the flush */
+	__u64 flush_ticks; /* TSC of the flush */
+	bool tsc_ok;       /* the flush gave its TSC and its rate is known */
 	__u32 count;
 };
+
+/*
+ * A batched TSC time on the kernel clock: placed by its distance from the
+ * flush, which happened now, so no offset between the clocks is needed and
+ * both edges of a span move together.  Branch-free but for the callers'
+ * one test, because the verifier walks every copy in the unrolled stride:
+ * with branches here the programs took three times as long to load.
+ */
+static __always_inline __u64 tsc_time_ns(__u64 t, const struct batch_walk *walk)
+{
+	__s64 ticks = (__s64)(walk->flush_ticks - (t & ~KH_TIME_TSC));
+
+	ticks &= ~(ticks >> 63); /* TSCs of different CPUs may differ by a few ticks */
+	return walk->now_ns - ticks_to_ns((__u64)ticks);
+}
 
 #define BATCH_STRIDE 8
 _Static_assert(KH_BATCH_CAPACITY % BATCH_STRIDE == 0, "whole strides");
@@ -253,13 +244,19 @@ static long add_batch_stride(__u64 stride, void *ctx)
 	for (__u32 j = 0; j < BATCH_STRIDE; j++) {
 		__u32 index = stride * BATCH_STRIDE + j;
 		struct kh_batch_entry *e;
+		__u64 start_ns, end_ns;
 
 		if (index >= walk->count || index >= KH_BATCH_CAPACITY)
 			return 1;
 		e = &walk->buf->entries[index];
-		account_span(walk->stats, e->stage,
-			     batch_time_ns(e->start_ns, walk->flush_tsc, walk->now_ns),
-			     batch_time_ns(e->end_ns, walk->flush_tsc, walk->now_ns), e->attribution,
+		start_ns = e->start_ns;
+		end_ns = e->end_ns;
+		/* CLOCK_MONOTONIC times are used as they are (docs/PROBES.md). */
+		if (start_ns & KH_TIME_TSC) {
+			start_ns = walk->tsc_ok ? tsc_time_ns(start_ns, walk) : 0;
+			end_ns = tsc_time_ns(end_ns, walk);
+		}
+		account_span(walk->stats, e->stage, start_ns, end_ns, e->attribution,
 			     walk->session_start);
 	}
 	return 0;
@@ -273,7 +270,8 @@ static __always_inline void on_batch(__u64 entries, __u64 count, __u64 input_byt
 	__u32 zero = 0, slot;
 
 	walk.now_ns = bpf_ktime_get_ns();
-	walk.flush_tsc = flush_tsc;
+	walk.flush_ticks = flush_tsc & ~KH_TIME_TSC;
+	walk.tsc_ok = (flush_tsc & KH_TIME_TSC) && tsc_mult;
 
 	walk.buf = bpf_map_lookup_elem(&batch_scratch, &zero);
 	if (!walk.buf)
