@@ -383,15 +383,21 @@ static int resolve_command(const char *cmd, char *out, size_t len)
 	return err;
 }
 
+/* The signals that end a trace: khprof handles them instead of dying. */
+static void stop_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGQUIT);
+}
+
 static int block_signals(sigset_t *old)
 {
 	sigset_t set;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGQUIT);
+	stop_signals(&set);
 	if (sigprocmask(SIG_BLOCK, &set, old))
 		return -errno;
 	return signalfd(-1, &set, SFD_CLOEXEC);
@@ -706,12 +712,8 @@ static int record_repeat(const struct trace_cli *cli, char **cmd_argv, const cha
 
 	if (prepare_repeat_dir(cli->output))
 		return KHPROF_EXIT_BAD_INPUT;
-	sigemptyset(&signals);
+	stop_signals(&signals);
 	sigaddset(&signals, SIGCHLD);
-	sigaddset(&signals, SIGINT);
-	sigaddset(&signals, SIGTERM);
-	sigaddset(&signals, SIGHUP);
-	sigaddset(&signals, SIGQUIT);
 	sigprocmask(SIG_BLOCK, &signals, &old_mask);
 
 	for (unsigned i = 0; i < total && !stop; i++) {
