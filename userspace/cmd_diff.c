@@ -25,9 +25,9 @@ static const char diff_usage[] =
 	"           [--config FILE] [--format text|markdown|json]\n"
 	"\n"
 	"Compares the candidate's records with the baseline's and exits 1 when the\n"
-	"candidate is slower beyond the noise.  BASE and CANDIDATE are each a record\n"
-	"or a directory of records (every *.json file directly in it, as written by\n"
-	"'khprof record --repeat N -o DIR').\n"
+	"data are confident that the candidate is slower by more than a threshold.\n"
+	"BASE and CANDIDATE are each a record or a directory of records (every *.json\n"
+	"file directly in it, as written by 'khprof record --repeat N -o DIR').\n"
 	"\n"
 	"Items: wall time, throughput (input bytes per wall second; a drop is worse),\n"
 	"peak RSS, and per stage its elapsed time, call count and time per call.  Each\n"
@@ -35,12 +35,17 @@ static const char diff_usage[] =
 	"per-call times are judged but never fail the comparison: they tell whether a\n"
 	"slower stage has slower calls or more of them.\n"
 	"\n"
-	"Verdicts: with one record on either side, a change beyond the item's\n"
-	"threshold is 'regressed' (or 'improved').  With two or more on both sides, a\n"
-	"bootstrap interval of the ratio of medians (10000 resamples, fixed seed) must\n"
-	"also lie wholly on one side of no change; if it does not, the change is\n"
-	"'noisy' and does not fail.  A time change smaller than --min-change-ms (peak\n"
-	"RSS: 1 MiB) is never judged.  Exactly the threshold does not count.\n"
+	"Verdicts: with two records or more on both sides, a Mann-Whitney confidence\n"
+	"interval of the shift (from all candidate-minus-base differences, as a\n"
+	"percentage of the base median) decides: 'regressed' when the whole interval\n"
+	"lies beyond the item's threshold in the bad direction, 'improved' likewise\n"
+	"in the good one, 'noisy' (never fails) when the medians moved beyond the\n"
+	"threshold but the interval is not sure of it, else 'ok'.  With too few\n"
+	"records for an interval at the confidence (at 95%, 3 a side are too few and\n"
+	"4 enough; a note says so), and with one record on either side, plain\n"
+	"thresholds on the medians decide: a change beyond the threshold is\n"
+	"'regressed' (or 'improved').  A time change smaller than --min-change-ms\n"
+	"(peak RSS: 1 MiB) is never judged.  Exactly the threshold does not count.\n"
 	"\n"
 	"Records must be alike: binary_version, detector_digest, config_digest,\n"
 	"source_kind, workload_class, backend_requested, backend_selected,\n"
@@ -53,12 +58,14 @@ static const char diff_usage[] =
 	"   --threshold NAME=PCT     one item: a stage as the seed names it\n"
 	"                            (hot-patterns), or wall (default 3), throughput\n"
 	"                            (default 3) or peak_rss (default 5); PCT 'off'\n"
-	"                            shows the item without gating on it\n"
+	"                            shows the item without gating on it.  The two\n"
+	"                            queue-wait stages are off unless named: waiting\n"
+	"                            moves with scheduling, not with the work\n"
 	"   --min-change-ms MS       smallest time change judged (default 0.1)\n"
 	"   --allow-mismatch FIELD   an identity difference that is intended; a field\n"
 	"                            above, mode, backends, threads or all; repeatable\n"
 	"                            or a comma list\n"
-	"   --confidence PCT         bootstrap interval, 50 to 99.9 (default 95)\n"
+	"   --confidence PCT         of the interval, 50 to 99.9 (default 95)\n"
 	"   --config FILE            settings, one 'key value' a line: threshold,\n"
 	"                            threshold.NAME, min_change_ms, confidence,\n"
 	"                            allow_mismatch; flags win over the file\n"
@@ -71,7 +78,7 @@ static const char diff_usage[] =
 	"   khprof diff baseline.json candidate.json\n"
 	"   khprof diff base-runs cand-runs --allow-mismatch binary_version\n"
 	"   khprof diff base-runs cand-runs --threshold 10 --threshold wall=5 \\\n"
-	"          --threshold scanner-queue-wait=off --format markdown > comment.md\n"
+	"          --threshold entropy=off --format markdown > comment.md\n"
 	"   khprof diff base-runs cand-runs --config perf-gate.conf --format json\n";
 
 /* The records of one side, in file order. */
@@ -300,6 +307,10 @@ static void print_messages(const struct kh_diff *d, const struct side *base,
 			   d->blocking_count == 1 ? "" : "s", fields);
 	for (size_t i = 0; i < d->warning_count; i++)
 		log__warn("%s", d->warnings[i].message);
+	if (d->method == KH_DIFF_METHOD_FEW_RUNS && !d->blocking_count)
+		log__note("too few runs for a %g%% interval (%zu base, %zu candidate; it needs %zu "
+			  "per side): plain thresholds on the medians decide", d->opts.confidence,
+			  d->base.count, d->cand.count, d->runs_needed);
 	if (d->calls_changed_count)
 		log__note("call counts differ in %zu stage%s: the runs did different amounts "
 			  "of work", d->calls_changed_count,

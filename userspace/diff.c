@@ -3,9 +3,9 @@
  * Comparing two sets of records for CI.  Times only say something about a
  * change when the runs did the same work under the same conditions, so the
  * identities of all records are bound first; then each item's medians are
- * compared, and with several runs per side a bootstrap interval decides
- * whether a change stands out of the run-to-run noise.  The rules are in
- * docs/CI.md; keep the two in step.
+ * compared, and with several runs per side a Mann-Whitney interval of the
+ * shift decides whether a change beyond the threshold stands out of the
+ * run-to-run noise.  The rules are in docs/CI.md; keep the two in step.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -22,9 +22,6 @@
 #include "diff.h"
 #include "outbuf.h"
 #include "stats.h"
-
-/* Mixed with each item's index so that items draw different resamples. */
-#define KH_DIFF_SEED 0x6b6870726f662d31ull
 
 static char *format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *format(const char *fmt, ...)
@@ -220,7 +217,22 @@ void diff_options__init(struct kh_diff_options *opts)
 		threshold__default(&opts->stage[s], KH_DIFF_DEFAULT_STAGE_PCT);
 	opts->min_change_ns = KH_DIFF_DEFAULT_MIN_CHANGE_NS;
 	opts->confidence = KH_DIFF_DEFAULT_CONFIDENCE;
-	opts->resamples = KH_DIFF_RESAMPLES;
+}
+
+/*
+ * Waiting is not work: the queue-wait stages are timed only when a thread
+ * really blocks, so they move with scheduling and with every other stage.
+ * Shown, but gating only when named (--threshold scanner-queue-wait=5).
+ */
+static const struct kh_diff_threshold queue_wait_default = {
+	.set = false,
+	.off = true,
+	.pct = KH_DIFF_DEFAULT_STAGE_PCT,
+};
+
+static bool is_queue_wait(uint32_t stage)
+{
+	return stage == KH_STAGE_SOURCE_QUEUE_WAIT || stage == KH_STAGE_SCANNER_QUEUE_WAIT;
 }
 
 const struct kh_diff_threshold *diff_options__threshold(const struct kh_diff_options *opts,
@@ -240,6 +252,8 @@ const struct kh_diff_threshold *diff_options__threshold(const struct kh_diff_opt
 	case KH_DIFF_M_PER_CALL:
 		if (stage < KH_STAGE_COUNT && opts->stage[stage].set)
 			return &opts->stage[stage];
+		if (is_queue_wait(stage))
+			return &queue_wait_default;
 		return &opts->stages;
 	}
 	return NULL;
@@ -497,7 +511,7 @@ static bool options_valid(const struct kh_diff_options *o)
 
 	for (uint32_t s = 0; s < KH_STAGE_COUNT; s++)
 		ok = ok && threshold_valid(&o->stage[s]);
-	return ok && o->resamples > 0 && o->confidence >= KH_DIFF_MIN_CONFIDENCE &&
+	return ok && o->confidence >= KH_DIFF_MIN_CONFIDENCE &&
 	       o->confidence <= KH_DIFF_MAX_CONFIDENCE;
 }
 
@@ -775,17 +789,44 @@ static size_t side_values(const struct kh_diff_side *s, enum kh_diff_metric metr
 }
 
 /*
+ * The item's interval of the shift; none with fewer than two values on a
+ * side (a single run says nothing about the spread) or too few for the
+ * confidence.
+ */
+static int item__interval(struct kh_diff_item *it, const struct kh_diff_options *o,
+			  const double *vb, const double *vc)
+{
+	int err;
+
+	if (it->base_n < 2 || it->cand_n < 2)
+		return 0;
+	err = stats__shift_interval(vb, it->base_n, vc, it->cand_n, o->confidence,
+				    &it->interval_low, &it->interval_high);
+	if (err == -ERANGE)
+		return 0;
+	if (err)
+		return err;
+	it->has_interval = true;
+	if (it->has_change) {
+		it->interval_low_pct = 100.0 * it->interval_low / it->base_median;
+		it->interval_high_pct = 100.0 * it->interval_high / it->base_median;
+	}
+	return 0;
+}
+
+/*
  * The rules of docs/CI.md.  The comparisons multiply out the percentage so
  * that a change of exactly the threshold is not beyond it, whatever
- * rounding a division would bring.
+ * rounding a division would bring, and so that from a base of 0 any
+ * increase is beyond every threshold.
  */
 static int item__judge(struct kh_diff_item *it, const struct kh_diff_options *o,
-		       const double *vb, const double *vc, uint64_t seed)
+		       const double *vb, const double *vc)
 {
 	const struct kh_diff_threshold *t = diff_options__threshold(o, it->metric, it->stage);
-	double b = it->base_median, c = it->cand_median, lo = 1, hi = 1;
+	double b = it->base_median, c = it->cand_median, limit, least_bad, most_bad;
 	int bad = it->metric == KH_DIFF_M_THROUGHPUT ? -1 : 1;
-	bool worse, better, sure;
+	bool worse, better;
 	int err;
 
 	it->has_change = b != 0;
@@ -798,15 +839,9 @@ static int item__judge(struct kh_diff_item *it, const struct kh_diff_options *o,
 	it->threshold_off = t->off;
 	it->threshold_pct = t->pct;
 	it->gating = it->metric != KH_DIFF_M_PER_CALL;
-	if (it->base_n >= 2 && it->cand_n >= 2) {
-		err = stats__bootstrap_ratio(vb, it->base_n, vc, it->cand_n, o->resamples,
-					     o->confidence, seed, &lo, &hi);
-		if (err)
-			return err;
-		it->has_interval = true;
-		it->interval_low_pct = (lo - 1.0) * 100.0;
-		it->interval_high_pct = (hi - 1.0) * 100.0;
-	}
+	err = item__interval(it, o, vb, vc);
+	if (err)
+		return err;
 	if (t->off) {
 		it->verdict = KH_DIFF_OFF;
 		return 0;
@@ -815,15 +850,27 @@ static int item__judge(struct kh_diff_item *it, const struct kh_diff_options *o,
 		it->verdict = KH_DIFF_OK;
 		return 0;
 	}
-	worse = bad * (c - b) * 100.0 > t->pct * b;
-	better = -bad * (c - b) * 100.0 > t->pct * b;
-	if (!worse && !better) {
-		it->verdict = KH_DIFF_OK;
+	limit = t->pct * b;
+	worse = bad * (c - b) * 100.0 > limit;
+	better = -bad * (c - b) * 100.0 > limit;
+	if (!it->has_interval) {
+		it->verdict = worse ? KH_DIFF_REGRESSED : better ? KH_DIFF_IMPROVED : KH_DIFF_OK;
 		return 0;
 	}
-	/* The whole interval must lie on the side of no change the median moved to. */
-	sure = !it->has_interval || (worse == (bad > 0) ? lo > 1.0 : hi < 1.0);
-	it->verdict = !sure ? KH_DIFF_NOISY : worse ? KH_DIFF_REGRESSED : KH_DIFF_IMPROVED;
+	/*
+	 * Sure of a change beyond the budget, not merely of some change: the
+	 * whole interval must lie beyond the threshold.  A gate that fails on
+	 * any confident movement fails identical builds, with ~18 items a
+	 * comparison and stages that spread by 15 % a run.
+	 */
+	least_bad = bad > 0 ? it->interval_low : -it->interval_high;
+	most_bad = bad > 0 ? it->interval_high : -it->interval_low;
+	if (least_bad * 100.0 > limit)
+		it->verdict = KH_DIFF_REGRESSED;
+	else if (-most_bad * 100.0 > limit)
+		it->verdict = KH_DIFF_IMPROVED;
+	else
+		it->verdict = worse || better ? KH_DIFF_NOISY : KH_DIFF_OK;
 	return 0;
 }
 
@@ -885,7 +932,6 @@ static int diff__add_item(struct kh_diff *d, const struct kh_diff_side *base,
 			  uint32_t stage, double *vb, double *vc)
 {
 	struct kh_diff_item *it = &d->items[d->item_count];
-	uint64_t mix = KH_DIFF_SEED ^ ((uint64_t)d->item_count << 32);
 	int err;
 
 	memset(it, 0, sizeof(*it));
@@ -901,7 +947,7 @@ static int diff__add_item(struct kh_diff *d, const struct kh_diff_side *base,
 	if (isnan(it->base_median) || isnan(it->cand_median))
 		return -ENOMEM;
 	it->below_floor = metric != KH_DIFF_M_CALLS && item__below_floor(d, it, base);
-	err = item__judge(it, &d->opts, vb, vc, stats__splitmix64(&mix));
+	err = item__judge(it, &d->opts, vb, vc);
 	if (err)
 		return err;
 	d->item_count++;
@@ -977,6 +1023,24 @@ static int side_info__copy(struct kh_diff_side_info *info, const struct kh_diff_
 	return 0;
 }
 
+/* The method for sides of these sizes; items with fewer values may fall back. */
+static int diff__method(struct kh_diff *d, size_t nb, size_t nc)
+{
+	size_t k;
+	int err;
+
+	d->runs_needed = stats__shift_runs_needed(d->opts.confidence);
+	if (nb < 2 || nc < 2) {
+		d->method = KH_DIFF_METHOD_SINGLE;
+		return 0;
+	}
+	err = stats__shift_rank(nb, nc, d->opts.confidence, STATS_RANK_AUTO, &k);
+	if (err && err != -ERANGE)
+		return err;
+	d->method = err ? KH_DIFF_METHOD_FEW_RUNS : KH_DIFF_METHOD_MANN_WHITNEY;
+	return 0;
+}
+
 int diff__compare(const struct kh_diff_side *base, const struct kh_diff_side *cand,
 		  const struct kh_diff_options *opts, struct kh_diff *out)
 {
@@ -987,8 +1051,9 @@ int diff__compare(const struct kh_diff_side *base, const struct kh_diff_side *ca
 	if (!base->count || !cand->count || !options_valid(opts))
 		return -EINVAL;
 	out->opts = *opts;
-	out->bootstrap = base->count >= 2 && cand->count >= 2;
-	err = side_info__copy(&out->base, base);
+	err = diff__method(out, base->count, cand->count);
+	if (!err)
+		err = side_info__copy(&out->base, base);
 	if (!err)
 		err = side_info__copy(&out->cand, cand);
 	if (!err)
@@ -1050,23 +1115,53 @@ static const bool column_right[C_COUNT] = {
 
 #define CELL 64
 
+struct time_unit {
+	double scale;
+	const char *name;
+	int digits;
+};
+
+static struct time_unit time_unit(double big)
+{
+	if (big < 1e3)
+		return (struct time_unit){ 1, "ns", 0 };
+	if (big < 1e6)
+		return (struct time_unit){ 1e3, "µs", 2 };
+	if (big < 1e9)
+		return (struct time_unit){ 1e6, "ms", 2 };
+	return (struct time_unit){ 1e9, "s", 3 };
+}
+
 /* One unit for both sides of a row, so that their digits line up. */
 static void time_cells(double base, double cand, char *b, char *c)
 {
-	double big = fmax(base, cand), scale;
-	const char *unit;
-	int digits;
+	struct time_unit u = time_unit(fmax(base, cand));
 
-	if (big < 1e3)
-		scale = 1, unit = "ns", digits = 0;
-	else if (big < 1e6)
-		scale = 1e3, unit = "µs", digits = 2;
-	else if (big < 1e9)
-		scale = 1e6, unit = "ms", digits = 2;
+	snprintf(b, CELL, "%.*f %s", u.digits, base / u.scale, u.name);
+	snprintf(c, CELL, "%.*f %s", u.digits, cand / u.scale, u.name);
+}
+
+static bool is_time_metric(enum kh_diff_metric metric)
+{
+	return metric == KH_DIFF_M_WALL || metric == KH_DIFF_M_ELAPSED ||
+	       metric == KH_DIFF_M_PER_CALL;
+}
+
+/* A signed amount in the row's unit, for a shift from a base of 0. */
+static void delta_text(enum kh_diff_metric metric, double v, double big, char *buf, size_t len)
+{
+	const double mib = 1024.0 * 1024.0;
+	struct time_unit u = time_unit(big);
+
+	v += 0.0; /* no "-0" */
+	if (is_time_metric(metric))
+		snprintf(buf, len, "%+.*f %s", u.digits, v / u.scale, u.name);
+	else if (metric == KH_DIFF_M_THROUGHPUT)
+		snprintf(buf, len, "%+.1f MiB/s", v / mib);
+	else if (metric == KH_DIFF_M_PEAK_RSS)
+		snprintf(buf, len, "%+.1f MiB", v / mib);
 	else
-		scale = 1e9, unit = "s", digits = 3;
-	snprintf(b, CELL, "%.*f %s", digits, base / scale, unit);
-	snprintf(c, CELL, "%.*f %s", digits, cand / scale, unit);
+		snprintf(buf, len, "%+g", v);
 }
 
 static void value_cell(enum kh_diff_metric metric, double v, char *buf)
@@ -1099,7 +1194,7 @@ static void change_cell(const struct kh_diff_item *it, char *buf)
 
 static void item_cells(const struct kh_diff_item *it, bool markdown, char cells[C_COUNT][CELL])
 {
-	char lo[24], hi[24];
+	char lo[CELL / 2 - 4], hi[CELL / 2 - 4];
 
 	for (int c = 0; c < C_COUNT; c++)
 		cells[c][0] = '\0';
@@ -1107,19 +1202,24 @@ static void item_cells(const struct kh_diff_item *it, bool markdown, char cells[
 		snprintf(cells[C_ITEM], CELL, "%s.%s", it->name, diff_metric__name(it->metric));
 	else
 		snprintf(cells[C_ITEM], CELL, "%s", it->name);
-	if (it->metric == KH_DIFF_M_WALL || it->metric == KH_DIFF_M_ELAPSED ||
-	    it->metric == KH_DIFF_M_PER_CALL) {
+	if (is_time_metric(it->metric)) {
 		time_cells(it->base_median, it->cand_median, cells[C_BASE], cells[C_CAND]);
 	} else {
 		value_cell(it->metric, it->base_median, cells[C_BASE]);
 		value_cell(it->metric, it->cand_median, cells[C_CAND]);
 	}
 	change_cell(it, cells[C_CHANGE]);
-	if (it->has_interval) {
+	if (it->has_interval && it->has_change) {
 		pct_text(it->interval_low_pct, lo, sizeof(lo));
 		pct_text(it->interval_high_pct, hi, sizeof(hi));
-		snprintf(cells[C_INTERVAL], CELL, "[%s, %s]", lo, hi);
+	} else if (it->has_interval) {
+		double big = fmax(fabs(it->interval_low), fabs(it->interval_high));
+
+		delta_text(it->metric, it->interval_low, big, lo, sizeof(lo));
+		delta_text(it->metric, it->interval_high, big, hi, sizeof(hi));
 	}
+	if (it->has_interval)
+		snprintf(cells[C_INTERVAL], CELL, "[%s, %s]", lo, hi);
 	if (it->has_threshold && it->threshold_off)
 		snprintf(cells[C_THRESHOLD], CELL, "off");
 	else if (it->has_threshold)
@@ -1143,17 +1243,24 @@ static size_t display_width(const char *s)
 
 static void method_text(const struct kh_diff *d, char *buf, size_t len)
 {
-	if (d->bootstrap)
-		snprintf(buf, len, "bootstrap %g%% interval of the ratio of medians, %zu resamples",
-			 d->opts.confidence, d->opts.resamples);
-	else
+	switch (d->method) {
+	case KH_DIFF_METHOD_MANN_WHITNEY:
+		snprintf(buf, len, "Mann-Whitney %g%% interval of the shift", d->opts.confidence);
+		break;
+	case KH_DIFF_METHOD_FEW_RUNS:
+		snprintf(buf, len, "plain thresholds on medians (too few runs for a %g%% interval: "
+			 "%zu per side needed)", d->opts.confidence, d->runs_needed);
+		break;
+	case KH_DIFF_METHOD_SINGLE:
 		snprintf(buf, len, "single runs: plain thresholds");
+		break;
+	}
 }
 
 static void header(struct outbuf *o, const struct kh_diff *d, bool markdown)
 {
 	const char *q = markdown ? "`" : "'";
-	char method[128];
+	char method[160];
 
 	method_text(d, method, sizeof(method));
 	outbuf__printf(o, "%skhprof diff%s: base %s%s%s (%zu record%s), candidate %s%s%s "
@@ -1321,6 +1428,19 @@ static bool add_to_array(cJSON *array, cJSON *item)
 	return true;
 }
 
+/* [low, high], or null when absent. */
+static bool add_pair_or_null(cJSON *obj, const char *key, bool present, double low, double high)
+{
+	cJSON *pair;
+
+	if (!present)
+		return cJSON_AddNullToObject(obj, key) != NULL;
+	pair = cJSON_AddArrayToObject(obj, key);
+	return pair &&
+	       add_to_array(pair, isfinite(low) ? cJSON_CreateNumber(low) : cJSON_CreateNull()) &&
+	       add_to_array(pair, isfinite(high) ? cJSON_CreateNumber(high) : cJSON_CreateNull());
+}
+
 static cJSON *side_json(const struct kh_diff_side_info *s)
 {
 	cJSON *o = cJSON_CreateObject(), *paths;
@@ -1351,14 +1471,15 @@ static cJSON *options_json(const struct kh_diff *d)
 	stages = ok ? cJSON_AddObjectToObject(t, "stages") : NULL;
 	ok = stages != NULL;
 	for (uint32_t s = 0; ok && s < KH_STAGE_COUNT; s++)
-		if (opts->stage[s].set)
-			ok = add_threshold(stages, kh_stage__name(s), &opts->stage[s]);
+		if (opts->stage[s].set || is_queue_wait(s))
+			ok = add_threshold(stages, kh_stage__name(s),
+					   diff_options__threshold(opts, KH_DIFF_M_ELAPSED, s));
 	ok = ok && cJSON_AddNumberToObject(o, "min_change_ns", (double)opts->min_change_ns) &&
 	     cJSON_AddNumberToObject(o, "peak_rss_min_change_bytes",
 				     (double)KH_DIFF_RSS_MIN_CHANGE_BYTES) &&
 	     cJSON_AddNumberToObject(o, "confidence", opts->confidence) &&
-	     cJSON_AddNumberToObject(o, "resamples", (double)opts->resamples) &&
-	     cJSON_AddStringToObject(o, "method", d->bootstrap ? "bootstrap" : "single");
+	     cJSON_AddStringToObject(o, "method", d->method == KH_DIFF_METHOD_MANN_WHITNEY
+							  ? "mann-whitney" : "threshold");
 	allow = ok ? cJSON_AddArrayToObject(o, "allow_mismatch") : NULL;
 	ok = allow != NULL;
 	for (int f = 0; ok && f < KH_DIFF_F_COUNT; f++)
@@ -1423,7 +1544,7 @@ static const char *metric_unit(enum kh_diff_metric metric)
 
 static cJSON *item_json(const struct kh_diff_item *it)
 {
-	cJSON *o = cJSON_CreateObject(), *interval;
+	cJSON *o = cJSON_CreateObject();
 	char name[CELL];
 	bool ok;
 
@@ -1440,19 +1561,10 @@ static cJSON *item_json(const struct kh_diff_item *it)
 	     cJSON_AddNumberToObject(o, "base_median", it->base_median) &&
 	     cJSON_AddNumberToObject(o, "candidate_median", it->cand_median) &&
 	     add_number_or_null(o, "change_pct", it->has_change, it->change_pct);
-	if (ok && it->has_interval) {
-		interval = cJSON_AddArrayToObject(o, "interval_pct");
-		ok = interval &&
-		     add_to_array(interval, isfinite(it->interval_low_pct)
-						    ? cJSON_CreateNumber(it->interval_low_pct)
-						    : cJSON_CreateNull()) &&
-		     add_to_array(interval, isfinite(it->interval_high_pct)
-						    ? cJSON_CreateNumber(it->interval_high_pct)
-						    : cJSON_CreateNull());
-	} else if (ok) {
-		ok = cJSON_AddNullToObject(o, "interval_pct") != NULL;
-	}
-	ok = ok &&
+	ok = ok && add_pair_or_null(o, "interval", it->has_interval, it->interval_low,
+				    it->interval_high) &&
+	     add_pair_or_null(o, "interval_pct", it->has_interval && it->has_change,
+			      it->interval_low_pct, it->interval_high_pct) &&
 	     add_number_or_null(o, "threshold_pct", it->has_threshold && !it->threshold_off,
 				it->threshold_pct) &&
 	     cJSON_AddBoolToObject(o, "gating", it->gating) &&

@@ -24,7 +24,6 @@
 #define KH_DIFF_DEFAULT_CONFIDENCE 95.0
 #define KH_DIFF_MIN_CONFIDENCE 50.0
 #define KH_DIFF_MAX_CONFIDENCE 99.9
-#define KH_DIFF_RESAMPLES 10000
 /* Peak RSS moves by pages and allocator arenas: smaller changes are noise. */
 #define KH_DIFF_RSS_MIN_CHANGE_BYTES (1ull << 20)
 
@@ -63,9 +62,8 @@ struct kh_diff_options {
 	bool min_change_set;
 	uint64_t min_change_ns; /* time changes below this are never judged */
 	bool confidence_set;
-	double confidence;      /* percent, for the bootstrap interval */
+	double confidence;      /* percent, for the Mann-Whitney interval */
 	uint32_t allow;         /* 1 << enum kh_diff_field: differences that are intended */
-	size_t resamples;       /* KH_DIFF_RESAMPLES; not a user setting */
 };
 
 /* Defaults, with nothing marked set. */
@@ -121,7 +119,7 @@ enum kh_diff_mark {
 	KH_DIFF_OK = 0,
 	KH_DIFF_REGRESSED,
 	KH_DIFF_IMPROVED,
-	KH_DIFF_NOISY,   /* beyond the threshold but inside the noise */
+	KH_DIFF_NOISY,   /* the medians moved beyond the threshold, the interval is not sure */
 	KH_DIFF_SAME,    /* calls only */
 	KH_DIFF_CHANGED, /* calls only */
 	KH_DIFF_OFF,     /* threshold off */
@@ -135,8 +133,9 @@ struct kh_diff_item {
 	double base_median, cand_median;
 	bool has_change;   /* false when the base median is 0 */
 	double change_pct;
-	bool has_interval; /* bootstrap: at least two values on each side */
-	double interval_low_pct, interval_high_pct; /* may be +INFINITY from a base of 0 */
+	bool has_interval; /* Mann-Whitney: enough values on both sides */
+	double interval_low, interval_high; /* of the shift, candidate - base, in the item's unit */
+	double interval_low_pct, interval_high_pct; /* of the base median; only with has_change */
 	bool has_threshold; /* false for calls */
 	bool threshold_off;
 	double threshold_pct;
@@ -178,10 +177,18 @@ struct kh_diff_side_info {
 	size_t count;
 };
 
+/* How the verdicts were reached, as the header line says. */
+enum kh_diff_method {
+	KH_DIFF_METHOD_SINGLE = 0,   /* one record on a side: plain thresholds */
+	KH_DIFF_METHOD_FEW_RUNS,     /* too few for the confidence: plain thresholds */
+	KH_DIFF_METHOD_MANN_WHITNEY, /* the interval of the shift decides */
+};
+
 struct kh_diff {
 	struct kh_diff_options opts;
 	struct kh_diff_side_info base, cand;
-	bool bootstrap;              /* both sides have two records or more */
+	enum kh_diff_method method;
+	size_t runs_needed;          /* per side, for an interval at opts.confidence */
 	struct kh_diff_item items[KH_DIFF_MAX_ITEMS]; /* empty when not comparable */
 	size_t item_count;
 	struct kh_diff_mismatch *mismatches;

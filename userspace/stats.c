@@ -64,103 +64,223 @@ double spread__mad_pct(const struct kh_spread *s)
 	return s->median ? 100.0 * s->mad / s->median : NAN;
 }
 
-uint64_t stats__splitmix64(uint64_t *state)
+/*
+ * Probabilities of U = 0..top for samples of sizes m and n (pmf has top + 1
+ * slots).  Row i holds p(i, j, .) for j = 0..n; row i needs only row i - 1
+ * and itself, so two rows are kept.  Values of U above top never feed
+ * those at or below it (the recurrence only lowers u), so the rows stop at
+ * top.  U has the same distribution for (m, n) and (n, m): the rows run
+ * over the smaller side.
+ */
+static int mann_whitney_pmf(size_t m, size_t n, size_t top, double *pmf)
 {
-	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+	size_t width = top + 1, cells;
+	double *prev, *cur, *swap;
 
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	if (m < n) {
+		size_t t = m;
+
+		m = n;
+		n = t;
+	}
+	if (__builtin_mul_overflow(n + 1, width, &cells))
+		return -ENOMEM;
+	prev = calloc(cells, sizeof(*prev));
+	cur = calloc(cells, sizeof(*cur));
+	if (!prev || !cur) {
+		free(prev);
+		free(cur);
+		return -ENOMEM;
+	}
+	for (size_t j = 0; j <= n; j++)
+		prev[j * width] = 1; /* p(0, j, 0) */
+	for (size_t i = 1; i <= m; i++) {
+		cur[0] = 1; /* p(i, 0, 0) */
+		for (size_t j = 1; j <= n; j++) {
+			const double *up = prev + j * width, *left = cur + (j - 1) * width;
+			double *out = cur + j * width;
+			double wi = (double)i / (double)(i + j), wj = (double)j / (double)(i + j);
+			/* Above i j the row is 0, and stays 0 from the smaller rows before. */
+			size_t last = i * j < top ? i * j : top;
+
+			for (size_t u = 0; u <= last; u++)
+				out[u] = wj * left[u] + (u >= j ? wi * up[u - j] : 0.0);
+		}
+		swap = prev;
+		prev = cur;
+		cur = swap;
+	}
+	memcpy(pmf, prev + n * width, width * sizeof(*pmf));
+	free(prev);
+	free(cur);
+	return 0;
 }
 
-/* Lemire's multiply-shift; the rare rejection removes the bias. */
-uint64_t stats__uniform(uint64_t *state, uint64_t bound)
+int stats__mann_whitney_cdf(size_t m, size_t n, size_t u, double *p)
 {
-	unsigned __int128 m = (unsigned __int128)stats__splitmix64(state) * bound;
-	uint64_t low = (uint64_t)m;
+	size_t mn, top;
+	double *pmf, sum = 0;
+	int err;
 
-	if (low < bound) {
-		uint64_t floor = -bound % bound;
-
-		while (low < floor) {
-			m = (unsigned __int128)stats__splitmix64(state) * bound;
-			low = (uint64_t)m;
-		}
+	if (!m || !n)
+		return -EINVAL;
+	if (__builtin_mul_overflow(m, n, &mn))
+		return -ENOMEM;
+	if (u >= mn) {
+		*p = 1;
+		return 0;
 	}
-	return (uint64_t)(m >> 64);
+	top = u;
+	pmf = malloc((top + 1) * sizeof(*pmf));
+	if (!pmf)
+		return -ENOMEM;
+	err = mann_whitney_pmf(m, n, top, pmf);
+	for (size_t i = 0; !err && i <= top; i++)
+		sum += pmf[i];
+	free(pmf);
+	if (!err)
+		*p = sum;
+	return err;
 }
 
 /*
- * Median of one resample of sorted[0..n).  Counting how often each index
- * was drawn and walking the counts finds the middle ranks in O(n), where
- * sorting every resample would cost O(n log n) ten thousand times over.
+ * Acklam's rational approximation (relative error below 1.2e-9), then one
+ * Halley step on erfc, which brings it to double precision: the normal
+ * ranks are floors, and a quantile a hair off would move one.
  */
-static double resample_median(const double *sorted, size_t n, size_t *counts, uint64_t *rng)
+double stats__normal_quantile(double p)
 {
-	size_t lo_rank = (n - 1) / 2, hi_rank = n / 2, seen = 0;
-	double lo = NAN;
+	static const double a[] = { -3.969683028665376e+01, 2.209460984245205e+02,
+				    -2.759285104469687e+02, 1.383577518672690e+02,
+				    -3.066479806614716e+01, 2.506628277459239e+00 };
+	static const double b[] = { -5.447609879822406e+01, 1.615858368580409e+02,
+				    -1.556989798598866e+02, 6.680131188771972e+01,
+				    -1.328068155288572e+01 };
+	static const double c[] = { -7.784894002430293e-03, -3.223964580411365e-01,
+				    -2.400758277161838e+00, -2.549732539343734e+00,
+				    4.374664141464968e+00,  2.938163982698783e+00 };
+	static const double d[] = { 7.784695709041462e-03, 3.224671290700398e-01,
+				    2.445134137142996e+00, 3.754408661907416e+00 };
+	const double tail = 0.02425;
+	double q, r, x, e, step;
 
-	memset(counts, 0, n * sizeof(*counts));
-	for (size_t i = 0; i < n; i++)
-		counts[stats__uniform(rng, n)]++;
-	for (size_t i = 0; i < n; i++) {
-		if (!counts[i])
-			continue;
-		if (seen <= lo_rank && lo_rank < seen + counts[i])
-			lo = sorted[i];
-		if (seen <= hi_rank && hi_rank < seen + counts[i])
-			return (lo + sorted[i]) / 2;
-		seen += counts[i];
+	if (!(p > 0 && p < 1))
+		return NAN;
+	if (p < tail || p > 1 - tail) {
+		/* The tails, by symmetry from the lower one. */
+		q = sqrt(-2 * log(p < tail ? p : 1 - p));
+		x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+		    ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+		if (p > tail)
+			x = -x;
+	} else {
+		q = p - 0.5;
+		r = q * q;
+		x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+		    (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
 	}
-	return lo; /* not reached: hi_rank < n */
+	e = 0.5 * erfc(-x / M_SQRT2) - p;
+	step = e * sqrt(2 * M_PI) * exp(x * x / 2);
+	return x - step / (1 + x * step / 2);
 }
 
-static double median_ratio(double base, double cand)
+/*
+ * alpha / 2 as the probability that the rank may leave in each tail.  The
+ * slack accepts attainable levels that equal it exactly (3 and 3 at 90 %:
+ * P(U <= 0) is 1/20, alpha / 2 is 0.05) whatever the last bit of either
+ * computation.
+ */
+static double tail_allowed(double confidence)
 {
-	if (base == 0)
-		return cand == 0 ? 1.0 : INFINITY;
-	return cand / base;
+	return (100.0 - confidence) / 200.0 * (1 + 1e-9);
 }
 
-int stats__bootstrap_ratio(const double *base, size_t nb, const double *cand, size_t nc,
-			   size_t resamples, double confidence, uint64_t seed, double *low,
-			   double *high)
+static int exact_rank(size_t m, size_t n, double confidence, size_t *k)
 {
-	double *sb = NULL, *sc = NULL, *ratios = NULL;
-	size_t *counts = NULL, tail;
-	uint64_t rng = seed;
-	int err = -ENOMEM;
+	size_t mn, top;
+	double *pmf, allowed = tail_allowed(confidence), cum = 0;
+	int err;
 
-	if (!nb || !nc || !resamples || !(confidence > 0 && confidence < 100))
-		return -EINVAL;
-	sb = malloc(nb * sizeof(*sb));
-	sc = malloc(nc * sizeof(*sc));
-	counts = malloc((nb > nc ? nb : nc) * sizeof(*counts));
-	ratios = malloc(resamples * sizeof(*ratios));
-	if (!sb || !sc || !counts || !ratios)
-		goto out;
-	memcpy(sb, base, nb * sizeof(*sb));
-	memcpy(sc, cand, nc * sizeof(*sc));
-	qsort(sb, nb, sizeof(*sb), compare_double);
-	qsort(sc, nc, sizeof(*sc), compare_double);
-	for (size_t r = 0; r < resamples; r++) {
-		double mb = resample_median(sb, nb, counts, &rng);
-		double mc = resample_median(sc, nc, counts, &rng);
-
-		ratios[r] = median_ratio(mb, mc);
+	if (__builtin_mul_overflow(m, n, &mn))
+		return -ENOMEM;
+	/* alpha / 2 < 1/2 <= P(U <= mn/2), so the rank is found by mn/2. */
+	top = mn / 2;
+	pmf = malloc((top + 1) * sizeof(*pmf));
+	if (!pmf)
+		return -ENOMEM;
+	err = mann_whitney_pmf(m, n, top, pmf);
+	*k = 0;
+	for (size_t u = 0; !err && u <= top; u++) {
+		cum += pmf[u];
+		if (cum > allowed)
+			break;
+		*k = u + 1;
 	}
-	qsort(ratios, resamples, sizeof(*ratios), compare_double);
-	/* The epsilon keeps 95 % of 10000 at 250, whatever (100 - 95) / 200 rounds to. */
-	tail = (size_t)floor((100.0 - confidence) / 200.0 * (double)resamples + 1e-9);
-	if (tail > (resamples - 1) / 2)
-		tail = (resamples - 1) / 2;
-	*low = ratios[tail];
-	*high = ratios[resamples - 1 - tail];
-	err = 0;
-out:
-	free(sb);
-	free(sc);
-	free(counts);
-	free(ratios);
+	free(pmf);
+	if (!err && !*k)
+		err = -ERANGE;
 	return err;
+}
+
+static size_t normal_rank(size_t m, size_t n, double confidence)
+{
+	double mn = (double)m * (double)n;
+	double z = stats__normal_quantile(1 - (100.0 - confidence) / 200.0);
+	double k = floor(mn / 2 - z * sqrt(mn * ((double)m + (double)n + 1) / 12));
+
+	return k < 1 ? 1 : (size_t)k;
+}
+
+int stats__shift_rank(size_t m, size_t n, double confidence, enum stats_rank_method how,
+		      size_t *k)
+{
+	if (!m || !n || !(confidence > 0 && confidence < 100))
+		return -EINVAL;
+	if (how == STATS_RANK_AUTO)
+		how = m <= STATS_EXACT_MAX && n <= STATS_EXACT_MAX ? STATS_RANK_EXACT
+								   : STATS_RANK_NORMAL;
+	if (how == STATS_RANK_EXACT)
+		return exact_rank(m, n, confidence, k);
+	*k = normal_rank(m, n, confidence);
+	return 0;
+}
+
+int stats__shift_interval(const double *base, size_t m, const double *cand, size_t n,
+			  double confidence, double *low, double *high)
+{
+	size_t k, mn;
+	double *diffs;
+	int err;
+
+	err = stats__shift_rank(m, n, confidence, STATS_RANK_AUTO, &k);
+	if (err)
+		return err;
+	if (__builtin_mul_overflow(m, n, &mn) || mn > SIZE_MAX / sizeof(*diffs))
+		return -ENOMEM;
+	diffs = malloc(mn * sizeof(*diffs));
+	if (!diffs)
+		return -ENOMEM;
+	for (size_t i = 0; i < m; i++)
+		for (size_t j = 0; j < n; j++)
+			diffs[i * n + j] = cand[j] - base[i];
+	qsort(diffs, mn, sizeof(*diffs), compare_double);
+	*low = diffs[k - 1];
+	*high = diffs[mn - k];
+	free(diffs);
+	return 0;
+}
+
+size_t stats__shift_runs_needed(double confidence)
+{
+	size_t k;
+
+	/* Beyond STATS_EXACT_MAX the normal rank always exists: the loop ends. */
+	for (size_t n = 1;; n++) {
+		int err = stats__shift_rank(n, n, confidence, STATS_RANK_AUTO, &k);
+
+		if (!err)
+			return n;
+		if (err != -ERANGE)
+			return 0;
+	}
 }

@@ -3,7 +3,7 @@
  * stats.h - order statistics over small samples of repeated runs.
  *
  * Shared by `record --repeat` (the spread it prints) and `diff` (medians and
- * the bootstrap interval that decides whether a change is beyond noise).
+ * the Mann-Whitney interval that decides whether a change is beyond noise).
  * Inputs are never reordered: callers keep their runs in file order.
  */
 #ifndef KHPROF_STATS_H
@@ -31,29 +31,63 @@ int stats__spread(const double *values, size_t n, struct kh_spread *out);
 /* MAD relative to the median, in percent; NAN when the median is 0. */
 double spread__mad_pct(const struct kh_spread *s);
 
-/*
- * splitmix64: a small, fast generator whose whole state is one word, so
- * that a fixed seed gives the same stream on every machine and libc.
- */
-uint64_t stats__splitmix64(uint64_t *state);
-
-/* Uniform in [0, bound) without modulo bias; bound must not be 0. */
-uint64_t stats__uniform(uint64_t *state, uint64_t bound);
+/* Sizes up to which the null distribution of U is computed exactly. */
+#define STATS_EXACT_MAX 50
 
 /*
- * Percentile bootstrap interval of median(cand) / median(base).  Each
- * resample draws nb values from base and nc from cand with replacement,
- * and the ratio of their medians is kept; *low and *high are the
- * (100 - confidence) / 2 percent tails of the sorted ratios (with 10000
- * resamples at 95, the 251st smallest and the 251st largest).  A resample
- * whose base median is 0 has ratio 1 when its candidate median is 0 too,
- * else +INFINITY.  Values must be non-negative and finite.  The same
- * inputs and seed always give the same interval.
- * 0, -EINVAL (an empty side, no resamples, confidence outside (0, 100)),
- * or -ENOMEM.
+ * P(U <= u) under the null hypothesis that both samples come from one
+ * continuous distribution, where U is the Mann-Whitney statistic of
+ * samples of sizes m and n (the number of pairs in which the first
+ * sample's value is the larger).  Exact at any size, by the recurrence on
+ * probabilities p(i, j, u) = i/(i+j) p(i-1, j, u-j) + j/(i+j) p(i, j-1, u)
+ * (the largest of the i + j values comes from either sample), which never
+ * overflows and never subtracts; it costs O(m n min(u, mn)) time, and
+ * memory for two rows of i.  0, -EINVAL (m or n is 0) or -ENOMEM.
  */
-int stats__bootstrap_ratio(const double *base, size_t nb, const double *cand, size_t nc,
-			   size_t resamples, double confidence, uint64_t seed, double *low,
-			   double *high);
+int stats__mann_whitney_cdf(size_t m, size_t n, size_t u, double *p);
+
+enum stats_rank_method {
+	STATS_RANK_AUTO = 0, /* exact up to STATS_EXACT_MAX a side, else normal */
+	STATS_RANK_EXACT,
+	STATS_RANK_NORMAL,
+};
+
+/*
+ * The rank k of the shift interval below: the largest k >= 1 with
+ * P(U <= k - 1) <= alpha / 2, alpha = 1 - confidence / 100.  The normal
+ * approximation takes floor(mn/2 - z sqrt(mn (m+n+1) / 12)), z the
+ * two-sided normal quantile, and never goes below 1.  0, -EINVAL (m or n
+ * is 0, confidence outside (0, 100)), -ERANGE (no k: too few values for
+ * that confidence, such as 3 and 3 at 95, whose smallest attainable
+ * two-sided alpha is 2 / 20) or -ENOMEM.
+ */
+int stats__shift_rank(size_t m, size_t n, double confidence, enum stats_rank_method how,
+		      size_t *k);
+
+/*
+ * Distribution-free confidence interval of the shift between two samples
+ * (the interval that goes with the Hodges-Lehmann estimate, inverting the
+ * Mann-Whitney U test): of the m n differences cand[j] - base[i], sorted,
+ * the k-th smallest and the k-th largest, with k from stats__shift_rank.
+ * At m = n = 5 and 95 %, k = 3 (P(U <= 2) = 4/252 <= 0.025 < 7/252), so
+ * the interval runs from the 3rd to the 23rd of the 25 differences.  It
+ * covers the true shift with at least the stated probability whatever
+ * the distribution, when the candidate's runs are the base's moved by a
+ * constant.  *low and *high are in the values' unit.  Deterministic.
+ * 0, -EINVAL (an empty side, confidence outside (0, 100)), -ERANGE (too
+ * few values for that confidence) or -ENOMEM.
+ */
+int stats__shift_interval(const double *base, size_t m, const double *cand, size_t n,
+			  double confidence, double *low, double *high);
+
+/*
+ * The smallest number of values per side, equal on both sides, for which
+ * the interval exists at that confidence (4 at 95, 7 at 99.9); 0 when the
+ * confidence is outside (0, 100).
+ */
+size_t stats__shift_runs_needed(double confidence);
+
+/* The standard normal quantile: x with P(Z <= x) = p; NAN outside (0, 1). */
+double stats__normal_quantile(double p);
 
 #endif /* KHPROF_STATS_H */

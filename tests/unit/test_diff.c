@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * khprof diff: the pure comparison over record sets built here, the
- * bootstrap it relies on, the options and config file, then the command
- * itself run as a program on the same sets written to a temporary
- * directory.  Noise patterns are fixed, so every verdict is deterministic.
+ * Mann-Whitney interval it relies on, the options and config file, then
+ * the command itself run as a program on the same sets written to a
+ * temporary directory.  Noise patterns are fixed, so every verdict is
+ * deterministic.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -40,6 +41,13 @@ static const double drift[RUNS] = { 1.03, 0.99, 1.01, 1.00, 1.02 };
 /* ±30 %: too wide to tell 8 % from no change. */
 static const double wide[RUNS] = { 0.70, 1.30, 1.00, 0.85, 1.15 };
 static const double wide_shuffled[RUNS] = { 1.15, 0.85, 1.30, 1.00, 0.70 };
+/*
+ * suppression.elapsed in two series of 5 runs of the same kh-scan binary,
+ * over the base's median (2.83 ms): the medians came out 16 % apart, and
+ * the bootstrap this interval replaced called it a regression.
+ */
+static const double aa_base[RUNS] = { 0.979, 0.993, 1.004, 1.000, 1.134 };
+static const double aa_cand[RUNS] = { 1.042, 1.382, 1.163, 1.198, 1.053 };
 
 /* The workload every set runs, before noise. */
 static const struct {
@@ -66,6 +74,7 @@ struct shape {
 	const double *noise; /* RUNS factors; NULL for none */
 	uint32_t stage;      /* scaled by factor when factor is not 0 */
 	double factor;
+	const double *stage_noise; /* RUNS factors of that stage alone, for the noise */
 };
 
 struct set {
@@ -101,6 +110,8 @@ static void set_make(struct set *s, struct shape sh)
 		for (size_t k = 0; k < sizeof(workload) / sizeof(workload[0]); k++) {
 			double f = noise_at(&sh, i, k + 2);
 
+			if (sh.stage_noise && workload[k].stage == sh.stage)
+				f = sh.stage_noise[i % RUNS];
 			if (sh.factor && workload[k].stage == sh.stage)
 				f *= sh.factor;
 			assert_int_equal(profile__set_stage(p, workload[k].stage,
@@ -223,12 +234,18 @@ static void assert_others_ok(const struct kh_diff *d, const struct kh_diff_item 
 
 static struct shape plain(size_t runs, const double *noise)
 {
-	return (struct shape){ runs, noise, 0, 0 };
+	return (struct shape){ runs, noise, 0, 0, NULL };
 }
 
 static struct shape scaled(size_t runs, const double *noise, uint32_t stage, double factor)
 {
-	return (struct shape){ runs, noise, stage, factor };
+	return (struct shape){ runs, noise, stage, factor, NULL };
+}
+
+/* Steady everywhere but in one stage, whose runs spread as stage_noise says. */
+static struct shape one_noisy_stage(const double *stage_noise, uint32_t stage)
+{
+	return (struct shape){ RUNS, steady, stage, 0, stage_noise };
 }
 
 /* --- verdicts --------------------------------------------------------------- */
@@ -240,12 +257,13 @@ static void test_stage_regression_detected(void **state)
 					   scaled(RUNS, shuffled, KH_STAGE_HOT_PATTERNS, 1.2));
 	const struct kh_diff_item *it = item(d, KH_DIFF_M_ELAPSED, KH_STAGE_HOT_PATTERNS);
 
-	assert_true(d->bootstrap);
+	assert_int_equal(d->method, KH_DIFF_METHOD_MANN_WHITNEY);
 	assert_int_equal(it->verdict, KH_DIFF_REGRESSED);
 	assert_true(it->gating);
 	assert_true(fabs(it->change_pct - 20.0) < 1e-6);
 	assert_true(it->has_interval);
-	assert_true(it->interval_low_pct > 0 && it->interval_low_pct <= it->change_pct);
+	/* Sure of more than the 5 % threshold, not merely of some change. */
+	assert_true(it->interval_low_pct > 5 && it->interval_low_pct <= it->change_pct);
 	assert_true(it->interval_high_pct >= it->change_pct);
 	assert_others_ok(d, it);
 	/* Per call says why: each call is slower, there are not more of them. */
@@ -280,7 +298,7 @@ static void test_speedup_reported_and_passes(void **state)
 
 	assert_int_equal(it->verdict, KH_DIFF_IMPROVED);
 	assert_true(fabs(it->change_pct + 20.0) < 1e-6);
-	assert_true(it->interval_high_pct < 0);
+	assert_true(it->interval_high_pct < -5);
 	assert_others_ok(d, it);
 	assert_int_equal(d->verdict, KH_DIFF_VERDICT_OK);
 	assert_summary(d, "diff: no regression (1 improved, 0 noisy)");
@@ -310,6 +328,53 @@ static void test_wide_noise_is_noisy_not_regressed(void **state)
 			 KH_DIFF_OK);
 }
 
+/*
+ * The false positive that retired the bootstrap: identical builds, one
+ * stage spreading ±15 % a run, medians 16 % apart.  The interval leaves out
+ * no change, so "sure of some change" would fail the job; it is not sure
+ * of more than the threshold, so the gate holds.
+ */
+static void test_same_build_spread_is_noisy_not_regressed(void **state)
+{
+	struct fx *fx = *state;
+	struct kh_diff *d = compare_shapes(fx, one_noisy_stage(aa_base, KH_STAGE_DECODE),
+					   one_noisy_stage(aa_cand, KH_STAGE_DECODE));
+	const struct kh_diff_item *it = item(d, KH_DIFF_M_ELAPSED, KH_STAGE_DECODE);
+
+	assert_true(it->change_pct > 16 && it->change_pct < 17);
+	assert_true(it->has_interval);
+	assert_true(it->interval_low_pct > 0 && it->interval_low_pct < it->threshold_pct);
+	assert_int_equal(it->verdict, KH_DIFF_NOISY);
+	assert_others_ok(d, it);
+	assert_int_equal(d->verdict, KH_DIFF_VERDICT_OK);
+	assert_summary(d, "diff: no regression (0 improved, 1 noisy)");
+	/* The base's own runs made 20 % slower are beyond doubt, spread and all. */
+	set_free(&fx->cand);
+	set_make(&fx->cand, (struct shape){ RUNS, steady, KH_STAGE_DECODE, 1.2, aa_base });
+	d = compare(fx);
+	assert_int_equal(item(d, KH_DIFF_M_ELAPSED, KH_STAGE_DECODE)->verdict, KH_DIFF_REGRESSED);
+}
+
+/* 2 and 2 runs cannot give a 95 % interval: plain thresholds, said so. */
+static void test_too_few_runs_fall_back_to_thresholds(void **state)
+{
+	struct fx *fx = *state;
+	struct kh_diff *d = compare_shapes(fx, plain(2, steady),
+					   scaled(2, steady, KH_STAGE_DECODE, 1.06));
+	const struct kh_diff_item *it = item(d, KH_DIFF_M_ELAPSED, KH_STAGE_DECODE);
+
+	assert_int_equal(d->method, KH_DIFF_METHOD_FEW_RUNS);
+	assert_int_equal(d->runs_needed, 4);
+	assert_false(it->has_interval);
+	assert_int_equal(it->verdict, KH_DIFF_REGRESSED);
+	assert_int_equal(d->verdict, KH_DIFF_VERDICT_REGRESSED);
+	/* At 60 %, 2 and 2 are enough: P(U <= 0) = 1/6 <= 0.2. */
+	fx->opts.confidence = 60;
+	d = compare(fx);
+	assert_int_equal(d->method, KH_DIFF_METHOD_MANN_WHITNEY);
+	assert_true(item(d, KH_DIFF_M_ELAPSED, KH_STAGE_DECODE)->has_interval);
+}
+
 static void test_single_runs_use_plain_thresholds_and_floor(void **state)
 {
 	struct fx *fx = *state;
@@ -317,7 +382,7 @@ static void test_single_runs_use_plain_thresholds_and_floor(void **state)
 		compare_shapes(fx, plain(1, NULL), scaled(1, NULL, KH_STAGE_ENTROPY, 1.5));
 	const struct kh_diff_item *entropy = item(d, KH_DIFF_M_ELAPSED, KH_STAGE_ENTROPY);
 
-	assert_false(d->bootstrap);
+	assert_int_equal(d->method, KH_DIFF_METHOD_SINGLE);
 	/* +50 % of 20 µs is 10 µs, under the 0.1 ms minimum change. */
 	assert_true(fabs(entropy->change_pct - 50.0) < 1e-6);
 	assert_false(entropy->has_interval);
@@ -388,6 +453,37 @@ static void test_threshold_off_shows_but_never_gates(void **state)
 	assert_int_equal(fx->d.verdict, KH_DIFF_VERDICT_OK);
 }
 
+/* Queue waits are shown but gate only when named. */
+static void test_queue_waits_gate_only_when_named(void **state)
+{
+	struct fx *fx = *state;
+	char err[256];
+	const struct kh_diff_item *it;
+
+	compare_shapes(fx, plain(RUNS, steady), plain(RUNS, shuffled));
+	for (size_t i = 0; i < RUNS; i++) {
+		double f = steady[i];
+
+		assert_int_equal(profile__set_stage(&fx->base.rec[i], KH_STAGE_SCANNER_QUEUE_WAIT,
+						    llround(10.0 * MS * f), 40, 0), 0);
+		assert_int_equal(profile__set_stage(&fx->cand.rec[i], KH_STAGE_SCANNER_QUEUE_WAIT,
+						    llround(15.0 * MS * f), 40, 0), 0);
+	}
+	it = item(compare(fx), KH_DIFF_M_ELAPSED, KH_STAGE_SCANNER_QUEUE_WAIT);
+	assert_int_equal(it->verdict, KH_DIFF_OFF);
+	assert_int_equal(fx->d.verdict, KH_DIFF_VERDICT_OK);
+
+	/* A new default for every stage leaves them off; naming one turns it on. */
+	assert_int_equal(diff_options__set(&fx->opts, "threshold", "2", err, sizeof(err)), 0);
+	it = item(compare(fx), KH_DIFF_M_ELAPSED, KH_STAGE_SCANNER_QUEUE_WAIT);
+	assert_int_equal(it->verdict, KH_DIFF_OFF);
+	assert_int_equal(diff_options__set(&fx->opts, "threshold.scanner-queue-wait", "5", err,
+					   sizeof(err)), 0);
+	it = item(compare(fx), KH_DIFF_M_ELAPSED, KH_STAGE_SCANNER_QUEUE_WAIT);
+	assert_int_equal(it->verdict, KH_DIFF_REGRESSED);
+	assert_int_equal(fx->d.verdict, KH_DIFF_VERDICT_REGRESSED);
+}
+
 /* Items: wall, throughput, peak RSS, then each stage's three in wire order. */
 static void test_items_and_stage_missing_from_a_record(void **state)
 {
@@ -413,6 +509,27 @@ static void test_items_and_stage_missing_from_a_record(void **state)
 	assert_true(it->base_median == 0 && it->cand_median == 0);
 	assert_false(it->has_change);
 	assert_int_equal(it->verdict, KH_DIFF_OK);
+}
+
+/* A stage only the candidate runs: no percentage, the interval in nanoseconds. */
+static void test_new_stage_interval_in_units(void **state)
+{
+	struct fx *fx = *state;
+	const struct kh_diff_item *it;
+
+	set_make(&fx->base, plain(RUNS, steady));
+	set_make(&fx->cand, plain(RUNS, steady));
+	for (size_t i = 0; i < RUNS; i++)
+		assert_int_equal(profile__set_stage(&fx->cand.rec[i], KH_STAGE_MACHINE_LEARNING,
+						    (uint64_t)llround(5.0 * MS * steady[i]), 1, 0),
+				 0);
+	it = item(compare(fx), KH_DIFF_M_ELAPSED, KH_STAGE_MACHINE_LEARNING);
+	assert_false(it->has_change);
+	assert_true(it->has_interval);
+	/* The 25 differences are each candidate run minus 0, five times over. */
+	assert_true(it->interval_low == 4900000.0 && it->interval_high == 5100000.0);
+	assert_int_equal(it->verdict, KH_DIFF_REGRESSED);
+	assert_summary(&fx->d, "diff: 1 regression: stage machine-learning new");
 }
 
 /* --- identity binding ------------------------------------------------------- */
@@ -564,44 +681,93 @@ static void test_config_and_option_errors(void **state)
 
 /* --- statistics ------------------------------------------------------------- */
 
-static void test_bootstrap_interval(void **state)
+static int compare_doubles(const void *a, const void *b)
 {
-	static const double base[] = { 100, 102, 98, 101, 99 };
-	static const double up[] = { 120, 122.4, 117.6, 121.2, 118.8 };
-	static const double zeros[] = { 0, 0, 0 };
-	double lo, hi, lo2, hi2;
+	double x = *(const double *)a, y = *(const double *)b;
 
-	(void)state;
-	/* Identical constant samples: no spread at all. */
-	assert_int_equal(stats__bootstrap_ratio(zeros, 3, zeros, 3, 1000, 95, 1, &lo, &hi), 0);
-	assert_true(lo == 1 && hi == 1);
-	/* A 20 % shift with ±2 % noise lies well clear of no change. */
-	assert_int_equal(stats__bootstrap_ratio(base, 5, up, 5, 10000, 95, 7, &lo, &hi), 0);
-	assert_true(lo > 1.15 && lo <= 1.2 && hi >= 1.2 && hi < 1.25);
-	/* The same seed gives the same interval; a wider confidence a wider one. */
-	assert_int_equal(stats__bootstrap_ratio(base, 5, up, 5, 10000, 95, 7, &lo2, &hi2), 0);
-	assert_true(lo == lo2 && hi == hi2);
-	assert_int_equal(stats__bootstrap_ratio(base, 5, up, 5, 10000, 99.9, 7, &lo2, &hi2), 0);
-	assert_true(lo2 <= lo && hi2 >= hi);
-	/* From nothing to something is an unbounded increase. */
-	assert_int_equal(stats__bootstrap_ratio(zeros, 3, up, 5, 100, 95, 7, &lo, &hi), 0);
-	assert_true(isinf(lo) && isinf(hi));
-	assert_int_equal(stats__bootstrap_ratio(base, 0, up, 5, 100, 95, 7, &lo, &hi), -EINVAL);
-	assert_int_equal(stats__bootstrap_ratio(base, 5, up, 5, 100, 100, 7, &lo, &hi), -EINVAL);
+	return (x > y) - (x < y);
 }
 
-static void test_uniform_stays_in_bounds(void **state)
+static void test_mann_whitney_null_distribution(void **state)
 {
-	uint64_t rng = 42, seen = 0;
+	/* Arrangements of 5 + 5 values with U <= u: 1, 2, 4, 7 of C(10, 5) = 252. */
+	static const double at_most[] = { 1, 2, 4, 7 };
+	double p;
 
 	(void)state;
-	for (int i = 0; i < 1000; i++) {
-		uint64_t v = stats__uniform(&rng, 5);
-
-		assert_true(v < 5);
-		seen |= 1ull << v;
+	for (size_t u = 0; u < sizeof(at_most) / sizeof(at_most[0]); u++) {
+		assert_int_equal(stats__mann_whitney_cdf(5, 5, u, &p), 0);
+		assert_true(fabs(p - at_most[u] / 252) < 1e-12);
 	}
-	assert_int_equal(seen, 0x1f);
+	/* Symmetric about mn / 2, whichever side is the larger. */
+	assert_int_equal(stats__mann_whitney_cdf(3, 7, 10, &p), 0);
+	assert_true(fabs(p - 0.5) < 1e-12);
+	assert_int_equal(stats__mann_whitney_cdf(7, 3, 21, &p), 0);
+	assert_true(p == 1);
+	assert_int_equal(stats__mann_whitney_cdf(0, 3, 0, &p), -EINVAL);
+}
+
+static void test_shift_interval_small_samples(void **state)
+{
+	static const double base[] = { 10, 12, 15, 19, 24 }, cand[] = { 11, 14, 18, 23, 29 };
+	double lo, hi, diffs[25];
+	size_t k;
+
+	(void)state;
+	/* 5 and 5 at 95 %: P(U <= 2) = 4/252 <= 0.025 < P(U <= 3) = 7/252, so k = 3. */
+	assert_int_equal(stats__shift_rank(5, 5, 95, STATS_RANK_AUTO, &k), 0);
+	assert_int_equal(k, 3);
+	assert_int_equal(stats__shift_interval(base, 5, cand, 5, 95, &lo, &hi), 0);
+	/* The 3rd smallest difference is 11 - 19, the 3rd largest 29 - 15. */
+	assert_true(lo == -8 && hi == 14);
+	for (size_t i = 0; i < 5; i++)
+		for (size_t j = 0; j < 5; j++)
+			diffs[i * 5 + j] = cand[j] - base[i];
+	qsort(diffs, 25, sizeof(diffs[0]), compare_doubles);
+	assert_true(lo == diffs[2] && hi == diffs[22]);
+	/* A lower confidence takes inner differences. */
+	assert_int_equal(stats__shift_interval(base, 5, cand, 5, 80, &lo, &hi), 0);
+	assert_true(lo > diffs[2] && hi < diffs[22]);
+
+	/* 3 and 3: P(U <= 0) = 1/20, enough for 90 % but not for 95 %. */
+	assert_int_equal(stats__shift_interval(base, 3, cand, 3, 95, &lo, &hi), -ERANGE);
+	assert_int_equal(stats__shift_rank(3, 3, 90, STATS_RANK_AUTO, &k), 0);
+	assert_int_equal(k, 1);
+	assert_int_equal(stats__shift_runs_needed(95), 4);
+	assert_int_equal(stats__shift_runs_needed(99.9), 7); /* 2 / C(14, 7) <= 0.001 */
+	assert_int_equal(stats__shift_interval(base, 0, cand, 5, 95, &lo, &hi), -EINVAL);
+	assert_int_equal(stats__shift_interval(base, 5, cand, 5, 100, &lo, &hi), -EINVAL);
+}
+
+/* Past STATS_EXACT_MAX the normal approximation takes over; at the edge the two agree. */
+static void test_shift_rank_exact_and_normal_agree(void **state)
+{
+	static const double levels[] = { 80, 90, 95, 99 };
+	size_t exact, normal, auto_k;
+	double below, at;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+		double tail = (100 - levels[i]) / 200;
+
+		assert_int_equal(stats__shift_rank(50, 51, levels[i], STATS_RANK_EXACT, &exact), 0);
+		assert_int_equal(stats__shift_rank(50, 51, levels[i], STATS_RANK_NORMAL, &normal),
+				 0);
+		assert_int_equal(stats__shift_rank(50, 51, levels[i], STATS_RANK_AUTO, &auto_k), 0);
+		assert_int_equal(auto_k, normal);
+		/* The exact rank is the one the definition asks for... */
+		assert_int_equal(stats__mann_whitney_cdf(50, 51, exact - 1, &below), 0);
+		assert_int_equal(stats__mann_whitney_cdf(50, 51, exact, &at), 0);
+		assert_true(below <= tail && at > tail);
+		/* ...and the approximation lands within a few ranks of 2550. */
+		if (exact > normal + 3 || normal > exact + 3)
+			fail_msg("at %g%%: exact %zu, normal %zu", levels[i], exact, normal);
+	}
+	/* The quantile behind it inverts the normal distribution function. */
+	for (double p = 0.001; p < 1; p += 0.0495)
+		assert_true(fabs(0.5 * erfc(-stats__normal_quantile(p) / M_SQRT2) - p) < 1e-12);
+	assert_true(fabs(stats__normal_quantile(0.975) - 1.959964) < 1e-6);
+	assert_true(isnan(stats__normal_quantile(1)));
 }
 
 /* --- the command, end to end ------------------------------------------------ */
@@ -787,8 +953,7 @@ static void test_cli_regression_and_determinism(void **state)
 	r = run_diff(base, cand, NULL);
 	assert_int_equal(r.status, 1);
 	assert_true(!strncmp(r.out, "khprof diff: base '", 19));
-	assert_non_null(strstr(r.out, "(5 records); bootstrap 95% interval of the ratio of "
-				      "medians, 10000 resamples\n"));
+	assert_non_null(strstr(r.out, "(5 records); Mann-Whitney 95% interval of the shift\n"));
 	assert_line(r.out, "hot-patterns.elapsed ", "+20.0%");
 	assert_line(r.out, "hot-patterns.elapsed ", "REGRESSED");
 	assert_line(r.out, "hot-patterns.per_call ", "regressed");
@@ -894,6 +1059,12 @@ static void test_cli_not_comparable(void **state)
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out, "diff: no regression"));
 	assert_non_null(strstr(r.err, "khprof: note: records differ in 'binary_version'"));
+	/* Two runs a side are too few for a 95 % interval: said on both streams. */
+	assert_non_null(strstr(r.out, "(2 records); plain thresholds on medians (too few runs "
+				      "for a 95% interval: 4 per side needed)\n"));
+	assert_non_null(strstr(r.err, "khprof: note: too few runs for a 95% interval (2 base, "
+				      "2 candidate; it needs 4 per side): plain thresholds on the "
+				      "medians decide\n"));
 	run_free(&r);
 
 	/* Every differing field is listed, and JSON still tells CI why. */
@@ -1006,6 +1177,8 @@ static void test_cli_markdown_and_json(void **state)
 				 ->valueint, RUNS);
 	assert_true(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "options"), "confidence")
 			    ->valuedouble == 90);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "options"), "method")
+				    ->valuestring, "mann-whitney");
 	items = cJSON_GetObjectItem(root, "items");
 	it = json_item(items, "hot-patterns.elapsed");
 	assert_string_equal(cJSON_GetObjectItem(it, "verdict")->valuestring, "regressed");
@@ -1013,9 +1186,13 @@ static void test_cli_markdown_and_json(void **state)
 	assert_true(cJSON_IsTrue(cJSON_GetObjectItem(it, "gating")));
 	interval = cJSON_GetObjectItem(it, "interval_pct");
 	assert_int_equal(cJSON_GetArraySize(interval), 2);
-	assert_true(cJSON_GetArrayItem(interval, 0)->valuedouble > 0);
+	assert_true(cJSON_GetArrayItem(interval, 0)->valuedouble > 5);
 	assert_true(cJSON_GetArrayItem(interval, 1)->valuedouble >=
 		    cJSON_GetObjectItem(it, "change_pct")->valuedouble);
+	/* The same bounds in nanoseconds: the shift of a 50 ms stage by 5 % or more. */
+	interval = cJSON_GetObjectItem(it, "interval");
+	assert_int_equal(cJSON_GetArraySize(interval), 2);
+	assert_true(cJSON_GetArrayItem(interval, 0)->valuedouble > 2.5 * MS);
 	it = json_item(items, "hot-patterns.calls");
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(it, "threshold_pct")));
 	assert_string_equal(cJSON_GetObjectItem(it, "verdict")->valuestring, "same");
@@ -1064,18 +1241,23 @@ int main(void)
 		FX_TEST(test_noise_within_thresholds_passes),
 		FX_TEST(test_speedup_reported_and_passes),
 		FX_TEST(test_wide_noise_is_noisy_not_regressed),
+		FX_TEST(test_same_build_spread_is_noisy_not_regressed),
+		FX_TEST(test_too_few_runs_fall_back_to_thresholds),
 		FX_TEST(test_single_runs_use_plain_thresholds_and_floor),
 		FX_TEST(test_threshold_is_exclusive),
 		FX_TEST(test_throughput_and_rss_directions),
 		FX_TEST(test_threshold_off_shows_but_never_gates),
+		FX_TEST(test_queue_waits_gate_only_when_named),
 		FX_TEST(test_items_and_stage_missing_from_a_record),
+		FX_TEST(test_new_stage_interval_in_units),
 		FX_TEST(test_identity_mismatch_is_not_comparable),
 		FX_TEST(test_mismatch_within_one_side),
 		FX_TEST(test_mode_absent_matches_any),
 		FX_TEST(test_config_file_settings),
 		FX_TEST(test_config_and_option_errors),
-		cmocka_unit_test(test_bootstrap_interval),
-		cmocka_unit_test(test_uniform_stays_in_bounds),
+		cmocka_unit_test(test_mann_whitney_null_distribution),
+		cmocka_unit_test(test_shift_interval_small_samples),
+		cmocka_unit_test(test_shift_rank_exact_and_normal_agree),
 		FX_TEST(test_cli_regression_and_determinism),
 		FX_TEST(test_cli_thresholds_and_config),
 		FX_TEST(test_cli_not_comparable),
