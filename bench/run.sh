@@ -326,11 +326,14 @@ settle
 	die "cannot read the record of kh-scan"
 # "SPANS OTHER": spans, and kernel entries that are not span hand-overs
 # (counters per file and chunk, session events, loader), from probe_hits.
-read -r scan_spans scan_other < <(python3 -c 'import json, sys
+# "SPANS OTHER WOKEN": WOKEN counts the events that wake khprof (session
+# start and every transition, the session's finish included).
+read -r scan_spans scan_other scan_woken < <(python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))
 spans = sum(s["calls"] for s in r["stages"])
 hits = r.get("khprof", {}).get("probe_hits")
-print(spans, "n/a" if hits is None else max(0, hits - (spans + 63) // 64))' "$tmp/r4.record.report")
+print(spans, "n/a" if hits is None else max(0, hits - (spans + 63) // 64),
+      1 + len(r["transitions"]))' "$tmp/r4.record.report")
 # paired KIND CFG KEY: median over rounds of CFG / untraced, paired round by
 # round, and a bootstrap 95% interval of that median (fixed seed): "M LO HI".
 paired() {
@@ -412,23 +415,24 @@ steady_hit=$(calc %.2f "$(field "$tmp/r4.sites" steady_hit_ns | median) / 1000")
 woken_event=$(calc %.1f "$(field "$tmp/r4.sites" woken_event_ns | median) / 1000")
 lazy_event=$(calc %.1f "$(field "$tmp/r4.sites" lazy_event_ns | median) / 1000")
 # Hot (5-byte nop) sites one scan hits, each rewritten at its first hit:
-# the batch probe and the two input counters, or in span mode the counters
-# and the span sites.  Session, identity and transition sites trap instead.
+# the batch probe (kh-scan counts input after a span, so its counters ride
+# the batch), or in span mode the two input counters and the span sites.
+# Session, identity and transition sites trap instead.
 span_sites=$("$KHPROF" probes "$KHSCAN" | awk '$2 == "span"' | wc -l)
-declare -A sites=([batch]=3 [span]=$((2 + span_sites)))
+declare -A sites=([batch]=1 [span]=$((2 + span_sites)))
 for m in batch span; do
 	label=$m
 	[ $m = batch ] && label="batch (default)"
 	read -r wr wlo whi < <(paired launch $m wall_ns)
 	read -r orr olo ohi < <(paired own $m own_wall_ns)
-	# Spans at row 2's cost, other kernel entries at a later hit's cost, and
-	# the first hit of each site the scan reaches.
-	predicted=$(calc %.2f "($scan_spans * ${cost[$m]} + $scan_other * $steady_hit * 1000 + ${sites[$m]} * $first_hit * 1000) / 1e6")
+	# Spans at row 2's cost, other kernel entries at a later hit's cost, the
+	# first hit of each hot site the scan reaches and each woken event.
+	predicted=$(calc %.2f "($scan_spans * ${cost[$m]} + $scan_other * $steady_hit * 1000 + ${sites[$m]} * $first_hit * 1000 + $scan_woken * $woken_event * 1000) / 1e6")
 	row 4 "kh-scan wall, ms, whole command: $label" "${wall[$m]}" "untraced ${wall[untraced]}" \
 		"$(calc %.2f× "$wr") [$(calc %.2f "$wlo")–$(calc %.2f "$whi")]" "≤1.01×" \
 		"$(verdict "$wlo" "$whi" 1.01)"
 	row 4 "kh-scan own wall, ms (loader → exit, in-process): $label" "${own[$m]}" \
-		"untraced ${own[untraced]}; predicted +$predicted ms ($scan_spans spans, $scan_other other probe hits, ${sites[$m]} sites' first hits)" \
+		"untraced ${own[untraced]}; predicted +$predicted ms ($scan_spans spans, $scan_other other probe hits, ${sites[$m]} first hits, $scan_woken wakeups)" \
 		"$(calc %.3f× "$orr") [$(calc %.3f "$olo")–$(calc %.3f "$ohi")]" "≤1.01×" \
 		"$(verdict "$olo" "$ohi" 1.01)"
 done
@@ -639,8 +643,11 @@ whole interval is within the target, "no" only when all of it is above,
 and "unresolved" otherwise. The reference cell also gives what the
 fixed-cost lines predict, from one extra traced run's record: its spans ×
 the mode's cost per span (row 2), its other kernel entries (`probe_hits`
-less the batch hand-overs) × a later hit's cost, and one first hit for
-each probe site the scan reaches.
+less the batch hand-overs) × a later hit's cost, one first hit for each
+hot probe site the scan reaches and the cost of each event that wakes
+khprof (session start and transitions). What it leaves out is the
+kernel's work evicting the scanner's data from the caches at each kernel
+entry, and khprof's own process on the other vCPU.
 
 The pinned line takes the noise out: one scanner thread, pinned with
 everything it starts to CPU 1 by `libwall.so` (`KH_WALL_CPU=1`), khprof on
@@ -702,13 +709,14 @@ threads fight over their cache lines.
   into a call at its first hit (the fixed-cost line: tens of µs per site,
   mostly the cross-CPU synchronisation of the code patch, costly in a VM),
   and every event that wakes khprof costs the traced thread an IPI
-  (several µs). A scan reaches three hot sites in batch mode (the batch
-  probe, one per module, and the two input counters; session, identity and
-  transition sites keep a 1-byte nop and trap, ~0.5 µs a hit, because
-  they fire a handful of times) and wakes khprof about seven times
-  (session events and transitions; identity events ride along without
-  waking it). That is about 0.15 ms per run whatever its length, besides
-  ~0.25 ms of spans. With two scanner threads the
+  (several µs). A scan reaches one hot site in batch mode (the batch
+  probe, one per module; kh-scan's input counters ride the batch, and
+  session, identity and transition sites keep a 1-byte nop and trap,
+  ~0.5 µs a hit, because they fire a handful of times) and wakes khprof
+  about seven times (session start and transitions; identity events ride
+  along without waking it). That is about 0.1 ms per run whatever its
+  length, besides ~0.25 ms of spans: about 0.9% of a 38 ms scan, 0.5% of
+  the pinned 66 ms one. With two scanner threads the
   interval stays several percent wide (see above); the pinned line
   resolves the ratio to about ±0.5%. Span mode adds ~0.7 µs to each span,
   about +4 ms (~10%), which the measurement does resolve; that kernel entry
