@@ -34,7 +34,8 @@
 static const char record_usage[] =
 	"usage: khprof record [-o PATH] [--identity KEY=VALUE]... [--mode MODE] [-q] [-v]\n"
 	"                     -- COMMAND [ARG...]\n"
-	"       khprof record --repeat N [--warmup K] -o DIR [...] -- COMMAND [ARG...]\n"
+	"       khprof record --repeat N [--warmup K] [--append] -o DIR [...]\n"
+	"                     -- COMMAND [ARG...]\n"
 	"\n"
 	"Runs COMMAND with its keyhog probes attached from its first instruction\n"
 	"(executable and every library it loads, dlopen included), prints the text\n"
@@ -44,8 +45,9 @@ static const char record_usage[] =
 	"With --repeat, COMMAND runs K times untimed, then N times, each a fresh\n"
 	"process traced from its first instruction, one after the other.  Records\n"
 	"go to DIR/run-001.json ... (created if missing; it must not hold run-*.json\n"
-	"already), the text reports are left out, and a table of the runs' spread\n"
-	"(median, min, max, MAD) goes to stderr.  Runs that exit differently stop the\n"
+	"already, unless --append numbers the new runs after the last one), the text\n"
+	"reports are left out, and a table of the spread of all runs in DIR (median,\n"
+	"min, max, MAD) goes to stderr.  Runs that exit differently stop the\n"
 	"series (status 1 unless the odd run's own status says more); otherwise the\n"
 	"exit status is COMMAND's.  `khprof diff` takes DIR as one side.\n"
 	"\n"
@@ -53,6 +55,8 @@ static const char record_usage[] =
 	"                        PATH with .2 before the extension, and so on\n"
 	"   --repeat N           run COMMAND N times (1 to 10000); -o names a directory\n"
 	"   --warmup K           with --repeat: K traced runs first, not recorded\n"
+	"   --append             with --repeat: add to the runs already in DIR, so that\n"
+	"                        runs of two builds can alternate (docs/CI.md)\n"
 	"   -q, --quiet          do not print the text reports\n"
 	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
 	"   --mode MODE          batch (default: spans buffered per thread, one kernel\n"
@@ -63,7 +67,8 @@ static const char record_usage[] =
 	"examples:\n"
 	"   khprof record -o profile.json -- build/kh-scan --threads 2 src/\n"
 	"   khprof record --identity workload_class=nightly -- ./scanner repo/\n"
-	"   khprof record --repeat 5 --warmup 1 -o runs/ -- build/kh-scan --threads 2 src/\n";
+	"   khprof record --repeat 5 --warmup 1 -o runs/ -- build/kh-scan --threads 2 src/\n"
+	"   khprof record --repeat 1 --append -o base-runs/ -- base/kh-scan src/\n";
 
 static const char attach_usage[] =
 	"usage: khprof attach -p PID [-o PATH] [--duration SECONDS] [--identity KEY=VALUE]...\n"
@@ -97,6 +102,7 @@ struct trace_cli {
 	double duration_s;
 	unsigned repeat; /* 0: a single run, -o names a file */
 	unsigned warmup;
+	bool append;     /* --repeat adds to the runs already in its directory */
 	bool quiet;
 	int first_arg;
 };
@@ -231,7 +237,7 @@ static int parse_count(const char *text, unsigned min, unsigned max, unsigned *o
 
 static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 {
-	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP };
+	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP, OPT_APPEND };
 	static const struct option options[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -240,6 +246,7 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		{ "duration", required_argument, NULL, OPT_DURATION },
 		{ "repeat", required_argument, NULL, OPT_REPEAT },
 		{ "warmup", required_argument, NULL, OPT_WARMUP },
+		{ "append", no_argument, NULL, OPT_APPEND },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
@@ -302,6 +309,11 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 				return -EINVAL;
 			}
 			break;
+		case OPT_APPEND:
+			if (attach)
+				goto bad_option;
+			cli->append = true;
+			break;
 		case 'q':
 			cli->quiet = true;
 			break;
@@ -312,8 +324,8 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 			goto bad_option;
 		}
 	}
-	if (cli->warmup && !cli->repeat) {
-		log__error("--warmup needs --repeat");
+	if ((cli->warmup || cli->append) && !cli->repeat) {
+		log__error("%s needs --repeat", cli->warmup ? "--warmup" : "--append");
 		return -EINVAL;
 	}
 	if (cli->repeat && !cli->output) {
@@ -611,21 +623,48 @@ out:
 	return code;
 }
 
-/* Where --repeat puts run i (from 1): DIR/run-001.json, wider past 999 runs. */
-static void repeat_path(const char *dir, unsigned i, unsigned n, char *out, size_t len)
+/* Where --repeat puts run i: DIR/run-001.json, wider past 999 runs. */
+static void repeat_path(const char *dir, unsigned i, char *out, size_t len)
 {
-	int width = n > 999 ? (n > 9999 ? 5 : 4) : 3;
-
-	snprintf(out, len, "%s/run-%0*u.json", dir, width, i);
+	snprintf(out, len, "%s/run-%03u.json", dir, i);
 }
 
-/* DIR exists (made here if missing) and holds no records of an earlier series. */
-static int prepare_repeat_dir(const char *dir)
+/*
+ * The run number of a record --repeat wrote, from its file name: 0 for
+ * anything else (a second session's run-001.2.json included).
+ */
+static unsigned run_number(const char *path)
+{
+	const char *name = strrchr(path, '/');
+	unsigned number;
+	int end = 0;
+
+	name = name ? name + 1 : path;
+	if (sscanf(name, "run-%u.json%n", &number, &end) != 1 || name[end] != '\0')
+		return 0;
+	return number;
+}
+
+/* DIR/run-*.json, sorted by name; 0, or a glob(3) error other than no match. */
+static int glob_runs(const char *dir, glob_t *found)
+{
+	char pattern[PATH_MAX];
+	int err;
+
+	snprintf(pattern, sizeof(pattern), "%s/run-*.json", dir);
+	err = glob(pattern, 0, NULL, found);
+	return err == GLOB_NOMATCH ? 0 : err;
+}
+
+/*
+ * DIR exists (made here if missing).  A series starts at run 1 in a
+ * directory without runs, or with --append after the last run there.
+ */
+static int prepare_repeat_dir(const char *dir, bool append, unsigned *first)
 {
 	struct stat st;
-	char pattern[PATH_MAX];
-	glob_t found;
-	int err;
+	glob_t found = { 0 };
+	unsigned last = 0;
 
 	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
 		log__error("cannot create directory '%s': %s", dir, strerror(errno));
@@ -636,14 +675,22 @@ static int prepare_repeat_dir(const char *dir)
 			   "directory for -o)", dir);
 		return -ENOTDIR;
 	}
-	snprintf(pattern, sizeof(pattern), "%s/run-*.json", dir);
-	err = glob(pattern, 0, NULL, &found);
+	if (glob_runs(dir, &found)) {
+		log__error("cannot list the runs in '%s'", dir);
+		return -EIO;
+	}
+	for (size_t i = 0; i < found.gl_pathc; i++) {
+		unsigned n = run_number(found.gl_pathv[i]);
+
+		last = n > last ? n : last;
+	}
 	globfree(&found);
-	if (err == 0) {
+	if (found.gl_pathc && !append) {
 		log__error("cannot write records to '%s': it already holds run-*.json (remove "
-			   "them or choose another directory)", dir);
+			   "them, choose another directory, or add to them with --append)", dir);
 		return -EEXIST;
 	}
+	*first = last + 1;
 	return 0;
 }
 
@@ -673,23 +720,27 @@ static int wait_run(pid_t child, const sigset_t *signals, bool *stop)
 	}
 }
 
-/* Reads the series back and prints how much it varied. */
-static void print_repeat_spread(const char *dir, unsigned n, const char *command)
+/* Reads every run in DIR back and prints how much they varied. */
+static void print_repeat_spread(const char *dir, const char *command)
 {
-	struct kh_profile *runs = calloc(n, sizeof(*runs));
-	char path[PATH_MAX], problem[256], *text;
+	struct kh_profile *runs;
+	char problem[256], *text;
+	glob_t found = { 0 };
 	size_t len, read_ok = 0;
 
-	if (!runs)
+	if (glob_runs(dir, &found) || found.gl_pathc == 0) {
+		globfree(&found);
 		return;
-	for (unsigned i = 1; i <= n; i++) {
-		repeat_path(dir, i, n, path, sizeof(path));
-		if (file__read_all(path, &text, &len))
+	}
+	runs = calloc(found.gl_pathc, sizeof(*runs));
+	for (size_t i = 0; runs && i < found.gl_pathc; i++) {
+		if (!run_number(found.gl_pathv[i]) || file__read_all(found.gl_pathv[i], &text, &len))
 			continue;
 		if (profile__from_json(text, &runs[read_ok], problem, sizeof(problem)) == 0)
 			read_ok++;
 		free(text);
 	}
+	globfree(&found);
 	text = read_ok ? runs__render_spread(runs, read_ok) : NULL;
 	if (text) {
 		log__note("%zu run%s of '%s' recorded in '%s':", read_ok, read_ok == 1 ? "" : "s",
@@ -704,13 +755,13 @@ static void print_repeat_spread(const char *dir, unsigned n, const char *command
 
 static int record_repeat(const struct trace_cli *cli, char **cmd_argv, const char *path)
 {
-	unsigned total = cli->warmup + cli->repeat, measured = 0;
+	unsigned total = cli->warmup + cli->repeat, number = 1;
 	char run_path[PATH_MAX];
 	sigset_t signals, old_mask;
 	int first_code = -1, code = KHPROF_EXIT_OK;
 	bool stop = false;
 
-	if (prepare_repeat_dir(cli->output))
+	if (prepare_repeat_dir(cli->output, cli->append, &number))
 		return KHPROF_EXIT_BAD_INPUT;
 	stop_signals(&signals);
 	sigaddset(&signals, SIGCHLD);
@@ -722,7 +773,7 @@ static int record_repeat(const struct trace_cli *cli, char **cmd_argv, const cha
 		pid_t child;
 
 		if (!warmup)
-			repeat_path(cli->output, ++measured, cli->repeat, run_path, sizeof(run_path));
+			repeat_path(cli->output, number++, run_path, sizeof(run_path));
 		fflush(NULL);
 		child = fork();
 		if (child < 0) {
@@ -755,7 +806,7 @@ static int record_repeat(const struct trace_cli *cli, char **cmd_argv, const cha
 		}
 	}
 	sigprocmask(SIG_SETMASK, &old_mask, NULL);
-	print_repeat_spread(cli->output, cli->repeat, path);
+	print_repeat_spread(cli->output, path);
 	return code;
 }
 

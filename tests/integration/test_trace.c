@@ -484,7 +484,10 @@ static void test_repeat_series(void **state)
 			      NULL };
 	char *no_dir[] = { KHPROF, "record", "--repeat", "2", "--", WORKLOAD, NULL };
 	char *lone_warmup[] = { KHPROF, "record", "--warmup", "1", "--", WORKLOAD, NULL };
-	char **usage_errors[] = { bad_count, no_dir, lone_warmup };
+	char *lone_append[] = { KHPROF, "record", "--append", "-o", dir, "--", WORKLOAD, NULL };
+	char *append[] = { KHPROF, "record", "--repeat", "1", "--append", "-o", dir, "--",
+			   WORKLOAD, "nested", "20", NULL };
+	char **usage_errors[] = { bad_count, no_dir, lone_warmup, lone_append };
 	struct kh_profile p;
 	struct run_result r;
 
@@ -508,10 +511,20 @@ static void test_repeat_series(void **state)
 	assert_int_equal(access(path, F_OK), -1);
 	run_result__free(&r);
 
-	/* A second series must not mix with the first. */
+	/* A second series must not mix with the first, unless it says so. */
 	r = run(argv);
 	assert_int_equal(r.exit_code, 2);
 	assert_non_null(strstr(r.err, "already holds run-*.json"));
+	assert_int_equal(access(path, F_OK), -1);
+	run_result__free(&r);
+	r = run(append);
+	if (r.exit_code != 0)
+		fail_msg("record --append exited %d: %s", r.exit_code, r.err);
+	assert_non_null(strstr(r.err, "4 runs of '" WORKLOAD "' recorded in '"));
+	load_record(path, &p); /* run-004.json */
+	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 20);
+	profile__free(&p);
+	snprintf(path, sizeof(path), "%s/run-005.json", dir);
 	assert_int_equal(access(path, F_OK), -1);
 	run_result__free(&r);
 
