@@ -48,8 +48,9 @@ static const char record_usage[] =
 	"already, unless --append numbers the new runs after the last one), the text\n"
 	"reports are left out, and a table of the spread of all runs in DIR (median,\n"
 	"min, max, MAD) goes to stderr.  Runs that exit differently stop the\n"
-	"series (status 1 unless the odd run's own status says more); otherwise the\n"
-	"exit status is COMMAND's.  `khprof diff` takes DIR as one side.\n"
+	"series (status 1 unless the odd run's own status says more), and so does a\n"
+	"signal (128+N unless the run's status says more); otherwise the exit\n"
+	"status is COMMAND's.  `khprof diff` takes DIR as one side.\n"
 	"\n"
 	"   -o PATH              write the JSON record to PATH; a second session goes to\n"
 	"                        PATH with .2 before the extension, and so on\n"
@@ -697,10 +698,10 @@ static int prepare_repeat_dir(const char *dir, bool append, unsigned *first)
 /*
  * Waits for the run's khprof child.  Signals for the series come here
  * (blocked, read with sigwaitinfo); SIGINT already reached the child through
- * the terminal's process group, the others are passed on.  *stop says the
- * series should end after this run.
+ * the terminal's process group, the others are passed on.  *stop is the
+ * signal that should end the series after this run, or 0.
  */
-static int wait_run(pid_t child, const sigset_t *signals, bool *stop)
+static int wait_run(pid_t child, const sigset_t *signals, int *stop)
 {
 	siginfo_t si;
 	int status;
@@ -714,7 +715,7 @@ static int wait_run(pid_t child, const sigset_t *signals, bool *stop)
 			return W_EXITCODE(KHPROF_EXIT_FAILURE, 0);
 		if (sigwaitinfo(signals, &si) < 0 || si.si_signo == SIGCHLD)
 			continue;
-		*stop = true;
+		*stop = si.si_signo;
 		if (si.si_signo != SIGINT)
 			kill(child, si.si_signo);
 	}
@@ -758,8 +759,7 @@ static int record_repeat(const struct trace_cli *cli, char **cmd_argv, const cha
 	unsigned total = cli->warmup + cli->repeat, number = 1;
 	char run_path[PATH_MAX];
 	sigset_t signals, old_mask;
-	int first_code = -1, code = KHPROF_EXIT_OK;
-	bool stop = false;
+	int first_code = -1, code = KHPROF_EXIT_OK, stop = 0;
 
 	if (prepare_repeat_dir(cli->output, cli->append, &number))
 		return KHPROF_EXIT_BAD_INPUT;
@@ -791,6 +791,8 @@ static int record_repeat(const struct trace_cli *cli, char **cmd_argv, const cha
 		if (stop) {
 			log__error("stopped after run %u of %u of '%s': interrupted", i + 1, total,
 				   path);
+			/* An incomplete series must not pass for a good one. */
+			code = code ? code : 128 + stop;
 			break;
 		}
 		if (code != first_code) {

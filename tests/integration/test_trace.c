@@ -644,6 +644,26 @@ static void close_child_pipes(struct child *c)
 	close(c->to);
 }
 
+/* SIGTERM to a series reaches the running command and ends the series there. */
+static void test_repeat_series_stops_on_sigterm(void **state)
+{
+	char dir[160], path[200];
+	char *argv[] = { KHPROF, "record", "--repeat", "3", "-o", dir, "--", WORKLOAD, "serve",
+			 NULL };
+	struct child series;
+
+	(void)state;
+	tmp_path(dir, sizeof(dir), "series-stopped");
+	series = spawn(argv, false);
+	wait_for_line(series.from, "ready"); /* run 1 is up, traced */
+	assert_int_equal(kill(series.pid, SIGTERM), 0);
+	/* Were the series to go on, the next runs would see EOF and end on their own. */
+	close_child_pipes(&series);
+	assert_int_equal(wait_exit(series.pid), 128 + SIGTERM);
+	snprintf(path, sizeof(path), "%s/run-002.json", dir);
+	assert_int_equal(access(path, F_OK), -1);
+}
+
 static void test_attach_running_process(void **state)
 {
 	char out[160], pid_text[16];
@@ -789,6 +809,7 @@ int main(void)
 		cmocka_unit_test(test_identity_override),
 		cmocka_unit_test(test_exit_status_and_errors),
 		cmocka_unit_test(test_repeat_series),
+		cmocka_unit_test(test_repeat_series_stops_on_sigterm),
 		cmocka_unit_test(test_attach_running_process),
 		cmocka_unit_test(test_attach_mid_session),
 		cmocka_unit_test(test_attach_sigterm_ends_mid_session),
