@@ -111,23 +111,27 @@ static int check_kernel_support(void)
 	return 0;
 }
 
-/* Batch mode times spans with the TSC, which only a TSC clocksource vouches for. */
-static int choose_mode(struct tracer *t)
+/*
+ * Batch mode times spans with the TSC, which only a TSC clocksource vouches
+ * for: elsewhere the TSCs of two CPUs may disagree, and a span that moves
+ * between them is mistimed.  Counts stay exact, so an explicit request is
+ * honoured with a warning; the default turns to span mode.
+ */
+static void choose_mode(struct tracer *t)
 {
 	char clocksource[64];
 
 	if (t->opts.mode != KH_MODE_BATCH || tsc__reliable(clocksource, sizeof(clocksource)))
-		return 0;
+		return;
 	if (t->opts.mode_is_default) {
 		log__note("the kernel does not keep time with the TSC (clocksource '%s'): "
 			  "tracing in span mode", clocksource);
 		t->opts.mode = KH_MODE_SPAN;
-		return 0;
+		return;
 	}
-	log__error("cannot trace in batch mode: the kernel does not keep time with the TSC "
-		   "(clocksource '%s'), so batched times cannot be trusted (use --mode span "
-		   "or pair)", clocksource);
-	return -ENOTSUP;
+	log__warn("batch mode times spans with the TSC, which this kernel does not keep time "
+		  "with (clocksource '%s'): spans that move between CPUs may be mistimed "
+		  "(--mode span avoids it)", clocksource);
 }
 
 /*
@@ -181,9 +185,7 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 		return -ENOMEM;
 	t->opts = *opts;
 	tsc__sample(&tsc_start);
-	err = choose_mode(t);
-	if (err)
-		goto fail;
+	choose_mode(t);
 	t->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
 	t->ncpus = libbpf_num_possible_cpus();
 	if (t->ncpus <= 0) {

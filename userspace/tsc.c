@@ -57,7 +57,13 @@ int tsc__scale(const struct tsc_sample *a, const struct tsc_sample *b, uint32_t 
 
 bool tsc__reliable(char *clocksource, size_t len)
 {
-	FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+	return tsc__reliable_at("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+				clocksource, len);
+}
+
+bool tsc__reliable_at(const char *path, char *clocksource, size_t len)
+{
+	FILE *f = fopen(path, "r");
 
 	snprintf(clocksource, len, "unknown");
 	if (!f)

@@ -36,5 +36,7 @@ int tsc__scale(const struct tsc_sample *a, const struct tsc_sample *b, uint32_t 
  * clocksource (for messages).
  */
 bool tsc__reliable(char *clocksource, size_t len);
+/* The same test on a clocksource file given by path (tests use their own). */
+bool tsc__reliable_at(const char *path, char *clocksource, size_t len);
 
 #endif

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 /* The TSC rate batch mode converts ticks with. */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -64,12 +67,38 @@ static void test_samples_follow_the_clock(void **state)
 	assert_true(llabs(converted - (int64_t)(b.raw_ns - a.raw_ns)) < 1000);
 }
 
+static void clocksource_is(const char *content, bool expected, const char *name)
+{
+	char path[] = "/tmp/khprof-clocksource-XXXXXX", got[64];
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+	close(fd);
+	assert_int_equal(tsc__reliable_at(path, got, sizeof(got)), expected);
+	assert_string_equal(got, name);
+	unlink(path);
+}
+
+static void test_only_a_tsc_clocksource_is_trusted(void **state)
+{
+	char got[64];
+
+	(void)state;
+	clocksource_is("tsc\n", true, "tsc");
+	clocksource_is("kvm-clock\n", false, "kvm-clock");
+	clocksource_is("hpet\n", false, "hpet");
+	assert_false(tsc__reliable_at("/no/such/clocksource", got, sizeof(got)));
+	assert_string_equal(got, "unknown");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scale_of_a_known_rate),
 		cmocka_unit_test(test_scale_rejects_short_or_backward_intervals),
 		cmocka_unit_test(test_samples_follow_the_clock),
+		cmocka_unit_test(test_only_a_tsc_clocksource_is_trusted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
