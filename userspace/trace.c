@@ -26,6 +26,7 @@
 #include "khprof.skel.h"
 #include "log.h"
 #include "procfs.h"
+#include "stats.h"
 #include "trace.h"
 #include "tsc.h"
 #include "usdt_notes.h"
@@ -468,20 +469,6 @@ static int hook_loader(struct tracer *t, const char *exe)
 	return 0;
 }
 
-static int compare_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Sorts values in place and returns their median. */
-static uint64_t median_u64(uint64_t *values, size_t count)
-{
-	qsort(values, count, sizeof(*values), compare_u64);
-	return values[count / 2];
-}
-
 static int read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum, bool reset);
 
 #define CALIBRATION_ROUNDS 5
@@ -496,9 +483,9 @@ static int read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum,
  */
 static int calibrate(struct tracer *t)
 {
-	uint64_t untraced[CALIBRATION_ROUNDS], traced[CALIBRATION_ROUNDS], bias[CALIBRATION_ROUNDS];
+	double untraced[CALIBRATION_ROUNDS], traced[CALIBRATION_ROUNDS], bias[CALIBRATION_ROUNDS];
 	size_t links_before = t->link_fd_count, probes_before = t->probe_count;
-	uint64_t traced_ns, untraced_ns;
+	double traced_ns, untraced_ns;
 	struct kh_slot_stats sum;
 	int err;
 
@@ -520,10 +507,11 @@ static int calibrate(struct tracer *t)
 			return -EIO;
 		bias[r] = s->calls ? s->elapsed_ns / s->calls : 0;
 	}
-	t->span_bias_ns = median_u64(bias, CALIBRATION_ROUNDS);
-	traced_ns = median_u64(traced, CALIBRATION_ROUNDS);
-	untraced_ns = median_u64(untraced, CALIBRATION_ROUNDS);
-	t->span_cost_ns = traced_ns > untraced_ns ? (traced_ns - untraced_ns) / CALIBRATION_SPANS : 0;
+	t->span_bias_ns = (uint64_t)stats__median(bias, CALIBRATION_ROUNDS);
+	traced_ns = stats__median(traced, CALIBRATION_ROUNDS);
+	untraced_ns = stats__median(untraced, CALIBRATION_ROUNDS);
+	t->span_cost_ns = traced_ns > untraced_ns
+				  ? (uint64_t)(traced_ns - untraced_ns) / CALIBRATION_SPANS : 0;
 	log__debug("calibration: a span costs %" PRIu64 " ns and appears %" PRIu64 " ns long "
 		   "(done %.1f ms after start)", t->span_cost_ns, t->span_bias_ns,
 		   (double)(tracer__now_ns() - t->trace_start_ns) / 1e6);
