@@ -728,17 +728,17 @@ static void session_emit(struct tracer *t, struct open_session *s, uint32_t slot
 {
 	struct kh_slot_stats sum;
 	struct kh_profile *p = &s->profile;
-
 	uint64_t spans = 0;
 
 	read_slot(t, slot, &sum, true);
 	for (int st = 0; st < KH_STAGE_COUNT; st++) {
-		const struct kh_stage_stats *s = &sum.stages[st];
+		const struct kh_stage_stats *stage = &sum.stages[st];
 
-		spans += s->calls;
-		profile__set_stage(p, st, unbias(s->elapsed_ns, s->calls, t->span_bias_ns),
-				   s->calls,
-				   unbias(s->attributed_ns, s->attributed_calls, t->span_bias_ns));
+		spans += stage->calls;
+		profile__set_stage(p, st, unbias(stage->elapsed_ns, stage->calls, t->span_bias_ns),
+				   stage->calls,
+				   unbias(stage->attributed_ns, stage->attributed_calls,
+					  t->span_bias_ns));
 	}
 	p->input_bytes = sum.input_bytes;
 	p->input_units = sum.input_units;
@@ -765,14 +765,12 @@ static void session_emit(struct tracer *t, struct open_session *s, uint32_t slot
 }
 
 /* An event for a slot with no session seen: khprof attached mid-session. */
-static struct open_session *session_for(struct tracer *t, uint32_t slot, uint64_t ts)
+static struct open_session *session_for(struct tracer *t, uint32_t slot)
 {
 	struct open_session *s = &t->sessions[slot < KH_MAX_SLOTS ? slot : 0];
 
-	if (!s->open) {
+	if (!s->open)
 		session_begin(t, s, t->trace_start_ns, "partial", true, NULL);
-		(void)ts;
-	}
 	return s;
 }
 
@@ -812,17 +810,17 @@ static int handle_event(void *ctx, void *data, size_t len)
 		t->sessions[slot].profile.ext.session_sequence = e->arg0;
 		break;
 	case KH_EVENT_IDENTITY:
-		s = session_for(t, slot, e->ts_ns);
+		s = session_for(t, slot);
 		if (identity__set(&s->profile.identity, e->key, e->value) != 0)
 			warn_unknown_key_once(t, e->key);
 		break;
 	case KH_EVENT_TRANSITION:
-		s = session_for(t, slot, e->ts_ns);
+		s = session_for(t, slot);
 		session_transition(t, s, (uint32_t)e->arg0, e->ts_ns, e);
 		break;
 	case KH_EVENT_SESSION_FINISH:
 		t->saw_session = true;
-		s = session_for(t, slot, e->ts_ns);
+		s = session_for(t, slot);
 		status = e->arg0 < KH_STATE_COUNT ? (uint32_t)e->arg0 : KH_STATE_FAILED;
 		if (e->arg0 >= KH_STATE_COUNT)
 			log__warn("session finished with unknown status %" PRIu64 "; recorded as "
