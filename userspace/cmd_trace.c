@@ -182,19 +182,6 @@ static void on_profile(const struct kh_profile *p, void *ctx)
 	}
 }
 
-static int parse_mode(const char *s, enum kh_trace_mode *mode)
-{
-	if (!strcmp(s, "span"))
-		*mode = KH_MODE_SPAN;
-	else if (!strcmp(s, "pair"))
-		*mode = KH_MODE_PAIR;
-	else if (!strcmp(s, "batch"))
-		*mode = KH_MODE_BATCH;
-	else
-		return -EINVAL;
-	return 0;
-}
-
 static int parse_identity(struct trace_cli *cli, char *arg)
 {
 	char *eq = strchr(arg, '=');
@@ -253,6 +240,7 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *usage = attach ? attach_usage : record_usage;
+	uint32_t mode;
 	char *end;
 	int c;
 
@@ -293,10 +281,11 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 			break;
 		case OPT_MODE:
 			cli->mode_is_default = false;
-			if (parse_mode(optarg, &cli->mode)) {
+			if (kh_trace_mode__parse(optarg, &mode)) {
 				log__error("unknown mode '%s' (batch, span or pair)", optarg);
 				return -EINVAL;
 			}
+			cli->mode = mode;
 			break;
 		case OPT_REPEAT:
 		case OPT_WARMUP:
