@@ -212,13 +212,17 @@ static int parse_identity(struct trace_cli *cli, char *arg)
 
 #define MAX_REPEAT 10000
 
-/* Strict decimal in [min, max]: "5", not "5x", "-1" or " 5". */
-static int parse_count(const char *text, unsigned min, unsigned max, unsigned *out)
+/* Strict decimal in [min, max] for option: "5", not "5x", "-1" or " 5". */
+static int parse_count(const char *option, const char *text, unsigned min, unsigned max,
+		       unsigned *out)
 {
 	uint64_t value;
 
-	if (kh_parse_u64(text, &value) || value < min || value > max)
+	if (kh_parse_u64(text, &value) || value < min || value > max) {
+		log__error("bad %s '%s': expected a whole number from %u to %u", option, text,
+			   min, max);
 		return -EINVAL;
+	}
 	*out = (unsigned)value;
 	return 0;
 }
@@ -288,16 +292,16 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 			cli->mode = mode;
 			break;
 		case OPT_REPEAT:
+			if (attach)
+				goto bad_option;
+			if (parse_count("--repeat", optarg, 1, MAX_REPEAT, &cli->repeat))
+				return -EINVAL;
+			break;
 		case OPT_WARMUP:
 			if (attach)
 				goto bad_option;
-			if (parse_count(optarg, c == OPT_REPEAT ? 1 : 0, MAX_REPEAT,
-					c == OPT_REPEAT ? &cli->repeat : &cli->warmup)) {
-				log__error("bad %s '%s': expected a whole number from %d to %d",
-					   c == OPT_REPEAT ? "--repeat" : "--warmup", optarg,
-					   c == OPT_REPEAT ? 1 : 0, MAX_REPEAT);
+			if (parse_count("--warmup", optarg, 0, MAX_REPEAT, &cli->warmup))
 				return -EINVAL;
-			}
 			break;
 		case OPT_APPEND:
 			if (attach)
