@@ -345,11 +345,14 @@ bad_option:
 	return -EINVAL;
 }
 
-/* What record and attach share: the command line, and records go to out. */
-static void trace_options_from(const struct trace_cli *cli, struct output_state *out,
-			       struct trace_options *opts)
+/*
+ * What record and attach share: the command line, and records go to out,
+ * written to output (NULL: not written).
+ */
+static void trace_options_from(const struct trace_cli *cli, const char *output,
+			       struct output_state *out, struct trace_options *opts)
 {
-	out->path = cli->output;
+	out->path = output;
 	out->quiet = cli->quiet;
 	opts->mode = cli->mode;
 	opts->mode_is_default = cli->mode_is_default;
@@ -542,8 +545,7 @@ static int record_once(const struct trace_cli *cli, char **cmd_argv, const char 
 	bool reaped = false;
 	pid_t pid;
 
-	trace_options_from(cli, &out, &opts);
-	out.path = output;
+	trace_options_from(cli, output, &out, &opts);
 	opts.stop_on_loader = true;
 	err = tracer__open(&t, &opts);
 	if (err)
@@ -855,7 +857,7 @@ int cmd_attach(int argc, char **argv)
 	}
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", cli.pid);
 
-	trace_options_from(&cli, &out, &opts);
+	trace_options_from(&cli, cli.output, &out, &opts);
 	if (tracer__open(&t, &opts))
 		return KHPROF_EXIT_FAILURE;
 	sigprocmask(SIG_SETMASK, NULL, &old_mask);
