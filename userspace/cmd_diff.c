@@ -103,8 +103,7 @@ static void side__free(struct side *s)
 /* Reads and parses one record into the side; a KHPROF_EXIT_* code. */
 static int side__read_record(struct side *s, const char *path)
 {
-	char problem[256], *text = NULL, *name;
-	size_t len;
+	char problem[256], *name;
 	int err;
 
 	if (s->count == s->cap) {
@@ -119,13 +118,7 @@ static int side__read_record(struct side *s, const char *path)
 		s->names = names;
 		s->cap = cap;
 	}
-	err = file__read_all(path, &text, &len);
-	if (err) {
-		log__error("cannot read record '%s': %s", path, strerror(-err));
-		return KHPROF_EXIT_BAD_INPUT;
-	}
-	err = profile__from_json(text, &s->records[s->count], problem, sizeof(problem));
-	free(text);
+	err = profile__read_file(path, &s->records[s->count], problem, sizeof(problem));
 	if (err == -ENOMEM)
 		goto nomem;
 	if (err) {

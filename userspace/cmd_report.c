@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "commands.h"
-#include "fileio.h"
 #include "json.h"
 #include "log.h"
 #include "text.h"
@@ -33,9 +32,8 @@ int cmd_report(int argc, char **argv)
 	};
 	const char *format = "text";
 	struct kh_profile profile;
-	char problem[256], *text = NULL, *rendered;
-	size_t len;
-	int c, err;
+	char problem[256], *rendered;
+	int c;
 
 	if (wants_help(argc, argv)) {
 		fputs(report_usage, stdout);
@@ -59,17 +57,10 @@ int cmd_report(int argc, char **argv)
 		fputs(report_usage, stderr);
 		return KHPROF_EXIT_USAGE;
 	}
-	err = file__read_all(argv[optind], &text, &len);
-	if (err) {
-		log__error("cannot read record '%s': %s", argv[optind], strerror(-err));
-		return KHPROF_EXIT_BAD_INPUT;
-	}
-	if (profile__from_json(text, &profile, problem, sizeof(problem)) != 0) {
+	if (profile__read_file(argv[optind], &profile, problem, sizeof(problem)) != 0) {
 		log__error("cannot read record '%s': %s", argv[optind], problem);
-		free(text);
 		return KHPROF_EXIT_BAD_INPUT;
 	}
-	free(text);
 	rendered = strcmp(format, "json") == 0 ? profile__to_json(&profile)
 					       : profile__render_text(&profile);
 	if (rendered) {

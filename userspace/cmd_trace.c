@@ -722,20 +722,18 @@ static void print_repeat_spread(const char *dir, const char *command)
 	struct kh_profile *runs;
 	char problem[256], *text;
 	glob_t found = { 0 };
-	size_t len, read_ok = 0;
+	size_t read_ok = 0;
 
 	if (glob_runs(dir, &found) || found.gl_pathc == 0) {
 		globfree(&found);
 		return;
 	}
 	runs = calloc(found.gl_pathc, sizeof(*runs));
-	for (size_t i = 0; runs && i < found.gl_pathc; i++) {
-		if (!run_number(found.gl_pathv[i]) || file__read_all(found.gl_pathv[i], &text, &len))
-			continue;
-		if (profile__from_json(text, &runs[read_ok], problem, sizeof(problem)) == 0)
+	for (size_t i = 0; runs && i < found.gl_pathc; i++)
+		if (run_number(found.gl_pathv[i]) &&
+		    profile__read_file(found.gl_pathv[i], &runs[read_ok], problem,
+				       sizeof(problem)) == 0)
 			read_ok++;
-		free(text);
-	}
 	globfree(&found);
 	text = read_ok ? runs__render_spread(runs, read_ok) : NULL;
 	if (text) {

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "json.h"
 #include "outbuf.h"
 
@@ -1491,4 +1492,22 @@ int profile__from_json(const char *text, struct kh_profile *out, char *err, size
 	}
 	*out = p;
 	return 0;
+}
+
+int profile__read_file(const char *path, struct kh_profile *out, char *err, size_t errlen)
+{
+	char *text;
+	size_t len;
+	int rc = file__read_all(path, &text, &len);
+
+	memset(out, 0, sizeof(*out));
+	if (rc) {
+		snprintf(err, errlen, "%s", strerror(-rc));
+		return rc;
+	}
+	rc = profile__from_json(text, out, err, errlen);
+	free(text);
+	if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	return rc;
 }

@@ -30,6 +30,14 @@ char *profile__to_json(const struct kh_profile *p);
 int profile__from_json(const char *text, struct kh_profile *out, char *err, size_t errlen);
 
 /*
+ * Reads the record at path and parses it into *out, as above.  Returns 0,
+ * the file's own -errno, -EINVAL for a malformed record, or -ENOMEM; err
+ * then says why ("No such file or directory", the parse problem, "out of
+ * memory") for a "cannot read record" message.
+ */
+int profile__read_file(const char *path, struct kh_profile *out, char *err, size_t errlen);
+
+/*
  * serde_json's spelling of an f64 (ryu shortest round-trip digits, ".0"
  * on integral values, exponent form outside ryu's decimal range, "null"
  * for NaN and infinities).  buf needs 32 bytes.  Returns the length.

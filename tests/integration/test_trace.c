@@ -21,7 +21,6 @@
 
 #include <cmocka.h>
 
-#include "fileio.h"
 #include "json.h"
 #include "record.h"
 
@@ -104,13 +103,10 @@ static void tmp_path(char *buf, size_t len, const char *name)
 
 static void load_record(const char *path, struct kh_profile *p)
 {
-	char problem[256], *text = NULL;
-	size_t len;
+	char problem[256];
 
-	assert_int_equal(file__read_all(path, &text, &len), 0);
-	if (profile__from_json(text, p, problem, sizeof(problem)) != 0)
-		fail_msg("record '%s' does not parse: %s", path, problem);
-	free(text);
+	if (profile__read_file(path, p, problem, sizeof(problem)) != 0)
+		fail_msg("cannot read record '%s': %s", path, problem);
 }
 
 static const struct kh_stage_measurement *stage_of(const struct kh_profile *p, uint32_t stage)

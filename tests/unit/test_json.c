@@ -11,10 +11,12 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "json.h"
 #include "golden.h"
@@ -171,6 +173,31 @@ static void test_extension_members_are_optional(void **state)
 	assert_int_equal(p.ext.drops[KH_DROP_RINGBUF_FULL], 0);
 	profile__free(&p);
 	free(text);
+}
+
+/* One call reads and parses a record file, and says why it could not. */
+static void test_read_file(void **state)
+{
+	char path[] = "/tmp/khprof-record-XXXXXX", err[256];
+	struct kh_profile p;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, base_record, strlen(base_record)), (ssize_t)strlen(base_record));
+	close(fd);
+	assert_int_equal(profile__read_file(path, &p, err, sizeof(err)), 0);
+	assert_int_equal(p.wall_time_ns, 5);
+	profile__free(&p);
+
+	fd = open(path, O_WRONLY | O_TRUNC);
+	assert_int_equal(write(fd, base_record, 40), 40); /* cut mid-record */
+	close(fd);
+	assert_int_equal(profile__read_file(path, &p, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "line 1 column 41")); /* where the text stops */
+	unlink(path);
+	assert_int_equal(profile__read_file(path, &p, err, sizeof(err)), -ENOENT);
+	assert_string_equal(err, "No such file or directory");
 }
 
 static void test_u64_beyond_double_precision(void **state)
@@ -527,6 +554,7 @@ int main(void)
 		cmocka_unit_test(test_seed_json_is_a_fixed_point),
 		cmocka_unit_test(test_extension_round_trips),
 		cmocka_unit_test(test_extension_members_are_optional),
+		cmocka_unit_test(test_read_file),
 		cmocka_unit_test(test_u64_beyond_double_precision),
 		cmocka_unit_test(test_absent_options_and_states_default),
 		cmocka_unit_test(test_malformed_records_name_the_problem),
