@@ -733,14 +733,6 @@ static int builder__bind(struct builder *b)
 
 /* --- items -------------------------------------------------------------- */
 
-static const struct kh_stage_measurement *find_stage(const struct kh_profile *p, uint32_t stage)
-{
-	for (size_t i = 0; i < p->stage_count; i++)
-		if (p->stages[i].stage == stage)
-			return &p->stages[i];
-	return NULL;
-}
-
 /* One record's value of an item; false when the record has none. */
 static bool record_value(const struct kh_profile *p, enum kh_diff_metric metric, uint32_t stage,
 			 double *out)
@@ -763,7 +755,7 @@ static bool record_value(const struct kh_profile *p, enum kh_diff_metric metric,
 	case KH_DIFF_M_CALLS:
 	case KH_DIFF_M_PER_CALL:
 		/* A stage a record lacks took no time in that run. */
-		s = find_stage(p, stage);
+		s = profile__find_stage(p, stage);
 		if (!s)
 			*out = 0;
 		else if (metric == KH_DIFF_M_ELAPSED)
@@ -980,7 +972,7 @@ static bool has_input(const struct kh_profile *p, uint32_t unused)
 
 static bool has_stage(const struct kh_profile *p, uint32_t stage)
 {
-	return find_stage(p, stage) != NULL;
+	return profile__find_stage(p, stage) != NULL;
 }
 
 static int diff__items(struct kh_diff *d, const struct kh_diff_side *base,

@@ -386,6 +386,16 @@ static size_t stage__slot(const struct kh_profile *p, uint32_t stage)
 	return i;
 }
 
+/* A scan: records read back need not keep the wire order profile__set_stage keeps. */
+const struct kh_stage_measurement *profile__find_stage(const struct kh_profile *p,
+							uint32_t stage)
+{
+	for (size_t i = 0; i < p->stage_count; i++)
+		if (p->stages[i].stage == stage)
+			return &p->stages[i];
+	return NULL;
+}
+
 int profile__set_stage(struct kh_profile *p, uint32_t stage, uint64_t elapsed_ns,
 		       uint64_t calls, uint64_t attributed_ns)
 {

@@ -226,6 +226,10 @@ int profile__add_transition(struct kh_profile *p, uint32_t state, uint64_t elaps
 int profile__set_stage(struct kh_profile *p, uint32_t stage, uint64_t elapsed_ns,
 		       uint64_t calls, uint64_t attributed_ns);
 
+/* The stage's measurement in p, or NULL when the record has none. */
+const struct kh_stage_measurement *profile__find_stage(const struct kh_profile *p,
+							uint32_t stage);
+
 /*
  * Session::finish after its final transition: sets status and wall time,
  * then derives states and resources from the transitions and samples.

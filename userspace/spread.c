@@ -43,17 +43,6 @@ static void add_row(struct outbuf *out, const char *name, const double *values, 
 		outbuf__printf(out, " %7.1f%%  %s\n", mad, unit_suffix[unit]);
 }
 
-static double stage_elapsed(const struct kh_profile *p, uint32_t stage, bool *present)
-{
-	for (size_t i = 0; i < p->stage_count; i++) {
-		if (p->stages[i].stage == stage) {
-			*present = true;
-			return (double)p->stages[i].elapsed_ns;
-		}
-	}
-	return 0;
-}
-
 char *runs__render_spread(const struct kh_profile *runs, size_t n)
 {
 	struct outbuf out;
@@ -89,8 +78,12 @@ char *runs__render_spread(const struct kh_profile *runs, size_t n)
 	for (uint32_t stage = 0; stage < KH_STAGE_COUNT; stage++) {
 		bool present = false;
 
-		for (size_t i = 0; i < n; i++)
-			values[i] = stage_elapsed(&runs[i], stage, &present);
+		for (size_t i = 0; i < n; i++) {
+			const struct kh_stage_measurement *m = profile__find_stage(&runs[i], stage);
+
+			present |= m != NULL;
+			values[i] = m ? (double)m->elapsed_ns : 0;
+		}
 		if (!present)
 			continue;
 		snprintf(name, sizeof(name), "stage %s", kh_stage__name(stage));

@@ -109,24 +109,16 @@ static void load_record(const char *path, struct kh_profile *p)
 		fail_msg("cannot read record '%s': %s", path, problem);
 }
 
-static const struct kh_stage_measurement *stage_of(const struct kh_profile *p, uint32_t stage)
-{
-	for (size_t i = 0; i < p->stage_count; i++)
-		if (p->stages[i].stage == stage)
-			return &p->stages[i];
-	return NULL;
-}
-
 static uint64_t calls_of(const struct kh_profile *p, uint32_t stage)
 {
-	const struct kh_stage_measurement *m = stage_of(p, stage);
+	const struct kh_stage_measurement *m = profile__find_stage(p, stage);
 
 	return m ? m->calls : 0;
 }
 
 static uint64_t elapsed_of(const struct kh_profile *p, uint32_t stage)
 {
-	const struct kh_stage_measurement *m = stage_of(p, stage);
+	const struct kh_stage_measurement *m = profile__find_stage(p, stage);
 
 	return m ? m->elapsed_ns : 0;
 }
@@ -207,9 +199,9 @@ static void check_nested(const char *mode)
 	/* Nesting: each span counts its own full time, so outer covers inner. */
 	assert_true(elapsed_of(&p, KH_STAGE_HOT_PATTERNS) > elapsed_of(&p, KH_STAGE_ENTROPY));
 	/* Attribution: only decode ran under Decoded. */
-	assert_int_equal(stage_of(&p, KH_STAGE_DECODE)->attributed_ns,
-			 stage_of(&p, KH_STAGE_DECODE)->elapsed_ns);
-	assert_int_equal(stage_of(&p, KH_STAGE_ENTROPY)->attributed_ns, 0);
+	assert_int_equal(profile__find_stage(&p, KH_STAGE_DECODE)->attributed_ns,
+			 profile__find_stage(&p, KH_STAGE_DECODE)->elapsed_ns);
+	assert_int_equal(profile__find_stage(&p, KH_STAGE_ENTROPY)->attributed_ns, 0);
 	assert_int_equal(p.input_bytes, 50 * 4096);
 	assert_int_equal(p.input_units, 50);
 
