@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "entropy.h"
 
@@ -64,6 +65,24 @@ enum regex_backend {
 /* log2 of the trigger hash table size; sparse enough for a perfect hash. */
 #define TRIGGER_TABLE_BITS 12
 #define TRIGGER_TABLE_SLOTS (1u << TRIGGER_TABLE_BITS)
+
+/*
+ * The table is built from the trigger definitions and probed with chunk
+ * text; both sides go through these two so they cannot hash differently.
+ */
+static inline uint32_t fold_window(const char window[4])
+{
+	uint32_t word;
+
+	memcpy(&word, window, sizeof(word));
+	/* Sets bit 5 of every byte: A-Z become a-z, and no byte can be 0. */
+	return word | 0x20202020u;
+}
+
+static inline uint32_t trigger_slot(uint32_t folded, uint32_t multiplier)
+{
+	return (folded * multiplier) >> (32 - TRIGGER_TABLE_BITS);
+}
 
 /* Compiled rules plus the literal prefilter that feeds them. */
 struct rule_set {

@@ -107,20 +107,6 @@ const char *backend_name(enum regex_backend backend)
 	return "unknown";
 }
 
-static uint32_t fold_window(const char window[4])
-{
-	uint32_t word;
-
-	memcpy(&word, window, sizeof(word));
-	/* Sets bit 5 of every byte: A-Z become a-z, and no byte can be 0. */
-	return word | 0x20202020u;
-}
-
-static uint32_t trigger_slot(uint32_t folded, uint32_t multiplier)
-{
-	return (folded * multiplier) >> (32 - TRIGGER_TABLE_BITS);
-}
-
 /* Multiplicative hashing with the first multiplier that is collision-free. */
 static int build_trigger_table(struct rule_set *rules)
 {
@@ -130,7 +116,7 @@ static int build_trigger_table(struct rule_set *rules)
 		bool collided = false;
 
 		memset(rules->trigger_window, 0, sizeof(rules->trigger_window));
-		for (size_t i = 0; i < TRIGGER_COUNT && !collided; i++) {
+		for (size_t i = 0; i < TRIGGER_COUNT; i++) {
 			uint32_t folded = fold_window(trigger_definitions[i].window);
 			uint32_t slot = trigger_slot(folded, multiplier);
 

@@ -176,14 +176,9 @@ static void find_triggers(struct scan_worker *worker, const char *text, size_t l
 	const uint32_t multiplier = rules->trigger_multiplier;
 
 	worker->candidates.count = 0;
-	if (length < 4)
-		return;
 	for (size_t i = 0; i + 4 <= length; i++) {
-		uint32_t window;
-
-		memcpy(&window, text + i, sizeof(window));
-		window |= 0x20202020u;
-		uint32_t slot = (window * multiplier) >> (32 - TRIGGER_TABLE_BITS);
+		uint32_t window = fold_window(text + i);
+		uint32_t slot = trigger_slot(window, multiplier);
 
 		if (__builtin_expect(rules->trigger_window[slot] == window, 0)) {
 			size_t lead = rules->trigger_lead[slot];
