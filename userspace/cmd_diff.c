@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "array.h"
 #include "commands.h"
 #include "diff.h"
 #include "fileio.h"
@@ -86,7 +87,7 @@ struct side {
 	const char *path;
 	struct kh_profile *records;
 	char **names;
-	size_t count, cap;
+	size_t count, cap, names_cap;
 };
 
 static void side__free(struct side *s)
@@ -106,18 +107,9 @@ static int side__read_record(struct side *s, const char *path)
 	char problem[256], *name;
 	int err;
 
-	if (s->count == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 8;
-		struct kh_profile *records = realloc(s->records, cap * sizeof(*records));
-		char **names = records ? realloc(s->names, cap * sizeof(*names)) : NULL;
-
-		if (records)
-			s->records = records;
-		if (!records || !names)
-			goto nomem;
-		s->names = names;
-		s->cap = cap;
-	}
+	if (array__reserve((void **)&s->records, &s->cap, s->count + 1, sizeof(*s->records)) ||
+	    array__reserve((void **)&s->names, &s->names_cap, s->count + 1, sizeof(*s->names)))
+		goto nomem;
 	err = profile__read_file(path, &s->records[s->count], problem, sizeof(problem));
 	if (err == -ENOMEM)
 		goto nomem;
@@ -171,15 +163,10 @@ static int list_records(const char *dir, char ***out, size_t *count)
 			free(path);
 			continue;
 		}
-		if (*count == cap) {
-			char **grown = realloc(paths, (cap = cap ? cap * 2 : 16) * sizeof(*paths));
-
-			if (!grown) {
-				free(path);
-				err = -ENOMEM;
-				break;
-			}
-			paths = grown;
+		if (array__reserve((void **)&paths, &cap, *count + 1, sizeof(*paths))) {
+			free(path);
+			err = -ENOMEM;
+			break;
 		}
 		paths[(*count)++] = path;
 	}

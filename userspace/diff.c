@@ -19,6 +19,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "array.h"
 #include "diff.h"
 #include "outbuf.h"
 #include "stats.h"
@@ -523,22 +524,6 @@ struct builder {
 	size_t mismatch_cap, warning_cap;
 };
 
-static int grow(void **array, size_t count, size_t *cap, size_t size)
-{
-	size_t want;
-	void *grown;
-
-	if (count < *cap)
-		return 0;
-	want = *cap ? *cap * 2 : 8;
-	grown = realloc(*array, want * size);
-	if (!grown)
-		return -ENOMEM;
-	*array = grown;
-	*cap = want;
-	return 0;
-}
-
 static const char *side_name(const struct kh_diff_side *s, size_t i)
 {
 	return s->names && s->names[i] ? s->names[i] : s->path ? s->path : "?";
@@ -549,8 +534,8 @@ static int builder__warn(struct builder *b, enum kh_diff_warning_kind kind, char
 {
 	struct kh_diff *d = b->d;
 
-	if (!message || grow((void **)&d->warnings, d->warning_count, &b->warning_cap,
-			     sizeof(*d->warnings))) {
+	if (!message || array__reserve((void **)&d->warnings, &b->warning_cap,
+				       d->warning_count + 1, sizeof(*d->warnings))) {
 		free(message);
 		return -ENOMEM;
 	}
@@ -576,8 +561,8 @@ static int builder__mismatch(struct builder *b, enum kh_diff_field field, int wi
 	struct kh_diff *d = b->d;
 	struct kh_diff_mismatch *m;
 
-	if (grow((void **)&d->mismatches, d->mismatch_count, &b->mismatch_cap,
-		 sizeof(*d->mismatches)))
+	if (array__reserve((void **)&d->mismatches, &b->mismatch_cap, d->mismatch_count + 1,
+			   sizeof(*d->mismatches)))
 		return -ENOMEM;
 	m = &d->mismatches[d->mismatch_count++];
 	memset(m, 0, sizeof(*m));

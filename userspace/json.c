@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "fileio.h"
 #include "json.h"
 #include "outbuf.h"
@@ -866,15 +867,9 @@ static int prescan__number(struct parse *ps, size_t *pos)
 	/* Range errors only matter for fields we read, as in serde_json. */
 	if (number__parse(s + start, i - start, &n) == -EINVAL)
 		return parse__fail_at(ps, start, "invalid number");
-	if (ps->token_count == ps->token_cap) {
-		size_t cap = ps->token_cap ? ps->token_cap * 2 : 64;
-		struct token *grown = reallocarray(ps->tokens, cap, sizeof(*grown));
-
-		if (!grown)
-			return parse__nomem(ps);
-		ps->tokens = grown;
-		ps->token_cap = cap;
-	}
+	if (array__reserve((void **)&ps->tokens, &ps->token_cap, ps->token_count + 1,
+			   sizeof(*ps->tokens)))
+		return parse__nomem(ps);
 	ps->tokens[ps->token_count++] = (struct token){ start, i - start };
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "record.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -334,25 +335,6 @@ int identity__set_run_id(struct kh_identity *id, uint64_t pid, uint64_t unix_ns,
 	snprintf(text, sizeof(text), "%llu-%llu-%llu", (unsigned long long)pid,
 		 (unsigned long long)unix_ns, (unsigned long long)sequence);
 	return string__replace(&id->run_id, text);
-}
-
-/* Grows *items to hold at least need elements of size elem. */
-static int array__reserve(void **items, size_t *cap, size_t need, size_t elem)
-{
-	size_t new_cap;
-	void *grown;
-
-	if (need <= *cap)
-		return 0;
-	new_cap = *cap ? *cap * 2 : 8;
-	while (new_cap < need)
-		new_cap *= 2;
-	grown = reallocarray(*items, new_cap, elem);
-	if (!grown)
-		return -ENOMEM;
-	*items = grown;
-	*cap = new_cap;
-	return 0;
 }
 
 int profile__add_transition(struct kh_profile *p, uint32_t state, uint64_t elapsed_ns,
