@@ -262,8 +262,7 @@ static int set_threshold_flag(struct kh_diff_options *opts, const char *arg, cha
 	return rc;
 }
 
-static void print_messages(const struct kh_diff *d, const struct side *base,
-			   const struct side *cand)
+static void print_messages(const struct kh_diff *d)
 {
 	char fields[256] = "";
 	size_t used = 0;
@@ -283,7 +282,7 @@ static void print_messages(const struct kh_diff *d, const struct side *base,
 	if (d->blocking_count)
 		log__error("cannot compare '%s' with '%s': their records differ in %zu identity "
 			   "field%s (if that is intended, add --allow-mismatch %s)",
-			   base->path, cand->path, d->blocking_count,
+			   d->base.path, d->cand.path, d->blocking_count,
 			   d->blocking_count == 1 ? "" : "s", fields);
 	for (size_t i = 0; i < d->warning_count; i++)
 		log__warn("%s", d->warnings[i].message);
@@ -334,7 +333,7 @@ static int diff_sides(const struct side *base, const struct side *cand,
 			   strerror(-rc));
 		return KHPROF_EXIT_FAILURE;
 	}
-	print_messages(&d, base, cand);
+	print_messages(&d);
 	/* JSON always carries the verdict; a table means nothing when not comparable. */
 	if (strcmp(format, "json") == 0)
 		out = diff__to_json(&d);

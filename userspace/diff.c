@@ -1169,16 +1169,22 @@ static void change_cell(const struct kh_diff_item *it, char *buf)
 		snprintf(buf, CELL, "%s", it->cand_median > 0 ? "new" : "n/a");
 }
 
+/* "hot-patterns.elapsed" for a stage's items, "wall" for the others. */
+static void item_label(const struct kh_diff_item *it, char *buf, size_t len)
+{
+	if (is_stage_metric(it->metric))
+		snprintf(buf, len, "%s.%s", it->name, diff_metric__name(it->metric));
+	else
+		snprintf(buf, len, "%s", it->name);
+}
+
 static void item_cells(const struct kh_diff_item *it, bool markdown, char cells[C_COUNT][CELL])
 {
 	char lo[CELL / 2 - 4], hi[CELL / 2 - 4];
 
 	for (int c = 0; c < C_COUNT; c++)
 		cells[c][0] = '\0';
-	if (is_stage_metric(it->metric))
-		snprintf(cells[C_ITEM], CELL, "%s.%s", it->name, diff_metric__name(it->metric));
-	else
-		snprintf(cells[C_ITEM], CELL, "%s", it->name);
+	item_label(it, cells[C_ITEM], CELL);
 	if (is_time_metric(it->metric)) {
 		time_cells(it->base_median, it->cand_median, cells[C_BASE], cells[C_CAND]);
 	} else {
@@ -1525,10 +1531,7 @@ static cJSON *item_json(const struct kh_diff_item *it)
 	char name[CELL];
 	bool ok;
 
-	if (is_stage_metric(it->metric))
-		snprintf(name, sizeof(name), "%s.%s", it->name, diff_metric__name(it->metric));
-	else
-		snprintf(name, sizeof(name), "%s", it->name);
+	item_label(it, name, sizeof(name));
 	ok = o && cJSON_AddStringToObject(o, "name", name) &&
 	     add_string_or_null(o, "stage", is_stage_metric(it->metric) ? it->name : NULL) &&
 	     cJSON_AddStringToObject(o, "metric", diff_metric__name(it->metric)) &&
