@@ -543,10 +543,7 @@ static void writer__open_member(struct writer *w, const char *key, char bracket)
 static void writer__snapshot(struct writer *w, const char *key,
 			     const struct kh_resource_snapshot *s)
 {
-	if (key)
-		writer__open_member(w, key, '{');
-	else
-		writer__open(w, '{');
+	writer__open_member(w, key, '{');
 	writer__opt_u64(w, "cpu_time_ms", s->cpu_time_ms);
 	writer__opt_u64(w, "resident_bytes", s->resident_bytes);
 	writer__opt_u64(w, "virtual_bytes", s->virtual_bytes);
