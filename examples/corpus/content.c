@@ -72,16 +72,11 @@ void writer_printf(struct file_writer *writer, const char *format, ...)
 								  : sizeof(text) - 1);
 }
 
-void writer_plant(struct file_writer *writer, enum planted_rule rule, bool decoded,
+void writer_plant(struct file_writer *writer, enum rule_id rule, bool decoded,
 		  const char *secret)
 {
 	struct corpus *corpus = writer->corpus;
-	uint64_t fingerprint = 0xcbf29ce484222325ull;
-
-	for (const unsigned char *p = (const unsigned char *)secret; *p; p++) {
-		fingerprint ^= *p;
-		fingerprint *= 0x100000001b3ull;
-	}
+	uint64_t fingerprint = fnv1a_update(FNV1A_OFFSET_BASIS, secret, strlen(secret));
 
 	if (corpus->truth_count == corpus->truth_capacity) {
 		corpus->truth_capacity = corpus->truth_capacity ? corpus->truth_capacity * 2 : 1024;
@@ -234,7 +229,7 @@ static void emit_assignment(struct generation *g, const char *snake_name, const 
 		break;
 	}
 	if (rule >= 0 && !suppressed)
-		writer_plant(w, (enum planted_rule)rule, decoded, secret);
+		writer_plant(w, (enum rule_id)rule, decoded, secret);
 	writer_put(w, value);
 	switch (g->kind) {
 	case KIND_C:
@@ -318,7 +313,7 @@ static void emit_private_key(struct generation *g, const char *header, bool plan
 		put_log_prefix(g, "WARN");
 		writer_put(w, "key material in request body ");
 		if (planted)
-			writer_plant(w, PLANT_PRIVATE_KEY, false, header);
+			writer_plant(w, RULE_PRIVATE_KEY, false, header);
 		writer_put(w, header);
 		writer_put(w, "\n");
 		return;
@@ -327,7 +322,7 @@ static void emit_private_key(struct generation *g, const char *header, bool plan
 	}
 	writer_put(w, open);
 	if (planted)
-		writer_plant(w, PLANT_PRIVATE_KEY, false, header);
+		writer_plant(w, RULE_PRIVATE_KEY, false, header);
 	writer_put(w, header);
 	writer_put(w, line_suffix);
 	for (int i = 0; i < body_lines; i++) {
@@ -342,7 +337,7 @@ static void emit_private_key(struct generation *g, const char *header, bool plan
 	writer_put(w, close);
 }
 
-static const char *secret_name(struct rng *rng, enum planted_rule rule)
+static const char *secret_name(struct rng *rng, enum rule_id rule)
 {
 	static const char *const aws[] = { "aws_access_key_id", "access_key_id", "aws_key_id" };
 	static const char *const github[] = { "gh_auth", "github_auth", "ci_github" };
@@ -355,15 +350,15 @@ static const char *secret_name(struct rng *rng, enum planted_rule rule)
 	};
 
 	switch (rule) {
-	case PLANT_AWS_ACCESS_KEY_ID:
+	case RULE_AWS_ACCESS_KEY_ID:
 		return RNG_PICK(rng, aws);
-	case PLANT_GITHUB_PAT:
+	case RULE_GITHUB_PAT:
 		return RNG_PICK(rng, github);
-	case PLANT_GITHUB_FINE_GRAINED_PAT:
+	case RULE_GITHUB_FINE_GRAINED_PAT:
 		return RNG_PICK(rng, fine_grained);
-	case PLANT_SLACK_TOKEN:
+	case RULE_SLACK_TOKEN:
 		return RNG_PICK(rng, slack);
-	case PLANT_STRIPE_LIVE_SECRET:
+	case RULE_STRIPE_LIVE_SECRET:
 		return RNG_PICK(rng, stripe);
 	default:
 		return RNG_PICK(rng, generic);
@@ -371,14 +366,14 @@ static const char *secret_name(struct rng *rng, enum planted_rule rule)
 }
 
 /* Text that decodes to "name=secret", as a config dump or a header would carry it. */
-static void make_encoded_secret(struct rng *rng, enum planted_rule rule, char *out,
+static void make_encoded_secret(struct rng *rng, enum rule_id rule, char *out,
 				char secret[SECRET_MAX])
 {
 	char payload[SECRET_MAX * 2];
 	char body[65];
 
 	make_secret(rng, rule, secret);
-	if (rule == PLANT_PRIVATE_KEY) {
+	if (rule == RULE_PRIVATE_KEY) {
 		make_base64_noise(rng, body, 64);
 		snprintf(payload, sizeof(payload), "%s\n%s\n", secret, body);
 	} else {
@@ -443,12 +438,12 @@ static void emit_special(struct generation *g)
 						     "api_key", "passwd" };
 	char value[SECRET_MAX * 3];
 	char secret[SECRET_MAX];
-	enum planted_rule rule = (enum planted_rule)rng_below(g->rng, PLANT_RULE_COUNT);
+	enum rule_id rule = (enum rule_id)rng_below(g->rng, RULE_COUNT);
 
 	switch (pick_special(g)) {
 	case SPECIAL_SECRET:
 		make_secret(g->rng, rule, value);
-		if (rule == PLANT_PRIVATE_KEY)
+		if (rule == RULE_PRIVATE_KEY)
 			emit_private_key(g, value, true);
 		else
 			emit_assignment(g, secret_name(g->rng, rule), value, (int)rule, value, false,
@@ -460,8 +455,8 @@ static void emit_special(struct generation *g)
 		break;
 	case SPECIAL_SUPPRESSED:
 		/* PEM blocks are multi-line, so only single-line secrets get the marker. */
-		if (rule == PLANT_PRIVATE_KEY)
-			rule = PLANT_GENERIC_SECRET;
+		if (rule == RULE_PRIVATE_KEY)
+			rule = RULE_GENERIC_SECRET;
 		if (rng_percent(g->rng, 25)) {
 			make_encoded_secret(g->rng, rule, value, secret);
 			emit_assignment(g, RNG_PICK(g->rng, blob_names), value, (int)rule, secret, true,
@@ -731,9 +726,9 @@ void generate_binary_file(struct file_writer *writer, size_t target)
 		writer_put_bytes(writer, noise, sizeof(noise));
 		if (half && writer->length >= half) {
 			/* Real-looking secrets a scanner must not report: the file is binary. */
-			make_secret(rng, PLANT_AWS_ACCESS_KEY_ID, secret);
+			make_secret(rng, RULE_AWS_ACCESS_KEY_ID, secret);
 			writer_printf(writer, "\naws_access_key_id=%s\n", secret);
-			make_secret(rng, PLANT_GITHUB_PAT, secret);
+			make_secret(rng, RULE_GITHUB_PAT, secret);
 			writer_printf(writer, "gh_auth=%s\n", secret);
 			half = 0;
 		}

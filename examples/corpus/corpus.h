@@ -10,23 +10,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "detection.h"
 #include "entropy.h"
 
 /* Planted generic values keep a margin above GENERIC_MIN_ENTROPY_BITS. */
 #define PLANTED_MIN_ENTROPY_BITS 4.0
-
-enum planted_rule {
-	PLANT_AWS_ACCESS_KEY_ID,
-	PLANT_GITHUB_PAT,
-	PLANT_GITHUB_FINE_GRAINED_PAT,
-	PLANT_SLACK_TOKEN,
-	PLANT_STRIPE_LIVE_SECRET,
-	PLANT_PRIVATE_KEY,
-	PLANT_GENERIC_SECRET,
-	PLANT_RULE_COUNT
-};
-
-const char *planted_rule_name(enum planted_rule rule);
 
 /* splitmix64: tiny, fast and fully determined by the seed. */
 struct rng {
@@ -46,7 +34,7 @@ const char *rng_pick(struct rng *rng, const char *const *choices, size_t count);
 #define SECRET_MAX 160
 
 /* A secret that the named rule must report. */
-void make_secret(struct rng *rng, enum planted_rule rule, char out[SECRET_MAX]);
+void make_secret(struct rng *rng, enum rule_id rule, char out[SECRET_MAX]);
 /* Text that looks like a secret of some rule but that no rule may report. */
 void make_decoy(struct rng *rng, char out[SECRET_MAX]);
 /* A generic-secret value too predictable to report. */
@@ -64,7 +52,7 @@ struct truth_entry {
 	/* FNV-1a of the secret: kh-scan reports one secret once per line and rule. */
 	uint64_t match_fingerprint;
 	uint64_t line;
-	enum planted_rule rule;
+	enum rule_id rule;
 	bool decoded;
 };
 
@@ -112,7 +100,7 @@ void writer_put_bytes(struct file_writer *writer, const char *bytes, size_t leng
 void writer_printf(struct file_writer *writer, const char *format, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Records a finding of rule, matching secret, at the writer's current position. */
-void writer_plant(struct file_writer *writer, enum planted_rule rule, bool decoded,
+void writer_plant(struct file_writer *writer, enum rule_id rule, bool decoded,
 		  const char *secret);
 
 void *must_allocate(size_t size);

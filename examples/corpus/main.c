@@ -173,7 +173,7 @@ static int compare_location(const struct truth_entry *left, const struct truth_e
 		return order;
 	if (left->line != right->line)
 		return left->line < right->line ? -1 : 1;
-	return strcmp(planted_rule_name(left->rule), planted_rule_name(right->rule));
+	return strcmp(rule_name(left->rule), rule_name(right->rule));
 }
 
 /* One secret planted twice on a line (raw and encoded, say) is one finding: earliest wins. */
@@ -238,7 +238,7 @@ static int write_truth(const char *root, struct corpus *corpus)
 		fprintf(stream, "{\"path\":\"%s\",\"line\":%llu,\"column\":%u,\"rule\":\"%s\","
 				"\"decoded\":%s}\n",
 			corpus->paths[entry->path_index], (unsigned long long)entry->line,
-			entry->column, planted_rule_name(entry->rule),
+			entry->column, rule_name(entry->rule),
 			entry->decoded ? "true" : "false");
 	}
 	if (fclose(stream) != 0) {

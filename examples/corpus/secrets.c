@@ -7,21 +7,6 @@
 
 #include "corpus.h"
 
-static const char *const planted_rule_names[PLANT_RULE_COUNT] = {
-	[PLANT_AWS_ACCESS_KEY_ID] = "aws-access-key-id",
-	[PLANT_GITHUB_PAT] = "github-pat",
-	[PLANT_GITHUB_FINE_GRAINED_PAT] = "github-fine-grained-pat",
-	[PLANT_SLACK_TOKEN] = "slack-token",
-	[PLANT_STRIPE_LIVE_SECRET] = "stripe-live-secret",
-	[PLANT_PRIVATE_KEY] = "private-key",
-	[PLANT_GENERIC_SECRET] = "generic-secret",
-};
-
-const char *planted_rule_name(enum planted_rule rule)
-{
-	return planted_rule_names[rule];
-}
-
 uint64_t rng_next(struct rng *rng)
 {
 	uint64_t z = (rng->state += 0x9e3779b97f4a7c15ull);
@@ -94,7 +79,7 @@ static void make_generic_value(struct rng *rng, char out[SECRET_MAX])
 	} while (shannon_entropy_bits(out, length) < PLANTED_MIN_ENTROPY_BITS);
 }
 
-void make_secret(struct rng *rng, enum planted_rule rule, char out[SECRET_MAX])
+void make_secret(struct rng *rng, enum rule_id rule, char out[SECRET_MAX])
 {
 	static const char *const aws_prefixes[] = { "AKIA", "ASIA" };
 	static const char *const slack_kinds[] = { "xoxb-", "xoxa-", "xoxp-", "xoxr-", "xoxs-" };
@@ -102,22 +87,22 @@ void make_secret(struct rng *rng, enum planted_rule rule, char out[SECRET_MAX])
 	char *end = out;
 
 	switch (rule) {
-	case PLANT_AWS_ACCESS_KEY_ID:
+	case RULE_AWS_ACCESS_KEY_ID:
 		end = append_text(end, RNG_PICK(rng, aws_prefixes));
 		append_random(rng, end, upper_digits, 16);
 		break;
-	case PLANT_GITHUB_PAT:
+	case RULE_GITHUB_PAT:
 		end = append_text(end, "ghp_");
 		append_random(rng, end, alphanumerics, 36);
 		break;
-	case PLANT_GITHUB_FINE_GRAINED_PAT:
+	case RULE_GITHUB_FINE_GRAINED_PAT:
 		/* GitHub's own layout: 22 characters, '_', 59 characters. */
 		end = append_text(end, "github_pat_");
 		end = append_random(rng, end, alphanumerics, 22);
 		end = append_text(end, "_");
 		append_random(rng, end, alphanumerics, 59);
 		break;
-	case PLANT_SLACK_TOKEN:
+	case RULE_SLACK_TOKEN:
 		end = append_text(end, RNG_PICK(rng, slack_kinds));
 		end = append_random(rng, end, digits, rng_range(rng, 10, 13));
 		end = append_text(end, "-");
@@ -125,17 +110,17 @@ void make_secret(struct rng *rng, enum planted_rule rule, char out[SECRET_MAX])
 		end = append_text(end, "-");
 		append_random(rng, end, alphanumerics, 24);
 		break;
-	case PLANT_STRIPE_LIVE_SECRET:
+	case RULE_STRIPE_LIVE_SECRET:
 		end = append_text(end, "sk_live_");
 		append_random(rng, end, alphanumerics, rng_range(rng, 24, 34));
 		break;
-	case PLANT_PRIVATE_KEY:
+	case RULE_PRIVATE_KEY:
 		end = append_text(end, "-----BEGIN ");
 		end = append_text(end, RNG_PICK(rng, key_kinds));
 		append_text(end, "PRIVATE KEY-----");
 		break;
-	case PLANT_GENERIC_SECRET:
-	case PLANT_RULE_COUNT:
+	case RULE_GENERIC_SECRET:
+	case RULE_COUNT:
 		make_generic_value(rng, out);
 		break;
 	}
@@ -249,7 +234,8 @@ void check_decoy_tables(void)
 		const char *value = low_entropy_values[i];
 		size_t length = strlen(value);
 
-		if (length >= 16 && shannon_entropy_bits(value, length) >= GENERIC_MIN_ENTROPY_BITS) {
+		if (length >= GENERIC_MIN_LENGTH &&
+		    shannon_entropy_bits(value, length) >= GENERIC_MIN_ENTROPY_BITS) {
 			fprintf(stderr, "kh-corpus: decoy '%s' would be reported\n", value);
 			abort();
 		}

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "detection.h"
 #include "entropy.h"
 
 #define KH_SCAN_VERSION "kh-scan 0.1.0"
@@ -35,8 +36,6 @@ enum scan_exit_status {
 #define CHUNK_TARGET_BYTES (1u << 20)
 /* A NUL byte this early marks a file as binary, as git and ripgrep do. */
 #define BINARY_SNIFF_BYTES 8192
-/* generic-secret: values shorter or more predictable than this are noise. */
-#define GENERIC_MIN_LENGTH 16
 /* Shorter base64 runs are mostly identifiers and hashes, not payloads. */
 #define BASE64_MIN_BLOB 24
 /* Decoded bytes must be this printable to be worth rescanning as text. */
@@ -44,17 +43,6 @@ enum scan_exit_status {
 /* A prefix this long identifies a secret to its owner without leaking it. */
 #define REDACTED_PREFIX_BYTES 4
 #define MAX_SCANNER_THREADS 256
-
-enum rule_id {
-	RULE_AWS_ACCESS_KEY_ID,
-	RULE_GITHUB_PAT,
-	RULE_GITHUB_FINE_GRAINED_PAT,
-	RULE_SLACK_TOKEN,
-	RULE_STRIPE_LIVE_SECRET,
-	RULE_PRIVATE_KEY,
-	RULE_GENERIC_SECRET,
-	RULE_COUNT
-};
 
 enum regex_backend {
 	BACKEND_AUTO,
@@ -100,7 +88,6 @@ struct rule_set {
 	uint8_t trigger_lead[TRIGGER_TABLE_SLOTS];
 };
 
-const char *rule_name(enum rule_id rule);
 const char *backend_name(enum regex_backend backend);
 /* Returns 0, or -1 with a message in error (e.g. JIT requested but absent). */
 int rule_set_build(struct rule_set *rules, enum regex_backend requested,
@@ -112,18 +99,6 @@ uint64_t rule_set_digest(void);
 int rule_match(const struct rule_set *rules, enum rule_id rule,
 	       const char *text, size_t length, size_t start,
 	       pcre2_match_data *match_data);
-
-static inline uint64_t fnv1a_update(uint64_t hash, const void *data, size_t length)
-{
-	const unsigned char *bytes = data;
-
-	for (size_t i = 0; i < length; i++) {
-		hash ^= bytes[i];
-		hash *= 0x100000001b3ull;
-	}
-	return hash;
-}
-#define FNV1A_OFFSET_BASIS 0xcbf29ce484222325ull
 
 /* One piece of one file, always ending at a line boundary (or EOF). */
 struct chunk {

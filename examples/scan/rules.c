@@ -5,10 +5,9 @@
 
 #include "kh_scan.h"
 
-struct rule_definition {
-	const char *name;
-	const char *pattern;
-};
+/* The length threshold goes into the generic pattern as text, so the two cannot drift. */
+#define STRINGIFY(x) #x
+#define STRINGIFY_VALUE(x) STRINGIFY(x)
 
 /*
  * Every pattern is compiled anchored: the prefilter hands a rule the
@@ -17,40 +16,27 @@ struct rule_definition {
  * PCRE2_ANCHORED at match time would silently bypass the JIT.  Lookbehinds
  * may see text before the start offset, which gives the word boundaries.
  */
-static const struct rule_definition rule_definitions[RULE_COUNT] = {
-	[RULE_AWS_ACCESS_KEY_ID] = {
-		"aws-access-key-id",
+static const char *const rule_patterns[RULE_COUNT] = {
+	[RULE_AWS_ACCESS_KEY_ID] =
 		"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])",
-	},
-	[RULE_GITHUB_PAT] = {
-		"github-pat",
+	[RULE_GITHUB_PAT] =
 		"(?<![A-Za-z0-9_])ghp_[A-Za-z0-9]{36}(?![A-Za-z0-9_])",
-	},
-	[RULE_GITHUB_FINE_GRAINED_PAT] = {
-		"github-fine-grained-pat",
+	[RULE_GITHUB_FINE_GRAINED_PAT] =
 		"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9_]{82}(?![A-Za-z0-9_])",
-	},
-	[RULE_SLACK_TOKEN] = {
-		"slack-token",
+	[RULE_SLACK_TOKEN] =
 		"(?<![A-Za-z0-9_-])xox[baprs]-[0-9]{10,13}-[A-Za-z0-9-]{10,64}(?![A-Za-z0-9_-])",
-	},
-	[RULE_STRIPE_LIVE_SECRET] = {
-		"stripe-live-secret",
+	[RULE_STRIPE_LIVE_SECRET] =
 		"(?<![A-Za-z0-9_])sk_live_[A-Za-z0-9]{24,99}(?![A-Za-z0-9_])",
-	},
-	[RULE_PRIVATE_KEY] = {
-		"private-key",
+	[RULE_PRIVATE_KEY] =
 		"-----BEGIN (?:RSA |EC |OPENSSH |)PRIVATE KEY-----",
-	},
 	/*
 	 * Starts at the keyword; group 1 is the value, which may not hold
 	 * whitespace, quotes, ',' or ';' so it stops where the literal does.
 	 */
-	[RULE_GENERIC_SECRET] = {
-		"generic-secret",
+	[RULE_GENERIC_SECRET] =
 		"(?i)(?:secret|token|passw(?:or)?d|api[_-]?key)[a-z0-9_.-]*[\"']?[ \\t]*"
-		"(?::=|=|:)[ \\t]*[\"']?([!#-&(-+\\--:<-~]{16,})",
-	},
+		"(?::=|=|:)[ \\t]*[\"']?([!#-&(-+\\--:<-~]"
+		"{" STRINGIFY_VALUE(GENERIC_MIN_LENGTH) ",})",
 };
 
 /*
@@ -88,11 +74,6 @@ static const struct trigger_definition trigger_definitions[] = {
 };
 
 #define TRIGGER_COUNT (sizeof(trigger_definitions) / sizeof(trigger_definitions[0]))
-
-const char *rule_name(enum rule_id rule)
-{
-	return rule < RULE_COUNT ? rule_definitions[rule].name : "unknown";
-}
 
 const char *backend_name(enum regex_backend backend)
 {
@@ -152,7 +133,7 @@ int rule_set_build(struct rule_set *rules, enum regex_backend requested,
 		int code;
 		PCRE2_SIZE offset;
 
-		rules->code[rule] = pcre2_compile((PCRE2_SPTR)rule_definitions[rule].pattern,
+		rules->code[rule] = pcre2_compile((PCRE2_SPTR)rule_patterns[rule],
 						  PCRE2_ZERO_TERMINATED, PCRE2_ANCHORED,
 						  &code, &offset, NULL);
 		if (!rules->code[rule]) {
@@ -160,7 +141,7 @@ int rule_set_build(struct rule_set *rules, enum regex_backend requested,
 
 			pcre2_get_error_message(code, message, sizeof(message));
 			snprintf(error, error_size, "rule %s: %s at offset %zu",
-				 rule_definitions[rule].name, (const char *)message, (size_t)offset);
+				 rule_name(rule), (const char *)message, (size_t)offset);
 			rule_set_free(rules);
 			return -1;
 		}
@@ -196,10 +177,8 @@ uint64_t rule_set_digest(void)
 	int length;
 
 	for (int rule = 0; rule < RULE_COUNT; rule++) {
-		hash = fnv1a_update(hash, rule_definitions[rule].name,
-				    strlen(rule_definitions[rule].name) + 1);
-		hash = fnv1a_update(hash, rule_definitions[rule].pattern,
-				    strlen(rule_definitions[rule].pattern) + 1);
+		hash = fnv1a_update(hash, rule_name(rule), strlen(rule_name(rule)) + 1);
+		hash = fnv1a_update(hash, rule_patterns[rule], strlen(rule_patterns[rule]) + 1);
 	}
 	for (size_t i = 0; i < TRIGGER_COUNT; i++)
 		hash = fnv1a_update(hash, &trigger_definitions[i], sizeof(trigger_definitions[i]));
