@@ -58,29 +58,18 @@ gcc "${CFLAGS_BENCH[@]}" -o "$B/launch" bench/launch.c
 gcc "${CFLAGS_BENCH[@]}" -fPIC -shared -o "$B/libwall.so" bench/libwall.c
 gcc "${CFLAGS_BENCH[@]}" -o "$B/site_cost" bench/site_cost.c
 
-# The seed's own seed-overhead, built from a copy of ../shared/seed (read-only)
-# the way scripts/build-seed-render.sh builds seed-render.
+# The seed's own seed-overhead, built with seed-render by the same script,
+# in the same cargo target directory, so the seed compiles once.  Removed
+# first: without ../shared/seed the script builds nothing.
 SEED=""
-seed_src=../shared/seed
-if [ -f "$seed_src/keyhog_profile_lib.rs" ] && [ -f "$seed_src/conformance/src/bin/seed-overhead.rs" ]; then
-	cargo=${CARGO:-cargo}
-	[ -z "${CARGO:-}" ] && [ -x "$HOME/.cargo/bin/cargo" ] && cargo="$HOME/.cargo/bin/cargo"
-	work=$B/seed
-	mkdir -p "$work"
-	rm -rf "$work/conformance"
-	cp -R "$seed_src/conformance" "$work/conformance"
-	cp "$seed_src/keyhog_profile_lib.rs" "$work/keyhog_profile_lib.rs"
-	chmod -R u+w "$work/conformance" "$work/keyhog_profile_lib.rs"
-	say "building the seed's seed-overhead with $("$cargo" --version 2>&1 || echo "no cargo")"
-	if (cd "$work/conformance" && CARGO_TARGET_DIR="$PWD/../target" \
-		"$cargo" build --release --offline --quiet --bin seed-overhead) >"$tmp/seed-build.log" 2>&1; then
-		SEED=$root/$work/target/release/seed-overhead
-	else
-		say "seed-overhead did not build (the seed needs Rust >= 1.79 and Debian's serde crates); seed rows are n/a"
-		sed 's/^/  /' "$tmp/seed-build.log" >&2
-	fi
+rm -f build/seed-overhead
+say "building the seed's seed-overhead (scripts/build-seed-render.sh)"
+SEED_BINS="seed-render seed-overhead" ./scripts/build-seed-render.sh build >"$tmp/seed-build.log" 2>&1 || true
+if [ -x build/seed-overhead ]; then
+	SEED=$root/build/seed-overhead
 else
-	say "$seed_src not found: seed rows are n/a"
+	say "seed-overhead did not build (no ../shared/seed, or a Rust older than the seed needs); seed rows are n/a"
+	sed 's/^/  /' "$tmp/seed-build.log" >&2
 fi
 
 # --- statistics -------------------------------------------------------------
@@ -191,11 +180,16 @@ row 1 "layout check: same loops built with -falign-loops=32" \
 
 # --- 2. traced cost per span ------------------------------------------------
 say "2/6 traced span cost (khprof batch/span/pair, bpftrace, in-process enabled)"
-BT2=$tmp/pair.bt
-cat >"$BT2" <<EOF
-usdt:$SC:keyhog:span_enter { @s[tid] = nsecs; }
-usdt:$SC:keyhog:span_exit /@s[tid]/ { @ns[arg0] = sum(nsecs - @s[tid]); @n[arg0] = count(); delete(@s[tid]); }
+# bt_pair BINARY OUT: bpftrace's per-stage aggregation with @start[tid],
+# on the same two probes khprof's pair mode uses (rows 2 and 3).
+bt_pair() {
+	cat >"$2" <<EOF
+usdt:$1:keyhog:span_enter { @s[tid] = nsecs; }
+usdt:$1:keyhog:span_exit /@s[tid]/ { @ns[arg0] = sum(nsecs - @s[tid]); @n[arg0] = count(); delete(@s[tid]); }
 EOF
+}
+BT2=$tmp/pair.bt
+bt_pair "$SC" "$BT2"
 declare -A N2=([batch]=2000000 [span]=200000 [pair]=100000)
 for r in 1 2 3 4 5; do
 	span_ns probes "$SC" probes $N1 >>"$tmp/r2.untraced"
@@ -238,10 +232,7 @@ row 2 "lowest-overhead mode ($lowest) vs in-process enabled" "${cost[$lowest]}" 
 # --- 3. attach latency and peak RSS -----------------------------------------
 say "3/6 attach latency and peak RSS (khprof record vs bpftrace -c)"
 BT3=$tmp/first.bt
-cat >"$BT3" <<EOF
-usdt:$FP:keyhog:span_enter { @s[tid] = nsecs; }
-usdt:$FP:keyhog:span_exit /@s[tid]/ { @ns[arg0] = sum(nsecs - @s[tid]); @n[arg0] = count(); delete(@s[tid]); }
-EOF
+bt_pair "$FP" "$BT3"
 R3=15
 for r in $(seq $R3); do
 	settle
@@ -322,8 +313,7 @@ done
 # row 2's per-span cost predicts.
 settle
 "$KHPROF" record -o "$tmp/r4.record.json" -- "$KHSCAN" --threads 2 "$tree" >/dev/null 2>&1 || true
-"$KHPROF" report "$tmp/r4.record.json" --format json >"$tmp/r4.record.report" ||
-	die "cannot read the record of kh-scan"
+[ -s "$tmp/r4.record.json" ] || die "khprof wrote no record of kh-scan"
 # "SPANS OTHER": spans, and kernel entries that are not span hand-overs
 # (counters per file and chunk, session events, loader), from probe_hits.
 # "SPANS OTHER WOKEN": WOKEN counts the events that wake khprof (session
@@ -333,7 +323,7 @@ r = json.load(open(sys.argv[1]))
 spans = sum(s["calls"] for s in r["stages"])
 hits = r.get("khprof", {}).get("probe_hits")
 print(spans, "n/a" if hits is None else max(0, hits - (spans + 63) // 64),
-      1 + len(r["transitions"]))' "$tmp/r4.record.report")
+      1 + len(r["transitions"]))' "$tmp/r4.record.json")
 # paired KIND CFG KEY: median over rounds of CFG / untraced, paired round by
 # round, and a bootstrap 95% interval of that median (fixed seed): "M LO HI".
 paired() {
@@ -365,7 +355,7 @@ done
 # The scanner's own throughput target (examples/README.md): untraced, whole
 # command, 2 threads, bytes the record counted over the median wall.
 scan_bytes=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["input_bytes"])' \
-	"$tmp/r4.record.report")
+	"$tmp/r4.record.json")
 mibps=$(calc %.0f "$scan_bytes / 1048576 / (${wall[untraced]} / 1000)")
 row 4 "kh-scan untraced throughput, MiB/s (whole command, 2 threads, $(calc %.1f "$scan_bytes / 1048576") MiB)" \
 	"$mibps" "target 100 MiB/s" "$(calc %.1f× "$mibps / 100")" "≥100 MiB/s" \
@@ -456,9 +446,7 @@ for r in 1 2 3; do
 				{ cat "$tmp/stderr" >&2; die "khprof record of workload timed $us failed"; }
 			own_ns=$(printf '%s\n' "$own_line" | sed -n 's/^own_total_ns=//p')
 			[ -n "$own_ns" ] || die "workload timed $us printed no own_total_ns"
-			"$KHPROF" report "$rec" --format json >"$rec.report" ||
-				die "khprof report $rec failed"
-			python3 - "$rec.report" "$own_ns" >>"$tmp/r5.$mode.$us" <<'EOF' || die "cannot read $rec"
+			python3 - "$rec" "$own_ns" >>"$tmp/r5.$mode.$us" <<'EOF' || die "cannot read $rec"
 import json, sys
 record = json.load(open(sys.argv[1]))
 own = int(sys.argv[2])
@@ -467,7 +455,7 @@ if not stage:
     sys.exit("no confirmed-patterns stage in the record")
 elapsed, calls = stage[0]["elapsed_ns"], stage[0]["calls"]
 ext = record.get("khprof", {})
-bias = ext.get("span_bias_ns", ext.get("bias_ns_per_span"))
+bias = ext.get("span_bias_ns")
 # elapsed_ns has the calibrated bias already subtracted once per call
 # (docs/SCHEMA.md); the raw figure adds it back.
 raw = elapsed + calls * bias if bias is not None else elapsed
@@ -663,8 +651,8 @@ wakes khprof so it samples /proc at the transition) and 200 `KH_IDENTITY`s
 
 Row 5, accuracy. `khprof record -o F -- workload timed US N` runs N spans of
 US µs each and prints the total the workload measured itself, inside the
-spans; the record's `confirmed-patterns` `elapsed_ns` (read with
-`khprof report F --format json`) is compared with it. khprof subtracts a
+spans; the record's `confirmed-patterns` `elapsed_ns` (F is the JSON
+record) is compared with it. khprof subtracts a
 bias calibrated at start-up (`span_bias_ns` in the record's `khprof`
 extension, per mode) from every call; "raw" adds it back, "corrected" is
 the record as written. The raw bias per span is what every span carries

@@ -6,8 +6,10 @@
 # Without ../shared/seed, or without a Rust new enough for it, the check is
 # unavailable: say so and succeed, and the conformance tests skip (or fail
 # under CI=true, naming the missing reader).
+# SEED_BINS names the seed's binaries to build (default seed-render; make
+# bench adds seed-overhead), all in one cargo call and one target directory.
 #
-#   scripts/build-seed-render.sh BUILD_DIR [PACKAGES...]
+#   [SEED_BINS="seed-render seed-overhead"] scripts/build-seed-render.sh BUILD_DIR [PACKAGES...]
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:?usage: build-seed-render.sh BUILD_DIR [PACKAGES...]}
@@ -32,13 +34,22 @@ chmod -R u+w "$work/conformance" "$work/keyhog_profile_lib.rs"
 cargo=${CARGO:-cargo}
 [ -z "${CARGO:-}" ] && [ -x "$HOME/.cargo/bin/cargo" ] && cargo="$HOME/.cargo/bin/cargo"
 
+bins=${SEED_BINS:-seed-render}
+bin_args=""
+for bin in $bins; do
+	bin_args="$bin_args --bin $bin"
+done
+
 # Run from the copy so that its .cargo/config.toml (offline, Debian crates) applies.
+# shellcheck disable=SC2086
 if ! (cd "$work/conformance" && CARGO_TARGET_DIR="$PWD/../target" \
-	"$cargo" build --release --offline --quiet --bin seed-render); then
+	"$cargo" build --release --offline --quiet $bin_args); then
 	echo "seed-render: build failed with $("$cargo" --version 2>&1) (the seed needs Rust >= 1.79);" \
 		"the seed conformance check is unavailable"
 	exit 0
 fi
-cp "$work/target/release/seed-render" "$build/seed-render.tmp"
-mv "$build/seed-render.tmp" "$build/seed-render"
-echo "seed-render: built $build/seed-render"
+for bin in $bins; do
+	cp "$work/target/release/$bin" "$build/$bin.tmp"
+	mv "$build/$bin.tmp" "$build/$bin"
+	echo "seed-render: built $build/$bin"
+done
