@@ -12,25 +12,27 @@
 
 #include "corpus.h"
 
-void *must_allocate(size_t size)
+static _Noreturn void out_of_memory(void)
 {
-	void *memory = malloc(size);
-
-	if (!memory) {
-		fputs("kh-corpus: out of memory\n", stderr);
-		exit(2);
-	}
-	return memory;
+	fputs("kh-corpus: out of memory\n", stderr);
+	exit(2);
 }
 
 void *must_reallocate(void *memory, size_t size)
 {
 	memory = realloc(memory, size);
-	if (!memory) {
-		fputs("kh-corpus: out of memory\n", stderr);
-		exit(2);
-	}
+	if (!memory)
+		out_of_memory();
 	return memory;
+}
+
+char *must_strdup(const char *text)
+{
+	char *copy = strdup(text);
+
+	if (!copy)
+		out_of_memory();
+	return copy;
 }
 
 void writer_put_bytes(struct file_writer *writer, const char *bytes, size_t length)

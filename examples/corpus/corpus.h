@@ -103,7 +103,7 @@ void writer_printf(struct file_writer *writer, const char *format, ...)
 void writer_plant(struct file_writer *writer, enum rule_id rule, bool decoded,
 		  const char *secret);
 
-void *must_allocate(size_t size);
 void *must_reallocate(void *memory, size_t size);
+char *must_strdup(const char *text);
 
 #endif /* KH_CORPUS_H */

@@ -94,8 +94,7 @@ static uint32_t add_path(struct corpus *corpus, const char *relative)
 		corpus->paths = must_reallocate(corpus->paths,
 						corpus->path_capacity * sizeof(*corpus->paths));
 	}
-	corpus->paths[corpus->path_count] = must_allocate(strlen(relative) + 1);
-	strcpy(corpus->paths[corpus->path_count], relative);
+	corpus->paths[corpus->path_count] = must_strdup(relative);
 	return (uint32_t)corpus->path_count++;
 }
 

@@ -87,34 +87,51 @@ void allowlist_free(struct allowlist *allowlist)
 	allowlist->count = 0;
 }
 
+/*
+ * The reader cannot go on without its path table, a directory listing or
+ * a chunk, so running out of memory for one fails the whole run, and the
+ * session is finished as failed so a tracer sees why it ended.
+ */
+static _Noreturn void out_of_memory(void)
+{
+	scan_error("out of memory");
+	KH_SESSION_FINISH(KH_STATE_FAILED);
+	exit(SCAN_EXIT_ERROR);
+}
+
 static void *must_allocate(size_t size)
 {
 	void *memory = malloc(size);
 
-	if (!memory) {
-		scan_error("out of memory");
-		KH_SESSION_FINISH(KH_STATE_FAILED);
-		exit(SCAN_EXIT_ERROR);
-	}
+	if (!memory)
+		out_of_memory();
 	return memory;
+}
+
+static void *must_reallocate(void *memory, size_t size)
+{
+	memory = realloc(memory, size);
+	if (!memory)
+		out_of_memory();
+	return memory;
+}
+
+static char *must_strdup(const char *text)
+{
+	char *copy = strdup(text);
+
+	if (!copy)
+		out_of_memory();
+	return copy;
 }
 
 static uint32_t file_table_add(struct file_table *files, const char *path)
 {
 	if (files->count == files->capacity) {
-		size_t capacity = files->capacity ? files->capacity * 2 : 256;
-		char **grown = realloc(files->paths, capacity * sizeof(*grown));
-
-		if (!grown) {
-			scan_error("out of memory");
-			KH_SESSION_FINISH(KH_STATE_FAILED);
-			exit(SCAN_EXIT_ERROR);
-		}
-		files->paths = grown;
-		files->capacity = capacity;
+		files->capacity = files->capacity ? files->capacity * 2 : 256;
+		files->paths = must_reallocate(files->paths, files->capacity * sizeof(*files->paths));
 	}
-	files->paths[files->count] = must_allocate(strlen(path) + 1);
-	strcpy(files->paths[files->count], path);
+	files->paths[files->count] = must_strdup(path);
 	return (uint32_t)files->count++;
 }
 
@@ -339,17 +356,9 @@ static int list_directory(const char *path, struct directory_entry **entries, si
 			continue;
 		if (used == capacity) {
 			capacity = capacity ? capacity * 2 : 32;
-			struct directory_entry *grown = realloc(list, capacity * sizeof(*grown));
-
-			if (!grown) {
-				scan_error("out of memory");
-				KH_SESSION_FINISH(KH_STATE_FAILED);
-				exit(SCAN_EXIT_ERROR);
-			}
-			list = grown;
+			list = must_reallocate(list, capacity * sizeof(*list));
 		}
-		list[used].name = must_allocate(strlen(entry->d_name) + 1);
-		strcpy(list[used].name, entry->d_name);
+		list[used].name = must_strdup(entry->d_name);
 		list[used].type = type;
 		used++;
 		errno = 0;
