@@ -187,35 +187,36 @@ static uint64_t logical_cpus(void)
 	return n > 0 ? (uint64_t)n : 1;
 }
 
+/* The RunIdentity strings that are never None: "unknown" until set. */
+static const struct {
+	const char *key;
+	size_t offset;
+} identity_strings[] = {
+	{ "run_id", offsetof(struct kh_identity, run_id) },
+	{ "binary_version", offsetof(struct kh_identity, binary_version) },
+	{ "detector_digest", offsetof(struct kh_identity, detector_digest) },
+	{ "config_digest", offsetof(struct kh_identity, config_digest) },
+	{ "source_kind", offsetof(struct kh_identity, source_kind) },
+	{ "workload_class", offsetof(struct kh_identity, workload_class) },
+	{ "backend_requested", offsetof(struct kh_identity, backend_requested) },
+};
+
+static char **identity__string_at(struct kh_identity *id, size_t i)
+{
+	return (char **)((char *)id + identity_strings[i].offset);
+}
+
 static char **identity__string_slot(struct kh_identity *id, const char *key)
 {
-	static const struct {
-		const char *key;
-		size_t offset;
-	} fields[] = {
-		{ "run_id", offsetof(struct kh_identity, run_id) },
-		{ "binary_version", offsetof(struct kh_identity, binary_version) },
-		{ "detector_digest", offsetof(struct kh_identity, detector_digest) },
-		{ "config_digest", offsetof(struct kh_identity, config_digest) },
-		{ "source_kind", offsetof(struct kh_identity, source_kind) },
-		{ "workload_class", offsetof(struct kh_identity, workload_class) },
-		{ "backend_requested", offsetof(struct kh_identity, backend_requested) },
-	};
-
-	for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
-		if (strcmp(fields[i].key, key) == 0)
-			return (char **)((char *)id + fields[i].offset);
+	for (size_t i = 0; i < ARRAY_SIZE(identity_strings); i++) {
+		if (strcmp(identity_strings[i].key, key) == 0)
+			return identity__string_at(id, i);
 	}
 	return NULL;
 }
 
 int profile__init(struct kh_profile *p)
 {
-	static const char *const defaults[] = {
-		"run_id", "binary_version", "detector_digest", "config_digest",
-		"source_kind", "workload_class", "backend_requested",
-	};
-
 	memset(p, 0, sizeof(*p));
 	p->identity.cache_state = KH_CACHE_UNKNOWN;
 	p->identity.daemon_state = KH_DAEMON_OFF;
@@ -224,8 +225,8 @@ int profile__init(struct kh_profile *p)
 	p->schema = strdup(KH_PROFILE_SCHEMA);
 	if (!p->schema)
 		return -ENOMEM;
-	for (size_t i = 0; i < ARRAY_SIZE(defaults); i++) {
-		if (string__replace(identity__string_slot(&p->identity, defaults[i]), "unknown"))
+	for (size_t i = 0; i < ARRAY_SIZE(identity_strings); i++) {
+		if (string__replace(identity__string_at(&p->identity, i), "unknown"))
 			return -ENOMEM;
 	}
 	return 0;
@@ -233,13 +234,8 @@ int profile__init(struct kh_profile *p)
 
 static void identity__free(struct kh_identity *id)
 {
-	free(id->run_id);
-	free(id->binary_version);
-	free(id->detector_digest);
-	free(id->config_digest);
-	free(id->source_kind);
-	free(id->workload_class);
-	free(id->backend_requested);
+	for (size_t i = 0; i < ARRAY_SIZE(identity_strings); i++)
+		free(*identity__string_at(id, i));
 	free(id->backend_selected);
 }
 
