@@ -94,13 +94,14 @@ $(BUILD)/kh-corpus: $(patsubst %.c,$(BUILD)/%.o,$(wildcard examples/corpus/*.c))
 	$(CC) $(CFLAGS) -o $@ $^ -lm
 
 # --- tests ------------------------------------------------------------------
+# tests/common holds the helpers every test binary shares (khtest.h).
 $(BUILD)/tests/%.o: tests/unit/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -c $< -o $@
+	$(CC) $(USER_CFLAGS) -Itests/common -c $< -o $@
 
 $(BUILD)/tests/%.o: tests/integration/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -pthread -c $< -o $@
+	$(CC) $(USER_CFLAGS) -Itests/common -pthread -c $< -o $@
 
 $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(MODULE_OBJS)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) -lcmocka -ldl

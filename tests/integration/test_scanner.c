@@ -19,19 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "khtest.h"
+
 static char scanner_binary[PATH_MAX];
 static char corpus_binary[PATH_MAX];
-
-struct run_result {
-	int exit_status; /* -1 if killed by a signal */
-	char *out;
-	char *err;
-};
 
 static char *read_whole_file(const char *path, size_t *length_out)
 {
@@ -79,43 +74,10 @@ static char *join(const char *directory, const char *name)
 	return path;
 }
 
-/* Runs argv[0] with cwd, capturing stdout and stderr through files (no pipe deadlock). */
+/* Runs argv[0] in cwd (NULL: here); the tests build argv from constant strings. */
 static struct run_result run_in(const char *cwd, const char *const argv[])
 {
-	char out_path[] = "/tmp/kh-scan-test-out-XXXXXX";
-	char err_path[] = "/tmp/kh-scan-test-err-XXXXXX";
-	int out_fd = mkstemp(out_path), err_fd = mkstemp(err_path);
-	struct run_result result = { 0 };
-	int status;
-	pid_t child;
-
-	assert_true(out_fd >= 0 && err_fd >= 0);
-	child = fork();
-	assert_true(child >= 0);
-	if (child == 0) {
-		if ((cwd && chdir(cwd) != 0) || dup2(out_fd, STDOUT_FILENO) < 0 ||
-		    dup2(err_fd, STDERR_FILENO) < 0)
-			_exit(127);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	assert_int_equal(waitpid(child, &status, 0), child);
-	result.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-	result.out = read_whole_file(out_path, NULL);
-	result.err = read_whole_file(err_path, NULL);
-	assert_non_null(result.out);
-	assert_non_null(result.err);
-	close(out_fd);
-	close(err_fd);
-	unlink(out_path);
-	unlink(err_path);
-	return result;
-}
-
-static void run_result_free(struct run_result *result)
-{
-	free(result->out);
-	free(result->err);
+	return run_cmd(cwd, -1, (char *const *)argv);
 }
 
 static int remove_entry(const char *path, const struct stat *info, int flag, struct FTW *walk)
@@ -141,15 +103,6 @@ static int remove_workspace(void **state)
 	nftw(*state, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 	free(*state);
 	return 0;
-}
-
-static size_t count_lines(const char *text)
-{
-	size_t lines = 0;
-
-	for (; *text; text++)
-		lines += *text == '\n';
-	return lines;
 }
 
 /* "path|line|column|rule|decoded" for each JSON line, sorted: a comparable multiset. */
@@ -228,7 +181,7 @@ static void generate_corpus(const char *directory, const char *seed, const char 
 			       extra ? extra : directory, extra ? directory : NULL, NULL };
 	struct run_result result = run_in(NULL, argv);
 
-	assert_int_equal(result.exit_status, 0);
+	assert_int_equal(result.exit_code, 0);
 	run_result_free(&result);
 }
 
@@ -274,7 +227,7 @@ static void check_corpus_against_truth(const char *workspace, const char *seed)
 	assert_non_null(strstr(truth, "\"decoded\":true"));
 
 	result = run_in(corpus, argv);
-	assert_int_equal(result.exit_status, 1);
+	assert_int_equal(result.exit_code, 1);
 	assert_string_equal(result.err, "");
 	expected = finding_keys(truth);
 	actual = finding_keys(result.out);
@@ -330,7 +283,7 @@ static void decoys_only_corpus_has_no_findings_and_exits_0(void **state)
 	result = run_in(corpus, argv);
 	assert_string_equal(result.out, "");
 	assert_string_equal(result.err, "");
-	assert_int_equal(result.exit_status, 0);
+	assert_int_equal(result.exit_code, 0);
 	run_result_free(&result);
 	free(truth);
 	free(truth_path);
@@ -350,7 +303,7 @@ static void thread_count_does_not_change_output(void **state)
 	single = run_in(corpus, one);
 	parallel = run_in(corpus, four);
 	interpreted = run_in(corpus, interp);
-	assert_int_equal(single.exit_status, 1);
+	assert_int_equal(single.exit_code, 1);
 	assert_true(count_lines(single.out) > 50);
 	assert_string_equal(single.out, parallel.out);
 	assert_string_equal(single.out, interpreted.out);
@@ -386,7 +339,7 @@ static void kh_allow_suppresses_only_its_line(void **state)
 		 "first = \"%s\"  # kh:allow\nsecond = \"%s\"\nthird = \"%s\" // kh:allow\n",
 		 aws_key, other_aws_key, other_aws_key);
 	result = scan_text_file(*state, "allow.py", text);
-	assert_int_equal(result.exit_status, 1);
+	assert_int_equal(result.exit_code, 1);
 	keys = finding_keys(result.out);
 	assert_int_equal(keys.count, 1);
 	assert_non_null(strstr(keys.keys[0], "allow.py|2|11|aws-access-key-id|0"));
@@ -425,10 +378,10 @@ static void allowlist_globs_skip_matching_files(void **state)
 	const char *argv_without[] = { scanner_binary, tree, NULL };
 
 	without = run_in(NULL, argv_without);
-	assert_int_equal(without.exit_status, 1);
+	assert_int_equal(without.exit_code, 1);
 	assert_int_equal(count_lines(without.out), 3);
 	with = run_in(NULL, argv_with);
-	assert_int_equal(with.exit_status, 1);
+	assert_int_equal(with.exit_code, 1);
 	keys = finding_keys(with.out);
 	assert_int_equal(keys.count, 1);
 	assert_non_null(strstr(keys.keys[0], "/allow-tree/notes.txt|1|8|aws-access-key-id|0"));
@@ -461,7 +414,7 @@ static void redacted_field_never_contains_the_secret(void **state)
 		 "aws = %s\ngh = %s\nfine = %s\nslack = %s\nstripe = %s\nclient_secret = \"%s\"\n",
 		 secrets[0], secrets[1], secrets[2], secrets[3], secrets[4], secrets[5]);
 	result = scan_text_file(*state, "secrets.txt", text);
-	assert_int_equal(result.exit_status, 1);
+	assert_int_equal(result.exit_code, 1);
 	assert_int_equal(count_lines(result.out), 6);
 	for (size_t i = 0; i < sizeof(secrets) / sizeof(secrets[0]); i++) {
 		char prefix[5] = { 0 };
@@ -505,14 +458,14 @@ static void binary_file_is_skipped(void **state)
 	/* The same bytes with and without a NUL: only the NUL may change the outcome. */
 	write_file(textual, text, length);
 	result = run_in(NULL, argv_text);
-	assert_int_equal(result.exit_status, 1);
+	assert_int_equal(result.exit_code, 1);
 	assert_int_equal(count_lines(result.out), 1);
 	run_result_free(&result);
 
 	text[3] = '\0';
 	write_file(binary, text, length);
 	result = run_in(NULL, argv_binary);
-	assert_int_equal(result.exit_status, 0);
+	assert_int_equal(result.exit_code, 0);
 	assert_string_equal(result.out, "");
 	run_result_free(&result);
 	free(binary);
@@ -535,7 +488,7 @@ static void nul_after_sniff_window_is_still_text(void **state)
 	snprintf(data + 9000, 64, "\nkey = %s\n", aws_key);
 	write_file(path, data, strlen(data + 9000) + 9000);
 	result = run_in(NULL, argv);
-	assert_int_equal(result.exit_status, 1);
+	assert_int_equal(result.exit_code, 1);
 	assert_int_equal(count_lines(result.out), 1);
 	run_result_free(&result);
 	free(path);
@@ -560,7 +513,7 @@ static void symlink_loop_terminates_and_reports_once(void **state)
 	snprintf(text, sizeof(text), "key = %s\n", aws_key);
 	write_text(secret, text);
 	result = run_in(NULL, argv);
-	assert_int_equal(result.exit_status, 1);
+	assert_int_equal(result.exit_code, 1);
 	assert_int_equal(count_lines(result.out), 1);
 	assert_non_null(strstr(result.out, "loop-root/sub/key.txt"));
 	run_result_free(&result);
@@ -577,7 +530,7 @@ static void missing_path_exits_2_with_one_error_line(void **state)
 	const char *argv[] = { scanner_binary, missing, NULL };
 	struct run_result result = run_in(NULL, argv);
 
-	assert_int_equal(result.exit_status, 2);
+	assert_int_equal(result.exit_code, 2);
 	assert_string_equal(result.out, "");
 	assert_int_equal(count_lines(result.err), 1);
 	assert_non_null(strstr(result.err, missing));
@@ -596,7 +549,7 @@ static void bad_arguments_exit_2_with_one_error_line(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct run_result result = run_in(NULL, cases[i]);
 
-		assert_int_equal(result.exit_status, 2);
+		assert_int_equal(result.exit_code, 2);
 		assert_string_equal(result.out, "");
 		assert_int_equal(count_lines(result.err), 1);
 		run_result_free(&result);
@@ -613,7 +566,7 @@ static void base64_secret_is_reported_decoded_at_blob_line(void **state)
 	struct run_result result = scan_text_file(*state, "blob.yaml", text);
 	struct key_list keys = finding_keys(result.out);
 
-	assert_int_equal(result.exit_status, 1);
+	assert_int_equal(result.exit_code, 1);
 	assert_int_equal(keys.count, 1);
 	assert_non_null(strstr(keys.keys[0], "blob.yaml|3|11|aws-access-key-id|1"));
 	/* The blob itself never holds the key in clear, so only decoding finds it. */
@@ -634,7 +587,7 @@ static void generic_rule_reports_only_high_entropy_values(void **state)
 	struct run_result result = scan_text_file(*state, "generic.go", text);
 	struct key_list keys = finding_keys(result.out);
 
-	assert_int_equal(result.exit_status, 1);
+	assert_int_equal(result.exit_code, 1);
 	assert_int_equal(keys.count, 2);
 	assert_non_null(strstr(keys.keys[0], "generic.go|5|18|generic-secret|0"));
 	assert_non_null(strstr(keys.keys[1], "generic.go|6|12|generic-secret|0"));
@@ -650,7 +603,7 @@ static void repeated_secret_on_a_line_is_reported_once(void **state)
 	snprintf(text, sizeof(text), "a=%s b=%s\nc=%s d=%s\n", aws_key, aws_key, aws_key,
 		 other_aws_key);
 	result = scan_text_file(*state, "repeat.txt", text);
-	assert_int_equal(result.exit_status, 1);
+	assert_int_equal(result.exit_code, 1);
 	/* Line 1 holds one secret twice, line 2 two different secrets. */
 	assert_int_equal(count_lines(result.out), 3);
 	run_result_free(&result);
@@ -681,7 +634,7 @@ static void lines_are_counted_across_chunks_and_long_lines(void **state)
 	write_file(path, data, length);
 
 	result = run_in(NULL, argv);
-	assert_int_equal(result.exit_status, 1);
+	assert_int_equal(result.exit_code, 1);
 	keys = finding_keys(result.out);
 	assert_int_equal(keys.count, 3);
 	snprintf(expected[0], sizeof(expected[0]), "big.log|20001|5|aws-access-key-id|0");
@@ -709,10 +662,10 @@ static void corpus_is_byte_identical_for_a_seed(void **state)
 	generate_corpus(second, "5", NULL);
 	generate_corpus(third, "6", NULL);
 	result = run_in(NULL, diff);
-	assert_int_equal(result.exit_status, 0);
+	assert_int_equal(result.exit_code, 0);
 	run_result_free(&result);
 	result = run_in(NULL, diff_other);
-	assert_int_equal(result.exit_status, 1);
+	assert_int_equal(result.exit_code, 1);
 	run_result_free(&result);
 	free(first);
 	free(second);

@@ -22,78 +22,20 @@
 #include <cmocka.h>
 
 #include "json.h"
+#include "khtest.h"
 #include "record.h"
 
-#define KHPROF "build/khprof"
 #define WORKLOAD "build/workloads/workload"
 
+/* build/khprof, or $KH_KHPROF; set in main(). */
+static char *khprof;
+
 static char tmpdir[] = "/tmp/khprof-itest-XXXXXX";
-
-struct run_result {
-	int exit_code;
-	char *out;
-	char *err;
-};
-
-static bool in_ci(void)
-{
-	const char *ci = getenv("CI");
-
-	return ci && strcmp(ci, "true") == 0;
-}
-
-static char *read_fd_all(int fd)
-{
-	size_t cap = 4096, len = 0;
-	char *buf = malloc(cap);
-	ssize_t n;
-
-	while (buf && (n = read(fd, buf + len, cap - len - 1)) > 0) {
-		len += n;
-		if (cap - len < 2)
-			buf = realloc(buf, cap *= 2);
-	}
-	if (buf)
-		buf[len] = '\0';
-	return buf;
-}
 
 /* Runs argv to completion, capturing stdout and stderr. */
 static struct run_result run(char *const argv[])
 {
-	struct run_result r = { -1, NULL, NULL };
-	char out_path[128], err_path[128];
-	int out_fd, err_fd, status;
-	pid_t pid;
-
-	snprintf(out_path, sizeof(out_path), "%s/stdout", tmpdir);
-	snprintf(err_path, sizeof(err_path), "%s/stderr", tmpdir);
-	out_fd = open(out_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	err_fd = open(err_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	assert_true(out_fd >= 0 && err_fd >= 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(out_fd, 1);
-		dup2(err_fd, 2);
-		execv(argv[0], argv);
-		_exit(121);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	lseek(out_fd, 0, SEEK_SET);
-	lseek(err_fd, 0, SEEK_SET);
-	r.out = read_fd_all(out_fd);
-	r.err = read_fd_all(err_fd);
-	close(out_fd);
-	close(err_fd);
-	return r;
-}
-
-static void run_result__free(struct run_result *r)
-{
-	free(r->out);
-	free(r->err);
+	return run_cmd(NULL, -1, argv);
 }
 
 static void tmp_path(char *buf, size_t len, const char *name)
@@ -123,20 +65,16 @@ static uint64_t elapsed_of(const struct kh_profile *p, uint32_t stage)
 	return m ? m->elapsed_ns : 0;
 }
 
-static bool have_seed_render(void)
-{
-	return access("build/seed-render", X_OK) == 0;
-}
-
 /* The seed's own types read the record and print exactly what khprof does. */
 static void assert_seed_conformance(const char *record)
 {
-	char *seed_argv[] = { "build/seed-render", (char *)record, NULL };
-	char *report_argv[] = { KHPROF, "report", (char *)record, NULL };
+	const char *render = seed_render_path();
+	char *seed_argv[] = { (char *)render, (char *)record, NULL };
+	char *report_argv[] = { khprof, "report", (char *)record, NULL };
 	struct run_result seed, ours;
 
-	if (!have_seed_render()) {
-		if (in_ci())
+	if (!render) {
+		if (running_in_ci())
 			fail_msg("build/seed-render is missing in CI (make seed-render)");
 		return;
 	}
@@ -146,15 +84,15 @@ static void assert_seed_conformance(const char *record)
 		fail_msg("seed-render rejects '%s': %s", record, seed.err);
 	assert_int_equal(ours.exit_code, 0);
 	assert_string_equal(ours.out, seed.out);
-	run_result__free(&seed);
-	run_result__free(&ours);
+	run_result_free(&seed);
+	run_result_free(&ours);
 }
 
 /* khprof record -o OUT -- workload SCENARIO ARG in the default mode; loads OUT. */
 static void record_workload(const char *scenario, const char *arg, char *out, size_t len,
 			    struct kh_profile *p)
 {
-	char *argv[] = { KHPROF, "record", "-o", out, "--", WORKLOAD, (char *)scenario,
+	char *argv[] = { khprof, "record", "-o", out, "--", WORKLOAD, (char *)scenario,
 			 (char *)arg, NULL };
 	struct run_result r;
 
@@ -162,7 +100,7 @@ static void record_workload(const char *scenario, const char *arg, char *out, si
 	r = run(argv);
 	if (r.exit_code != 0)
 		fail_msg("workload %s exited %d: %s", scenario, r.exit_code, r.err);
-	run_result__free(&r);
+	run_result_free(&r);
 	load_record(out, p);
 }
 
@@ -171,7 +109,7 @@ static const char *const modes[] = { "span", "pair", "batch" };
 static void check_nested(const char *mode)
 {
 	char out[160];
-	char *argv[] = { KHPROF, "record", "--mode", (char *)mode, "-o", out, "--", WORKLOAD,
+	char *argv[] = { khprof, "record", "--mode", (char *)mode, "-o", out, "--", WORKLOAD,
 			 "nested", "50", NULL };
 	struct kh_profile p;
 	struct run_result r;
@@ -224,7 +162,7 @@ static void check_nested(const char *mode)
 	assert_int_equal(p.ext.drops[KH_DROP_UNMATCHED_EXIT], 0);
 	profile__free(&p);
 	assert_seed_conformance(out);
-	run_result__free(&r);
+	run_result_free(&r);
 }
 
 static void test_nested_all_modes(void **state)
@@ -251,7 +189,7 @@ static void test_two_threads(void **state)
 static void test_several_sessions(void **state)
 {
 	char out[160], path[160];
-	char *argv[] = { KHPROF, "record", "-o", out, "--", WORKLOAD, "sessions", "3", NULL };
+	char *argv[] = { khprof, "record", "-o", out, "--", WORKLOAD, "sessions", "3", NULL };
 	struct run_result r;
 	char pid_prefix[32] = "";
 
@@ -285,7 +223,7 @@ static void test_several_sessions(void **state)
 		profile__free(&p);
 		assert_seed_conformance(path);
 	}
-	run_result__free(&r);
+	run_result_free(&r);
 }
 
 /*
@@ -297,7 +235,7 @@ static void test_several_sessions(void **state)
 static void check_timed(const char *mode, const char *span_us, uint64_t spans)
 {
 	char out[160];
-	char *argv[] = { KHPROF, "record", "--mode", (char *)mode, "-o", out, "--", WORKLOAD,
+	char *argv[] = { khprof, "record", "--mode", (char *)mode, "-o", out, "--", WORKLOAD,
 			 "timed", (char *)span_us, "200", NULL };
 	unsigned long long own = 0;
 	struct kh_profile p;
@@ -315,7 +253,7 @@ static void check_timed(const char *mode, const char *span_us, uint64_t spans)
 		fail_msg("%s mode, %s us spans: khprof %llu ns vs workload %llu ns", mode, span_us,
 			 (unsigned long long)traced, own);
 	profile__free(&p);
-	run_result__free(&r);
+	run_result_free(&r);
 }
 
 static void test_times_match_workload_clock(void **state)
@@ -342,7 +280,7 @@ static void test_shared_library_and_dlopen(void **state)
 static void test_red_zone_leaf_unchanged(void **state)
 {
 	char out[160];
-	char *argv[] = { KHPROF, "record", "-o", out, "--", WORKLOAD, "redzone", "100000", NULL };
+	char *argv[] = { khprof, "record", "-o", out, "--", WORKLOAD, "redzone", "100000", NULL };
 	char *untraced_argv[] = { WORKLOAD, "redzone", "100000", NULL };
 	struct run_result r, untraced;
 	struct kh_profile p;
@@ -359,8 +297,8 @@ static void test_red_zone_leaf_unchanged(void **state)
 	assert_int_equal(p.input_bytes, 100000);
 	assert_int_equal(p.input_units, 100000);
 	profile__free(&p);
-	run_result__free(&r);
-	run_result__free(&untraced);
+	run_result_free(&r);
+	run_result_free(&untraced);
 }
 
 static void test_program_without_sessions(void **state)
@@ -386,7 +324,7 @@ static void test_deep_nesting_is_counted(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
 		char out[160];
-		char *argv[] = { KHPROF, "record", "--mode", (char *)modes[i], "-o", out, "--",
+		char *argv[] = { khprof, "record", "--mode", (char *)modes[i], "-o", out, "--",
 				 WORKLOAD, "deep", "40", NULL };
 		uint64_t dropped;
 		struct kh_profile p;
@@ -401,16 +339,16 @@ static void test_deep_nesting_is_counted(void **state)
 		assert_int_equal(dropped, 8);
 		assert_non_null(strstr(r.err, "khprof: warning: 8 "));
 		profile__free(&p);
-		run_result__free(&r);
+		run_result_free(&r);
 	}
 }
 
 static void test_identity_override(void **state)
 {
 	char out[160];
-	char *argv[] = { KHPROF, "record", "-o", out, "--identity", "workload_class=nightly",
+	char *argv[] = { khprof, "record", "-o", out, "--identity", "workload_class=nightly",
 			 "--identity", "daemon_state=worker", "--", WORKLOAD, "nested", "2", NULL };
-	char *bad_argv[] = { KHPROF, "record", "--identity", "colour=blue", "--", WORKLOAD,
+	char *bad_argv[] = { khprof, "record", "--identity", "colour=blue", "--", WORKLOAD,
 			     "nested", "2", NULL };
 	struct kh_profile p;
 	struct run_result r, bad;
@@ -427,16 +365,16 @@ static void test_identity_override(void **state)
 	bad = run(bad_argv);
 	assert_int_equal(bad.exit_code, 2);
 	assert_non_null(strstr(bad.err, "colour"));
-	run_result__free(&r);
-	run_result__free(&bad);
+	run_result_free(&r);
+	run_result_free(&bad);
 }
 
 static void test_exit_status_and_errors(void **state)
 {
-	char *not_found[] = { KHPROF, "record", "--", "no-such-command-khprof", NULL };
-	char *status3[] = { KHPROF, "record", "--", "/bin/sh", "-c", "exit 3", NULL };
-	char *killed[] = { KHPROF, "record", "--", "/bin/sh", "-c", "kill -TERM $$", NULL };
-	char *no_probes[] = { KHPROF, "record", "--", "/bin/true", NULL };
+	char *not_found[] = { khprof, "record", "--", "no-such-command-khprof", NULL };
+	char *status3[] = { khprof, "record", "--", "/bin/sh", "-c", "exit 3", NULL };
+	char *killed[] = { khprof, "record", "--", "/bin/sh", "-c", "kill -TERM $$", NULL };
+	char *no_probes[] = { khprof, "record", "--", "/bin/true", NULL };
 	struct run_result r;
 
 	(void)state;
@@ -444,36 +382,36 @@ static void test_exit_status_and_errors(void **state)
 	assert_int_equal(r.exit_code, 127);
 	assert_string_equal(r.err,
 			    "khprof: cannot run 'no-such-command-khprof': command not found\n");
-	run_result__free(&r);
+	run_result_free(&r);
 
 	r = run(status3);
 	assert_int_equal(r.exit_code, 3);
-	run_result__free(&r);
+	run_result_free(&r);
 
 	r = run(killed);
 	assert_int_equal(r.exit_code, 128 + SIGTERM);
-	run_result__free(&r);
+	run_result_free(&r);
 
 	r = run(no_probes);
 	assert_int_equal(r.exit_code, 0);
 	assert_non_null(strstr(r.err, "no keyhog probes"));
-	run_result__free(&r);
+	run_result_free(&r);
 }
 
 /* --repeat: N fresh traced runs, warm-ups unrecorded, a spread table, no overwrite. */
 static void test_repeat_series(void **state)
 {
 	char dir[160], path[200];
-	char *argv[] = { KHPROF, "record", "--repeat", "3", "--warmup", "1", "-o", dir, "--",
+	char *argv[] = { khprof, "record", "--repeat", "3", "--warmup", "1", "-o", dir, "--",
 			 WORKLOAD, "nested", "20", NULL };
-	char *no_probes[] = { KHPROF, "record", "--repeat", "2", "-o", dir, "--", "/bin/true",
+	char *no_probes[] = { khprof, "record", "--repeat", "2", "-o", dir, "--", "/bin/true",
 			      NULL };
-	char *bad_count[] = { KHPROF, "record", "--repeat", "0", "-o", dir, "--", WORKLOAD,
+	char *bad_count[] = { khprof, "record", "--repeat", "0", "-o", dir, "--", WORKLOAD,
 			      NULL };
-	char *no_dir[] = { KHPROF, "record", "--repeat", "2", "--", WORKLOAD, NULL };
-	char *lone_warmup[] = { KHPROF, "record", "--warmup", "1", "--", WORKLOAD, NULL };
-	char *lone_append[] = { KHPROF, "record", "--append", "-o", dir, "--", WORKLOAD, NULL };
-	char *append[] = { KHPROF, "record", "--repeat", "1", "--append", "-o", dir, "--",
+	char *no_dir[] = { khprof, "record", "--repeat", "2", "--", WORKLOAD, NULL };
+	char *lone_warmup[] = { khprof, "record", "--warmup", "1", "--", WORKLOAD, NULL };
+	char *lone_append[] = { khprof, "record", "--append", "-o", dir, "--", WORKLOAD, NULL };
+	char *append[] = { khprof, "record", "--repeat", "1", "--append", "-o", dir, "--",
 			   WORKLOAD, "nested", "20", NULL };
 	char **usage_errors[] = { bad_count, no_dir, lone_warmup, lone_append };
 	struct kh_profile p;
@@ -497,14 +435,14 @@ static void test_repeat_series(void **state)
 	/* The warm-up run wrote nothing: three records, no fourth. */
 	snprintf(path, sizeof(path), "%s/run-004.json", dir);
 	assert_int_equal(access(path, F_OK), -1);
-	run_result__free(&r);
+	run_result_free(&r);
 
 	/* A second series must not mix with the first, unless it says so. */
 	r = run(argv);
 	assert_int_equal(r.exit_code, 2);
 	assert_non_null(strstr(r.err, "already holds run-*.json"));
 	assert_int_equal(access(path, F_OK), -1);
-	run_result__free(&r);
+	run_result_free(&r);
 	r = run(append);
 	if (r.exit_code != 0)
 		fail_msg("record --append exited %d: %s", r.exit_code, r.err);
@@ -514,19 +452,19 @@ static void test_repeat_series(void **state)
 	profile__free(&p);
 	snprintf(path, sizeof(path), "%s/run-005.json", dir);
 	assert_int_equal(access(path, F_OK), -1);
-	run_result__free(&r);
+	run_result_free(&r);
 
 	tmp_path(dir, sizeof(dir), "series-untraced");
 	r = run(no_probes);
 	assert_int_equal(r.exit_code, 1);
 	assert_non_null(strstr(r.err, "run 1 of '/bin/true' wrote no record"));
-	run_result__free(&r);
+	run_result_free(&r);
 
 	for (size_t i = 0; i < sizeof(usage_errors) / sizeof(usage_errors[0]); i++) {
 		r = run(usage_errors[i]);
 		assert_int_equal(r.exit_code, 2);
 		assert_non_null(strstr(r.err, "khprof: "));
-		run_result__free(&r);
+		run_result_free(&r);
 	}
 }
 
@@ -592,7 +530,7 @@ static int wait_exit(pid_t pid)
  */
 static struct child start_attach(const char *pid_text, const char *out)
 {
-	char *argv[] = { KHPROF, "attach", "--mode", "span", "-p", (char *)pid_text, "-o",
+	char *argv[] = { khprof, "attach", "--mode", "span", "-p", (char *)pid_text, "-o",
 			 (char *)out, NULL };
 	struct child k = spawn(argv, true);
 
@@ -636,7 +574,7 @@ static void close_child_pipes(struct child *c)
 static void test_repeat_series_stops_on_sigterm(void **state)
 {
 	char dir[160], path[200];
-	char *argv[] = { KHPROF, "record", "--repeat", "3", "-o", dir, "--", WORKLOAD, "serve",
+	char *argv[] = { khprof, "record", "--repeat", "3", "-o", dir, "--", WORKLOAD, "serve",
 			 NULL };
 	struct child series;
 
@@ -739,7 +677,7 @@ static void test_attach_sigterm_ends_mid_session(void **state)
 static void test_attach_duration_on_idle_process(void **state)
 {
 	char out[160], pid_text[16];
-	char *argv[] = { KHPROF, "attach", "-p", pid_text, "--duration", "0.1", "-o", out, NULL };
+	char *argv[] = { khprof, "attach", "-p", pid_text, "--duration", "0.1", "-o", out, NULL };
 	struct run_result r;
 	struct child w;
 
@@ -751,19 +689,19 @@ static void test_attach_duration_on_idle_process(void **state)
 	assert_non_null(strstr(r.err, "no keyhog activity seen"));
 	assert_int_equal(access(out, F_OK), -1);
 	stop_server(&w);
-	run_result__free(&r);
+	run_result_free(&r);
 }
 
 static void test_attach_missing_pid(void **state)
 {
-	char *argv[] = { KHPROF, "attach", "-p", "999999999", NULL };
+	char *argv[] = { khprof, "attach", "-p", "999999999", NULL };
 	struct run_result r;
 
 	(void)state;
 	r = run(argv);
 	assert_int_equal(r.exit_code, 1);
 	assert_non_null(strstr(r.err, "no such process"));
-	run_result__free(&r);
+	run_result_free(&r);
 }
 
 static int group_setup(void **state)
@@ -805,8 +743,9 @@ int main(void)
 		cmocka_unit_test(test_attach_missing_pid),
 	};
 
+	khprof = tool_path("KH_KHPROF", "build/khprof");
 	if (geteuid() != 0) {
-		if (in_ci()) {
+		if (running_in_ci()) {
 			fprintf(stderr, "test_trace: BPF tests need root and CI=true forbids "
 					"skipping them\n");
 			return 1;
@@ -815,7 +754,7 @@ int main(void)
 		       "CAP_PERFMON)\n");
 		return 0;
 	}
-	if (!have_seed_render() && !in_ci())
+	if (!seed_render_path() && !running_in_ci())
 		printf("test_trace: note: build/seed-render missing, seed conformance not "
 		       "checked (make seed-render)\n");
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

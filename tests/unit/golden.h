@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * golden.h - helpers shared by the record unit tests: locating the golden
- * records, reading them, and running the seed's conformance reader.
+ * records, reading them, and running the seed's conformance reader.  The
+ * general ones (running programs, temporary files) are in khtest.h.
  *
  * Goldens live in tests/golden/ (override with KH_TEST_DATA).  The seed
  * reader is build/seed-render (override with KH_SEED_RENDER); when it is
@@ -12,33 +13,16 @@
 #define KHPROF_TEST_GOLDEN_H
 
 #include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fileio.h"
+#include "khtest.h"
 
 /* Inputs are NAME.json; NAME.seed.json and NAME.khprof.json are outputs. */
 #define GOLDEN_MAX 64
-
-static inline const char *test_repo_root(void)
-{
-	static char *root;
-	const char *suffix = "/tests/unit/golden.h";
-	size_t len = strlen(__FILE__), suffix_len = strlen(suffix);
-
-	if (root)
-		return root;
-	if (len > suffix_len && !strcmp(__FILE__ + len - suffix_len, suffix))
-		root = strndup(__FILE__, len - suffix_len);
-	else
-		root = strdup(".");
-	return root;
-}
 
 static inline const char *golden_dir(void)
 {
@@ -72,13 +56,6 @@ static inline char *golden_read(const char *name)
 
 	free(path);
 	return err ? NULL : text;
-}
-
-static inline bool has_suffix(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && !strcmp(s + n - m, suffix);
 }
 
 static inline int compare_names(const void *a, const void *b)
@@ -141,102 +118,6 @@ static inline char *strip_khprof(const char *json)
 	return out;
 }
 
-static inline const char *seed_render_path(void)
-{
-	static char *path;
-	const char *env = getenv("KH_SEED_RENDER");
-
-	if (!path && env && *env)
-		path = strdup(env);
-	else if (!path && asprintf(&path, "%s/build/seed-render", test_repo_root()) < 0)
-		abort();
-	return path && access(path, X_OK) == 0 ? path : NULL;
-}
-
-static inline bool running_in_ci(void)
-{
-	const char *ci = getenv("CI");
-
-	return ci && !strcmp(ci, "true");
-}
-
-/*
- * Runs argv and returns its stdout (malloc'd); *status gets the exit
- * status, or -1 when it did not exit normally.
- */
-static inline char *run_capture(char *const argv[], int *status)
-{
-	int pipefd[2], wstatus;
-	char *out = NULL;
-	size_t len = 0, cap = 0;
-	pid_t pid;
-
-	*status = -1;
-	if (pipe(pipefd))
-		return NULL;
-	pid = fork();
-	if (pid < 0)
-		return NULL;
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_WRONLY);
-
-		dup2(pipefd[1], STDOUT_FILENO);
-		if (devnull >= 0)
-			dup2(devnull, STDERR_FILENO);
-		close(pipefd[0]);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	for (;;) {
-		ssize_t n;
-
-		if (cap - len < 4096) {
-			cap = cap ? cap * 2 : 65536;
-			out = realloc(out, cap);
-			if (!out)
-				abort();
-		}
-		n = read(pipefd[0], out + len, cap - len - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-	}
-	out[len] = '\0';
-	close(pipefd[0]);
-	while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
-		;
-	if (WIFEXITED(wstatus))
-		*status = WEXITSTATUS(wstatus);
-	return out;
-}
-
-/* Writes text to a fresh temporary file and returns its path (malloc'd). */
-static inline char *write_temp(const char *text)
-{
-	const char *tmpdir = getenv("TMPDIR");
-	char *path;
-	int fd;
-
-	if (asprintf(&path, "%s/khprof-test-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp") < 0)
-		return NULL;
-	fd = mkstemp(path);
-	if (fd < 0) {
-		free(path);
-		return NULL;
-	}
-	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
-		close(fd);
-		unlink(path);
-		free(path);
-		return NULL;
-	}
-	close(fd);
-	return path;
-}
-
 /*
  * The seed's reading of text: its pretty JSON (json true) or report.
  * NULL when the seed rejects the record; *status says how it exited.
@@ -245,25 +126,28 @@ static inline char *seed_render(const char *render, const char *text, bool json,
 {
 	char *path = write_temp(text);
 	char *argv[4] = { (char *)render, NULL, NULL, NULL };
-	char *out;
+	struct run_result r;
 
+	*status = -1;
 	if (!path)
 		return NULL;
 	argv[1] = json ? "--json" : path;
 	argv[2] = json ? path : NULL;
-	out = run_capture(argv, status);
+	r = run_cmd(NULL, -1, argv);
 	unlink(path);
 	free(path);
-	if (*status != 0) {
-		free(out);
+	*status = r.exit_code;
+	free(r.err);
+	if (r.exit_code != 0) {
+		free(r.out);
 		return NULL;
 	}
-	return out;
+	return r.out;
 }
 
 /*
  * The seed reader for a conformance test; skips the test when it is not
- * built, or fails it under CI.  Include <cmocka.h> before this header.
+ * built, or fails it under CI.
  */
 static inline const char *conformance_reader(void)
 {

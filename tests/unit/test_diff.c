@@ -23,8 +23,8 @@
 #include <cjson/cJSON.h>
 
 #include "diff.h"
-#include "golden.h"
 #include "json.h"
+#include "khtest.h"
 #include "stats.h"
 
 #define MS 1000000ull
@@ -772,20 +772,12 @@ static void test_shift_rank_exact_and_normal_agree(void **state)
 
 /* --- the command, end to end ------------------------------------------------ */
 
-struct run {
-	int status;
-	char *out, *err;
-};
-
 static const char *khprof_path(void)
 {
 	static char *path;
-	const char *env = getenv("KH_KHPROF");
 
-	if (!path && env && *env)
-		path = strdup(env);
-	else if (!path && asprintf(&path, "%s/build/khprof", test_repo_root()) < 0)
-		abort();
+	if (!path)
+		path = tool_path("KH_KHPROF", "build/khprof");
 	if (access(path, X_OK) == 0)
 		return path;
 	if (running_in_ci())
@@ -795,31 +787,13 @@ static const char *khprof_path(void)
 	return NULL;
 }
 
-static char *read_and_unlink(char *path)
+/* Runs khprof diff with args (NULL-terminated). */
+static struct run_result run_diff(const char *first, ...)
 {
-	char *text = NULL;
-	size_t len;
-
-	assert_int_equal(file__read_all(path, &text, &len), 0);
-	unlink(path);
-	free(path);
-	return text;
-}
-
-/*
- * Runs khprof diff with args (NULL-terminated).  stdout and stderr go to
- * files, not pipes, so that neither can fill up while the other is read.
- */
-static struct run run_diff(const char *first, ...)
-{
-	char *argv[20], *out_path = write_temp(""), *err_path = write_temp("");
-	struct run r = { .status = -1 };
-	int argc = 0, wstatus;
+	char *argv[20];
+	int argc = 0;
 	va_list ap;
-	pid_t pid;
 
-	assert_non_null(out_path);
-	assert_non_null(err_path);
 	argv[argc++] = (char *)khprof_path();
 	argv[argc++] = "diff";
 	argv[argc++] = (char *)first;
@@ -828,43 +802,7 @@ static struct run run_diff(const char *first, ...)
 		argc++;
 	va_end(ap);
 	argv[argc] = NULL;
-
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		int out = open(out_path, O_WRONLY | O_TRUNC);
-		int err = open(err_path, O_WRONLY | O_TRUNC);
-
-		if (out < 0 || err < 0)
-			_exit(125);
-		dup2(out, STDOUT_FILENO);
-		dup2(err, STDERR_FILENO);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
-		;
-	if (WIFEXITED(wstatus))
-		r.status = WEXITSTATUS(wstatus);
-	r.out = read_and_unlink(out_path);
-	r.err = read_and_unlink(err_path);
-	return r;
-}
-
-static void run_free(struct run *r)
-{
-	free(r->out);
-	free(r->err);
-	memset(r, 0, sizeof(*r));
-}
-
-static size_t count_lines(const char *text)
-{
-	size_t n = 0;
-
-	for (; *text; text++)
-		n += *text == '\n';
-	return n;
+	return run_cmd(NULL, -1, argv);
 }
 
 /* fx->dir/name, created as a directory when mkdir is true; malloc'd. */
@@ -947,11 +885,11 @@ static void test_cli_regression_and_determinism(void **state)
 {
 	struct fx *fx = *state;
 	char *base, *cand;
-	struct run r, again;
+	struct run_result r, again;
 
 	write_regression(fx, &base, &cand);
 	r = run_diff(base, cand, NULL);
-	assert_int_equal(r.status, 1);
+	assert_int_equal(r.exit_code, 1);
 	assert_true(!strncmp(r.out, "khprof diff: base '", 19));
 	assert_non_null(strstr(r.out, "(5 records); Mann-Whitney 95% interval of the shift\n"));
 	assert_line(r.out, "hot-patterns.elapsed ", "+20.0%");
@@ -963,10 +901,10 @@ static void test_cli_regression_and_determinism(void **state)
 
 	/* CI results must be reproducible: the same inputs, the same bytes. */
 	again = run_diff(base, cand, NULL);
-	assert_int_equal(again.status, 1);
+	assert_int_equal(again.exit_code, 1);
 	assert_string_equal(again.out, r.out);
-	run_free(&again);
-	run_free(&r);
+	run_result_free(&again);
+	run_result_free(&r);
 
 	/* One record per side: plain thresholds, no interval. */
 	free(base);
@@ -974,11 +912,11 @@ static void test_cli_regression_and_determinism(void **state)
 	base = fx_path(fx, "base/run-002.json", false);
 	cand = fx_path(fx, "cand/run-002.json", false);
 	r = run_diff(base, cand, "--threshold", "hot-patterns=30", NULL);
-	assert_int_equal(r.status, 0);
+	assert_int_equal(r.exit_code, 0);
 	assert_non_null(strstr(r.out, "(1 record); single runs: plain thresholds\n"));
 	assert_line(r.out, "hot-patterns.elapsed ", "30%  ok");
 	assert_null(strstr(r.out, "["));
-	run_free(&r);
+	run_result_free(&r);
 	free(base);
 	free(cand);
 }
@@ -988,37 +926,37 @@ static void test_cli_thresholds_and_config(void **state)
 	struct fx *fx = *state;
 	char *base, *cand, *conf = fx_path(fx, "gate.conf", false);
 	char *bad = fx_path(fx, "bad.conf", false);
-	struct run r;
+	struct run_result r;
 
 	write_regression(fx, &base, &cand);
 	r = run_diff(base, cand, "--threshold", "hot-patterns=off", NULL);
-	assert_int_equal(r.status, 0);
+	assert_int_equal(r.exit_code, 0);
 	assert_line(r.out, "hot-patterns.elapsed ", "off");
-	run_free(&r);
+	run_result_free(&r);
 	r = run_diff(base, cand, "--threshold", "scan-regex=5", NULL);
-	assert_int_equal(r.status, 2);
+	assert_int_equal(r.exit_code, 2);
 	assert_string_equal(r.out, "");
 	assert_non_null(strstr(r.err, "khprof: bad --threshold 'scan-regex=5': unknown item "
 				      "'scan-regex'"));
-	run_free(&r);
+	run_result_free(&r);
 
 	assert_int_equal(file__write_atomic(conf, "threshold.hot-patterns 30 # known\n", 34), 0);
 	r = run_diff("--config", conf, base, cand, NULL);
-	assert_int_equal(r.status, 0);
-	run_free(&r);
+	assert_int_equal(r.exit_code, 0);
+	run_result_free(&r);
 	/* The flag wins, though the file comes after it. */
 	r = run_diff(base, cand, "--threshold", "hot-patterns=10", "--config", conf, NULL);
-	assert_int_equal(r.status, 1);
-	run_free(&r);
+	assert_int_equal(r.exit_code, 1);
+	run_result_free(&r);
 
 	assert_int_equal(file__write_atomic(bad, "threshold 5\nthreshold.wall fast\n", 32), 0);
 	r = run_diff(base, cand, "--config", bad, NULL);
-	assert_int_equal(r.status, 2);
+	assert_int_equal(r.exit_code, 2);
 	assert_string_equal(r.out, "");
 	assert_true(!strncmp(r.err, "khprof: bad config '", 20));
 	assert_non_null(strstr(r.err, "bad.conf' line 2: bad threshold 'fast'"));
 	assert_int_equal(count_lines(r.err), 1);
-	run_free(&r);
+	run_result_free(&r);
 	free(conf);
 	free(bad);
 	free(base);
@@ -1029,7 +967,7 @@ static void test_cli_not_comparable(void **state)
 {
 	struct fx *fx = *state;
 	char *base, *build, *mixed, *expected;
-	struct run r;
+	struct run_result r;
 	cJSON *root;
 
 	/* Another build of the same workload, then one of its runs with other rules too. */
@@ -1042,7 +980,7 @@ static void test_cli_not_comparable(void **state)
 	mixed = set_write(fx, &fx->cand, "mixed");
 
 	r = run_diff(base, build, NULL);
-	assert_int_equal(r.status, 3);
+	assert_int_equal(r.exit_code, 3);
 	assert_string_equal(r.out, "");
 	assert_true(asprintf(&expected, "khprof: error: records differ in 'binary_version': "
 				       "'kh-scan 1.0' in '%s/run-001.json', 'kh-scan 1.1' in "
@@ -1052,11 +990,11 @@ static void test_cli_not_comparable(void **state)
 	assert_non_null(strstr(r.err, "(if that is intended, add --allow-mismatch "
 				      "binary_version)\n"));
 	assert_int_equal(count_lines(r.err), 2);
-	run_free(&r);
+	run_result_free(&r);
 
 	/* Two builds on purpose: compared, and the data says no regression. */
 	r = run_diff(base, build, "--allow-mismatch", "binary_version", NULL);
-	assert_int_equal(r.status, 0);
+	assert_int_equal(r.exit_code, 0);
 	assert_non_null(strstr(r.out, "diff: no regression"));
 	assert_non_null(strstr(r.err, "khprof: note: records differ in 'binary_version'"));
 	/* Two runs a side are too few for a 95 % interval: said on both streams. */
@@ -1065,11 +1003,11 @@ static void test_cli_not_comparable(void **state)
 	assert_non_null(strstr(r.err, "khprof: note: too few runs for a 95% interval (2 base, "
 				      "2 candidate; it needs 4 per side): plain thresholds on the "
 				      "medians decide\n"));
-	run_free(&r);
+	run_result_free(&r);
 
 	/* Every differing field is listed, and JSON still tells CI why. */
 	r = run_diff(base, mixed, "--format", "json", NULL);
-	assert_int_equal(r.status, 3);
+	assert_int_equal(r.exit_code, 3);
 	assert_non_null(strstr(r.err, "add --allow-mismatch binary_version,detector_digest)\n"));
 	root = cJSON_Parse(r.out);
 	assert_non_null(root);
@@ -1077,20 +1015,20 @@ static void test_cli_not_comparable(void **state)
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "mismatches")), 2);
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "items")), 0);
 	cJSON_Delete(root);
-	run_free(&r);
+	run_result_free(&r);
 
 	/* A directory whose own records differ is not comparable with anything. */
 	r = run_diff(mixed, mixed, "--allow-mismatch=binary_version", NULL);
-	assert_int_equal(r.status, 3);
+	assert_int_equal(r.exit_code, 3);
 	assert_true(asprintf(&expected, "'det-abc' in '%s/run-001.json', 'det-new' in "
 				       "'%s/run-002.json'\n", mixed, mixed) > 0);
 	assert_non_null(strstr(r.err, expected));
 	free(expected);
-	run_free(&r);
+	run_result_free(&r);
 	r = run_diff(base, build, "--allow-mismatch", "mode,checksum", NULL);
-	assert_int_equal(r.status, 2);
+	assert_int_equal(r.exit_code, 2);
 	assert_non_null(strstr(r.err, "unknown field 'checksum'"));
-	run_free(&r);
+	run_result_free(&r);
 	free(base);
 	free(build);
 	free(mixed);
@@ -1101,7 +1039,7 @@ static void test_cli_bad_input(void **state)
 	struct fx *fx = *state;
 	char *base, *json, *half, *broken, *empty = fx_path(fx, "empty", true);
 	char *missing = fx_path(fx, "no-such-record.json", false);
-	struct run r;
+	struct run_result r;
 
 	set_make(&fx->base, plain(2, NULL));
 	base = set_write(fx, &fx->base, "base");
@@ -1122,13 +1060,13 @@ static void test_cli_bad_input(void **state)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		r = run_diff(cases[i].base, cases[i].cand, "--format", "json", NULL);
-		assert_int_equal(r.status, 2);
+		assert_int_equal(r.exit_code, 2);
 		assert_string_equal(r.out, "");
 		assert_int_equal(count_lines(r.err), 1);
 		assert_true(!strncmp(r.err, "khprof: cannot read record", 26));
 		if (!strstr(r.err, cases[i].named))
 			fail_msg("expected '%s' in: %s", cases[i].named, r.err);
-		run_free(&r);
+		run_result_free(&r);
 	}
 	free(json);
 	free(base);
@@ -1154,20 +1092,20 @@ static void test_cli_markdown_and_json(void **state)
 	struct fx *fx = *state;
 	char *base, *cand;
 	cJSON *root, *items, *it, *interval;
-	struct run r;
+	struct run_result r;
 
 	write_regression(fx, &base, &cand);
 	r = run_diff(base, cand, "--format", "markdown", NULL);
-	assert_int_equal(r.status, 1);
+	assert_int_equal(r.exit_code, 1);
 	assert_true(!strncmp(r.out, "**khprof diff**: base `", 23));
 	assert_non_null(strstr(r.out, "\n| item | base | candidate | change | interval | "
 				      "threshold | verdict |\n|:--|--:|--:|--:|:--|--:|:--|\n"));
 	assert_line(r.out, "| hot-patterns.elapsed |", "| 5% | **REGRESSED** |");
 	assert_true(has_suffix(r.out, "\n\n**diff: 1 regression: stage hot-patterns +20.0%**\n"));
-	run_free(&r);
+	run_result_free(&r);
 
 	r = run_diff(base, cand, "--format", "json", "--confidence", "90", NULL);
-	assert_int_equal(r.status, 1);
+	assert_int_equal(r.exit_code, 1);
 	root = cJSON_Parse(r.out);
 	assert_non_null(root);
 	assert_string_equal(cJSON_GetObjectItem(root, "schema")->valuestring, "khprof-diff-v1");
@@ -1198,7 +1136,7 @@ static void test_cli_markdown_and_json(void **state)
 	assert_string_equal(cJSON_GetObjectItem(it, "verdict")->valuestring, "same");
 	assert_true(cJSON_IsNull(cJSON_GetObjectItem(json_item(items, "wall"), "stage")));
 	cJSON_Delete(root);
-	run_free(&r);
+	run_result_free(&r);
 	free(base);
 	free(cand);
 }
@@ -1211,24 +1149,24 @@ static void test_cli_usage(void **state)
 		{ "--min-change-ms", "-1", "bad --min-change-ms '-1'" },
 		{ "--strict", NULL, "unknown option '--strict'" },
 	};
-	struct run r;
+	struct run_result r;
 
 	(void)state;
 	r = run_diff("--help", NULL);
-	assert_int_equal(r.status, 0);
+	assert_int_equal(r.exit_code, 0);
 	assert_true(!strncmp(r.out, "usage: khprof diff BASE CANDIDATE", 33));
 	assert_non_null(strstr(r.out, "\nexamples:\n"));
-	run_free(&r);
+	run_result_free(&r);
 	r = run_diff("a.json", NULL);
-	assert_int_equal(r.status, 2);
+	assert_int_equal(r.exit_code, 2);
 	assert_non_null(strstr(r.err, "diff needs BASE and CANDIDATE"));
-	run_free(&r);
+	run_result_free(&r);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		r = run_diff("a.json", "b.json", bad[i][0], bad[i][1], NULL);
-		assert_int_equal(r.status, 2);
+		assert_int_equal(r.exit_code, 2);
 		if (!strstr(r.err, bad[i][2]))
 			fail_msg("expected '%s' in: %s", bad[i][2], r.err);
-		run_free(&r);
+		run_result_free(&r);
 	}
 }
 

@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * khtest.h - helpers every khprof test binary may use: running a program
+ * and reading back all it printed, temporary files, and locating the
+ * built tools.
+ *
+ * Everything is static inline so that a test includes only what it uses
+ * without -Wunused-function tripping over the rest.  Test binaries link
+ * khprof's module objects, so fileio is available.
+ */
+#ifndef KHPROF_TEST_KHTEST_H
+#define KHPROF_TEST_KHTEST_H
+
+/* cmocka.h needs these first. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fileio.h"
+
+/*
+ * Exit codes of a child that never became the program: distinct from every
+ * code the programs under test use (0-3, 127 for "command not found"), so a
+ * broken test setup cannot pass for the program's own answer.
+ */
+#define RUN_SETUP_FAILED 122
+#define RUN_EXEC_FAILED 121
+
+/* The repository root, taken from where this header lives; "." when relative. */
+static inline const char *test_repo_root(void)
+{
+	static char *root;
+	const char *suffix = "tests/common/khtest.h";
+	size_t len = strlen(__FILE__), suffix_len = strlen(suffix);
+
+	if (root)
+		return root;
+	/* The compiler names the header relative to the working directory or absolutely. */
+	if (len > suffix_len && !strcmp(__FILE__ + len - suffix_len, suffix) &&
+	    __FILE__[len - suffix_len - 1] == '/')
+		root = strndup(__FILE__, len - suffix_len - 1);
+	else
+		root = strdup(".");
+	if (!root)
+		abort();
+	return root;
+}
+
+static inline bool running_in_ci(void)
+{
+	const char *ci = getenv("CI");
+
+	return ci && !strcmp(ci, "true");
+}
+
+/*
+ * Path of a built tool: $env_name when set and not empty, else relative
+ * (e.g. "build/khprof") under the repository root.  malloc'd.
+ */
+static inline char *tool_path(const char *env_name, const char *relative)
+{
+	const char *env = getenv(env_name);
+	char *path;
+
+	if (env && *env)
+		path = strdup(env);
+	else if (asprintf(&path, "%s/%s", test_repo_root(), relative) < 0)
+		path = NULL;
+	if (!path)
+		abort();
+	return path;
+}
+
+/* The seed's conformance reader (KH_SEED_RENDER, else build/seed-render); NULL when not built. */
+static inline const char *seed_render_path(void)
+{
+	static char *path;
+
+	if (!path)
+		path = tool_path("KH_SEED_RENDER", "build/seed-render");
+	return access(path, X_OK) == 0 ? path : NULL;
+}
+
+static inline const char *temp_root(void)
+{
+	const char *tmpdir = getenv("TMPDIR");
+
+	return tmpdir && *tmpdir ? tmpdir : "/tmp";
+}
+
+/*
+ * A fresh, empty, close-on-exec temporary file; *path gets its name
+ * (malloc'd).  Returns the descriptor, or -1 with *path NULL.
+ */
+static inline int temp_file(char **path)
+{
+	int fd;
+
+	*path = NULL;
+	if (asprintf(path, "%s/khprof-test-XXXXXX", temp_root()) < 0) {
+		*path = NULL;
+		return -1;
+	}
+	fd = mkostemp(*path, O_CLOEXEC);
+	if (fd < 0) {
+		free(*path);
+		*path = NULL;
+	}
+	return fd;
+}
+
+/* Writes text to a fresh temporary file and returns its path (malloc'd), or NULL. */
+static inline char *write_temp(const char *text)
+{
+	char *path;
+	int fd = temp_file(&path);
+	size_t len = strlen(text), done = 0;
+
+	if (fd < 0)
+		return NULL;
+	while (done < len) {
+		ssize_t n = write(fd, text + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	close(fd);
+	if (done < len) {
+		unlink(path);
+		free(path);
+		return NULL;
+	}
+	return path;
+}
+
+static inline bool has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static inline size_t count_lines(const char *text)
+{
+	size_t n = 0;
+
+	for (; *text; text++)
+		n += *text == '\n';
+	return n;
+}
+
+struct run_result {
+	int exit_code; /* the exit status, or 128 + the signal that killed it */
+	char *out;     /* all of stdout, malloc'd */
+	char *err;     /* all of stderr, malloc'd */
+};
+
+/*
+ * Reads back and removes one of run_cmd's capture files.  A failure here
+ * would otherwise pass for an empty output, so it fails the test.
+ */
+static inline char *run_take_output(int fd, char *path)
+{
+	char *text = NULL;
+	size_t len;
+	int err = file__read_all(path, &text, &len);
+
+	if (err)
+		fail_msg("cannot read back %s: %s", path, strerror(-err));
+	close(fd);
+	unlink(path);
+	free(path);
+	return text;
+}
+
+/*
+ * Runs argv[0] (a path; no PATH search) to completion in cwd (NULL: this
+ * one), as uid when uid >= 0.  stdout and stderr go to temporary files,
+ * not pipes, so neither can fill up while the other is read, and both are
+ * read back whole.  Free the result with run_result_free().
+ */
+static inline struct run_result run_cmd(const char *cwd, int uid, char *const argv[])
+{
+	struct run_result r = { .exit_code = -1 };
+	char *out_path, *err_path;
+	int out_fd = temp_file(&out_path), err_fd = temp_file(&err_path);
+	int status;
+	pid_t pid;
+
+	if (out_fd < 0 || err_fd < 0)
+		fail_msg("cannot create a capture file in %s: %s", temp_root(), strerror(errno));
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* dup2 clears close-on-exec on the copies, so the program keeps them. */
+		if (dup2(out_fd, STDOUT_FILENO) < 0 || dup2(err_fd, STDERR_FILENO) < 0)
+			_exit(RUN_SETUP_FAILED);
+		if (cwd && chdir(cwd) != 0) {
+			fprintf(stderr, "run_cmd: cannot enter %s: %s\n", cwd, strerror(errno));
+			_exit(RUN_SETUP_FAILED);
+		}
+		if (uid >= 0 && setuid((uid_t)uid) != 0) {
+			fprintf(stderr, "run_cmd: cannot become uid %d: %s\n", uid, strerror(errno));
+			_exit(RUN_SETUP_FAILED);
+		}
+		execv(argv[0], argv);
+		fprintf(stderr, "run_cmd: cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(RUN_EXEC_FAILED);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		assert_int_equal(errno, EINTR);
+	r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	r.out = run_take_output(out_fd, out_path);
+	r.err = run_take_output(err_fd, err_path);
+	return r;
+}
+
+static inline void run_result_free(struct run_result *r)
+{
+	free(r->out);
+	free(r->err);
+	r->out = r->err = NULL;
+}
+
+#endif /* KHPROF_TEST_KHTEST_H */
