@@ -51,21 +51,29 @@ static const char *const file_words[] = {
 	"session", "upload", "metrics", "gateway", "profile", "catalog", "invoice", "notify",
 };
 
+/*
+ * mkdir -p from the leaf up: the corpus writes many files into few
+ * directories, so the leaf usually exists and one mkdir settles it; the
+ * parents are only visited when the leaf's parent is missing.
+ */
 static int make_directories(const char *path)
 {
-	char buffer[4096];
+	char parent[4096];
 	size_t length = strlen(path);
+	char *slash;
 
-	if (length >= sizeof(buffer))
+	if (mkdir(path, 0755) == 0 || errno == EEXIST)
+		return 0;
+	if (errno != ENOENT || length >= sizeof(parent))
 		return -1;
-	memcpy(buffer, path, length + 1);
-	for (char *slash = buffer + 1; (slash = strchr(slash, '/')) != NULL; slash++) {
-		*slash = '\0';
-		if (mkdir(buffer, 0755) != 0 && errno != EEXIST)
-			return -1;
-		*slash = '/';
-	}
-	if (mkdir(buffer, 0755) != 0 && errno != EEXIST)
+	memcpy(parent, path, length + 1);
+	slash = strrchr(parent, '/');
+	if (!slash || slash == parent)
+		return -1;
+	*slash = '\0';
+	if (make_directories(parent) != 0)
+		return -1;
+	if (mkdir(path, 0755) != 0 && errno != EEXIST)
 		return -1;
 	return 0;
 }
@@ -114,6 +122,8 @@ static int write_whole_file(const char *path, const char *data, size_t length)
 /* Writes the writer's buffer to DIR/relative, creating parent directories. */
 static int save_file(const char *root, const char *relative, const struct file_writer *writer)
 {
+	/* Consecutive files often share a directory; it exists once made. */
+	static char last_directory[4096];
 	char path[4096];
 	char *slash;
 
@@ -121,8 +131,11 @@ static int save_file(const char *root, const char *relative, const struct file_w
 		return -1;
 	slash = strrchr(path, '/');
 	*slash = '\0';
-	if (make_directories(path) != 0)
-		return -1;
+	if (strcmp(path, last_directory) != 0) {
+		if (make_directories(path) != 0)
+			return -1;
+		memcpy(last_directory, path, (size_t)(slash - path) + 1);
+	}
 	*slash = '/';
 	if (write_whole_file(path, writer->data, writer->length) != 0) {
 		fprintf(stderr, "kh-corpus: cannot write '%s': %s\n", path, strerror(errno));
