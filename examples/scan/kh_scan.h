@@ -196,6 +196,11 @@ int findings_report(const struct finding_list *findings, const struct file_table
 		    FILE *out);
 int finding_list_append(struct finding_list *list, const struct finding *finding);
 void finding_list_free(struct finding_list *list);
+/*
+ * Grows *items (of *capacity elements of item_size bytes) to hold needed
+ * elements, doubling from 64; false, with *items untouched, if out of memory.
+ */
+bool vector_reserve(void **items, size_t *capacity, size_t needed, size_t item_size);
 
 /* Prints "kh-scan: ..." to stderr; one line per problem. */
 void scan_error(const char *format, ...) __attribute__((format(printf, 1, 2)));

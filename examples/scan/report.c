@@ -10,15 +10,9 @@
 
 int finding_list_append(struct finding_list *list, const struct finding *finding)
 {
-	if (list->count == list->capacity) {
-		size_t capacity = list->capacity ? list->capacity * 2 : 64;
-		struct finding *grown = realloc(list->items, capacity * sizeof(*grown));
-
-		if (!grown)
-			return -1;
-		list->items = grown;
-		list->capacity = capacity;
-	}
+	if (!vector_reserve((void **)&list->items, &list->capacity, list->count + 1,
+			    sizeof(*list->items)))
+		return -1;
 	list->items[list->count++] = *finding;
 	return 0;
 }

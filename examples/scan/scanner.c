@@ -27,7 +27,7 @@
 		size_t capacity;                                               \
 	}
 
-static bool vector_reserve(void **items, size_t *capacity, size_t needed, size_t item_size)
+bool vector_reserve(void **items, size_t *capacity, size_t needed, size_t item_size)
 {
 	size_t grown_capacity;
 	void *grown;
