@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* Random generation of planted secrets and of decoys that must not match. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

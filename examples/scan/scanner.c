@@ -12,7 +12,6 @@
  *   decode            base64 blobs decoded and the text rescanned
  *   suppression       kh:allow lines dropped, locations resolved
  */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -310,7 +309,8 @@ static bool is_base64_byte(unsigned char byte)
 
 /*
  * Decodes one run of alphabet bytes (padding is outside the run) onto the
- * end of the decoded buffer; keeps it only if it reads as text.
+ * end of the decoded buffer; keeps it only if it reads as text.  Runs are
+ * at least BASE64_MIN_BLOB bytes, so a kept run is never empty.
  */
 static void decode_blob(struct scan_worker *worker, const char *blob, size_t length,
 			size_t chunk_offset)
@@ -343,12 +343,6 @@ static void decode_blob(struct scan_worker *worker, const char *blob, size_t len
 				return;
 			}
 		}
-	}
-	size_t produced = worker->decoded.count - start;
-
-	if (produced == 0) {
-		worker->decoded.count = start;
-		return;
 	}
 	/* The newline keeps rule matches from running from one blob into the next. */
 	worker->decoded.items[worker->decoded.count++] = '\n';
