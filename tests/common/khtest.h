@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * khtest.h - helpers every khprof test binary may use: running a program
- * and reading back all it printed, temporary files, and locating the
- * built tools.
+ * and reading back all it printed, temporary files and folders, and
+ * locating the built tools.
  *
  * Everything is static inline so that a test includes only what it uses
  * without -Wunused-function tripping over the rest.  Test binaries link
@@ -20,10 +20,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -145,6 +147,38 @@ static inline char *write_temp(const char *text)
 		return NULL;
 	}
 	return path;
+}
+
+/* A fresh temporary folder $TMPDIR/PREFIX-XXXXXX (malloc'd), or NULL. */
+static inline char *make_temp_dir(const char *prefix)
+{
+	char *dir;
+
+	if (asprintf(&dir, "%s/%s-XXXXXX", temp_root(), prefix) < 0)
+		return NULL;
+	if (!mkdtemp(dir)) {
+		free(dir);
+		return NULL;
+	}
+	return dir;
+}
+
+static inline int remove_tree_entry(const char *path, const struct stat *st, int flag,
+				    struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/*
+ * Removes dir and everything under it, not following symbolic links
+ * (tests plant link loops).  0, or -1 when something stayed behind.
+ */
+static inline int remove_tree(const char *dir)
+{
+	return nftw(dir, remove_tree_entry, 16, FTW_DEPTH | FTW_PHYS) ? -1 : 0;
 }
 
 static inline bool has_suffix(const char *s, const char *suffix)

@@ -105,16 +105,13 @@ static void test_report_prints_the_seed_text(void **state)
 
 static void test_report_rejects_bad_records(void **state)
 {
-	char path[] = "/tmp/khprof-bad-XXXXXX";
-	int fd = mkstemp(path);
+	char *path = write_temp("{\"schema\": 3}");
 	char *argv[] = { khprof, "report", path, NULL };
 	char *missing[] = { khprof, "report", "/no/such/record.json", NULL };
 	struct run_result r;
 
 	(void)state;
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, "{\"schema\": 3}", 13), 13);
-	close(fd);
+	assert_non_null(path);
 	r = run(argv);
 	assert_int_equal(r.exit_code, 2);
 	assert_int_equal(count_lines(r.err), 1);
@@ -122,6 +119,7 @@ static void test_report_rejects_bad_records(void **state)
 	assert_string_equal(r.out, "");
 	run_result_free(&r);
 	unlink(path);
+	free(path);
 
 	r = run(missing);
 	assert_int_equal(r.exit_code, 2);

@@ -6,9 +6,6 @@
  * root after `make build/kh-scan build/kh-corpus`.
  */
 #include <cjson/cJSON.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,47 +20,29 @@
 
 #include <cmocka.h>
 
+#include "fileio.h"
 #include "khtest.h"
 
 static char scanner_binary[PATH_MAX];
 static char corpus_binary[PATH_MAX];
 
-static char *read_whole_file(const char *path, size_t *length_out)
+/* Contents of path, NUL-terminated; fails the test when it cannot be read. */
+static char *read_file(const char *path, size_t *length_out)
 {
-	FILE *stream = fopen(path, "rb");
 	char *data = NULL;
-	size_t length = 0, capacity = 0, got;
+	size_t length;
+	int err = file__read_all(path, &data, &length);
 
-	if (!stream)
-		return NULL;
-	do {
-		if (length + 65536 > capacity) {
-			capacity = capacity ? capacity * 2 : 131072;
-			data = realloc(data, capacity + 1);
-			assert_non_null(data);
-		}
-		got = fread(data + length, 1, capacity - length, stream);
-		length += got;
-	} while (got > 0);
-	fclose(stream);
-	data[length] = '\0';
+	if (err)
+		fail_msg("cannot read %s: %s", path, strerror(-err));
 	if (length_out)
 		*length_out = length;
 	return data;
 }
 
-static void write_file(const char *path, const char *data, size_t length)
-{
-	FILE *stream = fopen(path, "wb");
-
-	assert_non_null(stream);
-	assert_int_equal(fwrite(data, 1, length, stream), length);
-	assert_int_equal(fclose(stream), 0);
-}
-
 static void write_text(const char *path, const char *text)
 {
-	write_file(path, text, strlen(text));
+	assert_int_equal(file__write_atomic(path, text, strlen(text)), 0);
 }
 
 static char *join(const char *directory, const char *name)
@@ -80,27 +59,16 @@ static struct run_result run_in(const char *cwd, const char *const argv[])
 	return run_cmd(cwd, -1, (char *const *)argv);
 }
 
-static int remove_entry(const char *path, const struct stat *info, int flag, struct FTW *walk)
-{
-	(void)info;
-	(void)flag;
-	(void)walk;
-	return remove(path);
-}
-
+/* Each test gets a fresh folder as its state, removed with all it holds afterwards. */
 static int make_workspace(void **state)
 {
-	char *directory = strdup("/tmp/kh-scan-test-XXXXXX");
-
-	if (!directory || !mkdtemp(directory))
-		return -1;
-	*state = directory;
-	return 0;
+	*state = make_temp_dir("kh-scan-test");
+	return *state ? 0 : -1;
 }
 
 static int remove_workspace(void **state)
 {
-	nftw(*state, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	remove_tree(*state);
 	free(*state);
 	return 0;
 }
@@ -194,7 +162,7 @@ static const char *const all_rules[] = {
 static size_t line_start_offset(const char *path, long line)
 {
 	size_t length;
-	char *data = read_whole_file(path, &length);
+	char *data = read_file(path, &length);
 	size_t offset = 0;
 
 	assert_non_null(data);
@@ -215,7 +183,7 @@ static void check_corpus_against_truth(const char *workspace, const char *seed)
 	bool past_first_chunk = false;
 
 	generate_corpus(corpus, seed, NULL);
-	truth = read_whole_file(truth_path, NULL);
+	truth = read_file(truth_path, NULL);
 	assert_non_null(truth);
 	/* Without this the comparison below could pass on a corpus that plants nothing. */
 	for (size_t i = 0; i < sizeof(all_rules) / sizeof(all_rules[0]); i++) {
@@ -277,7 +245,7 @@ static void decoys_only_corpus_has_no_findings_and_exits_0(void **state)
 	char *truth;
 
 	generate_corpus(corpus, "3", "--decoys-only");
-	truth = read_whole_file(truth_path, &truth_length);
+	truth = read_file(truth_path, &truth_length);
 	assert_non_null(truth);
 	assert_int_equal(truth_length, 0);
 	result = run_in(corpus, argv);
@@ -456,14 +424,14 @@ static void binary_file_is_skipped(void **state)
 	struct run_result result;
 
 	/* The same bytes with and without a NUL: only the NUL may change the outcome. */
-	write_file(textual, text, length);
+	assert_int_equal(file__write_atomic(textual, text, length), 0);
 	result = run_in(NULL, argv_text);
 	assert_int_equal(result.exit_code, 1);
 	assert_int_equal(count_lines(result.out), 1);
 	run_result_free(&result);
 
 	text[3] = '\0';
-	write_file(binary, text, length);
+	assert_int_equal(file__write_atomic(binary, text, length), 0);
 	result = run_in(NULL, argv_binary);
 	assert_int_equal(result.exit_code, 0);
 	assert_string_equal(result.out, "");
@@ -486,7 +454,7 @@ static void nul_after_sniff_window_is_still_text(void **state)
 		data[i] = '\n';
 	data[8500] = '\0';
 	snprintf(data + 9000, 64, "\nkey = %s\n", aws_key);
-	write_file(path, data, strlen(data + 9000) + 9000);
+	assert_int_equal(file__write_atomic(path, data, strlen(data + 9000) + 9000), 0);
 	result = run_in(NULL, argv);
 	assert_int_equal(result.exit_code, 1);
 	assert_int_equal(count_lines(result.out), 1);
@@ -631,7 +599,7 @@ static void lines_are_counted_across_chunks_and_long_lines(void **state)
 	length += long_line;
 	length += (size_t)snprintf(data + length, capacity - length, " key=%s\nkey=%s\n",
 				   other_aws_key, aws_key);
-	write_file(path, data, length);
+	assert_int_equal(file__write_atomic(path, data, length), 0);
 
 	result = run_in(NULL, argv);
 	assert_int_equal(result.exit_code, 1);

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -30,7 +31,8 @@
 /* build/khprof, or $KH_KHPROF; set in main(). */
 static char *khprof;
 
-static char tmpdir[] = "/tmp/khprof-itest-XXXXXX";
+/* This run's records, under $TMPDIR; made and removed by the group fixtures. */
+static char *tmpdir;
 
 /* Runs argv to completion, capturing stdout and stderr. */
 static struct run_result run(char *const argv[])
@@ -38,9 +40,18 @@ static struct run_result run(char *const argv[])
 	return run_cmd(NULL, -1, argv);
 }
 
-static void tmp_path(char *buf, size_t len, const char *name)
+/* buf = tmpdir/NAME, NAME formatted like printf; fails rather than cut it short. */
+__attribute__((format(printf, 3, 4)))
+static void tmp_path(char *buf, size_t len, const char *name, ...)
 {
-	snprintf(buf, len, "%s/%s", tmpdir, name);
+	int used = snprintf(buf, len, "%s/", tmpdir);
+	va_list ap;
+
+	assert_true(used > 0 && (size_t)used < len);
+	va_start(ap, name);
+	used += vsnprintf(buf + used, len - (size_t)used, name, ap);
+	va_end(ap);
+	assert_true((size_t)used < len);
 }
 
 static void load_record(const char *path, struct kh_profile *p)
@@ -96,7 +107,7 @@ static void record_workload(const char *scenario, const char *arg, char *out, si
 			 (char *)arg, NULL };
 	struct run_result r;
 
-	snprintf(out, len, "%s/%s.json", tmpdir, scenario);
+	tmp_path(out, len, "%s.json", scenario);
 	r = run(argv);
 	if (r.exit_code != 0)
 		fail_msg("workload %s exited %d: %s", scenario, r.exit_code, r.err);
@@ -108,7 +119,7 @@ static const char *const modes[] = { "span", "pair", "batch" };
 
 static void check_nested(const char *mode)
 {
-	char out[160];
+	char out[PATH_MAX];
 	char *argv[] = { khprof, "record", "--mode", (char *)mode, "-o", out, "--", WORKLOAD,
 			 "nested", "50", NULL };
 	struct kh_profile p;
@@ -117,7 +128,7 @@ static void check_nested(const char *mode)
 						    KH_STATE_SCANNING, KH_STATE_REPORTING,
 						    KH_STATE_COMPLETED };
 
-	snprintf(out, sizeof(out), "%s/nested-%s.json", tmpdir, mode);
+	tmp_path(out, sizeof(out), "nested-%s.json", mode);
 	r = run(argv);
 	if (r.exit_code != 0)
 		fail_msg("khprof record (%s) exited %d: %s", mode, r.exit_code, r.err);
@@ -175,7 +186,7 @@ static void test_nested_all_modes(void **state)
 static void test_two_threads(void **state)
 {
 	struct kh_profile p;
-	char out[160];
+	char out[PATH_MAX];
 
 	(void)state;
 	record_workload("threads", "2000", out, sizeof(out), &p);
@@ -188,7 +199,7 @@ static void test_two_threads(void **state)
 
 static void test_several_sessions(void **state)
 {
-	char out[160], path[160];
+	char out[PATH_MAX], path[PATH_MAX];
 	char *argv[] = { khprof, "record", "-o", out, "--", WORKLOAD, "sessions", "3", NULL };
 	struct run_result r;
 	char pid_prefix[32] = "";
@@ -205,7 +216,7 @@ static void test_several_sessions(void **state)
 		if (s == 0)
 			snprintf(path, sizeof(path), "%s", out);
 		else
-			snprintf(path, sizeof(path), "%s/multi.%d.json", tmpdir, s + 1);
+			tmp_path(path, sizeof(path), "multi.%d.json", s + 1);
 		load_record(path, &p);
 		snprintf(version, sizeof(version), "session-%d", s);
 		assert_string_equal(p.identity.binary_version, version);
@@ -234,7 +245,7 @@ static void test_several_sessions(void **state)
  */
 static void check_timed(const char *mode, const char *span_us, uint64_t spans)
 {
-	char out[160];
+	char out[PATH_MAX];
 	char *argv[] = { khprof, "record", "--mode", (char *)mode, "-o", out, "--", WORKLOAD,
 			 "timed", (char *)span_us, "200", NULL };
 	unsigned long long own = 0;
@@ -242,7 +253,7 @@ static void check_timed(const char *mode, const char *span_us, uint64_t spans)
 	struct run_result r;
 	uint64_t traced;
 
-	snprintf(out, sizeof(out), "%s/timed-%s-%s.json", tmpdir, mode, span_us);
+	tmp_path(out, sizeof(out), "timed-%s-%s.json", mode, span_us);
 	r = run(argv);
 	assert_int_equal(r.exit_code, 0);
 	assert_int_equal(sscanf(r.out, "own_total_ns=%llu", &own), 1);
@@ -268,7 +279,7 @@ static void test_times_match_workload_clock(void **state)
 static void test_shared_library_and_dlopen(void **state)
 {
 	struct kh_profile p;
-	char out[160];
+	char out[PATH_MAX];
 
 	(void)state;
 	record_workload("library", "20", out, sizeof(out), &p);
@@ -279,7 +290,7 @@ static void test_shared_library_and_dlopen(void **state)
 
 static void test_red_zone_leaf_unchanged(void **state)
 {
-	char out[160];
+	char out[PATH_MAX];
 	char *argv[] = { khprof, "record", "-o", out, "--", WORKLOAD, "redzone", "100000", NULL };
 	char *untraced_argv[] = { WORKLOAD, "redzone", "100000", NULL };
 	struct run_result r, untraced;
@@ -304,7 +315,7 @@ static void test_red_zone_leaf_unchanged(void **state)
 static void test_program_without_sessions(void **state)
 {
 	struct kh_profile p;
-	char out[160];
+	char out[PATH_MAX];
 
 	(void)state;
 	record_workload("nosession", "100", out, sizeof(out), &p);
@@ -323,14 +334,14 @@ static void test_deep_nesting_is_counted(void **state)
 {
 	(void)state;
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
-		char out[160];
+		char out[PATH_MAX];
 		char *argv[] = { khprof, "record", "--mode", (char *)modes[i], "-o", out, "--",
 				 WORKLOAD, "deep", "40", NULL };
 		uint64_t dropped;
 		struct kh_profile p;
 		struct run_result r;
 
-		snprintf(out, sizeof(out), "%s/deep-%s.json", tmpdir, modes[i]);
+		tmp_path(out, sizeof(out), "deep-%s.json", modes[i]);
 		r = run(argv);
 		assert_int_equal(r.exit_code, 0);
 		load_record(out, &p);
@@ -345,7 +356,7 @@ static void test_deep_nesting_is_counted(void **state)
 
 static void test_identity_override(void **state)
 {
-	char out[160];
+	char out[PATH_MAX];
 	char *argv[] = { khprof, "record", "-o", out, "--identity", "workload_class=nightly",
 			 "--identity", "daemon_state=worker", "--", WORKLOAD, "nested", "2", NULL };
 	char *bad_argv[] = { khprof, "record", "--identity", "colour=blue", "--", WORKLOAD,
@@ -401,7 +412,7 @@ static void test_exit_status_and_errors(void **state)
 /* --repeat: N fresh traced runs, warm-ups unrecorded, a spread table, no overwrite. */
 static void test_repeat_series(void **state)
 {
-	char dir[160], path[200];
+	char dir[PATH_MAX], path[PATH_MAX + 32];
 	char *argv[] = { khprof, "record", "--repeat", "3", "--warmup", "1", "-o", dir, "--",
 			 WORKLOAD, "nested", "20", NULL };
 	char *no_probes[] = { khprof, "record", "--repeat", "2", "-o", dir, "--", "/bin/true",
@@ -573,7 +584,7 @@ static void close_child_pipes(struct child *c)
 /* SIGTERM to a series reaches the running command and ends the series there. */
 static void test_repeat_series_stops_on_sigterm(void **state)
 {
-	char dir[160], path[200];
+	char dir[PATH_MAX], path[PATH_MAX + 32];
 	char *argv[] = { khprof, "record", "--repeat", "3", "-o", dir, "--", WORKLOAD, "serve",
 			 NULL };
 	struct child series;
@@ -592,7 +603,7 @@ static void test_repeat_series_stops_on_sigterm(void **state)
 
 static void test_attach_running_process(void **state)
 {
-	char out[160], pid_text[16];
+	char out[PATH_MAX], pid_text[16];
 	struct child w, k;
 	struct kh_profile p;
 
@@ -617,7 +628,7 @@ static void test_attach_running_process(void **state)
 
 static void test_attach_mid_session(void **state)
 {
-	char out[160], pid_text[16];
+	char out[PATH_MAX], pid_text[16];
 	struct child w, k;
 	struct kh_profile p;
 
@@ -644,7 +655,7 @@ static void test_attach_mid_session(void **state)
 /* SIGTERM ends the trace with the session still open: a partial record. */
 static void test_attach_sigterm_ends_mid_session(void **state)
 {
-	char out[160], pid_text[16];
+	char out[PATH_MAX], pid_text[16];
 	struct kh_profile p;
 	struct child w, k;
 
@@ -676,7 +687,7 @@ static void test_attach_sigterm_ends_mid_session(void **state)
 /* --duration stops khprof by itself; an idle process gives no record. */
 static void test_attach_duration_on_idle_process(void **state)
 {
-	char out[160], pid_text[16];
+	char out[PATH_MAX], pid_text[16];
 	char *argv[] = { khprof, "attach", "-p", pid_text, "--duration", "0.1", "-o", out, NULL };
 	struct run_result r;
 	struct child w;
@@ -707,18 +718,17 @@ static void test_attach_missing_pid(void **state)
 static int group_setup(void **state)
 {
 	(void)state;
-	if (!mkdtemp(tmpdir))
-		return -1;
-	return 0;
+	tmpdir = make_temp_dir("khprof-itest");
+	return tmpdir ? 0 : -1;
 }
 
 static int group_teardown(void **state)
 {
-	char cmd[128];
+	int err = remove_tree(tmpdir);
 
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	free(tmpdir);
+	return err;
 }
 
 int main(void)

@@ -13,7 +13,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,14 +156,6 @@ static int fx_setup(void **state)
 	return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static int fx_teardown(void **state)
 {
 	struct fx *fx = *state;
@@ -173,7 +164,7 @@ static int fx_teardown(void **state)
 	set_free(&fx->base);
 	set_free(&fx->cand);
 	if (fx->dir)
-		nftw(fx->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+		remove_tree(fx->dir);
 	free(fx->dir);
 	free(fx);
 	return 0;
@@ -811,11 +802,8 @@ static char *fx_path(struct fx *fx, const char *name, bool mkdir_it)
 	char *path;
 
 	if (!fx->dir) {
-		const char *tmp = getenv("TMPDIR");
-
-		assert_true(asprintf(&fx->dir, "%s/khprof-diff-XXXXXX",
-				     tmp && *tmp ? tmp : "/tmp") > 0);
-		assert_non_null(mkdtemp(fx->dir));
+		fx->dir = make_temp_dir("khprof-diff");
+		assert_non_null(fx->dir);
 	}
 	assert_true(asprintf(&path, "%s/%s", fx->dir, name) > 0);
 	if (mkdir_it)

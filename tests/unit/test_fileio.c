@@ -19,70 +19,34 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "khtest.h"
 
-struct scratch {
-	char *dir;
-};
-
+/* Each test gets a fresh folder as its state, removed with all it holds afterwards. */
 static int scratch_setup(void **state)
 {
-	const char *tmp = getenv("TMPDIR");
-	struct scratch *s = calloc(1, sizeof(*s));
-
-	if (!s || asprintf(&s->dir, "%s/khprof-fileio-XXXXXX", tmp && *tmp ? tmp : "/tmp") < 0)
-		return -1;
-	if (!mkdtemp(s->dir))
-		return -1;
-	*state = s;
-	return 0;
-}
-
-static int remove_entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d))) {
-		char *path;
-
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if (asprintf(&path, "%s/%s", dir, e->d_name) < 0)
-			break;
-		if (unlink(path))
-			rmdir(path);
-		free(path);
-	}
-	closedir(d);
-	return 0;
+	*state = make_temp_dir("khprof-fileio");
+	return *state ? 0 : -1;
 }
 
 static int scratch_teardown(void **state)
 {
-	struct scratch *s = *state;
+	int err = remove_tree(*state);
 
-	remove_entries(s->dir);
-	rmdir(s->dir);
-	free(s->dir);
-	free(s);
-	return 0;
+	free(*state);
+	return err;
 }
 
 static char *in_scratch(void **state, const char *name)
 {
-	struct scratch *s = *state;
 	char *path;
 
-	assert_true(asprintf(&path, "%s/%s", s->dir, name) > 0);
+	assert_true(asprintf(&path, "%s/%s", (char *)*state, name) > 0);
 	return path;
 }
 
 static size_t count_entries(void **state)
 {
-	struct scratch *s = *state;
-	DIR *d = opendir(s->dir);
+	DIR *d = opendir(*state);
 	struct dirent *e;
 	size_t n = 0;
 
@@ -185,7 +149,6 @@ static void test_write_failures_leave_nothing(void **state)
 
 static void test_read_failures(void **state)
 {
-	struct scratch *s = *state;
 	char *missing = in_scratch(state, "missing");
 	char *text = (char *)1;
 	size_t len = 1;
@@ -193,7 +156,7 @@ static void test_read_failures(void **state)
 	assert_int_equal(file__read_all(missing, &text, &len), -ENOENT);
 	assert_null(text);
 	assert_int_equal(len, 0);
-	assert_int_equal(file__read_all(s->dir, &text, &len), -EISDIR);
+	assert_int_equal(file__read_all(*state, &text, &len), -EISDIR);
 	free(missing);
 }
 

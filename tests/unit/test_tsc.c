@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "khtest.h"
 #include "tsc.h"
 
 static void test_scale_of_a_known_rate(void **state)
@@ -69,15 +70,13 @@ static void test_samples_follow_the_clock(void **state)
 
 static void clocksource_is(const char *content, bool expected, const char *name)
 {
-	char path[] = "/tmp/khprof-clocksource-XXXXXX", got[64];
-	int fd = mkstemp(path);
+	char *path = write_temp(content), got[64];
 
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, content, strlen(content)), (ssize_t)strlen(content));
-	close(fd);
+	assert_non_null(path);
 	assert_int_equal(tsc__reliable_at(path, got, sizeof(got)), expected);
 	assert_string_equal(got, name);
 	unlink(path);
+	free(path);
 }
 
 static void test_only_a_tsc_clocksource_is_trusted(void **state)
