@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * khtest.h - helpers every khprof test binary may use: running a program
- * and reading back all it printed, temporary files and folders, and
- * locating the built tools.
+ * and reading back all it printed, temporary files and folders, locating
+ * the built tools, and loading a record or failing the test saying why.
  *
  * Everything is static inline so that a test includes only what it uses
  * without -Wunused-function tripping over the rest.  Test binaries link
- * khprof's module objects, so fileio is available.
+ * khprof's module objects, so fileio and json are available.
  */
 #ifndef KHPROF_TEST_KHTEST_H
 #define KHPROF_TEST_KHTEST_H
@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "json.h"
 
 /*
  * Exit codes of a child that never became the program: distinct from every
@@ -268,6 +269,15 @@ static inline void run_result_free(struct run_result *r)
 	free(r->out);
 	free(r->err);
 	r->out = r->err = NULL;
+}
+
+/* Reads and parses the record at path into *p, or fails the test saying why. */
+static inline void load_record(const char *path, struct kh_profile *p)
+{
+	char problem[256];
+
+	if (profile__read_file(path, p, problem, sizeof(problem)) != 0)
+		fail_msg("cannot read record '%s': %s", path, problem);
 }
 
 #endif /* KHPROF_TEST_KHTEST_H */

@@ -54,14 +54,6 @@ static void tmp_path(char *buf, size_t len, const char *name, ...)
 	assert_true((size_t)used < len);
 }
 
-static void load_record(const char *path, struct kh_profile *p)
-{
-	char problem[256];
-
-	if (profile__read_file(path, p, problem, sizeof(problem)) != 0)
-		fail_msg("cannot read record '%s': %s", path, problem);
-}
-
 static uint64_t calls_of(const struct kh_profile *p, uint32_t stage)
 {
 	const struct kh_stage_measurement *m = profile__find_stage(p, stage);

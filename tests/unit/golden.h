@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "json.h"
 #include "khtest.h"
 
 /* Inputs are NAME.json; NAME.seed.json and NAME.khprof.json are outputs. */
@@ -100,6 +101,19 @@ static inline char *golden_read_suffix(const char *name, const char *suffix)
 	text = golden_read(file);
 	free(file);
 	return text;
+}
+
+/* Reads and parses tests/golden/NAME<suffix> into *p, or fails the test saying why. */
+static inline void golden_load(const char *name, const char *suffix, struct kh_profile *p)
+{
+	char *file, *path;
+
+	if (asprintf(&file, "%s%s", name, suffix) < 0)
+		abort();
+	path = golden_path(file);
+	load_record(path, p);
+	free(path);
+	free(file);
 }
 
 /* JSON text without the trailing "khprof" member that seed readers drop. */

@@ -73,15 +73,12 @@ static void test_goldens_match_seed_json(void **state)
 	(void)state;
 	assert_true(count >= GOLDEN_MIN);
 	for (size_t i = 0; i < count; i++) {
-		char *input = golden_read_suffix(names[i], ".json");
 		char *expected = golden_read_suffix(names[i], ".seed.json");
-		char err[256], *json, *seed_part;
+		char *json, *seed_part;
 		struct kh_profile p;
 
-		assert_non_null(input);
 		assert_non_null(expected);
-		if (profile__from_json(input, &p, err, sizeof(err)))
-			fail_msg("%s: %s", names[i], err);
+		golden_load(names[i], ".json", &p);
 		json = profile__to_json(&p);
 		assert_non_null(json);
 		seed_part = strip_khprof(json);
@@ -90,7 +87,6 @@ static void test_goldens_match_seed_json(void **state)
 		free(seed_part);
 		free(json);
 		free(expected);
-		free(input);
 		profile__free(&p);
 	}
 	golden_free(names, count);
@@ -105,12 +101,11 @@ static void test_seed_json_is_a_fixed_point(void **state)
 	(void)state;
 	for (size_t i = 0; i < count; i++) {
 		char *seed = golden_read_suffix(names[i], ".seed.json");
-		char err[256], *json;
+		char *json;
 		struct kh_profile p;
 
 		assert_non_null(seed);
-		if (profile__from_json(seed, &p, err, sizeof(err)))
-			fail_msg("%s.seed.json: %s", names[i], err);
+		golden_load(names[i], ".seed.json", &p);
 		json = profile__to_json(&p);
 		assert_non_null(json);
 		if (strcmp(json, seed))
@@ -124,15 +119,13 @@ static void test_seed_json_is_a_fixed_point(void **state)
 
 static void test_extension_round_trips(void **state)
 {
-	char *input = golden_read("unknown_fields.json");
 	char *expected = golden_read("unknown_fields.khprof.json");
 	struct kh_profile p, again;
 	char err[256], *json, *json_again;
 
 	(void)state;
-	assert_non_null(input);
 	assert_non_null(expected);
-	assert_int_equal(profile__from_json(input, &p, err, sizeof(err)), 0);
+	golden_load("unknown_fields", ".json", &p);
 	assert_true(p.ext.present);
 	assert_string_equal(p.ext.mode, "batch");
 	assert_true(p.ext.started_mid_session);
@@ -153,7 +146,6 @@ static void test_extension_round_trips(void **state)
 	free(json_again);
 	free(json);
 	free(expected);
-	free(input);
 	profile__free(&again);
 	profile__free(&p);
 }
@@ -507,12 +499,11 @@ static void test_seed_reads_our_output(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < count; i++) {
-		char *input = golden_read_suffix(names[i], ".json");
-		char err[256], *json, *seed_json, *ours;
+		char *json, *seed_json, *ours;
 		struct kh_profile p;
 		int status;
 
-		assert_int_equal(profile__from_json(input, &p, err, sizeof(err)), 0);
+		golden_load(names[i], ".json", &p);
 		json = profile__to_json(&p);
 		seed_json = seed_render(render, json, true, &status);
 		if (!seed_json)
@@ -523,7 +514,6 @@ static void test_seed_reads_our_output(void **state)
 		free(ours);
 		free(seed_json);
 		free(json);
-		free(input);
 		profile__free(&p);
 	}
 	golden_free(names, count);
