@@ -91,20 +91,38 @@ static void assert_seed_conformance(const char *record)
 	run_result_free(&ours);
 }
 
-/* khprof record -o OUT -- workload SCENARIO ARG in the default mode; loads OUT. */
-static void record_workload(const char *scenario, const char *arg, char *out, size_t len,
-			    struct kh_profile *p)
+/*
+ * khprof record [--mode MODE] -o OUT TAIL..., where the NULL-terminated
+ * tail is any further khprof options, then "--", the workload and its
+ * arguments (mode NULL: khprof's default).  Fails unless khprof exits 0,
+ * then loads OUT into *p.  Returns the run, so callers can check what
+ * khprof and the workload printed; free it with run_result_free().
+ */
+static struct run_result record_workload(const char *mode, const char *out,
+					 struct kh_profile *p, ...)
 {
-	char *argv[] = { khprof, "record", "-o", out, "--", WORKLOAD, (char *)scenario,
-			 (char *)arg, NULL };
+	char *argv[24];
+	size_t argc = 0;
 	struct run_result r;
+	va_list ap;
 
-	tmp_path(out, len, "%s.json", scenario);
+	argv[argc++] = khprof;
+	argv[argc++] = "record";
+	if (mode) {
+		argv[argc++] = "--mode";
+		argv[argc++] = (char *)mode;
+	}
+	argv[argc++] = "-o";
+	argv[argc++] = (char *)out;
+	va_start(ap, p);
+	while ((argv[argc] = va_arg(ap, char *)))
+		assert_true(++argc < sizeof(argv) / sizeof(argv[0]));
+	va_end(ap);
 	r = run(argv);
 	if (r.exit_code != 0)
-		fail_msg("workload %s exited %d: %s", scenario, r.exit_code, r.err);
-	run_result_free(&r);
+		fail_msg("khprof record -o %s exited %d: %s", out, r.exit_code, r.err);
 	load_record(out, p);
+	return r;
 }
 
 static const char *const modes[] = { "span", "pair", "batch" };
@@ -112,8 +130,6 @@ static const char *const modes[] = { "span", "pair", "batch" };
 static void check_nested(const char *mode)
 {
 	char out[PATH_MAX];
-	char *argv[] = { khprof, "record", "--mode", (char *)mode, "-o", out, "--", WORKLOAD,
-			 "nested", "50", NULL };
 	struct kh_profile p;
 	struct run_result r;
 	static const uint32_t expected_states[] = { KH_STATE_CREATED, KH_STATE_ACQUIRING,
@@ -121,13 +137,10 @@ static void check_nested(const char *mode)
 						    KH_STATE_COMPLETED };
 
 	tmp_path(out, sizeof(out), "nested-%s.json", mode);
-	r = run(argv);
-	if (r.exit_code != 0)
-		fail_msg("khprof record (%s) exited %d: %s", mode, r.exit_code, r.err);
+	r = record_workload(mode, out, &p, "--", WORKLOAD, "nested", "50", NULL);
 	assert_non_null(strstr(r.out, "nested n=50"));
 	/* The text report goes to stderr. */
 	assert_non_null(strstr(r.err, "KeyHog profile "));
-	load_record(out, &p);
 
 	assert_string_equal(p.schema, "keyhog-profile-v1");
 	assert_int_equal(p.status, KH_STATE_COMPLETED);
@@ -178,15 +191,18 @@ static void test_nested_all_modes(void **state)
 static void test_two_threads(void **state)
 {
 	struct kh_profile p;
+	struct run_result r;
 	char out[PATH_MAX];
 
 	(void)state;
-	record_workload("threads", "2000", out, sizeof(out), &p);
+	tmp_path(out, sizeof(out), "threads.json");
+	r = record_workload(NULL, out, &p, "--", WORKLOAD, "threads", "2000", NULL);
 	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 2000);
 	assert_int_equal(calls_of(&p, KH_STAGE_GENERIC_DETECTION), 2000);
 	assert_int_equal(p.input_bytes, 2 * 2000 * 10);
 	assert_int_equal(p.input_units, 2);
 	profile__free(&p);
+	run_result_free(&r);
 }
 
 static void test_several_sessions(void **state)
@@ -238,18 +254,15 @@ static void test_several_sessions(void **state)
 static void check_timed(const char *mode, const char *span_us, uint64_t spans)
 {
 	char out[PATH_MAX];
-	char *argv[] = { khprof, "record", "--mode", (char *)mode, "-o", out, "--", WORKLOAD,
-			 "timed", (char *)span_us, "200", NULL };
 	unsigned long long own = 0;
 	struct kh_profile p;
 	struct run_result r;
 	uint64_t traced;
 
 	tmp_path(out, sizeof(out), "timed-%s-%s.json", mode, span_us);
-	r = run(argv);
+	r = record_workload(mode, out, &p, "--", WORKLOAD, "timed", span_us, "200", NULL);
 	assert_int_equal(r.exit_code, 0);
 	assert_int_equal(sscanf(r.out, "own_total_ns=%llu", &own), 1);
-	load_record(out, &p);
 	assert_int_equal(calls_of(&p, KH_STAGE_CONFIRMED_PATTERNS), spans);
 	traced = elapsed_of(&p, KH_STAGE_CONFIRMED_PATTERNS);
 	if (traced + own / 50 + spans * 1000 < own || traced > own + own / 50 + spans * 1000)
@@ -271,19 +284,21 @@ static void test_times_match_workload_clock(void **state)
 static void test_shared_library_and_dlopen(void **state)
 {
 	struct kh_profile p;
+	struct run_result r;
 	char out[PATH_MAX];
 
 	(void)state;
-	record_workload("library", "20", out, sizeof(out), &p);
+	tmp_path(out, sizeof(out), "library.json");
+	r = record_workload(NULL, out, &p, "--", WORKLOAD, "library", "20", NULL);
 	/* 20 from the linked library, 20 from the one opened with dlopen. */
 	assert_int_equal(calls_of(&p, KH_STAGE_ENTROPY), 40);
 	profile__free(&p);
+	run_result_free(&r);
 }
 
 static void test_red_zone_leaf_unchanged(void **state)
 {
 	char out[PATH_MAX];
-	char *argv[] = { khprof, "record", "-o", out, "--", WORKLOAD, "redzone", "100000", NULL };
 	char *untraced_argv[] = { WORKLOAD, "redzone", "100000", NULL };
 	struct run_result r, untraced;
 	struct kh_profile p;
@@ -291,11 +306,10 @@ static void test_red_zone_leaf_unchanged(void **state)
 	(void)state;
 	tmp_path(out, sizeof(out), "redzone.json");
 	untraced = run(untraced_argv);
-	r = run(argv);
+	r = record_workload(NULL, out, &p, "--", WORKLOAD, "redzone", "100000", NULL);
 	assert_string_equal(untraced.out, "wrong=0 of 100000\n");
 	assert_string_equal(r.out, untraced.out);
 	assert_int_equal(r.exit_code, 0);
-	load_record(out, &p);
 	/* The probe sites inside the leaf really fired while traced. */
 	assert_int_equal(p.input_bytes, 100000);
 	assert_int_equal(p.input_units, 100000);
@@ -307,14 +321,17 @@ static void test_red_zone_leaf_unchanged(void **state)
 static void test_program_without_sessions(void **state)
 {
 	struct kh_profile p;
+	struct run_result r;
 	char out[PATH_MAX];
 
 	(void)state;
-	record_workload("nosession", "100", out, sizeof(out), &p);
+	tmp_path(out, sizeof(out), "nosession.json");
+	r = record_workload(NULL, out, &p, "--", WORKLOAD, "nosession", "100", NULL);
 	assert_int_equal(calls_of(&p, KH_STAGE_SUPPRESSION), 100);
 	assert_int_equal(p.status, KH_STATE_COMPLETED);
 	profile__free(&p);
 	assert_seed_conformance(out);
+	run_result_free(&r);
 }
 
 /*
@@ -327,16 +344,13 @@ static void test_deep_nesting_is_counted(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
 		char out[PATH_MAX];
-		char *argv[] = { khprof, "record", "--mode", (char *)modes[i], "-o", out, "--",
-				 WORKLOAD, "deep", "40", NULL };
 		uint64_t dropped;
 		struct kh_profile p;
 		struct run_result r;
 
 		tmp_path(out, sizeof(out), "deep-%s.json", modes[i]);
-		r = run(argv);
+		r = record_workload(modes[i], out, &p, "--", WORKLOAD, "deep", "40", NULL);
 		assert_int_equal(r.exit_code, 0);
-		load_record(out, &p);
 		assert_int_equal(calls_of(&p, KH_STAGE_PHASE2_WHOLE_CHUNK), 32);
 		dropped = p.ext.drops[KH_DROP_STACK_OVERFLOW] + p.ext.drops[KH_DROP_UNMATCHED_EXIT];
 		assert_int_equal(dropped, 8);
@@ -349,8 +363,6 @@ static void test_deep_nesting_is_counted(void **state)
 static void test_identity_override(void **state)
 {
 	char out[PATH_MAX];
-	char *argv[] = { khprof, "record", "-o", out, "--identity", "workload_class=nightly",
-			 "--identity", "daemon_state=worker", "--", WORKLOAD, "nested", "2", NULL };
 	char *bad_argv[] = { khprof, "record", "--identity", "colour=blue", "--", WORKLOAD,
 			     "nested", "2", NULL };
 	struct kh_profile p;
@@ -358,9 +370,9 @@ static void test_identity_override(void **state)
 
 	(void)state;
 	tmp_path(out, sizeof(out), "override.json");
-	r = run(argv);
+	r = record_workload(NULL, out, &p, "--identity", "workload_class=nightly", "--identity",
+			    "daemon_state=worker", "--", WORKLOAD, "nested", "2", NULL);
 	assert_int_equal(r.exit_code, 0);
-	load_record(out, &p);
 	assert_string_equal(p.identity.workload_class, "nightly");
 	assert_int_equal(p.identity.daemon_state, KH_DAEMON_WORKER);
 	assert_string_equal(p.identity.binary_version, "workload 1.0");
