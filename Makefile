@@ -122,9 +122,30 @@ $(BUILD)/workloads/%: tests/workloads/%.c include/keyhog_profile.h $(BUILD)/work
 
 all: $(WORKLOADS)
 
-seed-render: $(BUILD)/seed-render
-$(BUILD)/seed-render:
+# The reader is rebuilt when the seed or the build script changes.  The
+# wildcard leaves the seed sources out when ../shared/seed is absent; the
+# script then just says the check is unavailable, which costs nothing.
+SEED_SRCS := $(wildcard ../shared/seed/keyhog_profile_lib.rs \
+                        ../shared/seed/conformance/Cargo.toml \
+                        ../shared/seed/conformance/src/bin/*.rs)
+SEED_READER := $(BUILD)/seed-render
+# The script also succeeds when the seed is there but will not build (a Rust
+# too old), leaving no up-to-date reader.  This marker then stands in for
+# it, so make test does not redo the copy and cargo build every time; a
+# change to the seed or the script tries again (or delete the marker).
+SEED_UNBUILDABLE := $(BUILD)/.seed-render-unbuildable
+
+seed-render: $(if $(wildcard $(SEED_UNBUILDABLE)),$(SEED_UNBUILDABLE),$(SEED_READER))
+$(SEED_READER) $(SEED_UNBUILDABLE): $(SEED_SRCS) scripts/build-seed-render.sh
+	@rm -f $(SEED_UNBUILDABLE)
 	@./scripts/build-seed-render.sh $(BUILD) $(SEED_PACKAGES)
+	@if [ -n "$(SEED_SRCS)" ]; then \
+		for f in $^; do \
+			if [ ! -x $(SEED_READER) ] || [ $$f -nt $(SEED_READER) ]; then \
+				mkdir -p $(BUILD) && touch $(SEED_UNBUILDABLE); break; \
+			fi; \
+		done; \
+	fi
 
 # Unit tests, then the BPF integration tests (root), with the seed's own
 # reader checking every record khprof writes when ../shared/seed is there.
