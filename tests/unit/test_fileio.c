@@ -57,23 +57,27 @@ static size_t count_entries(void **state)
 	return n;
 }
 
+/* Writes len bytes of data to path, reads them back whole and NUL-terminated. */
+static void assert_round_trip(const char *path, const void *data, size_t len)
+{
+	char *text;
+	size_t got;
+
+	assert_int_equal(file__write_atomic(path, data, len), 0);
+	assert_int_equal(file__read_all(path, &text, &got), 0);
+	assert_int_equal(got, len);
+	assert_memory_equal(text, data, len);
+	assert_int_equal(text[got], '\0');
+	free(text);
+}
+
 static void test_write_then_read(void **state)
 {
 	char *path = in_scratch(state, "record.json");
-	char *text;
-	size_t len;
 
-	assert_int_equal(file__write_atomic(path, "{\"a\": 1}\n", 9), 0);
-	assert_int_equal(file__read_all(path, &text, &len), 0);
-	assert_int_equal(len, 9);
-	assert_string_equal(text, "{\"a\": 1}\n");
-	free(text);
+	assert_round_trip(path, "{\"a\": 1}\n", 9);
 	/* Replacing leaves exactly the new content and no temporary file. */
-	assert_int_equal(file__write_atomic(path, "xy", 2), 0);
-	assert_int_equal(file__read_all(path, &text, &len), 0);
-	assert_int_equal(len, 2);
-	assert_string_equal(text, "xy");
-	free(text);
+	assert_round_trip(path, "xy", 2);
 	assert_int_equal(count_entries(state), 1);
 	free(path);
 }
@@ -82,20 +86,9 @@ static void test_empty_and_binary(void **state)
 {
 	static const char bytes[] = { 'a', 0, 'b', (char)0xff };
 	char *path = in_scratch(state, "bin");
-	char *text;
-	size_t len;
 
-	assert_int_equal(file__write_atomic(path, "", 0), 0);
-	assert_int_equal(file__read_all(path, &text, &len), 0);
-	assert_int_equal(len, 0);
-	assert_string_equal(text, "");
-	free(text);
-	assert_int_equal(file__write_atomic(path, bytes, sizeof(bytes)), 0);
-	assert_int_equal(file__read_all(path, &text, &len), 0);
-	assert_int_equal(len, sizeof(bytes));
-	assert_memory_equal(text, bytes, sizeof(bytes));
-	assert_int_equal(text[len], '\0');
-	free(text);
+	assert_round_trip(path, "", 0);
+	assert_round_trip(path, bytes, sizeof(bytes));
 	free(path);
 }
 
@@ -115,17 +108,12 @@ static void test_mode_follows_umask(void **state)
 static void test_large_write(void **state)
 {
 	size_t size = 3 * 1024 * 1024 + 17;
-	char *data = malloc(size), *text, *path = in_scratch(state, "large");
-	size_t len;
+	char *data = malloc(size), *path = in_scratch(state, "large");
 
 	assert_non_null(data);
 	for (size_t i = 0; i < size; i++)
 		data[i] = (char)('a' + i % 26);
-	assert_int_equal(file__write_atomic(path, data, size), 0);
-	assert_int_equal(file__read_all(path, &text, &len), 0);
-	assert_int_equal(len, size);
-	assert_memory_equal(text, data, size);
-	free(text);
+	assert_round_trip(path, data, size);
 	free(data);
 	free(path);
 }

@@ -212,7 +212,6 @@ static void test_u64_beyond_double_precision(void **state)
 static void test_absent_options_and_states_default(void **state)
 {
 	char *text = mutate("\"states\":[],", "");
-	char *t2 = NULL;
 	struct kh_profile p;
 	char err[256];
 
@@ -222,8 +221,7 @@ static void test_absent_options_and_states_default(void **state)
 	profile__free(&p);
 	free(text);
 	/* serde reads an absent Option member as None. */
-	t2 = mutate("\"backend_selected\":null,\"cache_state\"", "\"cache_state\"");
-	text = t2;
+	text = mutate("\"backend_selected\":null,\"cache_state\"", "\"cache_state\"");
 	assert_int_equal(profile__from_json(text, &p, err, sizeof(err)), 0);
 	assert_null(p.identity.backend_selected);
 	assert_false(p.resources.max_observed_threads.present);

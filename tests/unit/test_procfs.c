@@ -75,30 +75,30 @@ static void test_stat_awkward_names(void **state)
 
 static void test_stat_numbers_like_rust(void **state)
 {
-	char *line;
+	static const struct {
+		const char *utime, *stime;
+		long ticks;
+		bool present;
+		uint64_t ms;
+	} cases[] = {
+		/* str::parse::<u64> takes a leading '+', nothing else. */
+		{ "+1", "1", 1, true, 2000 },
+		{ "-1", "1", 1, false, 0 },
+		{ "1x", "1", 1, false, 0 },
+		/* u128 intermediate: 2^64-1 ticks at 1000 Hz is still 2^64-1 ms */
+		{ "18446744073709551615", "0", 1000, true, UINT64_MAX },
+		/* ... but does not fit in u64 at 100 Hz */
+		{ "18446744073709551615", "0", 100, false, 0 },
+		{ "18446744073709551616", "0", 1000, false, 0 },
+	};
 
 	(void)state;
-	/* str::parse::<u64> takes a leading '+', nothing else. */
-	line = stat_line("p", "+1", "1");
-	expect_cpu(line, 1, true, 2000);
-	free(line);
-	line = stat_line("p", "-1", "1");
-	expect_cpu(line, 1, false, 0);
-	free(line);
-	line = stat_line("p", "1x", "1");
-	expect_cpu(line, 1, false, 0);
-	free(line);
-	/* u128 intermediate: 2^64-1 ticks at 1000 Hz is still 2^64-1 ms */
-	line = stat_line("p", "18446744073709551615", "0");
-	expect_cpu(line, 1000, true, UINT64_MAX);
-	free(line);
-	/* ... but does not fit in u64 at 100 Hz */
-	line = stat_line("p", "18446744073709551615", "0");
-	expect_cpu(line, 100, false, 0);
-	free(line);
-	line = stat_line("p", "18446744073709551616", "0");
-	expect_cpu(line, 1000, false, 0);
-	free(line);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *line = stat_line("p", cases[i].utime, cases[i].stime);
+
+		expect_cpu(line, cases[i].ticks, cases[i].present, cases[i].ms);
+		free(line);
+	}
 }
 
 static void test_stat_truncated(void **state)
