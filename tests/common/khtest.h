@@ -40,7 +40,11 @@
 #define RUN_SETUP_FAILED 122
 #define RUN_EXEC_FAILED 121
 
-/* The repository root, taken from where this header lives; "." when relative. */
+/*
+ * The repository root, taken from the path the compiler gave this header:
+ * absolute, relative to the directory make ran in, or "." when the header
+ * was named as tests/common/khtest.h itself.
+ */
 static inline const char *test_repo_root(void)
 {
 	static char *root;
@@ -49,7 +53,6 @@ static inline const char *test_repo_root(void)
 
 	if (root)
 		return root;
-	/* The compiler names the header relative to the working directory or absolutely. */
 	if (len > suffix_len && !strcmp(__FILE__ + len - suffix_len, suffix) &&
 	    __FILE__[len - suffix_len - 1] == '/')
 		root = strndup(__FILE__, len - suffix_len - 1);
