@@ -16,9 +16,17 @@ BPFTOOL    ?= bpftool
 
 CFLAGS     ?= -O2 -g
 WARNINGS   := -Wall -Wextra -Werror
-CPPFLAGS   := -Iinclude -Iusdt -Iuserspace -I$(BUILD) -MMD -MP -D_GNU_SOURCE
+# Each layer sees only the layers below it (docs/ARCHITECTURE.md): an
+# analysis file that includes a capture header does not compile.
+INC_COMMON   := -Iinclude -Iuserspace/common
+INC_ANALYSIS := $(INC_COMMON) -Iuserspace/analysis
+INC_USDT     := $(INC_COMMON) -Iusdt
+INC_CAPTURE  := $(INC_ANALYSIS) -Iusdt -Iuserspace/capture -I$(BUILD)
+INC_ALL      := $(INC_CAPTURE) -Iuserspace/cmd
+CPPFLAGS   := -MMD -MP -D_GNU_SOURCE
 USER_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 $(CPPFLAGS)
-LIBS       := -lbpf -lelf -lz -lcjson -lm -pthread
+NOBPF_LIBS := -lelf -lz -lcjson -lm -pthread
+LIBS       := -lbpf $(NOBPF_LIBS)
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
               -I/usr/include/$(MULTIARCH) -Wall -Werror
 
@@ -33,11 +41,23 @@ SEED_PACKAGES := cargo librust-serde-dev librust-serde-derive-dev \
 
 DEPS_STAMP := $(BUILD)/.deps-installed
 
-# usdt/ reads probe sites (notes, argument specs); userspace/ is the rest.
-KHPROF_SRCS := $(wildcard userspace/*.c usdt/*.c)
-KHPROF_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(KHPROF_SRCS))
-# Module objects without main(), shared with the unit tests.
-MODULE_OBJS := $(filter-out $(BUILD)/userspace/main.o,$(KHPROF_OBJS))
+# The layers, bottom up (docs/ARCHITECTURE.md).  usdt/ reads probe sites;
+# capture/ alone links libbpf, so the unit tests link everything else and
+# an analysis file that needed libbpf would fail to link them.
+objs_of = $(patsubst %.c,$(BUILD)/%.o,$(wildcard $(1)/*.c))
+COMMON_OBJS   := $(call objs_of,userspace/common)
+ANALYSIS_OBJS := $(call objs_of,userspace/analysis)
+USDT_OBJS     := $(call objs_of,usdt)
+CAPTURE_OBJS  := $(call objs_of,userspace/capture)
+CMD_OBJS      := $(call objs_of,userspace/cmd)
+KHPROF_OBJS   := $(COMMON_OBJS) $(ANALYSIS_OBJS) $(USDT_OBJS) $(CAPTURE_OBJS) $(CMD_OBJS)
+# Capture modules that need neither libbpf nor the skeleton: plain logic
+# (sessions, /proc, TSC) that the unit tests check without root.
+CAPTURE_BPF_OBJS   := $(BUILD)/userspace/capture/trace.o $(BUILD)/userspace/capture/calibrate.o
+CAPTURE_PLAIN_OBJS := $(filter-out $(CAPTURE_BPF_OBJS),$(CAPTURE_OBJS))
+UNIT_LINK_OBJS     := $(COMMON_OBJS) $(ANALYSIS_OBJS) $(USDT_OBJS) $(CAPTURE_PLAIN_OBJS)
+# Integration tests drive the whole tool: every module but main().
+MODULE_OBJS := $(filter-out $(BUILD)/userspace/cmd/main.o,$(KHPROF_OBJS))
 
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
@@ -65,16 +85,28 @@ $(BUILD)/bpf/khprof.bpf.o: bpf/khprof.bpf.c | $(DEPS_STAMP)
 $(BUILD)/khprof.skel.h: $(BUILD)/bpf/khprof.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/userspace/%.o: userspace/%.c | $(DEPS_STAMP)
+$(BUILD)/userspace/common/%.o: userspace/common/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -c $< -o $@
+	$(CC) $(USER_CFLAGS) $(INC_COMMON) -c $< -o $@
+
+$(BUILD)/userspace/analysis/%.o: userspace/analysis/%.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) $(INC_ANALYSIS) -c $< -o $@
 
 $(BUILD)/usdt/%.o: usdt/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -c $< -o $@
+	$(CC) $(USER_CFLAGS) $(INC_USDT) -c $< -o $@
+
+$(BUILD)/userspace/capture/%.o: userspace/capture/%.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) $(INC_CAPTURE) -c $< -o $@
+
+$(BUILD)/userspace/cmd/%.o: userspace/cmd/%.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(USER_CFLAGS) $(INC_ALL) -c $< -o $@
 
 # Modules that include the skeleton must wait for it.
-$(BUILD)/userspace/trace.o: $(BUILD)/khprof.skel.h
+$(CAPTURE_BPF_OBJS): $(BUILD)/khprof.skel.h
 
 $(BUILD)/khprof: $(KHPROF_OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS)
@@ -82,7 +114,7 @@ $(BUILD)/khprof: $(KHPROF_OBJS)
 # --- examples ---------------------------------------------------------------
 $(BUILD)/examples/%.o: examples/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -Iexamples/common -pthread -c $< -o $@
+	$(CC) $(USER_CFLAGS) -Iinclude -Iexamples/common -pthread -c $< -o $@
 
 # examples/common holds what the scanner and its corpus must agree on.
 EXAMPLES_COMMON := $(patsubst %.c,$(BUILD)/%.o,$(wildcard examples/common/*.c))
@@ -95,15 +127,20 @@ $(BUILD)/kh-corpus: $(patsubst %.c,$(BUILD)/%.o,$(wildcard examples/corpus/*.c))
 
 # --- tests ------------------------------------------------------------------
 # tests/common holds the helpers every test binary shares (khtest.h).
-$(BUILD)/tests/%.o: tests/unit/%.c | $(DEPS_STAMP)
+# Unit tests link without libbpf: they run without root and prove that
+# analysis and the plain capture logic do not need it.
+$(BUILD)/tests/unit/%.o: tests/unit/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -Itests/common -c $< -o $@
+	$(CC) $(USER_CFLAGS) $(INC_ALL) -Itests/common -c $< -o $@
 
-$(BUILD)/tests/%.o: tests/integration/%.c | $(DEPS_STAMP)
+$(BUILD)/tests/integration/%.o: tests/integration/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -Itests/common -pthread -c $< -o $@
+	$(CC) $(USER_CFLAGS) $(INC_ALL) -Itests/common -pthread -c $< -o $@
 
-$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(MODULE_OBJS)
+$(UNIT_BINS): $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(UNIT_LINK_OBJS)
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(NOBPF_LIBS) -lcmocka -ldl
+
+$(ITEST_BINS): $(BUILD)/tests/%: $(BUILD)/tests/integration/%.o $(MODULE_OBJS)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) -lcmocka -ldl
 
 # Traced workloads used by the integration tests (built like outside programs:

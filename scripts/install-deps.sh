@@ -2,6 +2,10 @@
 # Installs the Debian packages named on the command line that are missing.
 # Used by the Makefile so a fresh machine needs nothing installed by hand.
 set -eu
+# make -j runs several of these at once (the build's and the seed reader's
+# packages); apt takes one at a time, so they queue here instead of failing.
+exec 9>"${TMPDIR:-/tmp}/khprof-install-deps.lock"
+flock 9
 missing=""
 for pkg in "$@"; do
 	dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
