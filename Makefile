@@ -159,6 +159,27 @@ $(BUILD)/workloads/%: tests/workloads/%.c include/keyhog_profile.h $(BUILD)/work
 
 all: $(WORKLOADS)
 
+# --- Rust: the probe crate and its workload ---------------------------------
+# rust/keyhog-probes emits the header's probes from Rust with the seed's API;
+# tests/workloads-rs is its traced workload (tests/integration/test_rust.c).
+# Built offline (no crates from outside) by scripts/build-rust.sh with the
+# cargo found, Debian's RUST_PACKAGES installed when there is none; and again
+# with Debian 12's own rustc 1.63 when the machine has it, the oldest Rust
+# the crate must keep building with.
+RUST_PACKAGES := cargo
+RUST_SRCS := $(shell find rust/keyhog-probes tests/workloads-rs -type f \
+                 \( -name '*.rs' -o -name Cargo.toml \) 2>/dev/null)
+RUST_WORKLOADS := $(BUILD)/workloads/workload-rs
+ifneq ($(wildcard /usr/bin/rustc),)
+RUST_WORKLOADS += $(BUILD)/rust-debian/workload-rs
+endif
+$(BUILD)/workloads/workload-rs: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
+	@RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) current $@
+$(BUILD)/rust-debian/workload-rs: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
+	@RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) debian $@
+
+all: $(RUST_WORKLOADS)
+
 # The reader is rebuilt when the seed or the build script changes.  The
 # wildcard leaves the seed sources out when ../shared/seed is absent; the
 # script then just says the check is unavailable, which costs nothing.

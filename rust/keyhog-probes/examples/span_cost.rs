@@ -1,0 +1,69 @@
+//! Cost of one span (enter + exit) measured by the program itself, the
+//! Rust twin of bench/span_cost.c (`make bench`, row 1):
+//!
+//!   span_cost probes N      the crate's spans, in span_cost.c's loop
+//!   span_cost seed-loop N   the crate's spans in the seed's own
+//!                           seed-overhead loop (alternating stages, the
+//!                           guard kept in memory by black_box)
+//!
+//! Prints "ns_per_span=X" (median of 5 rounds of N spans).  No bare loop:
+//! LLVM unrolls a loop without spans eightfold (2.4 instructions per
+//! iteration against the C loop's 4), so the figure to compare is the whole
+//! iteration of the same loop, against span_cost.c's `probes`.  Needs Rust 1.66
+//! (std::hint::black_box); only `make bench` builds it.
+
+// black_box (1.66) is newer than the crate's 1.63; only the bench builds this.
+#![allow(clippy::incompatible_msrv)]
+
+use keyhog_probes::{span, Stage};
+use std::hint::black_box;
+use std::ptr::write_volatile;
+use std::time::Instant;
+
+static mut SINK: u64 = 0;
+
+// One loop per variant, unmangled so callgrind can count each alone.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn kh_rs_spans_probes(n: u64) {
+    for i in 0..n {
+        let _span = span(Stage::HotPatterns);
+        // SAFETY: single-threaded benchmark.
+        unsafe { write_volatile(std::ptr::addr_of_mut!(SINK), i) };
+    }
+}
+
+/// seed-overhead's per_span, with this crate's span.
+#[no_mangle]
+#[inline(never)]
+pub extern "C" fn kh_rs_spans_seed_loop(n: u64) {
+    for i in 0..n {
+        let stage = if i & 1 == 0 { Stage::HotPatterns } else { Stage::Entropy };
+        let s = span(black_box(stage));
+        black_box(&s);
+        drop(s);
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let run: extern "C" fn(u64) = match args.get(1).map(String::as_str) {
+        Some("probes") => kh_rs_spans_probes,
+        Some("seed-loop") => kh_rs_spans_seed_loop,
+        _ => {
+            eprintln!("usage: span_cost probes|seed-loop N [ROUNDS]");
+            std::process::exit(2);
+        }
+    };
+    let n: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(20_000_000);
+    let rounds: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(5);
+    let mut results: Vec<f64> = (0..rounds)
+        .map(|_| {
+            let t = Instant::now();
+            run(n);
+            t.elapsed().as_nanos() as f64 / n as f64
+        })
+        .collect();
+    results.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    println!("ns_per_span={:.3}", results[rounds / 2]);
+}

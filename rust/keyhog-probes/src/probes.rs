@@ -1,0 +1,300 @@
+//! khprof's probe ABI, version 2 (docs/PROBES.md; the C twin is
+//! include/keyhog_profile.h): the semaphore word, the probe sites and their
+//! stapsdt notes, and the clocks the sites pass.
+//!
+//! Everything the ABI fixes lives in this file.  A probe is one line of the
+//! table at the end (`probe!`), so an ABI bump that adds a probe adds a line
+//! there, a call where it fires, and a new `ABI_VERSION`.
+
+/// Version of the probe ABI this crate emits (`KH_PROBE_ABI_VERSION`),
+/// passed by every `session_start` probe.
+pub const ABI_VERSION: u64 = 2;
+
+/// Completed spans a thread buffers in batch mode before one `batch` probe
+/// hands them over (`KH_BATCH_CAPACITY`).
+pub(crate) const BATCH_CAPACITY: usize = 64;
+
+/// Batched times are CLOCK_MONOTONIC nanoseconds or TSC ticks with this
+/// bit set (`KH_TIME_TSC`).
+pub(crate) const TIME_TSC: u64 = 1 << 63;
+
+/// One completed span as the `batch` probe hands it over
+/// (`struct kh_batch_entry`, 24 bytes).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct BatchEntry {
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub stage: u32,
+    pub attribution: u32,
+}
+
+const _: () = assert!(core::mem::size_of::<BatchEntry>() == 24);
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
+mod sites {
+    // The semaphore word and the session counter, defined in assembly so
+    // that they get the C header's exact linkage: `keyhog_semaphores` is
+    // one aligned 32-bit word in `.probes`, weak and hidden (the kernel
+    // counts attachments per mapped file, so each module -- executable or
+    // cdylib -- must test its own); `kh_session_sequence` is weak with
+    // default visibility, like the header's, so a C library and the Rust
+    // program count sessions together.  Weak, so a C file of the same
+    // module that includes the header merges with them.
+    //
+    // The word starts a page of its own.  The kernel increments a
+    // semaphore in the first writable mapping of its file offset, and
+    // rust-lld (rustc's default linker from 1.90) starts the data segment
+    // in the file page that ends the RELRO segment, so that page is mapped
+    // twice, both writable at exec: with `.probes` in it the kernel set the
+    // RELRO copy and the program never saw a tracer (tests/workloads-rs,
+    // rustc 1.95).  Costs at most a page of zeros per module.
+    core::arch::global_asm!(
+        ".pushsection .probes, \"aw\", @progbits",
+        ".balign 4096",
+        ".weak keyhog_semaphores",
+        ".hidden keyhog_semaphores",
+        ".type keyhog_semaphores, @object",
+        ".size keyhog_semaphores, 4",
+        "keyhog_semaphores: .4byte 0",
+        ".popsection",
+        ".pushsection .bss.kh_session_sequence, \"aw\", @nobits",
+        ".balign 8",
+        ".weak kh_session_sequence",
+        ".type kh_session_sequence, @object",
+        ".size kh_session_sequence, 8",
+        "kh_session_sequence: .zero 8",
+        ".popsection",
+        options(att_syntax)
+    );
+
+    /// The whole semaphore word (span half at +0, batch half at +2): one
+    /// load, so an untraced span edge is that load, a test and a branch.
+    /// An asm block rather than a Rust static: a static named from another
+    /// crate (the scanner's, where `span` is inlined) is reached through
+    /// the GOT in a PIE, two loads; the hidden symbol is one rip-relative
+    /// `mov`.  Not `pure`, so it is re-read at every edge like the C
+    /// header's volatile load; `readonly`, so it orders no stores.
+    #[inline(always)]
+    pub(crate) fn semaphores() -> u32 {
+        let word: u32;
+        // SAFETY: reads the 4-byte semaphore word defined above.
+        unsafe {
+            core::arch::asm!(
+                "movl keyhog_semaphores(%rip), {0:e}",
+                out(reg) word,
+                options(att_syntax, nostack, preserves_flags, readonly)
+            );
+        }
+        word
+    }
+
+    /// Sessions started by this process so far, then one more: the
+    /// sequence of the session being started.  Rare path (session start).
+    pub(crate) fn next_session_sequence() -> u64 {
+        let previous: u64;
+        // SAFETY: kh_session_sequence is the 8-byte word defined above.
+        unsafe {
+            core::arch::asm!(
+                "movq $1, {0}",
+                "lock xaddq {0}, kh_session_sequence(%rip)",
+                out(reg) previous,
+                options(att_syntax, nostack)
+            );
+        }
+        previous
+    }
+
+    /// The sequence the next session will get, without taking it.
+    pub(crate) fn peek_session_sequence() -> u64 {
+        let value: u64;
+        // SAFETY: as above, a plain load.
+        unsafe {
+            core::arch::asm!(
+                "movq kh_session_sequence(%rip), {0}",
+                out(reg) value,
+                options(att_syntax, nostack, preserves_flags, readonly)
+            );
+        }
+        value
+    }
+
+    #[repr(C)]
+    struct Timespec {
+        tv_sec: i64,
+        tv_nsec: i64,
+    }
+
+    extern "C" {
+        // From the C library std links anyway; declared here because the
+        // crate takes no dependencies.
+        fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
+    }
+
+    const CLOCK_MONOTONIC: i32 = 1;
+
+    /// CLOCK_MONOTONIC in ns, the clock BPF's bpf_ktime_get_ns() reads.
+    pub(crate) fn now_ns() -> u64 {
+        let mut ts = Timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: ts is a valid timespec; CLOCK_MONOTONIC always exists.
+        unsafe { clock_gettime(CLOCK_MONOTONIC, &mut ts) };
+        (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+    }
+
+    /// The TSC with bit 63 set: ~10 ns here against ~24 for clock_gettime.
+    pub(crate) fn tsc() -> u64 {
+        // SAFETY: rdtsc exists on every x86-64 CPU.
+        unsafe { core::arch::x86_64::_rdtsc() | super::TIME_TSC }
+    }
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled"))))]
+mod sites {
+    // No probe sites on this target (the header's `KH_PROBES_ENABLED 0`):
+    // the API stays, every probe is a no-op and nothing is ever traced.
+    pub(crate) fn semaphores() -> u32 {
+        0
+    }
+    pub(crate) fn next_session_sequence() -> u64 {
+        use core::sync::atomic::{AtomicU64, Ordering};
+        static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+        SEQUENCE.fetch_add(1, Ordering::Relaxed)
+    }
+    pub(crate) fn peek_session_sequence() -> u64 {
+        0
+    }
+    pub(crate) fn now_ns() -> u64 {
+        0
+    }
+    pub(crate) fn tsc() -> u64 {
+        super::TIME_TSC
+    }
+}
+
+pub(crate) use sites::{next_session_sequence, now_ns, peek_session_sequence, semaphores, tsc};
+
+/// The span half of the semaphore word: span or pair mode is attached.
+#[inline(always)]
+pub(crate) fn span_mode(word: u32) -> bool {
+    word & 0xffff != 0
+}
+
+/// The batch half: batch mode is attached.
+#[inline(always)]
+pub(crate) fn batch_mode(word: u32) -> bool {
+    word >> 16 != 0
+}
+
+/// The probed instruction.  Hot sites get a 5-byte nop, which the kernel
+/// rewrites at the first hit into a call to its uprobe trampoline (~140 ns
+/// cheaper per later hit than a trap, ~31 us once); rare sites keep the
+/// 1-byte nop and its trap.
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
+macro_rules! probe_nop {
+    (hot) => {
+        ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00"
+    };
+    (rare) => {
+        "nop"
+    };
+}
+
+/// The semaphore a site names in its note: none, or a half of the word.
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
+macro_rules! probe_semaphore {
+    (none) => {
+        ".8byte 0"
+    };
+    (span) => {
+        ".8byte keyhog_semaphores"
+    };
+    (batch) => {
+        ".8byte keyhog_semaphores+2"
+    };
+}
+
+/// The note's argument string: `8@REG` per argument, registers only (an
+/// %rsp-relative operand would be 128 bytes off inside the site).
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
+macro_rules! probe_args {
+    ($first:ident $(, $rest:ident)*) => {
+        concat!("8@{", stringify!($first), "}" $(, " 8@{", stringify!($rest), "}")*)
+    };
+}
+
+/// `probe!(function: nop, "name", semaphore; args...)` defines an inlined
+/// function that is one probe site: `lea -128(%rsp),%rsp; nop; lea
+/// 128(%rsp),%rsp` (the optimized uprobe's call writes below %rsp, where a
+/// leaf function keeps its red-zone locals) and the stapsdt note that
+/// libbpf, bpftrace, perf and khprof read, with `.stapsdt.base` for
+/// prelink adjustment -- the layout of the C header's `KH__SITE_BEGIN`.
+/// Every inlined call is a site of its own, as with the header's macros;
+/// sites meant to exist once per module are called from `#[inline(never)]`
+/// functions.
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
+macro_rules! probe {
+    ($function:ident: $nop:ident, $name:literal, $semaphore:ident; $($arg:ident),+) => {
+        #[inline(always)]
+        #[allow(dead_code)]
+        pub(crate) fn $function($($arg: u64),+) {
+            // SAFETY: the site only moves %rsp and back around a nop; the
+            // note goes to a non-allocated section.  Not `nomem`: the
+            // tracer reads memory the arguments point to (batch, identity).
+            unsafe {
+                core::arch::asm!(
+                    "lea -128(%rsp), %rsp",
+                    concat!("990: ", probe_nop!($nop)),
+                    "lea 128(%rsp), %rsp",
+                    ".pushsection .note.stapsdt, \"\", @note",
+                    ".balign 4",
+                    ".4byte 992f-991f, 994f-993f, 3",
+                    "991: .asciz \"stapsdt\"",
+                    "992: .balign 4",
+                    "993: .8byte 990b",
+                    ".8byte _.stapsdt.base",
+                    probe_semaphore!($semaphore),
+                    ".asciz \"keyhog\"",
+                    concat!(".asciz \"", $name, "\""),
+                    concat!(".asciz \"", probe_args!($($arg),+), "\""),
+                    "994: .balign 4",
+                    ".popsection",
+                    ".ifndef _.stapsdt.base",
+                    ".pushsection .stapsdt.base, \"aG\", @progbits, .stapsdt.base, comdat",
+                    ".weak _.stapsdt.base",
+                    ".hidden _.stapsdt.base",
+                    "_.stapsdt.base: .space 1",
+                    ".size _.stapsdt.base, 1",
+                    ".popsection",
+                    ".endif",
+                    $($arg = in(reg) $arg,)+
+                    options(att_syntax, nostack, preserves_flags)
+                );
+            }
+        }
+    };
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled"))))]
+macro_rules! probe {
+    ($function:ident: $nop:ident, $name:literal, $semaphore:ident; $($arg:ident),+) => {
+        #[inline(always)]
+        #[allow(dead_code)]
+        pub(crate) fn $function($($arg: u64),+) {
+            $(let _ = $arg;)+
+        }
+    };
+}
+
+/// The probes of docs/PROBES.md: function, nop, probe name, semaphore, arguments.
+pub(crate) mod site {
+    probe!(span_enter: hot, "span_enter", span; stage);
+    probe!(span_exit: hot, "span_exit", span; stage, attribution);
+    probe!(span: hot, "span", span; stage, start_ns, attribution);
+    probe!(batch: hot, "batch", batch; entries, count, input_bytes, input_units, flush_tsc);
+    probe!(input_bytes: hot, "input_bytes", none; bytes);
+    probe!(input_units: hot, "input_units", none; units);
+    probe!(session_start: rare, "session_start", none; sequence, abi_version);
+    probe!(identity: rare, "identity", none; key, value);
+    probe!(transition: rare, "transition", none; state);
+    probe!(session_finish: rare, "session_finish", none; status);
+}

@@ -1,0 +1,178 @@
+//! Per-thread state behind the probe sites: the thread's attribution and
+//! its batch buffer, touched only while a tracer has set a semaphore
+//! (attribution excepted, which the program sets itself).  The slow paths
+//! here are `#[inline(never)]` and non-generic, so each exists once per
+//! module, as the header's one-per-module functions do: the first hit of a
+//! hot site costs the program ~30 us while the kernel rewrites it.
+//!
+//! Unlike the C header's `kh_thread_state`, which C modules share per
+//! thread, this state is the crate's own: a thread that runs Rust spans and
+//! C spans keeps two attributions and two buffers (both flushed).
+
+use crate::probes::{self, site, BatchEntry, BATCH_CAPACITY};
+use std::cell::{Cell, UnsafeCell};
+use std::sync::Once;
+
+pub(crate) struct ThreadState {
+    attribution: Cell<u32>,
+    batch_count: Cell<u32>,
+    /// Set once this thread's buffer is flushed at its exit: from then on
+    /// its input counters ride its batches instead of firing their sites.
+    registered: Cell<bool>,
+    input_bytes: Cell<u64>,
+    input_units: Cell<u64>,
+    batch: UnsafeCell<[BatchEntry; BATCH_CAPACITY]>,
+}
+
+const EMPTY_ENTRY: BatchEntry = BatchEntry { start_ns: 0, end_ns: 0, stage: 0, attribution: 0 };
+
+thread_local! {
+    // Const-initialised and without Drop: every access is a plain
+    // thread-pointer-relative address, with no lazy-init check.
+    static STATE: ThreadState = const {
+        ThreadState {
+            attribution: Cell::new(0),
+            batch_count: Cell::new(0),
+            registered: Cell::new(false),
+            input_bytes: Cell::new(0),
+            input_units: Cell::new(0),
+            batch: UnsafeCell::new([EMPTY_ENTRY; BATCH_CAPACITY]),
+        }
+    };
+    // Its destructor flushes the thread's buffer at thread exit (the
+    // header's pthread key destructor).  Apart from STATE so that STATE
+    // needs no destructor and its accesses no state check.
+    static FLUSH_AT_THREAD_EXIT: ThreadExit = const { ThreadExit };
+}
+
+struct ThreadExit;
+
+impl Drop for ThreadExit {
+    fn drop(&mut self) {
+        batch_flush();
+    }
+}
+
+/// Sets this thread's attribution (0 root, 1 decoded); returns the previous one.
+pub(crate) fn replace_attribution(attribution: u32) -> u32 {
+    STATE.with(|t| t.attribution.replace(attribution))
+}
+
+/// Hands this thread's buffered spans and counted input to the tracer.
+/// The probe fires even with no tracer left, so a detaching tracer loses
+/// nothing it saw.
+#[inline(never)]
+pub(crate) fn batch_flush() {
+    STATE.with(|t| {
+        let count = t.batch_count.get();
+        if count == 0 && t.input_bytes.get() == 0 && t.input_units.get() == 0 {
+            return;
+        }
+        site::batch(
+            t.batch.get() as u64,
+            u64::from(count),
+            t.input_bytes.get(),
+            t.input_units.get(),
+            probes::tsc(),
+        );
+        t.batch_count.set(0);
+        t.input_bytes.set(0);
+        t.input_units.set(0);
+    });
+}
+
+extern "C" {
+    // The C library's, which std links anyway.
+    fn atexit(callback: extern "C" fn()) -> i32;
+}
+
+/// exit() runs the exiting thread's TLS destructors in glibc, but not every
+/// C library does; as in the header, the exiting thread also flushes here.
+extern "C" fn flush_at_process_exit() {
+    batch_flush();
+}
+
+#[cold]
+#[inline(never)]
+fn batch_register(t: &ThreadState) {
+    static AT_EXIT: Once = Once::new();
+
+    t.registered.set(true);
+    FLUSH_AT_THREAD_EXIT.with(|_| {});
+    AT_EXIT.call_once(|| {
+        // SAFETY: registers a plain extern "C" function.
+        unsafe { atexit(flush_at_process_exit) };
+    });
+}
+
+/// A span's enter edge with tracing on: the pair-mode probe and its start.
+/// Span mode compares the start with the kernel's clock, so it gets
+/// CLOCK_MONOTONIC; batch mode alone only needs lengths, so it gets the TSC.
+#[cold]
+#[inline(never)]
+pub(crate) fn span_start(stage: u32) -> u64 {
+    if probes::span_mode(probes::semaphores()) {
+        site::span_enter(u64::from(stage));
+        return probes::now_ns();
+    }
+    probes::tsc()
+}
+
+/// A span's exit edge when its enter was timed (start != 0).
+#[cold]
+#[inline(never)]
+pub(crate) fn span_complete(stage: u32, start: u64) {
+    let word = probes::semaphores();
+    STATE.with(|t| {
+        let attribution = t.attribution.get();
+        if probes::batch_mode(word) {
+            if !t.registered.get() {
+                batch_register(t);
+            }
+            let count = t.batch_count.get();
+            let end = if start & probes::TIME_TSC != 0 { probes::tsc() } else { probes::now_ns() };
+            // SAFETY: count < BATCH_CAPACITY (flushed when it gets there),
+            // and only this thread touches its own buffer.
+            unsafe {
+                (*t.batch.get())[count as usize] =
+                    BatchEntry { start_ns: start, end_ns: end, stage, attribution };
+            }
+            t.batch_count.set(count + 1);
+            if count + 1 == BATCH_CAPACITY as u32 {
+                batch_flush();
+            }
+        }
+        if probes::span_mode(word) {
+            site::span(u64::from(stage), start, u64::from(attribution));
+            site::span_exit(u64::from(stage), u64::from(attribution));
+        }
+    });
+}
+
+/// Input counters fire per chunk or file, never per byte.  In batch mode a
+/// thread whose buffer is flushed at its exit adds them to its next batch
+/// instead of entering the kernel; otherwise they are plain sites, live for
+/// any tracer.  No function call on either path, so a leaf function that
+/// counts input stays a leaf and its red zone stays safe.
+#[inline(always)]
+pub(crate) fn add_input_bytes(bytes: u64) {
+    STATE.with(|t| {
+        // Semaphores count attached sites: test, don't mask.
+        if t.registered.get() & probes::batch_mode(probes::semaphores()) {
+            t.input_bytes.set(t.input_bytes.get().wrapping_add(bytes));
+        } else {
+            site::input_bytes(bytes);
+        }
+    });
+}
+
+#[inline(always)]
+pub(crate) fn add_input_units(units: u64) {
+    STATE.with(|t| {
+        if t.registered.get() & probes::batch_mode(probes::semaphores()) {
+            t.input_units.set(t.input_units.get().wrapping_add(units));
+        } else {
+            site::input_units(units);
+        }
+    });
+}

@@ -1,0 +1,588 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Integration tests of the Rust probe crate (rust/keyhog-probes): trace
+ * its workload (tests/workloads-rs, written against the seed's API) with
+ * build/khprof in every mode, by record and by attach, and check the
+ * records against what the workload knows; check that the crate's sites
+ * are the C header's, and that the build with Debian's rustc 1.63 traces
+ * the same.  They need root (BPF); they skip with a message elsewhere, and
+ * never skip when CI=true.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "khtest.h"
+#include "record.h"
+
+#define WORKLOAD_RS "build/workloads/workload-rs"
+#define WORKLOAD_C "build/workloads/workload"
+/* Built by `make` with /usr/bin/rustc when the machine has it. */
+#define WORKLOAD_RS_DEBIAN "build/rust-debian/workload-rs"
+#define DEBIAN_RUSTC "/usr/bin/rustc"
+
+static char *khprof;
+static char *tmpdir;
+
+static const char *const modes[] = { "batch", "span", "pair" };
+#define N_MODES (sizeof(modes) / sizeof(modes[0]))
+
+static struct run_result run(char *const argv[])
+{
+	return run_cmd(NULL, -1, argv);
+}
+
+__attribute__((format(printf, 3, 4)))
+static void tmp_path(char *buf, size_t len, const char *name, ...)
+{
+	int used = snprintf(buf, len, "%s/", tmpdir);
+	va_list ap;
+
+	assert_true(used > 0 && (size_t)used < len);
+	va_start(ap, name);
+	used += vsnprintf(buf + used, len - (size_t)used, name, ap);
+	va_end(ap);
+	assert_true((size_t)used < len);
+}
+
+static uint64_t calls_of(const struct kh_profile *p, uint32_t stage)
+{
+	const struct kh_stage_measurement *m = profile__find_stage(p, stage);
+
+	return m ? m->calls : 0;
+}
+
+static uint64_t elapsed_of(const struct kh_profile *p, uint32_t stage)
+{
+	const struct kh_stage_measurement *m = profile__find_stage(p, stage);
+
+	return m ? m->elapsed_ns : 0;
+}
+
+/* The seed's own types read the record and print exactly what khprof does. */
+static void assert_seed_conformance(const char *record)
+{
+	const char *render = seed_render_path();
+	char *seed_argv[] = { (char *)render, (char *)record, NULL };
+	char *report_argv[] = { khprof, "report", (char *)record, NULL };
+	struct run_result seed, ours;
+
+	if (!render) {
+		if (running_in_ci())
+			fail_msg("build/seed-render is missing in CI (make seed-render)");
+		return;
+	}
+	seed = run(seed_argv);
+	ours = run(report_argv);
+	if (seed.exit_code != 0)
+		fail_msg("seed-render rejects '%s': %s", record, seed.err);
+	assert_int_equal(ours.exit_code, 0);
+	assert_string_equal(ours.out, seed.out);
+	run_result_free(&seed);
+	run_result_free(&ours);
+}
+
+/* khprof record --mode MODE -o OUT -- argv...; fails unless it exits 0. */
+static struct run_result record(const char *mode, const char *out, char *const workload[])
+{
+	char *argv[16] = { khprof, "record", "--mode", (char *)mode, "-o", (char *)out, "--" };
+	size_t argc = 7;
+	struct run_result r;
+
+	for (size_t i = 0; workload[i]; i++) {
+		argv[argc++] = workload[i];
+		assert_true(argc < sizeof(argv) / sizeof(argv[0]));
+	}
+	argv[argc] = NULL;
+	r = run(argv);
+	if (r.exit_code != 0)
+		fail_msg("khprof record --mode %s -o %s exited %d: %s", mode, out, r.exit_code, r.err);
+	return r;
+}
+
+/* What the nested scenario does, whoever traced it (record or attach). */
+static void assert_nested(const struct kh_profile *p, uint64_t n, uint64_t logical_cpus)
+{
+	static const uint32_t expected_states[] = { KH_STATE_CREATED, KH_STATE_ACQUIRING,
+						    KH_STATE_SCANNING, KH_STATE_REPORTING,
+						    KH_STATE_COMPLETED };
+
+	assert_string_equal(p->schema, "keyhog-profile-v1");
+	assert_int_equal(p->status, KH_STATE_COMPLETED);
+	assert_int_equal(calls_of(p, KH_STAGE_SOURCE_WALK), 1);
+	assert_int_equal(calls_of(p, KH_STAGE_HOT_PATTERNS), n);
+	assert_int_equal(calls_of(p, KH_STAGE_ENTROPY), 2 * n);
+	assert_int_equal(calls_of(p, KH_STAGE_DECODE), n);
+	assert_int_equal(calls_of(p, KH_STAGE_REPORTING), 1);
+	assert_int_equal(p->stage_count, 5);
+	/* Nesting: each guard counts its own full time, so outer covers inner. */
+	assert_true(elapsed_of(p, KH_STAGE_HOT_PATTERNS) > elapsed_of(p, KH_STAGE_ENTROPY));
+	/* Attribution: only decode ran under Attribution::Decoded. */
+	assert_int_equal(profile__find_stage(p, KH_STAGE_DECODE)->attributed_ns,
+			 profile__find_stage(p, KH_STAGE_DECODE)->elapsed_ns);
+	assert_int_equal(profile__find_stage(p, KH_STAGE_ENTROPY)->attributed_ns, 0);
+	assert_int_equal(profile__find_stage(p, KH_STAGE_HOT_PATTERNS)->attributed_ns, 0);
+	assert_int_equal(p->input_bytes, n * 4096);
+	assert_int_equal(p->input_units, n);
+
+	assert_int_equal(p->transition_count, 5);
+	for (size_t i = 0; i < 5; i++)
+		assert_int_equal(p->transitions[i].state, expected_states[i]);
+	assert_int_equal(p->state_count, 4);
+
+	assert_string_equal(p->identity.binary_version, "workload-rs 1.0");
+	assert_string_equal(p->identity.detector_digest, "det-test");
+	assert_string_equal(p->identity.config_digest, "cfg-test");
+	assert_string_equal(p->identity.source_kind, "synthetic");
+	assert_string_equal(p->identity.workload_class, "integration");
+	assert_string_equal(p->identity.backend_requested, "auto");
+	assert_string_equal(p->identity.backend_selected, "cpu");
+	assert_int_equal(p->identity.cache_state, KH_CACHE_COLD);
+	assert_int_equal(p->identity.daemon_state, KH_DAEMON_OFF);
+	/* 2 at the start, 4 through identity_mut before a transition: the latest wins. */
+	assert_int_equal(p->identity.scanner_threads, 4);
+	assert_true(p->identity.reader_threads.present);
+	assert_int_equal(p->identity.reader_threads.value, 1);
+	assert_int_equal(p->identity.logical_cpus, logical_cpus);
+	assert_true(p->ext.present);
+	assert_int_equal(p->ext.drops[KH_DROP_UNMATCHED_EXIT], 0);
+}
+
+static uint64_t printed_logical_cpus(const char *out)
+{
+	const char *line = strstr(out, "logical_cpus=");
+	unsigned long long cpus = 0;
+
+	assert_non_null(line);
+	assert_int_equal(sscanf(line, "logical_cpus=%llu", &cpus), 1);
+	return cpus;
+}
+
+static void check_nested(const char *workload, const char *mode)
+{
+	char out[PATH_MAX];
+	char *argv[] = { (char *)workload, "nested", "50", NULL };
+	struct kh_profile p;
+	struct run_result r;
+
+	tmp_path(out, sizeof(out), "nested-%s-%s.json", mode,
+		 strcmp(workload, WORKLOAD_RS) ? "debian" : "current");
+	r = record(mode, out, argv);
+	assert_non_null(strstr(r.out, "nested n=50 sequence=0 traced=true"));
+	/* Session::start while one is active gives Err(SessionActive). */
+	assert_non_null(strstr(r.out, "second_start=refused\n"));
+	assert_non_null(strstr(r.err, "KeyHog profile "));
+	load_record(out, &p);
+	assert_nested(&p, 50, printed_logical_cpus(r.out));
+	profile__free(&p);
+	assert_seed_conformance(out);
+	run_result_free(&r);
+}
+
+static void test_nested_all_modes(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < N_MODES; i++)
+		check_nested(WORKLOAD_RS, modes[i]);
+}
+
+/* Spawned threads flush their buffers at exit (the crate's TLS destructor). */
+static void test_two_threads_all_modes(void **state)
+{
+	char *argv[] = { WORKLOAD_RS, "threads", "2000", NULL };
+
+	(void)state;
+	for (size_t i = 0; i < N_MODES; i++) {
+		char out[PATH_MAX];
+		struct kh_profile p;
+		struct run_result r;
+
+		tmp_path(out, sizeof(out), "threads-%s.json", modes[i]);
+		r = record(modes[i], out, argv);
+		load_record(out, &p);
+		assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 2000);
+		assert_int_equal(calls_of(&p, KH_STAGE_GENERIC_DETECTION), 2000);
+		assert_int_equal(p.input_bytes, 2 * 2000 * 10);
+		assert_int_equal(p.input_units, 2);
+		assert_int_equal(p.status, KH_STATE_COMPLETED);
+		profile__free(&p);
+		assert_seed_conformance(out);
+		run_result_free(&r);
+	}
+}
+
+/*
+ * Four sessions, one record each; the odd ones are dropped unfinished and
+ * end as failed, as in the seed.  run_id = {pid}-{unix ns}-{sequence}.
+ */
+static void test_several_sessions_all_modes(void **state)
+{
+	char *argv[] = { WORKLOAD_RS, "sessions", "4", NULL };
+
+	(void)state;
+	for (size_t m = 0; m < N_MODES; m++) {
+		char out[PATH_MAX], path[PATH_MAX], pid_prefix[32] = "";
+		struct run_result r;
+
+		tmp_path(out, sizeof(out), "sessions-%s.json", modes[m]);
+		r = record(modes[m], out, argv);
+		for (int s = 0; s < 4; s++) {
+			char version[32], suffix[16];
+			struct kh_profile p;
+			const char *run_id;
+
+			if (s == 0)
+				snprintf(path, sizeof(path), "%s", out);
+			else
+				tmp_path(path, sizeof(path), "sessions-%s.%d.json", modes[m], s + 1);
+			load_record(path, &p);
+			snprintf(version, sizeof(version), "session-%d", s);
+			assert_string_equal(p.identity.binary_version, version);
+			assert_int_equal(calls_of(&p, KH_STAGE_PREPROCESS), s + 1);
+			assert_int_equal(p.status, s % 2 ? KH_STATE_FAILED : KH_STATE_COMPLETED);
+			assert_false(p.ext.ended_mid_session);
+			run_id = p.identity.run_id;
+			snprintf(suffix, sizeof(suffix), "-%d", s);
+			assert_string_equal(run_id + strlen(run_id) - strlen(suffix), suffix);
+			if (s == 0)
+				snprintf(pid_prefix, sizeof(pid_prefix), "%.*s-",
+					 (int)strcspn(run_id, "-"), run_id);
+			else
+				assert_int_equal(strncmp(run_id, pid_prefix, strlen(pid_prefix)), 0);
+			profile__free(&p);
+			assert_seed_conformance(path);
+		}
+		tmp_path(path, sizeof(path), "sessions-%s.5.json", modes[m]);
+		assert_int_equal(access(path, F_OK), -1);
+		run_result_free(&r);
+	}
+}
+
+/*
+ * Stage and RunState are the seed's, in the wire order of KH_STAGE_* and
+ * KH_STATE_*: stage i gets i+1 spans, and khprof names it as the crate does.
+ */
+static void test_wire_order_of_stages_and_states(void **state)
+{
+	char *argv[] = { WORKLOAD_RS, "stages", NULL };
+	struct run_result r;
+	struct kh_profile p;
+	char out[PATH_MAX];
+	const char *line;
+
+	(void)state;
+	tmp_path(out, sizeof(out), "stages.json");
+	r = record("batch", out, argv);
+	load_record(out, &p);
+	assert_int_equal(p.stage_count, KH_STAGE_COUNT);
+	line = r.out;
+	for (uint32_t i = 0; i < KH_STAGE_COUNT; i++) {
+		char expected[64];
+
+		assert_int_equal(calls_of(&p, i), i + 1);
+		snprintf(expected, sizeof(expected), "%u %s\n", i, kh_stage__name(i));
+		assert_non_null(line);
+		assert_memory_equal(line, expected, strlen(expected));
+		line = strchr(line, '\n');
+		line = line ? line + 1 : NULL;
+	}
+	assert_int_equal(p.transition_count, KH_STATE_COUNT - 1);
+	for (uint32_t i = 0; i < KH_STATE_COUNT - 1; i++)
+		assert_int_equal(p.transitions[i].state, i);
+	profile__free(&p);
+	assert_seed_conformance(out);
+	run_result_free(&r);
+}
+
+/*
+ * The Rust twin of test_trace's red-zone test: a leaf function keeping
+ * locals below %rsp, with input sites (5-byte nops the kernel turns into
+ * calls) between their stores and loads, returns the same traced.
+ */
+static void test_red_zone_leaf_unchanged(void **state)
+{
+	char *argv[] = { WORKLOAD_RS, "redzone", "100000", NULL };
+	struct run_result r, untraced;
+	struct kh_profile p;
+	char out[PATH_MAX];
+
+	(void)state;
+	tmp_path(out, sizeof(out), "redzone.json");
+	untraced = run(argv);
+	assert_int_equal(untraced.exit_code, 0);
+	assert_string_equal(untraced.out, "wrong=0 of 100000\n");
+	r = record("batch", out, argv);
+	assert_string_equal(r.out, untraced.out);
+	load_record(out, &p);
+	/* The probe sites inside the leaf really fired while traced. */
+	assert_int_equal(p.input_bytes, 100000);
+	assert_int_equal(p.input_units, 100000);
+	profile__free(&p);
+	run_result_free(&r);
+	run_result_free(&untraced);
+}
+
+static int compare_strings(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * The probes `khprof probes` lists, one "name semaphore-kind arg-count"
+ * line per distinct kind of site, sorted; *sema_span and *sema_batch get
+ * the semaphore addresses (the same for every site of a module).
+ */
+static char *probe_kinds(const char *binary, unsigned long long *sema_span,
+			 unsigned long long *sema_batch)
+{
+	char *argv[] = { khprof, "probes", (char *)binary, NULL };
+	char *kinds[64], *joined, *line, *save = NULL;
+	struct run_result r = run(argv);
+	size_t n = 0, len = 1;
+
+	assert_int_equal(r.exit_code, 0);
+	*sema_span = *sema_batch = 0;
+	for (line = strtok_r(r.out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char provider[32], name[32], sema[32], args[128], kind[128];
+		unsigned long long address;
+		int nargs = 0, off = 0;
+		bool seen = false;
+
+		if (sscanf(line, "%31s %31s 0x%llx %31s %n", provider, name, &address, sema, &off) <
+		    4)
+			continue;
+		assert_string_equal(provider, "keyhog");
+		/* Sites of code the linker discarded point into the ELF header. */
+		assert_true(address >= 0x1000);
+		snprintf(args, sizeof(args), "%s", line + off);
+		for (char *a = strstr(args, "8@"); a; a = strstr(a + 2, "8@"))
+			nargs++;
+		if (!strcmp(name, "batch"))
+			*sema_batch = strtoull(sema, NULL, 16);
+		else if (strcmp(sema, "-"))
+			*sema_span = strtoull(sema, NULL, 16);
+		snprintf(kind, sizeof(kind), "%s %s %d", name, strcmp(sema, "-") ? "sema" : "-",
+			 nargs);
+		for (size_t i = 0; i < n; i++)
+			seen = seen || !strcmp(kinds[i], kind);
+		if (!seen) {
+			assert_true(n < sizeof(kinds) / sizeof(kinds[0]));
+			kinds[n] = strdup(kind);
+			len += strlen(kind) + 1;
+			n++;
+		}
+	}
+	qsort(kinds, n, sizeof(kinds[0]), compare_strings);
+	joined = calloc(1, len);
+	assert_non_null(joined);
+	for (size_t i = 0; i < n; i++) {
+		strcat(strcat(joined, kinds[i]), "\n");
+		free(kinds[i]);
+	}
+	run_result_free(&r);
+	return joined;
+}
+
+static void test_probes_match_c_header(void **state)
+{
+	unsigned long long c_span, c_batch, rs_span, rs_batch;
+	char *c = probe_kinds(WORKLOAD_C, &c_span, &c_batch);
+	char *rs = probe_kinds(WORKLOAD_RS, &rs_span, &rs_batch);
+
+	(void)state;
+	assert_string_equal(rs, c);
+	/* Ten kinds: four span/batch sites with a semaphore, six without. */
+	assert_int_equal(count_lines(rs), 10);
+	/* One word per module: span half at +0, batch half at +2. */
+	assert_true(rs_span != 0);
+	assert_int_equal(rs_batch, rs_span + 2);
+	assert_int_equal(c_batch, c_span + 2);
+	free(c);
+	free(rs);
+}
+
+/* The crate built by Debian 12's own rustc 1.63 emits and traces the same. */
+static void test_debian_rustc_build(void **state)
+{
+	unsigned long long c_span, c_batch, rs_span, rs_batch;
+	char *c, *rs;
+
+	(void)state;
+	if (access(DEBIAN_RUSTC, X_OK) != 0) {
+		printf("test_rust: note: no %s on this machine, the 1.63 build is not checked\n",
+		       DEBIAN_RUSTC);
+		return;
+	}
+	if (access(WORKLOAD_RS_DEBIAN, X_OK) != 0)
+		fail_msg("%s is missing although %s exists (make builds it)", WORKLOAD_RS_DEBIAN,
+			 DEBIAN_RUSTC);
+	c = probe_kinds(WORKLOAD_C, &c_span, &c_batch);
+	rs = probe_kinds(WORKLOAD_RS_DEBIAN, &rs_span, &rs_batch);
+	assert_string_equal(rs, c);
+	assert_int_equal(rs_batch, rs_span + 2);
+	free(c);
+	free(rs);
+	for (size_t i = 0; i < N_MODES; i++)
+		check_nested(WORKLOAD_RS_DEBIAN, modes[i]);
+}
+
+/* A child with pipes on stdin/stdout (workload) or stderr (khprof). */
+struct child {
+	pid_t pid;
+	int to;
+	FILE *from;
+};
+
+static struct child spawn(char *const argv[], bool capture_stderr)
+{
+	int in[2], out[2];
+	struct child c;
+
+	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+	c.pid = fork();
+	assert_true(c.pid >= 0);
+	if (c.pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], capture_stderr ? 2 : 1);
+		execv(argv[0], argv);
+		_exit(RUN_EXEC_FAILED);
+	}
+	close(in[0]);
+	close(out[1]);
+	c.to = in[1];
+	c.from = fdopen(out[0], "r");
+	assert_non_null(c.from);
+	return c;
+}
+
+/* Reads lines until one contains needle (copied to line_out when given); fails at EOF. */
+static void wait_for_line(FILE *from, const char *needle, char *line_out, size_t len)
+{
+	char line[512];
+
+	while (fgets(line, sizeof(line), from))
+		if (strstr(line, needle)) {
+			if (line_out)
+				snprintf(line_out, len, "%s", line);
+			return;
+		}
+	fail_msg("stream ended before a line with '%s'", needle);
+}
+
+static int wait_exit(pid_t pid)
+{
+	int status;
+
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/*
+ * khprof attach in each mode to the serve loop, two sessions, then the
+ * workload exits and khprof stops by itself.  Each session event flushes
+ * the serving thread's buffer, so batch mode sees every span too.
+ */
+static void test_attach_all_modes(void **state)
+{
+	(void)state;
+	for (size_t m = 0; m < N_MODES; m++) {
+		char out[PATH_MAX], path[PATH_MAX], pid_text[16], line[512];
+		char *server_argv[] = { WORKLOAD_RS, "serve", NULL };
+		char *attach_argv[] = { khprof, "attach", "--mode", (char *)modes[m], "-p",
+					pid_text, "-o", out, NULL };
+		uint64_t cpus = 0;
+		struct child w, k;
+
+		tmp_path(out, sizeof(out), "attach-%s.json", modes[m]);
+		w = spawn(server_argv, false);
+		wait_for_line(w.from, "ready", NULL, 0);
+		snprintf(pid_text, sizeof(pid_text), "%d", w.pid);
+		k = spawn(attach_argv, true);
+		wait_for_line(k.from, "attached to PID", NULL, 0);
+		for (int s = 0; s < 2; s++) {
+			assert_int_equal(write(w.to, "session\n", 8), 8);
+			wait_for_line(w.from, "logical_cpus=", line, sizeof(line));
+			cpus = printed_logical_cpus(line);
+			wait_for_line(w.from, "done", NULL, 0);
+		}
+		close(w.to);
+		assert_int_equal(wait_exit(w.pid), 0);
+		assert_int_equal(wait_exit(k.pid), 0);
+		fclose(w.from);
+		fclose(k.from);
+		close(k.to);
+
+		for (int s = 0; s < 2; s++) {
+			struct kh_profile p;
+
+			if (s == 0)
+				snprintf(path, sizeof(path), "%s", out);
+			else
+				tmp_path(path, sizeof(path), "attach-%s.2.json", modes[m]);
+			load_record(path, &p);
+			assert_nested(&p, 10, cpus);
+			assert_false(p.ext.started_mid_session);
+			profile__free(&p);
+			assert_seed_conformance(path);
+		}
+	}
+}
+
+static int group_setup(void **state)
+{
+	(void)state;
+	tmpdir = make_temp_dir("khprof-rust-test");
+	return tmpdir ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+	int err = remove_tree(tmpdir);
+
+	(void)state;
+	free(tmpdir);
+	return err;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_probes_match_c_header),
+		cmocka_unit_test(test_nested_all_modes),
+		cmocka_unit_test(test_two_threads_all_modes),
+		cmocka_unit_test(test_several_sessions_all_modes),
+		cmocka_unit_test(test_wire_order_of_stages_and_states),
+		cmocka_unit_test(test_red_zone_leaf_unchanged),
+		cmocka_unit_test(test_attach_all_modes),
+		cmocka_unit_test(test_debian_rustc_build),
+	};
+
+	khprof = tool_path("KH_KHPROF", "build/khprof");
+	if (geteuid() != 0) {
+		if (running_in_ci()) {
+			fprintf(stderr, "test_rust: BPF tests need root and CI=true forbids "
+					"skipping them\n");
+			return 1;
+		}
+		printf("test_rust: skipped: BPF integration tests need root (CAP_BPF, "
+		       "CAP_PERFMON)\n");
+		return 0;
+	}
+	if (!seed_render_path() && !running_in_ci())
+		printf("test_rust: note: build/seed-render missing, seed conformance not "
+		       "checked (make seed-render)\n");
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

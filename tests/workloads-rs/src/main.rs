@@ -1,0 +1,200 @@
+//! Traced workload for tests/integration/test_rust.c, written against the
+//! seed's API through the keyhog-probes crate (imported under the seed's
+//! name, see Cargo.toml): the Rust twin of tests/workloads/workload.c.
+//! Each scenario prints what the program itself knows so the tests can
+//! compare khprof's record with it.
+//!
+//!   workload-rs nested N     N x (hot-patterns { entropy x2 }), decode attributed
+//!   workload-rs threads N    two threads, N spans each, input bytes/units
+//!   workload-rs sessions K   K sessions; odd ones dropped unfinished (failed)
+//!   workload-rs stages       i+1 spans of the i-th stage, every run state in order
+//!   workload-rs redzone N    leaf function with red-zone locals around probe sites
+//!   workload-rs serve        for attach: "ready", then one session per "session" line
+
+use keyhog_profile::{
+    add_input_bytes, add_input_units, enabled, set_attribution, span, Attribution, CacheState,
+    RunIdentity, RunState, Session, Stage,
+};
+use std::io::{BufRead, Write};
+use std::ptr::{read_volatile, write_volatile};
+
+/// Busy work the compiler cannot remove (libkhwork.c's khwork_burn).
+fn burn(iterations: u64) -> u64 {
+    let mut x: u64 = 0;
+    for i in 0..iterations {
+        // SAFETY: a local.
+        unsafe { write_volatile(&mut x, read_volatile(&x).wrapping_mul(6364136223846793005).wrapping_add(i)) };
+    }
+    x
+}
+
+fn identity() -> RunIdentity {
+    let mut identity =
+        RunIdentity::new("workload-rs 1.0", "det-test", "cfg-test", "synthetic", "integration", "auto");
+    identity.backend_selected = Some("cpu".to_owned());
+    identity.cache_state = CacheState::Cold;
+    identity.scanner_threads = 2;
+    identity.reader_threads = Some(1);
+    identity
+}
+
+fn nested(n: u64) {
+    let mut session = Session::start(identity()).expect("no session active");
+    println!("logical_cpus={}", session.identity_mut().logical_cpus);
+    println!("second_start={}", if Session::start(identity()).is_err() { "refused" } else { "accepted" });
+    session.transition(RunState::Acquiring);
+    {
+        let _walk = span(Stage::SourceWalk);
+        burn(1000);
+    }
+    // Sent again at the next transition: the latest value wins.
+    session.identity_mut().scanner_threads = 4;
+    session.transition(RunState::Scanning);
+    for _ in 0..n {
+        add_input_bytes(4096);
+        add_input_units(1);
+        {
+            let _hot = span(Stage::HotPatterns);
+            for _ in 0..2 {
+                let _entropy = span(Stage::Entropy);
+                burn(200);
+            }
+        }
+        let previous = set_attribution(Attribution::Decoded);
+        {
+            let _decode = span(Stage::Decode);
+            burn(100);
+        }
+        set_attribution(previous);
+    }
+    session.transition(RunState::Reporting);
+    {
+        let _report = span(Stage::Reporting);
+        burn(1000);
+    }
+    let run = session.finish(RunState::Completed);
+    println!("nested n={n} sequence={} traced={}", run.sequence, enabled());
+}
+
+fn thread_main(stage: Stage, n: u64) {
+    for _ in 0..n {
+        let _span = span(stage);
+        add_input_bytes(10);
+        burn(50);
+    }
+    add_input_units(1);
+}
+
+fn threads(n: u64) {
+    let mut session = Session::start(identity()).expect("no session active");
+    session.transition(RunState::Scanning);
+    let a = std::thread::spawn(move || thread_main(Stage::HotPatterns, n));
+    let b = std::thread::spawn(move || thread_main(Stage::GenericDetection, n));
+    a.join().expect("thread a");
+    b.join().expect("thread b");
+    session.finish(RunState::Completed);
+}
+
+fn sessions(k: u64) {
+    for s in 0..k {
+        let mut identity = identity();
+        identity.binary_version = format!("session-{s}");
+        let mut session = Session::start(identity).expect("no session active");
+        session.transition(RunState::Scanning);
+        for _ in 0..=s {
+            let _span = span(Stage::Preprocess);
+            burn(100);
+        }
+        if s % 2 == 1 {
+            drop(session); // ends as failed, as in the seed
+        } else {
+            session.finish(RunState::Completed);
+        }
+    }
+}
+
+/// Every stage and run state, so the test checks the whole wire order.
+fn stages() {
+    let mut session = Session::start(identity()).expect("no session active");
+    for state in [
+        RunState::Acquiring,
+        RunState::Scanning,
+        RunState::Resolving,
+        RunState::Verifying,
+        RunState::Reporting,
+    ] {
+        session.transition(state);
+    }
+    for (i, stage) in Stage::ALL.iter().enumerate() {
+        for _ in 0..=i {
+            let _span = span(*stage);
+        }
+        println!("{i} {}", stage.as_str());
+    }
+    session.finish(RunState::Completed);
+}
+
+/// A leaf function keeping locals in the red zone below %rsp, with probe
+/// sites between their stores and loads: were a traced site to write
+/// below %rsp, the result would change.
+#[inline(never)]
+fn leaf(a: i64, b: i64) -> i64 {
+    let mut x: i64 = 0;
+    let mut y: i64 = 0;
+    // SAFETY: locals.
+    unsafe {
+        write_volatile(&mut x, a * 3);
+        write_volatile(&mut y, b + 7);
+        add_input_bytes(1);
+        write_volatile(&mut x, read_volatile(&x) + read_volatile(&y));
+        add_input_units(1);
+        read_volatile(&x) - read_volatile(&y) + b
+    }
+}
+
+fn redzone(n: i64) -> i32 {
+    let session = Session::start(identity()).expect("no session active");
+    let mut wrong = 0;
+    for i in 0..n {
+        if leaf(i, i ^ 0x5a5a) != i * 3 + (i ^ 0x5a5a) {
+            wrong += 1;
+        }
+    }
+    session.finish(RunState::Completed);
+    println!("wrong={wrong} of {n}");
+    i32::from(wrong != 0)
+}
+
+fn serve() {
+    let stdout = std::io::stdout();
+    println!("ready");
+    stdout.lock().flush().ok();
+    for line in std::io::stdin().lock().lines() {
+        let line = match line {
+            Ok(line) => line,
+            Err(_) => break,
+        };
+        if line.starts_with("session") {
+            nested(10);
+        }
+        println!("done");
+        stdout.lock().flush().ok();
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let count = |i: usize| args.get(i).and_then(|a| a.parse::<u64>().ok()).unwrap_or(100);
+    match args.get(1).map(String::as_str) {
+        Some("nested") => nested(count(2)),
+        Some("threads") => threads(count(2)),
+        Some("sessions") => sessions(count(2)),
+        Some("stages") => stages(),
+        Some("redzone") => std::process::exit(redzone(count(2) as i64)),
+        Some("serve") => serve(),
+        _ => {
+            eprintln!("usage: workload-rs nested|threads|sessions|stages|redzone|serve [N]");
+            std::process::exit(2);
+        }
+    }
+}
