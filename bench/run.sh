@@ -72,6 +72,17 @@ else
 	sed 's/^/  /' "$tmp/seed-build.log" >&2
 fi
 
+# The Rust probe crate's twin of span_cost (rust/keyhog-probes/examples),
+# built with the machine's cargo by the script make uses for the crate.
+SCRS=""
+say "building the Rust crate's span_cost (scripts/build-rust.sh)"
+if ./scripts/build-rust.sh build current "$tmp/workload-rs" "$B" >"$tmp/rust-build.log" 2>&1; then
+	SCRS=$root/$B/span_cost_rs
+else
+	say "span_cost_rs did not build; Rust rows are n/a"
+	sed 's/^/  /' "$tmp/rust-build.log" >&2
+fi
+
 # --- statistics -------------------------------------------------------------
 median() { # numbers on stdin, one per line
 	sort -g | awk '{ v[NR] = $1 } END {
@@ -126,7 +137,16 @@ for r in 1 2 3 4 5; do
 	span_ns bare-a32 "$B/span_cost-a32" bare $N1 >>"$tmp/r1.bare32"
 	span_ns probes-a32 "$B/span_cost-a32" probes $N1 >>"$tmp/r1.probes32"
 	if [ -n "$SEED" ]; then "$SEED" >>"$tmp/r1.seed"; fi
+	if [ -n "$SCRS" ]; then
+		span_ns rs-probes "$SCRS" probes $N1 >>"$tmp/r1.rs-probes"
+		span_ns rs-seed-loop "$SCRS" seed-loop $N1 >>"$tmp/r1.rs-seed-loop"
+	fi
 done
+rs_probes=n/a rs_seed_loop=n/a
+if [ -n "$SCRS" ]; then
+	rs_probes=$(median <"$tmp/r1.rs-probes")
+	rs_seed_loop=$(median <"$tmp/r1.rs-seed-loop")
+fi
 bare=$(median <"$tmp/r1.bare")
 probes=$(median <"$tmp/r1.probes")
 inproc_off=$(median <"$tmp/r1.inproc")
@@ -144,7 +164,13 @@ ir() { # ir VARIANT FUNCTION: instructions per loop iteration
 	# span_cost runs 5 rounds of n spans.
 	awk -v n=$n '/^totals:/ { printf "%.2f", $2 / (5 * n); found = 1 } END { if (!found) print "n/a" }' "$out"
 }
-ir_bare=n/a ir_probes=n/a ir_inproc=n/a ir_seed=n/a
+ir_rs() { # ir_rs VARIANT FUNCTION: the same for the Rust crate's span_cost
+	local n=100000 out=$tmp/cg.rs.$1
+	valgrind --tool=callgrind --collect-atstart=no --toggle-collect="$2" \
+		--callgrind-out-file="$out" "$SCRS" "$1" $n 5 >/dev/null 2>&1 || { echo n/a; return; }
+	awk -v n=$n '/^totals:/ { printf "%.2f", $2 / (5 * n); found = 1 } END { if (!found) print "n/a" }' "$out"
+}
+ir_bare=n/a ir_probes=n/a ir_inproc=n/a ir_seed=n/a ir_rs_probes=n/a ir_rs_seed=n/a
 if [ "$have_valgrind" = 1 ]; then
 	ir_bare=$(ir bare spans_bare)
 	ir_probes=$(ir probes spans_probes)
@@ -157,6 +183,10 @@ if [ "$have_valgrind" = 1 ]; then
 			"$SEED" 100000 >/dev/null 2>&1 && [ -f "$tmp/cg.seed.1" ]; then
 			ir_seed=$(awk '/^totals:/ { printf "%.2f", $2 / 100000 }' "$tmp/cg.seed.1")
 		fi
+	fi
+	if [ -n "$SCRS" ]; then
+		ir_rs_probes=$(ir_rs probes kh_rs_spans_probes)
+		ir_rs_seed=$(ir_rs seed-loop kh_rs_spans_seed_loop)
 	fi
 else
 	say "valgrind not found: instruction counts are n/a"
@@ -175,6 +205,15 @@ row 1 "untraced span vs the seed's own Rust loop (whole iteration)" \
 	"probes $probes ns, $ir_probes instr" "seed disabled $seed_off ns, $ir_seed instr" \
 	"$(calc %.2f× "$probes / $seed_off") ns, $(calc %.2f× "$ir_probes / $ir_seed") instr" "≤0.6×" \
 	"$(ok "$probes <= 0.6 * $seed_off")"
+rustc_version=$( ([ -n "$SCRS" ] && rustc --version 2>/dev/null | cut -d' ' -f2) || echo n/a)
+row 1 "untraced span, Rust crate keyhog-probes (rustc $rustc_version), whole iteration of span_cost.c's loop" \
+	"crate $rs_probes ns, $ir_rs_probes instr" "C header $probes ns, $ir_probes instr" \
+	"$(calc %.2f× "$rs_probes / $probes") ns, $(calc %.2f× "$ir_rs_probes / $ir_probes") instr" \
+	"= the C header's instructions" "$(ok "$ir_rs_probes <= $ir_probes")"
+row 1 "untraced span, Rust crate in the seed's own seed-overhead loop" \
+	"crate $rs_seed_loop ns, $ir_rs_seed instr" "seed disabled $seed_off ns, $ir_seed instr" \
+	"$(calc %.2f× "$rs_seed_loop / $seed_off") ns, $(calc %.2f× "$ir_rs_seed / $ir_seed") instr" \
+	"≤ the seed's instructions" "$(ok "$ir_rs_seed <= $ir_seed")"
 row 1 "layout check: same loops built with -falign-loops=32" \
 	"probes $probes32" "bare $bare32" "$(calc %.2f× "$probes32 / $bare32")" "—" "—"
 
@@ -581,6 +620,19 @@ more per iteration (its guard is an `Option<Instant>` kept in memory by
 `black_box`, and it alternates stages), and has no bare loop to subtract, so
 it is compared whole iteration to whole iteration. Target: ≤0.5 ns per span
 over the bare loop and ≤0.6× the in-process design's disabled cost.
+
+The two Rust lines time the probe crate (`rust/keyhog-probes`, built by
+`scripts/build-rust.sh` with the machine's cargo): its example `span_cost
+probes N` is span_cost.c's `probes` loop with the crate's `span` guard,
+compared whole iteration to whole iteration with the C header's figure of
+the same round (LLVM unrolls a Rust loop without spans eightfold, so a
+bare Rust loop would not be the same floor); `span_cost seed-loop N` is
+the seed's own `seed-overhead` loop with the crate's `span` in place of
+the seed's, against the seed's disabled figure. Untraced, the crate's span
+is the header's: one load of the semaphore word, a test and a not-taken
+branch, the exit folded into it, no clock read and no atomic
+read-modify-write. Targets: the C header's instruction count, and no more
+instructions than the seed's disabled span in the seed's loop.
 
 Row 2, traced cost. `khprof record --mode M -- span_cost probes N` with M =
 batch (the default: spans buffered per thread, one kernel entry per 64),
