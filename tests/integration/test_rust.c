@@ -193,9 +193,42 @@ static void check_nested(const char *workload, const char *mode)
 
 static void test_nested_all_modes(void **state)
 {
+	char *untraced_argv[] = { WORKLOAD_RS, "nested", "5", NULL };
+	struct run_result untraced;
+
 	(void)state;
 	for (size_t i = 0; i < N_MODES; i++)
 		check_nested(WORKLOAD_RS, modes[i]);
+	/* enabled() is true only while a tracer is attached. */
+	untraced = run(untraced_argv);
+	assert_int_equal(untraced.exit_code, 0);
+	assert_non_null(strstr(untraced.out, "nested n=5 sequence=0 traced=false\n"));
+	run_result_free(&untraced);
+}
+
+/*
+ * Spans outside any session, on the main thread: in batch mode they reach
+ * khprof only through the flush at process exit.
+ */
+static void test_program_without_sessions_all_modes(void **state)
+{
+	char *argv[] = { WORKLOAD_RS, "nosession", "100", NULL };
+
+	(void)state;
+	for (size_t i = 0; i < N_MODES; i++) {
+		char out[PATH_MAX];
+		struct kh_profile p;
+		struct run_result r;
+
+		tmp_path(out, sizeof(out), "nosession-%s.json", modes[i]);
+		r = record(modes[i], out, argv);
+		load_record(out, &p);
+		assert_int_equal(calls_of(&p, KH_STAGE_SUPPRESSION), 100);
+		assert_int_equal(p.status, KH_STATE_COMPLETED);
+		profile__free(&p);
+		assert_seed_conformance(out);
+		run_result_free(&r);
+	}
 }
 
 /* Spawned threads flush their buffers at exit (the crate's TLS destructor). */
@@ -565,6 +598,7 @@ int main(void)
 		cmocka_unit_test(test_two_threads_all_modes),
 		cmocka_unit_test(test_several_sessions_all_modes),
 		cmocka_unit_test(test_wire_order_of_stages_and_states),
+		cmocka_unit_test(test_program_without_sessions_all_modes),
 		cmocka_unit_test(test_red_zone_leaf_unchanged),
 		cmocka_unit_test(test_attach_all_modes),
 		cmocka_unit_test(test_debian_rustc_build),

@@ -98,7 +98,9 @@ fn batch_register(t: &ThreadState) {
     static AT_EXIT: Once = Once::new();
 
     t.registered.set(true);
-    FLUSH_AT_THREAD_EXIT.with(|_| {});
+    // try_with: a span completed by another thread-local destructor, after
+    // this one has run, must not panic; its spans wait for process exit.
+    let _ = FLUSH_AT_THREAD_EXIT.try_with(|_| {});
     AT_EXIT.call_once(|| {
         // SAFETY: registers a plain extern "C" function.
         unsafe { atexit(flush_at_process_exit) };

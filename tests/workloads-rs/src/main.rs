@@ -8,6 +8,7 @@
 //!   workload-rs threads N    two threads, N spans each, input bytes/units
 //!   workload-rs sessions K   K sessions; odd ones dropped unfinished (failed)
 //!   workload-rs stages       i+1 spans of the i-th stage, every run state in order
+//!   workload-rs nosession N  spans without any session (flushed at process exit)
 //!   workload-rs redzone N    leaf function with red-zone locals around probe sites
 //!   workload-rs serve        for attach: "ready", then one session per "session" line
 
@@ -134,6 +135,13 @@ fn stages() {
     session.finish(RunState::Completed);
 }
 
+fn nosession(n: u64) {
+    for _ in 0..n {
+        let _span = span(Stage::Suppression);
+        burn(10);
+    }
+}
+
 /// A leaf function keeping locals in the red zone below %rsp, with probe
 /// sites between their stores and loads: were a traced site to write
 /// below %rsp, the result would change.
@@ -190,10 +198,11 @@ fn main() {
         Some("threads") => threads(count(2)),
         Some("sessions") => sessions(count(2)),
         Some("stages") => stages(),
+        Some("nosession") => nosession(count(2)),
         Some("redzone") => std::process::exit(redzone(count(2) as i64)),
         Some("serve") => serve(),
         _ => {
-            eprintln!("usage: workload-rs nested|threads|sessions|stages|redzone|serve [N]");
+            eprintln!("usage: workload-rs nested|threads|sessions|stages|nosession|redzone|serve [N]");
             std::process::exit(2);
         }
     }
