@@ -227,7 +227,9 @@ macro_rules! probe_args {
 /// 128(%rsp),%rsp` (the optimized uprobe's call writes below %rsp, where a
 /// leaf function keeps its red-zone locals) and the stapsdt note that
 /// libbpf, bpftrace, perf and khprof read, with `.stapsdt.base` for
-/// prelink adjustment -- the layout of the C header's `KH__SITE_BEGIN`.
+/// prelink adjustment -- the layout of the C header's `KH__SITE_BEGIN`
+/// (the note's `"?"` puts it in the section group of the function, so a
+/// copy the linker drops as a duplicate takes its note along).
 /// Every inlined call is a site of its own, as with the header's macros;
 /// sites meant to exist once per module are called from `#[inline(never)]`
 /// functions.
@@ -245,7 +247,7 @@ macro_rules! probe {
                     "lea -128(%rsp), %rsp",
                     concat!("990: ", probe_nop!($nop)),
                     "lea 128(%rsp), %rsp",
-                    ".pushsection .note.stapsdt, \"\", @note",
+                    ".pushsection .note.stapsdt, \"?\", @note",
                     ".balign 4",
                     ".4byte 992f-991f, 994f-993f, 3",
                     "991: .asciz \"stapsdt\"",
