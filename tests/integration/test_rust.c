@@ -207,6 +207,38 @@ static void test_nested_all_modes(void **state)
 }
 
 /*
+ * Batched spans carry TSC ticks with bit 63 set, span and pair mode
+ * CLOCK_MONOTONIC: either way khprof's total must match the program's own
+ * clock, read inside the spans.  Tolerance as in test_trace: 2% plus 1 us
+ * per span for the clock reads and the calibration's spread.
+ */
+static void test_times_match_workload_clock(void **state)
+{
+	char *argv[] = { WORKLOAD_RS, "timed", "100", "200", NULL };
+
+	(void)state;
+	for (size_t i = 0; i < N_MODES; i++) {
+		unsigned long long own = 0;
+		char out[PATH_MAX];
+		struct kh_profile p;
+		struct run_result r;
+		uint64_t traced;
+
+		tmp_path(out, sizeof(out), "timed-%s.json", modes[i]);
+		r = record(modes[i], out, argv);
+		assert_int_equal(sscanf(r.out, "own_total_ns=%llu", &own), 1);
+		load_record(out, &p);
+		assert_int_equal(calls_of(&p, KH_STAGE_CONFIRMED_PATTERNS), 200);
+		traced = elapsed_of(&p, KH_STAGE_CONFIRMED_PATTERNS);
+		if (traced + own / 50 + 200 * 1000 < own || traced > own + own / 50 + 200 * 1000)
+			fail_msg("%s mode: khprof %llu ns vs workload %llu ns", modes[i],
+				 (unsigned long long)traced, own);
+		profile__free(&p);
+		run_result_free(&r);
+	}
+}
+
+/*
  * Spans outside any session, on the main thread: in batch mode they reach
  * khprof only through the flush at process exit.
  */
@@ -599,6 +631,7 @@ int main(void)
 		cmocka_unit_test(test_several_sessions_all_modes),
 		cmocka_unit_test(test_wire_order_of_stages_and_states),
 		cmocka_unit_test(test_program_without_sessions_all_modes),
+		cmocka_unit_test(test_times_match_workload_clock),
 		cmocka_unit_test(test_red_zone_leaf_unchanged),
 		cmocka_unit_test(test_attach_all_modes),
 		cmocka_unit_test(test_debian_rustc_build),

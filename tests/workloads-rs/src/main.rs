@@ -8,6 +8,7 @@
 //!   workload-rs threads N    two threads, N spans each, input bytes/units
 //!   workload-rs sessions K   K sessions; odd ones dropped unfinished (failed)
 //!   workload-rs stages       i+1 spans of the i-th stage, every run state in order
+//!   workload-rs timed US N   N spans of US microseconds each (own clock)
 //!   workload-rs nosession N  spans without any session (flushed at process exit)
 //!   workload-rs redzone N    leaf function with red-zone locals around probe sites
 //!   workload-rs serve        for attach: "ready", then one session per "session" line
@@ -135,6 +136,21 @@ fn stages() {
     session.finish(RunState::Completed);
 }
 
+/// Spans whose length the program measures itself, inside the span.
+fn timed(us: u64, n: u64) {
+    let mut session = Session::start(identity()).expect("no session active");
+    session.transition(RunState::Scanning);
+    let mut own_total: u128 = 0;
+    for _ in 0..n {
+        let _span = span(Stage::ConfirmedPatterns);
+        let start = std::time::Instant::now();
+        while start.elapsed().as_micros() < u128::from(us) {}
+        own_total += start.elapsed().as_nanos();
+    }
+    session.finish(RunState::Completed);
+    println!("own_total_ns={own_total}");
+}
+
 fn nosession(n: u64) {
     for _ in 0..n {
         let _span = span(Stage::Suppression);
@@ -199,10 +215,11 @@ fn main() {
         Some("sessions") => sessions(count(2)),
         Some("stages") => stages(),
         Some("nosession") => nosession(count(2)),
+        Some("timed") => timed(count(2), count(3)),
         Some("redzone") => std::process::exit(redzone(count(2) as i64)),
         Some("serve") => serve(),
         _ => {
-            eprintln!("usage: workload-rs nested|threads|sessions|stages|nosession|redzone|serve [N]");
+            eprintln!("usage: workload-rs nested|threads|sessions|stages|timed|nosession|redzone|serve [N]");
             std::process::exit(2);
         }
     }
