@@ -38,6 +38,14 @@ int cmd_probes(int argc, char **argv)
 		log__error("cannot read probes of '%s': not an ELF file", argv[1]);
 		return KHPROF_EXIT_BAD_INPUT;
 	}
+	if (err == -EINVAL) {
+		log__error("cannot read probes of '%s': malformed stapsdt note", argv[1]);
+		return KHPROF_EXIT_BAD_INPUT;
+	}
+	if (notes.outside_code)
+		log__note("skipped %zu probe note(s) of '%s' outside executable code "
+			  "(sites the linker discarded); they are never attached",
+			  notes.outside_code, argv[1]);
 	if (err) {
 		log__error("cannot read probes of '%s': %s", argv[1], strerror(-err));
 		return KHPROF_EXIT_BAD_INPUT;
