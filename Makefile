@@ -32,7 +32,10 @@ BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
 
 # Debian packages the build, the tests, the demo and the benchmarks use.
 PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev \
-            libcmocka-dev libpcre2-dev pkg-config make gcc
+            libcmocka-dev libpcre2-dev libpng-dev pkg-config make gcc
+# What make test needs besides the build: the browser the HTML reports are
+# opened in (tests/integration/test_html.c).
+TEST_PACKAGES := chromium
 BENCH_PACKAGES := bpftrace hyperfine
 # The seed conformance reader (../shared/seed/conformance) builds offline
 # from Debian's packaged crates.
@@ -141,7 +144,9 @@ $(UNIT_BINS): $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(UNIT_LINK_OBJS)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(NOBPF_LIBS) -lcmocka -ldl
 
 $(ITEST_BINS): $(BUILD)/tests/%: $(BUILD)/tests/integration/%.o $(MODULE_OBJS)
-	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) -lcmocka -ldl
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) -lcmocka -ldl $(TEST_LIBS)
+# The browser tests decode their screenshots with libpng.
+$(BUILD)/tests/test_html: TEST_LIBS := -lpng
 
 # Traced workloads used by the integration tests (built like outside programs:
 # only include/keyhog_profile.h).
@@ -187,6 +192,7 @@ $(SEED_READER) $(SEED_UNBUILDABLE): $(SEED_SRCS) scripts/build-seed-render.sh
 # Unit tests, then the BPF integration tests (root), with the seed's own
 # reader checking every record khprof writes when ../shared/seed is there.
 test: all seed-render
+	@./scripts/install-deps.sh $(TEST_PACKAGES)
 	@./tests/run-all.sh
 
 demo: $(BUILD)/khprof $(EXAMPLES)

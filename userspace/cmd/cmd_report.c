@@ -7,22 +7,29 @@
 #include <string.h>
 
 #include "commands.h"
+#include "html.h"
 #include "json.h"
 #include "log.h"
 #include "text.h"
+#include "trace_event.h"
 #include "record.h"
 
 static const char report_usage[] =
-	"usage: khprof report PATH [--format text|json]\n"
+	"usage: khprof report PATH [--format text|json|html|perfetto]\n"
 	"\n"
 	"Reads a keyhog-profile-v1 record and prints it: text is exactly the seed's\n"
-	"report for that record; json is the record re-serialised.  Notes (a profile\n"
+	"report for that record; json is the record re-serialised; html is a\n"
+	"self-contained page (charts inline, nothing loaded from the network) to\n"
+	"open in a browser or print; perfetto is Chrome trace-event JSON for\n"
+	"ui.perfetto.dev or chrome://tracing (docs/REPORTS.md).  Notes (a profile\n"
 	"that started or ended mid-session, dropped counts) go to stderr.  Exit code\n"
 	"2 for a bad command line or a record that cannot be read or is malformed.\n"
 	"\n"
 	"examples:\n"
 	"   khprof report build/demo-profile.json\n"
-	"   khprof report profile.json --format json\n";
+	"   khprof report profile.json --format json\n"
+	"   khprof report profile.json --format html > report.html\n"
+	"   khprof report profile.json --format perfetto > run.json\n";
 
 int cmd_report(int argc, char **argv)
 {
@@ -49,8 +56,9 @@ int cmd_report(int argc, char **argv)
 		}
 		format = optarg;
 	}
-	if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0) {
-		log__error("unknown format '%s' (text or json)", format);
+	if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "html") &&
+	    strcmp(format, "perfetto")) {
+		log__error("unknown format '%s' (text, json, html or perfetto)", format);
 		return KHPROF_EXIT_USAGE;
 	}
 	if (optind + 1 != argc) {
@@ -61,8 +69,14 @@ int cmd_report(int argc, char **argv)
 		log__error("cannot read record '%s': %s", argv[optind], problem);
 		return KHPROF_EXIT_BAD_INPUT;
 	}
-	rendered = strcmp(format, "json") == 0 ? profile__to_json(&profile)
-					       : profile__render_text(&profile);
+	if (strcmp(format, "json") == 0)
+		rendered = profile__to_json(&profile);
+	else if (strcmp(format, "html") == 0)
+		rendered = profile__render_html(&profile);
+	else if (strcmp(format, "perfetto") == 0)
+		rendered = profile__to_trace_events(&profile);
+	else
+		rendered = profile__render_text(&profile);
 	if (rendered) {
 		fputs(rendered, stdout);
 		free(rendered);

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: MIT
+/*
+ * khprof's HTML pages opened in a real headless Chromium: each kind of page
+ * renders its elements (checked in the DOM Chromium built), logs nothing
+ * on the console, loads nothing from outside the file, and paints a
+ * screenshot that is not blank.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "browser.h"
+#include "fileio.h"
+#include "khtest.h"
+
+static char *khprof;
+static char *workdir;
+
+/* Runs khprof with argv (after "khprof"), writes stdout to workdir/out; its path. */
+static char *khprof_to_file(const char *out, char *const args[], int want_exit)
+{
+	char *argv[16] = { khprof }, *path;
+	struct run_result r;
+	size_t n = 1;
+	int err;
+
+	while (args[n - 1]) {
+		argv[n] = args[n - 1];
+		n++;
+	}
+	argv[n] = NULL;
+	r = run_cmd(NULL, -1, argv);
+	if (r.exit_code != want_exit)
+		fail_msg("khprof %s exited %d, not %d: %s", args[0], r.exit_code, want_exit, r.err);
+	assert_true(asprintf(&path, "%s/%s", workdir, out) > 0);
+	err = file__write_atomic(path, r.out, strlen(r.out));
+	assert_int_equal(err, 0);
+	run_result_free(&r);
+	return path;
+}
+
+static char *read_text(const char *path)
+{
+	char *text;
+	size_t len;
+
+	assert_int_equal(file__read_all(path, &text, &len), 0);
+	return text;
+}
+
+/*
+ * Nothing that could reach the network or another file: no URL scheme, no
+ * src/href attribute, no @import, no url() but the page's own #patterns.
+ */
+static void assert_self_contained(const char *html)
+{
+	static const char *const outside[] = { "http://", "https://", " src=", " href=",
+					       "@import" };
+	size_t bad_urls = 0;
+
+	for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
+		if (strstr(html, outside[i]))
+			fail_msg("the page refers outside itself: '%s'", outside[i]);
+	for (size_t i = 0; html[i]; i++)
+		bad_urls += !strncmp(html + i, "url(", 4) && html[i + 4] != '#';
+	assert_int_equal(bad_urls, 0);
+}
+
+/* The checks every page gets: console, self-containment, a painted screenshot. */
+static void assert_page_renders(const char *html_path, struct page_view *v)
+{
+	char *html = read_text(html_path), *png;
+	struct png_stats s;
+
+	assert_self_contained(html);
+	*v = page_open(html_path);
+	if (*v->console)
+		fail_msg("console messages on %s:\n%s", html_path, v->console);
+	assert_non_null(strstr(v->dom, "</main>"));
+	assert_true(asprintf(&png, "%s.png", html_path) > 0);
+	s = page_screenshot(html_path, png);
+	assert_int_equal(s.width, 1280);
+	/* Text in several colours, bars and charts: far from one flat colour. */
+	if (s.colours < 64 || s.non_white_pct < 3.0)
+		fail_msg("screenshot of %s looks blank: %zu colours, %.2f%% not white", html_path,
+			 s.colours, s.non_white_pct);
+	free(png);
+	free(html);
+}
+
+/* The check must be able to fail: a page with a script error is caught. */
+static void test_console_errors_are_caught(void **state)
+{
+	char *path;
+	struct page_view v;
+
+	(void)state;
+	assert_true(asprintf(&path, "%s/broken.html", workdir) > 0);
+	assert_int_equal(file__write_atomic(path, "<!DOCTYPE html><p>x</p><script>nosuch();"
+						  "</script>\n", 61), 0);
+	v = page_open(path);
+	assert_non_null(strstr(v.console, "nosuch"));
+	page_view_free(&v);
+	free(path);
+}
+
+/* So must the screenshot check: an empty page is white. */
+static void test_blank_screenshot_is_caught(void **state)
+{
+	char *path, *png;
+	struct png_stats s;
+
+	(void)state;
+	assert_true(asprintf(&path, "%s/blank.html", workdir) > 0);
+	assert_true(asprintf(&png, "%s/blank.png", workdir) > 0);
+	assert_int_equal(file__write_atomic(path, "<!DOCTYPE html><title>t</title>\n", 32), 0);
+	s = page_screenshot(path, png);
+	assert_true(s.colours < 64);
+	assert_true(s.non_white_pct < 3.0);
+	free(path);
+	free(png);
+}
+
+static void test_record_page(void **state)
+{
+	char *args[] = { "report", "--format", "html", "tests/golden/assembled.json", NULL };
+	char *path = khprof_to_file("record.html", args, 0);
+	struct kh_profile p;
+	struct page_view v;
+
+	(void)state;
+	load_record("tests/golden/assembled.json", &p);
+	assert_page_renders(path, &v);
+	for (const char *const *id = (const char *const[]){ "summary", "card-status", "card-wall",
+				"card-throughput", "card-bottleneck", "stage-bars", "stage-table",
+				"timeline-chart", "state-table", "rss-line", "identity", "notes",
+				NULL }; *id; id++) {
+		char needle[64];
+
+		snprintf(needle, sizeof(needle), "id=\"%s\"", *id);
+		if (!strstr(v.dom, needle))
+			fail_msg("no element %s in the record page", needle);
+	}
+	/* One bar per stage, one band segment per state, the run's own words. */
+	assert_int_equal(count_of(v.dom, "class=\"stage-bar\""), p.stage_count);
+	assert_int_equal(count_of(v.dom, "class=\"state-seg\""), p.transition_count - 1);
+	assert_non_null(strstr(v.dom, "completed"));
+	assert_non_null(strstr(v.dom, p.identity.run_id));
+	assert_non_null(strstr(v.dom, "data-stage=\"hot-patterns\""));
+	/* Units with numbers: the wall time of 849175 ns. */
+	assert_non_null(strstr(v.dom, "849 µs"));
+	/* The record lost two span exits: the page says so. */
+	assert_non_null(strstr(v.dom, "Not seen: 2 span exits"));
+	page_view_free(&v);
+	profile__free(&p);
+	free(path);
+}
+
+/* A record with nothing to draw still renders, and says what is missing. */
+static void test_record_page_without_states(void **state)
+{
+	char *args[] = { "report", "--format", "html", "tests/golden/all_null.json", NULL };
+	char *path = khprof_to_file("empty.html", args, 0);
+	struct page_view v;
+
+	(void)state;
+	v = page_open(path);
+	if (*v.console)
+		fail_msg("console messages:\n%s", v.console);
+	assert_non_null(strstr(v.dom, "id=\"summary\""));
+	assert_non_null(strstr(v.dom, "no timeline"));
+	page_view_free(&v);
+	free(path);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_console_errors_are_caught),
+		cmocka_unit_test(test_blank_screenshot_is_caught),
+		cmocka_unit_test(test_record_page),
+		cmocka_unit_test(test_record_page_without_states),
+	};
+	char *browser = chromium_path();
+	int rc;
+
+	if (chdir(test_repo_root()) != 0)
+		return 1;
+	if (access(browser, X_OK) != 0) {
+		/* make test installs it; outside CI a missing browser skips. */
+		fprintf(stderr, "test_html: skipped: no chromium at %s\n", browser);
+		return running_in_ci() ? 1 : 0;
+	}
+	free(browser);
+	khprof = tool_path("KH_KHPROF", "build/khprof");
+	workdir = make_temp_dir("khprof-html");
+	if (!workdir)
+		return 1;
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	if (!getenv("KH_KEEP"))
+		remove_tree(workdir);
+	else
+		fprintf(stderr, "pages kept in %s\n", workdir);
+	free(workdir);
+	free(khprof);
+	return rc;
+}
