@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -180,6 +181,102 @@ static void test_record_page_without_states(void **state)
 	free(path);
 }
 
+/*
+ * n copies of the golden record in dir/run-NNN.json, wall and stage times
+ * scaled by 1 + i/20 (a slow drift), hot-patterns also by hot.
+ */
+static char *write_runs(const char *name, size_t n, double hot)
+{
+	char *dir;
+
+	assert_true(asprintf(&dir, "%s/%s", workdir, name) > 0);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	for (size_t i = 0; i < n; i++) {
+		double k = 1.0 + (double)i / 20.0;
+		struct kh_profile p;
+		char *json, *path;
+
+		load_record("tests/golden/assembled.json", &p);
+		p.wall_time_ns = (uint64_t)((double)p.wall_time_ns * k);
+		for (size_t s = 0; s < p.stage_count; s++)
+			p.stages[s].elapsed_ns = (uint64_t)((double)p.stages[s].elapsed_ns * k *
+							    (p.stages[s].stage == KH_STAGE_HOT_PATTERNS
+								     ? hot
+								     : 1.0));
+		json = profile__to_json(&p);
+		assert_non_null(json);
+		assert_true(asprintf(&path, "%s/run-%03zu.json", dir, i + 1) > 0);
+		assert_int_equal(file__write_atomic(path, json, strlen(json)), 0);
+		free(path);
+		free(json);
+		profile__free(&p);
+	}
+	return dir;
+}
+
+static void test_runs_page(void **state)
+{
+	char *dir = write_runs("runs", 8, 1.0), *path;
+	char *args[] = { "report", "--format", "html", dir, NULL };
+	struct page_view v;
+
+	(void)state;
+	path = khprof_to_file("runs.html", args, 0);
+	assert_page_renders(path, &v);
+	assert_non_null(strstr(v.dom, "8 runs"));
+	assert_non_null(strstr(v.dom, "id=\"trend-wall-chart\""));
+	assert_non_null(strstr(v.dom, "id=\"trend-throughput-chart\""));
+	assert_non_null(strstr(v.dom, "id=\"trend-hot-patterns\""));
+	/* The six stages of the record, a point per run on each of 2 + 6 charts. */
+	assert_int_equal(count_of(v.dom, "class=\"trend stage-trend\""), 6);
+	assert_int_equal(count_of(v.dom, "class=\"run-point\""), 8 * (2 + 6));
+	/* The spread table and the runs in file order. */
+	assert_non_null(strstr(v.dom, "id=\"spread-table\""));
+	assert_true(strstr(v.dom, "run-001.json") < strstr(v.dom, "run-008.json"));
+	page_view_free(&v);
+	free(path);
+	free(dir);
+}
+
+/* Text output of a directory is not this branch's: it says how instead. */
+static void test_runs_dir_needs_html(void **state)
+{
+	char *argv[] = { khprof, "report", "tests/golden", NULL };
+	struct run_result r = run_cmd(NULL, -1, argv);
+
+	(void)state;
+	assert_int_equal(r.exit_code, 2);
+	assert_non_null(strstr(r.err, "--format html"));
+	run_result_free(&r);
+}
+
+static void test_diff_page(void **state)
+{
+	char *base = write_runs("base", 6, 1.0), *cand = write_runs("cand", 6, 1.5), *path;
+	char *args[] = { "diff", "--format", "html", base, cand, NULL };
+	struct page_view v;
+
+	(void)state;
+	/* Exit 1: hot-patterns got 50 % slower in every run. */
+	path = khprof_to_file("diff.html", args, 1);
+	assert_page_renders(path, &v);
+	assert_non_null(strstr(v.dom, "id=\"diff-plot\""));
+	assert_non_null(strstr(v.dom, "id=\"diff-table\""));
+	assert_non_null(strstr(v.dom, "class=\"badge verdict-regressed\" id=\"verdict-badge\">✗ "
+				      "regressed"));
+	/* The verdict in words and symbol, and its interval drawn. */
+	assert_non_null(strstr(v.dom, "class=\"diff-row verdict-regressed\" "
+				      "data-item=\"hot-patterns\""));
+	assert_non_null(strstr(v.dom, "▲ regressed"));
+	assert_true(count_of(v.dom, "class=\"interval\"") > 0);
+	assert_non_null(strstr(v.dom, "data-item=\"source-read\""));
+	assert_null(strstr(v.dom, "class=\"diff-row verdict-regressed\" data-item=\"source-read\""));
+	page_view_free(&v);
+	free(path);
+	free(base);
+	free(cand);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -187,6 +284,9 @@ int main(void)
 		cmocka_unit_test(test_blank_screenshot_is_caught),
 		cmocka_unit_test(test_record_page),
 		cmocka_unit_test(test_record_page_without_states),
+		cmocka_unit_test(test_runs_page),
+		cmocka_unit_test(test_runs_dir_needs_html),
+		cmocka_unit_test(test_diff_page),
 	};
 	char *browser = chromium_path();
 	int rc;
