@@ -1,7 +1,8 @@
 # khprof - kernel-assisted profiler for secret scanners.
 #
 #   make          build khprof, the BPF object, the examples and the tests
-#   make demo     profile the reference scanner on the bundled corpus
+#   make demo     profile the reference scanner on the bundled corpus (text
+#                 report, and build/demo-report.html)
 #   make test     unit and integration tests (BPF tests need root)
 #   make bench    overhead benchmarks, written to docs/PERFORMANCE.md
 #

@@ -1,6 +1,7 @@
 #!/bin/sh
 # make demo: profile the reference scanner (build/kh-scan) on the bundled
-# default corpus with khprof and end with the text report.
+# default corpus with khprof, write its HTML report beside the record, and
+# end with the text report.
 set -eu
 cd "$(dirname "$0")/.."
 corpus=build/demo-corpus
@@ -25,5 +26,7 @@ fi
 grep '^khprof:' build/demo-record.log >&2 || true
 echo "demo: $(wc -l <build/demo-findings.jsonl) findings in build/demo-findings.jsonl," \
 	"$(wc -l <"$corpus/truth.jsonl") planted; record in build/demo-profile.json"
+build/khprof report --format html build/demo-profile.json >build/demo-report.html
+echo "demo: HTML report in build/demo-report.html (open it in a browser)"
 echo
 build/khprof report build/demo-profile.json

@@ -354,7 +354,7 @@ static void render__stages(struct outbuf *b, const struct kh_profile *p)
 {
 	struct kh_stage_measurement sorted[KH_STAGE_COUNT];
 	const double label_w = 190, bar_x = 200, bar_w = 480, row_h = 24;
-	uint64_t max = 1, sum = 0;
+	uint64_t max = 1;
 	size_t n = p->stage_count;
 
 	outbuf__puts(b, "<section id=\"stages\">\n<h2>Where the time went, per stage</h2>\n");
@@ -364,12 +364,9 @@ static void render__stages(struct outbuf *b, const struct kh_profile *p)
 	}
 	memcpy(sorted, p->stages, n * sizeof(*sorted));
 	qsort(sorted, n, sizeof(*sorted), stage_by_elapsed_desc);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		if (sorted[i].elapsed_ns > max)
 			max = sorted[i].elapsed_ns;
-		if (sorted[i].stage != KH_STAGE_BACKEND_DISPATCH)
-			sum += sorted[i].elapsed_ns;
-	}
 	outbuf__puts(b, "<p class=\"lead\">Elapsed time of each stage, summed over threads (so "
 			"it can exceed the wall time). Hatched: time attributed to decoded content. "
 			"<code>backend-dispatch</code> wraps the matcher stages.</p>\n");
@@ -386,8 +383,10 @@ static void render__stages(struct outbuf *b, const struct kh_profile *p)
 			       name);
 		outbuf__printf(b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>",
 			       label_w, y + 16, name);
+		/* A dark outline keeps the light palette colours (yellow) visible. */
 		outbuf__printf(b, "<rect x=\"%.0f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" "
-				  "fill=\"%s\"/>", bar_x, y + 3, w < 1 && s->elapsed_ns ? 1 : w,
+				  "fill=\"%s\" stroke=\"#333\" stroke-width=\".6\"/>", bar_x, y + 3,
+			       w < 1 && s->elapsed_ns ? 1 : w,
 			       row_h - 6, html__stage_colour(s->stage));
 		if (aw >= 0.5)
 			outbuf__printf(b, "<rect x=\"%.0f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" "
@@ -404,29 +403,7 @@ static void render__stages(struct outbuf *b, const struct kh_profile *p)
 	}
 	outbuf__puts(b, "</svg>\n");
 
-	/* The same figures as a table: for screen readers, copying and print. */
-	outbuf__puts(b, "<table id=\"stage-table\"><thead><tr><th>stage</th><th>elapsed</th>"
-			"<th>share</th><th>calls</th><th>per call</th><th>attributed</th></tr>"
-			"</thead><tbody>\n");
-	for (size_t i = 0; i < n; i++) {
-		const struct kh_stage_measurement *s = &p->stages[i];
-
-		outbuf__printf(b, "<tr><td>%s</td><td>", str_or(kh_stage__name(s->stage), "?"));
-		html__duration(b, (double)s->elapsed_ns);
-		if (s->stage == KH_STAGE_BACKEND_DISPATCH || !sum)
-			outbuf__puts(b, "</td><td>—");
-		else
-			outbuf__printf(b, "</td><td>%.1f %%", 100.0 * (double)s->elapsed_ns / (double)sum);
-		outbuf__printf(b, "</td><td>%" PRIu64 "</td><td>", s->calls);
-		if (s->calls)
-			html__duration(b, (double)s->elapsed_ns / (double)s->calls);
-		else
-			outbuf__puts(b, "—");
-		outbuf__puts(b, "</td><td>");
-		html__duration(b, (double)s->attributed_ns);
-		outbuf__puts(b, "</td></tr>\n");
-	}
-	outbuf__puts(b, "</tbody></table>\n</section>\n");
+	outbuf__puts(b, "<p class=\"lead\">The figures are in the table of stages below.</p>\n</section>\n");
 }
 
 /* x axis in time over [0, span_ns] at the bottom of a chart. */
@@ -640,6 +617,41 @@ static void render__timeline(struct outbuf *b, const struct kh_profile *p)
 	outbuf__puts(b, "</tbody></table>\n</section>\n");
 }
 
+/* The stage figures as a table: for screen readers, copying and print. */
+static void render__stage_table(struct outbuf *b, const struct kh_profile *p)
+{
+	uint64_t sum = 0;
+
+	if (!p->stage_count)
+		return;
+	for (size_t i = 0; i < p->stage_count; i++)
+		if (p->stages[i].stage != KH_STAGE_BACKEND_DISPATCH)
+			sum += p->stages[i].elapsed_ns;
+	outbuf__puts(b, "<section id=\"stage-figures\">\n<h2>Stages in the scanner's order</h2>\n");
+	outbuf__puts(b, "<table id=\"stage-table\"><thead><tr><th>stage</th><th>elapsed</th>"
+			"<th>share</th><th>calls</th><th>per call</th><th>attributed</th></tr>"
+			"</thead><tbody>\n");
+	for (size_t i = 0; i < p->stage_count; i++) {
+		const struct kh_stage_measurement *s = &p->stages[i];
+
+		outbuf__printf(b, "<tr><td>%s</td><td>", str_or(kh_stage__name(s->stage), "?"));
+		html__duration(b, (double)s->elapsed_ns);
+		if (s->stage == KH_STAGE_BACKEND_DISPATCH || !sum)
+			outbuf__puts(b, "</td><td>—");
+		else
+			outbuf__printf(b, "</td><td>%.1f %%", 100.0 * (double)s->elapsed_ns / (double)sum);
+		outbuf__printf(b, "</td><td>%" PRIu64 "</td><td>", s->calls);
+		if (s->calls)
+			html__duration(b, (double)s->elapsed_ns / (double)s->calls);
+		else
+			outbuf__puts(b, "—");
+		outbuf__puts(b, "</td><td>");
+		html__duration(b, (double)s->attributed_ns);
+		outbuf__puts(b, "</td></tr>\n");
+	}
+	outbuf__puts(b, "</tbody></table>\n</section>\n");
+}
+
 char *profile__render_html(const struct kh_profile *p)
 {
 	struct outbuf b;
@@ -660,6 +672,7 @@ char *profile__render_html(const struct kh_profile *p)
 	render__summary(&b, p);
 	render__stages(&b, p);
 	render__timeline(&b, p);
+	render__stage_table(&b, p);
 	render__identity(&b, p);
 	render__notes(&b, p);
 	html__close(&b);
