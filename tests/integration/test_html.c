@@ -214,6 +214,49 @@ static char *write_runs(const char *name, size_t n, double hot)
 	return dir;
 }
 
+/* A record with an --interval series: stacked stages, throughput and CPU over time. */
+static void test_series_page(void **state)
+{
+	char *rec, *json, *path;
+	char *args[] = { "report", "--format", "html", NULL, NULL };
+	struct kh_profile p;
+	struct page_view v;
+
+	(void)state;
+	load_record("tests/golden/assembled.json", &p);
+	p.ext.series.interval_ns = 100000;
+	for (size_t i = 0; i < 8; i++) {
+		struct kh_interval iv = { .start_ns = 100000 * i, .duration_ns = 100000,
+					  .state = KH_STATE_SCANNING, .input_bytes = 50000 * (i + 1),
+					  .cpu_time_ms = { true, i % 3 },
+					  .resident_bytes = { true, 2 << 20 } };
+
+		for (int st = 0; st < KH_STAGE_COUNT; st++) {
+			iv.calls[st] = i + 1;
+			iv.elapsed_ns[st] = 1000 * (st + 1) * (i + 1);
+		}
+		assert_int_equal(series__append(&p.ext.series, &iv), 0);
+	}
+	json = profile__to_json(&p);
+	assert_true(asprintf(&rec, "%s/series.json", workdir) > 0);
+	assert_int_equal(file__write_atomic(rec, json, strlen(json)), 0);
+	args[3] = rec;
+	path = khprof_to_file("series.html", args, 0);
+	assert_page_renders(path, &v);
+	assert_non_null(strstr(v.dom, "id=\"series-stages\""));
+	assert_non_null(strstr(v.dom, "id=\"series-throughput\""));
+	assert_non_null(strstr(v.dom, "id=\"series-cpu\""));
+	assert_int_equal(count_of(v.dom, "class=\"series-interval\""), 8);
+	/* 24 stages have time: 7 in colour, the rest summed as "other". */
+	assert_non_null(strstr(v.dom, "other stages"));
+	assert_non_null(strstr(v.dom, "8 intervals"));
+	page_view_free(&v);
+	profile__free(&p);
+	free(json);
+	free(rec);
+	free(path);
+}
+
 static void test_runs_page(void **state)
 {
 	char *dir = write_runs("runs", 8, 1.0), *path;
@@ -284,6 +327,7 @@ int main(void)
 		cmocka_unit_test(test_blank_screenshot_is_caught),
 		cmocka_unit_test(test_record_page),
 		cmocka_unit_test(test_record_page_without_states),
+		cmocka_unit_test(test_series_page),
 		cmocka_unit_test(test_runs_page),
 		cmocka_unit_test(test_runs_dir_needs_html),
 		cmocka_unit_test(test_diff_page),

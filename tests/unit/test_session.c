@@ -27,6 +27,10 @@ struct seen_record {
 	size_t transition_count;
 	char binary_version[32];
 	uint64_t tracer_cost_ns;
+	/* The --interval series. */
+	size_t series_count;
+	uint64_t series_decode_calls, series_decode_ns, series_end_ns;
+	uint32_t series_last_state;
 };
 
 struct seen {
@@ -58,6 +62,25 @@ static void on_profile(const struct kh_profile *p, void *ctx)
 	r->transition_count = p->transition_count;
 	for (size_t i = 0; i < p->transition_count && i < 16; i++)
 		r->states[i] = p->transitions[i].state;
+	r->series_count = p->ext.series.count;
+	for (size_t i = 0; i < p->ext.series.count; i++) {
+		const struct kh_interval *iv = &p->ext.series.intervals[i];
+
+		r->series_decode_calls += iv->calls[KH_STAGE_DECODE];
+		r->series_decode_ns += iv->elapsed_ns[KH_STAGE_DECODE];
+		r->series_end_ns = iv->start_ns + iv->duration_ns;
+		r->series_last_state = iv->state;
+	}
+}
+
+static size_t intervals_seen;
+
+static void on_interval(const struct kh_profile *p, const struct kh_interval *iv, void *ctx)
+{
+	(void)ctx;
+	/* Called with the interval already in the session's series. */
+	assert_memory_equal(&p->ext.series.intervals[p->ext.series.count - 1], iv, sizeof(*iv));
+	intervals_seen++;
 }
 
 #define START_NS 1000000000ull
@@ -230,6 +253,68 @@ static void test_whole_trace(void **state)
 }
 
 /* A session start with every slot unread is not recorded; out-of-range slots are outside. */
+/*
+ * --interval: samples at the session's boundaries (start + k * interval,
+ * however late the wake), differences of the running totals, and a last
+ * interval from the final totals, so the series sums to the record.
+ */
+static void test_interval_series(void **state)
+{
+	struct session_table tbl;
+	struct seen seen;
+	struct kh_slot_stats r1 = decode_totals(4, 4000), r2 = decode_totals(7, 7000);
+	struct kh_slot_stats totals = decode_totals(10, 10000);
+	const uint64_t s0 = START_NS + 100;
+
+	(void)state;
+	table_init(&tbl, &seen);
+	tbl.cfg.interval_ns = 1000;
+	tbl.cfg.on_interval = on_interval;
+	intervals_seen = 0;
+	assert_int_equal(sessions__next_sample_ns(&tbl), 0);
+	feed(&tbl, KH_EVENT_SESSION_START, 1, s0, 0, NULL);
+	feed(&tbl, KH_EVENT_TRANSITION, 1, s0 + 10, KH_STATE_SCANNING, NULL);
+	assert_int_equal(sessions__next_sample_ns(&tbl), s0 + 1000);
+	assert_false(sessions__sample_due(&tbl, 1, s0 + 999));
+	assert_false(sessions__sample_due(&tbl, 2, s0 + 5000));
+	assert_true(sessions__sample_due(&tbl, 1, s0 + 1000));
+	sessions__sample(&tbl, 1, s0 + 1050, &r1);
+	/* Aligned to the session: the next boundary is s0 + 2000, not now + 1000. */
+	assert_int_equal(sessions__next_sample_ns(&tbl), s0 + 2000);
+	/* A late wake skips the boundaries it missed. */
+	sessions__sample(&tbl, 1, s0 + 3500, &r2);
+	assert_int_equal(sessions__next_sample_ns(&tbl), s0 + 4000);
+	assert_int_equal(intervals_seen, 2);
+	feed(&tbl, KH_EVENT_SESSION_FINISH, 1, s0 + 3600, KH_STATE_COMPLETED, &totals);
+
+	assert_int_equal(seen.count, 1);
+	assert_int_equal(seen.records[0].series_count, 3);
+	assert_int_equal(seen.records[0].series_decode_calls, seen.records[0].decode_calls);
+	/* Bias off per interval (5 ns a call), as in the totals: here exactly. */
+	assert_int_equal(seen.records[0].series_decode_ns, seen.records[0].decode_ns);
+	assert_int_equal(seen.records[0].series_end_ns, seen.records[0].wall_time_ns);
+	assert_int_equal(seen.records[0].series_last_state, KH_STATE_COMPLETED);
+	assert_int_equal(sessions__next_sample_ns(&tbl), 0);
+	sessions__free(&tbl);
+}
+
+/* Without --interval a record has no series. */
+static void test_no_interval_no_series(void **state)
+{
+	struct session_table tbl;
+	struct seen seen;
+	struct kh_slot_stats totals = decode_totals(10, 10000);
+
+	(void)state;
+	table_init(&tbl, &seen);
+	feed(&tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
+	assert_int_equal(sessions__next_sample_ns(&tbl), 0);
+	assert_false(sessions__sample_due(&tbl, 1, START_NS + 1000000000));
+	feed(&tbl, KH_EVENT_SESSION_FINISH, 1, START_NS + 10, KH_STATE_COMPLETED, &totals);
+	assert_int_equal(seen.records[0].series_count, 0);
+	sessions__free(&tbl);
+}
+
 static void test_unrecorded_session(void **state)
 {
 	struct session_table tbl;
@@ -253,6 +338,8 @@ int main(void)
 		cmocka_unit_test(test_end_open_sessions),
 		cmocka_unit_test(test_whole_trace),
 		cmocka_unit_test(test_unrecorded_session),
+		cmocka_unit_test(test_interval_series),
+		cmocka_unit_test(test_no_interval_no_series),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

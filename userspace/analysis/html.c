@@ -672,6 +672,7 @@ char *profile__render_html(const struct kh_profile *p)
 	render__summary(&b, p);
 	render__stages(&b, p);
 	render__timeline(&b, p);
+	html__render_series(&b, p);
 	render__stage_table(&b, p);
 	render__identity(&b, p);
 	render__notes(&b, p);

@@ -50,6 +50,8 @@ void html__duration(struct outbuf *b, double ns);
 void html__bytes(struct outbuf *b, double bytes);
 /* An SVG <defs> with the hatch and dot patterns every chart may use. */
 void html__svg_defs(struct outbuf *b);
+/* The --interval series section (html_series.c); nothing without a series. */
+void html__render_series(struct outbuf *b, const struct kh_profile *p);
 /* Round step for about n ticks over [0, max]. */
 double html__tick_step(double max, int n);
 

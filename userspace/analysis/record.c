@@ -249,6 +249,7 @@ void profile__free(struct kh_profile *p)
 	free(p->states);
 	free(p->resource_samples);
 	free(p->ext.mode);
+	series__free(&p->ext.series);
 	memset(p, 0, sizeof(*p));
 }
 

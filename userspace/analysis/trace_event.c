@@ -151,6 +151,51 @@ static void states(struct writer *w, const struct kh_profile *p)
 	}
 }
 
+/*
+ * The --interval series as counters, each set at its interval's start and
+ * holding until the next: threads busy per stage (one counter, a series
+ * per stage, which the viewers stack), input throughput and CPU; RSS at
+ * each interval's end.  Zeros close them at the series' end.
+ */
+static void series_counters(struct writer *w, const struct kh_series *s)
+{
+	bool used[KH_STAGE_COUNT] = { false };
+	uint64_t end = 0;
+
+	for (size_t i = 0; i < s->count; i++)
+		for (int st = 0; st < KH_STAGE_COUNT; st++)
+			used[st] |= st != KH_STAGE_BACKEND_DISPATCH && s->intervals[i].elapsed_ns[st];
+	for (size_t i = 0; i <= s->count; i++) {
+		const struct kh_interval *iv = i < s->count ? &s->intervals[i] : NULL;
+		double d = iv && iv->duration_ns ? (double)iv->duration_ns : 0;
+		bool first = true;
+
+		if (iv)
+			end = iv->start_ns + iv->duration_ns;
+		event_open(w, "stage threads busy", 'C', TID_STATES, iv ? iv->start_ns : end);
+		outbuf__puts(&w->b, ",\"args\":{");
+		for (int st = 0; st < KH_STAGE_COUNT; st++) {
+			if (!used[st])
+				continue;
+			outbuf__printf(&w->b, "%s\"%s\":%.6g", first ? "" : ",",
+				       kh_stage__name((uint32_t)st),
+				       d ? (double)iv->elapsed_ns[st] / d : 0.0);
+			first = false;
+		}
+		if (first)
+			outbuf__puts(&w->b, "\"none\":0");
+		outbuf__puts(&w->b, "}}");
+		counter(w, "throughput MiB/s", iv ? iv->start_ns : end, "mib_per_s",
+			d ? (double)iv->input_bytes * 1e9 / d / 1048576.0 : 0);
+		if (!iv || iv->cpu_time_ms.present)
+			counter(w, "CPU % (interval)", iv ? iv->start_ns : end, "cpu_percent",
+				d ? (double)iv->cpu_time_ms.value * 1e8 / d : 0);
+		if (iv && iv->resident_bytes.present)
+			counter(w, "RSS", end, "rss_mib",
+				(double)iv->resident_bytes.value / (1024.0 * 1024.0));
+	}
+}
+
 char *profile__to_trace_events(const struct kh_profile *p)
 {
 	struct writer w = { .pid = p->ext.traced_pid ? p->ext.traced_pid : 1, .first = true };
@@ -177,6 +222,8 @@ char *profile__to_trace_events(const struct kh_profile *p)
 			       (double)p->stages[i].elapsed_ns / 1e6);
 	outbuf__puts(&w.b, "}}");
 	states(&w, p);
+	if (p->ext.series.interval_ns && p->ext.series.count)
+		series_counters(&w, &p->ext.series);
 	outbuf__puts(&w.b, "\n]}\n");
 	json = outbuf__finish(&w.b);
 	if (!json)

@@ -120,6 +120,8 @@ static void configure_sessions(struct tracer *t, int64_t realtime_offset_ns)
 		.override_count = t->opts.override_count,
 		.on_profile = t->opts.on_profile,
 		.ctx = t->opts.ctx,
+		.interval_ns = t->opts.interval_ns,
+		.on_interval = t->opts.on_interval,
 	};
 
 	sessions__init(&t->sessions, &cfg);

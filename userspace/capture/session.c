@@ -129,6 +129,12 @@ static void session_begin(struct session_table *tbl, struct open_session *s, uin
 	else
 		sample(tbl, s, e, &snap);
 	profile__add_transition(&s->profile, KH_STATE_CREATED, 0, &snap);
+	if (tbl->cfg.interval_ns) {
+		s->profile.ext.series.interval_ns = tbl->cfg.interval_ns;
+		s->last_sample_ns = start_ns;
+		s->next_sample_ns = start_ns + tbl->cfg.interval_ns;
+		s->last_cpu_ms = snap.cpu_time_ms;
+	}
 }
 
 static uint64_t since(const struct open_session *s, uint64_t ts)
@@ -150,6 +156,82 @@ static void session_transition(struct session_table *tbl, struct open_session *s
 	s->last_state = state;
 }
 
+/*
+ * The interval from the last sample to now: the differences of the slot's
+ * running totals (they only grow until the session ends, so these
+ * telescope: the intervals sum to the totals).  Each stage's elapsed time
+ * loses the calibrated bias of its calls, as the totals do.
+ */
+static struct kh_interval interval_to(const struct session_table *tbl, struct open_session *s,
+				      uint64_t now, const struct kh_slot_stats *running,
+				      uint32_t state, const struct kh_resource_snapshot *snap)
+{
+	struct kh_interval iv = { .state = state };
+
+	iv.start_ns = since(s, s->last_sample_ns);
+	iv.duration_ns = now > s->last_sample_ns ? now - s->last_sample_ns : 0;
+	for (int st = 0; st < KH_STAGE_COUNT; st++) {
+		const struct kh_stage_stats *r = &running->stages[st], *o = &s->seen.stages[st];
+		uint64_t calls = r->calls - o->calls;
+
+		iv.calls[st] = calls;
+		iv.elapsed_ns[st] = unbias(r->elapsed_ns - o->elapsed_ns, calls, tbl->cfg.span_bias_ns);
+	}
+	iv.input_bytes = running->input_bytes - s->seen.input_bytes;
+	iv.input_units = running->input_units - s->seen.input_units;
+	if (snap->cpu_time_ms.present && s->last_cpu_ms.present)
+		iv.cpu_time_ms = (struct kh_opt_u64){
+			true, snap->cpu_time_ms.value > s->last_cpu_ms.value
+				      ? snap->cpu_time_ms.value - s->last_cpu_ms.value : 0 };
+	iv.resident_bytes = snap->resident_bytes;
+	s->seen = *running;
+	s->last_sample_ns = now;
+	if (snap->cpu_time_ms.present)
+		s->last_cpu_ms = snap->cpu_time_ms;
+	return iv;
+}
+
+uint64_t sessions__next_sample_ns(const struct session_table *tbl)
+{
+	uint64_t next = 0;
+
+	if (!tbl->cfg.interval_ns)
+		return 0;
+	for (uint32_t slot = 0; slot < KH_MAX_SLOTS; slot++) {
+		const struct open_session *s = &tbl->slots[slot];
+
+		if (s->open && (!next || s->next_sample_ns < next))
+			next = s->next_sample_ns;
+	}
+	return next;
+}
+
+bool sessions__sample_due(const struct session_table *tbl, uint32_t slot, uint64_t now)
+{
+	return tbl->cfg.interval_ns && sessions__is_open(tbl, slot) &&
+	       now >= tbl->slots[slot].next_sample_ns;
+}
+
+void sessions__sample(struct session_table *tbl, uint32_t slot, uint64_t now,
+		      const struct kh_slot_stats *running)
+{
+	struct open_session *s = &tbl->slots[slot];
+	uint64_t k = tbl->cfg.interval_ns;
+	struct kh_resource_snapshot snap;
+	struct kh_interval iv;
+
+	memset(&snap, 0, sizeof(snap));
+	procfs__sample(tbl->cfg.pid, &snap);
+	iv = interval_to(tbl, s, now, running, s->last_state, &snap);
+	/* The next boundary of the session's own clock after now (a late wake skips none). */
+	s->next_sample_ns = s->start_ns + k * ((now - s->start_ns) / k + 1);
+	if (series__append(&s->profile.ext.series, &iv))
+		log__warn("time series: out of memory, interval at %" PRIu64 " ms not kept",
+			  iv.start_ns / 1000000);
+	else if (tbl->cfg.on_interval)
+		tbl->cfg.on_interval(&s->profile, &iv, tbl->cfg.ctx);
+}
+
 static void session_emit(struct session_table *tbl, struct open_session *s,
 			 const struct kh_slot_stats *sum, uint32_t status, uint64_t end_ns,
 			 bool ended_mid_session)
@@ -169,6 +251,15 @@ static void session_emit(struct session_table *tbl, struct open_session *s,
 	}
 	p->input_bytes = sum->input_bytes;
 	p->input_units = sum->input_units;
+	/* The last interval closes the series at the session's end, exactly on its totals. */
+	if (cfg->interval_ns && p->resource_sample_count) {
+		struct kh_interval iv = interval_to(
+			tbl, s, end_ns, sum, status,
+			&p->resource_samples[p->resource_sample_count - 1].snapshot);
+
+		if (series__append(&p->ext.series, &iv))
+			log__warn("time series: out of memory, last interval not kept");
+	}
 	apply_overrides(tbl, &p->identity);
 	profile__finish(p, status, since(s, end_ns));
 

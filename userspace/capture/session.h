@@ -33,6 +33,8 @@ struct session_config {
 	size_t override_count;
 	tracer_profile_fn on_profile;
 	void *ctx;
+	uint64_t interval_ns;       /* series sampling period; 0: no series */
+	tracer_interval_fn on_interval;
 };
 
 struct open_session {
@@ -41,6 +43,11 @@ struct open_session {
 	uint64_t start_ns;
 	uint32_t last_state;
 	struct kh_profile profile;
+	/* The series (interval_ns): the slot's running totals at the last sample. */
+	struct kh_slot_stats seen;
+	uint64_t last_sample_ns;
+	uint64_t next_sample_ns;  /* the next boundary: start + k * interval */
+	struct kh_opt_u64 last_cpu_ms;
 };
 
 struct session_table {
@@ -81,6 +88,17 @@ bool sessions__is_open(const struct session_table *tbl, uint32_t slot);
  */
 void sessions__end(struct session_table *tbl, uint32_t slot, int exit_status, uint64_t now,
 		   const struct kh_slot_stats *totals);
+/* The earliest sample due among the open sessions; 0 when none. */
+uint64_t sessions__next_sample_ns(const struct session_table *tbl);
+/* Whether slot's session has a sample due at now. */
+bool sessions__sample_due(const struct session_table *tbl, uint32_t slot, uint64_t now);
+/*
+ * Closes the interval ending at now with the slot's running totals (read
+ * without reset): the difference from the last sample, with the process's
+ * CPU time and RSS from /proc; calls cfg.on_interval.
+ */
+void sessions__sample(struct session_table *tbl, uint32_t slot, uint64_t now,
+		      const struct kh_slot_stats *running);
 /* Whether the trace saw no session at all (a whole-trace record may be due). */
 bool sessions__none_seen(const struct session_table *tbl);
 /*

@@ -30,6 +30,30 @@ static void take_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *tot
 		t->skel->bss->slot_busy[slot] = 0;
 }
 
+uint64_t tracer__next_sample_ns(const struct tracer *t)
+{
+	return sessions__next_sample_ns(&t->sessions);
+}
+
+/*
+ * Events first, so that transitions and finished sessions are in before
+ * the sample.  Reading one slot costs one map lookup over the CPUs and two
+ * /proc reads (docs/PERFORMANCE.md).
+ */
+void tracer__sample(struct tracer *t, uint64_t now)
+{
+	struct kh_slot_stats running;
+
+	if (t->rb)
+		ring_buffer__consume(t->rb);
+	for (uint32_t slot = 0; slot < KH_MAX_SLOTS; slot++) {
+		if (!sessions__sample_due(&t->sessions, slot, now))
+			continue;
+		if (tracer__read_slot(t, slot, &running, false) == 0)
+			sessions__sample(&t->sessions, slot, now, &running);
+	}
+}
+
 size_t tracer__records_emitted(const struct tracer *t)
 {
 	return t->sessions.records_emitted;
