@@ -152,6 +152,20 @@ $(ITEST_BINS): $(BUILD)/tests/%: $(BUILD)/tests/integration/%.o $(MODULE_OBJS)
 # The browser tests decode their screenshots with libpng.
 $(BUILD)/tests/test_html: TEST_LIBS := -lpng
 
+# ELF files with hand-made probe notes for the unit tests (tests/unit/fixtures):
+# each .S gives NAME (a probe in .text) and NAME_in_data (-DIN_DATA).
+FIXTURE_SRCS := $(wildcard tests/unit/fixtures/*.S)
+FIXTURES     := $(foreach f,$(FIXTURE_SRCS),$(patsubst tests/unit/fixtures/%.S,$(BUILD)/fixtures/%,$(f)) \
+                  $(patsubst tests/unit/fixtures/%.S,$(BUILD)/fixtures/%_in_data,$(f)))
+$(BUILD)/fixtures/%: tests/unit/fixtures/%.S | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) -nostdlib -static -o $@ $<
+$(BUILD)/fixtures/%_in_data: tests/unit/fixtures/%.S | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) -nostdlib -static -DIN_DATA -o $@ $<
+
+all: $(FIXTURES)
+
 # Traced workloads used by the integration tests (built like outside programs:
 # only include/keyhog_profile.h).
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
