@@ -320,6 +320,39 @@ static void test_diff_page(void **state)
 	free(cand);
 }
 
+/* Records that may not be compared still get a page that says why (exit 3). */
+static void test_diff_page_not_comparable(void **state)
+{
+	char *base = write_runs("nc-base", 2, 1.0), *cand = write_runs("nc-cand", 2, 1.0), *path;
+	char *args[] = { "diff", "--format", "html", base, cand, NULL };
+	struct kh_profile p;
+	struct page_view v;
+	char *file, *json;
+
+	(void)state;
+	/* Another build on the candidate side. */
+	for (int i = 1; i <= 2; i++) {
+		assert_true(asprintf(&file, "%s/run-%03d.json", cand, i) > 0);
+		load_record(file, &p);
+		free(p.identity.binary_version);
+		p.identity.binary_version = strdup("other-build");
+		json = profile__to_json(&p);
+		assert_int_equal(file__write_atomic(file, json, strlen(json)), 0);
+		free(json);
+		free(file);
+		profile__free(&p);
+	}
+	path = khprof_to_file("diff-nc.html", args, 3);
+	assert_page_renders(path, &v);
+	assert_non_null(strstr(v.dom, "✗ not-comparable"));
+	assert_non_null(strstr(v.dom, "Not comparable: records differ in 'binary_version'"));
+	assert_null(strstr(v.dom, "id=\"diff-plot\""));
+	page_view_free(&v);
+	free(path);
+	free(base);
+	free(cand);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -331,6 +364,7 @@ int main(void)
 		cmocka_unit_test(test_runs_page),
 		cmocka_unit_test(test_runs_dir_needs_html),
 		cmocka_unit_test(test_diff_page),
+		cmocka_unit_test(test_diff_page_not_comparable),
 	};
 	char *browser = chromium_path();
 	int rc;
