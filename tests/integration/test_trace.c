@@ -765,6 +765,47 @@ static void test_attach_sigterm_ends_mid_session(void **state)
 }
 
 /* --duration stops khprof by itself; an idle process gives no record. */
+/* attach --interval: both sessions, the one joined mid-way too, carry their series. */
+static void test_attach_interval(void **state)
+{
+	char out[PATH_MAX], out2[PATH_MAX], pid_text[16];
+	char *argv[] = { khprof, "attach", "--mode", "span", "--interval", "10ms", "-p", pid_text,
+			 "-o", out, NULL };
+	const char *paths[] = { out, out2 };
+	struct child w, k;
+
+	(void)state;
+	tmp_path(out, sizeof(out), "attach-interval.json");
+	tmp_path(out2, sizeof(out2), "attach-interval.2.json");
+	w = start_server(pid_text, sizeof(pid_text));
+	command(&w, "begin\n");
+	k = spawn(argv, true);
+	wait_for_line(k.from, "attached to PID");
+	command(&w, "spans\n");
+	command(&w, "end\n");
+	command(&w, "begin\n");
+	command(&w, "spans\n");
+	command(&w, "end\n");
+	stop_server(&w);
+	assert_int_equal(wait_exit(k.pid), 0);
+	for (int i = 0; i < 2; i++) {
+		struct kh_profile p;
+		uint64_t calls = 0;
+
+		load_record(paths[i], &p);
+		assert_int_equal(p.ext.started_mid_session, i == 0);
+		assert_int_equal(p.ext.series.interval_ns, 10000000);
+		assert_true(p.ext.series.count >= 1);
+		for (size_t j = 0; j < p.ext.series.count; j++)
+			calls += p.ext.series.intervals[j].calls[KH_STAGE_HOT_PATTERNS];
+		assert_int_equal(calls, 5);
+		assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 5);
+		profile__free(&p);
+		assert_seed_conformance(paths[i]);
+	}
+	close_child_pipes(&k);
+}
+
 static void test_attach_duration_on_idle_process(void **state)
 {
 	char out[PATH_MAX], pid_text[16];
@@ -830,6 +871,7 @@ int main(void)
 		cmocka_unit_test(test_attach_running_process),
 		cmocka_unit_test(test_attach_mid_session),
 		cmocka_unit_test(test_attach_sigterm_ends_mid_session),
+		cmocka_unit_test(test_attach_interval),
 		cmocka_unit_test(test_attach_duration_on_idle_process),
 		cmocka_unit_test(test_attach_missing_pid),
 	};
