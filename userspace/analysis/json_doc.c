@@ -246,8 +246,8 @@ static int doc__node(struct doc *d, size_t *idx)
 			   sizeof(*d->nodes)))
 		return doc__nomem(d);
 	*idx = d->node_count++;
-	d->nodes[*idx] = (struct jnode){ .key_at = JNODE_NONE, .str_at = JNODE_NONE, .child_at = JNODE_NONE,
-					 .next_at = JNODE_NONE };
+	d->nodes[*idx] = (struct jnode){ .key_at = JNODE_NONE, .str_at = JNODE_NONE,
+					 .child_at = JNODE_NONE, .next_at = JNODE_NONE };
 	return 0;
 }
 
