@@ -285,6 +285,10 @@ static void test_interval_series(void **state)
 	sessions__sample(&tbl, 1, s0 + 3500, &r2);
 	assert_int_equal(sessions__next_sample_ns(&tbl), s0 + 4000);
 	assert_int_equal(intervals_seen, 2);
+	/* A slot that cannot be read moves the boundary on; its time goes to the next interval. */
+	sessions__sample(&tbl, 1, s0 + 4000, NULL);
+	assert_int_equal(sessions__next_sample_ns(&tbl), s0 + 5000);
+	assert_int_equal(intervals_seen, 2);
 	feed(&tbl, KH_EVENT_SESSION_FINISH, 1, s0 + 3600, KH_STATE_COMPLETED, &totals);
 
 	assert_int_equal(seen.count, 1);

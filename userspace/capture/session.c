@@ -220,11 +220,14 @@ void sessions__sample(struct session_table *tbl, uint32_t slot, uint64_t now,
 	struct kh_resource_snapshot snap;
 	struct kh_interval iv;
 
+	/* The next boundary of the session's own clock after now (a late wake skips none). */
+	s->next_sample_ns = s->start_ns + k * ((now > s->start_ns ? now - s->start_ns : 0) / k + 1);
+	/* Unreadable slot (said once by slots.c): the next sample covers this one's time. */
+	if (!running)
+		return;
 	memset(&snap, 0, sizeof(snap));
 	procfs__sample(tbl->cfg.pid, &snap);
 	iv = interval_to(tbl, s, now, running, s->last_state, &snap);
-	/* The next boundary of the session's own clock after now (a late wake skips none). */
-	s->next_sample_ns = s->start_ns + k * ((now - s->start_ns) / k + 1);
 	if (series__append(&s->profile.ext.series, &iv))
 		log__warn("time series: out of memory, interval at %" PRIu64 " ms not kept",
 			  iv.start_ns / 1000000);

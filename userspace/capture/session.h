@@ -95,7 +95,8 @@ bool sessions__sample_due(const struct session_table *tbl, uint32_t slot, uint64
 /*
  * Closes the interval ending at now with the slot's running totals (read
  * without reset): the difference from the last sample, with the process's
- * CPU time and RSS from /proc; calls cfg.on_interval.
+ * CPU time and RSS from /proc; calls cfg.on_interval.  running NULL (the
+ * slot could not be read) only moves the next sample to the next boundary.
  */
 void sessions__sample(struct session_table *tbl, uint32_t slot, uint64_t now,
 		      const struct kh_slot_stats *running);

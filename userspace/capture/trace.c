@@ -49,8 +49,8 @@ void tracer__sample(struct tracer *t, uint64_t now)
 	for (uint32_t slot = 0; slot < KH_MAX_SLOTS; slot++) {
 		if (!sessions__sample_due(&t->sessions, slot, now))
 			continue;
-		if (tracer__read_slot(t, slot, &running, false) == 0)
-			sessions__sample(&t->sessions, slot, now, &running);
+		sessions__sample(&t->sessions, slot, now,
+				 tracer__read_slot(t, slot, &running, false) == 0 ? &running : NULL);
 	}
 }
 
