@@ -1,7 +1,8 @@
 # khprof - kernel-assisted profiler for secret scanners.
 #
 #   make          build khprof, the BPF object, the examples and the tests
-#   make demo     profile the reference scanner on the bundled corpus
+#   make demo     profile the reference scanner on the bundled corpus (text
+#                 report, and build/demo-report.html)
 #   make test     unit and integration tests (BPF tests need root)
 #   make bench    overhead benchmarks, written to docs/PERFORMANCE.md
 #
@@ -32,7 +33,10 @@ BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
 
 # Debian packages the build, the tests, the demo and the benchmarks use.
 PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev \
-            libcmocka-dev libpcre2-dev pkg-config make gcc
+            libcmocka-dev libpcre2-dev libpng-dev pkg-config make gcc
+# What make test needs besides the build: the browser the HTML reports are
+# opened in (tests/integration/test_html.c).
+TEST_PACKAGES := chromium
 BENCH_PACKAGES := bpftrace hyperfine
 # The seed conformance reader (../shared/seed/conformance) builds offline
 # from Debian's packaged crates.
@@ -52,8 +56,11 @@ CAPTURE_OBJS  := $(call objs_of,userspace/capture)
 CMD_OBJS      := $(call objs_of,userspace/cmd)
 KHPROF_OBJS   := $(COMMON_OBJS) $(ANALYSIS_OBJS) $(USDT_OBJS) $(CAPTURE_OBJS) $(CMD_OBJS)
 # Capture modules that need neither libbpf nor the skeleton: plain logic
-# (sessions, /proc, TSC) that the unit tests check without root.
-CAPTURE_BPF_OBJS   := $(BUILD)/userspace/capture/trace.o $(BUILD)/userspace/capture/calibrate.o
+# (sessions, /proc, TSC) that the unit tests check without root.  The
+# others are found by what they include (libbpf or the skeleton), so that
+# a new file cannot be misfiled.
+CAPTURE_BPF_SRCS   := $(shell grep -lE '^\#include (<bpf/|"khprof\.skel\.h")' userspace/capture/*.c)
+CAPTURE_BPF_OBJS   := $(patsubst %.c,$(BUILD)/%.o,$(CAPTURE_BPF_SRCS))
 CAPTURE_PLAIN_OBJS := $(filter-out $(CAPTURE_BPF_OBJS),$(CAPTURE_OBJS))
 UNIT_LINK_OBJS     := $(COMMON_OBJS) $(ANALYSIS_OBJS) $(USDT_OBJS) $(CAPTURE_PLAIN_OBJS)
 # Integration tests drive the whole tool: every module but main().
@@ -141,7 +148,9 @@ $(UNIT_BINS): $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(UNIT_LINK_OBJS)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(NOBPF_LIBS) -lcmocka -ldl
 
 $(ITEST_BINS): $(BUILD)/tests/%: $(BUILD)/tests/integration/%.o $(MODULE_OBJS)
-	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) -lcmocka -ldl
+	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) -lcmocka -ldl $(TEST_LIBS)
+# The browser tests decode their screenshots with libpng.
+$(BUILD)/tests/test_html: TEST_LIBS := -lpng
 
 # ELF files with hand-made probe notes for the unit tests (tests/unit/fixtures):
 # each .S gives NAME (a probe in .text) and NAME_in_data (-DIN_DATA).
@@ -222,6 +231,7 @@ $(SEED_READER) $(SEED_UNBUILDABLE): $(SEED_SRCS) scripts/build-seed-render.sh
 # Unit tests, then the BPF integration tests (root), with the seed's own
 # reader checking every record khprof writes when ../shared/seed is there.
 test: all seed-render
+	@./scripts/install-deps.sh $(TEST_PACKAGES)
 	@./tests/run-all.sh
 
 demo: $(BUILD)/khprof $(EXAMPLES)

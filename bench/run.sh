@@ -57,6 +57,14 @@ gcc "${CFLAGS_BENCH[@]}" -o "$B/first_probe" bench/first_probe.c
 gcc "${CFLAGS_BENCH[@]}" -o "$B/launch" bench/launch.c
 gcc "${CFLAGS_BENCH[@]}" -fPIC -shared -o "$B/libwall.so" bench/libwall.c
 gcc "${CFLAGS_BENCH[@]}" -o "$B/site_cost" bench/site_cost.c
+# interval_cost runs khprof's own sampling code: link the built objects of
+# the current sources (not stale ones of removed files).
+objs_of() { for f in "$@"; do echo "build/${f%.c}.o"; done; }
+# shellcheck disable=SC2046
+gcc "${CFLAGS_BENCH[@]}" -Iuserspace/common -Iuserspace/analysis -Iuserspace/capture -Ibuild \
+	-o "$B/interval_cost" bench/interval_cost.c build/userspace/capture/slots.o \
+	build/userspace/capture/procfs.o build/userspace/capture/session.o \
+	$(objs_of userspace/analysis/*.c userspace/common/*.c) -lbpf -lelf -lz -lcjson -lm
 
 # The seed's own seed-overhead, built with seed-render by the same script,
 # in the same cargo target directory, so the seed compiles once.  Removed
@@ -558,6 +566,20 @@ i2=$(calc %.1f "$(median <"$tmp/r6.inproc.2") - $off6")
 row 6 "reference: in-process design enabled (C port, shared atomic counters), 2 threads" \
 	"—" "$i2 (1 thread $i1)" "$(calc %.2f× "$i2 / $i1")" "—" "—"
 
+# --- 7: what one --interval sample costs khprof -----------------------------
+say "row 7: --interval sample cost"
+sleep 600 &
+idle=$!
+for i in 1 2 3 4 5; do
+	"$B/interval_cost" "$idle" 20000 >>"$tmp/r7"
+done
+kill "$idle" 2>/dev/null || true
+s7=$(awk '{ print $1 }' "$tmp/r7" | median)
+m7=$(awk '{ print $2 }' "$tmp/r7" | median)
+p7=$(awk '{ print $3 }' "$tmp/r7" | median)
+row 7 "--interval: khprof CPU per sample, µs (slot map read over the CPUs; /proc stat+status)" \
+	"$s7 ($m7; $p7)" "—" "$(calc %.3f%% "$s7 / 1000")" "at 100 ms, of one CPU" "—"
+
 # --- the table and docs/PERFORMANCE.md --------------------------------------
 header='| row | measurement | khprof | reference | ratio | target | met |
 |---|---|---|---|---|---|---|'
@@ -719,6 +741,14 @@ should each pay what one thread pays. Target: 2-thread cost ≈ 1-thread cost
 (≤1.2×). For contrast, the reference line runs the in-process design enabled
 with 1 and 2 threads: its per-stage counters are shared atomics, so two
 threads fight over their cache lines.
+
+Row 7, `--interval`. `bench/interval_cost.c` times what khprof does per
+open session at each sample: one lookup of the session's slot in the
+per-CPU map (summed over the CPUs), a `/proc/PID/stat` and `status` read,
+and the interval's arithmetic and append; median of 5 runs of 20,000
+samples. The ratio is that cost at a 100 ms interval as a share of one
+CPU, for khprof; the traced program does nothing for a sample (its spans
+cost what row 2 says, with or without `--interval`).
 
 ## Why targets are missed, and what dominates
 

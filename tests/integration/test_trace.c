@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -279,6 +280,81 @@ static void test_times_match_workload_clock(void **state)
 		check_timed(modes[i], "100", 200);
 		check_timed(modes[i], "10", 200);
 	}
+}
+
+/*
+ * --interval: the series sums to the record's totals (calls exactly,
+ * elapsed within 1 %), covers the session without gaps, and each sampled
+ * interval printed its live line; the last interval, closed by the
+ * session's end, has none.
+ */
+static void check_interval(const char *mode, bool quiet)
+{
+	char out[PATH_MAX];
+	struct kh_profile p;
+	struct run_result r;
+	const struct kh_series *s;
+	uint64_t calls = 0, elapsed = 0, total;
+	size_t lines;
+
+	tmp_path(out, sizeof(out), "interval-%s-%d.json", mode, quiet);
+	if (quiet)
+		r = record_workload(mode, out, &p, "--interval", "10ms", "-q", "--", WORKLOAD,
+				    "timed", "1000", "60", NULL);
+	else
+		r = record_workload(mode, out, &p, "--interval", "10ms", "--", WORKLOAD, "timed",
+				    "1000", "60", NULL);
+	s = &p.ext.series;
+	assert_int_equal(s->interval_ns, 10000000);
+	assert_true(s->count >= 1);
+	for (size_t i = 0; i < s->count; i++) {
+		calls += s->intervals[i].calls[KH_STAGE_CONFIRMED_PATTERNS];
+		elapsed += s->intervals[i].elapsed_ns[KH_STAGE_CONFIRMED_PATTERNS];
+		assert_int_equal(s->intervals[i].start_ns,
+				 i ? s->intervals[i - 1].start_ns + s->intervals[i - 1].duration_ns : 0);
+	}
+	assert_int_equal(calls, 60);
+	assert_int_equal(calls, calls_of(&p, KH_STAGE_CONFIRMED_PATTERNS));
+	total = elapsed_of(&p, KH_STAGE_CONFIRMED_PATTERNS);
+	if (elapsed > total + total / 100 || elapsed + total / 100 < total)
+		fail_msg("%s: series %" PRIu64 " ns, total %" PRIu64 " ns", mode, elapsed, total);
+	assert_int_equal(s->intervals[s->count - 1].start_ns + s->intervals[s->count - 1].duration_ns,
+			 p.wall_time_ns);
+	assert_int_equal(s->intervals[s->count - 1].state, KH_STATE_COMPLETED);
+	lines = 0;
+	for (const char *l = r.err; (l = strstr(l, "khprof: ")); l++)
+		lines += strncmp(l, "khprof: warning", 15) && strncmp(l, "khprof: note", 12);
+	assert_int_equal(lines, quiet ? 0 : s->count - 1 + s->merged);
+	profile__free(&p);
+	run_result_free(&r);
+}
+
+static void test_interval_series(void **state)
+{
+	char out[PATH_MAX], *text;
+	char *bad[] = { khprof, "record", "--interval", "5", "--", WORKLOAD, "nested", "1", NULL };
+	struct kh_profile p;
+	struct run_result r;
+	size_t len;
+
+	(void)state;
+	check_interval("span", false);
+	check_interval("batch", false);
+	check_interval("span", true);
+	/* Without --interval the record is what it was: no series member. */
+	tmp_path(out, sizeof(out), "no-interval.json");
+	r = record_workload("span", out, &p, "--", WORKLOAD, "timed", "100", "20", NULL);
+	assert_int_equal(p.ext.series.interval_ns, 0);
+	assert_int_equal(file__read_all(out, &text, &len), 0);
+	assert_null(strstr(text, "series"));
+	free(text);
+	profile__free(&p);
+	run_result_free(&r);
+	/* A duration without its unit is refused, saying how to write one. */
+	r = run(bad);
+	assert_int_equal(r.exit_code, 2);
+	assert_non_null(strstr(r.err, "bad interval '5'"));
+	run_result_free(&r);
 }
 
 static void test_shared_library_and_dlopen(void **state)
@@ -689,6 +765,47 @@ static void test_attach_sigterm_ends_mid_session(void **state)
 }
 
 /* --duration stops khprof by itself; an idle process gives no record. */
+/* attach --interval: both sessions, the one joined mid-way too, carry their series. */
+static void test_attach_interval(void **state)
+{
+	char out[PATH_MAX], out2[PATH_MAX], pid_text[16];
+	char *argv[] = { khprof, "attach", "--mode", "span", "--interval", "10ms", "-p", pid_text,
+			 "-o", out, NULL };
+	const char *paths[] = { out, out2 };
+	struct child w, k;
+
+	(void)state;
+	tmp_path(out, sizeof(out), "attach-interval.json");
+	tmp_path(out2, sizeof(out2), "attach-interval.2.json");
+	w = start_server(pid_text, sizeof(pid_text));
+	command(&w, "begin\n");
+	k = spawn(argv, true);
+	wait_for_line(k.from, "attached to PID");
+	command(&w, "spans\n");
+	command(&w, "end\n");
+	command(&w, "begin\n");
+	command(&w, "spans\n");
+	command(&w, "end\n");
+	stop_server(&w);
+	assert_int_equal(wait_exit(k.pid), 0);
+	for (int i = 0; i < 2; i++) {
+		struct kh_profile p;
+		uint64_t calls = 0;
+
+		load_record(paths[i], &p);
+		assert_int_equal(p.ext.started_mid_session, i == 0);
+		assert_int_equal(p.ext.series.interval_ns, 10000000);
+		assert_true(p.ext.series.count >= 1);
+		for (size_t j = 0; j < p.ext.series.count; j++)
+			calls += p.ext.series.intervals[j].calls[KH_STAGE_HOT_PATTERNS];
+		assert_int_equal(calls, 5);
+		assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 5);
+		profile__free(&p);
+		assert_seed_conformance(paths[i]);
+	}
+	close_child_pipes(&k);
+}
+
 static void test_attach_duration_on_idle_process(void **state)
 {
 	char out[PATH_MAX], pid_text[16];
@@ -742,6 +859,7 @@ int main(void)
 		cmocka_unit_test(test_two_threads),
 		cmocka_unit_test(test_several_sessions),
 		cmocka_unit_test(test_times_match_workload_clock),
+		cmocka_unit_test(test_interval_series),
 		cmocka_unit_test(test_shared_library_and_dlopen),
 		cmocka_unit_test(test_red_zone_leaf_unchanged),
 		cmocka_unit_test(test_program_without_sessions),
@@ -753,6 +871,7 @@ int main(void)
 		cmocka_unit_test(test_attach_running_process),
 		cmocka_unit_test(test_attach_mid_session),
 		cmocka_unit_test(test_attach_sigterm_ends_mid_session),
+		cmocka_unit_test(test_attach_interval),
 		cmocka_unit_test(test_attach_duration_on_idle_process),
 		cmocka_unit_test(test_attach_missing_pid),
 	};

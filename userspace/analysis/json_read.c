@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -499,6 +500,137 @@ static int parse__ext_drops(struct parse *ps, const struct jnode *ext, uint64_t 
 	return err;
 }
 
+/*
+ * One column of the series: an array of n values, each stored at offset in
+ * its interval; optional columns take null and store a struct kh_opt_u64.
+ */
+static int parse__column(struct parse *ps, const struct jnode *obj, const char *name,
+			 struct kh_series *s, size_t offset, bool optional)
+{
+	const struct jnode *array, *node;
+	size_t i = 0, saved;
+
+	if (parse__container(ps, obj, name, true, true, &array))
+		return -EINVAL;
+	if (array->count != s->count)
+		return parse__fail_field(ps, name, "expected one value per interval", NULL);
+	saved = path__push_field(ps, name);
+	for (node = array->child; node; node = node->next) {
+		char *field = (char *)&s->intervals[i] + offset;
+		char index[24];
+
+		snprintf(index, sizeof(index), "[%zu]", i++);
+		if (optional) {
+			struct kh_opt_u64 *v = (struct kh_opt_u64 *)field;
+
+			v->present = node->type != J_NULL;
+			if (v->present && parse__value_u64(ps, node, index, &v->value))
+				break;
+		} else if (parse__value_u64(ps, node, index, (uint64_t *)field)) {
+			break;
+		}
+	}
+	path__pop(ps, saved);
+	return ps->failed ? -EINVAL : 0;
+}
+
+static int parse__series_states(struct parse *ps, const struct jnode *obj, struct kh_series *s)
+{
+	const struct jnode *array, *node;
+	size_t i = 0;
+
+	if (parse__container(ps, obj, "state", true, true, &array))
+		return -EINVAL;
+	if (array->count != s->count)
+		return parse__fail_field(ps, "state", "expected one value per interval", NULL);
+	for (node = array->child; node; node = node->next) {
+		if (node->type != J_STRING ||
+		    kh_run_state__parse(node->string, &s->intervals[i].state))
+			return parse__fail_field(ps, "state", "expected a state name per interval",
+						 node);
+		i++;
+	}
+	return 0;
+}
+
+static int parse__series_stages(struct parse *ps, const struct jnode *obj, struct kh_series *s)
+{
+	const struct jnode *stages, *stage;
+	size_t saved;
+	int err = 0;
+
+	if (parse__container(ps, obj, "stages", true, false, &stages))
+		return -EINVAL;
+	saved = path__push_field(ps, "stages");
+	for (stage = stages->child; stage; stage = stage->next) {
+		uint32_t st;
+		size_t inner;
+
+		if (kh_stage__parse(stage->key, &st)) {
+			err = parse__fail_field(ps, stage->key, "unknown stage", NULL);
+			break;
+		}
+		if (stage->type != J_OBJECT) {
+			err = parse__fail_field(ps, stage->key, "expected an object", stage);
+			break;
+		}
+		inner = path__push_field(ps, stage->key);
+		err = parse__column(ps, stage, "elapsed_ns", s,
+				    offsetof(struct kh_interval, elapsed_ns) + st * sizeof(uint64_t),
+				    false) ||
+		      parse__column(ps, stage, "calls", s,
+				    offsetof(struct kh_interval, calls) + st * sizeof(uint64_t), false);
+		path__pop(ps, inner);
+		if (err)
+			break;
+	}
+	path__pop(ps, saved);
+	return err ? -EINVAL : 0;
+}
+
+/* The --interval series: columns of equal length, start_ns giving it. */
+static int parse__series(struct parse *ps, const struct jnode *ext, struct kh_series *s)
+{
+	const struct jnode *node, *starts;
+	size_t saved, n;
+	int err;
+
+	if (parse__container(ps, ext, "series", false, false, &node))
+		return -EINVAL;
+	if (!node)
+		return 0;
+	saved = path__push_field(ps, "series");
+	if (parse__u64(ps, node, "interval_ns", &s->interval_ns) ||
+	    parse__ext_u64(ps, node, "merged", &s->merged) ||
+	    parse__container(ps, node, "start_ns", true, true, &starts)) {
+		path__pop(ps, saved);
+		return -EINVAL;
+	}
+	n = starts->count;
+	s->intervals = calloc(n ? n : 1, sizeof(*s->intervals));
+	if (!s->intervals) {
+		path__pop(ps, saved);
+		return parse__nomem(ps);
+	}
+	s->cap = n ? n : 1;
+	s->count = n;
+	err = parse__column(ps, node, "start_ns", s, offsetof(struct kh_interval, start_ns), false) ||
+	      parse__column(ps, node, "duration_ns", s, offsetof(struct kh_interval, duration_ns),
+			    false) ||
+	      parse__series_states(ps, node, s) ||
+	      parse__column(ps, node, "input_bytes", s, offsetof(struct kh_interval, input_bytes),
+			    false) ||
+	      parse__column(ps, node, "input_units", s, offsetof(struct kh_interval, input_units),
+			    false) ||
+	      parse__column(ps, node, "cpu_time_ms", s, offsetof(struct kh_interval, cpu_time_ms),
+			    true) ||
+	      parse__column(ps, node, "resident_bytes", s,
+			    offsetof(struct kh_interval, resident_bytes), true) ||
+	      parse__series_stages(ps, node, s);
+	path__pop(ps, saved);
+	return err ? -EINVAL : 0;
+}
+
 static int parse__ext(struct parse *ps, const struct jnode *root, struct kh_profile_ext *ext)
 {
 	const struct jnode *node;
@@ -523,7 +655,8 @@ static int parse__ext(struct parse *ps, const struct jnode *root, struct kh_prof
 	      parse__ext_u64(ps, node, "span_bias_ns", &ext->span_bias_ns) ||
 	      parse__ext_u64(ps, node, "traced_pid", &ext->traced_pid) ||
 	      parse__ext_u64(ps, node, "session_sequence", &ext->session_sequence) ||
-	      parse__ext_u64(ps, node, "sample_latency_ns_max", &ext->sample_latency_ns_max);
+	      parse__ext_u64(ps, node, "sample_latency_ns_max", &ext->sample_latency_ns_max) ||
+	      parse__series(ps, node, &ext->series);
 	path__pop(ps, saved);
 	return err ? -EINVAL : 0;
 }

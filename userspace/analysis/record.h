@@ -120,6 +120,71 @@ struct kh_identity {
 };
 
 /*
+ * One interval of a time series (khprof record/attach --interval): what the
+ * tracer saw accounted between two of its samples.  A span is accounted
+ * when it ends (batch mode: when its batch is handed over), so a span that
+ * crosses a boundary counts whole in the interval where it ends.
+ */
+struct kh_interval {
+	uint64_t start_ns;    /* from the session's start */
+	uint64_t duration_ns;
+	uint32_t state;       /* the macro state at the interval's end */
+	uint64_t input_bytes;
+	uint64_t input_units;
+	struct kh_opt_u64 cpu_time_ms;    /* process CPU time used in the interval */
+	struct kh_opt_u64 resident_bytes; /* RSS at the interval's end */
+	uint64_t elapsed_ns[KH_STAGE_COUNT]; /* bias removed, as the stage totals */
+	uint64_t calls[KH_STAGE_COUNT];
+};
+
+/*
+ * At most KH_SERIES_MAX entries are kept: when full, neighbours are merged
+ * in pairs and every later entry gathers twice as many intervals, so the
+ * series keeps one resolution throughout; merged counts the intervals
+ * merged away.  512 x ~450 bytes is 230 KiB per session at most.
+ */
+#define KH_SERIES_MAX 512
+
+struct kh_series {
+	uint64_t interval_ns;  /* asked for; 0: the record has no series */
+	uint64_t merged;       /* intervals merged into a neighbour to stay bounded */
+	struct kh_interval *intervals;
+	size_t count;
+	size_t cap;
+	/* While appending: sampled intervals per entry, and in the last entry. */
+	uint64_t group;
+	uint64_t last_fill;
+};
+
+/*
+ * Appends a sampled interval: into the last entry while that one holds
+ * fewer than group intervals, else as a new entry, first merging the
+ * entries in pairs (and doubling group) when the series is full.
+ * 0 or -ENOMEM.
+ */
+int series__append(struct kh_series *s, const struct kh_interval *iv);
+/* into += next (next follows into in time). */
+void interval__merge(struct kh_interval *into, const struct kh_interval *next);
+void series__free(struct kh_series *s);
+
+/* --interval's bounds: below 10 ms the samples would cost more than they show. */
+#define KH_INTERVAL_MIN_NS 10000000ull
+#define KH_INTERVAL_MAX_NS 3600000000000ull
+
+/*
+ * A duration with its unit: "100ms", "1s", "2.5s", "500us", "1m".  0, or
+ * -EINVAL for a malformed text, a missing unit, or outside [min, max].
+ */
+int kh_parse_duration_ns(const char *text, uint64_t min, uint64_t max, uint64_t *out);
+
+/*
+ * The live line of an interval, without newline: "12.30s scanning 391.2
+ * MiB/s cpu 118% rss 5.2 MiB top: decode 41%, phase1-triggers 30%" (top
+ * three stages by their share of the interval's stage time).
+ */
+void interval__render_line(const struct kh_interval *iv, char *buf, size_t len);
+
+/*
  * khprof's own fields, written as a trailing "khprof" object.  They say how
  * far the record can be trusted: spans lost, sessions observed only in part,
  * and what the tracing itself cost the traced program.
@@ -137,6 +202,7 @@ struct kh_profile_ext {
 	uint64_t traced_pid;
 	uint64_t session_sequence;
 	uint64_t sample_latency_ns_max;
+	struct kh_series series;  /* --interval; written only when interval_ns != 0 */
 };
 
 /* RunProfile */
@@ -208,9 +274,13 @@ void profile__free(struct kh_profile *p);
  */
 int identity__set(struct kh_identity *id, const char *key, const char *value);
 
-/* run_id in the seed's "{pid}-{unix_ns}-{sequence}" form.  0 or -ENOMEM. */
+/*
+ * run_id in the seed's "{pid}-{unix_ns}-{sequence}" form; sequence is the
+ * session's number in decimal, or "partial" for a session khprof joined
+ * after it began (its number was never seen).  0 or -ENOMEM.
+ */
 int identity__set_run_id(struct kh_identity *id, uint64_t pid, uint64_t unix_ns,
-			 uint64_t sequence);
+			 const char *sequence);
 
 /*
  * Session::transition: appends the transition and its resource sample.

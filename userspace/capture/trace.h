@@ -18,6 +18,12 @@ struct tracer;
 
 /* Called for every completed record; the tracer frees it afterwards. */
 typedef void (*tracer_profile_fn)(const struct kh_profile *profile, void *ctx);
+/*
+ * Called after each interval of a session's series (--interval), with the
+ * session's record so far (identity, transitions, the series).
+ */
+typedef void (*tracer_interval_fn)(const struct kh_profile *profile,
+				   const struct kh_interval *interval, void *ctx);
 
 struct identity_override {
 	const char *key;
@@ -41,6 +47,12 @@ struct trace_options {
 	size_t override_count;
 	tracer_profile_fn on_profile;
 	void *ctx;
+	/*
+	 * Sample every session's stage totals, input and process CPU and RSS
+	 * this often (0: never), into the record's series.
+	 */
+	uint64_t interval_ns;
+	tracer_interval_fn on_interval;
 };
 
 /* open -> configure -> load; prints one line and returns -errno on failure. */
@@ -58,6 +70,14 @@ int tracer__epoll_fd(const struct tracer *t);
  * session probes.  exit_status < 0 means the process is still running.
  */
 void tracer__finish(struct tracer *t, int exit_status);
+/*
+ * Time series (interval_ns): when the next sample is due on the monotonic
+ * clock (0: no session open or no series), and taking the samples due at
+ * now.  The event loop calls these between polls; the traced program does
+ * nothing for them.
+ */
+uint64_t tracer__next_sample_ns(const struct tracer *t);
+void tracer__sample(struct tracer *t, uint64_t now);
 /* Number of keyhog probe sites attached so far. */
 size_t tracer__probe_count(const struct tracer *t);
 size_t tracer__records_emitted(const struct tracer *t);

@@ -15,6 +15,7 @@
 #include "array.h"
 #include "commands.h"
 #include "diff.h"
+#include "html.h"
 #include "fileio.h"
 #include "json.h"
 #include "log.h"
@@ -23,7 +24,7 @@
 static const char diff_usage[] =
 	"usage: khprof diff BASE CANDIDATE [--threshold [NAME=]PCT]...\n"
 	"           [--min-change-ms MS] [--allow-mismatch FIELD]... [--confidence PCT]\n"
-	"           [--config FILE] [--format text|markdown|json]\n"
+	"           [--config FILE] [--format text|markdown|json|html]\n"
 	"\n"
 	"Compares the candidate's records with the baseline's and exits 1 when the\n"
 	"data are confident that the candidate is slower by more than a threshold.\n"
@@ -70,7 +71,8 @@ static const char diff_usage[] =
 	"   --config FILE            settings, one 'key value' a line: threshold,\n"
 	"                            threshold.NAME, min_change_ms, confidence,\n"
 	"                            allow_mismatch; flags win over the file\n"
-	"   --format FORMAT          text (default), markdown (a PR comment) or json\n"
+	"   --format FORMAT          text (default), markdown (a PR comment), json, or\n"
+	"                            html (a self-contained page: docs/REPORTS.md)\n"
 	"\n"
 	"Exit codes: 0 no regression, 1 regression, 2 bad command line or bad input\n"
 	"(unreadable or malformed record or config file), 3 records not comparable.\n"
@@ -334,9 +336,11 @@ static int diff_sides(const struct side *base, const struct side *cand,
 		return KHPROF_EXIT_FAILURE;
 	}
 	print_messages(&d);
-	/* JSON always carries the verdict; a table means nothing when not comparable. */
+	/* JSON and HTML always carry the verdict; a table means nothing when not comparable. */
 	if (strcmp(format, "json") == 0)
 		out = diff__to_json(&d);
+	else if (strcmp(format, "html") == 0)
+		out = diff__render_html(&d);
 	else if (d.verdict == KH_DIFF_VERDICT_NOT_COMPARABLE)
 		out = strdup("");
 	else if (strcmp(format, "markdown") == 0)
@@ -420,8 +424,9 @@ int cmd_diff(int argc, char **argv)
 			return KHPROF_EXIT_USAGE;
 		}
 	}
-	if (strcmp(format, "text") && strcmp(format, "markdown") && strcmp(format, "json")) {
-		log__error("unknown format '%s' (text, markdown or json)", format);
+	if (strcmp(format, "text") && strcmp(format, "markdown") && strcmp(format, "json") &&
+	    strcmp(format, "html")) {
+		log__error("unknown format '%s' (text, markdown, json or html)", format);
 		return KHPROF_EXIT_USAGE;
 	}
 	if (argc - optind != 2) {

@@ -1,29 +1,121 @@
 // SPDX-License-Identifier: MIT
 /* khprof report PATH: prints a record; needs no privileges. */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
+#include "html.h"
 #include "json.h"
 #include "log.h"
 #include "notes.h"
 #include "text.h"
+#include "trace_event.h"
 #include "record.h"
 
 static const char report_usage[] =
-	"usage: khprof report PATH [--format text|json]\n"
+	"usage: khprof report PATH [--format text|json|html|perfetto]\n"
+	"       khprof report DIR --format html\n"
 	"\n"
 	"Reads a keyhog-profile-v1 record and prints it: text is exactly the seed's\n"
-	"report for that record; json is the record re-serialised.  Notes (a profile\n"
+	"report for that record; json is the record re-serialised; html is a\n"
+	"self-contained page (charts inline, nothing loaded from the network) to\n"
+	"open in a browser or print; perfetto is Chrome trace-event JSON for\n"
+	"ui.perfetto.dev or chrome://tracing (docs/REPORTS.md).  A directory of\n"
+	"runs (record --repeat) gives one HTML page: each stage and the wall time\n"
+	"as a trend over the runs in name order, and their spread.  Notes (a profile\n"
 	"that started or ended mid-session, dropped counts) go to stderr.  Exit code\n"
 	"2 for a bad command line or a record that cannot be read or is malformed.\n"
 	"\n"
 	"examples:\n"
 	"   khprof report build/demo-profile.json\n"
-	"   khprof report profile.json --format json\n";
+	"   khprof report profile.json --format json\n"
+	"   khprof report profile.json --format html > report.html\n"
+	"   khprof report profile.json --format perfetto > run.json\n"
+	"   khprof report runs/ --format html > trend.html\n";
+
+/* As the shell's "*.json": no hidden files (atomic writes' temporaries). */
+static int is_record_name(const struct dirent *e)
+{
+	size_t n = strlen(e->d_name);
+
+	return e->d_name[0] != '.' && n > 5 && !strcmp(e->d_name + n - 5, ".json");
+}
+
+/*
+ * The runs of a directory (record --repeat) in name order, as one HTML page
+ * of trends; a KHPROF_EXIT_* code.
+ */
+static int report_dir_html(const char *dir)
+{
+	struct dirent **entries = NULL;
+	struct kh_profile *runs = NULL;
+	char **names = NULL, problem[256];
+	int n = scandir(dir, &entries, is_record_name, alphasort), count = 0;
+	int rc = KHPROF_EXIT_OK;
+	char *html = NULL;
+
+	if (n < 0) {
+		log__error("cannot read records in '%s': %s", dir, strerror(errno));
+		return KHPROF_EXIT_BAD_INPUT;
+	}
+	runs = calloc(n ? n : 1, sizeof(*runs));
+	names = calloc(n ? n : 1, sizeof(*names));
+	if (!runs || !names) {
+		log__error("cannot read records in '%s': out of memory", dir);
+		rc = KHPROF_EXIT_FAILURE;
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+
+		if (asprintf(&names[count], "%s/%s", dir, entries[i]->d_name) < 0) {
+			names[count] = NULL;
+			log__error("cannot read records in '%s': out of memory", dir);
+			rc = KHPROF_EXIT_FAILURE;
+			goto out;
+		}
+		if (stat(names[count], &st) || !S_ISREG(st.st_mode)) {
+			free(names[count]);
+			continue;
+		}
+		if (profile__read_file(names[count], &runs[count], problem, sizeof(problem))) {
+			log__error("cannot read record '%s': %s", names[count], problem);
+			free(names[count]);
+			rc = KHPROF_EXIT_BAD_INPUT;
+			goto out;
+		}
+		count++;
+	}
+	if (!count) {
+		log__error("cannot read records in '%s': no *.json record in the directory", dir);
+		rc = KHPROF_EXIT_BAD_INPUT;
+		goto out;
+	}
+	html = runs__render_html(runs, (const char *const *)names, count);
+	if (!html) {
+		log__error("cannot report on '%s': out of memory", dir);
+		rc = KHPROF_EXIT_FAILURE;
+		goto out;
+	}
+	fputs(html, stdout);
+out:
+	free(html);
+	for (int i = 0; i < count; i++) {
+		profile__free(&runs[i]);
+		free(names[i]);
+	}
+	for (int i = 0; i < n; i++)
+		free(entries[i]);
+	free(entries);
+	free(runs);
+	free(names);
+	return rc;
+}
 
 int cmd_report(int argc, char **argv)
 {
@@ -34,6 +126,7 @@ int cmd_report(int argc, char **argv)
 	const char *format = "text";
 	struct kh_profile profile;
 	char problem[256], *rendered;
+	struct stat st;
 	int c;
 
 	if (wants_help(argc, argv)) {
@@ -50,20 +143,34 @@ int cmd_report(int argc, char **argv)
 		}
 		format = optarg;
 	}
-	if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0) {
-		log__error("unknown format '%s' (text or json)", format);
+	if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "html") &&
+	    strcmp(format, "perfetto")) {
+		log__error("unknown format '%s' (text, json, html or perfetto)", format);
 		return KHPROF_EXIT_USAGE;
 	}
 	if (optind + 1 != argc) {
 		fputs(report_usage, stderr);
 		return KHPROF_EXIT_USAGE;
 	}
+	if (stat(argv[optind], &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (strcmp(format, "html") == 0)
+			return report_dir_html(argv[optind]);
+		log__error("cannot report on directory '%s' as %s", argv[optind], format);
+		log__note("a directory of runs (record --repeat) is shown with --format html");
+		return KHPROF_EXIT_USAGE;
+	}
 	if (profile__read_file(argv[optind], &profile, problem, sizeof(problem)) != 0) {
 		log__error("cannot read record '%s': %s", argv[optind], problem);
 		return KHPROF_EXIT_BAD_INPUT;
 	}
-	rendered = strcmp(format, "json") == 0 ? profile__to_json(&profile)
-					       : profile__render_text(&profile);
+	if (strcmp(format, "json") == 0)
+		rendered = profile__to_json(&profile);
+	else if (strcmp(format, "html") == 0)
+		rendered = profile__render_html(&profile);
+	else if (strcmp(format, "perfetto") == 0)
+		rendered = profile__to_trace_events(&profile);
+	else
+		rendered = profile__render_text(&profile);
 	if (rendered) {
 		fputs(rendered, stdout);
 		free(rendered);

@@ -33,8 +33,8 @@
 #define MAX_OVERRIDES 32
 
 static const char record_usage[] =
-	"usage: khprof record [-o PATH] [--identity KEY=VALUE]... [--mode MODE] [-q] [-v]\n"
-	"                     -- COMMAND [ARG...]\n"
+	"usage: khprof record [-o PATH] [--identity KEY=VALUE]... [--mode MODE]\n"
+	"                     [--interval DURATION] [-q] [-v] -- COMMAND [ARG...]\n"
 	"       khprof record --repeat N [--warmup K] [--append] -o DIR [...]\n"
 	"                     -- COMMAND [ARG...]\n"
 	"\n"
@@ -59,7 +59,10 @@ static const char record_usage[] =
 	"   --warmup K           with --repeat: K traced runs first, not recorded\n"
 	"   --append             with --repeat: add to the runs already in DIR, so that\n"
 	"                        runs of two builds can alternate (docs/CI.md)\n"
-	"   -q, --quiet          do not print the text reports\n"
+	"   -q, --quiet          do not print the text reports or interval lines\n"
+	"   --interval DURATION  also sample stage time, calls, input, CPU and RSS every\n"
+	"                        DURATION (10ms to 1h: 100ms, 1s) into the record, and\n"
+	"                        print a line per interval (docs/SCHEMA.md, series)\n"
 	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
 	"   --mode MODE          batch (default: spans buffered per thread, one kernel\n"
 	"                        entry per 64 spans), span (one kernel entry per span)\n"
@@ -70,11 +73,12 @@ static const char record_usage[] =
 	"   khprof record -o profile.json -- build/kh-scan --threads 2 src/\n"
 	"   khprof record --identity workload_class=nightly -- ./scanner repo/\n"
 	"   khprof record --repeat 5 --warmup 1 -o runs/ -- build/kh-scan --threads 2 src/\n"
+	"   khprof record --interval 1s -o long.json -- ./scanner monorepo/\n"
 	"   khprof record --repeat 1 --append -o base-runs/ -- base/kh-scan src/\n";
 
 static const char attach_usage[] =
 	"usage: khprof attach -p PID [-o PATH] [--duration SECONDS] [--identity KEY=VALUE]...\n"
-	"                     [--mode MODE] [-q] [-v]\n"
+	"                     [--mode MODE] [--interval DURATION] [-q] [-v]\n"
 	"\n"
 	"Profiles a running process until Ctrl-C, SIGTERM, the duration or the\n"
 	"process's exit.  A session that was already running when khprof attached\n"
@@ -87,12 +91,15 @@ static const char attach_usage[] =
 	"   --duration SECONDS   stop after SECONDS (decimals allowed)\n"
 	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
 	"   --mode MODE          batch (default), span or pair\n"
-	"   -q, --quiet          do not print the text reports\n"
+	"   --interval DURATION  sample the session every DURATION (100ms, 1s) into the\n"
+	"                        record and print a line per interval on stderr\n"
+	"   -q, --quiet          do not print the text reports or interval lines\n"
 	"   -v, --verbose        debug messages\n"
 	"\n"
 	"examples:\n"
 	"   khprof attach -p $(pidof kh-scan) -o live.json\n"
-	"   khprof attach -p 4242 --duration 30\n";
+	"   khprof attach -p 4242 --duration 30\n"
+	"   khprof attach -p $(pidof scannerd) --interval 1s -o hour.json\n";
 
 struct trace_cli {
 	const char *output;
@@ -106,6 +113,7 @@ struct trace_cli {
 	unsigned warmup;
 	bool append;     /* --repeat adds to the runs already in its directory */
 	bool quiet;
+	uint64_t interval_ns; /* --interval; 0: no series */
 	int first_arg;
 };
 
@@ -208,7 +216,8 @@ static int parse_count(const char *option, const char *text, unsigned min, unsig
 
 static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 {
-	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP, OPT_APPEND };
+	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP, OPT_APPEND,
+	       OPT_INTERVAL };
 	static const struct option options[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -218,6 +227,7 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		{ "repeat", required_argument, NULL, OPT_REPEAT },
 		{ "warmup", required_argument, NULL, OPT_WARMUP },
 		{ "append", no_argument, NULL, OPT_APPEND },
+		{ "interval", required_argument, NULL, OPT_INTERVAL },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
@@ -287,6 +297,14 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 				goto bad_option;
 			cli->append = true;
 			break;
+		case OPT_INTERVAL:
+			if (kh_parse_duration_ns(optarg, KH_INTERVAL_MIN_NS, KH_INTERVAL_MAX_NS,
+						 &cli->interval_ns)) {
+				log__error("bad interval '%s': expected a duration with its unit, "
+					   "10ms to 1h (100ms, 1s, 2.5s)", optarg);
+				return -EINVAL;
+			}
+			break;
 		case 'q':
 			cli->quiet = true;
 			break;
@@ -328,6 +346,19 @@ bad_option:
  * What record and attach share: the command line, and records go to out,
  * written to output (NULL: not written).
  */
+/* The live line of --interval, so that a long trace is not silent until its end. */
+static void on_interval(const struct kh_profile *p, const struct kh_interval *iv, void *ctx)
+{
+	const struct output_state *out = ctx;
+	char line[256];
+
+	(void)p;
+	if (out->quiet)
+		return;
+	interval__render_line(iv, line, sizeof(line));
+	fprintf(stderr, "khprof: %s\n", line);
+}
+
 static void trace_options_from(const struct trace_cli *cli, const char *output,
 			       struct output_state *out, struct trace_options *opts)
 {
@@ -339,6 +370,8 @@ static void trace_options_from(const struct trace_cli *cli, const char *output,
 	opts->override_count = cli->override_count;
 	opts->on_profile = on_profile;
 	opts->ctx = out;
+	opts->interval_ns = cli->interval_ns;
+	opts->on_interval = on_interval;
 }
 
 /* execvp's search, done before fork so the path can be attached first. */
@@ -440,13 +473,18 @@ static enum loop_end loop__run(struct event_loop *loop, struct tracer *t, pid_t 
 		struct epoll_event events[4];
 		int timeout = -1, n;
 
-		if (deadline_ns) {
-			uint64_t now = tracer__now_ns();
+		uint64_t now = tracer__now_ns(), wake = tracer__next_sample_ns(t);
 
-			if (now >= deadline_ns)
-				return LOOP_TIMEOUT;
-			timeout = (int)((deadline_ns - now + 999999) / 1000000);
+		if (wake && now >= wake) {
+			tracer__sample(t, now);
+			wake = tracer__next_sample_ns(t);
 		}
+		if (deadline_ns && now >= deadline_ns)
+			return LOOP_TIMEOUT;
+		if (deadline_ns && (!wake || deadline_ns < wake))
+			wake = deadline_ns;
+		if (wake)
+			timeout = wake > now ? (int)((wake - now + 999999) / 1000000) : 0;
 		n = epoll_wait(loop->epoll_fd, events, 4, timeout);
 		if (n < 0 && errno != EINTR)
 			return LOOP_PROCESS_EXITED;

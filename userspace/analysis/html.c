@@ -1,0 +1,684 @@
+// SPDX-License-Identifier: MIT
+/*
+ * html.c - the HTML page of one record, and what every page shares.
+ *
+ * Charts are SVG written here with a viewBox, so they scale to the window
+ * and to paper without a script.  Sizes are in SVG user units on a 960-wide
+ * canvas, the width of the page's main column.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "html.h"
+
+#define CHART_W 960.0
+
+const char *const html_palette[8] = {
+	"#0072B2", /* blue */
+	"#E69F00", /* orange */
+	"#009E73", /* bluish green */
+	"#CC79A7", /* reddish purple */
+	"#56B4E9", /* sky blue */
+	"#D55E00", /* vermillion */
+	"#F0E442", /* yellow */
+	"#555555", /* grey (instead of black, to keep text readable on it) */
+};
+
+const char *html__stage_colour(uint32_t stage)
+{
+	return html_palette[stage % 8];
+}
+
+static const char page_css[] =
+	":root{--fg:#1a1a1a;--muted:#5a5a5a;--line:#d0d0d0;--bg:#fff;--panel:#f6f6f6;"
+	"--accent:#0072B2}"
+	"*{box-sizing:border-box}"
+	"body{margin:0;background:var(--bg);color:var(--fg);"
+	"font:15px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif}"
+	"main{max-width:1040px;margin:0 auto;padding:16px 20px 40px}"
+	"h1{font-size:1.5em;margin:.2em 0 .1em}h2{font-size:1.2em;margin:1.6em 0 .4em;"
+	"border-bottom:1px solid var(--line);padding-bottom:.2em}"
+	"p.lead{color:var(--muted);margin:.2em 0 1em}"
+	"code,.mono{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:.92em}"
+	".cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(180px,1fr));gap:10px}"
+	".card{background:var(--panel);border:1px solid var(--line);border-radius:6px;padding:8px 12px}"
+	".card .k{color:var(--muted);font-size:.82em;text-transform:uppercase;letter-spacing:.04em}"
+	".card .v{font-size:1.3em;font-weight:600}.card .s{color:var(--muted);font-size:.85em}"
+	"dl.id{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:.4em 0}"
+	"dl.id dt{color:var(--muted)}dl.id dd{margin:0;overflow-wrap:anywhere}"
+	"table{border-collapse:collapse;width:100%;font-size:.9em;margin:.6em 0}"
+	"th,td{text-align:right;padding:3px 8px;border-bottom:1px solid var(--line)}"
+	"th:first-child,td:first-child{text-align:left}th{background:var(--panel)}"
+	"svg{display:block;width:100%;height:auto;font-family:inherit}"
+	"svg text{fill:var(--fg);font-size:12px}svg .axis{stroke:#888;stroke-width:1}"
+	"svg .grid{stroke:#e4e4e4;stroke-width:1}svg .muted{fill:var(--muted)}"
+	".note{border-left:4px solid #E69F00;background:#fff8e6;padding:6px 10px;margin:6px 0}"
+	".badge{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:600;"
+	"border:1px solid currentColor}"
+	".legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:.85em;margin:.3em 0}"
+	".legend span::before{content:'';display:inline-block;width:11px;height:11px;"
+	"margin-right:5px;vertical-align:-1px;background:var(--c);border:1px solid #333}"
+	".verdict-regressed{color:#B34700}.verdict-improved{color:#005A8C}"
+	".verdict-noisy{color:#6b5a00}.verdict-ok,.verdict-same,.verdict-off{color:var(--muted)}"
+	"footer{margin-top:2em;color:var(--muted);font-size:.8em}"
+	"@media (max-width:700px){main{padding:10px}.cards{grid-template-columns:1fr 1fr}}"
+	"@media print{body{font-size:10pt}main{max-width:none;padding:0}"
+	"section,figure,table{break-inside:avoid}h2{break-after:avoid}"
+	"*{-webkit-print-color-adjust:exact;print-color-adjust:exact}}";
+
+void html__escape(struct outbuf *b, const char *s)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '&': outbuf__puts(b, "&amp;"); break;
+		case '<': outbuf__puts(b, "&lt;"); break;
+		case '>': outbuf__puts(b, "&gt;"); break;
+		case '"': outbuf__puts(b, "&quot;"); break;
+		case '\'': outbuf__puts(b, "&#39;"); break;
+		default: outbuf__putc(b, *s);
+		}
+	}
+}
+
+void html__open(struct outbuf *b, const char *title)
+{
+	outbuf__puts(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+			"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n"
+			"<meta name=\"generator\" content=\"khprof\">\n<title>");
+	html__escape(b, title);
+	outbuf__printf(b, "</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n", page_css);
+}
+
+void html__close(struct outbuf *b)
+{
+	outbuf__puts(b, "<footer>Written by khprof. This page is self-contained: it loads "
+			"nothing from the network and needs no script.</footer>\n"
+			"</main>\n</body>\n</html>\n");
+}
+
+void html__duration(struct outbuf *b, double ns)
+{
+	double a = fabs(ns);
+
+	if (a >= 1e9)
+		outbuf__printf(b, "%.3g s", ns / 1e9);
+	else if (a >= 1e6)
+		outbuf__printf(b, "%.*f ms", a >= 1e8 ? 0 : a >= 1e7 ? 1 : 2, ns / 1e6);
+	else if (a >= 1e3)
+		outbuf__printf(b, "%.*f µs", a >= 1e5 ? 0 : a >= 1e4 ? 1 : 2, ns / 1e3);
+	else
+		outbuf__printf(b, "%.0f ns", ns);
+}
+
+void html__bytes(struct outbuf *b, double bytes)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int u = 0;
+
+	while (fabs(bytes) >= 1024 && u < 4) {
+		bytes /= 1024;
+		u++;
+	}
+	if (u == 0)
+		outbuf__printf(b, "%.0f B", bytes);
+	else
+		outbuf__printf(b, "%.*f %s", fabs(bytes) >= 100 ? 0 : 1, bytes, units[u]);
+}
+
+void html__svg_defs(struct outbuf *b)
+{
+	/* Patterns tell fills apart without colour (print, colour blindness). */
+	outbuf__puts(b, "<defs>"
+			"<pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\""
+			" patternTransform=\"rotate(45)\"><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\""
+			" stroke=\"#000\" stroke-opacity=\".45\" stroke-width=\"2\"/></pattern>"
+			"<pattern id=\"dots\" width=\"5\" height=\"5\" patternUnits=\"userSpaceOnUse\">"
+			"<circle cx=\"2.5\" cy=\"2.5\" r=\"1\" fill=\"#000\" fill-opacity=\".45\"/></pattern>"
+			"<pattern id=\"rhatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\""
+			" patternTransform=\"rotate(-45)\"><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\""
+			" stroke=\"#000\" stroke-opacity=\".3\" stroke-width=\"1.5\"/></pattern>"
+			"</defs>");
+}
+
+double html__tick_step(double max, int n)
+{
+	double raw, mag, f;
+
+	if (!(max > 0) || n < 1)
+		return 1;
+	raw = max / n;
+	mag = pow(10, floor(log10(raw)));
+	f = raw / mag;
+	return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+}
+
+/* --- one record ------------------------------------------------------------- */
+
+static const char *str_or(const char *s, const char *fallback)
+{
+	return s ? s : fallback;
+}
+
+static double mib_per_s(const struct kh_profile *p)
+{
+	if (!p->wall_time_ns)
+		return 0;
+	return (double)p->input_bytes * 1e9 / (double)p->wall_time_ns / (1024.0 * 1024.0);
+}
+
+/* As text.c: the longest state, and the longest stage but dispatch. */
+static const struct kh_state_measurement *longest_state(const struct kh_profile *p)
+{
+	const struct kh_state_measurement *best = NULL;
+
+	for (size_t i = 0; i < p->state_count; i++)
+		if (!best || p->states[i].elapsed_ns >= best->elapsed_ns)
+			best = &p->states[i];
+	return best;
+}
+
+static const struct kh_stage_measurement *longest_stage(const struct kh_profile *p)
+{
+	const struct kh_stage_measurement *best = NULL;
+
+	for (size_t i = 0; i < p->stage_count; i++) {
+		if (p->stages[i].stage == KH_STAGE_BACKEND_DISPATCH)
+			continue;
+		if (!best || p->stages[i].elapsed_ns >= best->elapsed_ns)
+			best = &p->stages[i];
+	}
+	return best;
+}
+
+static void card_open(struct outbuf *b, const char *id, const char *key)
+{
+	outbuf__printf(b, "<div class=\"card\" id=\"%s\"><div class=\"k\">%s</div><div class=\"v\">",
+		       id, key);
+}
+
+static void card_close(struct outbuf *b, const char *sub)
+{
+	outbuf__puts(b, "</div>");
+	if (sub) {
+		outbuf__puts(b, "<div class=\"s\">");
+		outbuf__puts(b, sub);
+		outbuf__puts(b, "</div>");
+	}
+	outbuf__puts(b, "</div>\n");
+}
+
+static void render__summary(struct outbuf *b, const struct kh_profile *p)
+{
+	const struct kh_state_measurement *state = longest_state(p);
+	const struct kh_stage_measurement *stage = longest_stage(p);
+	const char *status = str_or(kh_run_state__name(p->status), "unknown");
+	char sub[96];
+
+	outbuf__puts(b, "<section id=\"summary\">\n<h2>Run summary</h2>\n<div class=\"cards\">\n");
+	card_open(b, "card-status", "status");
+	/* A word, not just a colour: completed or failed. */
+	outbuf__printf(b, "<span class=\"badge %s\">%s%s</span>",
+		       p->status == KH_STATE_COMPLETED ? "verdict-improved" : "verdict-regressed",
+		       p->status == KH_STATE_COMPLETED ? "✓ " : "✗ ", status);
+	card_close(b, p->ext.started_mid_session || p->ext.ended_mid_session
+			      ? "observed in part (see notes)" : "whole session observed");
+	card_open(b, "card-wall", "wall time");
+	html__duration(b, (double)p->wall_time_ns);
+	card_close(b, "session start to finish");
+	card_open(b, "card-throughput", "throughput");
+	outbuf__printf(b, "%.1f MiB/s", mib_per_s(p));
+	snprintf(sub, sizeof(sub), "%" PRIu64 " input units", p->input_units);
+	card_close(b, sub);
+	card_open(b, "card-input", "input");
+	html__bytes(b, (double)p->input_bytes);
+	snprintf(sub, sizeof(sub), "%" PRIu64 " bytes", p->input_bytes);
+	card_close(b, sub);
+	card_open(b, "card-bottleneck", "bottleneck");
+	if (stage) {
+		html__escape(b, kh_stage__name(stage->stage));
+		outbuf__puts(b, "</div><div class=\"s\">");
+		html__duration(b, (double)stage->elapsed_ns);
+		outbuf__puts(b, " summed over threads");
+		if (state) {
+			outbuf__puts(b, "; longest state ");
+			html__escape(b, kh_run_state__name(state->state));
+			outbuf__puts(b, " ");
+			html__duration(b, (double)state->elapsed_ns);
+		}
+		card_close(b, NULL);
+	} else {
+		outbuf__puts(b, "none");
+		card_close(b, "no stage recorded");
+	}
+	card_open(b, "card-cpu", "CPU");
+	if (p->resources.aggregate_cpu_percent.present)
+		outbuf__printf(b, "%.1f %%", p->resources.aggregate_cpu_percent.value);
+	else
+		outbuf__puts(b, "n/a");
+	card_close(b, "of one CPU, over the session");
+	card_open(b, "card-rss", "peak RSS");
+	if (p->resources.max_observed_resident_bytes.present)
+		html__bytes(b, (double)p->resources.max_observed_resident_bytes.value);
+	else
+		outbuf__puts(b, "n/a");
+	card_close(b, "resident memory, at transitions");
+	outbuf__puts(b, "</div>\n</section>\n");
+}
+
+static void render__identity(struct outbuf *b, const struct kh_profile *p)
+{
+	const struct kh_identity *id = &p->identity;
+	const struct { const char *k; const char *v; } rows[] = {
+		{ "binary version", id->binary_version },
+		{ "source", id->source_kind },
+		{ "workload class", id->workload_class },
+		{ "backend requested", id->backend_requested },
+		{ "backend selected", str_or(id->backend_selected, "unselected") },
+		{ "cache", kh_cache_state__name(id->cache_state) },
+		{ "daemon", kh_daemon_state__name(id->daemon_state) },
+		{ "detector digest", id->detector_digest },
+		{ "config digest", id->config_digest },
+	};
+
+	outbuf__puts(b, "<section id=\"identity\">\n<h2>What ran</h2>\n<dl class=\"id\">\n");
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		outbuf__printf(b, "<dt>%s</dt><dd class=\"mono\">", rows[i].k);
+		html__escape(b, str_or(rows[i].v, "unknown"));
+		outbuf__puts(b, "</dd>\n");
+	}
+	outbuf__printf(b, "<dt>threads</dt><dd>%" PRIu64 " scanner, ", id->scanner_threads);
+	if (id->reader_threads.present)
+		outbuf__printf(b, "%" PRIu64 " reader", id->reader_threads.value);
+	else
+		outbuf__puts(b, "automatic reader");
+	outbuf__printf(b, "; %" PRIu64 " logical CPUs</dd>\n</dl>\n</section>\n", id->logical_cpus);
+}
+
+static const char *const drop_text[KH_DROP_COUNT] = {
+	[KH_DROP_STACK_OVERFLOW] = "spans deeper than khprof's stack bound",
+	[KH_DROP_UNMATCHED_EXIT] = "span exits without their enter (attached mid-span)",
+	[KH_DROP_RINGBUF_FULL] = "events lost to a full ring buffer",
+	[KH_DROP_SESSION_SLOTS] = "sessions started while every slot was unread",
+	[KH_DROP_BAD_STAGE] = "stage or state numbers out of range",
+	[KH_DROP_LATE_BATCH] = "batched spans that ended before their session",
+};
+static void render__notes(struct outbuf *b, const struct kh_profile *p)
+{
+	const struct kh_profile_ext *e = &p->ext;
+
+	outbuf__puts(b, "<section id=\"notes\">\n<h2>How it was measured</h2>\n");
+	if (!e->present) {
+		outbuf__puts(b, "<p>The record has no khprof extension (written in-process by the "
+				"scanner's own library).</p>\n</section>\n");
+		return;
+	}
+	outbuf__puts(b, "<p>Traced from outside the process by khprof, mode <code>");
+	html__escape(b, str_or(e->mode, "unknown"));
+	outbuf__printf(b, "</code>, process %" PRIu64 ", session %" PRIu64 ". ", e->traced_pid,
+		       e->session_sequence);
+	if (e->probe_cost_ns) {
+		outbuf__printf(b, "Each span cost the program about %" PRIu64 " ns; in all about ",
+			       e->probe_cost_ns);
+		html__duration(b, (double)e->tracer_cost_ns);
+		outbuf__puts(b, " (the observer effect).");
+	}
+	outbuf__puts(b, "</p>\n");
+	if (e->started_mid_session)
+		outbuf__puts(b, "<p class=\"note\" id=\"note-started-mid\">Started mid-session: khprof "
+				"attached after the session began, so earlier work is not here.</p>\n");
+	if (e->ended_mid_session)
+		outbuf__puts(b, "<p class=\"note\" id=\"note-ended-mid\">Ended mid-session: the "
+				"session had not finished when tracing stopped.</p>\n");
+	for (int d = 0; d < KH_DROP_COUNT; d++)
+		if (e->drops[d])
+			outbuf__printf(b, "<p class=\"note drop\">Not seen: %" PRIu64 " %s.</p>\n",
+				       e->drops[d], drop_text[d] ? drop_text[d] : "other losses");
+	outbuf__puts(b, "</section>\n");
+}
+
+static int stage_by_elapsed_desc(const void *a, const void *b)
+{
+	const struct kh_stage_measurement *x = a, *y = b;
+
+	if (x->elapsed_ns != y->elapsed_ns)
+		return x->elapsed_ns < y->elapsed_ns ? 1 : -1;
+	return x->stage < y->stage ? -1 : x->stage > y->stage;
+}
+
+/* Horizontal bars, longest first, with the value and calls written beside. */
+static void render__stages(struct outbuf *b, const struct kh_profile *p)
+{
+	struct kh_stage_measurement sorted[KH_STAGE_COUNT];
+	const double label_w = 190, bar_x = 200, bar_w = 480, row_h = 24;
+	uint64_t max = 1;
+	size_t n = p->stage_count;
+
+	outbuf__puts(b, "<section id=\"stages\">\n<h2>Where the time went, per stage</h2>\n");
+	if (!n) {
+		outbuf__puts(b, "<p>No stage was recorded.</p>\n</section>\n");
+		return;
+	}
+	memcpy(sorted, p->stages, n * sizeof(*sorted));
+	qsort(sorted, n, sizeof(*sorted), stage_by_elapsed_desc);
+	for (size_t i = 0; i < n; i++)
+		if (sorted[i].elapsed_ns > max)
+			max = sorted[i].elapsed_ns;
+	outbuf__puts(b, "<p class=\"lead\">Elapsed time of each stage, summed over threads (so "
+			"it can exceed the wall time). Hatched: time attributed to decoded content. "
+			"<code>backend-dispatch</code> wraps the matcher stages.</p>\n");
+	outbuf__printf(b, "<svg id=\"stage-bars\" role=\"img\" aria-label=\"elapsed time per stage\" "
+			  "viewBox=\"0 0 %.0f %.0f\">", CHART_W, n * row_h + 8);
+	html__svg_defs(b);
+	for (size_t i = 0; i < n; i++) {
+		const struct kh_stage_measurement *s = &sorted[i];
+		double y = 4 + i * row_h, w = bar_w * (double)s->elapsed_ns / (double)max;
+		double aw = bar_w * (double)s->attributed_ns / (double)max;
+		const char *name = str_or(kh_stage__name(s->stage), "?");
+
+		outbuf__printf(b, "<g class=\"stage-bar\" data-stage=\"%s\"><title>%s</title>", name,
+			       name);
+		outbuf__printf(b, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>",
+			       label_w, y + 16, name);
+		/* A dark outline keeps the light palette colours (yellow) visible. */
+		outbuf__printf(b, "<rect x=\"%.0f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" "
+				  "fill=\"%s\" stroke=\"#333\" stroke-width=\".6\"/>", bar_x, y + 3,
+			       w < 1 && s->elapsed_ns ? 1 : w,
+			       row_h - 6, html__stage_colour(s->stage));
+		if (aw >= 0.5)
+			outbuf__printf(b, "<rect x=\"%.0f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" "
+					  "fill=\"url(#hatch)\"/>", bar_x, y + 3, aw, row_h - 6);
+		outbuf__printf(b, "<text x=\"%.1f\" y=\"%.1f\">", bar_x + w + 6, y + 16);
+		html__duration(b, (double)s->elapsed_ns);
+		outbuf__printf(b, " · %" PRIu64 " call%s", s->calls, s->calls == 1 ? "" : "s");
+		if (s->calls) {
+			outbuf__puts(b, " · ");
+			html__duration(b, (double)s->elapsed_ns / (double)s->calls);
+			outbuf__puts(b, "/call");
+		}
+		outbuf__puts(b, "</text></g>\n");
+	}
+	outbuf__puts(b, "</svg>\n");
+
+	outbuf__puts(b, "<p class=\"lead\">The figures are in the table of stages below.</p>\n</section>\n");
+}
+
+/* x axis in time over [0, span_ns] at the bottom of a chart. */
+static void time_axis(struct outbuf *b, double x0, double w, double y, double top, double span_ns)
+{
+	double step = html__tick_step(span_ns, 8);
+
+	outbuf__printf(b, "<line class=\"axis\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\"/>",
+		       x0, y, x0 + w, y);
+	for (double t = 0; t <= span_ns * 1.0001; t += step) {
+		double x = x0 + w * t / span_ns;
+
+		outbuf__printf(b, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+				  "y2=\"%.1f\"/>", x, top, x, y);
+		outbuf__printf(b, "<text class=\"muted\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
+			       x, y + 15);
+		html__duration(b, t);
+		outbuf__puts(b, "</text>");
+	}
+}
+
+static const char *const state_fill[] = { "none", "url(#hatch)", "url(#dots)", "url(#rhatch)" };
+
+/*
+ * The macro states as a band over the session's time, with the CPU use of
+ * each state as a step chart and RSS at each transition as a line below.
+ */
+static void render__timeline(struct outbuf *b, const struct kh_profile *p)
+{
+	const double x0 = 110, w = CHART_W - x0 - 20, band_y = 10, band_h = 34;
+	const double cpu_y = 70, cpu_h = 90, rss_y = 190, rss_h = 90, axis_y = 300;
+	size_t n = p->transition_count < p->resource_sample_count ? p->transition_count
+								     : p->resource_sample_count;
+	double span = (double)p->wall_time_ns, cpu_max = 100, rss_max = 0;
+
+	outbuf__puts(b, "<section id=\"timeline\">\n<h2>Macro states over time</h2>\n");
+	if (p->transition_count < 2) {
+		outbuf__puts(b, "<p>The record has fewer than two state transitions: no timeline."
+				"</p>\n</section>\n");
+		return;
+	}
+	if (span < (double)p->transitions[p->transition_count - 1].elapsed_ns)
+		span = (double)p->transitions[p->transition_count - 1].elapsed_ns;
+	if (span <= 0)
+		span = 1;
+	for (size_t i = 0; i + 1 < n; i++) {
+		struct kh_opt_u64 mp = kh_cpu_milli_percent(
+			p->resource_samples[i].snapshot.cpu_time_ms,
+			p->resource_samples[i + 1].snapshot.cpu_time_ms,
+			p->transitions[i + 1].elapsed_ns - p->transitions[i].elapsed_ns);
+
+		if (p->transitions[i + 1].elapsed_ns >= p->transitions[i].elapsed_ns && mp.present &&
+		    mp.value / 1000.0 > cpu_max)
+			cpu_max = mp.value / 1000.0;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (p->resource_samples[i].snapshot.resident_bytes.present &&
+		    (double)p->resource_samples[i].snapshot.resident_bytes.value > rss_max)
+			rss_max = (double)p->resource_samples[i].snapshot.resident_bytes.value;
+	cpu_max = html__tick_step(cpu_max, 4) * 4;
+
+	outbuf__puts(b, "<p class=\"lead\">Top: the run's macro state. Middle: CPU used in each "
+			"state (100 % is one CPU busy). Bottom: resident memory (RSS) sampled at "
+			"each transition. Time from the session's start.</p>\n");
+	outbuf__printf(b, "<svg id=\"timeline-chart\" role=\"img\" aria-label=\"macro states, CPU "
+			  "and RSS over time\" viewBox=\"0 0 %.0f %.0f\">", CHART_W, axis_y + 24);
+	html__svg_defs(b);
+	outbuf__printf(b, "<text x=\"0\" y=\"%.0f\">state</text>", band_y + 22);
+	for (size_t i = 0; i + 1 < p->transition_count; i++) {
+		const struct kh_transition *t = &p->transitions[i];
+		double a = (double)t[0].elapsed_ns, z = (double)t[1].elapsed_ns;
+		double x = x0 + w * a / span, sw = w * (z - a) / span;
+		const char *name = str_or(kh_run_state__name(t->state), "?");
+
+		if (z < a)
+			continue;
+		outbuf__printf(b, "<g class=\"state-seg\" data-state=\"%s\"><title>%s: ", name, name);
+		html__duration(b, z - a);
+		outbuf__printf(b, "</title><rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\" "
+				  "fill=\"%s\" stroke=\"#fff\"/>", x, band_y, sw < 0.5 ? 0.5 : sw,
+			       band_h, html_palette[(t->state + 4) % 8]);
+		outbuf__printf(b, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\" "
+				  "fill=\"%s\"/>", x, band_y, sw < 0.5 ? 0.5 : sw, band_h,
+			       state_fill[t->state % 4]);
+		/* Names that do not fit go to the legend below. */
+		if (sw > 7.5 * (double)strlen(name) + 8)
+			outbuf__printf(b, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\" "
+					  "style=\"font-weight:600\">%s</text>", x + sw / 2,
+				       band_y + 22, name);
+		outbuf__puts(b, "</g>");
+
+		/* CPU of the state, as a step at its height. */
+		if (i + 1 < n) {
+			struct kh_opt_u64 mp = kh_cpu_milli_percent(
+				p->resource_samples[i].snapshot.cpu_time_ms,
+				p->resource_samples[i + 1].snapshot.cpu_time_ms, (uint64_t)(z - a));
+
+			if (mp.present) {
+				double h = cpu_h * (mp.value / 1000.0) / cpu_max;
+
+				outbuf__printf(b, "<rect class=\"cpu-step\" x=\"%.2f\" y=\"%.2f\" "
+						  "width=\"%.2f\" height=\"%.2f\" fill=\"#0072B2\" "
+						  "fill-opacity=\".75\"><title>%s: CPU %.1f %%</title>"
+						  "</rect>", x, cpu_y + cpu_h - h, sw < 0.5 ? 0.5 : sw,
+					       h, name, mp.value / 1000.0);
+			}
+		}
+	}
+	/* CPU axis. */
+	outbuf__printf(b, "<text x=\"0\" y=\"%.0f\">CPU</text>", cpu_y + cpu_h / 2);
+	for (int k = 0; k <= 4; k++) {
+		double y = cpu_y + cpu_h - cpu_h * k / 4.0;
+
+		outbuf__printf(b, "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" "
+				  "y2=\"%.1f\"/><text class=\"muted\" x=\"%.0f\" y=\"%.1f\" "
+				  "text-anchor=\"end\" font-size=\"10\">%.0f %%</text>", x0, y, x0 + w,
+			       y, x0 - 4, y + 4, cpu_max * k / 4.0);
+	}
+	/* RSS line through the transitions' samples. */
+	outbuf__printf(b, "<text x=\"0\" y=\"%.0f\">RSS</text>", rss_y + rss_h / 2);
+	if (rss_max > 0) {
+		bool open = false;
+
+		for (int k = 0; k <= 2; k++) {
+			double y = rss_y + rss_h - rss_h * k / 2.0;
+
+			outbuf__printf(b, "<line class=\"grid\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" "
+					  "y2=\"%.1f\"/><text class=\"muted\" x=\"%.0f\" y=\"%.1f\" "
+					  "text-anchor=\"end\" font-size=\"10\">", x0, y, x0 + w, y,
+				       x0 - 4, y + 4);
+			html__bytes(b, rss_max * k / 2.0);
+			outbuf__puts(b, "</text>");
+		}
+		outbuf__puts(b, "<polyline id=\"rss-line\" fill=\"none\" stroke=\"#D55E00\" "
+				"stroke-width=\"2\" points=\"");
+		for (size_t i = 0; i < n; i++) {
+			const struct kh_resource_sample *s = &p->resource_samples[i];
+
+			if (!s->snapshot.resident_bytes.present)
+				continue;
+			outbuf__printf(b, "%s%.2f,%.2f", open ? " " : "",
+				       x0 + w * (double)s->elapsed_ns / span,
+				       rss_y + rss_h -
+					       rss_h * (double)s->snapshot.resident_bytes.value / rss_max);
+			open = true;
+		}
+		outbuf__puts(b, "\"/>");
+		for (size_t i = 0; i < n; i++) {
+			const struct kh_resource_sample *s = &p->resource_samples[i];
+
+			if (!s->snapshot.resident_bytes.present)
+				continue;
+			outbuf__printf(b, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3\" fill=\"#D55E00\">"
+					  "<title>", x0 + w * (double)s->elapsed_ns / span,
+				       rss_y + rss_h -
+					       rss_h * (double)s->snapshot.resident_bytes.value / rss_max);
+			html__bytes(b, (double)s->snapshot.resident_bytes.value);
+			outbuf__puts(b, "</title></circle>");
+		}
+	} else {
+		outbuf__printf(b, "<text class=\"muted\" x=\"%.0f\" y=\"%.0f\">RSS not sampled</text>",
+			       x0 + 8, rss_y + rss_h / 2);
+	}
+	time_axis(b, x0, w, axis_y, band_y, span);
+	outbuf__puts(b, "</svg>\n<div class=\"legend\" id=\"state-legend\">");
+	for (size_t i = 0; i + 1 < p->transition_count; i++) {
+		const struct kh_transition *t = &p->transitions[i];
+		bool seen = false;
+
+		for (size_t j = 0; j < i; j++)
+			seen |= p->transitions[j].state == t->state;
+		if (seen)
+			continue;
+		outbuf__printf(b, "<span style=\"--c:%s\">%s</span>", html_palette[(t->state + 4) % 8],
+			       str_or(kh_run_state__name(t->state), "?"));
+	}
+	outbuf__puts(b, "</div>\n");
+
+	/* The states as a table too. */
+	outbuf__puts(b, "<table id=\"state-table\"><thead><tr><th>state</th><th>wall</th>"
+			"<th>CPU</th><th>RSS start</th><th>RSS end</th><th>threads</th></tr>"
+			"</thead><tbody>\n");
+	for (size_t i = 0; i < p->state_count; i++) {
+		const struct kh_state_measurement *s = &p->states[i];
+
+		outbuf__printf(b, "<tr><td>%s</td><td>", str_or(kh_run_state__name(s->state), "?"));
+		html__duration(b, (double)s->elapsed_ns);
+		outbuf__puts(b, "</td><td>");
+		if (s->aggregate_cpu_milli_percent.present)
+			outbuf__printf(b, "%.1f %%", s->aggregate_cpu_milli_percent.value / 1000.0);
+		else
+			outbuf__puts(b, "n/a");
+		outbuf__puts(b, "</td><td>");
+		if (s->resident_start_bytes.present)
+			html__bytes(b, (double)s->resident_start_bytes.value);
+		else
+			outbuf__puts(b, "n/a");
+		outbuf__puts(b, "</td><td>");
+		if (s->resident_end_bytes.present)
+			html__bytes(b, (double)s->resident_end_bytes.value);
+		else
+			outbuf__puts(b, "n/a");
+		outbuf__puts(b, "</td><td>");
+		if (s->threads_start.present && s->threads_end.present)
+			outbuf__printf(b, "%" PRIu64 " → %" PRIu64, s->threads_start.value,
+				       s->threads_end.value);
+		else
+			outbuf__puts(b, "n/a");
+		outbuf__puts(b, "</td></tr>\n");
+	}
+	outbuf__puts(b, "</tbody></table>\n</section>\n");
+}
+
+/* The stage figures as a table: for screen readers, copying and print. */
+static void render__stage_table(struct outbuf *b, const struct kh_profile *p)
+{
+	uint64_t sum = 0;
+
+	if (!p->stage_count)
+		return;
+	for (size_t i = 0; i < p->stage_count; i++)
+		if (p->stages[i].stage != KH_STAGE_BACKEND_DISPATCH)
+			sum += p->stages[i].elapsed_ns;
+	outbuf__puts(b, "<section id=\"stage-figures\">\n<h2>Stages in the scanner's order</h2>\n");
+	outbuf__puts(b, "<table id=\"stage-table\"><thead><tr><th>stage</th><th>elapsed</th>"
+			"<th>share</th><th>calls</th><th>per call</th><th>attributed</th></tr>"
+			"</thead><tbody>\n");
+	for (size_t i = 0; i < p->stage_count; i++) {
+		const struct kh_stage_measurement *s = &p->stages[i];
+
+		outbuf__printf(b, "<tr><td>%s</td><td>", str_or(kh_stage__name(s->stage), "?"));
+		html__duration(b, (double)s->elapsed_ns);
+		if (s->stage == KH_STAGE_BACKEND_DISPATCH || !sum)
+			outbuf__puts(b, "</td><td>—");
+		else
+			outbuf__printf(b, "</td><td>%.1f %%", 100.0 * (double)s->elapsed_ns / (double)sum);
+		outbuf__printf(b, "</td><td>%" PRIu64 "</td><td>", s->calls);
+		if (s->calls)
+			html__duration(b, (double)s->elapsed_ns / (double)s->calls);
+		else
+			outbuf__puts(b, "—");
+		outbuf__puts(b, "</td><td>");
+		html__duration(b, (double)s->attributed_ns);
+		outbuf__puts(b, "</td></tr>\n");
+	}
+	outbuf__puts(b, "</tbody></table>\n</section>\n");
+}
+
+char *profile__render_html(const struct kh_profile *p)
+{
+	struct outbuf b;
+	char *html;
+
+	outbuf__init(&b);
+	html__open(&b, p->identity.run_id ? p->identity.run_id : "KeyHog profile");
+	outbuf__puts(&b, "<header id=\"run-header\"><h1>KeyHog profile</h1>\n"
+			 "<p class=\"lead\">Run <code id=\"run-id\">");
+	html__escape(&b, p->identity.run_id);
+	outbuf__puts(&b, "</code> of <code>");
+	html__escape(&b, p->identity.binary_version);
+	outbuf__puts(&b, "</code>, workload <code>");
+	html__escape(&b, p->identity.workload_class);
+	outbuf__puts(&b, "</code>. A profile of one scanner run: how long it took, how fast it "
+			 "read its input, and which stage of the scanner took the time.</p>\n"
+			 "</header>\n");
+	render__summary(&b, p);
+	render__stages(&b, p);
+	render__timeline(&b, p);
+	html__render_series(&b, p);
+	render__stage_table(&b, p);
+	render__identity(&b, p);
+	render__notes(&b, p);
+	html__close(&b);
+	html = outbuf__finish(&b);
+	if (!html)
+		errno = ENOMEM;
+	return html;
+}
