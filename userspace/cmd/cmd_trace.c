@@ -334,22 +334,42 @@ static int block_signals(sigset_t *old)
 	return signalfd(-1, &set, SFD_CLOEXEC);
 }
 
+/* One line for a failed setup step; -errno. */
+static int loop__fail(const char *what, pid_t pid)
+{
+	int err = errno;
+
+	log__error("cannot watch PID %d: %s failed: %s", (int)pid, what, strerror(err));
+	return -err;
+}
+
 int loop__open(struct event_loop *loop, struct tracer *t, pid_t pid, sigset_t *old)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
+	int fds[3];
 
 	loop->epoll_fd = loop->signal_fd = loop->pid_fd = -1;
 	loop->signal_fd = block_signals(old);
+	if (loop->signal_fd < 0)
+		return loop__fail("signalfd", pid);
 	loop->pid_fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (loop->pid_fd < 0)
+		return errno == ESRCH ? (log__error("cannot watch PID %d: no such process",
+						    (int)pid), -ESRCH)
+				      : loop__fail("pidfd_open", pid);
 	loop->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	if (loop->signal_fd < 0 || loop->pid_fd < 0 || loop->epoll_fd < 0 || tracer__poll(t, 0) < 0)
-		return -errno;
-	ev.data.fd = loop->signal_fd;
-	epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, loop->signal_fd, &ev);
-	ev.data.fd = loop->pid_fd;
-	epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, loop->pid_fd, &ev);
-	ev.data.fd = tracer__epoll_fd(t);
-	epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	if (loop->epoll_fd < 0)
+		return loop__fail("epoll_create1", pid);
+	if (tracer__poll(t, 0) < 0)
+		return -EIO; /* the tracer said why */
+	fds[0] = loop->signal_fd;
+	fds[1] = loop->pid_fd;
+	fds[2] = tracer__epoll_fd(t);
+	for (int i = 0; i < 3; i++) {
+		ev.data.fd = fds[i];
+		if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, fds[i], &ev) != 0)
+			return loop__fail("epoll_ctl", pid);
+	}
 	return 0;
 }
 
