@@ -212,6 +212,7 @@ static void test_option_value_that_looks_like_an_option(void **state)
 	char *dash_dash[] = { tool, "record", "-o", "--", "/bin/true", NULL };
 	char *option[] = { tool, "record", "--output", "--quiet", "--", "/bin/true", NULL };
 	char *report[] = { tool, "report", "--format", "-x", "record.json", NULL };
+	char *diff[] = { tool, "diff", "--config", "--", "a.json", "b.json", NULL };
 	char stray[512];
 	struct run_result r;
 
@@ -236,6 +237,12 @@ static void test_option_value_that_looks_like_an_option(void **state)
 	assert_int_equal(r.exit_code, 2);
 	assert_int_equal(count_lines(r.err), 1);
 	assert_non_null(strstr(r.err, "option '--format' needs a value, not '-x'"));
+	run_result_free(&r);
+
+	r = run_cmd(dir, -1, diff);
+	assert_int_equal(r.exit_code, 2);
+	assert_string_equal(r.err, "khprof: option '--config' needs a value, not '--' (was the "
+				   "value forgotten?)\n");
 	run_result_free(&r);
 	assert_int_equal(remove_tree(dir), 0);
 	free(dir);
