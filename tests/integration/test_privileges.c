@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/capability.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -271,6 +272,65 @@ static void test_user_root_keeps_root(void **state)
 	free(creds);
 }
 
+/*
+ * khprof run by a plain user holding CAP_BPF and CAP_PERFMON as ambient
+ * capabilities (the issue's case): COMMAND runs as that user without them.
+ */
+static void test_ambient_capabilities_are_not_inherited(void **state)
+{
+	const cap_value_t bpf_caps[] = { CAP_BPF, CAP_PERFMON };
+	char out[512], rec[512], errpath[512], want[64];
+	char *argv[] = { khprof, "record", "-q", "-o", rec, "--", CREDS, out, NULL };
+	char *creds = NULL, *err = NULL;
+	size_t len;
+	int status, fd;
+	pid_t pid;
+
+	(void)state;
+	clear_sudo();
+	snprintf(out, sizeof(out), "%s/ambient.creds", tmpdir);
+	snprintf(rec, sizeof(rec), "%s/ambient.json", tmpdir);
+	snprintf(errpath, sizeof(errpath), "%s/ambient.err", tmpdir);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		cap_t caps = cap_init();
+
+		fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+		if (fd < 0 || dup2(fd, STDERR_FILENO) < 0 || !caps ||
+		    prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0 || setgroups(0, NULL) != 0 ||
+		    setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0)
+			_exit(RUN_SETUP_FAILED);
+		cap_set_flag(caps, CAP_PERMITTED, 2, bpf_caps, CAP_SET);
+		cap_set_flag(caps, CAP_EFFECTIVE, 2, bpf_caps, CAP_SET);
+		cap_set_flag(caps, CAP_INHERITABLE, 2, bpf_caps, CAP_SET);
+		if (cap_set_proc(caps) != 0 || cap_set_ambient(CAP_BPF, CAP_SET) != 0 ||
+		    cap_set_ambient(CAP_PERFMON, CAP_SET) != 0)
+			_exit(RUN_SETUP_FAILED);
+		execv(khprof, argv);
+		_exit(RUN_EXEC_FAILED);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(file__read_all(errpath, &err, &len), 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("khprof as uid 65534 with ambient CAP_BPF, CAP_PERFMON: status %d: %s",
+			 status, err);
+	assert_int_equal(file__read_all(out, &creds, &len), 0);
+	ids(65534, want, sizeof(want));
+	assert_field(creds, "Uid", want);
+	/* khprof kept what it was given and cleared its own ambient set. */
+	assert_int_equal(hex_field(creds, "ParentCapEff"), BIT(CAP_BPF) | BIT(CAP_PERFMON));
+	assert_int_equal(hex_field(creds, "ParentCapAmb"), 0);
+	assert_int_equal(hex_field(creds, "CapInh"), 0);
+	assert_int_equal(hex_field(creds, "CapPrm"), 0);
+	assert_int_equal(hex_field(creds, "CapEff"), 0);
+	assert_int_equal(hex_field(creds, "CapAmb"), 0);
+	assert_field(creds, "NoNewPrivs", "1");
+	assert_int_equal(access(rec, F_OK), 0);
+	free(creds);
+	free(err);
+}
+
 static void test_unknown_user_is_refused(void **state)
 {
 	char *argv[] = { khprof, "record", "--user", "no-such-user-kh", "--", "/bin/true", NULL };
@@ -355,6 +415,7 @@ int main(void)
 		cmocka_unit_test(test_sudo_runs_as_the_invoking_user),
 		cmocka_unit_test(test_user_nobody),
 		cmocka_unit_test(test_user_root_keeps_root),
+		cmocka_unit_test(test_ambient_capabilities_are_not_inherited),
 		cmocka_unit_test(test_unknown_user_is_refused),
 		cmocka_unit_test(test_attach_unreadable_process_says_why),
 	};
