@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Command-line helpers shared by the subcommands. */
+#include <ctype.h>
 #include <string.h>
 
 #include "commands.h"
@@ -20,8 +21,13 @@ bool option_value_refused(char **argv, int optind, const char *value)
 {
 	const char *option;
 
-	/* Attached (-o-x, --output=-x): the value cannot be a forgotten one. */
-	if (optind < 2 || value != argv[optind - 1] || value[0] != '-' || value[1] == '\0')
+	/*
+	 * Attached (-o-x, --output=-x): the value cannot be a forgotten one.
+	 * "-" alone (stdin's usual name) and negative numbers ("-1") are no
+	 * option of khprof's; the option itself judges them.
+	 */
+	if (optind < 2 || value != argv[optind - 1] || value[0] != '-' || value[1] == '\0' ||
+	    isdigit((unsigned char)value[1]) || value[1] == '.')
 		return false;
 	option = argv[optind - 2];
 	if (strcmp(value, "--") == 0)

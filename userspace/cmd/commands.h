@@ -23,7 +23,8 @@ int wants_help(int argc, char **argv);
  * After getopt_long returned an option with a required value: true (and one
  * error line) when the value was given as its own argument and is "--" or
  * looks like an option, as `record -o -- ./scanner` with the path forgotten.
- * `--output=-x` and `-o-x` still say what they mean and are accepted.
+ * `--output=-x` and `-o-x` still say what they mean and are accepted, and
+ * so are "-" and negative numbers, which the option itself then judges.
  */
 bool option_value_refused(char **argv, int optind, const char *value);
 
