@@ -61,6 +61,7 @@ int cmd_probes(int argc, char **argv)
 	}
 	if (notes.count == 0) {
 		log__note("'%s' has no USDT probes", argv[1]);
+		usdt_notes__free(&notes);
 		return KHPROF_EXIT_OK;
 	}
 	/* Python's import__find__load__start is 25 characters long. */
