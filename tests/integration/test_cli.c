@@ -137,7 +137,8 @@ static void test_report_rejects_bad_records(void **state)
 
 static void test_every_command_has_help(void **state)
 {
-	static const char *const commands[] = { "record", "attach", "report", "probes", "diff" };
+	static const char *const commands[] = { "record", "attach", "report", "probes", "diff",
+						"help" };
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
@@ -173,6 +174,172 @@ static void test_usage_errors(void **state)
 	run_result_free(&r);
 }
 
+/* --version names the probe ABI and record schema; help works as git's. */
+static void test_version_and_help_command(void **state)
+{
+	char *version[] = { khprof, "--version", NULL };
+	char *help[] = { khprof, "help", NULL };
+	char *help_record[] = { khprof, "help", "record", NULL };
+	char *record_help[] = { khprof, "record", "--help", NULL };
+	char *help_bad[] = { khprof, "help", "frobnicate", NULL };
+	struct run_result r, direct;
+
+	(void)state;
+	r = run(version);
+	assert_int_equal(r.exit_code, 0);
+	assert_int_equal(strncmp(r.out, "khprof version ", 15), 0);
+	assert_non_null(strstr(r.out, "\nprobe ABI 2 "));
+	assert_non_null(strstr(r.out, "\nrecord schema keyhog-profile-v1\n"));
+	run_result_free(&r);
+
+	r = run(help);
+	assert_int_equal(r.exit_code, 0);
+	assert_non_null(strstr(r.out, "usage: khprof "));
+	/* The table says which commands need root. */
+	assert_non_null(strstr(r.out, "   record   (root) "));
+	assert_non_null(strstr(r.out, "   report          "));
+	run_result_free(&r);
+
+	r = run(help_record);
+	direct = run(record_help);
+	assert_int_equal(r.exit_code, 0);
+	assert_string_equal(r.out, direct.out);
+	run_result_free(&r);
+	run_result_free(&direct);
+
+	r = run(help_bad);
+	assert_int_equal(r.exit_code, 2);
+	assert_int_equal(count_lines(r.err), 1);
+	run_result_free(&r);
+}
+
+/* `-o -- ./scanner`: the path was forgotten; refused, no file named "--". */
+static void test_option_value_that_looks_like_an_option(void **state)
+{
+	char *dir = make_temp_dir("khprof-cli"), *tool = realpath(khprof, NULL);
+	char *dash_dash[] = { tool, "record", "-o", "--", "/bin/true", NULL };
+	char *option[] = { tool, "record", "--output", "--quiet", "--", "/bin/true", NULL };
+	char *report[] = { tool, "report", "--format", "-x", "record.json", NULL };
+	char *diff[] = { tool, "diff", "--config", "--", "a.json", "b.json", NULL };
+	char stray[512];
+	struct run_result r;
+
+	(void)state;
+	assert_non_null(dir);
+	assert_non_null(tool);
+	r = run_cmd(dir, -1, dash_dash);
+	assert_int_equal(r.exit_code, 2);
+	assert_string_equal(r.err, "khprof: option '-o' needs a value, not '--' (was the value "
+				   "forgotten?)\n");
+	snprintf(stray, sizeof(stray), "%s/--", dir);
+	assert_int_equal(access(stray, F_OK), -1);
+	run_result_free(&r);
+
+	r = run_cmd(dir, -1, option);
+	assert_int_equal(r.exit_code, 2);
+	assert_string_equal(r.err, "khprof: option '--output' needs a value, not '--quiet' "
+				   "(write --output=--quiet if that is meant)\n");
+	run_result_free(&r);
+
+	r = run_cmd(dir, -1, report);
+	assert_int_equal(r.exit_code, 2);
+	assert_int_equal(count_lines(r.err), 1);
+	assert_non_null(strstr(r.err, "option '--format' needs a value, not '-x'"));
+	run_result_free(&r);
+
+	r = run_cmd(dir, -1, diff);
+	assert_int_equal(r.exit_code, 2);
+	assert_string_equal(r.err, "khprof: option '--config' needs a value, not '--' (was the "
+				   "value forgotten?)\n");
+	run_result_free(&r);
+	assert_int_equal(remove_tree(dir), 0);
+	free(dir);
+	free(tool);
+}
+
+/* report DIR on runs of record --repeat: the spread table, on stdout. */
+static void test_report_directory_of_runs(void **state)
+{
+	char *dir = make_temp_dir("khprof-cli");
+	char *argv[] = { khprof, "report", dir, NULL };
+	char *empty[] = { khprof, "report", NULL, NULL };
+	char *record = NULL, path[512], heading[600];
+	size_t len;
+	struct run_result r;
+
+	(void)state;
+	assert_non_null(dir);
+	empty[2] = dir;
+	r = run(empty);
+	assert_int_equal(r.exit_code, 2);
+	assert_int_equal(count_lines(r.err), 1);
+	assert_non_null(strstr(r.err, "no run-NNN.json"));
+	run_result_free(&r);
+
+	assert_int_equal(file__read_all("tests/golden/seed_workload.json", &record, &len), 0);
+	for (int i = 1; i <= 2; i++) {
+		snprintf(path, sizeof(path), "%s/run-%03d.json", dir, i);
+		assert_int_equal(file__write_atomic(path, record, len), 0);
+	}
+	r = run(argv);
+	assert_int_equal(r.exit_code, 0);
+	snprintf(heading, sizeof(heading), "2 runs in '%s':\n", dir);
+	assert_int_equal(strncmp(r.out, heading, strlen(heading)), 0);
+	assert_non_null(strstr(r.out, "median"));
+	run_result_free(&r);
+	free(record);
+	assert_int_equal(remove_tree(dir), 0);
+	free(dir);
+}
+
+/* The column after NAME starts at one place on every line, long names too. */
+static void assert_columns_aligned(const char *listing)
+{
+	const char *header_end = strchr(listing, '\n');
+	long address_col = strstr(listing, "ADDRESS") - listing;
+
+	assert_non_null(header_end);
+	for (const char *line = header_end + 1; *line; line = strchr(line, '\n') + 1) {
+		const char *hex = strstr(line, " 0x");
+
+		assert_non_null(hex);
+		assert_int_equal(hex + 1 - line, address_col);
+	}
+}
+
+static void test_probes_align_long_names(void **state)
+{
+	char python[512];
+	/* Debian's own Python (not a pyenv shim or virtualenv's copy). */
+	FILE *p = popen("readlink -f /usr/bin/python3 2>/dev/null", "r");
+	char *argv[] = { khprof, "probes", python, NULL };
+	char *ours[] = { khprof, "probes", "build/workloads/workload", NULL };
+	struct run_result r;
+
+	(void)state;
+	r = run(ours);
+	assert_int_equal(r.exit_code, 0);
+	assert_columns_aligned(r.out);
+	run_result_free(&r);
+
+	assert_non_null(p);
+	python[0] = '\0';
+	if (!fgets(python, sizeof(python), p))
+		python[0] = '\0';
+	pclose(p);
+	python[strcspn(python, "\n")] = '\0';
+	if (!python[0] || access(python, R_OK) != 0)
+		skip(); /* no Python here: its 25-character probe names are the case */
+	r = run(argv);
+	assert_int_equal(r.exit_code, 0);
+	if (!strstr(r.out, "import__find__load__start")) {
+		run_result_free(&r);
+		skip(); /* a Python built without its probes */
+	}
+	assert_columns_aligned(r.out);
+	run_result_free(&r);
+}
+
 /* Tracing without privileges fails with one line and a hint. */
 static void test_unprivileged_tracing_is_refused(void **state)
 {
@@ -205,6 +372,10 @@ int main(void)
 		cmocka_unit_test(test_every_command_has_help),
 		cmocka_unit_test(test_usage_errors),
 		cmocka_unit_test(test_unprivileged_tracing_is_refused),
+		cmocka_unit_test(test_version_and_help_command),
+		cmocka_unit_test(test_option_value_that_looks_like_an_option),
+		cmocka_unit_test(test_report_directory_of_runs),
+		cmocka_unit_test(test_probes_align_long_names),
 	};
 
 	khprof = tool_path("KH_KHPROF", "build/khprof");

@@ -281,15 +281,20 @@ static void test_runs_page(void **state)
 	free(dir);
 }
 
-/* Text output of a directory is not this branch's: it says how instead. */
-static void test_runs_dir_needs_html(void **state)
+/*
+ * A directory of runs is a table (text) or a page (html); a trace of a
+ * series is not one: refused in one line that names the way to the page.
+ */
+static void test_runs_dir_as_perfetto_is_refused(void **state)
 {
-	char *argv[] = { khprof, "report", "tests/golden", NULL };
+	char *argv[] = { khprof, "report", "--format", "perfetto", "tests/golden", NULL };
 	struct run_result r = run_cmd(NULL, -1, argv);
 
 	(void)state;
 	assert_int_equal(r.exit_code, 2);
+	assert_string_equal(r.out, "");
 	assert_non_null(strstr(r.err, "--format html"));
+	assert_int_equal(count_of(r.err, "\n"), 1);
 	run_result_free(&r);
 }
 
@@ -362,7 +367,7 @@ int main(void)
 		cmocka_unit_test(test_record_page_without_states),
 		cmocka_unit_test(test_series_page),
 		cmocka_unit_test(test_runs_page),
-		cmocka_unit_test(test_runs_dir_needs_html),
+		cmocka_unit_test(test_runs_dir_as_perfetto_is_refused),
 		cmocka_unit_test(test_diff_page),
 		cmocka_unit_test(test_diff_page_not_comparable),
 	};

@@ -387,6 +387,9 @@ int cmd_diff(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":", options, NULL)) != -1) {
 		const char *key = NULL, *flag = NULL;
 
+		/* `--config -- base/ cand/`: the value was forgotten. */
+		if (c != ':' && c != '?' && optarg && option_value_refused(argv, optind, optarg))
+			return KHPROF_EXIT_USAGE;
 		switch (c) {
 		case 't':
 			if (set_threshold_flag(&flags, optarg, problem, sizeof(problem))) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* khprof report PATH: prints a record; needs no privileges. */
+/* khprof report PATH|DIR: prints a record or a series of runs; needs no privileges. */
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -16,26 +16,35 @@
 #include "text.h"
 #include "trace_event.h"
 #include "record.h"
+#include "spread.h"
 
 static const char report_usage[] =
 	"usage: khprof report PATH [--format text|json|html|perfetto]\n"
-	"       khprof report DIR --format html\n"
+	"       khprof report DIR [--format text|html]\n"
 	"\n"
 	"Reads a keyhog-profile-v1 record and prints it: text is exactly the seed's\n"
 	"report for that record; json is the record re-serialised; html is a\n"
 	"self-contained page (charts inline, nothing loaded from the network) to\n"
 	"open in a browser or print; perfetto is Chrome trace-event JSON for\n"
-	"ui.perfetto.dev or chrome://tracing (docs/REPORTS.md).  A directory of\n"
-	"runs (record --repeat) gives one HTML page: each stage and the wall time\n"
-	"as a trend over the runs in name order, and their spread.  Notes (a profile\n"
-	"that started or ended mid-session, dropped counts) go to stderr.  Exit code\n"
-	"2 for a bad command line or a record that cannot be read or is malformed.\n"
+	"ui.perfetto.dev or chrome://tracing (docs/REPORTS.md).  Notes (a profile\n"
+	"that started or ended mid-session, dropped counts) go to stderr.\n"
+	"\n"
+	"DIR, a directory written by 'khprof record --repeat N -o DIR', prints the\n"
+	"table the series printed: how much its runs varied (median, min, max and\n"
+	"MAD of wall time, throughput, peak RSS and each stage).  With --format\n"
+	"html it is one page instead: each stage and the wall time as a trend over\n"
+	"the runs in name order, and their spread.  Each run is a record of its\n"
+	"own: 'khprof report DIR/run-001.json'.\n"
+	"\n"
+	"Exit code 2 for a bad command line or a record that cannot be read or is\n"
+	"malformed.\n"
 	"\n"
 	"examples:\n"
 	"   khprof report build/demo-profile.json\n"
 	"   khprof report profile.json --format json\n"
 	"   khprof report profile.json --format html > report.html\n"
 	"   khprof report profile.json --format perfetto > run.json\n"
+	"   khprof report runs/\n"
 	"   khprof report runs/ --format html > trend.html\n";
 
 /* As the shell's "*.json": no hidden files (atomic writes' temporaries). */
@@ -117,6 +126,38 @@ out:
 	return rc;
 }
 
+/* The spread of the runs in dir, on stdout; a KHPROF_EXIT_* code. */
+static int report_runs(const char *dir)
+{
+	struct kh_profile *runs;
+	size_t count, unreadable;
+	char *text;
+	int err;
+
+	err = read_repeat_runs(dir, &runs, &count, &unreadable);
+	if (err == -ENOENT) {
+		log__error("cannot read runs in '%s': no run-NNN.json written by 'khprof record "
+			   "--repeat' in the directory", dir);
+		return KHPROF_EXIT_BAD_INPUT;
+	}
+	if (err) {
+		log__error("cannot read runs in '%s': %s", dir, strerror(-err));
+		return err == -ENOMEM ? KHPROF_EXIT_FAILURE : KHPROF_EXIT_BAD_INPUT;
+	}
+	text = count ? runs__render_spread(runs, count) : NULL;
+	if (text) {
+		printf("%zu run%s in '%s':\n", count, count == 1 ? "" : "s", dir);
+		fputs(text, stdout);
+	}
+	free(text);
+	for (size_t i = 0; i < count; i++)
+		profile__free(&runs[i]);
+	free(runs);
+	if (unreadable)
+		return KHPROF_EXIT_BAD_INPUT; /* each was named on stderr */
+	return text ? KHPROF_EXIT_OK : KHPROF_EXIT_FAILURE;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -136,6 +177,8 @@ int cmd_report(int argc, char **argv)
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "f:", options, NULL)) != -1) {
+		if (c == 'f' && option_value_refused(argv, optind, optarg))
+			return KHPROF_EXIT_USAGE;
 		if (c != 'f') {
 			log__error("unknown option '%s'", argv[optind - 1]);
 			fputs(report_usage, stderr);
@@ -153,10 +196,13 @@ int cmd_report(int argc, char **argv)
 		return KHPROF_EXIT_USAGE;
 	}
 	if (stat(argv[optind], &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (strcmp(format, "text") == 0)
+			return report_runs(argv[optind]);
 		if (strcmp(format, "html") == 0)
 			return report_dir_html(argv[optind]);
-		log__error("cannot report on directory '%s' as %s", argv[optind], format);
-		log__note("a directory of runs (record --repeat) is shown with --format html");
+		log__error("cannot print '%s' as %s: it is a directory of runs, printed as a "
+			   "table or, with --format html, a page (report one run's record for %s)",
+			   argv[optind], format, format);
 		return KHPROF_EXIT_USAGE;
 	}
 	if (profile__read_file(argv[optind], &profile, problem, sizeof(problem)) != 0) {

@@ -3,6 +3,9 @@
 #ifndef KHPROF_COMMANDS_H
 #define KHPROF_COMMANDS_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 int cmd_record(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_report(int argc, char **argv);
@@ -11,5 +14,25 @@ int cmd_probes(int argc, char **argv);
 
 /* Whether argv holds -h or --help before any "--". */
 int wants_help(int argc, char **argv);
+
+/*
+ * After getopt_long returned an option with a required value: true (and one
+ * error line) when the value was given as its own argument and is "--" or
+ * looks like an option, as `record -o -- ./scanner` with the path forgotten.
+ * `--output=-x` and `-o-x` still say what they mean and are accepted, and
+ * so are "-" and negative numbers, which the option itself then judges.
+ */
+bool option_value_refused(char **argv, int optind, const char *value);
+
+struct kh_profile;
+
+/*
+ * The records `khprof record --repeat` wrote in dir (DIR/run-NNN.json, not
+ * a second session's run-NNN.2.json), read in run order.  0 with *runs
+ * malloc'd (free each with profile__free), or -errno; -ENOENT when dir has
+ * none.  *unreadable counts run files that could not be read.
+ */
+int read_repeat_runs(const char *dir, struct kh_profile **runs, size_t *count,
+		     size_t *unreadable);
 
 #endif

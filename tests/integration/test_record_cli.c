@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+/*
+ * khprof record's command line with real tracing: a rerun replaces an
+ * earlier run's records, a shell wrapper gets the hint about children, and
+ * `report DIR` prints what `record --repeat` printed.  Needs root; never
+ * skips when CI=true.
+ */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "khtest.h"
+#include "record.h"
+
+#define WORKLOAD "build/workloads/workload"
+
+static char *khprof;
+static char *tmpdir;
+
+static struct run_result run(char *const argv[])
+{
+	return run_cmd(NULL, -1, argv);
+}
+
+/* dir/name into buf, failing rather than cutting it short. */
+static void join(char *buf, size_t len, const char *dir, const char *name)
+{
+	int used = snprintf(buf, len, "%s/%s", dir, name);
+
+	assert_true(used > 0 && (size_t)used < len);
+}
+
+/* 4 sessions, then 2 to the same -o: no p.3/p.4 of the first run remain. */
+static void test_rerun_replaces_earlier_series(void **state)
+{
+	char out[PATH_MAX], second[PATH_MAX], third[PATH_MAX], fourth[PATH_MAX];
+	char *four[] = { khprof, "record", "-q", "-o", out, "--", WORKLOAD, "sessions", "4", NULL };
+	char *two[] = { khprof, "record", "-q", "-o", out, "--", WORKLOAD, "sessions", "2", NULL };
+	char expected[3 * PATH_MAX + 128];
+	struct run_result r;
+	struct kh_profile p;
+
+	(void)state;
+	join(out, sizeof(out), tmpdir, "p.json");
+	join(second, sizeof(second), tmpdir, "p.2.json");
+	join(third, sizeof(third), tmpdir, "p.3.json");
+	join(fourth, sizeof(fourth), tmpdir, "p.4.json");
+	r = run(four);
+	assert_int_equal(r.exit_code, 0);
+	assert_int_equal(access(fourth, F_OK), 0);
+	assert_null(strstr(r.err, "removed"));
+	run_result_free(&r);
+
+	r = run(two);
+	assert_int_equal(r.exit_code, 0);
+	assert_int_equal(access(third, F_OK), -1);
+	assert_int_equal(access(fourth, F_OK), -1);
+	snprintf(expected, sizeof(expected),
+		 "khprof: note: removed 3 records ('%s' to '%s') left by an earlier run "
+		 "beside '%s'\n", second, fourth, out);
+	assert_non_null(strstr(r.err, expected));
+	/* The second record is this run's. */
+	load_record(second, &p);
+	assert_string_equal(p.identity.binary_version, "session-1");
+	assert_int_equal(profile__find_stage(&p, KH_STAGE_PREPROCESS)->calls, 2);
+	profile__free(&p);
+	run_result_free(&r);
+}
+
+/* A shell that forks the scanner: untraced, with the hint; exec fixes it. */
+static void test_shell_wrapper_hint(void **state)
+{
+	char out[PATH_MAX];
+	char *forks[] = { khprof, "record", "-q", "--", "/bin/sh", "-c",
+			  WORKLOAD " sessions 1; true", NULL };
+	char *execs[] = { khprof, "record", "-q", "-o", out, "--", "/bin/sh", "-c",
+			  "exec " WORKLOAD " sessions 1", NULL };
+	struct run_result r;
+
+	(void)state;
+	join(out, sizeof(out), tmpdir, "exec.json");
+	r = run(forks);
+	assert_int_equal(r.exit_code, 0);
+	assert_string_equal(r.err, "khprof: warning: '/bin/sh' and its libraries have no keyhog "
+				   "probes: it ran untraced (the children it forks are not "
+				   "followed; a shell should 'exec' the instrumented program)\n");
+	run_result_free(&r);
+	r = run(execs);
+	assert_int_equal(r.exit_code, 0);
+	assert_int_equal(access(out, F_OK), 0);
+	run_result_free(&r);
+}
+
+/* report DIR prints the very table the series printed after its runs. */
+static void test_report_dir_prints_the_series_spread(void **state)
+{
+	char dir[PATH_MAX], heading[PATH_MAX + 32];
+	char *series[] = { khprof, "record", "--repeat", "2", "-o", dir, "--", WORKLOAD,
+			   "sessions", "1", NULL };
+	char *report[] = { khprof, "report", dir, NULL };
+	char *json[] = { khprof, "report", "--format", "json", dir, NULL };
+	struct run_result rec, rep;
+	const char *table;
+
+	(void)state;
+	join(dir, sizeof(dir), tmpdir, "runs");
+	rec = run(series);
+	assert_int_equal(rec.exit_code, 0);
+	rep = run(report);
+	assert_int_equal(rep.exit_code, 0);
+	assert_string_equal(rep.err, "");
+	snprintf(heading, sizeof(heading), "2 runs in '%s':\n", dir);
+	assert_int_equal(strncmp(rep.out, heading, strlen(heading)), 0);
+	table = rep.out + strlen(heading);
+	assert_true(strlen(table) > 0);
+	/* The series printed the same table after its note line. */
+	assert_true(has_suffix(rec.err, table));
+	run_result_free(&rec);
+	run_result_free(&rep);
+
+	rep = run(json);
+	assert_int_equal(rep.exit_code, 2);
+	assert_int_equal(count_lines(rep.err), 1);
+	run_result_free(&rep);
+}
+
+static int group_setup(void **state)
+{
+	(void)state;
+	tmpdir = make_temp_dir("khprof-record-cli");
+	return tmpdir ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+	int err = remove_tree(tmpdir);
+
+	(void)state;
+	free(tmpdir);
+	return err;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rerun_replaces_earlier_series),
+		cmocka_unit_test(test_shell_wrapper_hint),
+		cmocka_unit_test(test_report_dir_prints_the_series_spread),
+	};
+
+	khprof = tool_path("KH_KHPROF", "build/khprof");
+	if (geteuid() != 0) {
+		if (running_in_ci()) {
+			fprintf(stderr, "test_record_cli: BPF tests need root and CI=true forbids "
+					"skipping them\n");
+			return 1;
+		}
+		printf("test_record_cli: skipped: BPF integration tests need root\n");
+		return 0;
+	}
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+/* khprof attach: profiles a running process until it exits or khprof stops. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd_trace.h"
+#include "commands.h"
+#include "log.h"
+#include "privileges.h"
+
+static const char attach_usage[] =
+	"usage: khprof attach -p PID [-o PATH] [--duration SECONDS] [--identity KEY=VALUE]...\n"
+	"                     [--mode MODE] [--interval DURATION] [-q] [-v]\n"
+	"\n"
+	"Profiles a running process until Ctrl-C, SIGTERM, the duration or the\n"
+	"process's exit.  A session that was already running when khprof attached\n"
+	"is recorded from the attach point and marked as started mid-session.\n"
+	"In batch mode a thread hands its spans over 64 at a time, so those a live\n"
+	"thread still buffers when khprof detaches (at most 63 per thread) are not\n"
+	"seen, and an --interval series is as coarse as the batches; --mode span\n"
+	"sees every span that ends while khprof is attached, when it ends.\n"
+	"\n"
+	"   -p PID               the process to trace\n"
+	"   -o PATH              write the JSON record(s) to PATH (as for record)\n"
+	"   --duration SECONDS   stop after SECONDS (decimals allowed)\n"
+	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
+	"   --mode MODE          batch (default), span or pair\n"
+	"   --interval DURATION  sample the session every DURATION (10ms to 1h: 100ms, 1s)\n"
+	"                        into the record and print a line per interval on stderr\n"
+	"   -q, --quiet          do not print the text reports or interval lines\n"
+	"   -v, --verbose        debug messages\n"
+	"\n"
+	"examples:\n"
+	"   khprof attach -p $(pidof kh-scan) -o live.json\n"
+	"   khprof attach -p 4242 --duration 30\n"
+	"   khprof attach -p $(pidof scannerd) --interval 1s -o hour.json\n";
+
+/*
+ * Attaching reads the process's executable and memory map through /proc,
+ * which needs ptrace-read access even for root: a process in another user
+ * namespace, or holding capabilities khprof lacks, refuses it.  Checked
+ * first, so that the failure names the file and the reason.
+ */
+static int check_traceable(pid_t pid)
+{
+	char exe[64], maps[64], target[PATH_MAX];
+	int fd;
+
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
+	if (readlink(exe, target, sizeof(target)) < 0) {
+		if (errno == ESRCH || (errno == ENOENT && kill(pid, 0) != 0))
+			log__error("cannot attach to PID %d: no such process", (int)pid);
+		else if (errno == ENOENT)
+			log__error("cannot attach to PID %d: it has no executable (a kernel "
+				   "thread or a zombie)", (int)pid);
+		else if (errno == EACCES || errno == EPERM)
+			log__error("cannot attach to PID %d: cannot read '%s': %s (the process "
+				   "holds capabilities khprof lacks or runs in another user "
+				   "namespace)", (int)pid, exe, strerror(errno));
+		else
+			log__error("cannot attach to PID %d: cannot read '%s': %s", (int)pid, exe,
+				   strerror(errno));
+		return -1;
+	}
+	fd = open(maps, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		log__error("cannot attach to PID %d: cannot read '%s': %s", (int)pid, maps,
+			   strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	struct output_state out = { 0 };
+	struct trace_options opts = { 0 };
+	struct event_loop loop = EVENT_LOOP_INIT;
+	struct tracer *t = NULL;
+	struct trace_cli cli;
+	char exe[64];
+	sigset_t old_mask;
+	uint64_t deadline = 0;
+	enum loop_end end = LOOP_SIGNALLED;
+	int code = KHPROF_EXIT_FAILURE, err;
+
+	if (wants_help(argc, argv)) {
+		fputs(attach_usage, stdout);
+		return KHPROF_EXIT_OK;
+	}
+	if (parse_cli(argc, argv, true, attach_usage, &cli))
+		return KHPROF_EXIT_USAGE;
+	if (check_traceable(cli.pid))
+		return KHPROF_EXIT_FAILURE;
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", cli.pid);
+
+	trace_options_from(&cli, cli.output, &out, &opts);
+	if (tracer__open(&t, &opts))
+		return KHPROF_EXIT_FAILURE;
+	sigprocmask(SIG_SETMASK, NULL, &old_mask);
+	err = tracer__attach(t, cli.pid, exe);
+	if (!err)
+		err = tracer__attach_mapped(t);
+	if (err == -ESRCH)
+		log__error("cannot attach to PID %d: no such process", cli.pid);
+	if (!err)
+		err = loop__open(&loop, t, cli.pid, &old_mask);
+	if (err)
+		goto out;
+	/* Loaded and attached: from here khprof needs far less. */
+	privileges__drop_own();
+	if (tracer__probe_count(t) == 0)
+		log__warn("PID %d has no keyhog probes in its executable or libraries; "
+			  "waiting for one to be loaded", cli.pid);
+	else
+		log__note("attached to PID %d (%zu probe sites); stop with Ctrl-C", cli.pid,
+			  tracer__probe_count(t));
+	if (cli.duration_s > 0)
+		deadline = tracer__now_ns() + (uint64_t)(cli.duration_s * 1e9);
+	end = loop__run(&loop, t, 0, deadline);
+	tracer__finish(t, end == LOOP_PROCESS_EXITED ? 1 : -1);
+	if (tracer__records_emitted(t) == 0)
+		log__note("no keyhog activity seen in PID %d: no record written", cli.pid);
+	code = finish_output(&out, KHPROF_EXIT_OK);
+out:
+	loop__close(&loop, &old_mask);
+	/* A live process keeps paying for probes until they are detached. */
+	if (end == LOOP_PROCESS_EXITED)
+		tracer__close_in_background(t);
+	else
+		tracer__close(t);
+	return code;
+}
