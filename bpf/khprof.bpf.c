@@ -38,6 +38,16 @@ __s64 r_state_from_hook;
  */
 __u32 tsc_mult;
 __u32 tsc_shift;
+/*
+ * The traced process, set by the loader once it knows it (0 until then),
+ * and its highest resident pages and thread count since its last sampled
+ * event (docs/SCHEMA.md).  Plain stores, no atomics: a thread created on
+ * another CPU while a transition reads these lands in this interval or the
+ * next, never in neither, because the sample reads the live count too.
+ */
+__u32 traced_tgid;
+__u64 peak_resident_pages;
+__u64 peak_threads;
 
 #define RT_CONSISTENT 0
 
@@ -80,6 +90,21 @@ struct {
  */
 extern void bpf_preempt_disable(void) __ksym;
 extern void bpf_preempt_enable(void) __ksym;
+
+/*
+ * kh_usdt is sleepable so that identity strings on pages the program never
+ * touched are faulted in (bpf_copy_from_user_str, Linux 6.12); walking the
+ * process's threads then needs an explicit RCU read section.
+ */
+extern int bpf_copy_from_user_str(void *dst, __u32 dst__sz, const void *unsafe_ptr__ign,
+				  __u64 flags) __ksym;
+extern void bpf_rcu_read_lock(void) __ksym;
+extern void bpf_rcu_read_unlock(void) __ksym;
+extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task,
+			     unsigned int flags) __ksym;
+extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
+extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
+#define KH_TASK_ITER_PROC_THREADS 2 /* the kernel's BPF_TASK_ITER_PROC_THREADS */
 
 static __always_inline struct kh_slot_stats *stats_of(__u32 slot)
 {
@@ -313,20 +338,57 @@ static __always_inline void add_input(bool units, __u64 n)
 }
 
 /* VmRSS counts file, anon and shmem pages: the counters /proc reads. */
+static __always_inline __u64 resident_pages_of(struct mm_struct *mm)
+{
+	__s64 rss = BPF_CORE_READ(mm, rss_stat[MM_FILEPAGES].count) +
+		    BPF_CORE_READ(mm, rss_stat[MM_ANONPAGES].count) +
+		    BPF_CORE_READ(mm, rss_stat[MM_SHMEMPAGES].count);
+
+	return rss > 0 ? rss : 0;
+}
+
+/*
+ * CPU time of the whole process as CLOCK_PROCESS_CPUTIME_ID sums it: the
+ * threads that exited (signal->sum_sched_runtime) plus every live thread's
+ * runtime as the scheduler last accounted it.  A thread exiting during the
+ * walk can be counted twice or not at all (its time moves into the sum
+ * under a lock this walk does not take).
+ */
+static __always_inline __u64 process_cpu_ns(struct task_struct *task)
+{
+	struct bpf_iter_task it;
+	struct task_struct *t;
+	__u64 ns = BPF_CORE_READ(task, signal, sum_sched_runtime);
+
+	bpf_rcu_read_lock();
+	bpf_iter_task_new(&it, task, KH_TASK_ITER_PROC_THREADS);
+	while ((t = bpf_iter_task_next(&it)))
+		ns += t->se.sum_exec_runtime;
+	bpf_iter_task_destroy(&it);
+	bpf_rcu_read_unlock();
+	return ns;
+}
+
+/* The process at the probe, and its peaks since the previous sample. */
 static __always_inline void sample_task(struct kh_event *e)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct mm_struct *mm = BPF_CORE_READ(task, mm);
-	__s64 rss;
+	__u64 threads, pages = 0;
 
-	e->threads = BPF_CORE_READ(task, signal, nr_threads);
-	if (!mm)
-		return;
-	e->virtual_pages = BPF_CORE_READ(mm, total_vm);
-	rss = BPF_CORE_READ(mm, rss_stat[MM_FILEPAGES].count) +
-	      BPF_CORE_READ(mm, rss_stat[MM_ANONPAGES].count) +
-	      BPF_CORE_READ(mm, rss_stat[MM_SHMEMPAGES].count);
-	e->resident_pages = rss > 0 ? rss : 0;
+	threads = BPF_CORE_READ(task, signal, nr_threads);
+	e->cpu_ns = process_cpu_ns(task);
+	if (mm) {
+		e->virtual_pages = BPF_CORE_READ(mm, total_vm);
+		pages = resident_pages_of(mm);
+	}
+	e->resident_pages = pages;
+	e->threads = threads;
+	e->peak_threads = peak_threads > threads ? peak_threads : threads;
+	e->peak_resident_pages = peak_resident_pages > pages ? peak_resident_pages : pages;
+	peak_threads = threads;
+	peak_resident_pages = pages;
+	e->sampled_ns = bpf_ktime_get_ns();
 }
 
 static __always_inline struct kh_event *event_reserve(__u32 type, __u32 slot)
@@ -352,6 +414,12 @@ static __always_inline struct kh_event *event_reserve(__u32 type, __u32 slot)
 	e->resident_pages = 0;
 	e->virtual_pages = 0;
 	e->threads = 0;
+	e->cpu_ns = 0;
+	e->peak_resident_pages = 0;
+	e->peak_threads = 0;
+	e->sampled_ns = 0;
+	e->key_err = 0;
+	e->value_err = 0;
 	if (type == KH_EVENT_SESSION_START || type == KH_EVENT_TRANSITION ||
 	    type == KH_EVENT_SESSION_FINISH)
 		sample_task(e);
@@ -410,10 +478,17 @@ static __always_inline void on_identity(__u64 key, __u64 value)
 {
 	struct kh_event *e = event_reserve(KH_EVENT_IDENTITY, active_slot);
 
+	int err;
+
 	if (!e)
 		return;
-	bpf_probe_read_user_str(e->key, sizeof(e->key), (const void *)key);
-	bpf_probe_read_user_str(e->value, sizeof(e->value), (const void *)value);
+	/* Faults the pages in when needed: kh_usdt is sleepable. */
+	e->arg0 = key;
+	e->arg1 = value;
+	err = bpf_copy_from_user_str(e->key, sizeof(e->key), (const void *)key, 0);
+	e->key_err = err < 0 ? err : 0;
+	err = bpf_copy_from_user_str(e->value, sizeof(e->value), (const void *)value, 0);
+	e->value_err = err < 0 ? err : 0;
 	event_submit_lazily(e);
 }
 
@@ -441,8 +516,13 @@ static __always_inline void on_session_finish(__u64 status)
 	event_submit(e);
 }
 
-/* Every keyhog probe site of a file, attached with one uprobe-multi link. */
-SEC("usdt")
+/*
+ * Every keyhog probe site of a file, attached with one uprobe-multi link.
+ * Sleepable (".s"), for identity strings on untouched pages; span probes
+ * cost the same (docs/PERFORMANCE.md).  The USDT helpers work in any
+ * uprobe program.
+ */
+SEC("uprobe.s")
 int kh_usdt(struct pt_regs *ctx)
 {
 	long a0 = 0, a1 = 0, a2 = 0;
@@ -514,5 +594,41 @@ int kh_loader_state(struct pt_regs *ctx)
 		bpf_send_signal(SIGSTOP);
 	if (e)
 		event_submit(e);
+	return 0;
+}
+
+/*
+ * Peaks between samples.  Every RSS counter change of every process passes
+ * here while khprof traces; all but the traced process's leave at the
+ * first test.
+ */
+SEC("tp_btf/rss_stat")
+int BPF_PROG(kh_rss_stat, struct mm_struct *mm, int member)
+{
+	struct task_struct *task;
+	__u64 pages;
+
+	if (!traced_tgid || (__u32)(bpf_get_current_pid_tgid() >> 32) != traced_tgid)
+		return 0;
+	task = bpf_get_current_task_btf();
+	if (mm != task->mm)
+		return 0; /* a page fault the traced process took in another one's memory */
+	pages = resident_pages_of(mm);
+	if (pages > peak_resident_pages)
+		peak_resident_pages = pages;
+	return 0;
+}
+
+/* After copy_process(): the new thread is already counted. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(kh_process_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u64 threads;
+
+	if (!traced_tgid || child->tgid != (pid_t)traced_tgid)
+		return 0;
+	threads = BPF_CORE_READ(child, signal, nr_threads);
+	if (threads > peak_threads)
+		peak_threads = threads;
 	return 0;
 }
