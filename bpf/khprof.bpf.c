@@ -105,6 +105,27 @@ extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task,
 extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
 extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
 #define KH_TASK_ITER_PROC_THREADS 2 /* the kernel's BPF_TASK_ITER_PROC_THREADS */
+extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
+extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
+extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
+
+/*
+ * Each CPU's per-CPU offset (__per_cpu_offset[cpu]), to find the CPUs'
+ * copies of a per-CPU counter.  This kernel has no data symbols in
+ * kallsyms, so typed per-CPU ksyms (this_cpu_off) do not load; instead the
+ * offsets are learned once from a per-CPU array of our own: the kernel
+ * hands out each CPU's copy of its element, and the array holds the
+ * element's per-CPU address.
+ */
+#define KH_MAX_CPUS 1024
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} cpu_offset_probe SEC(".maps");
+__u64 cpu_offsets[KH_MAX_CPUS];
+__u32 cpu_offset_count; /* 0 until learned */
 
 static __always_inline struct kh_slot_stats *stats_of(__u32 slot)
 {
@@ -337,13 +358,67 @@ static __always_inline void add_input(bool units, __u64 n)
 	bpf_preempt_enable();
 }
 
-/* VmRSS counts file, anon and shmem pages: the counters /proc reads. */
+/* A pointer's value as a number (the verifier keeps pointer types apart). */
+static __always_inline __u64 address_of(const void *p)
+{
+	const void *slot = p;
+	__u64 value = 0;
+
+	bpf_probe_read_kernel(&value, sizeof(value), &slot);
+	return value;
+}
+
+static __always_inline __u32 learn_cpu_offsets(void)
+{
+	struct bpf_array *array = (void *)address_of(&cpu_offset_probe);
+	__u64 base = address_of(BPF_CORE_READ(array, pptrs[0]));
+	struct bpf_iter_num it;
+	__u32 zero = 0, n = 0;
+	int *cpu;
+
+	bpf_iter_num_new(&it, 0, KH_MAX_CPUS);
+	while ((cpu = bpf_iter_num_next(&it))) {
+		void *copy = bpf_map_lookup_percpu_elem(&cpu_offset_probe, &zero, *cpu);
+
+		if (!copy)
+			break; /* past the last possible CPU */
+		cpu_offsets[*cpu & (KH_MAX_CPUS - 1)] = address_of(copy) - base;
+		n = *cpu + 1;
+	}
+	bpf_iter_num_destroy(&it);
+	cpu_offset_count = n;
+	return n;
+}
+
+/*
+ * VmRSS counts file, anon and shmem pages, each a per-CPU counter that
+ * /proc sums exactly (percpu_counter_sum): the folded totals alone trail it
+ * by up to the batch (32 pages here) per CPU and counter, which made the
+ * samples of a short state all equal.  So the CPUs' copies are added too.
+ */
 static __always_inline __u64 resident_pages_of(struct mm_struct *mm)
 {
+	__s32 *file = BPF_CORE_READ(mm, rss_stat[MM_FILEPAGES].counters);
+	__s32 *anon = BPF_CORE_READ(mm, rss_stat[MM_ANONPAGES].counters);
+	__s32 *shmem = BPF_CORE_READ(mm, rss_stat[MM_SHMEMPAGES].counters);
 	__s64 rss = BPF_CORE_READ(mm, rss_stat[MM_FILEPAGES].count) +
 		    BPF_CORE_READ(mm, rss_stat[MM_ANONPAGES].count) +
 		    BPF_CORE_READ(mm, rss_stat[MM_SHMEMPAGES].count);
+	__u32 cpus = cpu_offset_count ?: learn_cpu_offsets();
+	struct bpf_iter_num it;
+	int *cpu;
 
+	bpf_iter_num_new(&it, 0, cpus);
+	while ((cpu = bpf_iter_num_next(&it))) {
+		__u64 off = cpu_offsets[*cpu & (KH_MAX_CPUS - 1)];
+		__s32 part[3] = {};
+
+		bpf_probe_read_kernel(&part[0], sizeof(part[0]), (char *)file + off);
+		bpf_probe_read_kernel(&part[1], sizeof(part[1]), (char *)anon + off);
+		bpf_probe_read_kernel(&part[2], sizeof(part[2]), (char *)shmem + off);
+		rss += (__s64)part[0] + part[1] + part[2];
+	}
+	bpf_iter_num_destroy(&it);
 	return rss > 0 ? rss : 0;
 }
 

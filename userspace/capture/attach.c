@@ -71,13 +71,9 @@ static enum kh_probe_kind wanted_kind(const struct tracer *t, const struct usdt_
 	return 0;
 }
 
-/* Links prog to count sites of path and keeps the link until tracer__close. */
-static int link_sites(struct tracer *t, struct bpf_program *prog, const char *path,
-		      const __u64 *offsets, const __u64 *ref_ctr_offsets, const __u64 *cookies,
-		      __u32 count)
+/* Keeps a link (or closes it on failure) until tracer__close. */
+static int keep_link(struct tracer *t, int fd)
 {
-	int fd = compat__uprobe_multi_link(bpf_program__fd(prog), path, offsets, ref_ctr_offsets,
-					   cookies, count, t->pid);
 	int *grown;
 
 	if (fd < 0)
@@ -89,6 +85,38 @@ static int link_sites(struct tracer *t, struct bpf_program *prog, const char *pa
 	}
 	t->link_fds = grown;
 	t->link_fds[t->link_fd_count++] = fd;
+	return 0;
+}
+
+/* Links prog to count sites of path and keeps the link until tracer__close. */
+static int link_sites(struct tracer *t, struct bpf_program *prog, const char *path,
+		      const __u64 *offsets, const __u64 *ref_ctr_offsets, const __u64 *cookies,
+		      __u32 count)
+{
+	return keep_link(t, compat__uprobe_multi_link(bpf_program__fd(prog), path, offsets,
+						      ref_ctr_offsets, cookies, count, t->pid));
+}
+
+/*
+ * Thread creation and RSS changes of the traced process, for the peaks
+ * between samples (bpf/khprof.bpf.c).  Tracepoint links detach without a
+ * grace period of their own.
+ */
+static int watch_peaks(struct tracer *t, pid_t pid)
+{
+	struct bpf_program *progs[] = { t->skel->progs.kh_rss_stat, t->skel->progs.kh_process_fork };
+
+	t->skel->bss->traced_tgid = (__u32)pid;
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		int err = keep_link(t, bpf_raw_tracepoint_open(NULL, bpf_program__fd(progs[i])));
+
+		if (err) {
+			log__error("cannot watch the threads and memory of process %d: %s "
+				   "(khprof needs tp_btf programs, Linux 5.5 or later)", pid,
+				   strerror(-err));
+			return err;
+		}
+	}
 	return 0;
 }
 
@@ -237,6 +265,9 @@ int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path)
 		return err;
 	t->pid = pid;
 	t->sessions.cfg.pid = pid;
+	err = watch_peaks(t, pid);
+	if (err)
+		return err;
 	err = attach_object_once(t, exe_path);
 	if (err)
 		return err;

@@ -150,6 +150,9 @@ void print_profile_notes(const struct kh_profile *p)
 	for (int d = 0; d < KH_DROP_COUNT; d++)
 		if (p->ext.drops[d])
 			log__warn("%" PRIu64 " %s", p->ext.drops[d], drop_descriptions[d]);
+	if (p->ext.identity_unreadable)
+		log__warn("%" PRIu64 " identity probes passed memory that could not be read; "
+			  "their fields keep their earlier values", p->ext.identity_unreadable);
 }
 
 static void on_profile(const struct kh_profile *p, void *ctx)
