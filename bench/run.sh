@@ -57,6 +57,7 @@ gcc "${CFLAGS_BENCH[@]}" -o "$B/first_probe" bench/first_probe.c
 gcc "${CFLAGS_BENCH[@]}" -o "$B/launch" bench/launch.c
 gcc "${CFLAGS_BENCH[@]}" -fPIC -shared -o "$B/libwall.so" bench/libwall.c
 gcc "${CFLAGS_BENCH[@]}" -o "$B/site_cost" bench/site_cost.c
+gcc "${CFLAGS_BENCH[@]}" -o "$B/page_fault" bench/page_fault.c
 
 # The seed's own seed-overhead, built with seed-render by the same script,
 # in the same cargo target directory, so the seed compiles once.  Removed
@@ -519,6 +520,18 @@ i2=$(calc %.1f "$(median <"$tmp/r6.inproc.2") - $off6")
 row 6 "reference: in-process design enabled (C port, shared atomic counters), 2 threads" \
 	"—" "$i2 (1 thread $i1)" "$(calc %.2f× "$i2 / $i1")" "—" "—"
 
+# --- 7. page faults of a traced process -------------------------------------
+say "7/7 page faults: untraced and traced (khprof's RSS peak watcher)"
+PF=$root/$B/page_fault
+for r in 1 2 3 4 5; do
+	"$PF" 128 8 | sed -n 's/^ns_per_fault=//p' >>"$tmp/r7.untraced"
+	"$KHPROF" record -q -- "$PF" 128 8 2>/dev/null | sed -n 's/^ns_per_fault=//p' >>"$tmp/r7.traced"
+done
+pf0=$(median <"$tmp/r7.untraced")
+pf1=$(median <"$tmp/r7.traced")
+row 7 "page fault, ns, traced process (every RSS change runs the peak watcher)" "$pf1" \
+	"untraced $pf0" "$(calc %.2f× "$pf1 / $pf0")" "—" "—"
+
 # --- the table and docs/PERFORMANCE.md --------------------------------------
 header='| row | measurement | khprof | reference | ratio | target | met |
 |---|---|---|---|---|---|---|'
@@ -667,6 +680,14 @@ should each pay what one thread pays. Target: 2-thread cost ≈ 1-thread cost
 (≤1.2×). For contrast, the reference line runs the in-process design enabled
 with 1 and 2 threads: its per-stage counters are shared atomics, so two
 threads fight over their cache lines.
+
+Row 7, page faults. `page_fault 128 8` touches 128 MiB of fresh memory a
+page at a time (best of 8 rounds), untraced and under `khprof record`.
+While khprof traces, every change of the traced process's RSS counters
+runs the peak watcher (`kh_rss_stat`, a `tp_btf/rss_stat` program), which
+sums the per-CPU counters as /proc does; other processes leave it at the
+first test. The difference is the price of true RSS peaks between
+transitions (docs/SCHEMA.md).
 
 ## Why targets are missed, and what dominates
 
