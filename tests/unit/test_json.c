@@ -363,8 +363,8 @@ static char *nested_member(int depth)
 }
 
 /*
- * serde_json skips unknown members at any depth; cJSON stops at 1000
- * levels, well past anything a profile holds.
+ * serde_json skips unknown members at any depth; the reader stops at 1000
+ * levels (where cJSON stopped), well past anything a profile holds.
  */
 static void test_deeply_nested_unknown_member(void **state)
 {
@@ -651,6 +651,23 @@ static const struct error_case {
 	  "duplicate field 'khprof.probe_hits'" },
 	{ ERR_MUT, "\"resources\":", "\"khprof\":{\"traced_pid\":1e400},\"resources\":", 0,
 	  "'khprof.traced_pid': number out of range" },
+	/* Found by comparing this reader with the cJSON-based one on mutated records. */
+	{ ERR_DOC, "{\"x\":1e400-3}", NULL, 0,
+	  "invalid JSON at line 1 column 11" },
+	{ ERR_DOC, "{\"x\":1e40033.5}", NULL, 0,
+	  "invalid JSON at line 1 column 13" },
+	{ ERR_DOC, "{\"x\":184467440737095516163.}", NULL, 0,
+	  "missing field 'schema'" },
+	{ ERR_DOC, "{\"x\":184467440737095516163.e5]}", NULL, 0,
+	  "invalid JSON at line 1 column 30" },
+	{ ERR_DOC, "{\"\\ud800\":1}", NULL, 0,
+	  "invalid JSON at line 1 column 3" },
+	{ ERR_DOC, "{\"x\":\"\\ud800\\u0041\"}", NULL, 0,
+	  "invalid JSON at line 1 column 7" },
+	{ ERR_DOC, "{\"x\":[1,2,3.]}", NULL, 0,
+	  "invalid number at line 1 column 11" },
+	{ ERR_DOC, "{\"x\":\"\\ud83d\\ude00\",\"x\":nul}", NULL, 0,
+	  "invalid JSON at line 1 column 25" },
 	{ ERR_STAGES, NULL, NULL, 26,
 	  "'stages': more than 25 entries" },
 

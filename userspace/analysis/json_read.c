@@ -1,233 +1,51 @@
 // SPDX-License-Identifier: MIT
 /*
- * json_read.c - keyhog-profile-v1 JSON to RunProfile, read with cJSON.
+ * json_read.c - keyhog-profile-v1 JSON to RunProfile, by one hand-written
+ * reader.
  *
- * cJSON keeps numbers only as double, which loses u64 values above 2^53
- * and hides serde_json's own rounding, so the reader re-reads every number
- * from its source text: a pre-scan lists the number tokens in document
- * order, and a pre-order walk of the cJSON tree (which keeps document
- * order) tags each number node with its token.
+ * Not cJSON, because the record must read exactly as the seed's serde
+ * derive reads it, and cJSON cannot say what serde says:
+ *  - u64 exactness: cJSON keeps a number only as a double, which loses
+ *    integers above 2^53, and every counter of the record is a u64;
+ *  - serde's number rules: "5.0" and "1e3" are not u64 for serde, "-0" is
+ *    a float, and its f64 rounding is its own (json_number.c), so each
+ *    number is read again from its source text;
+ *  - strings: cJSON reads a bad \u escape as U+0000 and takes raw control
+ *    characters, invalid UTF-8 and a byte order mark, which serde rejects;
+ *  - key order and duplicates: members stay in document order, and a
+ *    repeated member is an error ("duplicate field"), as in serde's derive.
+ * Reading beside cJSON took a second lexer tied to cJSON's tree by document
+ * order through its deprecated valueint; one reader ties nothing.
+ *
+ * The tree comes from json_doc.c; this file reads the record's fields
+ * from it, naming the first problem with its path.
  */
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "array.h"
 #include "fileio.h"
 #include "json.h"
+#include "json_doc.h"
 #include "json_number.h"
 
 /* ------------------------------------------------------------------ */
-/* Reader                                                              */
+/* Fields of the record                                                */
 /* ------------------------------------------------------------------ */
 
-struct token {
-	size_t start;
-	size_t len;
-};
-
-struct parse {
-	const char *text;
-	struct token *tokens;
-	size_t token_count;
-	size_t token_cap;
-	char *err;
-	size_t errlen;
-	char path[192];
-	bool failed;
-	bool nomem;
-};
-
-__attribute__((format(printf, 2, 3)))
-static int parse__fail(struct parse *ps, const char *fmt, ...)
+static const char *json_type_name(const struct jnode *node)
 {
-	va_list ap;
-
-	if (!ps->failed && ps->errlen) {
-		va_start(ap, fmt);
-		vsnprintf(ps->err, ps->errlen, fmt, ap);
-		va_end(ap);
-	}
-	ps->failed = true;
-	return -EINVAL;
-}
-
-static int parse__nomem(struct parse *ps)
-{
-	parse__fail(ps, "out of memory");
-	ps->nomem = true;
-	return -ENOMEM;
-}
-
-/* serde_json-style position of a byte offset. */
-static int parse__fail_at(struct parse *ps, size_t offset, const char *what)
-{
-	size_t line = 1, column = 1;
-
-	for (size_t i = 0; i < offset && ps->text[i]; i++) {
-		if (ps->text[i] == '\n') {
-			line++;
-			column = 1;
-		} else {
-			column++;
-		}
-	}
-	return parse__fail(ps, "%s at line %zu column %zu", what, line, column);
-}
-
-/*
- * Length of the escape at s[i], or 0 after an error.  cJSON reads a bad
- * \\u escape as U+0000 and truncates the string there; serde rejects it.
- */
-static size_t prescan__escape(struct parse *ps, size_t i)
-{
-	const char *s = ps->text;
-	unsigned value = 0;
-
-	if (!s[i + 1] || !strchr("\"\\/bfnrtu", s[i + 1])) {
-		parse__fail_at(ps, i, "invalid escape");
-		return 0;
-	}
-	if (s[i + 1] != 'u')
-		return 2;
-	for (size_t k = 2; k < 6; k++) {
-		char c = s[i + k];
-		unsigned digit = c >= '0' && c <= '9' ? (unsigned)(c - '0')
-			       : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
-			       : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10) : 16;
-
-		if (digit == 16) {
-			parse__fail_at(ps, i, "invalid escape");
-			return 0;
-		}
-		value = value * 16 + digit;
-	}
-	/* C strings end at NUL, so U+0000 cannot be kept. */
-	if (value == 0) {
-		parse__fail_at(ps, i, "unsupported \\u0000 in string");
-		return 0;
-	}
-	return 6;
-}
-
-/* Offset just past the string that opens at start, or 0 after an error. */
-static size_t prescan__string(struct parse *ps, size_t start)
-{
-	const unsigned char *s = (const unsigned char *)ps->text;
-	size_t i = start + 1;
-
-	for (;;) {
-		bool valid;
-
-		if (s[i] == '\0') {
-			parse__fail_at(ps, i, "EOF while parsing a string");
-			return 0;
-		}
-		if (s[i] == '"')
-			return i + 1;
-		if (s[i] == '\\') {
-			size_t len = prescan__escape(ps, i);
-
-			if (!len)
-				return 0;
-			i += len;
-			continue;
-		}
-		if (s[i] < 0x20) {
-			parse__fail_at(ps, i, "control character (\\u0000-\\u001F) found while parsing a string");
-			return 0;
-		}
-		/* The terminating NUL stops a truncated sequence, so 4 is safe. */
-		i += utf8__scan(s + i, 4, &valid);
-		if (!valid) {
-			parse__fail_at(ps, i, "invalid UTF-8");
-			return 0;
-		}
-	}
-}
-
-static int prescan__number(struct parse *ps, size_t *pos)
-{
-	const char *s = ps->text;
-	size_t start = *pos, i = start;
-	struct number n;
-
-	while (s[i] && strchr("0123456789+-eE.", s[i]))
-		i++;
-	*pos = i;
-	/* Range errors only matter for fields we read, as in serde_json. */
-	if (number__parse(s + start, i - start, &n) == -EINVAL)
-		return parse__fail_at(ps, start, "invalid number");
-	if (array__reserve((void **)&ps->tokens, &ps->token_cap, ps->token_count + 1,
-			   sizeof(*ps->tokens)))
-		return parse__nomem(ps);
-	ps->tokens[ps->token_count++] = (struct token){ start, i - start };
-	return 0;
-}
-
-/*
- * Lists number tokens and rejects what serde_json rejects but cJSON lets
- * through: raw control characters, invalid UTF-8 and a byte order mark.
- * Nesting is left to cJSON (1000 levels); serde_json skips unknown members
- * without any depth limit, so only absurd records differ.
- */
-static int prescan(struct parse *ps)
-{
-	const unsigned char *s = (const unsigned char *)ps->text;
-	size_t i = 0;
-
-	while (s[i]) {
-		unsigned char c = s[i];
-
-		if (c == '"') {
-			i = prescan__string(ps, i);
-			if (!i)
-				return -EINVAL;
-			continue;
-		}
-		if (c == '-' || (c >= '0' && c <= '9')) {
-			int err = prescan__number(ps, &i);
-
-			if (err)
-				return err;
-			continue;
-		}
-		if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c >= 0x80)
-			return parse__fail_at(ps, i, "expected value");
-		i++;
-	}
-	return 0;
-}
-
-/* Tags each number node with its token index, in document order. */
-static int parse__tag_numbers(struct parse *ps, cJSON *node, size_t *next)
-{
-	for (; node; node = node->next) {
-		if (cJSON_IsNumber(node)) {
-			if (*next >= ps->token_count)
-				return parse__fail(ps, "number tokens out of step with the parser");
-			node->valueint = (int)(*next)++;
-		}
-		if (node->child && parse__tag_numbers(ps, node->child, next))
-			return -EINVAL;
-	}
-	return 0;
-}
-
-static const char *json_type_name(const cJSON *node)
-{
-	if (cJSON_IsNull(node))
+	if (node->type == J_NULL)
 		return "null";
-	if (cJSON_IsBool(node))
+	if (node->type == J_FALSE || node->type == J_TRUE)
 		return "a boolean";
-	if (cJSON_IsNumber(node))
+	if (node->type == J_NUMBER)
 		return "a number";
-	if (cJSON_IsString(node))
+	if (node->type == J_STRING)
 		return "a string";
-	if (cJSON_IsArray(node))
+	if (node->type == J_ARRAY)
 		return "an array";
 	return "an object";
 }
@@ -256,7 +74,7 @@ static size_t path__push_field(struct parse *ps, const char *name)
 }
 
 static int parse__fail_field(struct parse *ps, const char *name, const char *problem,
-			     const cJSON *found)
+			     const struct jnode *found)
 {
 	size_t len = path__push_field(ps, name);
 
@@ -269,15 +87,15 @@ static int parse__fail_field(struct parse *ps, const char *name, const char *pro
 }
 
 /* The member called name, NULL when absent; a repeated member is an error. */
-static int parse__member(struct parse *ps, const cJSON *obj, const char *name, bool required,
-			 const cJSON **out)
+static int parse__member(struct parse *ps, const struct jnode *obj, const char *name, bool required,
+			 const struct jnode **out)
 {
-	const cJSON *child;
+	const struct jnode *child;
 	size_t len;
 
 	*out = NULL;
-	cJSON_ArrayForEach(child, obj) {
-		if (!child->string || strcmp(child->string, name))
+	for (child = obj->child; child; child = child->next) {
+		if (strcmp(child->key, name))
 			continue;
 		if (*out) {
 			len = path__push_field(ps, name);
@@ -296,33 +114,31 @@ static int parse__member(struct parse *ps, const cJSON *obj, const char *name, b
 	return 0;
 }
 
-static int parse__number(struct parse *ps, const cJSON *node, const char *name,
+static int parse__number(struct parse *ps, const struct jnode *node, const char *name,
 			 struct number *out)
 {
-	const struct token *t = &ps->tokens[node->valueint];
-	int err = number__parse(ps->text + t->start, t->len, out);
+	int err = number__parse(ps->text + node->start, node->len, out);
 
 	if (err == -ERANGE)
 		return parse__fail_field(ps, name, "number out of range", NULL);
 	return err ? parse__fail_field(ps, name, "invalid number", NULL) : 0;
 }
 
-static int parse__value_u64(struct parse *ps, const cJSON *node, const char *name,
+static int parse__value_u64(struct parse *ps, const struct jnode *node, const char *name,
 			    uint64_t *out)
 {
 	static const char expected[] = "expected an unsigned 64-bit integer";
 	struct number n;
 
-	if (!cJSON_IsNumber(node))
+	if (node->type != J_NUMBER)
 		return parse__fail_field(ps, name, expected, node);
 	if (parse__number(ps, node, name, &n))
 		return -EINVAL;
 	if (n.kind != NUMBER_U64) {
-		const struct token *t = &ps->tokens[node->valueint];
 		size_t len = path__push_field(ps, name);
 
-		parse__fail(ps, "'%s': %s, found %.*s", ps->path, expected, (int)t->len,
-			    ps->text + t->start);
+		parse__fail(ps, "'%s': %s, found %.*s", ps->path, expected, (int)node->len,
+			    ps->text + node->start);
 		path__pop(ps, len);
 		return -EINVAL;
 	}
@@ -330,9 +146,9 @@ static int parse__value_u64(struct parse *ps, const cJSON *node, const char *nam
 	return 0;
 }
 
-static int parse__u64(struct parse *ps, const cJSON *obj, const char *name, uint64_t *out)
+static int parse__u64(struct parse *ps, const struct jnode *obj, const char *name, uint64_t *out)
 {
-	const cJSON *node;
+	const struct jnode *node;
 
 	if (parse__member(ps, obj, name, true, &node))
 		return -EINVAL;
@@ -340,32 +156,32 @@ static int parse__u64(struct parse *ps, const cJSON *obj, const char *name, uint
 }
 
 /* Option<u64>: serde reads an absent member as None, like null. */
-static int parse__opt_u64(struct parse *ps, const cJSON *obj, const char *name,
+static int parse__opt_u64(struct parse *ps, const struct jnode *obj, const char *name,
 			  struct kh_opt_u64 *out)
 {
-	const cJSON *node;
+	const struct jnode *node;
 
 	*out = (struct kh_opt_u64){ false, 0 };
 	if (parse__member(ps, obj, name, false, &node))
 		return -EINVAL;
-	if (!node || cJSON_IsNull(node))
+	if (!node || node->type == J_NULL)
 		return 0;
 	out->present = true;
 	return parse__value_u64(ps, node, name, &out->value);
 }
 
-static int parse__opt_f64(struct parse *ps, const cJSON *obj, const char *name,
+static int parse__opt_f64(struct parse *ps, const struct jnode *obj, const char *name,
 			  struct kh_opt_f64 *out)
 {
-	const cJSON *node;
+	const struct jnode *node;
 	struct number n;
 
 	*out = (struct kh_opt_f64){ false, 0.0 };
 	if (parse__member(ps, obj, name, false, &node))
 		return -EINVAL;
-	if (!node || cJSON_IsNull(node))
+	if (!node || node->type == J_NULL)
 		return 0;
-	if (!cJSON_IsNumber(node))
+	if (node->type != J_NUMBER)
 		return parse__fail_field(ps, name, "expected a number", node);
 	if (parse__number(ps, node, name, &n))
 		return -EINVAL;
@@ -374,71 +190,71 @@ static int parse__opt_f64(struct parse *ps, const cJSON *obj, const char *name,
 	return 0;
 }
 
-static int parse__string_value(struct parse *ps, const cJSON *node, const char *name,
+static int parse__string_value(struct parse *ps, const struct jnode *node, const char *name,
 			       char **out)
 {
-	if (!cJSON_IsString(node))
+	if (node->type != J_STRING)
 		return parse__fail_field(ps, name, "expected a string", node);
-	*out = strdup(node->valuestring);
+	*out = strdup(node->string);
 	return *out ? 0 : parse__nomem(ps);
 }
 
-static int parse__string(struct parse *ps, const cJSON *obj, const char *name, char **out)
+static int parse__string(struct parse *ps, const struct jnode *obj, const char *name, char **out)
 {
-	const cJSON *node;
+	const struct jnode *node;
 
 	if (parse__member(ps, obj, name, true, &node))
 		return -EINVAL;
 	return parse__string_value(ps, node, name, out);
 }
 
-static int parse__opt_string(struct parse *ps, const cJSON *obj, const char *name,
+static int parse__opt_string(struct parse *ps, const struct jnode *obj, const char *name,
 			     char **out)
 {
-	const cJSON *node;
+	const struct jnode *node;
 
 	*out = NULL;
 	if (parse__member(ps, obj, name, false, &node))
 		return -EINVAL;
-	if (!node || cJSON_IsNull(node))
+	if (!node || node->type == J_NULL)
 		return 0;
 	return parse__string_value(ps, node, name, out);
 }
 
-static int parse__enum(struct parse *ps, const cJSON *obj, const char *name,
+static int parse__enum(struct parse *ps, const struct jnode *obj, const char *name,
 		       int (*parse)(const char *, uint32_t *), uint32_t *out)
 {
-	const cJSON *node;
+	const struct jnode *node;
 	size_t len;
 
 	if (parse__member(ps, obj, name, true, &node))
 		return -EINVAL;
-	if (!cJSON_IsString(node))
+	if (node->type != J_STRING)
 		return parse__fail_field(ps, name, "expected a string", node);
-	if (!parse(node->valuestring, out))
+	if (!parse(node->string, out))
 		return 0;
 	len = path__push_field(ps, name);
-	parse__fail(ps, "'%s': unknown value '%s'", ps->path, node->valuestring);
+	parse__fail(ps, "'%s': unknown value '%s'", ps->path, node->string);
 	path__pop(ps, len);
 	return -EINVAL;
 }
 
-static int parse__container(struct parse *ps, const cJSON *obj, const char *name,
-			    bool required, bool array, const cJSON **out)
+static int parse__container(struct parse *ps, const struct jnode *obj, const char *name,
+			    bool required, bool array, const struct jnode **out)
 {
 	if (parse__member(ps, obj, name, required, out))
 		return -EINVAL;
-	if (!*out || (array ? cJSON_IsArray(*out) : cJSON_IsObject(*out)))
+	if (!*out || (array ? (*out)->type == J_ARRAY : (*out)->type == J_OBJECT))
 		return 0;
 	return parse__fail_field(ps, name, array ? "expected an array" : "expected an object",
 				 *out);
 }
 
 /* Element i of an array of structs, with its path pushed. */
-static int parse__element(struct parse *ps, const cJSON *node, size_t i, size_t *saved)
+static int parse__element(struct parse *ps, const struct jnode *node, size_t i, size_t *saved)
 {
 	*saved = path__push(ps, "[%zu]", i);
-	if (cJSON_IsObject(node))
+	if (node->type == J_OBJECT)
 		return 0;
 	parse__fail(ps, "'%s': expected an object, found %s", ps->path, json_type_name(node));
 	path__pop(ps, *saved);
@@ -446,10 +262,10 @@ static int parse__element(struct parse *ps, const cJSON *node, size_t i, size_t 
 }
 
 /* Allocates room for the elements of array (at least one slot). */
-static int parse__alloc(struct parse *ps, const cJSON *array, size_t elem, void **items,
+static int parse__alloc(struct parse *ps, const struct jnode *array, size_t elem, void **items,
 			size_t *cap)
 {
-	size_t n = (size_t)cJSON_GetArraySize(array);
+	size_t n = array->count;
 
 	*items = calloc(n ? n : 1, elem);
 	if (!*items)
@@ -458,10 +274,10 @@ static int parse__alloc(struct parse *ps, const cJSON *array, size_t elem, void 
 	return 0;
 }
 
-static int parse__snapshot(struct parse *ps, const cJSON *obj, const char *name,
+static int parse__snapshot(struct parse *ps, const struct jnode *obj, const char *name,
 			   struct kh_resource_snapshot *out)
 {
-	const cJSON *node;
+	const struct jnode *node;
 	size_t saved;
 	int err;
 
@@ -476,9 +292,9 @@ static int parse__snapshot(struct parse *ps, const cJSON *obj, const char *name,
 	return err ? -EINVAL : 0;
 }
 
-static int parse__identity(struct parse *ps, const cJSON *root, struct kh_identity *id)
+static int parse__identity(struct parse *ps, const struct jnode *root, struct kh_identity *id)
 {
-	const cJSON *node;
+	const struct jnode *node;
 	uint32_t cache, daemon;
 	size_t saved;
 	int err;
@@ -507,17 +323,17 @@ static int parse__identity(struct parse *ps, const cJSON *root, struct kh_identi
 	return 0;
 }
 
-static int parse__stages(struct parse *ps, const cJSON *root, struct kh_profile *p)
+static int parse__stages(struct parse *ps, const struct jnode *root, struct kh_profile *p)
 {
-	const cJSON *array, *node;
+	const struct jnode *array, *node;
 	size_t outer, saved, i = 0;
 
 	if (parse__container(ps, root, "stages", true, true, &array))
 		return -EINVAL;
-	if (cJSON_GetArraySize(array) > KH_STAGE_COUNT)
+	if (array->count > KH_STAGE_COUNT)
 		return parse__fail(ps, "'stages': more than %d entries", KH_STAGE_COUNT);
 	outer = path__push_field(ps, "stages");
-	cJSON_ArrayForEach(node, array) {
+	for (node = array->child; node; node = node->next) {
 		struct kh_stage_measurement *s = &p->stages[i];
 
 		if (parse__element(ps, node, i++, &saved))
@@ -534,9 +350,9 @@ static int parse__stages(struct parse *ps, const cJSON *root, struct kh_profile 
 	return ps->failed ? -EINVAL : 0;
 }
 
-static int parse__transitions(struct parse *ps, const cJSON *root, struct kh_profile *p)
+static int parse__transitions(struct parse *ps, const struct jnode *root, struct kh_profile *p)
 {
-	const cJSON *array, *node;
+	const struct jnode *array, *node;
 	size_t outer, saved, i = 0;
 
 	if (parse__container(ps, root, "transitions", true, true, &array) ||
@@ -544,7 +360,7 @@ static int parse__transitions(struct parse *ps, const cJSON *root, struct kh_pro
 			 &p->transition_cap))
 		return -EINVAL;
 	outer = path__push_field(ps, "transitions");
-	cJSON_ArrayForEach(node, array) {
+	for (node = array->child; node; node = node->next) {
 		struct kh_transition *t = &p->transitions[i];
 
 		if (parse__element(ps, node, i++, &saved))
@@ -559,7 +375,7 @@ static int parse__transitions(struct parse *ps, const cJSON *root, struct kh_pro
 	return ps->failed ? -EINVAL : 0;
 }
 
-static int parse__state(struct parse *ps, const cJSON *node, struct kh_state_measurement *s)
+static int parse__state(struct parse *ps, const struct jnode *node, struct kh_state_measurement *s)
 {
 	return parse__enum(ps, node, "state", kh_run_state__parse, &s->state) ||
 	       parse__u64(ps, node, "elapsed_ns", &s->elapsed_ns) ||
@@ -573,9 +389,9 @@ static int parse__state(struct parse *ps, const cJSON *node, struct kh_state_mea
 }
 
 /* #[serde(default)]: an absent "states" is an empty list. */
-static int parse__states(struct parse *ps, const cJSON *root, struct kh_profile *p)
+static int parse__states(struct parse *ps, const struct jnode *root, struct kh_profile *p)
 {
-	const cJSON *array, *node;
+	const struct jnode *array, *node;
 	size_t outer, saved, i = 0;
 
 	if (parse__container(ps, root, "states", false, true, &array))
@@ -585,7 +401,7 @@ static int parse__states(struct parse *ps, const cJSON *root, struct kh_profile 
 	if (parse__alloc(ps, array, sizeof(*p->states), (void **)&p->states, &p->state_cap))
 		return -EINVAL;
 	outer = path__push_field(ps, "states");
-	cJSON_ArrayForEach(node, array) {
+	for (node = array->child; node; node = node->next) {
 		if (parse__element(ps, node, i, &saved) || parse__state(ps, node, &p->states[i]))
 			break;
 		i++;
@@ -596,9 +412,9 @@ static int parse__states(struct parse *ps, const cJSON *root, struct kh_profile 
 	return ps->failed ? -EINVAL : 0;
 }
 
-static int parse__samples(struct parse *ps, const cJSON *root, struct kh_profile *p)
+static int parse__samples(struct parse *ps, const struct jnode *root, struct kh_profile *p)
 {
-	const cJSON *array, *node;
+	const struct jnode *array, *node;
 	size_t outer, saved, i = 0;
 
 	if (parse__container(ps, root, "resource_samples", true, true, &array) ||
@@ -606,7 +422,7 @@ static int parse__samples(struct parse *ps, const cJSON *root, struct kh_profile
 			 &p->resource_sample_cap))
 		return -EINVAL;
 	outer = path__push_field(ps, "resource_samples");
-	cJSON_ArrayForEach(node, array) {
+	for (node = array->child; node; node = node->next) {
 		struct kh_resource_sample *s = &p->resource_samples[i];
 
 		if (parse__element(ps, node, i++, &saved))
@@ -622,9 +438,9 @@ static int parse__samples(struct parse *ps, const cJSON *root, struct kh_profile
 	return ps->failed ? -EINVAL : 0;
 }
 
-static int parse__resources(struct parse *ps, const cJSON *root, struct kh_resource_usage *r)
+static int parse__resources(struct parse *ps, const struct jnode *root, struct kh_resource_usage *r)
 {
-	const cJSON *node;
+	const struct jnode *node;
 	size_t saved;
 	int err;
 
@@ -642,7 +458,7 @@ static int parse__resources(struct parse *ps, const cJSON *root, struct kh_resou
 }
 
 /* Extension members are all optional so that the extension can grow. */
-static int parse__ext_u64(struct parse *ps, const cJSON *obj, const char *name, uint64_t *out)
+static int parse__ext_u64(struct parse *ps, const struct jnode *obj, const char *name, uint64_t *out)
 {
 	struct kh_opt_u64 value;
 
@@ -652,23 +468,23 @@ static int parse__ext_u64(struct parse *ps, const cJSON *obj, const char *name, 
 	return 0;
 }
 
-static int parse__ext_bool(struct parse *ps, const cJSON *obj, const char *name, bool *out)
+static int parse__ext_bool(struct parse *ps, const struct jnode *obj, const char *name, bool *out)
 {
-	const cJSON *node;
+	const struct jnode *node;
 
 	if (parse__member(ps, obj, name, false, &node))
 		return -EINVAL;
-	if (!node || cJSON_IsNull(node))
+	if (!node || node->type == J_NULL)
 		return 0;
-	if (!cJSON_IsBool(node))
+	if (!(node->type == J_FALSE || node->type == J_TRUE))
 		return parse__fail_field(ps, name, "expected a boolean", node);
-	*out = cJSON_IsTrue(node);
+	*out = node->type == J_TRUE;
 	return 0;
 }
 
-static int parse__ext_drops(struct parse *ps, const cJSON *ext, uint64_t *drops)
+static int parse__ext_drops(struct parse *ps, const struct jnode *ext, uint64_t *drops)
 {
-	const cJSON *node;
+	const struct jnode *node;
 	size_t saved;
 	int err = 0;
 
@@ -684,9 +500,10 @@ static int parse__ext_drops(struct parse *ps, const cJSON *ext, uint64_t *drops)
 }
 
 /* The extension's samples; an older record has none. */
-static int parse__ext_samples(struct parse *ps, const cJSON *ext_node, struct kh_profile_ext *ext)
+static int parse__ext_samples(struct parse *ps, const struct jnode *ext_node,
+			      struct kh_profile_ext *ext)
 {
-	const cJSON *array, *node;
+	const struct jnode *array, *node;
 	size_t outer, saved, i = 0;
 
 	if (parse__container(ps, ext_node, "samples", false, true, &array))
@@ -697,7 +514,7 @@ static int parse__ext_samples(struct parse *ps, const cJSON *ext_node, struct kh
 			 &ext->sample_cap))
 		return -EINVAL;
 	outer = path__push_field(ps, "samples");
-	cJSON_ArrayForEach(node, array) {
+	for (node = array->child; node; node = node->next) {
 		struct kh_sample_ext *s = &ext->samples[i];
 
 		if (parse__element(ps, node, i++, &saved))
@@ -713,17 +530,17 @@ static int parse__ext_samples(struct parse *ps, const cJSON *ext_node, struct kh
 	return ps->failed ? -EINVAL : 0;
 }
 
-static int parse__ext(struct parse *ps, const cJSON *root, struct kh_profile_ext *ext)
+static int parse__ext(struct parse *ps, const struct jnode *root, struct kh_profile_ext *ext)
 {
-	const cJSON *node;
+	const struct jnode *node;
 	size_t saved;
 	int err;
 
 	if (parse__member(ps, root, "khprof", false, &node))
 		return -EINVAL;
-	if (!node || cJSON_IsNull(node))
+	if (!node || node->type == J_NULL)
 		return 0;
-	if (!cJSON_IsObject(node))
+	if (node->type != J_OBJECT)
 		return parse__fail_field(ps, "khprof", "expected an object", node);
 	ext->present = true;
 	saved = path__push_field(ps, "khprof");
@@ -744,9 +561,9 @@ static int parse__ext(struct parse *ps, const cJSON *root, struct kh_profile_ext
 	return err ? -EINVAL : 0;
 }
 
-static int parse__profile(struct parse *ps, const cJSON *root, struct kh_profile *p)
+static int parse__profile(struct parse *ps, const struct jnode *root, struct kh_profile *p)
 {
-	if (!cJSON_IsObject(root))
+	if (root->type != J_OBJECT)
 		return parse__fail(ps, "expected a JSON object, found %s", json_type_name(root));
 	if (parse__string(ps, root, "schema", &p->schema) ||
 	    parse__identity(ps, root, &p->identity) ||
@@ -761,36 +578,12 @@ static int parse__profile(struct parse *ps, const cJSON *root, struct kh_profile
 	return 0;
 }
 
-static cJSON *parse__document(struct parse *ps)
-{
-	const char *end = NULL;
-	cJSON *root;
-	size_t next = 0;
-
-	if (prescan(ps))
-		return NULL;
-	if (ps->token_count > INT32_MAX) {
-		parse__fail(ps, "too many numbers in one document");
-		return NULL;
-	}
-	root = cJSON_ParseWithOpts(ps->text, &end, true);
-	if (!root) {
-		parse__fail_at(ps, end ? (size_t)(end - ps->text) : 0, "invalid JSON");
-		return NULL;
-	}
-	if (parse__tag_numbers(ps, root, &next) || next != ps->token_count) {
-		parse__fail(ps, "number tokens out of step with the parser");
-		cJSON_Delete(root);
-		return NULL;
-	}
-	return root;
-}
-
 int profile__from_json(const char *text, struct kh_profile *out, char *err, size_t errlen)
 {
 	struct parse ps = { .text = text, .err = err, .errlen = errlen };
+	struct doc d = { .ps = &ps };
+	const struct jnode *root;
 	struct kh_profile p;
-	cJSON *root;
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -799,12 +592,10 @@ int profile__from_json(const char *text, struct kh_profile *out, char *err, size
 		err[0] = '\0';
 	if (!text)
 		return parse__fail(&ps, "no input");
-	root = parse__document(&ps);
-	if (root) {
+	root = doc__parse(&d);
+	if (root)
 		parse__profile(&ps, root, &p);
-		cJSON_Delete(root);
-	}
-	free(ps.tokens);
+	doc__free(&d);
 	if (ps.failed)
 		rc = ps.nomem ? -ENOMEM : -EINVAL;
 	if (rc) {
@@ -832,4 +623,3 @@ int profile__read_file(const char *path, struct kh_profile *out, char *err, size
 		snprintf(err, errlen, "out of memory");
 	return rc;
 }
-

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "json.h"
 #include "log.h"
+#include "notes.h"
 #include "text.h"
 #include "record.h"
 
@@ -67,7 +68,7 @@ int cmd_report(int argc, char **argv)
 		fputs(rendered, stdout);
 		free(rendered);
 	}
-	print_profile_notes(&profile);
+	profile__print_notes(&profile);
 	profile__free(&profile);
 	return rendered ? KHPROF_EXIT_OK : KHPROF_EXIT_FAILURE;
 }
