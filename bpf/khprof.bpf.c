@@ -92,9 +92,8 @@ extern void bpf_preempt_disable(void) __ksym;
 extern void bpf_preempt_enable(void) __ksym;
 
 /*
- * kh_usdt is sleepable so that identity strings on pages the program never
- * touched are faulted in (bpf_copy_from_user_str, Linux 6.12); walking the
- * process's threads then needs an explicit RCU read section.
+ * kh_usdt_identity is sleepable so that identity strings on pages the
+ * program never touched are faulted in (bpf_copy_from_user_str, Linux 6.12).
  */
 extern int bpf_copy_from_user_str(void *dst, __u32 dst__sz, const void *unsafe_ptr__ign,
 				  __u64 flags) __ksym;
@@ -127,6 +126,17 @@ struct {
 } cpu_offset_probe SEC(".maps");
 __u64 cpu_offsets[KH_MAX_CPUS];
 __u32 cpu_offset_count; /* 0 until learned */
+
+/*
+ * One cpu-clock perf event per CPU (counting only, no timer), opened by the
+ * loader: reading one makes the kernel store local_clock() in it, the clock
+ * the scheduler's rq->clock is taken from, which no BPF helper returns.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} sched_clocks SEC(".maps");
 
 static __always_inline struct kh_slot_stats *stats_of(__u32 slot)
 {
@@ -426,18 +436,58 @@ static __always_inline __u64 resident_pages_of(struct mm_struct *mm)
 	return rss > 0 ? rss : 0;
 }
 
+/* local_clock() on this CPU now, or 0 when the loader opened no clock. */
+static __always_inline __u64 sched_clock_now(void)
+{
+	struct bpf_array *array = (void *)address_of(&sched_clocks);
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct bpf_perf_event_value value;
+	struct bpf_event_entry *entry = NULL;
+	__u64 now = 0;
+
+	if (bpf_perf_event_read_value(&sched_clocks, BPF_F_CURRENT_CPU, &value, sizeof(value)))
+		return 0;
+	bpf_probe_read_kernel(&entry, sizeof(entry), &array->ptrs[0] + cpu);
+	if (entry)
+		bpf_probe_read_kernel(&now, sizeof(now), &BPF_CORE_READ(entry, event)->hw.prev_count);
+	return now;
+}
+
+/*
+ * The running thread's time since the scheduler last accounted it, which
+ * update_curr() would add now: what CLOCK_PROCESS_CPUTIME_ID adds for the
+ * calling thread.  Without it a state shorter than a tick (4 ms here) spent
+ * on CPU showed no CPU time at all.  Steal time since the runqueue's clock
+ * last moved (microseconds) is not taken off, as the kernel would.
+ */
+static __always_inline __u64 pending_runtime(struct task_struct *task)
+{
+	struct rq *rq = BPF_CORE_READ(task, se.cfs_rq, rq);
+	__u64 now = sched_clock_now(), clock, clock_task, exec_start;
+
+	if (!now || !rq || BPF_CORE_READ(rq, curr) != task)
+		return 0;
+	clock = BPF_CORE_READ(rq, clock);
+	clock_task = BPF_CORE_READ(rq, clock_task);
+	exec_start = BPF_CORE_READ(task, se.exec_start);
+	if (now < clock || clock_task < exec_start)
+		return 0;
+	return (now - clock) + (clock_task - exec_start);
+}
+
 /*
  * CPU time of the whole process as CLOCK_PROCESS_CPUTIME_ID sums it: the
  * threads that exited (signal->sum_sched_runtime) plus every live thread's
- * runtime as the scheduler last accounted it.  A thread exiting during the
- * walk can be counted twice or not at all (its time moves into the sum
- * under a lock this walk does not take).
+ * runtime as the scheduler last accounted it, plus the calling thread's
+ * time since then.  A thread exiting during the walk can be counted twice
+ * or not at all (its time moves into the sum under a lock this walk does
+ * not take).
  */
 static __always_inline __u64 process_cpu_ns(struct task_struct *task)
 {
 	struct bpf_iter_task it;
 	struct task_struct *t;
-	__u64 ns = BPF_CORE_READ(task, signal, sum_sched_runtime);
+	__u64 ns = BPF_CORE_READ(task, signal, sum_sched_runtime) + pending_runtime(task);
 
 	bpf_rcu_read_lock();
 	bpf_iter_task_new(&it, task, KH_TASK_ITER_PROC_THREADS);
@@ -561,7 +611,7 @@ static __always_inline void on_identity(__u64 key, __u64 value)
 
 	if (!e)
 		return;
-	/* Faults the pages in when needed: kh_usdt is sleepable. */
+	/* Faults the pages in when needed: kh_usdt_identity is sleepable. */
 	e->arg0 = key;
 	e->arg1 = value;
 	err = bpf_copy_from_user_str(e->key, sizeof(e->key), (const void *)key, 0);
@@ -596,12 +646,11 @@ static __always_inline void on_session_finish(__u64 status)
 }
 
 /*
- * Every keyhog probe site of a file, attached with one uprobe-multi link.
- * Sleepable (".s"), for identity strings on untouched pages; span probes
- * cost the same (docs/PERFORMANCE.md).  The USDT helpers work in any
- * uprobe program.
+ * Every keyhog probe site of a file but its identity sites, attached with
+ * one uprobe-multi link.  Not sleepable: sleepable programs may not read
+ * the perf events the CPU-time sample needs (sched_clocks).
  */
-SEC("uprobe.s")
+SEC("uprobe")
 int kh_usdt(struct pt_regs *ctx)
 {
 	long a0 = 0, a1 = 0, a2 = 0;
@@ -637,9 +686,6 @@ int kh_usdt(struct pt_regs *ctx)
 	case KH_PROBE_SESSION_START:
 		on_session_start(a0, a1);
 		break;
-	case KH_PROBE_IDENTITY:
-		on_identity(a0, a1);
-		break;
 	case KH_PROBE_TRANSITION:
 		on_transition(a0);
 		break;
@@ -647,6 +693,22 @@ int kh_usdt(struct pt_regs *ctx)
 		on_session_finish(a0);
 		break;
 	}
+	return 0;
+}
+
+/*
+ * The identity sites of a file, with a link of their own: sleepable, so
+ * that bpf_copy_from_user_str can fault in a string on a page the program
+ * never touched (a version literal in .rodata, the usual case).
+ */
+SEC("uprobe.s")
+int kh_usdt_identity(struct pt_regs *ctx)
+{
+	long key = 0, value = 0;
+
+	bpf_usdt_arg(ctx, 0, &key);
+	bpf_usdt_arg(ctx, 1, &value);
+	on_identity(key, value);
 	return 0;
 }
 

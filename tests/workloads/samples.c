@@ -87,12 +87,29 @@ static int identity(void)
 	return 0;
 }
 
-static uint64_t cpu_ns(void)
+static uint64_t clock_ns(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t cpu_ns(void)
+{
+	return clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+/*
+ * "NAME_before" and "NAME_after": the process's CPU time just before and
+ * just after the probe; "NAME_window": wall time around both readings.
+ */
+static void report(const char *name, uint64_t wall0, uint64_t before, uint64_t after,
+		   uint64_t wall1)
+{
+	printf("%s_before %llu\n%s_after %llu\n%s_window %llu\n", name,
+	       (unsigned long long)before, name, (unsigned long long)after, name,
+	       (unsigned long long)(wall1 - wall0));
 }
 
 /* Spins until this process has used ms more CPU milliseconds. */
@@ -108,22 +125,24 @@ static void burn_ms(unsigned int ms)
 
 static int cpu(void)
 {
-	uint64_t before, after;
+	uint64_t wall0, before, after, wall1;
 
 	KH_SESSION_START();
 	KH_TRANSITION(KH_STATE_ACQUIRING);
 	burn_ms(30);
+	wall0 = clock_ns(CLOCK_MONOTONIC);
 	before = cpu_ns();
 	KH_TRANSITION(KH_STATE_SCANNING);
 	after = cpu_ns();
-	printf("scanning_before %llu\nscanning_after %llu\n", (unsigned long long)before,
-	       (unsigned long long)after);
+	wall1 = clock_ns(CLOCK_MONOTONIC);
+	report("scanning", wall0, before, after, wall1);
 	burn_ms(3);
+	wall0 = clock_ns(CLOCK_MONOTONIC);
 	before = cpu_ns();
 	KH_SESSION_FINISH(KH_STATE_COMPLETED);
 	after = cpu_ns();
-	printf("completed_before %llu\ncompleted_after %llu\n", (unsigned long long)before,
-	       (unsigned long long)after);
+	wall1 = clock_ns(CLOCK_MONOTONIC);
+	report("completed", wall0, before, after, wall1);
 	return 0;
 }
 
