@@ -97,16 +97,10 @@ extern void bpf_preempt_enable(void) __ksym;
  */
 extern int bpf_copy_from_user_str(void *dst, __u32 dst__sz, const void *unsafe_ptr__ign,
 				  __u64 flags) __ksym;
-extern void bpf_rcu_read_lock(void) __ksym;
-extern void bpf_rcu_read_unlock(void) __ksym;
-extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task,
-			     unsigned int flags) __ksym;
-extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
-extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
-#define KH_TASK_ITER_PROC_THREADS 2 /* the kernel's BPF_TASK_ITER_PROC_THREADS */
-extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
-extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
-extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
+/*
+ * Few kfuncs: libbpf 1.1 finds each one by a linear search of the kernel's
+ * BTF, about 1 ms apiece here, paid at every start (loops use bpf_loop).
+ */
 extern void *bpf_rdonly_cast(const void *obj__ign, __u32 btf_id__k) __ksym;
 
 /*
@@ -379,26 +373,46 @@ static __always_inline __u64 address_of(const void *p)
 	return value;
 }
 
+static long learn_cpu_offset(__u64 cpu, void *ctx)
+{
+	__u64 *base = ctx;
+	__u32 zero = 0;
+	void *copy = bpf_map_lookup_percpu_elem(&cpu_offset_probe, &zero, (__u32)cpu);
+
+	if (!copy || cpu >= KH_MAX_CPUS)
+		return 1; /* past the last possible CPU */
+	cpu_offsets[cpu] = address_of(copy) - *base;
+	cpu_offset_count = cpu + 1;
+	return 0;
+}
+
 static __always_inline __u32 learn_cpu_offsets(void)
 {
 	struct bpf_array *array = (void *)address_of(&cpu_offset_probe);
 	__u64 base = address_of(BPF_CORE_READ(array, pptrs[0]));
-	struct bpf_iter_num it;
-	__u32 zero = 0, n = 0;
-	int *cpu;
 
-	bpf_iter_num_new(&it, 0, KH_MAX_CPUS);
-	while ((cpu = bpf_iter_num_next(&it))) {
-		void *copy = bpf_map_lookup_percpu_elem(&cpu_offset_probe, &zero, *cpu);
+	bpf_loop(KH_MAX_CPUS, learn_cpu_offset, &base, 0);
+	return cpu_offset_count;
+}
 
-		if (!copy)
-			break; /* past the last possible CPU */
-		cpu_offsets[*cpu & (KH_MAX_CPUS - 1)] = address_of(copy) - base;
-		n = *cpu + 1;
+struct rss_walk {
+	__u64 counters[3]; /* per-CPU addresses of the file, anon, shmem parts */
+	__u32 btf_id;
+	__s64 pages;
+};
+
+static long add_cpu_rss(__u64 cpu, void *ctx)
+{
+	struct rss_walk *w = ctx;
+	__u64 off = cpu_offsets[cpu & (KH_MAX_CPUS - 1)];
+
+	for (int i = 0; i < 3; i++) {
+		struct signal_struct *part =
+			bpf_rdonly_cast((void *)(w->counters[i] + off), w->btf_id);
+
+		w->pages += part->sigcnt.refs.counter;
 	}
-	bpf_iter_num_destroy(&it);
-	cpu_offset_count = n;
-	return n;
+	return 0;
 }
 
 /*
@@ -414,26 +428,20 @@ static __always_inline __u64 resident_pages_of(struct mm_struct *mm)
 {
 	static const int members[3] = { MM_FILEPAGES, MM_ANONPAGES, MM_SHMEMPAGES };
 	__u32 cpus = cpu_offset_count ?: learn_cpu_offsets();
-	__u32 id = bpf_core_type_id_kernel(struct refcount_struct); /* an int at offset 0 */
-	struct bpf_iter_num it;
-	__s64 rss = 0;
-	int *cpu;
+	/*
+	 * Each part is an s32, read as the first member of a kernel struct that
+	 * starts with one (signal_struct's refcount_t sigcnt): a type the
+	 * program uses anyway, since every new kernel type costs libbpf a
+	 * search of the kernel's BTF at load (~1 ms here).
+	 */
+	struct rss_walk w = { .btf_id = bpf_core_type_id_kernel(struct signal_struct) };
 
-	for (int i = 0; i < 3; i++)
-		rss += mm->rss_stat[members[i]].count;
-	bpf_iter_num_new(&it, 0, cpus);
-	while ((cpu = bpf_iter_num_next(&it))) {
-		__u64 off = cpu_offsets[*cpu & (KH_MAX_CPUS - 1)];
-
-		for (int i = 0; i < 3; i++) {
-			__u64 at = (__u64)mm->rss_stat[members[i]].counters + off;
-			struct refcount_struct *part = bpf_rdonly_cast((void *)at, id);
-
-			rss += part->refs.counter;
-		}
+	for (int i = 0; i < 3; i++) {
+		w.pages += mm->rss_stat[members[i]].count;
+		w.counters[i] = (__u64)mm->rss_stat[members[i]].counters;
 	}
-	bpf_iter_num_destroy(&it);
-	return rss > 0 ? rss : 0;
+	bpf_loop(cpus, add_cpu_rss, &w, 0);
+	return w.pages > 0 ? w.pages : 0;
 }
 
 /* local_clock() on this CPU now, or 0 when the loader opened no clock. */
@@ -475,35 +483,63 @@ static __always_inline __u64 pending_runtime(struct task_struct *task)
 	return (now - clock) + (clock_task - exec_start);
 }
 
+struct thread_walk {
+	__u64 head; /* &signal->thread_head */
+	__u64 pos;  /* the current thread's thread_node */
+	__u64 ns;
+};
+
+static long add_thread_runtime(__u64 i, void *ctx)
+{
+	struct thread_walk *w = ctx;
+	struct list_head *pos = (void *)w->pos;
+	struct task_struct *t;
+
+	if (w->pos == w->head || !pos)
+		return 1;
+	t = (void *)(w->pos - bpf_core_field_offset(struct task_struct, thread_node));
+	w->ns += BPF_CORE_READ(t, se.sum_exec_runtime);
+	/* list_head.next is its first member: no relocation to resolve */
+	if (bpf_probe_read_kernel(&w->pos, sizeof(w->pos), pos))
+		return 1;
+	return 0;
+}
+
 /*
  * CPU time of the whole process as CLOCK_PROCESS_CPUTIME_ID sums it: the
  * threads that exited (signal->sum_sched_runtime) plus every live thread's
- * runtime as the scheduler last accounted it, plus the calling thread's
- * time since then.  A thread exiting during the walk can be counted twice
- * or not at all (its time moves into the sum under a lock this walk does
- * not take).
+ * runtime as the scheduler last accounted it (for_each_thread, under the
+ * RCU read lock every non-sleepable program runs in), plus the calling
+ * thread's time since then.  A thread exiting during the walk can be
+ * counted twice or not at all (its time moves into the sum under a lock
+ * this walk does not take).
  */
 static __always_inline __u64 process_cpu_ns(struct task_struct *task)
 {
-	struct bpf_iter_task it;
-	struct task_struct *t;
-	__u64 ns = BPF_CORE_READ(task, signal, sum_sched_runtime) + pending_runtime(task);
+	struct signal_struct *signal = BPF_CORE_READ(task, signal);
+	struct thread_walk w = {
+		.head = (__u64)&signal->thread_head,
+		.pos = (__u64)BPF_CORE_READ(signal, thread_head.next),
+		.ns = BPF_CORE_READ(signal, sum_sched_runtime) + pending_runtime(task),
+	};
 
-	bpf_rcu_read_lock();
-	bpf_iter_task_new(&it, task, KH_TASK_ITER_PROC_THREADS);
-	while ((t = bpf_iter_task_next(&it)))
-		ns += t->se.sum_exec_runtime;
-	bpf_iter_task_destroy(&it);
-	bpf_rcu_read_unlock();
-	return ns;
+	bpf_loop(65536, add_thread_runtime, &w, 0);
+	return w.ns;
 }
 
-/* The process at the probe, and its peaks since the previous sample. */
-static __always_inline void sample_task(struct kh_event *e)
+/*
+ * The process at the probe, and its peaks since the previous sample.  A
+ * global function, so the verifier checks it once instead of at each of
+ * kh_usdt's three sampling probes (11 ms more at every start inlined).
+ */
+__noinline int kh_sample_task(struct kh_event *e)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct mm_struct *mm = task->mm;
 	__u64 threads, pages = 0;
+
+	if (!e)
+		return 0;
 
 	threads = BPF_CORE_READ(task, signal, nr_threads);
 	e->cpu_ns = process_cpu_ns(task);
@@ -518,6 +554,7 @@ static __always_inline void sample_task(struct kh_event *e)
 	peak_threads = threads;
 	peak_resident_pages = pages;
 	e->sampled_ns = bpf_ktime_get_ns();
+	return 0;
 }
 
 static __always_inline struct kh_event *event_reserve(__u32 type, __u32 slot)
@@ -551,7 +588,7 @@ static __always_inline struct kh_event *event_reserve(__u32 type, __u32 slot)
 	e->value_err = 0;
 	if (type == KH_EVENT_SESSION_START || type == KH_EVENT_TRANSITION ||
 	    type == KH_EVENT_SESSION_FINISH)
-		sample_task(e);
+		kh_sample_task(e);
 	return e;
 }
 
