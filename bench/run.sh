@@ -707,7 +707,13 @@ transitions (docs/SCHEMA.md).
   walk took 21 ms of verification alone and put the median at 49–55 ms),
   then about 16 ms registering the uprobes on khprof's own calibration
   sites, then the target's. When successive start-ups hit the slow uprobe
-  registration described under row 3, it is 0.3–1 s.
+  registration described under row 3, it is 0.3–1 s. Taking resource
+  samples in the kernel (exact CPU time, true peaks, identity strings on
+  untouched pages) added about 8 ms to loading: libbpf 1.1 finds every
+  kfunc and kernel struct a program uses by a linear search of the
+  kernel's BTF, about 1 ms each, and the peak watchers and the sleepable
+  identity program are three more programs to load (best of 10 loads of
+  the object: 20.2 ms before, 28.1 ms after).
 - Row 4, whole command ≤1.01×. The scan takes about 40 ms; khprof's fixed
   start-up (row 3) and teardown are about as long again, so timing
   `khprof record` as a whole can never come within 1% of a scan this short.
