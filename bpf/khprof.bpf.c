@@ -38,6 +38,16 @@ __s64 r_state_from_hook;
  */
 __u32 tsc_mult;
 __u32 tsc_shift;
+/*
+ * The traced process, set by the loader once it knows it (0 until then),
+ * and its highest resident pages and thread count since its last sampled
+ * event (docs/SCHEMA.md).  Plain stores, no atomics: a thread created on
+ * another CPU while a transition reads these lands in this interval or the
+ * next, never in neither, because the sample reads the live count too.
+ */
+__u32 traced_tgid;
+__u64 peak_resident_pages;
+__u64 peak_threads;
 
 #define RT_CONSISTENT 0
 
@@ -80,6 +90,47 @@ struct {
  */
 extern void bpf_preempt_disable(void) __ksym;
 extern void bpf_preempt_enable(void) __ksym;
+
+/*
+ * kh_usdt_identity is sleepable so that identity strings on pages the
+ * program never touched are faulted in (bpf_copy_from_user_str, Linux 6.12).
+ */
+extern int bpf_copy_from_user_str(void *dst, __u32 dst__sz, const void *unsafe_ptr__ign,
+				  __u64 flags) __ksym;
+/*
+ * Few kfuncs: libbpf 1.1 finds each one by a linear search of the kernel's
+ * BTF, about 1 ms apiece here, paid at every start (loops use bpf_loop).
+ */
+extern void *bpf_rdonly_cast(const void *obj__ign, __u32 btf_id__k) __ksym;
+
+/*
+ * Each CPU's per-CPU offset (__per_cpu_offset[cpu]), to find the CPUs'
+ * copies of a per-CPU counter.  This kernel has no data symbols in
+ * kallsyms, so typed per-CPU ksyms (this_cpu_off) do not load; instead the
+ * offsets are learned once from a per-CPU array of our own: the kernel
+ * hands out each CPU's copy of its element, and the array holds the
+ * element's per-CPU address.
+ */
+#define KH_MAX_CPUS 1024
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} cpu_offset_probe SEC(".maps");
+__u64 cpu_offsets[KH_MAX_CPUS];
+__u32 cpu_offset_count; /* 0 until learned */
+
+/*
+ * One cpu-clock perf event per CPU (counting only, no timer), opened by the
+ * loader: reading one makes the kernel store local_clock() in it, the clock
+ * the scheduler's rq->clock is taken from, which no BPF helper returns.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} sched_clocks SEC(".maps");
 
 static __always_inline struct kh_slot_stats *stats_of(__u32 slot)
 {
@@ -312,21 +363,198 @@ static __always_inline void add_input(bool units, __u64 n)
 	bpf_preempt_enable();
 }
 
-/* VmRSS counts file, anon and shmem pages: the counters /proc reads. */
-static __always_inline void sample_task(struct kh_event *e)
+/* A pointer's value as a number (the verifier keeps pointer types apart). */
+static __always_inline __u64 address_of(const void *p)
+{
+	const void *slot = p;
+	__u64 value = 0;
+
+	bpf_probe_read_kernel(&value, sizeof(value), &slot);
+	return value;
+}
+
+static long learn_cpu_offset(__u64 cpu, void *ctx)
+{
+	__u64 *base = ctx;
+	__u32 zero = 0;
+	void *copy = bpf_map_lookup_percpu_elem(&cpu_offset_probe, &zero, (__u32)cpu);
+
+	if (!copy || cpu >= KH_MAX_CPUS)
+		return 1; /* past the last possible CPU */
+	cpu_offsets[cpu] = address_of(copy) - *base;
+	cpu_offset_count = cpu + 1;
+	return 0;
+}
+
+static __always_inline __u32 learn_cpu_offsets(void)
+{
+	struct bpf_array *array = (void *)address_of(&cpu_offset_probe);
+	__u64 base = address_of(BPF_CORE_READ(array, pptrs[0]));
+
+	bpf_loop(KH_MAX_CPUS, learn_cpu_offset, &base, 0);
+	return cpu_offset_count;
+}
+
+struct rss_walk {
+	__u64 counters[3]; /* per-CPU addresses of the file, anon, shmem parts */
+	__u32 btf_id;
+	__s64 pages;
+};
+
+static long add_cpu_rss(__u64 cpu, void *ctx)
+{
+	struct rss_walk *w = ctx;
+	__u64 off = cpu_offsets[cpu & (KH_MAX_CPUS - 1)];
+
+	for (int i = 0; i < 3; i++) {
+		struct signal_struct *part =
+			bpf_rdonly_cast((void *)(w->counters[i] + off), w->btf_id);
+
+		w->pages += part->sigcnt.refs.counter;
+	}
+	return 0;
+}
+
+/*
+ * VmRSS counts file, anon and shmem pages, each a per-CPU counter that
+ * /proc sums exactly (percpu_counter_sum): the folded totals alone trail it
+ * by up to the batch (32 pages here) per CPU and counter, which made the
+ * samples of a short state all equal.  So the CPUs' copies are added too.
+ * Plain loads, not bpf_probe_read_kernel: this runs at every page fault of
+ * the traced process (kh_rss_stat), where the helper calls cost it ~400 ns
+ * per fault here.
+ */
+static __always_inline __u64 resident_pages_of(struct mm_struct *mm)
+{
+	static const int members[3] = { MM_FILEPAGES, MM_ANONPAGES, MM_SHMEMPAGES };
+	__u32 cpus = cpu_offset_count ?: learn_cpu_offsets();
+	/*
+	 * Each part is an s32, read as the first member of a kernel struct that
+	 * starts with one (signal_struct's refcount_t sigcnt): a type the
+	 * program uses anyway, since every new kernel type costs libbpf a
+	 * search of the kernel's BTF at load (~1 ms here).
+	 */
+	struct rss_walk w = { .btf_id = bpf_core_type_id_kernel(struct signal_struct) };
+
+	for (int i = 0; i < 3; i++) {
+		w.pages += mm->rss_stat[members[i]].count;
+		w.counters[i] = (__u64)mm->rss_stat[members[i]].counters;
+	}
+	bpf_loop(cpus, add_cpu_rss, &w, 0);
+	return w.pages > 0 ? w.pages : 0;
+}
+
+/* local_clock() on this CPU now, or 0 when the loader opened no clock. */
+static __always_inline __u64 sched_clock_now(void)
+{
+	struct bpf_array *array = (void *)address_of(&sched_clocks);
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct bpf_perf_event_value value;
+	struct bpf_event_entry *entry = NULL;
+	__u64 now = 0;
+
+	if (bpf_perf_event_read_value(&sched_clocks, BPF_F_CURRENT_CPU, &value, sizeof(value)))
+		return 0;
+	bpf_probe_read_kernel(&entry, sizeof(entry), &array->ptrs[0] + cpu);
+	if (entry)
+		bpf_probe_read_kernel(&now, sizeof(now), &BPF_CORE_READ(entry, event)->hw.prev_count);
+	return now;
+}
+
+/*
+ * The running thread's time since the scheduler last accounted it, which
+ * update_curr() would add now: what CLOCK_PROCESS_CPUTIME_ID adds for the
+ * calling thread.  Without it a state shorter than a tick (4 ms here) spent
+ * on CPU showed no CPU time at all.  Steal time since the runqueue's clock
+ * last moved (microseconds) is not taken off, as the kernel would.
+ */
+static __always_inline __u64 pending_runtime(struct task_struct *task)
+{
+	struct rq *rq = BPF_CORE_READ(task, se.cfs_rq, rq);
+	__u64 now = sched_clock_now(), clock, clock_task, exec_start;
+
+	if (!now || !rq || BPF_CORE_READ(rq, curr) != task)
+		return 0;
+	clock = BPF_CORE_READ(rq, clock);
+	clock_task = BPF_CORE_READ(rq, clock_task);
+	exec_start = BPF_CORE_READ(task, se.exec_start);
+	if (now < clock || clock_task < exec_start)
+		return 0;
+	return (now - clock) + (clock_task - exec_start);
+}
+
+struct thread_walk {
+	__u64 head; /* &signal->thread_head */
+	__u64 pos;  /* the current thread's thread_node */
+	__u64 ns;
+};
+
+static long add_thread_runtime(__u64 i, void *ctx)
+{
+	struct thread_walk *w = ctx;
+	struct list_head *pos = (void *)w->pos;
+	struct task_struct *t;
+
+	if (w->pos == w->head || !pos)
+		return 1;
+	t = (void *)(w->pos - bpf_core_field_offset(struct task_struct, thread_node));
+	w->ns += BPF_CORE_READ(t, se.sum_exec_runtime);
+	/* list_head.next is its first member: no relocation to resolve */
+	if (bpf_probe_read_kernel(&w->pos, sizeof(w->pos), pos))
+		return 1;
+	return 0;
+}
+
+/*
+ * CPU time of the whole process as CLOCK_PROCESS_CPUTIME_ID sums it: the
+ * threads that exited (signal->sum_sched_runtime) plus every live thread's
+ * runtime as the scheduler last accounted it (for_each_thread, under the
+ * RCU read lock every non-sleepable program runs in), plus the calling
+ * thread's time since then.  A thread exiting during the walk can be
+ * counted twice or not at all (its time moves into the sum under a lock
+ * this walk does not take).
+ */
+static __always_inline __u64 process_cpu_ns(struct task_struct *task)
+{
+	struct signal_struct *signal = BPF_CORE_READ(task, signal);
+	struct thread_walk w = {
+		.head = (__u64)&signal->thread_head,
+		.pos = (__u64)BPF_CORE_READ(signal, thread_head.next),
+		.ns = BPF_CORE_READ(signal, sum_sched_runtime) + pending_runtime(task),
+	};
+
+	bpf_loop(65536, add_thread_runtime, &w, 0);
+	return w.ns;
+}
+
+/*
+ * The process at the probe, and its peaks since the previous sample.  A
+ * global function, so the verifier checks it once instead of at each of
+ * kh_usdt's three sampling probes (11 ms more at every start inlined).
+ */
+__noinline int kh_sample_task(struct kh_event *e)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct mm_struct *mm = BPF_CORE_READ(task, mm);
-	__s64 rss;
+	struct mm_struct *mm = task->mm;
+	__u64 threads, pages = 0;
 
-	e->threads = BPF_CORE_READ(task, signal, nr_threads);
-	if (!mm)
-		return;
-	e->virtual_pages = BPF_CORE_READ(mm, total_vm);
-	rss = BPF_CORE_READ(mm, rss_stat[MM_FILEPAGES].count) +
-	      BPF_CORE_READ(mm, rss_stat[MM_ANONPAGES].count) +
-	      BPF_CORE_READ(mm, rss_stat[MM_SHMEMPAGES].count);
-	e->resident_pages = rss > 0 ? rss : 0;
+	if (!e)
+		return 0;
+
+	threads = BPF_CORE_READ(task, signal, nr_threads);
+	e->cpu_ns = process_cpu_ns(task);
+	if (mm) {
+		e->virtual_pages = BPF_CORE_READ(mm, total_vm);
+		pages = resident_pages_of(mm);
+	}
+	e->resident_pages = pages;
+	e->threads = threads;
+	e->peak_threads = peak_threads > threads ? peak_threads : threads;
+	e->peak_resident_pages = peak_resident_pages > pages ? peak_resident_pages : pages;
+	peak_threads = threads;
+	peak_resident_pages = pages;
+	e->sampled_ns = bpf_ktime_get_ns();
+	return 0;
 }
 
 static __always_inline struct kh_event *event_reserve(__u32 type, __u32 slot)
@@ -352,9 +580,15 @@ static __always_inline struct kh_event *event_reserve(__u32 type, __u32 slot)
 	e->resident_pages = 0;
 	e->virtual_pages = 0;
 	e->threads = 0;
+	e->cpu_ns = 0;
+	e->peak_resident_pages = 0;
+	e->peak_threads = 0;
+	e->sampled_ns = 0;
+	e->key_err = 0;
+	e->value_err = 0;
 	if (type == KH_EVENT_SESSION_START || type == KH_EVENT_TRANSITION ||
 	    type == KH_EVENT_SESSION_FINISH)
-		sample_task(e);
+		kh_sample_task(e);
 	return e;
 }
 
@@ -410,10 +644,17 @@ static __always_inline void on_identity(__u64 key, __u64 value)
 {
 	struct kh_event *e = event_reserve(KH_EVENT_IDENTITY, active_slot);
 
+	int err;
+
 	if (!e)
 		return;
-	bpf_probe_read_user_str(e->key, sizeof(e->key), (const void *)key);
-	bpf_probe_read_user_str(e->value, sizeof(e->value), (const void *)value);
+	/* Faults the pages in when needed: kh_usdt_identity is sleepable. */
+	e->arg0 = key;
+	e->arg1 = value;
+	err = bpf_copy_from_user_str(e->key, sizeof(e->key), (const void *)key, 0);
+	e->key_err = err < 0 ? err : 0;
+	err = bpf_copy_from_user_str(e->value, sizeof(e->value), (const void *)value, 0);
+	e->value_err = err < 0 ? err : 0;
 	event_submit_lazily(e);
 }
 
@@ -441,8 +682,12 @@ static __always_inline void on_session_finish(__u64 status)
 	event_submit(e);
 }
 
-/* Every keyhog probe site of a file, attached with one uprobe-multi link. */
-SEC("usdt")
+/*
+ * Every keyhog probe site of a file but its identity sites, attached with
+ * one uprobe-multi link.  Not sleepable: sleepable programs may not read
+ * the perf events the CPU-time sample needs (sched_clocks).
+ */
+SEC("uprobe")
 int kh_usdt(struct pt_regs *ctx)
 {
 	long a0 = 0, a1 = 0, a2 = 0;
@@ -478,9 +723,6 @@ int kh_usdt(struct pt_regs *ctx)
 	case KH_PROBE_SESSION_START:
 		on_session_start(a0, a1);
 		break;
-	case KH_PROBE_IDENTITY:
-		on_identity(a0, a1);
-		break;
 	case KH_PROBE_TRANSITION:
 		on_transition(a0);
 		break;
@@ -488,6 +730,22 @@ int kh_usdt(struct pt_regs *ctx)
 		on_session_finish(a0);
 		break;
 	}
+	return 0;
+}
+
+/*
+ * The identity sites of a file, with a link of their own: sleepable, so
+ * that bpf_copy_from_user_str can fault in a string on a page the program
+ * never touched (a version literal in .rodata, the usual case).
+ */
+SEC("uprobe.s")
+int kh_usdt_identity(struct pt_regs *ctx)
+{
+	long key = 0, value = 0;
+
+	bpf_usdt_arg(ctx, 0, &key);
+	bpf_usdt_arg(ctx, 1, &value);
+	on_identity(key, value);
 	return 0;
 }
 
@@ -514,5 +772,41 @@ int kh_loader_state(struct pt_regs *ctx)
 		bpf_send_signal(SIGSTOP);
 	if (e)
 		event_submit(e);
+	return 0;
+}
+
+/*
+ * Peaks between samples.  Every RSS counter change of every process passes
+ * here while khprof traces; all but the traced process's leave at the
+ * first test.
+ */
+SEC("tp_btf/rss_stat")
+int BPF_PROG(kh_rss_stat, struct mm_struct *mm, int member)
+{
+	struct task_struct *task;
+	__u64 pages;
+
+	if (!traced_tgid || (__u32)(bpf_get_current_pid_tgid() >> 32) != traced_tgid)
+		return 0;
+	task = bpf_get_current_task_btf();
+	if (mm != task->mm)
+		return 0; /* a page fault the traced process took in another one's memory */
+	pages = resident_pages_of(mm);
+	if (pages > peak_resident_pages)
+		peak_resident_pages = pages;
+	return 0;
+}
+
+/* After copy_process(): the new thread is already counted. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(kh_process_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u64 threads;
+
+	if (!traced_tgid || child->tgid != (pid_t)traced_tgid)
+		return 0;
+	threads = BPF_CORE_READ(child, signal, nr_threads);
+	if (threads > peak_threads)
+		peak_threads = threads;
 	return 0;
 }

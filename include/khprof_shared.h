@@ -63,6 +63,24 @@ struct kh_event {
 	__u64 threads;
 	char key[KH_IDENTITY_KEY_MAX];
 	char value[KH_IDENTITY_VALUE_MAX];
+	/*
+	 * Appended for exact samples (docs/SCHEMA.md, "How close to the
+	 * transition").  cpu_ns: the process's CPU time at the event, threads
+	 * that already exited included; the peaks: the most resident pages and
+	 * threads since the previous sampled event of the process (threads 0:
+	 * nothing sampled).  sampled_ns: bpf_ktime_get_ns() once the sample is
+	 * read, so sampled_ns - ts_ns is how long after the probe it was taken.
+	 */
+	__u64 cpu_ns;
+	__u64 peak_resident_pages;
+	__u64 peak_threads;
+	__u64 sampled_ns;
+	/*
+	 * Identity events: 0, or the -errno of reading the key or value from
+	 * the program's memory (arg0 and arg1 hold their addresses).
+	 */
+	__s32 key_err;
+	__s32 value_err;
 };
 
 struct kh_stage_stats {

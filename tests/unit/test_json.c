@@ -138,6 +138,14 @@ static void test_extension_round_trips(void **state)
 	assert_int_equal(p.ext.traced_pid, 4242);
 	assert_int_equal(p.ext.session_sequence, 3);
 	assert_int_equal(p.ext.sample_latency_ns_max, 12000);
+	assert_int_equal(p.ext.identity_unreadable, 2);
+	assert_int_equal(p.ext.sample_count, 2);
+	assert_true(p.ext.samples[0].cpu_time_ns.present);
+	assert_int_equal(p.ext.samples[0].cpu_time_ns.value, 1500000);
+	assert_int_equal(p.ext.samples[0].peak_resident_bytes.value, 4096);
+	assert_int_equal(p.ext.samples[0].peak_threads.value, 1);
+	assert_false(p.ext.samples[1].cpu_time_ns.present);
+	assert_false(p.ext.samples[1].peak_threads.present); /* absent means null */
 	json = profile__to_json(&p);
 	assert_string_equal(json, expected);
 	assert_int_equal(profile__from_json(json, &again, err, sizeof(err)), 0);

@@ -544,6 +544,38 @@ static void test_seed_renders_assembled_like_us(void **state)
 	profile__free(&p);
 }
 
+/* Peaks seen between samples raise the maxima; those before the session do not. */
+static void test_fold_peaks(void **state)
+{
+	struct kh_resource_snapshot snap = { .resident_bytes = { true, 4096 },
+					     .thread_count = { true, 2 } };
+	struct kh_sample_ext before = { .peak_resident_bytes = { true, 1 << 30 },
+					.peak_threads = { true, 64 } };
+	struct kh_sample_ext between = { .peak_resident_bytes = { true, 8192 },
+					 .peak_threads = { true, 5 } };
+	struct kh_sample_ext unknown = { 0 };
+	struct kh_profile p;
+
+	(void)state;
+	assert_int_equal(profile__init(&p), 0);
+	assert_int_equal(profile__add_transition(&p, KH_STATE_CREATED, 0, &snap), 0);
+	assert_int_equal(profile__add_sample_ext(&p, &before), 0);
+	assert_int_equal(profile__add_transition(&p, KH_STATE_SCANNING, 10, &snap), 0);
+	assert_int_equal(profile__add_sample_ext(&p, &between), 0);
+	assert_int_equal(profile__add_transition(&p, KH_STATE_COMPLETED, 20, &snap), 0);
+	assert_int_equal(profile__add_sample_ext(&p, &unknown), 0);
+	assert_int_equal(profile__finish(&p, KH_STATE_COMPLETED, 20), 0);
+	assert_int_equal(p.resources.max_observed_resident_bytes.value, 4096);
+	profile__fold_peaks(&p);
+	assert_int_equal(p.resources.max_observed_resident_bytes.value, 8192);
+	assert_int_equal(p.resources.max_observed_threads.value, 5);
+	/* Never lowered: a peak below the samples changes nothing. */
+	p.ext.samples[1].peak_threads.value = 1;
+	profile__fold_peaks(&p);
+	assert_int_equal(p.resources.max_observed_threads.value, 5);
+	profile__free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -563,6 +595,7 @@ int main(void)
 		cmocka_unit_test(test_finish_is_repeatable),
 		cmocka_unit_test(test_cpu_arithmetic_edges),
 		cmocka_unit_test(test_set_mode_marks_extension),
+		cmocka_unit_test(test_fold_peaks),
 		cmocka_unit_test(test_assembled_matches_seed_goldens),
 		cmocka_unit_test(test_seed_renders_assembled_like_us),
 	};

@@ -334,6 +334,108 @@ static void test_unrecorded_session(void **state)
 	sessions__free(&tbl);
 }
 
+/* What test_samples_from_the_probe checks of its one record. */
+struct sampled {
+	size_t records;
+	struct kh_resource_snapshot snapshots[4];
+	struct kh_sample_ext ext[4];
+	size_t count;
+	struct kh_opt_u64 max_threads, max_rss, state_cpu_ms;
+	uint64_t latency_max, identity_unreadable;
+	char binary_version[32];
+};
+
+static void on_sampled_profile(const struct kh_profile *p, void *ctx)
+{
+	struct sampled *r = ctx;
+
+	r->records++;
+	r->count = p->resource_sample_count;
+	assert_int_equal(p->ext.sample_count, p->resource_sample_count);
+	for (size_t i = 0; i < p->resource_sample_count && i < 4; i++) {
+		r->snapshots[i] = p->resource_samples[i].snapshot;
+		r->ext[i] = p->ext.samples[i];
+	}
+	r->max_threads = p->resources.max_observed_threads;
+	r->max_rss = p->resources.max_observed_resident_bytes;
+	r->state_cpu_ms = p->states[1].cpu_time_ms;
+	r->latency_max = p->ext.sample_latency_ns_max;
+	r->identity_unreadable = p->ext.identity_unreadable;
+	snprintf(r->binary_version, sizeof(r->binary_version), "%s", p->identity.binary_version);
+}
+
+static struct kh_event sampled_event(uint32_t type, uint64_t ts, uint64_t arg0, uint64_t cpu_ns,
+				     uint64_t pages, uint64_t threads, uint64_t peak_pages,
+				     uint64_t peak_threads)
+{
+	struct kh_event e = event(type, 1, ts, arg0);
+
+	e.cpu_ns = cpu_ns;
+	e.resident_pages = pages;
+	e.virtual_pages = 2 * pages;
+	e.threads = threads;
+	e.peak_resident_pages = peak_pages;
+	e.peak_threads = peak_threads;
+	e.sampled_ns = ts + 700;
+	return e;
+}
+
+/*
+ * Samples come from the probe: CPU time in ns (the seed's ms truncated),
+ * memory in pages; peaks between samples raise the seed's maxima, except
+ * the first sample's, which are from before the session.
+ */
+static void test_samples_from_the_probe(void **state)
+{
+	struct kh_slot_stats totals = decode_totals(1, 100);
+	struct session_table tbl;
+	struct sampled r = { 0 };
+	struct session_config cfg = {
+		.pid = getpid(), .mode = KH_MODE_BATCH, .trace_start_ns = START_NS,
+		.page_size = 4096, .on_profile = on_sampled_profile, .ctx = &r,
+	};
+	struct kh_event e[] = {
+		sampled_event(KH_EVENT_SESSION_START, START_NS, 0, 1999999, 100, 1, 900, 7),
+		sampled_event(KH_EVENT_TRANSITION, START_NS + 1000000, KH_STATE_SCANNING, 2000001,
+			      110, 1, 110, 1),
+		sampled_event(KH_EVENT_SESSION_FINISH, START_NS + 5000000, KH_STATE_COMPLETED,
+			      4500000, 120, 1, 500, 3),
+	};
+	struct kh_event bad_value = event(KH_EVENT_IDENTITY, 1, START_NS + 10, 0x10);
+
+	(void)state;
+	sessions__init(&tbl, &cfg);
+	sessions__event(&tbl, &e[0], NULL);
+	snprintf(bad_value.key, sizeof(bad_value.key), "binary_version");
+	bad_value.value_err = -14; /* EFAULT */
+	sessions__event(&tbl, &bad_value, NULL);
+	sessions__event(&tbl, &e[1], NULL);
+	sessions__event(&tbl, &e[2], &totals);
+
+	assert_int_equal(r.records, 1);
+	assert_int_equal(r.count, 3);
+	assert_int_equal(r.snapshots[0].cpu_time_ms.value, 1);
+	assert_int_equal(r.snapshots[1].cpu_time_ms.value, 2);
+	assert_int_equal(r.snapshots[2].cpu_time_ms.value, 4);
+	assert_int_equal(r.ext[1].cpu_time_ns.value, 2000001);
+	assert_int_equal(r.snapshots[1].resident_bytes.value, 110 * 4096);
+	assert_int_equal(r.snapshots[1].virtual_bytes.value, 220 * 4096);
+	assert_int_equal(r.snapshots[1].thread_count.value, 1);
+	assert_int_equal(r.ext[2].peak_resident_bytes.value, 500 * 4096);
+	assert_int_equal(r.ext[2].peak_threads.value, 3);
+	/* scanning: 4 - 2 ms of CPU */
+	assert_true(r.state_cpu_ms.present);
+	assert_int_equal(r.state_cpu_ms.value, 2);
+	/* 900 pages and 7 threads were before the session: not its maxima. */
+	assert_int_equal(r.max_rss.value, 500 * 4096);
+	assert_int_equal(r.max_threads.value, 3);
+	assert_int_equal(r.latency_max, 700);
+	/* An unreadable value is counted and leaves the field as it was. */
+	assert_int_equal(r.identity_unreadable, 1);
+	assert_string_equal(r.binary_version, "unknown");
+	sessions__free(&tbl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -344,6 +446,7 @@ int main(void)
 		cmocka_unit_test(test_unrecorded_session),
 		cmocka_unit_test(test_interval_series),
 		cmocka_unit_test(test_no_interval_no_series),
+		cmocka_unit_test(test_samples_from_the_probe),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -631,6 +631,37 @@ static int parse__series(struct parse *ps, const struct jnode *ext, struct kh_se
 	return err ? -EINVAL : 0;
 }
 
+/* The extension's samples; an older record has none. */
+static int parse__ext_samples(struct parse *ps, const struct jnode *ext_node,
+			      struct kh_profile_ext *ext)
+{
+	const struct jnode *array, *node;
+	size_t outer, saved, i = 0;
+
+	if (parse__container(ps, ext_node, "samples", false, true, &array))
+		return -EINVAL;
+	if (!array)
+		return 0;
+	if (parse__alloc(ps, array, sizeof(*ext->samples), (void **)&ext->samples,
+			 &ext->sample_cap))
+		return -EINVAL;
+	outer = path__push_field(ps, "samples");
+	for (node = array->child; node; node = node->next) {
+		struct kh_sample_ext *s = &ext->samples[i];
+
+		if (parse__element(ps, node, i++, &saved))
+			break;
+		if (parse__opt_u64(ps, node, "cpu_time_ns", &s->cpu_time_ns) ||
+		    parse__opt_u64(ps, node, "peak_resident_bytes", &s->peak_resident_bytes) ||
+		    parse__opt_u64(ps, node, "peak_threads", &s->peak_threads))
+			break;
+		path__pop(ps, saved);
+		ext->sample_count++;
+	}
+	path__pop(ps, outer);
+	return ps->failed ? -EINVAL : 0;
+}
+
 static int parse__ext(struct parse *ps, const struct jnode *root, struct kh_profile_ext *ext)
 {
 	const struct jnode *node;
@@ -656,7 +687,9 @@ static int parse__ext(struct parse *ps, const struct jnode *root, struct kh_prof
 	      parse__ext_u64(ps, node, "traced_pid", &ext->traced_pid) ||
 	      parse__ext_u64(ps, node, "session_sequence", &ext->session_sequence) ||
 	      parse__ext_u64(ps, node, "sample_latency_ns_max", &ext->sample_latency_ns_max) ||
-	      parse__series(ps, node, &ext->series);
+	      parse__series(ps, node, &ext->series) ||
+	      parse__ext_u64(ps, node, "identity_unreadable", &ext->identity_unreadable) ||
+	      parse__ext_samples(ps, node, ext);
 	path__pop(ps, saved);
 	return err ? -EINVAL : 0;
 }

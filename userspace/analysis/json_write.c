@@ -346,6 +346,19 @@ static void writer__ext(struct writer *w, const struct kh_profile_ext *ext)
 	writer__u64(w, "sample_latency_ns_max", ext->sample_latency_ns_max);
 	if (ext->series.interval_ns)
 		writer__series(w, &ext->series);
+	writer__u64(w, "identity_unreadable", ext->identity_unreadable);
+	writer__open_member(w, "samples", '[');
+	for (size_t i = 0; i < ext->sample_count; i++) {
+		const struct kh_sample_ext *s = &ext->samples[i];
+
+		writer__next(w);
+		writer__open(w, '{');
+		writer__opt_u64(w, "cpu_time_ns", s->cpu_time_ns);
+		writer__opt_u64(w, "peak_resident_bytes", s->peak_resident_bytes);
+		writer__opt_u64(w, "peak_threads", s->peak_threads);
+		writer__close(w, '}');
+	}
+	writer__close(w, ']');
 	writer__close(w, '}');
 }
 

@@ -34,4 +34,7 @@ void profile__print_notes(const struct kh_profile *p)
 	for (uint32_t d = 0; d < KH_DROP_COUNT; d++)
 		if (p->ext.drops[d])
 			log__warn("%" PRIu64 " %s", p->ext.drops[d], kh_drop__description(d));
+	if (p->ext.identity_unreadable)
+		log__warn("%" PRIu64 " identity probes passed memory that could not be read; "
+			  "their fields keep their earlier values", p->ext.identity_unreadable);
 }

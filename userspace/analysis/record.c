@@ -250,6 +250,7 @@ void profile__free(struct kh_profile *p)
 	free(p->resource_samples);
 	free(p->ext.mode);
 	series__free(&p->ext.series);
+	free(p->ext.samples);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -543,4 +544,27 @@ int profile__set_mode(struct kh_profile *p, uint32_t mode)
 	p->ext.mode = copy;
 	p->ext.present = true;
 	return 0;
+}
+
+int profile__add_sample_ext(struct kh_profile *p, const struct kh_sample_ext *sample)
+{
+	if (array__reserve((void **)&p->ext.samples, &p->ext.sample_cap, p->ext.sample_count + 1,
+			   sizeof(*p->ext.samples)))
+		return -ENOMEM;
+	p->ext.samples[p->ext.sample_count++] = *sample;
+	return 0;
+}
+
+void profile__fold_peaks(struct kh_profile *p)
+{
+	struct kh_resource_usage *r = &p->resources;
+
+	/* The first sample's peaks cover the time before the session began. */
+	for (size_t i = 1; i < p->ext.sample_count; i++) {
+		const struct kh_sample_ext *s = &p->ext.samples[i];
+
+		r->max_observed_resident_bytes =
+			max_option(r->max_observed_resident_bytes, s->peak_resident_bytes);
+		r->max_observed_threads = max_option(r->max_observed_threads, s->peak_threads);
+	}
 }

@@ -185,6 +185,18 @@ int kh_parse_duration_ns(const char *text, uint64_t min, uint64_t max, uint64_t 
 void interval__render_line(const struct kh_interval *iv, char *buf, size_t len);
 
 /*
+ * What khprof knows of one resource sample beyond the seed's snapshot, at
+ * the same index as the profile's resource_samples (docs/SCHEMA.md).  The
+ * peaks cover the time since the previous sample, this one included; null
+ * where khprof sampled /proc itself (its own opening and closing samples).
+ */
+struct kh_sample_ext {
+	struct kh_opt_u64 cpu_time_ns;
+	struct kh_opt_u64 peak_resident_bytes;
+	struct kh_opt_u64 peak_threads;
+};
+
+/*
  * khprof's own fields, written as a trailing "khprof" object.  They say how
  * far the record can be trusted: spans lost, sessions observed only in part,
  * and what the tracing itself cost the traced program.
@@ -203,6 +215,10 @@ struct kh_profile_ext {
 	uint64_t session_sequence;
 	uint64_t sample_latency_ns_max;
 	struct kh_series series;  /* --interval; written only when interval_ns != 0 */
+	uint64_t identity_unreadable; /* identity probes whose key or value could not be read */
+	struct kh_sample_ext *samples;
+	size_t sample_count;
+	size_t sample_cap;
 };
 
 /* RunProfile */
@@ -306,6 +322,20 @@ const struct kh_stage_measurement *profile__find_stage(const struct kh_profile *
  * 0, -EINVAL or -ENOMEM.
  */
 int profile__finish(struct kh_profile *p, uint32_t status, uint64_t wall_time_ns);
+
+/*
+ * Appends the extension's view of the sample profile__add_transition just
+ * added (call it once after each).  0 or -ENOMEM.
+ */
+int profile__add_sample_ext(struct kh_profile *p, const struct kh_sample_ext *sample);
+
+/*
+ * After profile__finish: raises max_observed_resident_bytes and
+ * max_observed_threads to the peaks khprof saw between samples, so they
+ * are the true maxima of the session (docs/SCHEMA.md).  Never lowers them.
+ * The first sample's peaks, from before the session, are left out.
+ */
+void profile__fold_peaks(struct kh_profile *p);
 
 /* Extension mode from an enum kh_trace_mode; marks the extension present. */
 int profile__set_mode(struct kh_profile *p, uint32_t mode);

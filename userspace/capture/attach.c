@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <linux/perf_event.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -71,13 +74,9 @@ static enum kh_probe_kind wanted_kind(const struct tracer *t, const struct usdt_
 	return 0;
 }
 
-/* Links prog to count sites of path and keeps the link until tracer__close. */
-static int link_sites(struct tracer *t, struct bpf_program *prog, const char *path,
-		      const __u64 *offsets, const __u64 *ref_ctr_offsets, const __u64 *cookies,
-		      __u32 count)
+/* Keeps a link (or closes it on failure) until tracer__close. */
+static int keep_link(struct tracer *t, int fd)
 {
-	int fd = compat__uprobe_multi_link(bpf_program__fd(prog), path, offsets, ref_ctr_offsets,
-					   cookies, count, t->pid);
 	int *grown;
 
 	if (fd < 0)
@@ -89,6 +88,73 @@ static int link_sites(struct tracer *t, struct bpf_program *prog, const char *pa
 	}
 	t->link_fds = grown;
 	t->link_fds[t->link_fd_count++] = fd;
+	return 0;
+}
+
+/* Links prog to count sites of path and keeps the link until tracer__close. */
+static int link_sites(struct tracer *t, struct bpf_program *prog, const char *path,
+		      const __u64 *offsets, const __u64 *ref_ctr_offsets, const __u64 *cookies,
+		      __u32 count)
+{
+	return keep_link(t, compat__uprobe_multi_link(bpf_program__fd(prog), path, offsets,
+						      ref_ctr_offsets, cookies, count, t->pid));
+}
+
+/*
+ * A counting cpu-clock event per CPU (no sampling, so no timer), which the
+ * BPF side reads for the scheduler's clock (sched_clock_now); CPUs that are
+ * possible but not online are skipped, they run nothing.
+ */
+static int open_sched_clocks(struct tracer *t)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+	};
+	int map_fd = bpf_map__fd(t->skel->maps.sched_clocks);
+
+	for (int cpu = 0; cpu < t->ncpus; cpu++) {
+		int fd = (int)syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		int err;
+
+		if (fd < 0 && errno == ENODEV)
+			continue;
+		if (fd < 0 || bpf_map_update_elem(map_fd, &cpu, &fd, BPF_ANY)) {
+			err = -errno;
+			if (fd >= 0)
+				close(fd);
+			log__error("cannot open the scheduler clock of CPU %d: %s (khprof needs "
+				   "perf events, CAP_PERFMON)", cpu, strerror(-err));
+			return err;
+		}
+		err = keep_link(t, fd);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * Thread creation and RSS changes of the traced process, for the peaks
+ * between samples (bpf/khprof.bpf.c).  Tracepoint links detach without a
+ * grace period of their own.
+ */
+static int watch_peaks(struct tracer *t, pid_t pid)
+{
+	struct bpf_program *progs[] = { t->skel->progs.kh_rss_stat, t->skel->progs.kh_process_fork };
+
+	t->skel->bss->traced_tgid = (__u32)pid;
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		int err = keep_link(t, bpf_raw_tracepoint_open(NULL, bpf_program__fd(progs[i])));
+
+		if (err) {
+			log__error("cannot watch the threads and memory of process %d: %s "
+				   "(khprof needs tp_btf programs, Linux 5.5 or later)", pid,
+				   strerror(-err));
+			return err;
+		}
+	}
 	return 0;
 }
 
@@ -134,7 +200,7 @@ int attach__object(struct tracer *t, const char *path)
 {
 	struct usdt_note_list notes;
 	__u64 *offsets = NULL, *ref_ctr_offsets = NULL, *cookies = NULL;
-	__u32 count = 0;
+	__u32 count = 0, first_identity, identities;
 	int err;
 
 	err = usdt_notes__read(path, &notes);
@@ -151,32 +217,48 @@ int attach__object(struct tracer *t, const char *path)
 			goto out;
 		}
 	}
+	/*
+	 * Identity sites fill the arrays from the end: they get a link of their
+	 * own to kh_usdt_identity, the sleepable program that can fault their
+	 * strings in (bpf/khprof.bpf.c).
+	 */
+	first_identity = (__u32)notes.count;
 	for (size_t i = 0; i < notes.count; i++) {
 		const struct usdt_note *note = &notes.notes[i];
 		enum kh_probe_kind kind = wanted_kind(t, note);
+		__u32 at;
 
 		if (!kind || !note->file_offset)
 			continue;
-		err = add_spec(t, path, note, kind, &cookies[count]);
+		at = kind == KH_PROBE_IDENTITY ? first_identity - 1 : count;
+		err = add_spec(t, path, note, kind, &cookies[at]);
 		if (err < 0)
 			goto out;
 		if (err > 0)
 			continue;
-		offsets[count] = note->file_offset;
-		ref_ctr_offsets[count] = note->semaphore_offset;
-		count++;
+		offsets[at] = note->file_offset;
+		ref_ctr_offsets[at] = note->semaphore_offset;
+		if (kind == KH_PROBE_IDENTITY)
+			first_identity--;
+		else
+			count++;
 	}
+	identities = (__u32)notes.count - first_identity;
 	err = 0;
-	if (count == 0)
-		goto out;
-	err = link_sites(t, t->skel->progs.kh_usdt, path, offsets, ref_ctr_offsets, cookies,
-			 count);
+	if (count)
+		err = link_sites(t, t->skel->progs.kh_usdt, path, offsets, ref_ctr_offsets, cookies,
+				 count);
+	if (!err && identities)
+		err = link_sites(t, t->skel->progs.kh_usdt_identity, path, offsets + first_identity,
+				 ref_ctr_offsets + first_identity, cookies + first_identity,
+				 identities);
 	if (err) {
 		report_attach_error(path, err);
 		goto out;
 	}
-	log__debug("attached %u probe sites in '%s'", count, path);
-	t->probe_count += count;
+	if (count + identities)
+		log__debug("attached %u probe sites in '%s'", count + identities, path);
+	t->probe_count += count + identities;
 out:
 	free(offsets);
 	free(ref_ctr_offsets);
@@ -237,6 +319,11 @@ int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path)
 		return err;
 	t->pid = pid;
 	t->sessions.cfg.pid = pid;
+	err = open_sched_clocks(t);
+	if (!err)
+		err = watch_peaks(t, pid);
+	if (err)
+		return err;
 	err = attach_object_once(t, exe_path);
 	if (err)
 		return err;

@@ -164,6 +164,8 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 
 	bpf_program__set_expected_attach_type(t->skel->progs.kh_usdt,
 					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(t->skel->progs.kh_usdt_identity,
+					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(t->skel->progs.kh_loader_state,
 					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
 	err = khprof_bpf__load(t->skel);

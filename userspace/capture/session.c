@@ -62,34 +62,49 @@ static bool slot_has_activity(const struct kh_slot_stats *s)
 }
 
 /*
- * Samples are read from /proc when khprof handles the event, like the
- * seed reads them, typically 50-150 us after the transition (the record's
- * sample_latency_ns_max says how late at worst).  The probe handler also
- * read memory and threads at the transition itself; those fill in what
- * /proc no longer has once the process has exited (its finish sample).
- * They are the kernel's folded counters, which can trail /proc's exact sum
- * by the per-CPU batches (a few hundred KiB).
+ * Start, transition and finish probes carry the process as the probe
+ * handler read it (bpf/khprof.bpf.c, sample_task): CPU time in ns, memory
+ * and threads, and the peaks since the previous sample.  Only the samples
+ * khprof takes itself, for sessions it opens or closes, read /proc (CPU
+ * in 10 ms ticks); their extension entry is null.  docs/SCHEMA.md, "How
+ * close to the transition".
  */
-static void sample(struct session_table *tbl, struct open_session *s, const struct kh_event *e,
-		   struct kh_resource_snapshot *snap)
+static void sample(const struct session_table *tbl, struct open_session *s,
+		   const struct kh_event *e, struct kh_resource_snapshot *snap,
+		   struct kh_sample_ext *x)
 {
-	uint64_t latency;
+	uint64_t page = tbl->cfg.page_size;
 
 	memset(snap, 0, sizeof(*snap));
-	procfs__sample(tbl->cfg.pid, snap);
-	if (!e || !e->threads)
+	memset(x, 0, sizeof(*x));
+	if (!e || !e->threads) {
+		procfs__sample(tbl->cfg.pid, snap);
 		return;
-	latency = tracer__now_ns() - e->ts_ns;
-	if (latency > s->profile.ext.sample_latency_ns_max)
-		s->profile.ext.sample_latency_ns_max = latency;
-	if (!snap->resident_bytes.present && e->resident_pages)
-		snap->resident_bytes =
-			(struct kh_opt_u64){ true, e->resident_pages * tbl->cfg.page_size };
-	if (!snap->virtual_bytes.present && e->virtual_pages)
-		snap->virtual_bytes =
-			(struct kh_opt_u64){ true, e->virtual_pages * tbl->cfg.page_size };
-	if (!snap->thread_count.present)
-		snap->thread_count = (struct kh_opt_u64){ true, e->threads };
+	}
+	if (e->sampled_ns > e->ts_ns && e->sampled_ns - e->ts_ns > s->profile.ext.sample_latency_ns_max)
+		s->profile.ext.sample_latency_ns_max = e->sampled_ns - e->ts_ns;
+	snap->cpu_time_ms = (struct kh_opt_u64){ true, e->cpu_ns / 1000000 };
+	snap->resident_bytes = (struct kh_opt_u64){ true, e->resident_pages * page };
+	snap->virtual_bytes = (struct kh_opt_u64){ true, e->virtual_pages * page };
+	snap->thread_count = (struct kh_opt_u64){ true, e->threads };
+	x->cpu_time_ns = (struct kh_opt_u64){ true, e->cpu_ns };
+	x->peak_resident_bytes = (struct kh_opt_u64){ true, e->peak_resident_pages * page };
+	x->peak_threads = (struct kh_opt_u64){ true, e->peak_threads };
+}
+
+/* Session::transition with khprof's view of the sample beside the seed's. */
+static void add_transition(const struct session_table *tbl, struct open_session *s,
+			   uint32_t state, uint64_t elapsed_ns, const struct kh_event *e,
+			   const struct kh_resource_snapshot *given)
+{
+	struct kh_resource_snapshot snap;
+	struct kh_sample_ext x;
+
+	sample(tbl, s, e, &snap, &x);
+	if (given)
+		snap = *given;
+	if (profile__add_transition(&s->profile, state, elapsed_ns, &snap) == 0)
+		profile__add_sample_ext(&s->profile, &x);
 }
 
 static void apply_overrides(const struct session_table *tbl, struct kh_identity *id)
@@ -111,8 +126,6 @@ static uint64_t logical_cpus_of(pid_t pid, uint64_t fallback)
 static void session_begin(struct session_table *tbl, struct open_session *s, uint64_t start_ns,
 			  const char *sequence, bool mid_session, const struct kh_event *e)
 {
-	struct kh_resource_snapshot snap;
-
 	memset(s, 0, sizeof(*s));
 	s->open = true;
 	s->started_mid_session = mid_session;
@@ -124,16 +137,13 @@ static void session_begin(struct session_table *tbl, struct open_session *s, uin
 	s->profile.identity.logical_cpus =
 		logical_cpus_of(tbl->cfg.pid, s->profile.identity.logical_cpus);
 	/* A session khprof opens itself starts when tracing did. */
-	if (!e && tbl->have_first_sample)
-		snap = tbl->first_sample;
-	else
-		sample(tbl, s, e, &snap);
-	profile__add_transition(&s->profile, KH_STATE_CREATED, 0, &snap);
-	if (tbl->cfg.interval_ns) {
+	add_transition(tbl, s, KH_STATE_CREATED, 0, e,
+		       !e && tbl->have_first_sample ? &tbl->first_sample : NULL);
+	if (tbl->cfg.interval_ns && s->profile.resource_sample_count) {
 		s->profile.ext.series.interval_ns = tbl->cfg.interval_ns;
 		s->last_sample_ns = start_ns;
 		s->next_sample_ns = start_ns + tbl->cfg.interval_ns;
-		s->last_cpu_ms = snap.cpu_time_ms;
+		s->last_cpu_ms = s->profile.resource_samples[0].snapshot.cpu_time_ms;
 	}
 }
 
@@ -145,14 +155,11 @@ static uint64_t since(const struct open_session *s, uint64_t ts)
 static void session_transition(struct session_table *tbl, struct open_session *s,
 			       uint32_t state, uint64_t ts, const struct kh_event *e)
 {
-	struct kh_resource_snapshot snap;
-
 	if (state >= KH_STATE_COUNT) {
 		log__warn("ignoring transition to unknown state %u", state);
 		return;
 	}
-	sample(tbl, s, e, &snap);
-	profile__add_transition(&s->profile, state, since(s, ts), &snap);
+	add_transition(tbl, s, state, since(s, ts), e, NULL);
 	s->last_state = state;
 }
 
@@ -265,6 +272,7 @@ static void session_emit(struct session_table *tbl, struct open_session *s,
 	}
 	apply_overrides(tbl, &p->identity);
 	profile__finish(p, status, since(s, end_ns));
+	profile__fold_peaks(p);
 
 	profile__set_mode(p, cfg->mode);
 	p->ext.started_mid_session = s->started_mid_session;
@@ -305,6 +313,22 @@ static void warn_unknown_key_once(struct session_table *tbl, const char *key)
 	log__warn("ignoring identity '%s': not a RunIdentity field or bad value", key);
 }
 
+/*
+ * The BPF side faults identity strings in, so a read fails only for memory
+ * the program cannot read either: said once per probe, and counted.
+ */
+static void identity_unreadable(struct open_session *s, const struct kh_event *e)
+{
+	s->profile.ext.identity_unreadable++;
+	if (e->key_err)
+		log__warn("cannot read an identity key at 0x%" PRIx64 ": %s; its value is "
+			  "ignored", (uint64_t)e->arg0, strerror(-e->key_err));
+	else
+		log__warn("cannot read identity '%s': its value at 0x%" PRIx64 " is unreadable "
+			  "(%s); the field keeps its previous value", e->key, (uint64_t)e->arg1,
+			  strerror(-e->value_err));
+}
+
 bool sessions__event_ends_session(const struct kh_event *e)
 {
 	return e->type == KH_EVENT_SESSION_FINISH;
@@ -337,7 +361,9 @@ void sessions__event(struct session_table *tbl, const struct kh_event *e,
 		break;
 	case KH_EVENT_IDENTITY:
 		s = session_for(tbl, slot);
-		if (identity__set(&s->profile.identity, e->key, e->value) != 0)
+		if (e->key_err || e->value_err)
+			identity_unreadable(s, e);
+		else if (identity__set(&s->profile.identity, e->key, e->value) != 0)
 			warn_unknown_key_once(tbl, e->key);
 		break;
 	case KH_EVENT_TRANSITION:
