@@ -63,6 +63,9 @@ struct {
 
 struct batch_buffer {
 	struct kh_batch_entry entries[KH_BATCH_CAPACITY];
+	/* This CPU's last flush: its TSC and kernel time, to place TSC times at exit. */
+	__u64 anchor_ticks;
+	__u64 anchor_ns;
 };
 
 struct {
@@ -210,6 +213,7 @@ struct batch_walk {
 	__u64 flush_ticks; /* TSC of the flush */
 	bool tsc_ok;       /* the flush gave its TSC and its rate is known */
 	__u32 count;
+	__u32 first;       /* entries before it were counted already */
 };
 
 /*
@@ -248,6 +252,8 @@ static long add_batch_stride(__u64 stride, void *ctx)
 
 		if (index >= walk->count || index >= KH_BATCH_CAPACITY)
 			return 1;
+		if (index < walk->first)
+			continue;
 		e = &walk->buf->entries[index];
 		start_ns = e->start_ns;
 		end_ns = e->end_ns;
@@ -262,11 +268,24 @@ static long add_batch_stride(__u64 stride, void *ctx)
 	return 0;
 }
 
-/* Completed spans, and the input counted since the thread's last batch. */
+static struct kh_thread_info *thread_info_learn(__u64 state_addr, bool abi3);
+static __u32 thread_info_skip(struct kh_thread_info *info, __u64 flushes, __u64 *input_bytes,
+			      __u64 *input_units);
+static void thread_info_mark(struct kh_thread_info *info, __u64 flushes, __u32 count,
+			     __u64 input_bytes, __u64 input_units);
+
+/*
+ * Completed spans, and the input counted since the thread's last batch.
+ * With probe ABI 3 (abi3: flushes given), the thread's buffer is marked as
+ * counted, so that it is not counted again if the thread dies before the
+ * program resets it, and the part an execve that failed drained is skipped.
+ */
 static __always_inline void on_batch(__u64 entries, __u64 count, __u64 input_bytes,
-				     __u64 input_units, __u64 flush_tsc)
+				     __u64 input_units, __u64 flush_tsc, __u64 flushes, bool abi3)
 {
+	struct kh_thread_info *info;
 	struct batch_walk walk;
+	__u64 bytes = input_bytes, units = input_units;
 	__u32 zero = 0, slot;
 
 	walk.now_ns = bpf_ktime_get_ns();
@@ -281,6 +300,8 @@ static __always_inline void on_batch(__u64 entries, __u64 count, __u64 input_byt
 	if (bpf_probe_read_user(walk.buf->entries, count * sizeof(struct kh_batch_entry),
 				(const void *)entries))
 		count = 0;
+	info = thread_info_learn(entries - KH_TS_BATCH_OFF, abi3);
+	walk.first = abi3 && info ? thread_info_skip(info, flushes, &bytes, &units) : 0;
 
 	bpf_preempt_disable();
 	slot = active_slot;
@@ -288,12 +309,18 @@ static __always_inline void on_batch(__u64 entries, __u64 count, __u64 input_byt
 	if (walk.stats) {
 		walk.session_start = slot < KH_MAX_SLOTS ? slot_start_ns[slot] : 0;
 		walk.stats->probe_hits += 1;
-		walk.stats->input_bytes += input_bytes;
-		walk.stats->input_units += input_units;
+		walk.stats->input_bytes += bytes;
+		walk.stats->input_units += units;
 		walk.count = count;
 		bpf_loop((count + BATCH_STRIDE - 1) / BATCH_STRIDE, add_batch_stride, &walk, 0);
 	}
+	if (walk.tsc_ok) {
+		walk.buf->anchor_ticks = walk.flush_ticks;
+		walk.buf->anchor_ns = walk.now_ns;
+	}
 	bpf_preempt_enable();
+	if (abi3 && info)
+		thread_info_mark(info, flushes, count, input_bytes, input_units);
 }
 
 static __always_inline void add_input(bool units, __u64 n)
@@ -382,6 +409,17 @@ static __always_inline void on_session_start(__u64 sequence, __u64 abi_version)
 	__u32 slot = KH_OUTSIDE_SLOT, i;
 	struct kh_event *e;
 
+	/* As the seed's SessionActive: the open session goes on, spans stay in it. */
+	if (active_slot != KH_OUTSIDE_SLOT && active_slot < KH_MAX_SLOTS) {
+		e = event_reserve(KH_EVENT_SESSION_REFUSED, active_slot);
+		if (!e)
+			return;
+		e->arg0 = sequence;
+		e->arg1 = abi_version;
+		event_submit(e);
+		return;
+	}
+
 	/* The lowest free slot; the loader frees a slot once it has read it. */
 	for (i = 1; i < KH_MAX_SLOTS; i++) {
 		if (!slot_busy[i]) {
@@ -461,14 +499,19 @@ int kh_usdt(struct pt_regs *ctx)
 		on_span_exit(a0, a1);
 		break;
 	case KH_PROBE_BATCH: {
-		long a3 = 0, a4 = 0; /* a4: absent before probe ABI 2 */
+		long a3 = 0, a4 = 0, a5 = 0; /* a4: absent before ABI 2, a5 before ABI 3 */
+		bool abi3;
 
 		bpf_usdt_arg(ctx, 2, &a2);
 		bpf_usdt_arg(ctx, 3, &a3);
 		bpf_usdt_arg(ctx, 4, &a4);
-		on_batch(a0, a1, a2, a3, a4);
+		abi3 = bpf_usdt_arg(ctx, 5, &a5) == 0;
+		on_batch(a0, a1, a2, a3, a4, a5, abi3);
 		break;
 	}
+	case KH_PROBE_BATCH_REGISTER:
+		thread_info_learn(a0, true);
+		break;
 	case KH_PROBE_INPUT_BYTES:
 		add_input(false, a0);
 		break;
@@ -514,5 +557,241 @@ int kh_loader_state(struct pt_regs *ctx)
 		bpf_send_signal(SIGSTOP);
 	if (e)
 		event_submit(e);
+	return 0;
+}
+
+/* --- buffers of threads that end (docs/PROBES.md, "Nothing completed is lost") --- */
+
+/* Set by the loader once the target is attached; 0 while calibrating. */
+__u32 traced_tgid;
+/* execve calls that are not the program's: record's own exec of COMMAND. */
+__u32 execs_expected;
+/* The loader saw a batch probe of ABI 2 (no batch_register) in a traced file. */
+__u32 abi2_batch_traced;
+/* Anchor when this CPU never saw a flush: a TSC reading and the kernel time then. */
+__u64 tsc_anchor_ticks;
+__u64 tsc_anchor_ns;
+
+#define NR_EXECVE 59
+#define NR_EXECVEAT 322
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, KH_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, struct kh_thread_info);
+} thread_infos SEC(".maps");
+
+/* The calling thread's record, created with state_addr when it has none. */
+static struct kh_thread_info *thread_info_learn(__u64 state_addr, bool abi3)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct kh_thread_info *info = bpf_map_lookup_elem(&thread_infos, &tid);
+
+	if (!info) {
+		struct kh_thread_info fresh = { .state_addr = state_addr };
+
+		if (bpf_map_update_elem(&thread_infos, &tid, &fresh, BPF_NOEXIST) &&
+		    !bpf_map_lookup_elem(&thread_infos, &tid))
+			return NULL;
+		info = bpf_map_lookup_elem(&thread_infos, &tid);
+		if (!info)
+			return NULL;
+	}
+	info->state_addr = state_addr;
+	if (abi3)
+		info->flags |= KH_THREAD_ABI3;
+	return info;
+}
+
+/* Entries of buffer generation flushes already counted; their input taken off. */
+static __u32 thread_info_skip(struct kh_thread_info *info, __u64 flushes, __u64 *input_bytes,
+			      __u64 *input_units)
+{
+	if (!(info->flags & KH_THREAD_MARKED) || info->marked_flushes != flushes)
+		return 0;
+	*input_bytes = *input_bytes > info->marked_input_bytes
+			       ? *input_bytes - info->marked_input_bytes : 0;
+	*input_units = *input_units > info->marked_input_units
+			       ? *input_units - info->marked_input_units : 0;
+	return info->marked_count;
+}
+
+static void thread_info_mark(struct kh_thread_info *info, __u64 flushes, __u32 count,
+			     __u64 input_bytes, __u64 input_units)
+{
+	info->marked_flushes = flushes;
+	info->marked_count = count;
+	info->marked_input_bytes = input_bytes;
+	info->marked_input_units = input_units;
+	info->flags |= KH_THREAD_MARKED;
+}
+
+/* ticks for ns nanoseconds: the inverse of ticks_to_ns, split against overflow. */
+static __always_inline __u64 ns_to_ticks(__u64 ns)
+{
+	__u32 shift = tsc_shift & 63;
+	__u64 mult = tsc_mult;
+
+	if (!mult || shift >= 32)
+		return 0;
+	return ((ns / mult) << shift) + (((ns % mult) << shift) / mult);
+}
+
+/*
+ * The spans and input left in an ending thread's buffer (it died, or it
+ * is about to exec), read from its memory, which the kernel still maps at
+ * sched_process_exit and at the execve syscall's entry.  The TSC at this
+ * moment is estimated from this CPU's last flush (or the loader's anchor)
+ * and the kernel clock; span lengths do not depend on it.  With mark, the
+ * buffer is marked as counted (an execve that fails goes on with it).
+ */
+static __always_inline void drain_thread(struct kh_thread_info *info, bool mark)
+{
+	__u64 addr = info->state_addr, input[2] = { 0, 0 }, flushes = 0, taken[2];
+	__u64 anchor_ticks = tsc_anchor_ticks, anchor_ns = tsc_anchor_ns, bytes;
+	struct batch_walk walk;
+	__u32 zero = 0, count = 0, slot;
+
+	if (bpf_probe_read_user(&count, sizeof(count), (const void *)(addr + KH_TS_BATCH_COUNT_OFF))) {
+		count_drop(active_slot, KH_DROP_EXIT_UNKNOWN);
+		return;
+	}
+	if (count > KH_BATCH_CAPACITY)
+		count = KH_BATCH_CAPACITY;
+	if (!(info->flags & KH_THREAD_ABI3)) {
+		/* ABI 2: no generation to tell a counted buffer from a new one. */
+		if (count) {
+			bpf_preempt_disable();
+			walk.stats = stats_of(active_slot);
+			if (walk.stats)
+				walk.stats->drops[KH_DROP_EXIT_UNREAD] += count;
+			bpf_preempt_enable();
+		}
+		return;
+	}
+	walk.buf = bpf_map_lookup_elem(&batch_scratch, &zero);
+	if (!walk.buf)
+		return;
+	bytes = (__u64)count * sizeof(struct kh_batch_entry);
+	barrier_var(bytes);
+	if (bytes > sizeof(walk.buf->entries))
+		bytes = sizeof(walk.buf->entries);
+	if (bpf_probe_read_user(input, sizeof(input), (const void *)(addr + KH_TS_INPUT_OFF)) ||
+	    bpf_probe_read_user(&flushes, sizeof(flushes), (const void *)(addr + KH_TS_FLUSHES_OFF)) ||
+	    bpf_probe_read_user(walk.buf->entries, bytes, (const void *)(addr + KH_TS_BATCH_OFF))) {
+		bpf_preempt_disable();
+		walk.stats = stats_of(active_slot);
+		if (walk.stats)
+			walk.stats->drops[KH_DROP_EXIT_UNREAD] += count;
+		bpf_preempt_enable();
+		return;
+	}
+	taken[0] = input[0];
+	taken[1] = input[1];
+	walk.first = thread_info_skip(info, flushes, &input[0], &input[1]);
+	walk.now_ns = bpf_ktime_get_ns();
+	if (walk.buf->anchor_ns) {
+		anchor_ticks = walk.buf->anchor_ticks;
+		anchor_ns = walk.buf->anchor_ns;
+	}
+	walk.tsc_ok = tsc_mult && anchor_ns && walk.now_ns >= anchor_ns;
+	walk.flush_ticks = walk.tsc_ok ? anchor_ticks + ns_to_ticks(walk.now_ns - anchor_ns) : 0;
+
+	bpf_preempt_disable();
+	slot = active_slot;
+	walk.stats = stats_of(slot);
+	if (walk.stats) {
+		walk.session_start = slot < KH_MAX_SLOTS ? slot_start_ns[slot] : 0;
+		walk.stats->input_bytes += input[0];
+		walk.stats->input_units += input[1];
+		walk.count = count;
+		bpf_loop((count + BATCH_STRIDE - 1) / BATCH_STRIDE, add_batch_stride, &walk, 0);
+	}
+	bpf_preempt_enable();
+	if (mark)
+		thread_info_mark(info, flushes, count, taken[0], taken[1]);
+}
+
+/*
+ * Every thread's end: normal exit, exit_group from any thread, a fatal
+ * signal, the other threads of an execve.  On this kernel the tracepoint
+ * fires before the thread lets go of its memory (exit_mm).
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(kh_thread_exit, struct task_struct *task, bool group_dead)
+{
+	struct kh_thread_info *info;
+	struct kh_event *e;
+	__u32 tid;
+
+	if (!traced_tgid || task->tgid != traced_tgid)
+		return 0;
+	tid = task->pid;
+	info = bpf_map_lookup_elem(&thread_infos, &tid);
+	if (info) {
+		drain_thread(info, false);
+		bpf_map_delete_elem(&thread_infos, &tid);
+	} else if (abi2_batch_traced) {
+		count_drop(active_slot, KH_DROP_EXIT_UNKNOWN);
+	}
+	if (!group_dead)
+		return 0;
+	e = event_reserve(KH_EVENT_PROCESS_EXIT, active_slot);
+	if (!e)
+		return 0;
+	e->arg0 = task->exit_code;
+	event_submit(e);
+	return 0;
+}
+
+/* An execve replaces the caller's memory: its buffer is read at the syscall's entry. */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(kh_sys_enter, struct pt_regs *regs, long id)
+{
+	struct kh_thread_info *info;
+	__u64 pid_tgid;
+	__u32 tid;
+
+	if (id != NR_EXECVE && id != NR_EXECVEAT)
+		return 0;
+	pid_tgid = bpf_get_current_pid_tgid();
+	if (!traced_tgid || (__u32)(pid_tgid >> 32) != traced_tgid)
+		return 0;
+	tid = (__u32)pid_tgid;
+	info = bpf_map_lookup_elem(&thread_infos, &tid);
+	if (info)
+		drain_thread(info, true);
+	return 0;
+}
+
+/*
+ * The execve succeeded: the old image's record ends here.  Spans of the new
+ * image go to the calibration slot, which nobody reads any more (khprof
+ * does not trace the new image, docs/PROBES.md).
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(kh_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct kh_event *e;
+	__u32 tid;
+
+	if (!traced_tgid || task->tgid != traced_tgid)
+		return 0;
+	if (execs_expected) {
+		execs_expected--;
+		return 0;
+	}
+	tid = task->pid;
+	bpf_map_delete_elem(&thread_infos, &tid);
+	tid = old_pid;
+	bpf_map_delete_elem(&thread_infos, &tid);
+	e = event_reserve(KH_EVENT_EXEC, active_slot);
+	active_slot = KH_CALIBRATION_SLOT;
+	if (!e)
+		return 0;
+	e->arg0 = old_pid;
+	event_submit(e);
 	return 0;
 }

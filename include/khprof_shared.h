@@ -43,6 +43,9 @@ enum kh_event_type {
 	KH_EVENT_TRANSITION = 3,
 	KH_EVENT_SESSION_FINISH = 4,
 	KH_EVENT_LOADER_STATE = 5, /* the dynamic loader mapped or unmapped objects */
+	KH_EVENT_PROCESS_EXIT = 6,   /* the last thread exited; arg0: its exit_code */
+	KH_EVENT_EXEC = 7,           /* the process ran execve; the old image is gone */
+	KH_EVENT_SESSION_REFUSED = 8, /* session_start while one was open; arg0: sequence */
 };
 
 /* One ring-buffer record; identity events use key and value. */
@@ -80,6 +83,10 @@ enum kh_drop {
 	KH_DROP_SESSION_SLOTS = 3,  /* session started while every slot was unread */
 	KH_DROP_BAD_STAGE = 4,      /* stage or state number out of range */
 	KH_DROP_LATE_BATCH = 5,     /* batched span that ended before its session */
+	/* buffered span of an ending thread that could not be read (or ABI 2) */
+	KH_DROP_EXIT_UNREAD = 6,
+	/* thread of an ABI 2 program that ended with its buffer unknown to khprof */
+	KH_DROP_EXIT_UNKNOWN = 7,
 	KH_DROP_COUNT
 };
 
@@ -109,6 +116,7 @@ enum kh_probe_kind {
 	KH_PROBE_IDENTITY = 8,
 	KH_PROBE_TRANSITION = 9,
 	KH_PROBE_SESSION_FINISH = 10,
+	KH_PROBE_BATCH_REGISTER = 11, /* probe ABI 3 */
 };
 
 /* Argument specs of all attached sites (libbpf's __bpf_usdt_specs map). */
@@ -141,6 +149,49 @@ struct kh_task_stack {
 	__u32 depth;
 	__u32 pad;
 	struct kh_frame frames[KH_KERNEL_SPAN_DEPTH];
+};
+
+/*
+ * Where the fields of the program's struct kh_thread_state
+ * (include/keyhog_profile.h) lie, for the BPF side, which reads a thread's
+ * buffer when the thread dies or execs, and for khprof, which reads them
+ * after a detach.  Checked against the header below.
+ */
+#define KH_TS_BATCH_COUNT_OFF 8
+#define KH_TS_INPUT_OFF 400   /* input_bytes, then input_units */
+#define KH_TS_BATCH_OFF 416
+#define KH_TS_FLUSHES_OFF (KH_TS_BATCH_OFF + KH_BATCH_CAPACITY * 24)
+#ifndef __bpf__
+#include <stddef.h>
+_Static_assert(offsetof(struct kh_thread_state, batch_count) == KH_TS_BATCH_COUNT_OFF, "");
+_Static_assert(offsetof(struct kh_thread_state, input_bytes) == KH_TS_INPUT_OFF, "");
+_Static_assert(offsetof(struct kh_thread_state, input_units) == KH_TS_INPUT_OFF + 8, "");
+_Static_assert(offsetof(struct kh_thread_state, batch) == KH_TS_BATCH_OFF, "");
+_Static_assert(offsetof(struct kh_thread_state, flushes) == KH_TS_FLUSHES_OFF, "");
+_Static_assert(sizeof(struct kh_batch_entry) == 24, "");
+#endif
+
+/*
+ * What the BPF side knows of one thread of the traced process in batch
+ * mode, by thread id (map thread_infos): where its kh_thread_state is, and
+ * which part of its buffer is already counted.
+ */
+#define KH_THREAD_ABI3 1u   /* registered or flushed with probe ABI 3 */
+#define KH_THREAD_MARKED 2u /* the marked_* fields are valid */
+#define KH_MAX_THREADS 16384
+
+struct kh_thread_info {
+	__u64 state_addr;         /* &kh_thread_state in the program */
+	/*
+	 * Of the buffer generation marked_flushes (kh_thread_state.flushes),
+	 * the first marked_count entries and this much input were counted:
+	 * at its flush, or at an execve that then failed.
+	 */
+	__u64 marked_flushes;
+	__u64 marked_input_bytes;
+	__u64 marked_input_units;
+	__u32 marked_count;
+	__u32 flags;
 };
 
 #endif /* KHPROF_SHARED_H */

@@ -665,6 +665,12 @@ static void writer__ext(struct writer *w, const struct kh_profile_ext *ext)
 	writer__u64(w, "traced_pid", ext->traced_pid);
 	writer__u64(w, "session_sequence", ext->session_sequence);
 	writer__u64(w, "sample_latency_ns_max", ext->sample_latency_ns_max);
+	writer__str(w, "process_end", ext->process_end);
+	writer__opt_u64(w, "exit_code", ext->exit_code);
+	writer__opt_u64(w, "exit_signal", ext->exit_signal);
+	writer__u64(w, "refused_session_starts", ext->refused_session_starts);
+	writer__opt_u64(w, "observed_from_unix_ns", ext->observed_from_unix_ns);
+	writer__str(w, "attach_state", ext->attach_state);
 	writer__close(w, '}');
 }
 
@@ -1410,7 +1416,13 @@ static int parse__ext(struct parse *ps, const cJSON *root, struct kh_profile_ext
 	      parse__ext_u64(ps, node, "span_bias_ns", &ext->span_bias_ns) ||
 	      parse__ext_u64(ps, node, "traced_pid", &ext->traced_pid) ||
 	      parse__ext_u64(ps, node, "session_sequence", &ext->session_sequence) ||
-	      parse__ext_u64(ps, node, "sample_latency_ns_max", &ext->sample_latency_ns_max);
+	      parse__ext_u64(ps, node, "sample_latency_ns_max", &ext->sample_latency_ns_max) ||
+	      parse__opt_string(ps, node, "process_end", &ext->process_end) ||
+	      parse__opt_u64(ps, node, "exit_code", &ext->exit_code) ||
+	      parse__opt_u64(ps, node, "exit_signal", &ext->exit_signal) ||
+	      parse__ext_u64(ps, node, "refused_session_starts", &ext->refused_session_starts) ||
+	      parse__opt_u64(ps, node, "observed_from_unix_ns", &ext->observed_from_unix_ns) ||
+	      parse__opt_string(ps, node, "attach_state", &ext->attach_state);
 	path__pop(ps, saved);
 	return err ? -EINVAL : 0;
 }

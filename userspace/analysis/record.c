@@ -45,6 +45,7 @@ _Static_assert(ARRAY_SIZE(daemon_state_names) == KH_DAEMON_COUNT, "one name per 
 static const char *const drop_names[] = {
 	"stack_overflow", "unmatched_exit", "ringbuf_full",
 	"session_slots", "bad_stage", "late_batch",
+	"exit_unread", "exit_unknown",
 };
 _Static_assert(ARRAY_SIZE(drop_names) == KH_DROP_COUNT, "one name per kh_drop");
 
@@ -249,6 +250,8 @@ void profile__free(struct kh_profile *p)
 	free(p->states);
 	free(p->resource_samples);
 	free(p->ext.mode);
+	free(p->ext.process_end);
+	free(p->ext.attach_state);
 	memset(p, 0, sizeof(*p));
 }
 

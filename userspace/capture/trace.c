@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -35,6 +36,8 @@ size_t tracer__records_emitted(const struct tracer *t)
 	return t->sessions.records_emitted;
 }
 
+static void end_sessions(struct tracer *t, int exit_status, uint64_t now);
+
 static int handle_event(void *ctx, void *data, size_t len)
 {
 	struct tracer *t = ctx;
@@ -43,6 +46,25 @@ static int handle_event(void *ctx, void *data, size_t len)
 
 	if (len < sizeof(*e))
 		return 0;
+	if (t->ended) {
+		/* After an execve: the new image is not traced, but must not stay stopped. */
+		if (e->type == KH_EVENT_LOADER_STATE && t->opts.stop_on_loader)
+			kill(t->pid, SIGCONT);
+		return 0;
+	}
+	if (e->type == KH_EVENT_PROCESS_EXIT) {
+		sessions__process_ended(&t->sessions, (int)e->arg0);
+		return 0;
+	}
+	if (e->type == KH_EVENT_EXEC) {
+		/* The old image's records end here; the new image is not traced. */
+		log__note("PID %d ran execve: its records end there and the new program is "
+			  "not traced (docs/PROBES.md)", t->pid);
+		sessions__process_execed(&t->sessions);
+		end_sessions(t, 0, e->ts_ns);
+		t->ended = true;
+		return 0;
+	}
 	if (e->type == KH_EVENT_LOADER_STATE) {
 		tracer__attach_mapped(t);
 		if (t->opts.stop_on_loader)
@@ -75,21 +97,82 @@ int tracer__epoll_fd(const struct tracer *t)
 	return t->rb ? ring_buffer__epoll_fd(t->rb) : -1;
 }
 
-void tracer__finish(struct tracer *t, int exit_status)
+/* Adds what was read from the buffers after a detach to the totals of its slot. */
+static void add_detached(struct tracer *t, uint32_t slot, struct kh_slot_stats *totals)
 {
-	uint64_t now = tracer__now_ns();
+	const struct kh_slot_stats *d = &t->detached_totals;
+
+	if (!t->detached || slot != t->detached_slot)
+		return;
+	for (int s = 0; s < KH_STAGE_COUNT; s++) {
+		totals->stages[s].elapsed_ns += d->stages[s].elapsed_ns;
+		totals->stages[s].calls += d->stages[s].calls;
+		totals->stages[s].attributed_ns += d->stages[s].attributed_ns;
+		totals->stages[s].attributed_calls += d->stages[s].attributed_calls;
+	}
+	totals->input_bytes += d->input_bytes;
+	totals->input_units += d->input_units;
+	for (int i = 0; i < KH_DROP_COUNT; i++)
+		totals->drops[i] += d->drops[i];
+}
+
+/* Closes the sessions still open at now, and the whole-trace record if due. */
+static void end_sessions(struct tracer *t, int exit_status, uint64_t now)
+{
 	struct kh_slot_stats totals;
 
-	if (t->rb)
-		ring_buffer__consume(t->rb);
 	for (uint32_t slot = 0; slot < KH_MAX_SLOTS; slot++) {
 		if (!sessions__is_open(&t->sessions, slot))
 			continue;
 		take_slot(t, slot, &totals);
+		add_detached(t, slot, &totals);
 		sessions__end(&t->sessions, slot, exit_status, now, &totals);
 	}
 	if (sessions__none_seen(&t->sessions) &&
-	    tracer__read_slot(t, KH_OUTSIDE_SLOT, &totals, false) == 0)
+	    tracer__read_slot(t, KH_OUTSIDE_SLOT, &totals, false) == 0) {
 		/* Spans but no session probes: one record for the whole trace. */
+		add_detached(t, KH_OUTSIDE_SLOT, &totals);
 		sessions__end_whole_trace(&t->sessions, exit_status, now, &totals);
+	}
+}
+
+void tracer__process_ended(struct tracer *t, int wait_status)
+{
+	sessions__process_ended(&t->sessions, wait_status);
+}
+
+void tracer__finish(struct tracer *t, int exit_status)
+{
+	uint64_t now = tracer__now_ns();
+
+	if (t->rb)
+		ring_buffer__consume(t->rb);
+	if (t->ended)
+		return;
+	/* A whole-trace record of a process that ended says how. */
+	if (exit_status >= 0 && t->sessions.end == SESSION_END_EXIT)
+		exit_status = t->sessions.end_code;
+	else if (exit_status >= 0 && t->sessions.end == SESSION_END_SIGNAL)
+		exit_status = 128 + t->sessions.end_code;
+	end_sessions(t, exit_status, t->detached ? t->detach_ns : now);
+	t->ended = true;
+}
+
+void tracer__detach(struct tracer *t)
+{
+	uint64_t detach_ns = tracer__now_ns();
+
+	for (size_t i = 0; i < t->link_fd_count; i++)
+		close(t->link_fds[i]);
+	t->link_fd_count = 0;
+	for (size_t i = 0; i < sizeof(t->end_links) / sizeof(t->end_links[0]); i++) {
+		bpf_link__destroy(t->end_links[i]);
+		t->end_links[i] = NULL;
+	}
+	if (t->rb)
+		ring_buffer__consume(t->rb);
+	t->detached = true;
+	t->detach_ns = detach_ns;
+	t->detached_slot = t->skel->bss->active_slot;
+	drain__detached(t, detach_ns);
 }

@@ -32,10 +32,24 @@ struct tracer {
 	uint32_t spec_count;
 	size_t probe_count;
 	struct session_table sessions;
+	struct bpf_link *end_links[3]; /* thread exit, execve entry, exec */
+	bool ended;                    /* the records are written (exec) */
+	bool detached;
+	uint64_t detach_ns;            /* when tracer__detach began */
+	/* Spans read from the buffers after a detach, for the session of detached_slot. */
+	struct kh_slot_stats detached_totals;
+	uint32_t detached_slot;
+	bool abi2_batch;               /* a traced file has ABI 2 batch probes */
 };
 
 /* attach.c: all wanted keyhog sites of one file, in one uprobe-multi link. */
 int attach__object(struct tracer *t, const char *path);
+/* attach.c: watches thread ends and execve of the traced process. */
+int attach__process_end(struct tracer *t);
+/* attach.c: once the probes are live, the state of a session already open. */
+void attach__join_session(struct tracer *t);
+/* drain.c: reads the threads' buffers of a process khprof has detached from. */
+void drain__detached(struct tracer *t, uint64_t detach_ns);
 /* calibrate.c: learns span cost and bias by tracing khprof itself. */
 int calibrate__run(struct tracer *t);
 /* trace.c: one slot's totals over the CPUs; with reset, zeroed afterwards. */

@@ -122,6 +122,11 @@ static const char *const drop_descriptions[KH_DROP_COUNT] = {
 	[KH_DROP_SESSION_SLOTS] = "sessions were not recorded: every session slot was unread",
 	[KH_DROP_BAD_STAGE] = "spans named a stage number outside the seed's 25 stages",
 	[KH_DROP_LATE_BATCH] = "batched spans ended before their session and were not counted",
+	[KH_DROP_EXIT_UNREAD] = "buffered spans of ending threads could not be read (or the "
+				"program uses probe ABI 2: rebuild it with today's keyhog_profile.h)",
+	[KH_DROP_EXIT_UNKNOWN] = "threads ended with buffers khprof could not find; their last "
+				 "spans, if any, are missing (probe ABI 2: rebuild it with "
+				 "today's keyhog_profile.h)",
 };
 
 /* PATH for the first record, PATH with ".N" before the extension after. */
@@ -144,9 +149,23 @@ void print_profile_notes(const struct kh_profile *p)
 	if (p->ext.started_mid_session)
 		log__note("profile started mid-session: khprof attached after the session "
 			  "began, so earlier work is not in it");
-	if (p->ext.ended_mid_session)
+	if (p->ext.ended_mid_session && p->ext.process_end &&
+	    strcmp(p->ext.process_end, "signal") == 0)
+		log__note("profile ended mid-session: the program was killed by signal %" PRIu64,
+			  p->ext.exit_signal.value);
+	else if (p->ext.ended_mid_session && p->ext.process_end &&
+		 strcmp(p->ext.process_end, "exec") == 0)
+		log__note("profile ended mid-session: the program ran execve");
+	else if (p->ext.ended_mid_session && p->ext.process_end)
+		log__note("profile ended mid-session: the program exited with code %" PRIu64
+			  " inside the session", p->ext.exit_code.value);
+	else if (p->ext.ended_mid_session)
 		log__note("profile ended mid-session: the session had not finished when "
 			  "tracing stopped");
+	if (p->ext.refused_session_starts)
+		log__warn("%" PRIu64 " KH_SESSION_START calls while this session was open were "
+			  "refused, as the seed refuses them (SessionActive)",
+			  p->ext.refused_session_starts);
 	for (int d = 0; d < KH_DROP_COUNT; d++)
 		if (p->ext.drops[d])
 			log__warn("%" PRIu64 " %s", p->ext.drops[d], drop_descriptions[d]);
@@ -592,6 +611,15 @@ static int record_once(const struct trace_cli *cli, char **cmd_argv, const char 
 	}
 
 	loop__run(&loop, t, pid, 0);
+	/* How it ended, before the records are written; reaped below. */
+	{
+		siginfo_t info = { 0 };
+
+		if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) == 0)
+			tracer__process_ended(t, info.si_code == CLD_EXITED
+							 ? (info.si_status & 0xff) << 8
+							 : info.si_status & 0x7f);
+	}
 	tracer__finish(t, 0); /* sessions still open when it exits did not finish */
 	if (waitpid(pid, &status, 0) < 0) {
 		log__error("cannot wait for '%s': %s", path, strerror(errno));
@@ -856,6 +884,7 @@ int cmd_attach(int argc, char **argv)
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", cli.pid);
 
 	trace_options_from(&cli, cli.output, &out, &opts);
+	opts.joins_running_process = true;
 	if (tracer__open(&t, &opts))
 		return KHPROF_EXIT_FAILURE;
 	sigprocmask(SIG_SETMASK, NULL, &old_mask);
@@ -877,6 +906,9 @@ int cmd_attach(int argc, char **argv)
 	if (cli.duration_s > 0)
 		deadline = tracer__now_ns() + (uint64_t)(cli.duration_s * 1e9);
 	end = loop__run(&loop, t, 0, deadline);
+	/* Detach first, then read what the threads still buffer (docs/PROBES.md). */
+	if (end != LOOP_PROCESS_EXITED)
+		tracer__detach(t);
 	tracer__finish(t, end == LOOP_PROCESS_EXITED ? 1 : -1);
 	if (tracer__records_emitted(t) == 0)
 		log__note("no keyhog activity seen in PID %d: no record written", cli.pid);

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+/*
+ * After a detach from a live process: the spans its threads completed
+ * while khprof was attached but had not handed over yet are read from
+ * their buffers with process_vm_readv, where the BPF side learned them
+ * (thread_infos), and counted as the BPF side would (buffers.c).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "buffers.h"
+#include "khprof.skel.h"
+#include "log.h"
+#include "tracer_impl.h"
+
+static bool thread_of(pid_t pid, __u32 tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%u", pid, tid);
+	return access(path, F_OK) == 0;
+}
+
+void drain__detached(struct tracer *t, uint64_t detach_ns)
+{
+	int fd = bpf_map__fd(t->skel->maps.thread_infos);
+	struct kh_slot_stats *out = &t->detached_totals;
+	uint32_t slot = t->detached_slot;
+	struct buffer_clock clock = {
+		.tsc_mult = t->skel->bss->tsc_mult,
+		.tsc_shift = t->skel->bss->tsc_shift,
+		.trace_start_ns = t->trace_start_ns,
+		.session_start_ns = slot < KH_MAX_SLOTS ? t->skel->bss->slot_start_ns[slot] : 0,
+		.until_ns = detach_ns,
+	};
+	uint64_t late = 0, unread = 0;
+	__u32 key, next, *prev = NULL;
+
+	memset(out, 0, sizeof(*out));
+	clock.now_ticks = __rdtsc();
+	clock.now_ns = tracer__now_ns();
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		unsigned char state[KH_TS_READ_BYTES];
+		struct kh_thread_info info;
+		struct iovec local = { state, sizeof(state) }, remote;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &info) != 0 || !thread_of(t->pid, key))
+			continue;
+		if (!(info.flags & KH_THREAD_ABI3)) {
+			unread++;
+			continue;
+		}
+		remote = (struct iovec){ (void *)(uintptr_t)info.state_addr, sizeof(state) };
+		if (process_vm_readv(t->pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(state)) {
+			log__debug("cannot read thread %u's buffer: %s", key, strerror(errno));
+			unread++;
+			continue;
+		}
+		late += buffers__account(state, &info, &clock, out);
+	}
+	out->drops[KH_DROP_EXIT_UNKNOWN] += unread;
+	log__debug("after the detach: %" PRIu64 " buffered spans had ended after it", late);
+}
