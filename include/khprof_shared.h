@@ -173,8 +173,9 @@ _Static_assert(sizeof(struct kh_batch_entry) == 24, "");
 
 /*
  * What the BPF side knows of one thread of the traced process in batch
- * mode, by thread id (map thread_infos): where its kh_thread_state is, and
- * which part of its buffer is already counted.
+ * mode (task storage thread_store; the threads are listed by id in
+ * thread_list): where its kh_thread_state is, and which part of its
+ * buffer is already counted.
  */
 #define KH_THREAD_ABI3 1u   /* registered or flushed with probe ABI 3 */
 #define KH_THREAD_MARKED 2u /* the marked_* fields are valid */

@@ -523,8 +523,8 @@ static int wait_exit(pid_t pid)
 }
 
 /*
- * Span mode: a batch still in a live thread's buffer when khprof detaches
- * is never handed over, and these tests detach from live processes.
+ * Span mode, so that these tests check what they are about with one kernel
+ * entry per span; batch mode's detach is checked in test_faults.c.
  */
 static struct child start_attach(const char *pid_text, const char *out)
 {

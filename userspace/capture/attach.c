@@ -234,11 +234,11 @@ static int hook_loader(struct tracer *t, const char *exe)
 	return 0;
 }
 
-static const char *const end_program_names[] = { "thread exit", "execve entry", "exec" };
+static const char *const end_program_names[] = { "thread exit", "execve check", "exec" };
 
 int attach__process_end(struct tracer *t)
 {
-	struct bpf_program *progs[] = { t->skel->progs.kh_thread_exit, t->skel->progs.kh_sys_enter,
+	struct bpf_program *progs[] = { t->skel->progs.kh_thread_exit, t->skel->progs.kh_exec_check,
 					 t->skel->progs.kh_exec };
 
 	_Static_assert(sizeof(progs) / sizeof(progs[0]) ==
@@ -272,7 +272,7 @@ static void forget_own_thread(struct tracer *t)
 {
 	__u32 tid = (__u32)gettid();
 
-	bpf_map_delete_elem(bpf_map__fd(t->skel->maps.thread_infos), &tid);
+	bpf_map_delete_elem(bpf_map__fd(t->skel->maps.thread_list), &tid);
 }
 
 int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path)

@@ -3,12 +3,16 @@
  * After a detach from a live process: the spans its threads completed
  * while khprof was attached but had not handed over yet are read from
  * their buffers with process_vm_readv, where the BPF side learned them
- * (thread_infos), and counted as the BPF side would (buffers.c).
+ * (thread_list; what of each was counted is in its task storage,
+ * thread_store, looked up by a pidfd of the thread), and counted as the
+ * BPF side would (buffers.c).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <x86intrin.h>
@@ -21,6 +25,22 @@
 #include "log.h"
 #include "tracer_impl.h"
 
+/* pidfd_open's flag for a thread that is not its group's leader (Linux 6.9). */
+#define KH_PIDFD_THREAD O_EXCL
+
+/* What the BPF side knows of thread tid; false if it is gone or unknown. */
+static bool thread_info(int store_fd, __u32 tid, struct kh_thread_info *info)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)tid, KH_PIDFD_THREAD);
+	bool found;
+
+	if (pidfd < 0)
+		return false;
+	found = bpf_map_lookup_elem(store_fd, &pidfd, info) == 0;
+	close(pidfd);
+	return found;
+}
+
 static bool thread_of(pid_t pid, __u32 tid)
 {
 	char path[64];
@@ -31,7 +51,8 @@ static bool thread_of(pid_t pid, __u32 tid)
 
 void drain__detached(struct tracer *t, uint64_t detach_ns)
 {
-	int fd = bpf_map__fd(t->skel->maps.thread_infos);
+	int fd = bpf_map__fd(t->skel->maps.thread_list);
+	int store_fd = bpf_map__fd(t->skel->maps.thread_store);
 	struct kh_slot_stats *out = &t->detached_totals;
 	uint32_t slot = t->detached_slot;
 	struct buffer_clock clock = {
@@ -54,7 +75,7 @@ void drain__detached(struct tracer *t, uint64_t detach_ns)
 
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &info) != 0 || !thread_of(t->pid, key))
+		if (!thread_of(t->pid, key) || !thread_info(store_fd, key, &info))
 			continue;
 		if (!(info.flags & KH_THREAD_ABI3)) {
 			unread++;

@@ -169,7 +169,7 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 	bpf_program__set_expected_attach_type(t->skel->progs.kh_loader_state,
 					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
 	/* Only batch mode keeps spans in the process: the rest needs no syscall hook. */
-	bpf_program__set_autoload(t->skel->progs.kh_sys_enter, t->opts.mode == KH_MODE_BATCH);
+	bpf_program__set_autoload(t->skel->progs.kh_exec_check, t->opts.mode == KH_MODE_BATCH);
 	err = khprof_bpf__load(t->skel);
 	if (err) {
 		report_load_error(err);

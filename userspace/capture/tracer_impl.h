@@ -32,7 +32,7 @@ struct tracer {
 	uint32_t spec_count;
 	size_t probe_count;
 	struct session_table sessions;
-	struct bpf_link *end_links[3]; /* thread exit, execve entry, exec */
+	struct bpf_link *end_links[3]; /* thread exit, execve check, exec */
 	bool ended;                    /* the records are written (exec) */
 	bool detached;
 	uint64_t detach_ns;            /* when tracer__detach began */
