@@ -46,6 +46,7 @@ enum kh_event_type {
 	KH_EVENT_PROCESS_EXIT = 6,   /* the last thread exited; arg0: its exit_code */
 	KH_EVENT_EXEC = 7,           /* the process ran execve; the old image is gone */
 	KH_EVENT_SESSION_REFUSED = 8, /* session_start while one was open; arg0: sequence */
+	KH_EVENT_THREAD_BUFFER = 9,   /* struct kh_buffer_event, not struct kh_event */
 };
 
 /* One ring-buffer record; identity events use key and value. */
@@ -193,6 +194,28 @@ struct kh_thread_info {
 	__u64 marked_input_units;
 	__u32 marked_count;
 	__u32 flags;
+};
+
+/* Bytes of a thread's state khprof reads: up to and including `flushes`. */
+#define KH_TS_READ_BYTES (KH_TS_FLUSHES_OFF + 8)
+
+/*
+ * What a thread that died or execed still held in its buffer, as the BPF
+ * side read it; khprof counts it (userspace/capture/buffers.c).
+ */
+struct kh_buffer_event {
+	__u32 type;             /* KH_EVENT_THREAD_BUFFER, where kh_event has its type */
+	__u32 slot;             /* the session slot active then */
+	__u32 tid;
+	__u32 pad;
+	__u64 ts_ns;            /* when it was read: every span in it ended before */
+	__u64 session_start_ns; /* slot_start_ns of the slot */
+	/* A TSC reading of this CPU (its last flush) and the kernel time then; anchor_ns 0: none. */
+	__u64 anchor_ticks;
+	__u64 anchor_ns;
+	struct kh_thread_info info; /* what was counted of it before */
+	/* The first KH_TS_READ_BYTES bytes of its kh_thread_state; entries past batch_count unset. */
+	unsigned char state[KH_TS_READ_BYTES];
 };
 
 #endif /* KHPROF_SHARED_H */

@@ -24,9 +24,6 @@ struct buffer_clock {
 	uint64_t until_ns;         /* spans that ended after it were not observed */
 };
 
-/* Bytes of a thread's state khprof reads: up to and including `flushes`. */
-#define KH_TS_READ_BYTES (KH_TS_FLUSHES_OFF + 8)
-
 /*
  * Adds the spans and input of one thread's state (state: its first
  * KH_TS_READ_BYTES bytes) to *out, skipping what info marks as counted.

@@ -53,21 +53,17 @@ void drain__detached(struct tracer *t, uint64_t detach_ns)
 {
 	int fd = bpf_map__fd(t->skel->maps.thread_list);
 	int store_fd = bpf_map__fd(t->skel->maps.thread_store);
-	struct kh_slot_stats *out = &t->detached_totals;
-	uint32_t slot = t->detached_slot;
-	struct buffer_clock clock = {
-		.tsc_mult = t->skel->bss->tsc_mult,
-		.tsc_shift = t->skel->bss->tsc_shift,
-		.trace_start_ns = t->trace_start_ns,
-		.session_start_ns = slot < KH_MAX_SLOTS ? t->skel->bss->slot_start_ns[slot] : 0,
-		.until_ns = detach_ns,
-	};
+	uint32_t slot = t->skel->bss->active_slot;
+	struct kh_slot_stats *out = &t->pending[slot < KH_MAX_SLOTS ? slot : KH_OUTSIDE_SLOT];
+	struct buffer_clock clock;
 	uint64_t late = 0, unread = 0;
 	__u32 key, next, *prev = NULL;
 
-	memset(out, 0, sizeof(*out));
-	clock.now_ticks = __rdtsc();
-	clock.now_ns = tracer__now_ns();
+	if (slot >= KH_MAX_SLOTS)
+		return; /* after an execve: nobody's session */
+	tracer__buffer_clock(t, __rdtsc(), tracer__now_ns(), &clock);
+	clock.session_start_ns = t->skel->bss->slot_start_ns[slot];
+	clock.until_ns = detach_ns;
 	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
 		unsigned char state[KH_TS_READ_BYTES];
 		struct kh_thread_info info;

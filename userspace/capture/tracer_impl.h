@@ -36,9 +36,11 @@ struct tracer {
 	bool ended;                    /* the records are written (exec) */
 	bool detached;
 	uint64_t detach_ns;            /* when tracer__detach began */
-	/* Spans read from the buffers after a detach, for the session of detached_slot. */
-	struct kh_slot_stats detached_totals;
-	uint32_t detached_slot;
+	/*
+	 * Per session slot, what khprof counted itself (buffers of threads
+	 * that ended, or read after a detach), added when the slot is read.
+	 */
+	struct kh_slot_stats pending[KH_MAX_SLOTS];
 	bool abi2_batch;               /* a traced file has ABI 2 batch probes */
 };
 
@@ -48,6 +50,10 @@ int attach__object(struct tracer *t, const char *path);
 int attach__process_end(struct tracer *t);
 /* attach.c: once the probes are live, the state of a session already open. */
 void attach__join_session(struct tracer *t);
+struct buffer_clock;
+/* trace.c: the clock of TSC times near anchor (anchor_ns 0: the loader's). */
+void tracer__buffer_clock(const struct tracer *t, uint64_t anchor_ticks, uint64_t anchor_ns,
+			  struct buffer_clock *clock);
 /* drain.c: reads the threads' buffers of a process khprof has detached from. */
 void drain__detached(struct tracer *t, uint64_t detach_ns);
 /* calibrate.c: learns span cost and bias by tracing khprof itself. */
