@@ -683,7 +683,7 @@ static __always_inline void count_drops(__u32 slot, enum kh_drop drop, __u64 n)
  */
 static __always_inline void send_buffer(struct kh_thread_info *info, bool mark)
 {
-	__u64 addr = info->state_addr, bytes, flushes;
+	__u64 addr = info->state_addr, bytes, flushes, input[2];
 	struct kh_buffer_event *e;
 	__u32 zero = 0, slot = active_slot, count = 0;
 	struct batch_buffer *scratch;
@@ -696,13 +696,25 @@ static __always_inline void send_buffer(struct kh_thread_info *info, bool mark)
 				    count < KH_BATCH_CAPACITY ? count : KH_BATCH_CAPACITY);
 		return;
 	}
+	/* Most threads end with nothing buffered (pthread_exit flushes): no record. */
+	if (bpf_probe_read_user(&count, sizeof(count), (const void *)(addr + KH_TS_BATCH_COUNT_OFF)) ||
+	    bpf_probe_read_user(input, sizeof(input), (const void *)(addr + KH_TS_INPUT_OFF)) ||
+	    bpf_probe_read_user(&flushes, sizeof(flushes), (const void *)(addr + KH_TS_FLUSHES_OFF))) {
+		count_drop(slot, KH_DROP_EXIT_UNKNOWN);
+		return;
+	}
+	if (!count && !input[0] && !input[1])
+		return;
+	if ((info->flags & KH_THREAD_MARKED) && info->marked_flushes == flushes &&
+	    info->marked_count >= count && info->marked_input_bytes >= input[0] &&
+	    info->marked_input_units >= input[1])
+		return; /* all of it was counted: it died between its flush and the reset */
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		count_drop(slot, KH_DROP_RINGBUF_FULL);
 		return;
 	}
-	if (bpf_probe_read_user(e->state, KH_TS_BATCH_OFF, (const void *)addr) ||
-	    bpf_probe_read_user(&flushes, sizeof(flushes), (const void *)(addr + KH_TS_FLUSHES_OFF))) {
+	if (bpf_probe_read_user(e->state, KH_TS_BATCH_OFF, (const void *)addr)) {
 		bpf_ringbuf_discard(e, 0);
 		count_drop(slot, KH_DROP_EXIT_UNKNOWN);
 		return;
@@ -732,13 +744,10 @@ static __always_inline void send_buffer(struct kh_thread_info *info, bool mark)
 		e->anchor_ns = scratch->anchor_ns;
 	}
 	e->info = *info;
-	if (mark) {
-		__u64 input[2];
-
-		__builtin_memcpy(input, e->state + KH_TS_INPUT_OFF, sizeof(input));
+	if (mark)
 		thread_info_mark(info, flushes, count, input[0], input[1]);
-	}
-	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	/* khprof needs it only by the session's end, whose event wakes it. */
+	event_submit_lazily((struct kh_event *)e);
 }
 
 /*
