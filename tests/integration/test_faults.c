@@ -126,6 +126,33 @@ static void check_scenario(const struct scenario *sc, const char *mode)
 	run_result_free(&r);
 }
 
+/* A program without session probes gets one record for the whole trace, which says how it ended. */
+static void test_whole_trace_record_of_a_crash(void **state)
+{
+	(void)state;
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		char out[PATH_MAX], counts_path[PATH_MAX];
+		char *argv[] = { khprof, "record", "--mode", (char *)modes[m], "-o", out, "--",
+				 FAULTS, "bare_segv", counts_path, SPANS, NULL };
+		struct run_result r;
+		struct kh_profile p;
+
+		snprintf(out, sizeof(out), "%s/bare-%s.json", tmpdir, modes[m]);
+		snprintf(counts_path, sizeof(counts_path), "%s/bare-%s.counts", tmpdir, modes[m]);
+		r = run_cmd(NULL, -1, argv);
+		assert_int_equal(r.exit_code, 128 + SIGSEGV);
+		load_record(out, &p);
+		assert_int_equal(calls_of(&p, KH_STAGE_DECODE), read_counts(counts_path).spans);
+		assert_int_equal(p.status, KH_STATE_FAILED);
+		assert_non_null(p.ext.process_end);
+		assert_string_equal(p.ext.process_end, "signal");
+		assert_int_equal(p.ext.exit_signal.value, SIGSEGV);
+		assert_no_drops(&p);
+		profile__free(&p);
+		run_result_free(&r);
+	}
+}
+
 static void test_fault_matrix(void **state)
 {
 	(void)state;
@@ -336,6 +363,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fault_matrix),
 		cmocka_unit_test(test_second_session_start_refused),
+		cmocka_unit_test(test_whole_trace_record_of_a_crash),
 		cmocka_unit_test(test_killed_from_outside),
 		cmocka_unit_test(test_attach_detach_exact),
 	};

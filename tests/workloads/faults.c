@@ -25,6 +25,7 @@
  *                "spans K" after each span and waits for a line on stdin
  *                before the next; EOF ends the session and the program
  *   twice        N spans, a second KH_SESSION_START, N spans, finish
+ *   bare_segv    N spans without any session probe, then a SIGSEGV
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -148,6 +149,11 @@ int main(int argc, char **argv)
 	spans_per_thread = atol(argv[3]);
 	if (!strcmp(scenario, "wait"))
 		return wait_loop();
+	if (!strcmp(scenario, "bare_segv")) {
+		spans(spans_per_thread);
+		fault();
+		return 1;
+	}
 	begin();
 	if (!strcmp(scenario, "thread_exit_group")) {
 		pthread_create(&thread, NULL, worker_exit_group, NULL);

@@ -214,8 +214,8 @@ static void session_emit(struct session_table *tbl, struct open_session *s,
 	p->ext.tracer_cost_ns = spans * cfg->span_cost_ns;
 	p->ext.span_bias_ns = cfg->span_bias_ns;
 	p->ext.traced_pid = cfg->pid;
-	if (ended_mid_session)
-		note_end(tbl, p);
+	if (ended_mid_session || s == &tbl->slots[KH_OUTSIDE_SLOT])
+		note_end(tbl, p); /* the whole trace ends with the process, too */
 
 	tbl->records_emitted++;
 	if (cfg->on_profile)
