@@ -532,6 +532,21 @@ static int finish_output(const struct output_state *out, int code)
 	return out->write_failed && code == 0 ? KHPROF_EXIT_FAILURE : code;
 }
 
+/*
+ * How the child ended, for its records, before they are written: its
+ * status is peeked at (WNOWAIT) and it is reaped afterwards.
+ */
+static void tell_how_it_ended(struct tracer *t, pid_t pid)
+{
+	siginfo_t info = { 0 };
+
+	if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) != 0)
+		return;
+	/* The wait status waitpid would give. */
+	tracer__process_ended(t, info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8
+							    : info.si_status & 0x7f);
+}
+
 /* Child side of record: wait for the tracer, then exec; report exec errors. */
 static void run_child(int ready_fd, int error_fd, const char *path, char **argv,
 		      const sigset_t *mask)
@@ -615,15 +630,7 @@ static int record_once(const struct trace_cli *cli, char **cmd_argv, const char 
 	}
 
 	loop__run(&loop, t, pid, 0);
-	/* How it ended, before the records are written; reaped below. */
-	{
-		siginfo_t info = { 0 };
-
-		if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) == 0)
-			tracer__process_ended(t, info.si_code == CLD_EXITED
-							 ? (info.si_status & 0xff) << 8
-							 : info.si_status & 0x7f);
-	}
+	tell_how_it_ended(t, pid);
 	tracer__finish(t, 0); /* sessions still open when it exits did not finish */
 	if (waitpid(pid, &status, 0) < 0) {
 		log__error("cannot wait for '%s': %s", path, strerror(errno));
