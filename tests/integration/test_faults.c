@@ -342,6 +342,46 @@ static void test_attach_detach_exact(void **state)
 	close(k.to);
 }
 
+/* khprof attach, then the program is killed: its buffered spans and its end are in the record. */
+static void test_attach_then_killed(void **state)
+{
+	char out[PATH_MAX], counts_path[PATH_MAX], pid_text[16];
+	char *wargv[] = { FAULTS, "wait", counts_path, "0", NULL };
+	char *kargv[] = { khprof, "attach", "-p", pid_text, "-o", out, NULL };
+	struct child w, k;
+	struct kh_profile p;
+	pid_t workload;
+
+	(void)state;
+	snprintf(out, sizeof(out), "%s/attach-killed.json", tmpdir);
+	snprintf(counts_path, sizeof(counts_path), "%s/attach-killed.counts", tmpdir);
+	w = spawn(wargv, false);
+	workload = (pid_t)wait_for(w.from, "ready ");
+	snprintf(pid_text, sizeof(pid_text), "%d", (int)workload);
+	assert_int_equal(wait_for(w.from, "spans "), 1);
+	k = spawn(kargv, true);
+	wait_for(k.from, "khprof: note: attached to PID");
+	for (long i = 2; i <= 5; i++)
+		next_span(&w, i);
+	assert_int_equal(kill(workload, SIGKILL), 0);
+	assert_int_equal(wait_exit(w.pid), 128 + SIGKILL);
+	/* khprof stops by itself when the process is gone. */
+	assert_int_equal(wait_exit(k.pid), 0);
+
+	load_record(out, &p);
+	assert_int_equal(calls_of(&p, KH_STAGE_DECODE), 4);
+	assert_int_equal(p.status, KH_STATE_FAILED);
+	assert_true(p.ext.started_mid_session);
+	assert_string_equal(p.ext.process_end, "signal");
+	assert_int_equal(p.ext.exit_signal.value, SIGKILL);
+	assert_no_drops(&p);
+	profile__free(&p);
+	fclose(w.from);
+	close(w.to);
+	fclose(k.from);
+	close(k.to);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -366,6 +406,7 @@ int main(void)
 		cmocka_unit_test(test_whole_trace_record_of_a_crash),
 		cmocka_unit_test(test_killed_from_outside),
 		cmocka_unit_test(test_attach_detach_exact),
+		cmocka_unit_test(test_attach_then_killed),
 	};
 
 	khprof = tool_path("KH_KHPROF", "build/khprof");
