@@ -35,6 +35,7 @@ struct seen_record {
 	bool observed_from;
 	char attach_state[16];
 	uint64_t created_ns;
+	bool last_rss_known;
 };
 
 struct seen {
@@ -73,6 +74,8 @@ static void on_profile(const struct kh_profile *p, void *ctx)
 	snprintf(r->attach_state, sizeof(r->attach_state), "%s",
 		 p->ext.attach_state ? p->ext.attach_state : "");
 	r->created_ns = p->state_count ? p->states[0].elapsed_ns : UINT64_MAX;
+	r->last_rss_known = p->resource_sample_count &&
+			    p->resource_samples[p->resource_sample_count - 1].snapshot.resident_bytes.present;
 	for (size_t i = 0; i < p->transition_count && i < 16; i++)
 		r->states[i] = p->transitions[i].state;
 }
@@ -279,6 +282,7 @@ static void test_process_end(void **state)
 	assert_int_equal(seen.count, 2);
 	assert_string_equal(seen.records[0].process_end, "");
 	assert_string_equal(seen.records[1].process_end, "signal");
+	assert_true(seen.records[1].last_rss_known); /* this test process's own /proc */
 	assert_true(seen.records[1].exit_signal.present);
 	assert_int_equal(seen.records[1].exit_signal.value, SIGSEGV);
 	assert_false(seen.records[1].exit_code.present);
@@ -296,6 +300,8 @@ static void test_process_end(void **state)
 	sessions__end(&tbl, 1, 0, START_NS + 30, &totals);
 	assert_string_equal(seen.records[0].process_end, "exec");
 	assert_int_equal(seen.records[0].status, KH_STATE_FAILED);
+	/* /proc would describe the new program: the last sample is unknown. */
+	assert_false(seen.records[0].last_rss_known);
 	sessions__free(&tbl);
 }
 

@@ -147,7 +147,14 @@ static void session_transition(struct session_table *tbl, struct open_session *s
 		log__warn("ignoring transition to unknown state %u", state);
 		return;
 	}
-	sample(tbl, s, e, &snap);
+	/*
+	 * After an execve, /proc describes the new program: the old one's
+	 * last sample is left unknown (null) rather than taken from it.
+	 */
+	if (tbl->end == SESSION_END_EXEC && !e)
+		memset(&snap, 0, sizeof(snap));
+	else
+		sample(tbl, s, e, &snap);
 	profile__add_transition(&s->profile, state, since(s, ts), &snap);
 	s->last_state = state;
 }
