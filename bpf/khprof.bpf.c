@@ -711,7 +711,9 @@ static __always_inline void send_buffer(struct kh_thread_info *info, bool mark)
 		return; /* all of it was counted: it died between its flush and the reset */
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		count_drop(slot, KH_DROP_RINGBUF_FULL);
+		/* The ring buffer is full: the spans are lost, and counted as such. */
+		count_drops(slot, KH_DROP_EXIT_UNREAD,
+			    count < KH_BATCH_CAPACITY ? count : KH_BATCH_CAPACITY);
 		return;
 	}
 	if (bpf_probe_read_user(e->state, KH_TS_BATCH_OFF, (const void *)addr)) {

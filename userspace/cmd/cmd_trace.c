@@ -126,8 +126,9 @@ static const char *const drop_descriptions[KH_DROP_COUNT] = {
 	[KH_DROP_SESSION_SLOTS] = "sessions were not recorded: every session slot was unread",
 	[KH_DROP_BAD_STAGE] = "spans named a stage number outside the seed's 25 stages",
 	[KH_DROP_LATE_BATCH] = "batched spans ended before their session and were not counted",
-	[KH_DROP_EXIT_UNREAD] = "buffered spans of ending threads could not be read (or the "
-				"program uses probe ABI 2: rebuild it with today's keyhog_profile.h)",
+	[KH_DROP_EXIT_UNREAD] = "buffered spans of ending threads could not be read or handed "
+				"over (or the program uses probe ABI 2: rebuild it with today's "
+				"keyhog_profile.h)",
 	[KH_DROP_EXIT_UNKNOWN] = "threads ended with buffers khprof could not find; their last "
 				 "spans, if any, are missing (probe ABI 2: rebuild it with "
 				 "today's keyhog_profile.h)",
