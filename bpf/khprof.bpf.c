@@ -73,6 +73,9 @@ struct {
 
 struct batch_buffer {
 	struct kh_batch_entry entries[KH_BATCH_CAPACITY];
+	/* This CPU's last flush: its TSC and kernel time, to place TSC times at exit. */
+	__u64 anchor_ticks;
+	__u64 anchor_ns;
 };
 
 struct {
@@ -261,6 +264,7 @@ struct batch_walk {
 	__u64 flush_ticks; /* TSC of the flush */
 	bool tsc_ok;       /* the flush gave its TSC and its rate is known */
 	__u32 count;
+	__u32 first;       /* the first entry to count: those before were counted */
 };
 
 /*
@@ -299,7 +303,8 @@ static long add_batch_stride(__u64 stride, void *ctx)
 
 		if (index >= walk->count || index >= KH_BATCH_CAPACITY)
 			return 1;
-		e = &walk->buf->entries[index];
+		/* The mask bounds the index for the verifier; the test above already did. */
+		e = &walk->buf->entries[index & (KH_BATCH_CAPACITY - 1)];
 		start_ns = e->start_ns;
 		end_ns = e->end_ns;
 		/* CLOCK_MONOTONIC times are used as they are (docs/PROBES.md). */
@@ -313,10 +318,24 @@ static long add_batch_stride(__u64 stride, void *ctx)
 	return 0;
 }
 
-/* Completed spans, and the input counted since the thread's last batch. */
+struct kh_inputs {
+	__u64 bytes;
+	__u64 units;
+};
+
+int kh_thread_batch(__u64 state_addr, __u64 flushes, __u32 abi3, __u32 count,
+		    struct kh_inputs *inputs);
+
+/*
+ * Completed spans, and the input counted since the thread's last batch.
+ * With probe ABI 3 (abi3: flushes given), the thread's buffer is marked as
+ * counted, so that it is not counted again if the thread dies before the
+ * program resets it, and the part an execve that failed drained is skipped.
+ */
 static __always_inline void on_batch(__u64 entries, __u64 count, __u64 input_bytes,
-				     __u64 input_units, __u64 flush_tsc)
+				     __u64 input_units, __u64 flush_tsc, __u64 flushes, bool abi3)
 {
+	struct kh_inputs inputs = { input_bytes, input_units };
 	struct batch_walk walk;
 	__u32 zero = 0, slot;
 
@@ -332,6 +351,7 @@ static __always_inline void on_batch(__u64 entries, __u64 count, __u64 input_byt
 	if (bpf_probe_read_user(walk.buf->entries, count * sizeof(struct kh_batch_entry),
 				(const void *)entries))
 		count = 0;
+	walk.first = kh_thread_batch(entries - KH_TS_BATCH_OFF, flushes, abi3, count, &inputs);
 
 	bpf_preempt_disable();
 	slot = active_slot;
@@ -339,11 +359,16 @@ static __always_inline void on_batch(__u64 entries, __u64 count, __u64 input_byt
 	if (walk.stats) {
 		walk.session_start = slot < KH_MAX_SLOTS ? slot_start_ns[slot] : 0;
 		walk.stats->probe_hits += 1;
-		walk.stats->input_bytes += input_bytes;
-		walk.stats->input_units += input_units;
+		walk.stats->input_bytes += inputs.bytes;
+		walk.stats->input_units += inputs.units;
 		walk.count = count;
-		bpf_loop((count + BATCH_STRIDE - 1) / BATCH_STRIDE, add_batch_stride, &walk, 0);
+		if (walk.first < count)
+			bpf_loop((count - walk.first + BATCH_STRIDE - 1) / BATCH_STRIDE,
+				 add_batch_stride, &walk, 0);
 	}
+	/* Branch-free: a branch here doubled the states the verifier walks. */
+	walk.buf->anchor_ticks = walk.flush_ticks;
+	walk.buf->anchor_ns = walk.now_ns * walk.tsc_ok;
 	bpf_preempt_enable();
 }
 
@@ -616,6 +641,17 @@ static __always_inline void on_session_start(__u64 sequence, __u64 abi_version)
 	__u32 slot = KH_OUTSIDE_SLOT, i;
 	struct kh_event *e;
 
+	/* As the seed's SessionActive: the open session goes on, spans stay in it. */
+	if (active_slot != KH_OUTSIDE_SLOT && active_slot < KH_MAX_SLOTS) {
+		e = event_reserve(KH_EVENT_SESSION_REFUSED, active_slot);
+		if (!e)
+			return;
+		e->arg0 = sequence;
+		e->arg1 = abi_version;
+		event_submit(e);
+		return;
+	}
+
 	/* The lowest free slot; the loader frees a slot once it has read it. */
 	for (i = 1; i < KH_MAX_SLOTS; i++) {
 		if (!slot_busy[i]) {
@@ -706,14 +742,19 @@ int kh_usdt(struct pt_regs *ctx)
 		on_span_exit(a0, a1);
 		break;
 	case KH_PROBE_BATCH: {
-		long a3 = 0, a4 = 0; /* a4: absent before probe ABI 2 */
+		long a3 = 0, a4 = 0, a5 = 0; /* a4: absent before ABI 2, a5 before ABI 3 */
+		bool abi3;
 
 		bpf_usdt_arg(ctx, 2, &a2);
 		bpf_usdt_arg(ctx, 3, &a3);
 		bpf_usdt_arg(ctx, 4, &a4);
-		on_batch(a0, a1, a2, a3, a4);
+		abi3 = bpf_usdt_arg(ctx, 5, &a5) == 0;
+		on_batch(a0, a1, a2, a3, a4, a5, abi3);
 		break;
 	}
+	case KH_PROBE_BATCH_REGISTER:
+		kh_thread_batch(a0, 0, true, 0, NULL);
+		break;
 	case KH_PROBE_INPUT_BYTES:
 		add_input(false, a0);
 		break;
@@ -808,5 +849,294 @@ int BPF_PROG(kh_process_fork, struct task_struct *parent, struct task_struct *ch
 	threads = BPF_CORE_READ(child, signal, nr_threads);
 	if (threads > peak_threads)
 		peak_threads = threads;
+	return 0;
+}
+
+/* --- buffers of threads that end (docs/PROBES.md, "Nothing completed is lost") --- */
+
+/* traced_tgid (above) is 0 while calibrating: these programs then do nothing. */
+/* execve calls that are not the program's: record's own exec of COMMAND. */
+__u32 execs_expected;
+/*
+ * The loader attached keyhog probes to the current image.  Until then an
+ * execve hands over to the new image instead of ending the records: a
+ * shell wrapper (`sh -c 'exec scanner'`) has no probes, the scanner it
+ * execs is traced from its first instruction.
+ */
+__u32 image_traced;
+/* The loader saw a batch probe of ABI 2 (no batch_register) in a traced file. */
+__u32 abi2_batch_traced;
+/* Anchor when this CPU never saw a flush: a TSC reading and the kernel time then. */
+__u64 tsc_anchor_ticks;
+__u64 tsc_anchor_ns;
+
+/*
+ * Per thread, where its buffer is and what of it was counted: task storage,
+ * which the flush path reaches in a few ns (a hash lookup there cost 2.3 ns
+ * per batched span here, 6% of a span's traced cost).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct kh_thread_info);
+} thread_store SEC(".maps");
+
+/*
+ * The threads that have a buffer, by thread id (value: its address):
+ * written once per thread, so that khprof can find them after a detach.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, KH_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, __u64);
+} thread_list SEC(".maps");
+
+/* The calling thread's record; made, and listed, when it has none for state_addr. */
+static struct kh_thread_info *thread_info_learn(__u64 state_addr, bool abi3)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct kh_thread_info *info = bpf_task_storage_get(&thread_store, task, 0, 0);
+	__u32 tid;
+
+	if (info && info->state_addr == state_addr && (!abi3 || (info->flags & KH_THREAD_ABI3)))
+		return info;
+	info = bpf_task_storage_get(&thread_store, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!info)
+		return NULL;
+	info->state_addr = state_addr;
+	if (abi3)
+		info->flags |= KH_THREAD_ABI3;
+	tid = task->pid;
+	bpf_map_update_elem(&thread_list, &tid, &state_addr, BPF_ANY);
+	return info;
+}
+
+/* Entries of buffer generation flushes already counted; their input taken off. */
+static __u32 thread_info_skip(struct kh_thread_info *info, __u64 flushes, __u64 *input_bytes,
+			      __u64 *input_units)
+{
+	if (!(info->flags & KH_THREAD_MARKED) || info->marked_flushes != flushes)
+		return 0;
+	*input_bytes = *input_bytes > info->marked_input_bytes
+			       ? *input_bytes - info->marked_input_bytes : 0;
+	*input_units = *input_units > info->marked_input_units
+			       ? *input_units - info->marked_input_units : 0;
+	return info->marked_count;
+}
+
+static void thread_info_mark(struct kh_thread_info *info, __u64 flushes, __u32 count,
+			     __u64 input_bytes, __u64 input_units)
+{
+	info->marked_flushes = flushes;
+	info->marked_count = count;
+	info->marked_input_bytes = input_bytes;
+	info->marked_input_units = input_units;
+	info->flags |= KH_THREAD_MARKED;
+}
+
+/*
+ * A batch of the calling thread, whose kh_thread_state is at state_addr:
+ * learns where the buffer is, and with probe ABI 3 (a generation) returns
+ * how many of its count entries were counted already, takes their input
+ * off *inputs and marks the whole batch as counted.  Global, so that the
+ * verifier checks it once on its own: inlined, its branches multiplied the
+ * flush path's states (13,700 instructions walked instead of 4,500: 14 ms
+ * more at every start).  inputs NULL: only learn (batch_register).
+ */
+__noinline int kh_thread_batch(__u64 state_addr, __u64 flushes, __u32 abi3, __u32 count,
+			       struct kh_inputs *inputs)
+{
+	struct kh_thread_info *info = thread_info_learn(state_addr, abi3);
+	struct kh_inputs taken;
+	__u32 first;
+
+	if (!info || !abi3 || !inputs)
+		return 0;
+	taken = *inputs;
+	first = thread_info_skip(info, flushes, &inputs->bytes, &inputs->units);
+	thread_info_mark(info, flushes, count, taken.bytes, taken.units);
+	return first;
+}
+
+static __always_inline void count_drops(__u32 slot, enum kh_drop drop, __u64 n)
+{
+	struct kh_slot_stats *stats;
+
+	bpf_preempt_disable();
+	stats = stats_of(slot);
+	if (stats)
+		stats->drops[drop] += n;
+	bpf_preempt_enable();
+}
+
+/*
+ * What an ending thread still buffers (it died, or it is about to exec),
+ * read from its memory, which the kernel still maps at sched_process_exit
+ * and sched_prepare_exec, and handed to khprof in one ring-buffer record:
+ * khprof counts it as after a detach (userspace/capture/buffers.c), which
+ * keeps these programs small (the verifier walks ~200 instructions instead
+ * of ~2,600 for counting here, 2.5 ms each at every start).  With mark,
+ * the buffer is marked as counted: an execve that fails goes on with it.
+ */
+static __always_inline void send_buffer(struct kh_thread_info *info, bool mark)
+{
+	__u64 addr = info->state_addr, bytes, flushes, input[2];
+	struct kh_buffer_event *e;
+	__u32 zero = 0, slot = active_slot, count = 0;
+	struct batch_buffer *scratch;
+
+	if (!(info->flags & KH_THREAD_ABI3)) {
+		/* ABI 2: no generation to tell a counted buffer from a new one. */
+		if (!bpf_probe_read_user(&count, sizeof(count),
+					 (const void *)(addr + KH_TS_BATCH_COUNT_OFF)) && count)
+			count_drops(slot, KH_DROP_EXIT_UNREAD,
+				    count < KH_BATCH_CAPACITY ? count : KH_BATCH_CAPACITY);
+		return;
+	}
+	/* Most threads end with nothing buffered (pthread_exit flushes): no record. */
+	if (bpf_probe_read_user(&count, sizeof(count), (const void *)(addr + KH_TS_BATCH_COUNT_OFF)) ||
+	    bpf_probe_read_user(input, sizeof(input), (const void *)(addr + KH_TS_INPUT_OFF)) ||
+	    bpf_probe_read_user(&flushes, sizeof(flushes), (const void *)(addr + KH_TS_FLUSHES_OFF))) {
+		count_drop(slot, KH_DROP_EXIT_UNKNOWN);
+		return;
+	}
+	if (!count && !input[0] && !input[1])
+		return;
+	if ((info->flags & KH_THREAD_MARKED) && info->marked_flushes == flushes &&
+	    info->marked_count >= count && info->marked_input_bytes >= input[0] &&
+	    info->marked_input_units >= input[1])
+		return; /* all of it was counted: it died between its flush and the reset */
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		/* The ring buffer is full: the spans are lost, and counted as such. */
+		count_drops(slot, KH_DROP_EXIT_UNREAD,
+			    count < KH_BATCH_CAPACITY ? count : KH_BATCH_CAPACITY);
+		return;
+	}
+	if (bpf_probe_read_user(e->state, KH_TS_BATCH_OFF, (const void *)addr)) {
+		bpf_ringbuf_discard(e, 0);
+		count_drop(slot, KH_DROP_EXIT_UNKNOWN);
+		return;
+	}
+	__builtin_memcpy(&count, e->state + KH_TS_BATCH_COUNT_OFF, sizeof(count));
+	bytes = (__u64)count * sizeof(struct kh_batch_entry);
+	barrier_var(bytes);
+	if (bytes > KH_BATCH_CAPACITY * sizeof(struct kh_batch_entry))
+		bytes = KH_BATCH_CAPACITY * sizeof(struct kh_batch_entry);
+	if (bytes && bpf_probe_read_user(e->state + KH_TS_BATCH_OFF, bytes,
+					 (const void *)(addr + KH_TS_BATCH_OFF))) {
+		bpf_ringbuf_discard(e, 0);
+		count_drops(slot, KH_DROP_EXIT_UNREAD, bytes / sizeof(struct kh_batch_entry));
+		return;
+	}
+	__builtin_memcpy(e->state + KH_TS_FLUSHES_OFF, &flushes, sizeof(flushes));
+	e->type = KH_EVENT_THREAD_BUFFER;
+	e->slot = slot;
+	e->tid = (__u32)bpf_get_current_pid_tgid();
+	e->ts_ns = bpf_ktime_get_ns();
+	e->session_start_ns = slot < KH_MAX_SLOTS ? slot_start_ns[slot & (KH_MAX_SLOTS - 1)] : 0;
+	e->anchor_ticks = tsc_anchor_ticks;
+	e->anchor_ns = tsc_anchor_ns;
+	scratch = bpf_map_lookup_elem(&batch_scratch, &zero);
+	if (scratch && scratch->anchor_ns) {
+		e->anchor_ticks = scratch->anchor_ticks;
+		e->anchor_ns = scratch->anchor_ns;
+	}
+	e->info = *info;
+	if (mark)
+		thread_info_mark(info, flushes, count, input[0], input[1]);
+	/* khprof needs it only by the session's end, whose event wakes it. */
+	event_submit_lazily((struct kh_event *)e);
+}
+
+/*
+ * Every thread's end: normal exit, exit_group from any thread, a fatal
+ * signal, the other threads of an execve.  On this kernel the tracepoint
+ * fires before the thread lets go of its memory (exit_mm).
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(kh_thread_exit, struct task_struct *task, bool group_dead)
+{
+	struct kh_thread_info *info;
+	struct kh_event *e;
+	__u32 tid;
+
+	if (!traced_tgid || task->tgid != traced_tgid)
+		return 0;
+	tid = task->pid;
+	info = bpf_task_storage_get(&thread_store, task, 0, 0);
+	if (info && info->state_addr) {
+		send_buffer(info, false);
+		bpf_map_delete_elem(&thread_list, &tid);
+	} else if (abi2_batch_traced) {
+		count_drop(active_slot, KH_DROP_EXIT_UNKNOWN);
+	}
+	if (!group_dead)
+		return 0;
+	e = event_reserve(KH_EVENT_PROCESS_EXIT, active_slot);
+	if (!e)
+		return 0;
+	e->arg0 = task->exit_code;
+	event_submit(e);
+	return 0;
+}
+
+/*
+ * An execve replaces the caller's memory: its buffer is read at
+ * sched_prepare_exec, which the kernel fires just before the point of no
+ * return, while the old image is still mapped (the tracepoint exists for
+ * this, Linux 6.10).  Not a sys_enter program: with one attached, every
+ * syscall takes the traced slow path, and on this kernel every
+ * optimized-uprobe hit is a syscall (it cost batch mode 1.7 ns per span,
+ * 4%).  An exec can still fail after it; the mark keeps the next flush or
+ * the thread's end from counting the buffer twice.
+ */
+SEC("tp_btf/sched_prepare_exec")
+int BPF_PROG(kh_exec_check, struct task_struct *task, struct linux_binprm *bprm)
+{
+	struct kh_thread_info *info;
+
+	if (!traced_tgid || task->tgid != traced_tgid)
+		return 0;
+	info = bpf_task_storage_get(&thread_store, task, 0, 0);
+	if (info && info->state_addr)
+		send_buffer(info, true);
+	return 0;
+}
+
+/*
+ * The execve succeeded: the old image's record ends here.  Spans of the new
+ * image go to the calibration slot, which nobody reads any more (khprof
+ * does not trace the new image, docs/PROBES.md).
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(kh_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct kh_event *e;
+	__u32 tid;
+
+	if (!traced_tgid || task->tgid != traced_tgid)
+		return 0;
+	if (execs_expected) {
+		execs_expected--;
+		return 0;
+	}
+	if (!image_traced)
+		return 0;
+	/* The thread's buffer went with the old image. */
+	bpf_task_storage_delete(&thread_store, task);
+	tid = task->pid;
+	bpf_map_delete_elem(&thread_list, &tid);
+	tid = old_pid;
+	bpf_map_delete_elem(&thread_list, &tid);
+	e = event_reserve(KH_EVENT_EXEC, active_slot);
+	active_slot = KH_CALIBRATION_SLOT;
+	if (!e)
+		return 0;
+	e->arg0 = old_pid;
+	event_submit(e);
 	return 0;
 }

@@ -79,7 +79,7 @@ enum kh_attribution {
 };
 
 /* Version of the probe ABI described in docs/PROBES.md. */
-#define KH_PROBE_ABI_VERSION 2
+#define KH_PROBE_ABI_VERSION 3
 /* Depth of the per-thread span stack kept in the traced program. */
 #define KH_USER_SPAN_DEPTH 32
 /* Completed spans buffered per thread in batch mode before one probe hands them over. */
@@ -122,6 +122,12 @@ struct kh_thread_state {
 	uint64_t input_bytes; /* batch mode: counted since the thread's last batch */
 	uint64_t input_units;
 	struct kh_batch_entry batch[KH_BATCH_CAPACITY];
+	/*
+	 * Probe ABI 3: batches handed over so far.  The tracer reads the
+	 * buffer of a thread that dies or execs, and this tells it whether
+	 * the buffer is one it has already counted (docs/PROBES.md).
+	 */
+	uint64_t flushes;
 };
 
 #if defined(__x86_64__) && !defined(KH_PROBES_DISABLED)
@@ -147,6 +153,13 @@ union kh_semaphores keyhog_semaphores;
 __attribute__((weak)) __thread struct kh_thread_state kh_thread_state;
 /* Sessions started by this process so far; part of the run id. */
 __attribute__((weak)) uint64_t kh_session_sequence;
+/*
+ * Probe ABI 3: the macro state of the process's session, KH_STATE_COUNT
+ * when none is open, so that a tracer attaching mid-session knows the
+ * state it joins (it reads this word; docs/PROBES.md).  Written only at
+ * session events.
+ */
+__attribute__((weak)) volatile uint32_t kh_current_state = KH_STATE_COUNT;
 
 #define KH__STR_(x) #x
 #define KH__STR(x) KH__STR_(x)
@@ -215,6 +228,12 @@ __attribute__((weak)) uint64_t kh_session_sequence;
 			     :: "nr"((uint64_t)(a1)), "nr"((uint64_t)(a2)),    \
 				"nr"((uint64_t)(a3)), "nr"((uint64_t)(a4)),    \
 				"nr"((uint64_t)(a5)) : "memory")
+#define KH__PROBE6(nop, name, sema, a1, a2, a3, a4, a5, a6)                    \
+	__asm__ __volatile__(KH__SITE_BEGIN(nop) sema                         \
+			     KH__SITE_END(name, "8@%0 8@%1 8@%2 8@%3 8@%4 8@%5") \
+			     :: "nr"((uint64_t)(a1)), "nr"((uint64_t)(a2)),    \
+				"nr"((uint64_t)(a3)), "nr"((uint64_t)(a4)),    \
+				"nr"((uint64_t)(a5)), "nr"((uint64_t)(a6)) : "memory")
 #define KH__PROBE3(nop, name, sema, a1, a2, a3)                                \
 	__asm__ __volatile__(KH__SITE_BEGIN(nop) sema                         \
 			     KH__SITE_END(name, "8@%0 8@%1 8@%2")              \
@@ -259,11 +278,14 @@ KH__ONE_PER_MODULE void kh__batch_flush(void)
 
 	if (t->batch_count == 0 && t->input_bytes == 0 && t->input_units == 0)
 		return;
-	KH__PROBE5(KH__NOP_HOT, "batch", KH__SEMA_BATCH, t->batch, t->batch_count,
-		   t->input_bytes, t->input_units, kh__tsc());
+	KH__PROBE6(KH__NOP_HOT, "batch", KH__SEMA_BATCH, t->batch, t->batch_count,
+		   t->input_bytes, t->input_units, kh__tsc(), t->flushes);
 	t->batch_count = 0;
 	t->input_bytes = 0;
 	t->input_units = 0;
+	/* Last: until here the tracer takes the buffer as the one it was handed. */
+	__asm__ __volatile__("" ::: "memory");
+	t->flushes++;
 }
 
 /*
@@ -291,8 +313,14 @@ __attribute__((unused)) static void kh__batch_key_create(void)
 	atexit(kh__batch_process_exit);
 }
 
+/*
+ * Once per thread, the first time it buffers a span: the `batch_register`
+ * probe tells the tracer where the buffer is, so that it can read what is
+ * left in it when the thread dies, execs or the tracer detaches.
+ */
 __attribute__((noinline, unused)) static void kh__batch_register(struct kh_thread_state *t)
 {
+	KH__PROBE2(KH__NOP_RARE, "batch_register", KH__SEMA_NONE, t, KH_PROBE_ABI_VERSION);
 	t->batch_registered = 1;
 	pthread_once(&kh_batch_key_once, kh__batch_key_create);
 	pthread_setspecific(kh_batch_key, t);
@@ -453,6 +481,9 @@ KH__ONE_PER_MODULE void kh__session_start(void)
 	uint64_t sequence = kh_session_sequence++;
 
 	kh__batch_flush();
+	/* As the seed: a start while a session is open is refused, the state stays. */
+	if (kh_current_state == KH_STATE_COUNT)
+		kh_current_state = KH_STATE_CREATED;
 	KH__PROBE2(KH__NOP_RARE, "session_start", KH__SEMA_NONE, sequence,
 		   KH_PROBE_ABI_VERSION);
 }
@@ -460,12 +491,14 @@ KH__ONE_PER_MODULE void kh__session_start(void)
 KH__ONE_PER_MODULE void kh__transition(uint32_t state)
 {
 	kh__batch_flush();
+	kh_current_state = state;
 	KH__PROBE1(KH__NOP_RARE, "transition", KH__SEMA_NONE, state);
 }
 
 KH__ONE_PER_MODULE void kh__session_finish(uint32_t status)
 {
 	kh__batch_flush();
+	kh_current_state = KH_STATE_COUNT;
 	KH__PROBE1(KH__NOP_RARE, "session_finish", KH__SEMA_NONE, status);
 }
 

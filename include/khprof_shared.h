@@ -43,6 +43,10 @@ enum kh_event_type {
 	KH_EVENT_TRANSITION = 3,
 	KH_EVENT_SESSION_FINISH = 4,
 	KH_EVENT_LOADER_STATE = 5, /* the dynamic loader mapped or unmapped objects */
+	KH_EVENT_PROCESS_EXIT = 6,   /* the last thread exited; arg0: its exit_code */
+	KH_EVENT_EXEC = 7,           /* the process ran execve; the old image is gone */
+	KH_EVENT_SESSION_REFUSED = 8, /* session_start while one was open; arg0: sequence */
+	KH_EVENT_THREAD_BUFFER = 9,   /* struct kh_buffer_event, not struct kh_event */
 };
 
 /* One ring-buffer record; identity events use key and value. */
@@ -98,6 +102,10 @@ enum kh_drop {
 	KH_DROP_SESSION_SLOTS = 3,  /* session started while every slot was unread */
 	KH_DROP_BAD_STAGE = 4,      /* stage or state number out of range */
 	KH_DROP_LATE_BATCH = 5,     /* batched span that ended before its session */
+	/* buffered span of an ending thread that could not be read (or ABI 2) */
+	KH_DROP_EXIT_UNREAD = 6,
+	/* thread of an ABI 2 program that ended with its buffer unknown to khprof */
+	KH_DROP_EXIT_UNKNOWN = 7,
 	KH_DROP_COUNT
 };
 
@@ -127,6 +135,7 @@ enum kh_probe_kind {
 	KH_PROBE_IDENTITY = 8,
 	KH_PROBE_TRANSITION = 9,
 	KH_PROBE_SESSION_FINISH = 10,
+	KH_PROBE_BATCH_REGISTER = 11, /* probe ABI 3 */
 };
 
 /* Argument specs of all attached sites (libbpf's __bpf_usdt_specs map). */
@@ -159,6 +168,72 @@ struct kh_task_stack {
 	__u32 depth;
 	__u32 pad;
 	struct kh_frame frames[KH_KERNEL_SPAN_DEPTH];
+};
+
+/*
+ * Where the fields of the program's struct kh_thread_state
+ * (include/keyhog_profile.h) lie, for the BPF side, which reads a thread's
+ * buffer when the thread dies or execs, and for khprof, which reads them
+ * after a detach.  Checked against the header below.
+ */
+#define KH_TS_BATCH_COUNT_OFF 8
+#define KH_TS_INPUT_OFF 400   /* input_bytes, then input_units */
+#define KH_TS_BATCH_OFF 416
+#define KH_TS_FLUSHES_OFF (KH_TS_BATCH_OFF + KH_BATCH_CAPACITY * 24)
+#ifndef __bpf__
+#include <stddef.h>
+_Static_assert(offsetof(struct kh_thread_state, batch_count) == KH_TS_BATCH_COUNT_OFF, "");
+_Static_assert(offsetof(struct kh_thread_state, input_bytes) == KH_TS_INPUT_OFF, "");
+_Static_assert(offsetof(struct kh_thread_state, input_units) == KH_TS_INPUT_OFF + 8, "");
+_Static_assert(offsetof(struct kh_thread_state, batch) == KH_TS_BATCH_OFF, "");
+_Static_assert(offsetof(struct kh_thread_state, flushes) == KH_TS_FLUSHES_OFF, "");
+_Static_assert(sizeof(struct kh_batch_entry) == 24, "");
+#endif
+
+/*
+ * What the BPF side knows of one thread of the traced process in batch
+ * mode (task storage thread_store; the threads are listed by id in
+ * thread_list): where its kh_thread_state is, and which part of its
+ * buffer is already counted.
+ */
+#define KH_THREAD_ABI3 1u   /* registered or flushed with probe ABI 3 */
+#define KH_THREAD_MARKED 2u /* the marked_* fields are valid */
+#define KH_MAX_THREADS 16384
+
+struct kh_thread_info {
+	__u64 state_addr;         /* &kh_thread_state in the program */
+	/*
+	 * Of the buffer generation marked_flushes (kh_thread_state.flushes),
+	 * the first marked_count entries and this much input were counted:
+	 * at its flush, or at an execve that then failed.
+	 */
+	__u64 marked_flushes;
+	__u64 marked_input_bytes;
+	__u64 marked_input_units;
+	__u32 marked_count;
+	__u32 flags;
+};
+
+/* Bytes of a thread's state khprof reads: up to and including `flushes`. */
+#define KH_TS_READ_BYTES (KH_TS_FLUSHES_OFF + 8)
+
+/*
+ * What a thread that died or execed still held in its buffer, as the BPF
+ * side read it; khprof counts it (userspace/capture/buffers.c).
+ */
+struct kh_buffer_event {
+	__u32 type;             /* KH_EVENT_THREAD_BUFFER, where kh_event has its type */
+	__u32 slot;             /* the session slot active then */
+	__u32 tid;
+	__u32 pad;
+	__u64 ts_ns;            /* when it was read: every span in it ended before */
+	__u64 session_start_ns; /* slot_start_ns of the slot */
+	/* A TSC reading of this CPU (its last flush) and the kernel time then; anchor_ns 0: none. */
+	__u64 anchor_ticks;
+	__u64 anchor_ns;
+	struct kh_thread_info info; /* what was counted of it before */
+	/* The first KH_TS_READ_BYTES bytes of its kh_thread_state; entries past batch_count unset. */
+	unsigned char state[KH_TS_READ_BYTES];
 };
 
 #endif /* KHPROF_SHARED_H */

@@ -283,4 +283,31 @@ static inline void load_record(const char *path, struct kh_profile *p)
 		fail_msg("cannot read record '%s': %s", path, problem);
 }
 
+/*
+ * The seed's own types read the record and print exactly what `khprof
+ * report` (the khprof binary at khprof) prints; skipped without the seed's
+ * reader, except in CI.
+ */
+static inline void assert_seed_conformance_of(const char *khprof, const char *record)
+{
+	const char *render = seed_render_path();
+	char *seed_argv[] = { (char *)render, (char *)record, NULL };
+	char *report_argv[] = { (char *)khprof, "report", (char *)record, NULL };
+	struct run_result seed, ours;
+
+	if (!render) {
+		if (running_in_ci())
+			fail_msg("build/seed-render is missing in CI (make seed-render)");
+		return;
+	}
+	seed = run_cmd(NULL, -1, seed_argv);
+	ours = run_cmd(NULL, -1, report_argv);
+	if (seed.exit_code != 0)
+		fail_msg("seed-render rejects '%s': %s", record, seed.err);
+	assert_int_equal(ours.exit_code, 0);
+	assert_string_equal(ours.out, seed.out);
+	run_result_free(&seed);
+	run_result_free(&ours);
+}
+
 #endif /* KHPROF_TEST_KHTEST_H */

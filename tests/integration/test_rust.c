@@ -468,8 +468,8 @@ static void test_probes_match_c_header(void **state)
 
 	(void)state;
 	assert_string_equal(rs, c);
-	/* Ten kinds: four span/batch sites with a semaphore, six without. */
-	assert_int_equal(count_lines(rs), 10);
+	/* Eleven kinds: four span/batch sites with a semaphore, seven without. */
+	assert_int_equal(count_lines(rs), 11);
 	/* One word per module: span half at +0, batch half at +2. */
 	assert_true(rs_span != 0);
 	assert_int_equal(rs_batch, rs_span + 2);

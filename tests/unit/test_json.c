@@ -146,6 +146,13 @@ static void test_extension_round_trips(void **state)
 	assert_int_equal(p.ext.samples[0].peak_threads.value, 1);
 	assert_false(p.ext.samples[1].cpu_time_ns.present);
 	assert_false(p.ext.samples[1].peak_threads.present); /* absent means null */
+	assert_string_equal(p.ext.process_end, "signal");
+	assert_false(p.ext.exit_code.present);
+	assert_true(p.ext.exit_signal.present);
+	assert_int_equal(p.ext.exit_signal.value, 9);
+	assert_int_equal(p.ext.refused_session_starts, 2);
+	assert_int_equal(p.ext.observed_from_unix_ns.value, 1796007153329499399ull);
+	assert_string_equal(p.ext.attach_state, "scanning");
 	json = profile__to_json(&p);
 	assert_string_equal(json, expected);
 	assert_int_equal(profile__from_json(json, &again, err, sizeof(err)), 0);

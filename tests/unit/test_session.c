@@ -6,6 +6,7 @@
 #include "khtest.h"
 
 #include <inttypes.h>
+#include <signal.h>
 
 #include "session.h"
 
@@ -31,6 +32,14 @@ struct seen_record {
 	size_t series_count;
 	uint64_t series_decode_calls, series_decode_ns, series_end_ns;
 	uint32_t series_last_state;
+	char process_end[16];
+	struct kh_opt_u64 exit_code;
+	struct kh_opt_u64 exit_signal;
+	uint64_t refused;
+	bool observed_from;
+	char attach_state[16];
+	uint64_t created_ns;
+	bool last_rss_known;
 };
 
 struct seen {
@@ -60,6 +69,17 @@ static void on_profile(const struct kh_profile *p, void *ctx)
 	memcpy(r->drops, p->ext.drops, sizeof(r->drops));
 	r->tracer_cost_ns = p->ext.tracer_cost_ns;
 	r->transition_count = p->transition_count;
+	snprintf(r->process_end, sizeof(r->process_end), "%s",
+		 p->ext.process_end ? p->ext.process_end : "");
+	r->exit_code = p->ext.exit_code;
+	r->exit_signal = p->ext.exit_signal;
+	r->refused = p->ext.refused_session_starts;
+	r->observed_from = p->ext.observed_from_unix_ns.present;
+	snprintf(r->attach_state, sizeof(r->attach_state), "%s",
+		 p->ext.attach_state ? p->ext.attach_state : "");
+	r->created_ns = p->state_count ? p->states[0].elapsed_ns : UINT64_MAX;
+	r->last_rss_known = p->resource_sample_count &&
+			    p->resource_samples[p->resource_sample_count - 1].snapshot.resident_bytes.present;
 	for (size_t i = 0; i < p->transition_count && i < 16; i++)
 		r->states[i] = p->transitions[i].state;
 	r->series_count = p->ext.series.count;
@@ -436,6 +456,95 @@ static void test_samples_from_the_probe(void **state)
 	sessions__free(&tbl);
 }
 
+/* Records the process's end cut short say how it ended; finished ones do not. */
+static void test_process_end(void **state)
+{
+	struct session_table tbl;
+	struct seen seen;
+	struct kh_slot_stats totals = decode_totals(1, 100);
+
+	(void)state;
+	table_init(&tbl, &seen);
+	feed(&tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
+	feed(&tbl, KH_EVENT_SESSION_FINISH, 1, START_NS + 10, KH_STATE_COMPLETED, &totals);
+	feed(&tbl, KH_EVENT_SESSION_START, 2, START_NS + 20, 1, NULL);
+	sessions__process_ended(&tbl, SIGSEGV); /* waitpid's form for a SIGSEGV death */
+	sessions__end(&tbl, 2, 0, START_NS + 30, &totals);
+	assert_int_equal(seen.count, 2);
+	assert_string_equal(seen.records[0].process_end, "");
+	assert_string_equal(seen.records[1].process_end, "signal");
+	assert_true(seen.records[1].last_rss_known); /* this test process's own /proc */
+	assert_true(seen.records[1].exit_signal.present);
+	assert_int_equal(seen.records[1].exit_signal.value, SIGSEGV);
+	assert_false(seen.records[1].exit_code.present);
+
+	table_init(&tbl, &seen);
+	feed(&tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
+	sessions__process_ended(&tbl, 3 << 8); /* exit(3) */
+	sessions__end(&tbl, 1, 0, START_NS + 30, &totals);
+	assert_string_equal(seen.records[0].process_end, "exit");
+	assert_int_equal(seen.records[0].exit_code.value, 3);
+
+	table_init(&tbl, &seen);
+	feed(&tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
+	sessions__process_execed(&tbl);
+	sessions__end(&tbl, 1, 0, START_NS + 30, &totals);
+	assert_string_equal(seen.records[0].process_end, "exec");
+	assert_int_equal(seen.records[0].status, KH_STATE_FAILED);
+	/* /proc would describe the new program: the last sample is unknown. */
+	assert_false(seen.records[0].last_rss_known);
+	sessions__free(&tbl);
+}
+
+/* A refused second start stays in the open session and is counted there. */
+static void test_refused_start(void **state)
+{
+	struct session_table tbl;
+	struct seen seen;
+	struct kh_slot_stats totals = decode_totals(20, 100);
+
+	(void)state;
+	table_init(&tbl, &seen);
+	feed(&tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
+	feed(&tbl, KH_EVENT_SESSION_REFUSED, 1, START_NS + 5, 1, NULL);
+	feed(&tbl, KH_EVENT_SESSION_FINISH, 1, START_NS + 10, KH_STATE_COMPLETED, &totals);
+	assert_int_equal(seen.count, 1);
+	assert_int_equal(seen.records[0].refused, 1);
+	assert_int_equal(seen.records[0].decode_calls, 20);
+	assert_int_equal(seen.records[0].session_sequence, 0);
+	sessions__free(&tbl);
+}
+
+/* Joined mid-session: the clock starts when observation did, in the state the program says. */
+static void test_open_partial(void **state)
+{
+	struct session_table tbl;
+	struct seen seen;
+	struct kh_slot_stats totals = decode_totals(2, 100);
+
+	(void)state;
+	table_init(&tbl, &seen);
+	tbl.cfg.observed_from_ns = START_NS + 40000000;
+	sessions__open_partial(&tbl, 1, KH_STATE_SCANNING);
+	feed(&tbl, KH_EVENT_SESSION_FINISH, 1, START_NS + 40000500, KH_STATE_COMPLETED, &totals);
+	assert_int_equal(seen.count, 1);
+	assert_int_equal(seen.records[0].wall_time_ns, 500);
+	assert_true(seen.records[0].started_mid_session);
+	assert_true(seen.records[0].observed_from);
+	assert_string_equal(seen.records[0].attach_state, "scanning");
+	assert_int_equal(seen.records[0].created_ns, 0);
+	assert_int_equal(seen.records[0].states[1], KH_STATE_SCANNING);
+	assert_true(has_suffix(seen.records[0].run_id, "-partial"));
+
+	/* Unknown state (probe ABI 2): events open it lazily, from the same start. */
+	table_init(&tbl, &seen);
+	tbl.cfg.observed_from_ns = START_NS + 40000000;
+	feed(&tbl, KH_EVENT_SESSION_FINISH, 0, START_NS + 40000700, KH_STATE_COMPLETED, &totals);
+	assert_int_equal(seen.records[0].wall_time_ns, 700);
+	assert_string_equal(seen.records[0].attach_state, "");
+	sessions__free(&tbl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -447,6 +556,9 @@ int main(void)
 		cmocka_unit_test(test_interval_series),
 		cmocka_unit_test(test_no_interval_no_series),
 		cmocka_unit_test(test_samples_from_the_probe),
+		cmocka_unit_test(test_process_end),
+		cmocka_unit_test(test_refused_start),
+		cmocka_unit_test(test_open_partial),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

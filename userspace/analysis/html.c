@@ -305,6 +305,8 @@ static const char *const drop_text[KH_DROP_COUNT] = {
 	[KH_DROP_SESSION_SLOTS] = "sessions started while every slot was unread",
 	[KH_DROP_BAD_STAGE] = "stage or state numbers out of range",
 	[KH_DROP_LATE_BATCH] = "batched spans that ended before their session",
+	[KH_DROP_EXIT_UNREAD] = "buffered spans of ending threads that could not be read",
+	[KH_DROP_EXIT_UNKNOWN] = "ended threads whose buffers khprof could not find",
 };
 static void render__notes(struct outbuf *b, const struct kh_profile *p)
 {

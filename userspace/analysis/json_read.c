@@ -689,7 +689,13 @@ static int parse__ext(struct parse *ps, const struct jnode *root, struct kh_prof
 	      parse__ext_u64(ps, node, "sample_latency_ns_max", &ext->sample_latency_ns_max) ||
 	      parse__series(ps, node, &ext->series) ||
 	      parse__ext_u64(ps, node, "identity_unreadable", &ext->identity_unreadable) ||
-	      parse__ext_samples(ps, node, ext);
+	      parse__ext_samples(ps, node, ext) ||
+	      parse__opt_string(ps, node, "process_end", &ext->process_end) ||
+	      parse__opt_u64(ps, node, "exit_code", &ext->exit_code) ||
+	      parse__opt_u64(ps, node, "exit_signal", &ext->exit_signal) ||
+	      parse__ext_u64(ps, node, "refused_session_starts", &ext->refused_session_starts) ||
+	      parse__opt_u64(ps, node, "observed_from_unix_ns", &ext->observed_from_unix_ns) ||
+	      parse__opt_string(ps, node, "attach_state", &ext->attach_state);
 	path__pop(ps, saved);
 	return err ? -EINVAL : 0;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* notes.c - notes and drop warnings beside the seed's text report. */
 #include <inttypes.h>
+#include <string.h>
 
 #include "log.h"
 #include "notes.h"
@@ -15,6 +16,12 @@ static const char *const drop_descriptions[] = {
 	[KH_DROP_SESSION_SLOTS] = "sessions were not recorded: every session slot was unread",
 	[KH_DROP_BAD_STAGE] = "spans named a stage number outside the seed's 25 stages",
 	[KH_DROP_LATE_BATCH] = "batched spans ended before their session and were not counted",
+	[KH_DROP_EXIT_UNREAD] = "buffered spans of ending threads could not be read or handed "
+				"over (or the program uses probe ABI 2: rebuild it with today's "
+				"keyhog_profile.h)",
+	[KH_DROP_EXIT_UNKNOWN] = "threads ended with buffers khprof could not find; their last "
+				 "spans, if any, are missing (probe ABI 2: rebuild it with "
+				 "today's keyhog_profile.h)",
 };
 _Static_assert(ARRAY_SIZE(drop_descriptions) == KH_DROP_COUNT, "one description per kh_drop");
 
@@ -28,9 +35,23 @@ void profile__print_notes(const struct kh_profile *p)
 	if (p->ext.started_mid_session)
 		log__note("profile started mid-session: khprof attached after the session "
 			  "began, so earlier work is not in it");
-	if (p->ext.ended_mid_session)
+	if (p->ext.ended_mid_session && p->ext.process_end &&
+	    strcmp(p->ext.process_end, "signal") == 0)
+		log__note("profile ended mid-session: the program was killed by signal %" PRIu64,
+			  p->ext.exit_signal.value);
+	else if (p->ext.ended_mid_session && p->ext.process_end &&
+		 strcmp(p->ext.process_end, "exec") == 0)
+		log__note("profile ended mid-session: the program ran execve");
+	else if (p->ext.ended_mid_session && p->ext.process_end)
+		log__note("profile ended mid-session: the program exited with code %" PRIu64
+			  " inside the session", p->ext.exit_code.value);
+	else if (p->ext.ended_mid_session)
 		log__note("profile ended mid-session: the session had not finished when "
 			  "tracing stopped");
+	if (p->ext.refused_session_starts)
+		log__warn("%" PRIu64 " KH_SESSION_START calls while this session was open were "
+			  "refused, as the seed refuses them (SessionActive)",
+			  p->ext.refused_session_starts);
 	for (uint32_t d = 0; d < KH_DROP_COUNT; d++)
 		if (p->ext.drops[d])
 			log__warn("%" PRIu64 " %s", p->ext.drops[d], kh_drop__description(d));

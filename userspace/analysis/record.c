@@ -45,6 +45,7 @@ _Static_assert(ARRAY_SIZE(daemon_state_names) == KH_DAEMON_COUNT, "one name per 
 static const char *const drop_names[] = {
 	"stack_overflow", "unmatched_exit", "ringbuf_full",
 	"session_slots", "bad_stage", "late_batch",
+	"exit_unread", "exit_unknown",
 };
 _Static_assert(ARRAY_SIZE(drop_names) == KH_DROP_COUNT, "one name per kh_drop");
 
@@ -251,6 +252,8 @@ void profile__free(struct kh_profile *p)
 	free(p->ext.mode);
 	series__free(&p->ext.series);
 	free(p->ext.samples);
+	free(p->ext.process_end);
+	free(p->ext.attach_state);
 	memset(p, 0, sizeof(*p));
 }
 

@@ -219,6 +219,14 @@ struct kh_profile_ext {
 	struct kh_sample_ext *samples;
 	size_t sample_count;
 	size_t sample_cap;
+	/* How the traced process ended inside this record: "exit", "signal", "exec"; NULL: it did not. */
+	char *process_end;
+	struct kh_opt_u64 exit_code;   /* with "exit" */
+	struct kh_opt_u64 exit_signal; /* with "signal" */
+	uint64_t refused_session_starts; /* KH_SESSION_START while this session was open */
+	/* A record begun mid-session: when the probes went live, and the state then. */
+	struct kh_opt_u64 observed_from_unix_ns;
+	char *attach_state;              /* a state name; NULL: not known */
 };
 
 /* RunProfile */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <linux/perf_event.h>
@@ -56,6 +57,7 @@ static const struct {
 	{ "span_enter", KH_PROBE_SPAN_ENTER, MODE_BIT(KH_MODE_PAIR) },
 	{ "span_exit", KH_PROBE_SPAN_EXIT, MODE_BIT(KH_MODE_PAIR) },
 	{ "batch", KH_PROBE_BATCH, MODE_BIT(KH_MODE_BATCH) },
+	{ "batch_register", KH_PROBE_BATCH_REGISTER, MODE_BIT(KH_MODE_BATCH) },
 	{ "input_bytes", KH_PROBE_INPUT_BYTES, ALL_MODES },
 	{ "input_units", KH_PROBE_INPUT_UNITS, ALL_MODES },
 	{ "session_start", KH_PROBE_SESSION_START, ALL_MODES },
@@ -245,6 +247,10 @@ int attach__object(struct tracer *t, const char *path)
 	}
 	identities = (__u32)notes.count - first_identity;
 	err = 0;
+	/* Probe ABI 2: khprof cannot learn where its threads keep their buffers. */
+	if (t->opts.mode == KH_MODE_BATCH && usdt_notes__has(&notes, PROVIDER, "batch") &&
+	    !usdt_notes__has(&notes, PROVIDER, "batch_register"))
+		t->abi2_batch = true;
 	if (count)
 		err = link_sites(t, t->skel->progs.kh_usdt, path, offsets, ref_ctr_offsets, cookies,
 				 count);
@@ -259,6 +265,9 @@ int attach__object(struct tracer *t, const char *path)
 	if (count + identities)
 		log__debug("attached %u probe sites in '%s'", count + identities, path);
 	t->probe_count += count + identities;
+	/* From here an execve ends the records (bpf/khprof.bpf.c, kh_exec). */
+	if (count + identities)
+		t->skel->bss->image_traced = 1;
 out:
 	free(offsets);
 	free(ref_ctr_offsets);
@@ -310,6 +319,47 @@ static int hook_loader(struct tracer *t, const char *exe)
 	return 0;
 }
 
+static const char *const end_program_names[] = { "thread exit", "execve check", "exec" };
+
+int attach__process_end(struct tracer *t)
+{
+	struct bpf_program *progs[] = { t->skel->progs.kh_thread_exit, t->skel->progs.kh_exec_check,
+					 t->skel->progs.kh_exec };
+
+	_Static_assert(sizeof(progs) / sizeof(progs[0]) ==
+			       sizeof(t->end_links) / sizeof(t->end_links[0]), "one link each");
+	t->skel->bss->traced_tgid = (__u32)t->pid;
+	/* Under record, the child khprof forked has yet to exec COMMAND. */
+	t->skel->bss->execs_expected = t->opts.joins_running_process ? 0 : 1;
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		struct bpf_link *link;
+
+		if (!bpf_program__autoload(progs[i]))
+			continue;
+		link = bpf_program__attach(progs[i]);
+		if (!link) {
+			int err = -errno;
+
+			log__error("cannot watch the %s of PID %d: %s", end_program_names[i],
+				   t->pid, strerror(errno));
+			return err;
+		}
+		t->end_links[i] = link;
+	}
+	return 0;
+}
+
+/*
+ * khprof's own thread registered its buffer while calibrating: forget it,
+ * so that the threads khprof knows are the traced process's.
+ */
+static void forget_own_thread(struct tracer *t)
+{
+	__u32 tid = (__u32)gettid();
+
+	bpf_map_delete_elem(bpf_map__fd(t->skel->maps.thread_list), &tid);
+}
+
 int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path)
 {
 	int err;
@@ -317,16 +367,20 @@ int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path)
 	err = calibrate__run(t);
 	if (err)
 		return err;
+	forget_own_thread(t);
 	t->pid = pid;
 	t->sessions.cfg.pid = pid;
 	err = open_sched_clocks(t);
 	if (!err)
 		err = watch_peaks(t, pid);
+	if (!err)
+		err = attach__process_end(t);
 	if (err)
 		return err;
 	err = attach_object_once(t, exe_path);
 	if (err)
 		return err;
+	t->skel->bss->abi2_batch_traced = t->abi2_batch;
 	return hook_loader(t, exe_path);
 }
 
@@ -355,7 +409,99 @@ int tracer__attach_mapped(struct tracer *t)
 			break;
 	}
 	fclose(maps);
+	t->skel->bss->abi2_batch_traced = t->abi2_batch;
+	if (!err && t->opts.joins_running_process && !t->sessions.cfg.observed_from_ns)
+		attach__join_session(t);
 	return err;
+}
+
+/* The runtime address of a data symbol of path in the traced process; 0 if not mapped. */
+static uint64_t runtime_address(struct tracer *t, const char *path, uint64_t file_offset)
+{
+	char maps_path[64], line[PATH_MAX + 128];
+	uint64_t address = 0;
+	FILE *maps;
+
+	snprintf(maps_path, sizeof(maps_path), "/proc/%d/maps", t->pid);
+	maps = fopen(maps_path, "re");
+	if (!maps)
+		return 0;
+	while (fgets(line, sizeof(line), maps)) {
+		unsigned long long start, end, offset;
+		char perms[8], name[PATH_MAX];
+
+		name[0] = '\0';
+		if (sscanf(line, "%llx-%llx %7s %llx %*x:%*x %*u %4095[^\n]", &start, &end, perms,
+			   &offset, name) < 5 || strcmp(name, path) != 0)
+			continue;
+		if (file_offset < offset || file_offset >= offset + (end - start))
+			continue;
+		/*
+		 * A file page can be mapped twice: rust-lld starts the data
+		 * segment in the page that ends the RELRO segment, whose copy
+		 * is zeroed past its end and read-only.  The variable the
+		 * program writes is in the writable mapping.
+		 */
+		address = start + (file_offset - offset);
+		if (perms[1] == 'w')
+			break;
+	}
+	fclose(maps);
+	return address;
+}
+
+/*
+ * The program's kh_current_state (probe ABI 3), read once the probes are
+ * live: KH_STATE_COUNT when no session is open, the open session's state
+ * otherwise.  The executable's copy is the one the process uses when it
+ * has one (weak symbols bind to the first definition).  Returns
+ * KH_STATE_COUNT + 1 when the program does not say (ABI 2 or unreadable).
+ */
+#define STATE_UNKNOWN (KH_STATE_COUNT + 1)
+
+static uint32_t read_current_state(struct tracer *t)
+{
+	char exe_link[64], exe[PATH_MAX];
+	uint64_t vaddr, offset, address;
+	uint32_t state;
+	struct iovec local = { &state, sizeof(state) }, remote;
+	ssize_t len;
+
+	snprintf(exe_link, sizeof(exe_link), "/proc/%d/exe", t->pid);
+	len = readlink(exe_link, exe, sizeof(exe) - 1);
+	if (len <= 0)
+		return STATE_UNKNOWN;
+	exe[len] = '\0';
+	if (elf__symbol(exe_link, "kh_current_state", &vaddr, &offset) != 0)
+		return STATE_UNKNOWN;
+	address = runtime_address(t, exe, offset);
+	if (!address)
+		return STATE_UNKNOWN;
+	remote = (struct iovec){ (void *)(uintptr_t)address, sizeof(state) };
+	if (process_vm_readv(t->pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(state))
+		return STATE_UNKNOWN;
+	return state <= KH_STATE_COUNT ? state : STATE_UNKNOWN;
+}
+
+void attach__join_session(struct tracer *t)
+{
+	const uint32_t slot = 1;
+	uint32_t state;
+
+	t->sessions.cfg.observed_from_ns = tracer__now_ns();
+	state = read_current_state(t);
+	if (state == STATE_UNKNOWN) {
+		log__debug("PID %d does not say which state it is in (probe ABI 2)", t->pid);
+		return;
+	}
+	if (state == KH_STATE_COUNT)
+		return; /* no session open: the next one is recorded whole */
+	/* The open session gets a slot of its own, as if its start had been seen. */
+	t->skel->bss->slot_busy[slot] = 1;
+	t->skel->bss->slot_start_ns[slot] = t->sessions.cfg.observed_from_ns;
+	t->skel->bss->active_slot = slot;
+	sessions__open_partial(&t->sessions, slot, state);
+	t->sessions.saw_session = true;
 }
 
 size_t tracer__probe_count(const struct tracer *t)

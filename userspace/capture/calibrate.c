@@ -72,6 +72,7 @@ int calibrate__run(struct tracer *t)
 	t->pid = getpid();
 	err = attach__object(t, "/proc/self/exe");
 	t->probe_count = probes_before;
+	t->skel->bss->image_traced = 0; /* khprof's own probes: not the traced image's */
 	if (err || t->link_fd_count == links_before) {
 		log__debug("calibration skipped: cannot trace khprof itself");
 		return 0;

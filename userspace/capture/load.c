@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -94,6 +95,9 @@ static int set_tsc_scale(struct tracer *t, const struct tsc_sample *start)
 	}
 	t->skel->bss->tsc_mult = mult;
 	t->skel->bss->tsc_shift = shift;
+	/* Where a dying thread's TSC times are placed when its CPU never saw a flush. */
+	t->skel->bss->tsc_anchor_ticks = __rdtsc();
+	t->skel->bss->tsc_anchor_ns = tracer__now_ns();
 	log__debug("TSC: %.6f ns per tick", (double)mult / (1u << shift));
 	return 0;
 }
@@ -168,6 +172,8 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(t->skel->progs.kh_loader_state,
 					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
+	/* Only batch mode keeps spans in the process: the rest needs no syscall hook. */
+	bpf_program__set_autoload(t->skel->progs.kh_exec_check, t->opts.mode == KH_MODE_BATCH);
 	err = khprof_bpf__load(t->skel);
 	if (err) {
 		report_load_error(err);
@@ -228,6 +234,8 @@ void tracer__close(struct tracer *t)
 	if (!t)
 		return;
 	ring_buffer__free(t->rb);
+	for (size_t i = 0; i < sizeof(t->end_links) / sizeof(t->end_links[0]); i++)
+		bpf_link__destroy(t->end_links[i]);
 	for (size_t i = 0; i < t->link_fd_count; i++)
 		close(t->link_fds[i]);
 	free(t->link_fds);

@@ -6,7 +6,9 @@
 #include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "log.h"
@@ -78,7 +80,13 @@ static void sample(const struct session_table *tbl, struct open_session *s,
 	memset(snap, 0, sizeof(*snap));
 	memset(x, 0, sizeof(*x));
 	if (!e || !e->threads) {
-		procfs__sample(tbl->cfg.pid, snap);
+		/*
+		 * After an execve, /proc describes the new program: the old
+		 * one's last sample is left unknown (null) rather than taken
+		 * from it.
+		 */
+		if (!(tbl->end == SESSION_END_EXEC && !e))
+			procfs__sample(tbl->cfg.pid, snap);
 		return;
 	}
 	if (e->sampled_ns > e->ts_ns && e->sampled_ns - e->ts_ns > s->profile.ext.sample_latency_ns_max)
@@ -242,6 +250,37 @@ void sessions__sample(struct session_table *tbl, uint32_t slot, uint64_t now,
 		tbl->cfg.on_interval(&s->profile, &iv, tbl->cfg.ctx);
 }
 
+/* Where a session khprof did not see begin starts: when observation did. */
+static uint64_t observation_start(const struct session_table *tbl)
+{
+	return tbl->cfg.observed_from_ns ? tbl->cfg.observed_from_ns : tbl->cfg.trace_start_ns;
+}
+
+static void mark_partial(struct session_table *tbl, struct open_session *s)
+{
+	s->profile.ext.observed_from_unix_ns = (struct kh_opt_u64){
+		true, (uint64_t)((int64_t)observation_start(tbl) + tbl->cfg.realtime_offset_ns)
+	};
+}
+
+/* The extension says how the process ended, for a record it ended. */
+static void note_end(const struct session_table *tbl, struct kh_profile *p)
+{
+	static const char *const names[] = {
+		[SESSION_END_EXIT] = "exit", [SESSION_END_SIGNAL] = "signal",
+		[SESSION_END_EXEC] = "exec",
+	};
+
+	if (tbl->end == SESSION_END_NONE)
+		return;
+	free(p->ext.process_end);
+	p->ext.process_end = strdup(names[tbl->end]);
+	if (tbl->end == SESSION_END_EXIT)
+		p->ext.exit_code = (struct kh_opt_u64){ true, (uint64_t)tbl->end_code };
+	if (tbl->end == SESSION_END_SIGNAL)
+		p->ext.exit_signal = (struct kh_opt_u64){ true, (uint64_t)tbl->end_code };
+}
+
 static void session_emit(struct session_table *tbl, struct open_session *s,
 			 const struct kh_slot_stats *sum, uint32_t status, uint64_t end_ns,
 			 bool ended_mid_session)
@@ -283,6 +322,8 @@ static void session_emit(struct session_table *tbl, struct open_session *s,
 	p->ext.tracer_cost_ns = spans * cfg->span_cost_ns;
 	p->ext.span_bias_ns = cfg->span_bias_ns;
 	p->ext.traced_pid = cfg->pid;
+	if (ended_mid_session || s == &tbl->slots[KH_OUTSIDE_SLOT])
+		note_end(tbl, p); /* the whole trace ends with the process, too */
 
 	tbl->records_emitted++;
 	if (cfg->on_profile)
@@ -296,8 +337,10 @@ static struct open_session *session_for(struct session_table *tbl, uint32_t slot
 {
 	struct open_session *s = &tbl->slots[slot < KH_MAX_SLOTS ? slot : 0];
 
-	if (!s->open)
-		session_begin(tbl, s, tbl->cfg.trace_start_ns, "partial", true, NULL);
+	if (!s->open) {
+		session_begin(tbl, s, observation_start(tbl), "partial", true, NULL);
+		mark_partial(tbl, s);
+	}
 	return s;
 }
 
@@ -370,6 +413,13 @@ void sessions__event(struct session_table *tbl, const struct kh_event *e,
 		s = session_for(tbl, slot);
 		session_transition(tbl, s, (uint32_t)e->arg0, e->ts_ns, e);
 		break;
+	case KH_EVENT_SESSION_REFUSED:
+		s = session_for(tbl, slot);
+		s->profile.ext.refused_session_starts++;
+		log__warn("session %" PRIu64 " refused: KH_SESSION_START while a session was "
+			  "open (the seed's SessionActive); its spans stay in the open session",
+			  (uint64_t)e->arg0);
+		break;
 	case KH_EVENT_SESSION_FINISH:
 		tbl->saw_session = true;
 		s = session_for(tbl, slot);
@@ -401,6 +451,37 @@ void sessions__end(struct session_table *tbl, uint32_t slot, int exit_status, ui
 	session_emit(tbl, s, totals, status, now, true);
 }
 
+void sessions__process_ended(struct session_table *tbl, int wait_status)
+{
+	if (tbl->end != SESSION_END_NONE)
+		return;
+	if (WIFSIGNALED(wait_status)) {
+		tbl->end = SESSION_END_SIGNAL;
+		tbl->end_code = WTERMSIG(wait_status);
+	} else {
+		tbl->end = SESSION_END_EXIT;
+		tbl->end_code = WEXITSTATUS(wait_status);
+	}
+}
+
+void sessions__process_execed(struct session_table *tbl)
+{
+	tbl->end = SESSION_END_EXEC;
+	tbl->end_code = 0;
+}
+
+void sessions__open_partial(struct session_table *tbl, uint32_t slot, uint32_t state)
+{
+	struct open_session *s = &tbl->slots[slot];
+	const char *name = kh_run_state__name(state);
+
+	session_begin(tbl, s, observation_start(tbl), "partial", true, NULL);
+	mark_partial(tbl, s);
+	s->profile.ext.attach_state = name ? strdup(name) : NULL;
+	if (state != KH_STATE_CREATED && state < KH_STATE_COUNT)
+		session_transition(tbl, s, state, observation_start(tbl), NULL);
+}
+
 bool sessions__none_seen(const struct session_table *tbl)
 {
 	return !tbl->saw_session && tbl->records_emitted == 0;
@@ -416,7 +497,7 @@ void sessions__end_whole_trace(struct session_table *tbl, int exit_status, uint6
 
 	if (!slot_has_activity(outside))
 		return;
-	session_begin(tbl, s, tbl->cfg.trace_start_ns, "0", !exited, NULL);
+	session_begin(tbl, s, observation_start(tbl), "0", !exited, NULL);
 	session_transition(tbl, s, status, now, NULL);
 	session_emit(tbl, s, outside, status, now, !exited);
 }

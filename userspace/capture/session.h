@@ -35,6 +35,20 @@ struct session_config {
 	void *ctx;
 	uint64_t interval_ns;       /* series sampling period; 0: no series */
 	tracer_interval_fn on_interval;
+	/*
+	 * When the probes went live (CLOCK_MONOTONIC); 0 until then.  A
+	 * session khprof joins after it began starts its clock here: nothing
+	 * before it was observed.
+	 */
+	uint64_t observed_from_ns;
+};
+
+/* How the traced process ended, once it has (sessions__process_ended). */
+enum session_end {
+	SESSION_END_NONE = 0,
+	SESSION_END_EXIT,   /* exited, with wait_status's code */
+	SESSION_END_SIGNAL, /* killed by wait_status's signal */
+	SESSION_END_EXEC,   /* replaced its image with execve */
 };
 
 struct open_session {
@@ -58,6 +72,8 @@ struct session_table {
 	struct kh_resource_snapshot first_sample; /* when tracing began */
 	size_t records_emitted;
 	char warned_keys[512];
+	enum session_end end;
+	int end_code; /* exit code or signal number */
 };
 
 void sessions__init(struct session_table *tbl, const struct session_config *cfg);
@@ -82,6 +98,19 @@ void sessions__event(struct session_table *tbl, const struct kh_event *e,
 		     const struct kh_slot_stats *totals);
 
 bool sessions__is_open(const struct session_table *tbl, uint32_t slot);
+/*
+ * The process ended: wait_status as waitpid(2) gives it (the kernel's
+ * exit_code has the same form).  Records of sessions it ended say how.
+ */
+void sessions__process_ended(struct session_table *tbl, int wait_status);
+/* The process ran execve: records of the old image end there. */
+void sessions__process_execed(struct session_table *tbl);
+/*
+ * khprof attached while the process was inside a session in state (from
+ * the program's kh_current_state): opens a partial session in slot whose
+ * clock starts at cfg.observed_from_ns.
+ */
+void sessions__open_partial(struct session_table *tbl, uint32_t slot, uint32_t state);
 /*
  * Ends the open session of slot at now: failed if the process exited
  * (exit_status >= 0), else in the state it was in (khprof detached).

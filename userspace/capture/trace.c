@@ -2,16 +2,19 @@
 /*
  * The event loop: ring-buffer events go to the session table (session.c) in
  * order; when a session ends, its slot's totals are read from the per-CPU
- * slot map (slots.c) and handed over with the event, and the slot is freed
- * for the BPF side to reuse.
+ * slot map (slots.c), with what khprof counted itself from the buffers of
+ * threads that ended (buffers.c), handed over with the event, and the slot
+ * is freed for the BPF side to reuse.
  */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "buffers.h"
 #include "khprof.skel.h"
 #include "log.h"
 #include "slots.h"
@@ -22,10 +25,30 @@ int tracer__read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum
 	return slots__read(bpf_map__fd(t->skel->maps.slot_stats), t->ncpus, slot, sum, reset);
 }
 
+/* Adds what khprof counted itself for slot (buffers of ended threads, a detach). */
+static void add_pending(struct tracer *t, uint32_t slot, struct kh_slot_stats *totals, bool reset)
+{
+	struct kh_slot_stats *d = &t->pending[slot < KH_MAX_SLOTS ? slot : KH_OUTSIDE_SLOT];
+
+	for (int s = 0; s < KH_STAGE_COUNT; s++) {
+		totals->stages[s].elapsed_ns += d->stages[s].elapsed_ns;
+		totals->stages[s].calls += d->stages[s].calls;
+		totals->stages[s].attributed_ns += d->stages[s].attributed_ns;
+		totals->stages[s].attributed_calls += d->stages[s].attributed_calls;
+	}
+	totals->input_bytes += d->input_bytes;
+	totals->input_units += d->input_units;
+	for (int i = 0; i < KH_DROP_COUNT; i++)
+		totals->drops[i] += d->drops[i];
+	if (reset)
+		memset(d, 0, sizeof(*d));
+}
+
 /* Reads and zeroes a session's slot, and lets the BPF side reuse it. */
 static void take_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *totals)
 {
 	tracer__read_slot(t, slot, totals, true);
+	add_pending(t, slot, totals, true);
 	if (slot != KH_OUTSIDE_SLOT)
 		t->skel->bss->slot_busy[slot] = 0;
 }
@@ -49,15 +72,48 @@ void tracer__sample(struct tracer *t, uint64_t now)
 	for (uint32_t slot = 0; slot < KH_MAX_SLOTS; slot++) {
 		if (!sessions__sample_due(&t->sessions, slot, now))
 			continue;
-		sessions__sample(&t->sessions, slot, now,
-				 tracer__read_slot(t, slot, &running, false) == 0 ? &running : NULL);
+		if (tracer__read_slot(t, slot, &running, false) != 0) {
+			sessions__sample(&t->sessions, slot, now, NULL);
+			continue;
+		}
+		/* Buffers of threads that ended belong to the interval they were read in. */
+		add_pending(t, slot, &running, false);
+		sessions__sample(&t->sessions, slot, now, &running);
 	}
+}
+
+/* The clock of TSC times near anchor (a TSC reading and the kernel time then). */
+void tracer__buffer_clock(const struct tracer *t, uint64_t anchor_ticks, uint64_t anchor_ns,
+			  struct buffer_clock *clock)
+{
+	memset(clock, 0, sizeof(*clock));
+	clock->now_ticks = anchor_ns ? anchor_ticks : t->skel->bss->tsc_anchor_ticks;
+	clock->now_ns = anchor_ns ? anchor_ns : t->skel->bss->tsc_anchor_ns;
+	clock->tsc_mult = t->skel->bss->tsc_mult;
+	clock->tsc_shift = t->skel->bss->tsc_shift;
+	clock->trace_start_ns = t->trace_start_ns;
+}
+
+/* A thread that ended (or execed) left spans in its buffer: they count for its slot. */
+static void count_thread_buffer(struct tracer *t, const struct kh_buffer_event *e)
+{
+	struct buffer_clock clock;
+	uint32_t slot = e->slot < KH_MAX_SLOTS ? e->slot : KH_OUTSIDE_SLOT;
+
+	if (e->slot >= KH_MAX_SLOTS && e->slot != KH_OUTSIDE_SLOT)
+		return; /* after an execve, or calibrating: nobody's session */
+	tracer__buffer_clock(t, e->anchor_ticks, e->anchor_ns, &clock);
+	clock.session_start_ns = e->session_start_ns;
+	clock.until_ns = e->ts_ns;
+	buffers__account(e->state, &e->info, &clock, &t->pending[slot]);
 }
 
 size_t tracer__records_emitted(const struct tracer *t)
 {
 	return t->sessions.records_emitted;
 }
+
+static void end_sessions(struct tracer *t, int exit_status, uint64_t now);
 
 static int handle_event(void *ctx, void *data, size_t len)
 {
@@ -67,12 +123,38 @@ static int handle_event(void *ctx, void *data, size_t len)
 
 	if (len < sizeof(*e))
 		return 0;
+	if (e->type == KH_EVENT_THREAD_BUFFER && !t->ended) {
+		if (len >= sizeof(struct kh_buffer_event))
+			count_thread_buffer(t, data);
+		return 0;
+	}
+	if (t->ended) {
+		/* After an execve: the new image is not traced, but must not stay stopped. */
+		if (e->type == KH_EVENT_LOADER_STATE && t->opts.stop_on_loader)
+			kill(t->pid, SIGCONT);
+		return 0;
+	}
+	if (e->type == KH_EVENT_PROCESS_EXIT) {
+		sessions__process_ended(&t->sessions, (int)e->arg0);
+		return 0;
+	}
+	if (e->type == KH_EVENT_EXEC) {
+		/* The old image's records end here; the new image is not traced. */
+		log__note("PID %d ran execve: its records end there and the new program is "
+			  "not traced (docs/PROBES.md)", t->pid);
+		sessions__process_execed(&t->sessions);
+		end_sessions(t, 0, e->ts_ns);
+		t->ended = true;
+		return 0;
+	}
 	if (e->type == KH_EVENT_LOADER_STATE) {
 		tracer__attach_mapped(t);
 		if (t->opts.stop_on_loader)
 			kill(t->pid, SIGCONT);
 		return 0;
 	}
+	if (e->type == KH_EVENT_SESSION_START && e->slot < KH_MAX_SLOTS)
+		memset(&t->pending[e->slot], 0, sizeof(t->pending[e->slot]));
 	if (!sessions__event_ends_session(e)) {
 		sessions__event(&t->sessions, e, NULL);
 		return 0;
@@ -99,13 +181,11 @@ int tracer__epoll_fd(const struct tracer *t)
 	return t->rb ? ring_buffer__epoll_fd(t->rb) : -1;
 }
 
-void tracer__finish(struct tracer *t, int exit_status)
+/* Closes the sessions still open at now, and the whole-trace record if due. */
+static void end_sessions(struct tracer *t, int exit_status, uint64_t now)
 {
-	uint64_t now = tracer__now_ns();
 	struct kh_slot_stats totals;
 
-	if (t->rb)
-		ring_buffer__consume(t->rb);
 	for (uint32_t slot = 0; slot < KH_MAX_SLOTS; slot++) {
 		if (!sessions__is_open(&t->sessions, slot))
 			continue;
@@ -113,7 +193,49 @@ void tracer__finish(struct tracer *t, int exit_status)
 		sessions__end(&t->sessions, slot, exit_status, now, &totals);
 	}
 	if (sessions__none_seen(&t->sessions) &&
-	    tracer__read_slot(t, KH_OUTSIDE_SLOT, &totals, false) == 0)
+	    tracer__read_slot(t, KH_OUTSIDE_SLOT, &totals, false) == 0) {
 		/* Spans but no session probes: one record for the whole trace. */
+		add_pending(t, KH_OUTSIDE_SLOT, &totals, false);
 		sessions__end_whole_trace(&t->sessions, exit_status, now, &totals);
+	}
+}
+
+void tracer__process_ended(struct tracer *t, int wait_status)
+{
+	sessions__process_ended(&t->sessions, wait_status);
+}
+
+void tracer__finish(struct tracer *t, int exit_status)
+{
+	uint64_t now = tracer__now_ns();
+
+	if (t->rb)
+		ring_buffer__consume(t->rb);
+	if (t->ended)
+		return;
+	/* A whole-trace record of a process that ended says how. */
+	if (exit_status >= 0 && t->sessions.end == SESSION_END_EXIT)
+		exit_status = t->sessions.end_code;
+	else if (exit_status >= 0 && t->sessions.end == SESSION_END_SIGNAL)
+		exit_status = 128 + t->sessions.end_code;
+	end_sessions(t, exit_status, t->detached ? t->detach_ns : now);
+	t->ended = true;
+}
+
+void tracer__detach(struct tracer *t)
+{
+	uint64_t detach_ns = tracer__now_ns();
+
+	for (size_t i = 0; i < t->link_fd_count; i++)
+		close(t->link_fds[i]);
+	t->link_fd_count = 0;
+	for (size_t i = 0; i < sizeof(t->end_links) / sizeof(t->end_links[0]); i++) {
+		bpf_link__destroy(t->end_links[i]);
+		t->end_links[i] = NULL;
+	}
+	if (t->rb)
+		ring_buffer__consume(t->rb);
+	t->detached = true;
+	t->detach_ns = detach_ns;
+	drain__detached(t, detach_ns);
 }

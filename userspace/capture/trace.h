@@ -43,6 +43,11 @@ struct trace_options {
 	 * the parent: a job-control shell would otherwise see a stopped job.
 	 */
 	bool stop_on_loader;
+	/*
+	 * The process is already running (attach): a session it is inside
+	 * when the probes go live is recorded from that moment on.
+	 */
+	bool joins_running_process;
 	const struct identity_override *overrides;
 	size_t override_count;
 	tracer_profile_fn on_profile;
@@ -78,6 +83,17 @@ void tracer__finish(struct tracer *t, int exit_status);
  */
 uint64_t tracer__next_sample_ns(const struct tracer *t);
 void tracer__sample(struct tracer *t, uint64_t now);
+/*
+ * The traced process ended with wait_status (waitpid's form), when khprof
+ * knows it before tracer__finish (record is its parent).
+ */
+void tracer__process_ended(struct tracer *t, int wait_status);
+/*
+ * Stops tracing a live process: detaches every probe, then reads what its
+ * threads still hold in their batch buffers, keeping the spans that ended
+ * before the detach, for tracer__finish.
+ */
+void tracer__detach(struct tracer *t);
 /* Number of keyhog probe sites attached so far. */
 size_t tracer__probe_count(const struct tracer *t);
 size_t tracer__records_emitted(const struct tracer *t);

@@ -32,10 +32,30 @@ struct tracer {
 	uint32_t spec_count;
 	size_t probe_count;
 	struct session_table sessions;
+	struct bpf_link *end_links[3]; /* thread exit, execve check, exec */
+	bool ended;                    /* the records are written (exec) */
+	bool detached;
+	uint64_t detach_ns;            /* when tracer__detach began */
+	/*
+	 * Per session slot, what khprof counted itself (buffers of threads
+	 * that ended, or read after a detach), added when the slot is read.
+	 */
+	struct kh_slot_stats pending[KH_MAX_SLOTS];
+	bool abi2_batch;               /* a traced file has ABI 2 batch probes */
 };
 
 /* attach.c: all wanted keyhog sites of one file, in one uprobe-multi link. */
 int attach__object(struct tracer *t, const char *path);
+/* attach.c: watches thread ends and execve of the traced process. */
+int attach__process_end(struct tracer *t);
+/* attach.c: once the probes are live, the state of a session already open. */
+void attach__join_session(struct tracer *t);
+struct buffer_clock;
+/* trace.c: the clock of TSC times near anchor (anchor_ns 0: the loader's). */
+void tracer__buffer_clock(const struct tracer *t, uint64_t anchor_ticks, uint64_t anchor_ns,
+			  struct buffer_clock *clock);
+/* drain.c: reads the threads' buffers of a process khprof has detached from. */
+void drain__detached(struct tracer *t, uint64_t detach_ns);
 /* calibrate.c: learns span cost and bias by tracing khprof itself. */
 int calibrate__run(struct tracer *t);
 /* trace.c: one slot's totals over the CPUs; with reset, zeroed afterwards. */

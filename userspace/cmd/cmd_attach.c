@@ -19,11 +19,12 @@ static const char attach_usage[] =
 	"\n"
 	"Profiles a running process until Ctrl-C, SIGTERM, the duration or the\n"
 	"process's exit.  A session that was already running when khprof attached\n"
-	"is recorded from the attach point and marked as started mid-session.\n"
-	"In batch mode a thread hands its spans over 64 at a time, so those a live\n"
-	"thread still buffers when khprof detaches (at most 63 per thread) are not\n"
-	"seen, and an --interval series is as coarse as the batches; --mode span\n"
-	"sees every span that ends while khprof is attached, when it ends.\n"
+	"is recorded from the moment the probes are live, in the state the program\n"
+	"says it is in, and marked as started mid-session.  khprof detaches first,\n"
+	"then reads the spans the threads still buffer (batch mode): every span\n"
+	"that ended before the detach is in the record.  In batch mode a thread\n"
+	"hands its spans over 64 at a time, so an --interval series is as coarse\n"
+	"as the batches; --mode span sees every span when it ends.\n"
 	"\n"
 	"   -p PID               the process to trace\n"
 	"   -o PATH              write the JSON record(s) to PATH (as for record)\n"
@@ -102,6 +103,7 @@ int cmd_attach(int argc, char **argv)
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", cli.pid);
 
 	trace_options_from(&cli, cli.output, &out, &opts);
+	opts.joins_running_process = true;
 	if (tracer__open(&t, &opts))
 		return KHPROF_EXIT_FAILURE;
 	sigprocmask(SIG_SETMASK, NULL, &old_mask);
@@ -125,6 +127,9 @@ int cmd_attach(int argc, char **argv)
 	if (cli.duration_s > 0)
 		deadline = tracer__now_ns() + (uint64_t)(cli.duration_s * 1e9);
 	end = loop__run(&loop, t, 0, deadline);
+	/* Detach first, then read what the threads still buffer (docs/PROBES.md). */
+	if (end != LOOP_PROCESS_EXITED)
+		tracer__detach(t);
 	tracer__finish(t, end == LOOP_PROCESS_EXITED ? 1 : -1);
 	if (tracer__records_emitted(t) == 0)
 		log__note("no keyhog activity seen in PID %d: no record written", cli.pid);

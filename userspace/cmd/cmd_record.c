@@ -33,8 +33,11 @@ static const char record_usage[] =
 	"(executable and every library it loads, dlopen included), prints the text\n"
 	"report of each session to stderr and exits with COMMAND's status (128+N\n"
 	"when killed by signal N, 127 when it is not found, 126 when it cannot run).\n"
-	"Only COMMAND's own process is traced, not the children it forks: a shell\n"
-	"wrapper should 'exec' the instrumented program.\n"
+	"Every span that completed is recorded however COMMAND ends (exit from any\n"
+	"thread, a fatal signal, execve); the record says how it ended.  Only\n"
+	"COMMAND's own process is traced, not the children it forks: a shell\n"
+	"wrapper should 'exec' the instrumented program.  An instrumented program\n"
+	"that execs another ends its records there; the new program is not traced.\n"
 	"\n"
 	"COMMAND does not get khprof's privileges (docs/PRIVILEGES.md): it runs as\n"
 	"--user USER, else under sudo as the user who ran sudo (SUDO_UID, SUDO_GID),\n"
@@ -163,6 +166,21 @@ static void report_child_failure(const struct child_failure *f, const char *path
 }
 
 /*
+ * How the child ended, for its records, before they are written: its
+ * status is peeked at (WNOWAIT) and it is reaped afterwards.
+ */
+static void tell_how_it_ended(struct tracer *t, pid_t pid)
+{
+	siginfo_t info = { 0 };
+
+	if (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) != 0)
+		return;
+	/* The wait status waitpid would give. */
+	tracer__process_ended(t, info.si_code == CLD_EXITED ? (info.si_status & 0xff) << 8
+							    : info.si_status & 0x7f);
+}
+
+/*
  * One traced run of COMMAND (resolved to path), records to output (NULL:
  * none).  detach_now waits for the kernel to remove the uprobes before
  * returning, so that a following run does not share the CPUs with it.
@@ -231,6 +249,7 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	}
 
 	loop__run(&loop, t, pid, 0);
+	tell_how_it_ended(t, pid);
 	tracer__finish(t, 0); /* sessions still open when it exits did not finish */
 	if (waitpid(pid, &status, 0) < 0) {
 		log__error("cannot wait for '%s': %s", path, strerror(errno));

@@ -1,4 +1,4 @@
-//! khprof's probe ABI, version 2 (docs/PROBES.md; the C twin is
+//! khprof's probe ABI, version 3 (docs/PROBES.md; the C twin is
 //! include/keyhog_profile.h): the semaphore word, the probe sites and their
 //! stapsdt notes, and the clocks the sites pass.
 //!
@@ -8,7 +8,7 @@
 
 /// Version of the probe ABI this crate emits (`KH_PROBE_ABI_VERSION`),
 /// passed by every `session_start` probe.
-pub const ABI_VERSION: u64 = 2;
+pub const ABI_VERSION: u64 = 3;
 
 /// Completed spans a thread buffers in batch mode before one `batch` probe
 /// hands them over (`KH_BATCH_CAPACITY`).
@@ -65,8 +65,52 @@ mod sites {
         ".size kh_session_sequence, 8",
         "kh_session_sequence: .zero 8",
         ".popsection",
+        // Probe ABI 3: the state of the process's session, 8
+        // (KH_STATE_COUNT) while none is open, which a tracer attaching
+        // mid-session reads.  Weak with default visibility and this
+        // initial value, as the header's `kh_current_state`.
+        ".pushsection .data.kh_current_state, \"aw\", @progbits",
+        ".balign 4",
+        ".weak kh_current_state",
+        ".type kh_current_state, @object",
+        ".size kh_current_state, 4",
+        "kh_current_state: .4byte 8",
+        ".popsection",
         options(att_syntax)
     );
+
+    /// Sets `kh_current_state` (probe ABI 3).  Through the GOT, as the
+    /// symbol has default visibility; a plain store, like the header's to
+    /// its volatile word.  Rare path (session events).
+    pub(crate) fn set_current_state(state: u32) {
+        // SAFETY: kh_current_state is the 4-byte word defined above (or
+        // the one a C module of the process defines, which wins).
+        unsafe {
+            core::arch::asm!(
+                "movq kh_current_state@GOTPCREL(%rip), {address}",
+                "movl {state:e}, ({address})",
+                address = out(reg) _,
+                state = in(reg) state,
+                options(att_syntax, nostack, preserves_flags)
+            );
+        }
+    }
+
+    /// The value of `kh_current_state`.
+    pub(crate) fn current_state() -> u32 {
+        let state: u32;
+        // SAFETY: as above, a plain load.
+        unsafe {
+            core::arch::asm!(
+                "movq kh_current_state@GOTPCREL(%rip), {address}",
+                "movl ({address}), {state:e}",
+                address = out(reg) _,
+                state = out(reg) state,
+                options(att_syntax, nostack, preserves_flags, readonly)
+            );
+        }
+        state
+    }
 
     /// The whole semaphore word (span half at +0, batch half at +2): one
     /// load, so an untraced span edge is that load, a test and a branch.
@@ -169,9 +213,19 @@ mod sites {
     pub(crate) fn tsc() -> u64 {
         super::TIME_TSC
     }
+    pub(crate) fn set_current_state(_state: u32) {}
+    pub(crate) fn current_state() -> u32 {
+        super::STATE_COUNT
+    }
 }
 
-pub(crate) use sites::{next_session_sequence, now_ns, peek_session_sequence, semaphores, tsc};
+pub(crate) use sites::{
+    current_state, next_session_sequence, now_ns, peek_session_sequence, semaphores,
+    set_current_state, tsc,
+};
+
+/// `kh_current_state` while no session is open (`KH_STATE_COUNT`).
+pub(crate) const STATE_COUNT: u32 = 8;
 
 /// The span half of the semaphore word: span or pair mode is attached.
 #[inline(always)]
@@ -292,7 +346,8 @@ pub(crate) mod site {
     probe!(span_enter: hot, "span_enter", span; stage);
     probe!(span_exit: hot, "span_exit", span; stage, attribution);
     probe!(span: hot, "span", span; stage, start_ns, attribution);
-    probe!(batch: hot, "batch", batch; entries, count, input_bytes, input_units, flush_tsc);
+    probe!(batch: hot, "batch", batch; entries, count, input_bytes, input_units, flush_tsc, flushes);
+    probe!(batch_register: rare, "batch_register", none; state, abi_version);
     probe!(input_bytes: hot, "input_bytes", none; bytes);
     probe!(input_units: hot, "input_units", none; units);
     probe!(session_start: rare, "session_start", none; sequence, abi_version);

@@ -193,6 +193,10 @@ pub struct Session {
 fn fire_session_start() -> u64 {
     let sequence = probes::next_session_sequence();
     thread::batch_flush();
+    // As the header: a C session of the process already open keeps its state.
+    if probes::current_state() == probes::STATE_COUNT {
+        probes::set_current_state(RunState::Created as u32);
+    }
     site::session_start(sequence, probes::ABI_VERSION);
     sequence
 }
@@ -200,12 +204,14 @@ fn fire_session_start() -> u64 {
 #[inline(never)]
 fn fire_transition(state: RunState) {
     thread::batch_flush();
+    probes::set_current_state(state as u32);
     site::transition(state as u64);
 }
 
 #[inline(never)]
 fn fire_session_finish(status: RunState) {
     thread::batch_flush();
+    probes::set_current_state(probes::STATE_COUNT);
     site::session_finish(status as u64);
 }
 

@@ -7,22 +7,49 @@
 //!
 //! Unlike the C header's `kh_thread_state`, which C modules share per
 //! thread, this state is the crate's own: a thread that runs Rust spans and
-//! C spans keeps two attributions and two buffers (both flushed).
+//! C spans keeps two attributions and two buffers (both flushed).  Its
+//! layout is the header's, field for field, all the same: probe ABI 3's
+//! `batch_register` probe passes its address, and the tracer reads the
+//! buffer from it when the thread dies or execs, or after a detach
+//! (`KH_TS_*_OFF` in include/khprof_shared.h).
 
 use crate::probes::{self, site, BatchEntry, BATCH_CAPACITY};
 use std::cell::{Cell, UnsafeCell};
+use std::sync::atomic::{compiler_fence, Ordering};
 use std::sync::Once;
 
+/// Depth of the header's span stack (`KH_USER_SPAN_DEPTH`); the crate
+/// keeps its spans in guards, so those fields are only there for the layout.
+const USER_SPAN_DEPTH: usize = 32;
+
+/// `struct kh_thread_state` of include/keyhog_profile.h (`Cell<T>` has
+/// `T`'s layout).
+#[repr(C)]
 pub(crate) struct ThreadState {
+    #[allow(dead_code)]
+    depth: Cell<u32>,
     attribution: Cell<u32>,
     batch_count: Cell<u32>,
     /// Set once this thread's buffer is flushed at its exit: from then on
     /// its input counters ride its batches instead of firing their sites.
-    registered: Cell<bool>,
+    registered: Cell<u32>,
+    #[allow(dead_code)]
+    stage: [u32; USER_SPAN_DEPTH],
+    #[allow(dead_code)]
+    start_ns: [u64; USER_SPAN_DEPTH],
     input_bytes: Cell<u64>,
     input_units: Cell<u64>,
     batch: UnsafeCell<[BatchEntry; BATCH_CAPACITY]>,
+    /// Probe ABI 3: batches handed over so far; the tracer tells by it a
+    /// buffer it has counted from one it has not.
+    flushes: Cell<u64>,
 }
+
+// The offsets the tracer reads (include/khprof_shared.h: KH_TS_BATCH_COUNT_OFF
+// 8, KH_TS_INPUT_OFF 400, KH_TS_BATCH_OFF 416, KH_TS_FLUSHES_OFF 1952): with
+// repr(C) and the header's field order, the size pins them.
+const _: () = assert!(core::mem::size_of::<ThreadState>() == 1960);
+const _: () = assert!(core::mem::align_of::<ThreadState>() == 8);
 
 const EMPTY_ENTRY: BatchEntry = BatchEntry { start_ns: 0, end_ns: 0, stage: 0, attribution: 0 };
 
@@ -31,12 +58,16 @@ thread_local! {
     // thread-pointer-relative address, with no lazy-init check.
     static STATE: ThreadState = const {
         ThreadState {
+            depth: Cell::new(0),
             attribution: Cell::new(0),
             batch_count: Cell::new(0),
-            registered: Cell::new(false),
+            registered: Cell::new(0),
+            stage: [0; USER_SPAN_DEPTH],
+            start_ns: [0; USER_SPAN_DEPTH],
             input_bytes: Cell::new(0),
             input_units: Cell::new(0),
             batch: UnsafeCell::new([EMPTY_ENTRY; BATCH_CAPACITY]),
+            flushes: Cell::new(0),
         }
     };
     // Its destructor flushes the thread's buffer at thread exit (the
@@ -74,10 +105,14 @@ pub(crate) fn batch_flush() {
             t.input_bytes.get(),
             t.input_units.get(),
             probes::tsc(),
+            t.flushes.get(),
         );
         t.batch_count.set(0);
         t.input_bytes.set(0);
         t.input_units.set(0);
+        // Last: until here the tracer takes the buffer as the one it was handed.
+        compiler_fence(Ordering::SeqCst);
+        t.flushes.set(t.flushes.get().wrapping_add(1));
     });
 }
 
@@ -97,7 +132,10 @@ extern "C" fn flush_at_process_exit() {
 fn batch_register(t: &ThreadState) {
     static AT_EXIT: Once = Once::new();
 
-    t.registered.set(true);
+    // Probe ABI 3: where this thread's buffer is, so that the tracer can
+    // read what is left in it when the thread dies, execs or it detaches.
+    site::batch_register(t as *const ThreadState as u64, probes::ABI_VERSION);
+    t.registered.set(1);
     // try_with: a span completed by another thread-local destructor, after
     // this one has run, must not panic; its spans wait for process exit.
     let _ = FLUSH_AT_THREAD_EXIT.try_with(|_| {});
@@ -128,7 +166,7 @@ pub(crate) fn span_complete(stage: u32, start: u64) {
     STATE.with(|t| {
         let attribution = t.attribution.get();
         if probes::batch_mode(word) {
-            if !t.registered.get() {
+            if t.registered.get() == 0 {
                 batch_register(t);
             }
             let count = t.batch_count.get();
@@ -160,7 +198,7 @@ pub(crate) fn span_complete(stage: u32, start: u64) {
 pub(crate) fn add_input_bytes(bytes: u64) {
     STATE.with(|t| {
         // Semaphores count attached sites: test, don't mask.
-        if t.registered.get() & probes::batch_mode(probes::semaphores()) {
+        if (t.registered.get() != 0) & probes::batch_mode(probes::semaphores()) {
             t.input_bytes.set(t.input_bytes.get().wrapping_add(bytes));
         } else {
             site::input_bytes(bytes);
@@ -171,7 +209,7 @@ pub(crate) fn add_input_bytes(bytes: u64) {
 #[inline(always)]
 pub(crate) fn add_input_units(units: u64) {
     STATE.with(|t| {
-        if t.registered.get() & probes::batch_mode(probes::semaphores()) {
+        if (t.registered.get() != 0) & probes::batch_mode(probes::semaphores()) {
             t.input_units.set(t.input_units.get().wrapping_add(units));
         } else {
             site::input_units(units);

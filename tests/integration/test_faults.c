@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Nothing that completed is lost (docs/PROBES.md): for every way a traced
+ * program can end — exit inside a session, _exit, exit_group from another
+ * thread, SIGSEGV, abort, SIGKILL from itself or from outside, execve, a
+ * thread ending while others run — and in every mode, the record holds
+ * exactly the spans and input the program itself counted before it ended
+ * (tests/workloads/faults.c writes them to a file as it goes), and says how
+ * the program ended.  Also: khprof attach's detach keeps every span that
+ * ended before it, and a second KH_SESSION_START is refused as the seed does.
+ * Needs root, like every BPF test.
+ */
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+
+#include "json.h"
+#include "khtest.h"
+#include "record.h"
+
+#define FAULTS "build/workloads/faults"
+#define SPANS "10"
+
+static char *khprof;
+static char *tmpdir;
+
+struct counts {
+	uint64_t spans;
+	uint64_t input_bytes;
+};
+
+/* What the program wrote before it ended. */
+static struct counts read_counts(const char *path)
+{
+	struct counts c = { 0, 0 };
+	FILE *f = fopen(path, "r");
+
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%" SCNu64 " %" SCNu64, &c.spans, &c.input_bytes), 2);
+	fclose(f);
+	return c;
+}
+
+static uint64_t calls_of(const struct kh_profile *p, uint32_t stage)
+{
+	const struct kh_stage_measurement *m = profile__find_stage(p, stage);
+
+	return m ? m->calls : 0;
+}
+
+static void assert_no_drops(const struct kh_profile *p)
+{
+	for (int d = 0; d < KH_DROP_COUNT; d++)
+		if (p->ext.drops[d])
+			fail_msg("%" PRIu64 " %s drops", p->ext.drops[d], kh_drop__name(d));
+}
+
+/* How each scenario ends: khprof's exit code (the program's) and the record's account. */
+struct scenario {
+	const char *name;
+	int exit_code;
+	uint32_t status;
+	const char *process_end; /* NULL: the session finished */
+	int code;                /* exit code or signal */
+};
+
+static const struct scenario scenarios[] = {
+	{ "exit", 0, KH_STATE_FAILED, "exit", 0 },
+	{ "_exit", 3, KH_STATE_FAILED, "exit", 3 },
+	{ "thread_exit_group", 4, KH_STATE_FAILED, "exit", 4 },
+	{ "segv", 128 + SIGSEGV, KH_STATE_FAILED, "signal", SIGSEGV },
+	{ "thread_segv", 128 + SIGSEGV, KH_STATE_FAILED, "signal", SIGSEGV },
+	{ "abort", 128 + SIGABRT, KH_STATE_FAILED, "signal", SIGABRT },
+	{ "sigkill", 128 + SIGKILL, KH_STATE_FAILED, "signal", SIGKILL },
+	{ "exec", 0, KH_STATE_FAILED, "exec", 0 },
+	{ "exec_fails", 0, KH_STATE_COMPLETED, NULL, 0 },
+	{ "thread_dies", 0, KH_STATE_COMPLETED, NULL, 0 },
+};
+
+static const char *const modes[] = { "span", "pair", "batch" };
+
+static void check_scenario(const struct scenario *sc, const char *mode)
+{
+	char out[PATH_MAX], counts_path[PATH_MAX], second[PATH_MAX + 8];
+	char *argv[] = { khprof, "record", "--mode", (char *)mode, "-o", out, "--", FAULTS,
+			 (char *)sc->name, counts_path, SPANS, NULL };
+	struct run_result r;
+	struct kh_profile p;
+	struct counts c;
+
+	snprintf(out, sizeof(out), "%s/%s-%s.json", tmpdir, sc->name, mode);
+	snprintf(counts_path, sizeof(counts_path), "%s/%s-%s.counts", tmpdir, sc->name, mode);
+	r = run_cmd(NULL, -1, argv);
+	if (r.exit_code != sc->exit_code)
+		fail_msg("%s in %s mode: khprof exited %d, not %d: %s", sc->name, mode,
+			 r.exit_code, sc->exit_code, r.err);
+	c = read_counts(counts_path);
+	load_record(out, &p);
+	if (calls_of(&p, KH_STAGE_DECODE) != c.spans || p.input_bytes != c.input_bytes)
+		fail_msg("%s in %s mode: record has %" PRIu64 " spans and %" PRIu64 " bytes, the "
+			 "program counted %" PRIu64 " and %" PRIu64, sc->name, mode,
+			 calls_of(&p, KH_STAGE_DECODE), p.input_bytes, c.spans, c.input_bytes);
+	assert_int_equal(p.status, sc->status);
+	assert_no_drops(&p);
+	if (sc->process_end) {
+		assert_true(p.ext.ended_mid_session);
+		assert_non_null(p.ext.process_end);
+		assert_string_equal(p.ext.process_end, sc->process_end);
+		if (!strcmp(sc->process_end, "signal")) {
+			assert_true(p.ext.exit_signal.present);
+			assert_int_equal(p.ext.exit_signal.value, sc->code);
+			assert_non_null(strstr(r.err, "killed by signal"));
+		} else if (!strcmp(sc->process_end, "exit")) {
+			assert_true(p.ext.exit_code.present);
+			assert_int_equal(p.ext.exit_code.value, sc->code);
+		}
+	} else {
+		assert_false(p.ext.ended_mid_session);
+		assert_null(p.ext.process_end);
+	}
+	/* One session, one record. */
+	snprintf(second, sizeof(second), "%s/%s-%s.2.json", tmpdir, sc->name, mode);
+	assert_int_equal(access(second, F_OK), -1);
+	profile__free(&p);
+	assert_seed_conformance_of(khprof, out);
+	run_result_free(&r);
+}
+
+/* A program without session probes gets one record for the whole trace, which says how it ended. */
+static void test_whole_trace_record_of_a_crash(void **state)
+{
+	(void)state;
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		char out[PATH_MAX], counts_path[PATH_MAX];
+		char *argv[] = { khprof, "record", "--mode", (char *)modes[m], "-o", out, "--",
+				 FAULTS, "bare_segv", counts_path, SPANS, NULL };
+		struct run_result r;
+		struct kh_profile p;
+
+		snprintf(out, sizeof(out), "%s/bare-%s.json", tmpdir, modes[m]);
+		snprintf(counts_path, sizeof(counts_path), "%s/bare-%s.counts", tmpdir, modes[m]);
+		r = run_cmd(NULL, -1, argv);
+		assert_int_equal(r.exit_code, 128 + SIGSEGV);
+		load_record(out, &p);
+		assert_int_equal(calls_of(&p, KH_STAGE_DECODE), read_counts(counts_path).spans);
+		assert_int_equal(p.status, KH_STATE_FAILED);
+		assert_non_null(p.ext.process_end);
+		assert_string_equal(p.ext.process_end, "signal");
+		assert_int_equal(p.ext.exit_signal.value, SIGSEGV);
+		assert_no_drops(&p);
+		profile__free(&p);
+		run_result_free(&r);
+	}
+}
+
+static void test_fault_matrix(void **state)
+{
+	(void)state;
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
+		for (size_t s = 0; s < sizeof(scenarios) / sizeof(scenarios[0]); s++)
+			check_scenario(&scenarios[s], modes[m]);
+}
+
+/* A second KH_SESSION_START inside a session is refused; its spans stay in the first. */
+static void test_second_session_start_refused(void **state)
+{
+	(void)state;
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		char out[PATH_MAX], counts_path[PATH_MAX], second[PATH_MAX + 8];
+		char *argv[] = { khprof, "record", "--mode", (char *)modes[m], "-o", out, "--",
+				 FAULTS, "twice", counts_path, SPANS, NULL };
+		struct run_result r;
+		struct kh_profile p;
+		struct counts c;
+
+		snprintf(out, sizeof(out), "%s/twice-%s.json", tmpdir, modes[m]);
+		snprintf(second, sizeof(second), "%s/twice-%s.2.json", tmpdir, modes[m]);
+		snprintf(counts_path, sizeof(counts_path), "%s/twice-%s.counts", tmpdir, modes[m]);
+		r = run_cmd(NULL, -1, argv);
+		assert_int_equal(r.exit_code, 0);
+		assert_non_null(strstr(r.err, "refused"));
+		assert_null(strstr(r.err, "ended mid-session"));
+		c = read_counts(counts_path);
+		load_record(out, &p);
+		assert_int_equal(calls_of(&p, KH_STAGE_DECODE), c.spans);
+		assert_int_equal(c.spans, 20);
+		assert_int_equal(p.status, KH_STATE_COMPLETED);
+		assert_int_equal(p.ext.refused_session_starts, 1);
+		assert_int_equal(p.ext.session_sequence, 0);
+		assert_int_equal(access(second, F_OK), -1);
+		profile__free(&p);
+		run_result_free(&r);
+	}
+}
+
+/* A child with its stdin and stdout on pipes; stderr too when asked. */
+struct child {
+	pid_t pid;
+	int to;
+	FILE *from;
+};
+
+static struct child spawn(char *const argv[], bool capture_stderr)
+{
+	int in[2], out[2];
+	struct child c;
+
+	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+	c.pid = fork();
+	assert_true(c.pid >= 0);
+	if (c.pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], capture_stderr ? 2 : 1);
+		execv(argv[0], argv);
+		_exit(121);
+	}
+	close(in[0]);
+	close(out[1]);
+	c.to = in[1];
+	c.from = fdopen(out[0], "r");
+	return c;
+}
+
+/* The next line that starts with prefix, its rest parsed as a number. */
+static long wait_for(FILE *from, const char *prefix)
+{
+	char line[256];
+
+	while (fgets(line, sizeof(line), from))
+		if (!strncmp(line, prefix, strlen(prefix)))
+			return atol(line + strlen(prefix));
+	fail_msg("stream ended before a line starting '%s'", prefix);
+	return -1;
+}
+
+static int wait_exit(pid_t pid)
+{
+	int status;
+
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Lets the workload run one more span and waits until it says it completed. */
+static void next_span(struct child *w, long expect)
+{
+	assert_int_equal(write(w->to, "\n", 1), 1);
+	assert_int_equal(wait_for(w->from, "spans "), expect);
+}
+
+/* SIGKILL from outside in the middle of a run. */
+static void test_killed_from_outside(void **state)
+{
+	(void)state;
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		char out[PATH_MAX], counts_path[PATH_MAX];
+		char *argv[] = { khprof, "record", "--mode", (char *)modes[m], "-o", out, "--",
+				 FAULTS, "wait", counts_path, "0", NULL };
+		struct child k;
+		struct kh_profile p;
+		pid_t workload;
+
+		snprintf(out, sizeof(out), "%s/killed-%s.json", tmpdir, modes[m]);
+		snprintf(counts_path, sizeof(counts_path), "%s/killed-%s.counts", tmpdir,
+			 modes[m]);
+		k = spawn(argv, false);
+		workload = (pid_t)wait_for(k.from, "ready ");
+		assert_int_equal(wait_for(k.from, "spans "), 1);
+		for (long i = 2; i <= 7; i++)
+			next_span(&k, i);
+		assert_int_equal(kill(workload, SIGKILL), 0);
+		assert_int_equal(wait_exit(k.pid), 128 + SIGKILL);
+		load_record(out, &p);
+		assert_int_equal(calls_of(&p, KH_STAGE_DECODE), read_counts(counts_path).spans);
+		assert_int_equal(calls_of(&p, KH_STAGE_DECODE), 7);
+		assert_string_equal(p.ext.process_end, "signal");
+		assert_int_equal(p.ext.exit_signal.value, SIGKILL);
+		assert_no_drops(&p);
+		profile__free(&p);
+		fclose(k.from);
+		close(k.to);
+	}
+}
+
+/*
+ * khprof attach in batch mode, then a detach while the program still holds
+ * its last spans in its buffer: the record has exactly the spans that
+ * completed while khprof was attached, starts when the probes went live,
+ * and knows the state the program was in.
+ */
+static void test_attach_detach_exact(void **state)
+{
+	char out[PATH_MAX], counts_path[PATH_MAX], pid_text[16];
+	char *wargv[] = { FAULTS, "wait", counts_path, "0", NULL };
+	char *kargv[] = { khprof, "attach", "-p", pid_text, "-o", out, NULL };
+	struct child w, k;
+	struct kh_profile p;
+	long before;
+
+	(void)state;
+	snprintf(out, sizeof(out), "%s/detach.json", tmpdir);
+	snprintf(counts_path, sizeof(counts_path), "%s/detach.counts", tmpdir);
+	w = spawn(wargv, false);
+	snprintf(pid_text, sizeof(pid_text), "%ld", wait_for(w.from, "ready "));
+	for (long i = 1; i <= 3; i++) {
+		assert_int_equal(wait_for(w.from, "spans "), i);
+		if (i < 3)
+			assert_int_equal(write(w.to, "\n", 1), 1);
+	}
+	before = 3;
+	k = spawn(kargv, true);
+	wait_for(k.from, "khprof: note: attached to PID");
+	for (long i = before + 1; i <= before + 5; i++)
+		next_span(&w, i);
+	assert_int_equal(kill(k.pid, SIGINT), 0);
+	assert_int_equal(wait_exit(k.pid), 0);
+	/* Spans after the detach are not in the record. */
+	next_span(&w, before + 6);
+	close(w.to);
+	assert_int_equal(wait_exit(w.pid), 0);
+
+	load_record(out, &p);
+	assert_int_equal(calls_of(&p, KH_STAGE_DECODE), 5);
+	assert_int_equal(p.input_bytes, 50);
+	assert_true(p.ext.started_mid_session);
+	assert_true(p.ext.ended_mid_session);
+	assert_null(p.ext.process_end);
+	assert_non_null(p.ext.attach_state);
+	assert_string_equal(p.ext.attach_state, "scanning");
+	assert_true(p.ext.observed_from_unix_ns.present);
+	assert_int_equal(p.status, KH_STATE_SCANNING);
+	/* Nothing before the probes went live is blamed on a state. */
+	assert_true(p.state_count >= 1);
+	assert_int_equal(p.states[0].state, KH_STATE_CREATED);
+	assert_int_equal(p.states[0].elapsed_ns, 0);
+	assert_no_drops(&p);
+	profile__free(&p);
+	assert_seed_conformance_of(khprof, out);
+	fclose(w.from);
+	fclose(k.from);
+	close(k.to);
+}
+
+/* khprof attach, then the program is killed: its buffered spans and its end are in the record. */
+static void test_attach_then_killed(void **state)
+{
+	char out[PATH_MAX], counts_path[PATH_MAX], pid_text[16];
+	char *wargv[] = { FAULTS, "wait", counts_path, "0", NULL };
+	char *kargv[] = { khprof, "attach", "-p", pid_text, "-o", out, NULL };
+	struct child w, k;
+	struct kh_profile p;
+	pid_t workload;
+
+	(void)state;
+	snprintf(out, sizeof(out), "%s/attach-killed.json", tmpdir);
+	snprintf(counts_path, sizeof(counts_path), "%s/attach-killed.counts", tmpdir);
+	w = spawn(wargv, false);
+	workload = (pid_t)wait_for(w.from, "ready ");
+	snprintf(pid_text, sizeof(pid_text), "%d", (int)workload);
+	assert_int_equal(wait_for(w.from, "spans "), 1);
+	k = spawn(kargv, true);
+	wait_for(k.from, "khprof: note: attached to PID");
+	for (long i = 2; i <= 5; i++)
+		next_span(&w, i);
+	assert_int_equal(kill(workload, SIGKILL), 0);
+	assert_int_equal(wait_exit(w.pid), 128 + SIGKILL);
+	/* khprof stops by itself when the process is gone. */
+	assert_int_equal(wait_exit(k.pid), 0);
+
+	load_record(out, &p);
+	assert_int_equal(calls_of(&p, KH_STAGE_DECODE), 4);
+	assert_int_equal(p.status, KH_STATE_FAILED);
+	assert_true(p.ext.started_mid_session);
+	assert_string_equal(p.ext.process_end, "signal");
+	assert_int_equal(p.ext.exit_signal.value, SIGKILL);
+	assert_no_drops(&p);
+	profile__free(&p);
+	fclose(w.from);
+	close(w.to);
+	fclose(k.from);
+	close(k.to);
+}
+
+static int group_setup(void **state)
+{
+	(void)state;
+	tmpdir = make_temp_dir("khprof-faults");
+	return tmpdir ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+	int err = remove_tree(tmpdir);
+
+	(void)state;
+	free(tmpdir);
+	return err;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fault_matrix),
+		cmocka_unit_test(test_second_session_start_refused),
+		cmocka_unit_test(test_whole_trace_record_of_a_crash),
+		cmocka_unit_test(test_killed_from_outside),
+		cmocka_unit_test(test_attach_detach_exact),
+		cmocka_unit_test(test_attach_then_killed),
+	};
+
+	khprof = tool_path("KH_KHPROF", "build/khprof");
+	if (geteuid() != 0) {
+		if (running_in_ci()) {
+			fprintf(stderr, "test_faults: BPF tests need root and CI=true forbids "
+					"skipping them\n");
+			return 1;
+		}
+		printf("test_faults: skipped: BPF integration tests need root (CAP_BPF, "
+		       "CAP_PERFMON)\n");
+		return 0;
+	}
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

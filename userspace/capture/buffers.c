@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: MIT
+#include <string.h>
+
+#include "buffers.h"
+
+static uint64_t ticks_to_ns(uint64_t ticks, uint32_t mult, uint32_t shift)
+{
+	shift &= 63;
+	return (ticks >> shift) * mult + (((ticks & ((1ull << shift) - 1)) * mult) >> shift);
+}
+
+/* A buffered time on CLOCK_MONOTONIC; CLOCK_MONOTONIC times pass unchanged. */
+static uint64_t time_ns(uint64_t t, const struct buffer_clock *c)
+{
+	uint64_t ticks;
+
+	if (!(t & KH_TIME_TSC))
+		return t;
+	t &= ~KH_TIME_TSC;
+	if (t <= c->now_ticks) {
+		ticks = c->now_ticks - t;
+		return c->now_ns - ticks_to_ns(ticks, c->tsc_mult, c->tsc_shift);
+	}
+	return c->now_ns + ticks_to_ns(t - c->now_ticks, c->tsc_mult, c->tsc_shift);
+}
+
+uint64_t buffers__account(const unsigned char *state, const struct kh_thread_info *info,
+			  const struct buffer_clock *clock, struct kh_slot_stats *out)
+{
+	uint32_t count, first = 0;
+	uint64_t input[2], flushes, late = 0;
+
+	memcpy(&count, state + KH_TS_BATCH_COUNT_OFF, sizeof(count));
+	memcpy(input, state + KH_TS_INPUT_OFF, sizeof(input));
+	memcpy(&flushes, state + KH_TS_FLUSHES_OFF, sizeof(flushes));
+	if (count > KH_BATCH_CAPACITY)
+		count = KH_BATCH_CAPACITY;
+	/* The generation the BPF side already counted, as drain_thread does. */
+	if ((info->flags & KH_THREAD_MARKED) && info->marked_flushes == flushes) {
+		first = info->marked_count;
+		input[0] = input[0] > info->marked_input_bytes ? input[0] - info->marked_input_bytes : 0;
+		input[1] = input[1] > info->marked_input_units ? input[1] - info->marked_input_units : 0;
+	}
+	out->input_bytes += input[0];
+	out->input_units += input[1];
+	for (uint32_t i = first; i < count; i++) {
+		const unsigned char *raw = state + KH_TS_BATCH_OFF + (size_t)i * 24;
+		uint64_t start, end;
+		uint32_t stage, attribution;
+		struct kh_stage_stats *s;
+
+		memcpy(&start, raw, 8);
+		memcpy(&end, raw + 8, 8);
+		memcpy(&stage, raw + 16, 4);
+		memcpy(&attribution, raw + 20, 4);
+		if (start != 0)
+			start = time_ns(start, clock);
+		end = time_ns(end, clock);
+		if (end > clock->until_ns) {
+			late++;
+			continue;
+		}
+		if (start == 0 || start < clock->trace_start_ns || start > end) {
+			out->drops[KH_DROP_UNMATCHED_EXIT]++;
+			continue;
+		}
+		if (end < clock->session_start_ns) {
+			out->drops[KH_DROP_LATE_BATCH]++;
+			continue;
+		}
+		if (stage >= KH_STAGE_COUNT) {
+			out->drops[KH_DROP_BAD_STAGE]++;
+			continue;
+		}
+		s = &out->stages[stage];
+		s->elapsed_ns += end - start;
+		s->calls++;
+		if (attribution == KH_ATTRIBUTION_DECODED) {
+			s->attributed_ns += end - start;
+			s->attributed_calls++;
+		}
+	}
+	return late;
+}

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: MIT
+/*
+ * After a detach from a live process: the spans its threads completed
+ * while khprof was attached but had not handed over yet are read from
+ * their buffers with process_vm_readv, where the BPF side learned them
+ * (thread_list; what of each was counted is in its task storage,
+ * thread_store, looked up by a pidfd of the thread), and counted as the
+ * BPF side would (buffers.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "buffers.h"
+#include "khprof.skel.h"
+#include "log.h"
+#include "tracer_impl.h"
+
+/* pidfd_open's flag for a thread that is not its group's leader (Linux 6.9). */
+#define KH_PIDFD_THREAD O_EXCL
+
+/* What the BPF side knows of thread tid; false if it is gone or unknown. */
+static bool thread_info(int store_fd, __u32 tid, struct kh_thread_info *info)
+{
+	int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)tid, KH_PIDFD_THREAD);
+	bool found;
+
+	if (pidfd < 0)
+		return false;
+	found = bpf_map_lookup_elem(store_fd, &pidfd, info) == 0;
+	close(pidfd);
+	return found;
+}
+
+static bool thread_of(pid_t pid, __u32 tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%u", pid, tid);
+	return access(path, F_OK) == 0;
+}
+
+void drain__detached(struct tracer *t, uint64_t detach_ns)
+{
+	int fd = bpf_map__fd(t->skel->maps.thread_list);
+	int store_fd = bpf_map__fd(t->skel->maps.thread_store);
+	uint32_t slot = t->skel->bss->active_slot;
+	struct kh_slot_stats *out = &t->pending[slot < KH_MAX_SLOTS ? slot : KH_OUTSIDE_SLOT];
+	struct buffer_clock clock;
+	uint64_t late = 0, unread = 0;
+	__u32 key, next, *prev = NULL;
+
+	if (slot >= KH_MAX_SLOTS)
+		return; /* after an execve: nobody's session */
+	tracer__buffer_clock(t, __rdtsc(), tracer__now_ns(), &clock);
+	clock.session_start_ns = t->skel->bss->slot_start_ns[slot];
+	clock.until_ns = detach_ns;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+		unsigned char state[KH_TS_READ_BYTES];
+		struct kh_thread_info info;
+		struct iovec local = { state, sizeof(state) }, remote;
+
+		key = next;
+		prev = &key;
+		if (!thread_of(t->pid, key) || !thread_info(store_fd, key, &info))
+			continue;
+		if (!(info.flags & KH_THREAD_ABI3)) {
+			unread++;
+			continue;
+		}
+		remote = (struct iovec){ (void *)(uintptr_t)info.state_addr, sizeof(state) };
+		if (process_vm_readv(t->pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(state)) {
+			log__debug("cannot read thread %u's buffer: %s", key, strerror(errno));
+			unread++;
+			continue;
+		}
+		late += buffers__account(state, &info, &clock, out);
+	}
+	out->drops[KH_DROP_EXIT_UNKNOWN] += unread;
+	log__debug("after the detach: %" PRIu64 " buffered spans had ended after it", late);
+}
