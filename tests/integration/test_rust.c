@@ -5,7 +5,8 @@
  * build/khprof in every mode, by record and by attach, and check the
  * records against what the workload knows; check that the crate's sites
  * are the C header's, and that the build with Debian's rustc 1.63 traces
- * the same.  They need root (BPF); they skip with a message elsewhere, and
+ * the same, that spans still buffered when the program dies are counted,
+ * and that an attach mid-session starts in the program's state (probe ABI 3).  They need root (BPF); they skip with a message elsewhere, and
  * never skip when CI=true.
  */
 #include <errno.h>
@@ -189,6 +190,55 @@ static void check_nested(const char *workload, const char *mode)
 	profile__free(&p);
 	assert_seed_conformance(out);
 	run_result_free(&r);
+}
+
+/*
+ * The program ends inside its session with spans still in a thread's
+ * buffer (batch mode: 150 = 2 x 64 + 22): abort() runs no exit handler,
+ * and exit() flushes only the calling thread.  Every completed span and
+ * all input is in the record, which says how the program ended.
+ */
+static void check_ends_in_session(const char *how, const char *mode, int exit_code,
+				  const char *process_end, uint64_t code)
+{
+	char out[PATH_MAX], printed[64];
+	char *argv[] = { khprof, "record", "--mode", (char *)mode, "-o", out, "--", WORKLOAD_RS,
+			 (char *)how, "150", NULL };
+	struct kh_profile p;
+	struct run_result r;
+
+	tmp_path(out, sizeof(out), "%s-%s.json", how, mode);
+	r = run(argv);
+	if (r.exit_code != exit_code)
+		fail_msg("record --mode %s of '%s' exited %d, not %d: %s", mode, how, r.exit_code,
+			 exit_code, r.err);
+	snprintf(printed, sizeof(printed), "%s n=150\n", how);
+	assert_non_null(strstr(r.out, printed));
+	load_record(out, &p);
+	assert_int_equal(calls_of(&p, KH_STAGE_DECODE), 150);
+	assert_int_equal(p.input_bytes, 1500);
+	for (uint32_t d = 0; d < KH_DROP_COUNT; d++)
+		assert_int_equal(p.ext.drops[d], 0);
+	assert_int_equal(p.status, KH_STATE_FAILED);
+	assert_true(p.ext.ended_mid_session);
+	assert_non_null(p.ext.process_end);
+	assert_string_equal(p.ext.process_end, process_end);
+	if (strcmp(process_end, "exit") == 0)
+		assert_int_equal(p.ext.exit_code.value, code);
+	else
+		assert_int_equal(p.ext.exit_signal.value, code);
+	profile__free(&p);
+	assert_seed_conformance(out);
+	run_result_free(&r);
+}
+
+static void test_ends_in_session_all_modes(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < N_MODES; i++) {
+		check_ends_in_session("abort", modes[i], 128 + SIGABRT, "signal", SIGABRT);
+		check_ends_in_session("exit", modes[i], 3, "exit", 3);
+	}
 }
 
 static void test_nested_all_modes(void **state)
@@ -606,6 +656,49 @@ static void test_attach_all_modes(void **state)
 	}
 }
 
+/*
+ * khprof attaches while the Rust program is inside a session: the record
+ * starts in the state the program's kh_current_state says, from the
+ * moment the probes went live, and holds the spans that came after.
+ */
+static void test_attach_mid_session(void **state)
+{
+	char out[PATH_MAX], pid_text[16];
+	char *server_argv[] = { WORKLOAD_RS, "serve", NULL };
+	char *attach_argv[] = { khprof, "attach", "-p", pid_text, "-o", out, NULL };
+	struct kh_profile p;
+	struct child w, k;
+
+	(void)state;
+	tmp_path(out, sizeof(out), "attach-mid.json");
+	w = spawn(server_argv, false);
+	wait_for_line(w.from, "ready", NULL, 0);
+	assert_int_equal(write(w.to, "open\n", 5), 5);
+	wait_for_line(w.from, "done", NULL, 0);
+	snprintf(pid_text, sizeof(pid_text), "%d", w.pid);
+	k = spawn(attach_argv, true);
+	wait_for_line(k.from, "attached to PID", NULL, 0);
+	assert_int_equal(write(w.to, "close\n", 6), 6);
+	wait_for_line(w.from, "done", NULL, 0);
+	close(w.to);
+	assert_int_equal(wait_exit(w.pid), 0);
+	assert_int_equal(wait_exit(k.pid), 0);
+	fclose(w.from);
+	fclose(k.from);
+	close(k.to);
+
+	load_record(out, &p);
+	assert_true(p.ext.started_mid_session);
+	assert_non_null(p.ext.attach_state);
+	assert_string_equal(p.ext.attach_state, "scanning");
+	assert_true(p.ext.observed_from_unix_ns.present);
+	assert_int_equal(p.status, KH_STATE_COMPLETED);
+	assert_int_equal(calls_of(&p, KH_STAGE_DECODE), 10);
+	assert_int_equal(p.input_bytes, 100);
+	profile__free(&p);
+	assert_seed_conformance(out);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -634,6 +727,8 @@ int main(void)
 		cmocka_unit_test(test_times_match_workload_clock),
 		cmocka_unit_test(test_red_zone_leaf_unchanged),
 		cmocka_unit_test(test_attach_all_modes),
+		cmocka_unit_test(test_ends_in_session_all_modes),
+		cmocka_unit_test(test_attach_mid_session),
 		cmocka_unit_test(test_debian_rustc_build),
 	};
 

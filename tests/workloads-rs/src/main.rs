@@ -11,7 +11,12 @@
 //!   workload-rs timed US N   N spans of US microseconds each (own clock)
 //!   workload-rs nosession N  spans without any session (flushed at process exit)
 //!   workload-rs redzone N    leaf function with red-zone locals around probe sites
-//!   workload-rs serve        for attach: "ready", then one session per "session" line
+//!   workload-rs serve        for attach: "ready", then one session per "session" line;
+//!                            "open" starts a session in scanning, "close" runs 10
+//!                            decode spans and finishes it
+//!   workload-rs abort N      N decode spans (10 input bytes each), then abort() inside the session
+//!   workload-rs exit N       a second thread runs the N spans and waits; the main
+//!                            thread calls std::process::exit(3) inside the session
 
 use keyhog_profile::{
     add_input_bytes, add_input_units, enabled, set_attribution, span, Attribution, CacheState,
@@ -189,10 +194,53 @@ fn redzone(n: i64) -> i32 {
     i32::from(wrong != 0)
 }
 
+/// N decode spans of the calling thread, 10 input bytes each.
+fn decode_spans(n: u64) {
+    for _ in 0..n {
+        {
+            let _decode = span(Stage::Decode);
+            burn(50);
+        }
+        add_input_bytes(10);
+    }
+}
+
+/// Ends inside the session with spans still buffered (batch mode: N % 64
+/// of them): abort() runs no exit handler, so only khprof's drain at the
+/// thread's end can count them.
+fn abort_in_session(n: u64) -> ! {
+    let mut session = Session::start(identity()).expect("no session active");
+    session.transition(RunState::Scanning);
+    decode_spans(n);
+    println!("abort n={n}");
+    std::io::stdout().lock().flush().ok();
+    std::process::abort();
+}
+
+/// exit() flushes the calling thread only: the worker's buffer is left to
+/// khprof's drain when exit_group ends it.
+fn exit_from_main(n: u64) -> ! {
+    let mut session = Session::start(identity()).expect("no session active");
+    session.transition(RunState::Scanning);
+    let (done, spans_done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        decode_spans(n);
+        done.send(()).expect("main waits");
+        loop {
+            std::thread::park();
+        }
+    });
+    spans_done.recv().expect("worker ran");
+    println!("exit n={n}");
+    std::io::stdout().lock().flush().ok();
+    std::process::exit(3);
+}
+
 fn serve() {
     let stdout = std::io::stdout();
     println!("ready");
     stdout.lock().flush().ok();
+    let mut open: Option<Session> = None;
     for line in std::io::stdin().lock().lines() {
         let line = match line {
             Ok(line) => line,
@@ -200,6 +248,16 @@ fn serve() {
         };
         if line.starts_with("session") {
             nested(10);
+        } else if line.starts_with("open") {
+            // A session a tracer can join while it runs (kh_current_state).
+            let mut session = Session::start(identity()).expect("no session active");
+            session.transition(RunState::Scanning);
+            open = Some(session);
+        } else if line.starts_with("close") {
+            decode_spans(10);
+            if let Some(session) = open.take() {
+                session.finish(RunState::Completed);
+            }
         }
         println!("done");
         stdout.lock().flush().ok();
@@ -218,8 +276,10 @@ fn main() {
         Some("timed") => timed(count(2), count(3)),
         Some("redzone") => std::process::exit(redzone(count(2) as i64)),
         Some("serve") => serve(),
+        Some("abort") => abort_in_session(count(2)),
+        Some("exit") => exit_from_main(count(2)),
         _ => {
-            eprintln!("usage: workload-rs nested|threads|sessions|stages|timed|nosession|redzone|serve [N]");
+            eprintln!("usage: workload-rs nested|threads|sessions|stages|timed|nosession|redzone|serve|abort|exit [N]");
             std::process::exit(2);
         }
     }
