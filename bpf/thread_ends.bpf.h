@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * thread_ends.bpf.h - part of khprof.bpf.c, included at its end (one BPF
+ * object, one skeleton): the buffers of threads that end, exec, or outlive
+ * a detach (docs/PROBES.md, "Nothing completed is lost").  Uses the maps,
+ * globals and event helpers defined above the include.
+ */
+#ifndef KHPROF_THREAD_ENDS_BPF_H
+#define KHPROF_THREAD_ENDS_BPF_H
+
+/* traced_tgid (above) is 0 while calibrating: these programs then do nothing. */
+/* execve calls that are not the program's: record's own exec of COMMAND. */
+__u32 execs_expected;
+/*
+ * The loader attached keyhog probes to the current image.  Until then an
+ * execve hands over to the new image instead of ending the records: a
+ * shell wrapper (`sh -c 'exec scanner'`) has no probes, the scanner it
+ * execs is traced from its first instruction.
+ */
+__u32 image_traced;
+/* The loader saw a batch probe of ABI 2 (no batch_register) in a traced file. */
+__u32 abi2_batch_traced;
+/* Anchor when this CPU never saw a flush: a TSC reading and the kernel time then. */
+__u64 tsc_anchor_ticks;
+__u64 tsc_anchor_ns;
+
+/*
+ * Per thread, where its buffer is and what of it was counted: task storage,
+ * which the flush path reaches in a few ns (a hash lookup there cost 2.3 ns
+ * per batched span here, 6% of a span's traced cost).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct kh_thread_info);
+} thread_store SEC(".maps");
+
+/*
+ * The threads that have a buffer, by thread id (value: its address):
+ * written once per thread, so that khprof can find them after a detach.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, KH_MAX_THREADS);
+	__type(key, __u32);
+	__type(value, __u64);
+} thread_list SEC(".maps");
+
+/* The calling thread's record; made, and listed, when it has none for state_addr. */
+static struct kh_thread_info *thread_info_learn(__u64 state_addr, bool abi3)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct kh_thread_info *info = bpf_task_storage_get(&thread_store, task, 0, 0);
+	__u32 tid;
+
+	if (info && info->state_addr == state_addr && (!abi3 || (info->flags & KH_THREAD_ABI3)))
+		return info;
+	info = bpf_task_storage_get(&thread_store, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!info)
+		return NULL;
+	info->state_addr = state_addr;
+	if (abi3)
+		info->flags |= KH_THREAD_ABI3;
+	tid = task->pid;
+	bpf_map_update_elem(&thread_list, &tid, &state_addr, BPF_ANY);
+	return info;
+}
+
+/* Entries of buffer generation flushes already counted; their input taken off. */
+static __u32 thread_info_skip(struct kh_thread_info *info, __u64 flushes, __u64 *input_bytes,
+			      __u64 *input_units)
+{
+	if (!(info->flags & KH_THREAD_MARKED) || info->marked_flushes != flushes)
+		return 0;
+	*input_bytes = *input_bytes > info->marked_input_bytes
+			       ? *input_bytes - info->marked_input_bytes : 0;
+	*input_units = *input_units > info->marked_input_units
+			       ? *input_units - info->marked_input_units : 0;
+	return info->marked_count;
+}
+
+static void thread_info_mark(struct kh_thread_info *info, __u64 flushes, __u32 count,
+			     __u64 input_bytes, __u64 input_units)
+{
+	info->marked_flushes = flushes;
+	info->marked_count = count;
+	info->marked_input_bytes = input_bytes;
+	info->marked_input_units = input_units;
+	info->flags |= KH_THREAD_MARKED;
+}
+
+/*
+ * A batch of the calling thread, whose kh_thread_state is at state_addr:
+ * learns where the buffer is, and with probe ABI 3 (a generation) returns
+ * how many of its count entries were counted already, takes their input
+ * off *inputs and marks the whole batch as counted.  Global, so that the
+ * verifier checks it once on its own: inlined, its branches multiplied the
+ * flush path's states (13,700 instructions walked instead of 4,500: 14 ms
+ * more at every start).  inputs NULL: only learn (batch_register).
+ */
+__noinline int kh_thread_batch(__u64 state_addr, __u64 flushes, __u32 abi3, __u32 count,
+			       struct kh_inputs *inputs)
+{
+	struct kh_thread_info *info = thread_info_learn(state_addr, abi3);
+	struct kh_inputs taken;
+	__u32 first;
+
+	if (!info || !abi3 || !inputs)
+		return 0;
+	taken = *inputs;
+	first = thread_info_skip(info, flushes, &inputs->bytes, &inputs->units);
+	thread_info_mark(info, flushes, count, taken.bytes, taken.units);
+	return first;
+}
+
+static __always_inline void count_drops(__u32 slot, enum kh_drop drop, __u64 n)
+{
+	struct kh_slot_stats *stats;
+
+	bpf_preempt_disable();
+	stats = stats_of(slot);
+	if (stats)
+		stats->drops[drop] += n;
+	bpf_preempt_enable();
+}
+
+/*
+ * What an ending thread still buffers (it died, or it is about to exec),
+ * read from its memory, which the kernel still maps at sched_process_exit
+ * and sched_prepare_exec, and handed to khprof in one ring-buffer record:
+ * khprof counts it as after a detach (userspace/capture/buffers.c), which
+ * keeps these programs small (the verifier walks ~200 instructions instead
+ * of ~2,600 for counting here, 2.5 ms each at every start).  With mark,
+ * the buffer is marked as counted: an execve that fails goes on with it.
+ */
+static __always_inline void send_buffer(struct kh_thread_info *info, bool mark)
+{
+	__u64 addr = info->state_addr, bytes, flushes, input[2];
+	struct kh_buffer_event *e;
+	__u32 zero = 0, slot = active_slot, count = 0;
+	struct batch_buffer *scratch;
+
+	if (!(info->flags & KH_THREAD_ABI3)) {
+		/* ABI 2: no generation to tell a counted buffer from a new one. */
+		if (!bpf_probe_read_user(&count, sizeof(count),
+					 (const void *)(addr + KH_TS_BATCH_COUNT_OFF)) && count)
+			count_drops(slot, KH_DROP_EXIT_UNREAD,
+				    count < KH_BATCH_CAPACITY ? count : KH_BATCH_CAPACITY);
+		return;
+	}
+	/* Most threads end with nothing buffered (pthread_exit flushes): no record. */
+	if (bpf_probe_read_user(&count, sizeof(count), (const void *)(addr + KH_TS_BATCH_COUNT_OFF)) ||
+	    bpf_probe_read_user(input, sizeof(input), (const void *)(addr + KH_TS_INPUT_OFF)) ||
+	    bpf_probe_read_user(&flushes, sizeof(flushes), (const void *)(addr + KH_TS_FLUSHES_OFF))) {
+		count_drop(slot, KH_DROP_EXIT_UNKNOWN);
+		return;
+	}
+	if (!count && !input[0] && !input[1])
+		return;
+	if ((info->flags & KH_THREAD_MARKED) && info->marked_flushes == flushes &&
+	    info->marked_count >= count && info->marked_input_bytes >= input[0] &&
+	    info->marked_input_units >= input[1])
+		return; /* all of it was counted: it died between its flush and the reset */
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		/* The ring buffer is full: the spans are lost, and counted as such. */
+		count_drops(slot, KH_DROP_EXIT_UNREAD,
+			    count < KH_BATCH_CAPACITY ? count : KH_BATCH_CAPACITY);
+		return;
+	}
+	if (bpf_probe_read_user(e->state, KH_TS_BATCH_OFF, (const void *)addr)) {
+		bpf_ringbuf_discard(e, 0);
+		count_drop(slot, KH_DROP_EXIT_UNKNOWN);
+		return;
+	}
+	__builtin_memcpy(&count, e->state + KH_TS_BATCH_COUNT_OFF, sizeof(count));
+	bytes = (__u64)count * sizeof(struct kh_batch_entry);
+	barrier_var(bytes);
+	if (bytes > KH_BATCH_CAPACITY * sizeof(struct kh_batch_entry))
+		bytes = KH_BATCH_CAPACITY * sizeof(struct kh_batch_entry);
+	if (bytes && bpf_probe_read_user(e->state + KH_TS_BATCH_OFF, bytes,
+					 (const void *)(addr + KH_TS_BATCH_OFF))) {
+		bpf_ringbuf_discard(e, 0);
+		count_drops(slot, KH_DROP_EXIT_UNREAD, bytes / sizeof(struct kh_batch_entry));
+		return;
+	}
+	__builtin_memcpy(e->state + KH_TS_FLUSHES_OFF, &flushes, sizeof(flushes));
+	e->type = KH_EVENT_THREAD_BUFFER;
+	e->slot = slot;
+	e->tid = (__u32)bpf_get_current_pid_tgid();
+	e->ts_ns = bpf_ktime_get_ns();
+	e->session_start_ns = slot < KH_MAX_SLOTS ? slot_start_ns[slot & (KH_MAX_SLOTS - 1)] : 0;
+	e->anchor_ticks = tsc_anchor_ticks;
+	e->anchor_ns = tsc_anchor_ns;
+	scratch = bpf_map_lookup_elem(&batch_scratch, &zero);
+	if (scratch && scratch->anchor_ns) {
+		e->anchor_ticks = scratch->anchor_ticks;
+		e->anchor_ns = scratch->anchor_ns;
+	}
+	e->info = *info;
+	if (mark)
+		thread_info_mark(info, flushes, count, input[0], input[1]);
+	/* khprof needs it only by the session's end, whose event wakes it. */
+	event_submit_lazily((struct kh_event *)e);
+}
+
+/*
+ * Every thread's end: normal exit, exit_group from any thread, a fatal
+ * signal, the other threads of an execve.  On this kernel the tracepoint
+ * fires before the thread lets go of its memory (exit_mm).
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(kh_thread_exit, struct task_struct *task, bool group_dead)
+{
+	struct kh_thread_info *info;
+	struct kh_event *e;
+	__u32 tid;
+
+	if (!traced_tgid || task->tgid != traced_tgid)
+		return 0;
+	tid = task->pid;
+	info = bpf_task_storage_get(&thread_store, task, 0, 0);
+	if (info && info->state_addr) {
+		send_buffer(info, false);
+		bpf_map_delete_elem(&thread_list, &tid);
+	} else if (abi2_batch_traced) {
+		count_drop(active_slot, KH_DROP_EXIT_UNKNOWN);
+	}
+	if (!group_dead)
+		return 0;
+	e = event_reserve(KH_EVENT_PROCESS_EXIT, active_slot);
+	if (!e)
+		return 0;
+	e->arg0 = task->exit_code;
+	event_submit(e);
+	return 0;
+}
+
+/*
+ * An execve replaces the caller's memory: its buffer is read at
+ * sched_prepare_exec, which the kernel fires just before the point of no
+ * return, while the old image is still mapped (the tracepoint exists for
+ * this, Linux 6.10).  Not a sys_enter program: with one attached, every
+ * syscall takes the traced slow path, and on this kernel every
+ * optimized-uprobe hit is a syscall (it cost batch mode 1.7 ns per span,
+ * 4%).  An exec can still fail after it; the mark keeps the next flush or
+ * the thread's end from counting the buffer twice.
+ */
+SEC("tp_btf/sched_prepare_exec")
+int BPF_PROG(kh_exec_check, struct task_struct *task, struct linux_binprm *bprm)
+{
+	struct kh_thread_info *info;
+
+	if (!traced_tgid || task->tgid != traced_tgid)
+		return 0;
+	info = bpf_task_storage_get(&thread_store, task, 0, 0);
+	if (info && info->state_addr)
+		send_buffer(info, true);
+	return 0;
+}
+
+/*
+ * The execve succeeded: the old image's record ends here.  Spans of the new
+ * image go to the calibration slot, which nobody reads any more (khprof
+ * does not trace the new image, docs/PROBES.md).
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(kh_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct kh_event *e;
+	__u32 tid;
+
+	if (!traced_tgid || task->tgid != traced_tgid)
+		return 0;
+	if (execs_expected) {
+		execs_expected--;
+		return 0;
+	}
+	if (!image_traced)
+		return 0;
+	/* The thread's buffer went with the old image. */
+	bpf_task_storage_delete(&thread_store, task);
+	tid = task->pid;
+	bpf_map_delete_elem(&thread_list, &tid);
+	tid = old_pid;
+	bpf_map_delete_elem(&thread_list, &tid);
+	e = event_reserve(KH_EVENT_EXEC, active_slot);
+	active_slot = KH_CALIBRATION_SLOT;
+	if (!e)
+		return 0;
+	e->arg0 = old_pid;
+	event_submit(e);
+	return 0;
+}
+
+#endif /* KHPROF_THREAD_ENDS_BPF_H */
