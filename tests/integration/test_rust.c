@@ -75,24 +75,7 @@ static uint64_t elapsed_of(const struct kh_profile *p, uint32_t stage)
 /* The seed's own types read the record and print exactly what khprof does. */
 static void assert_seed_conformance(const char *record)
 {
-	const char *render = seed_render_path();
-	char *seed_argv[] = { (char *)render, (char *)record, NULL };
-	char *report_argv[] = { khprof, "report", (char *)record, NULL };
-	struct run_result seed, ours;
-
-	if (!render) {
-		if (running_in_ci())
-			fail_msg("build/seed-render is missing in CI (make seed-render)");
-		return;
-	}
-	seed = run(seed_argv);
-	ours = run(report_argv);
-	if (seed.exit_code != 0)
-		fail_msg("seed-render rejects '%s': %s", record, seed.err);
-	assert_int_equal(ours.exit_code, 0);
-	assert_string_equal(ours.out, seed.out);
-	run_result_free(&seed);
-	run_result_free(&ours);
+	assert_seed_conformance_of(khprof, record);
 }
 
 /* khprof record --mode MODE -o OUT -- argv...; fails unless it exits 0. */
