@@ -32,7 +32,7 @@ BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
 
 # Debian packages the build, the tests, the demo and the benchmarks use.
 PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev \
-            libcmocka-dev libpcre2-dev pkg-config make gcc
+            libcmocka-dev libpcre2-dev pkg-config make gcc prometheus
 BENCH_PACKAGES := bpftrace hyperfine
 # The seed conformance reader (../shared/seed/conformance) builds offline
 # from Debian's packaged crates.

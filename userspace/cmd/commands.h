@@ -8,6 +8,7 @@ int cmd_attach(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_probes(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 struct kh_profile;
 /* Notes and drop warnings that go beside the seed's text report, on stderr. */

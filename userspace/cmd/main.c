@@ -33,6 +33,7 @@ static const struct command commands[] = {
 	{ "report", cmd_report, false, "print a record as the seed's text report or JSON" },
 	{ "diff", cmd_diff, false, "compare records or series of runs and flag regressions" },
 	{ "probes", cmd_probes, false, "list the USDT probes of an ELF file" },
+	{ "export", cmd_export, false, "write records as OpenMetrics for Prometheus" },
 };
 
 static void usage(FILE *out)
