@@ -43,7 +43,7 @@ __u32 tsc_shift;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, KH_MAX_SLOTS);
+	__uint(max_entries, KH_SLOT_MAP_ENTRIES);
 	__type(key, __u32);
 	__type(value, struct kh_slot_stats);
 } slot_stats SEC(".maps");
@@ -83,7 +83,7 @@ extern void bpf_preempt_enable(void) __ksym;
 
 static __always_inline struct kh_slot_stats *stats_of(__u32 slot)
 {
-	if (slot >= KH_MAX_SLOTS)
+	if (slot >= KH_SLOT_MAP_ENTRIES)
 		slot = KH_OUTSIDE_SLOT;
 	return bpf_map_lookup_elem(&slot_stats, &slot);
 }
