@@ -170,7 +170,10 @@ int om_info_set__add(struct om_info_set *set, const struct kh_profile *p)
 	char *labels;
 
 	outbuf__init(&b);
-	/* run_id is left out: one series per run would grow without bound. */
+	/*
+	 * run_id is left out: one series per run would grow without bound; so
+	 * is the mode, which a live session only gets when it ends.
+	 */
 	put_label(&b, "binary_version", id->binary_version, true);
 	put_label(&b, "detector_digest", id->detector_digest, false);
 	put_label(&b, "config_digest", id->config_digest, false);
@@ -180,7 +183,6 @@ int om_info_set__add(struct om_info_set *set, const struct kh_profile *p)
 	put_label(&b, "backend_selected", id->backend_selected ? id->backend_selected : "", false);
 	put_label(&b, "cache_state", cache ? cache : "unknown", false);
 	put_label(&b, "daemon_state", daemon ? daemon : "off", false);
-	put_label(&b, "mode", p->ext.mode ? p->ext.mode : "", false);
 	labels = outbuf__finish(&b);
 	if (!labels)
 		return -ENOMEM;

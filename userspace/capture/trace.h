@@ -69,6 +69,24 @@ void tracer__close(struct tracer *t);
  */
 void tracer__close_in_background(struct tracer *t);
 
+/*
+ * One session slot as it stands, for live metrics: profile is the session
+ * being assembled (NULL for the slot of spans outside any session), state
+ * its current macro state, sum the slot's counters over all CPUs with the
+ * calibrated span bias taken off as in records.  In batch mode, spans a
+ * thread still buffers (at most 63 each) are not in it yet.
+ */
+struct tracer_live_slot {
+	const struct kh_profile *profile;
+	uint32_t state;
+	struct kh_slot_stats sum;
+};
+typedef void (*tracer_live_fn)(const struct tracer_live_slot *slot, void *ctx);
+/* Calls fn for the outside slot and every open session; reads, never resets. */
+int tracer__read_live(struct tracer *t, tracer_live_fn fn, void *ctx);
+/* Event ring-buffer bytes the kernel wrote and khprof has not read yet. */
+int tracer__ringbuf_usage(const struct tracer *t, uint64_t *used, uint64_t *size);
+
 /* Monotonic clock in ns, the clock the BPF side stamps events with. */
 uint64_t tracer__now_ns(void);
 

@@ -24,6 +24,7 @@
 #include "commands.h"
 #include "fileio.h"
 #include "json.h"
+#include "live_metrics.h"
 #include "log.h"
 #include "spread.h"
 #include "text.h"
@@ -63,6 +64,9 @@ static const char record_usage[] =
 	"   --mode MODE          batch (default: spans buffered per thread, one kernel\n"
 	"                        entry per 64 spans), span (one kernel entry per span)\n"
 	"                        or pair (enter and exit probes, as bpftrace scripts)\n"
+	"   --serve [ADDR:]PORT  serve live metrics at http://ADDR:PORT/metrics while\n"
+	"                        tracing (OpenMetrics or Prometheus text; ADDR defaults\n"
+	"                        to 127.0.0.1; docs/FLEET.md); not with --repeat\n"
 	"   -v, --verbose        debug messages, libbpf's own included\n"
 	"\n"
 	"examples:\n"
@@ -86,12 +90,15 @@ static const char attach_usage[] =
 	"   --duration SECONDS   stop after SECONDS (decimals allowed)\n"
 	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
 	"   --mode MODE          batch (default), span or pair\n"
+	"   --serve [ADDR:]PORT  serve live metrics at http://ADDR:PORT/metrics while\n"
+	"                        tracing (ADDR defaults to 127.0.0.1; docs/FLEET.md)\n"
 	"   -q, --quiet          do not print the text reports\n"
 	"   -v, --verbose        debug messages\n"
 	"\n"
 	"examples:\n"
 	"   khprof attach -p $(pidof kh-scan) -o live.json\n"
-	"   khprof attach -p 4242 --duration 30\n";
+	"   khprof attach -p 4242 --duration 30\n"
+	"   khprof attach -p $(pidof scanner) --serve 127.0.0.1:9464 -q\n";
 
 struct trace_cli {
 	const char *output;
@@ -105,6 +112,7 @@ struct trace_cli {
 	unsigned warmup;
 	bool append;     /* --repeat adds to the runs already in its directory */
 	bool quiet;
+	const char *serve; /* --serve ADDR:PORT, or NULL */
 	int first_arg;
 };
 
@@ -113,6 +121,7 @@ struct output_state {
 	bool quiet;
 	size_t records;
 	bool write_failed;
+	struct live_metrics *metrics; /* --serve: finished records join its totals */
 };
 
 static const char *const drop_descriptions[KH_DROP_COUNT] = {
@@ -161,6 +170,8 @@ static void on_profile(const struct kh_profile *p, void *ctx)
 	int err;
 
 	out->records++;
+	if (out->metrics)
+		live_metrics__add_profile(out->metrics, p);
 	if (text && !out->quiet)
 		fputs(text, stderr);
 	free(text);
@@ -229,7 +240,8 @@ static int parse_count(const char *option, const char *text, unsigned min, unsig
 
 static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 {
-	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP, OPT_APPEND };
+	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP, OPT_APPEND,
+	       OPT_SERVE };
 	static const struct option options[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -239,6 +251,7 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		{ "repeat", required_argument, NULL, OPT_REPEAT },
 		{ "warmup", required_argument, NULL, OPT_WARMUP },
 		{ "append", no_argument, NULL, OPT_APPEND },
+		{ "serve", required_argument, NULL, OPT_SERVE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
@@ -308,6 +321,9 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 				goto bad_option;
 			cli->append = true;
 			break;
+		case OPT_SERVE:
+			cli->serve = optarg;
+			break;
 		case 'q':
 			cli->quiet = true;
 			break;
@@ -320,6 +336,10 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 	}
 	if ((cli->warmup || cli->append) && !cli->repeat) {
 		log__error("%s needs --repeat", cli->warmup ? "--warmup" : "--append");
+		return -EINVAL;
+	}
+	if (cli->repeat && cli->serve) {
+		log__error("--serve cannot be used with --repeat (each run is its own process)");
 		return -EINVAL;
 	}
 	if (cli->repeat && !cli->output) {
@@ -416,7 +436,26 @@ struct event_loop {
 	int epoll_fd;
 	int signal_fd;
 	int pid_fd;
+	struct live_metrics *metrics; /* --serve, or NULL */
 };
+
+/*
+ * --serve: listening before tracing starts, so that a bad or busy address
+ * fails first.  0, or the exit code (2 for an address that is not one).
+ */
+static int serve_open(const struct trace_cli *cli, struct output_state *out,
+		      struct event_loop *loop)
+{
+	int err;
+
+	if (!cli->serve)
+		return 0;
+	err = live_metrics__open(&out->metrics, cli->serve);
+	if (err)
+		return err == -EINVAL ? KHPROF_EXIT_USAGE : KHPROF_EXIT_FAILURE;
+	loop->metrics = out->metrics;
+	return 0;
+}
 
 static int loop__open(struct event_loop *loop, struct tracer *t, pid_t pid, sigset_t *old)
 {
@@ -434,6 +473,10 @@ static int loop__open(struct event_loop *loop, struct tracer *t, pid_t pid, sigs
 	epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, loop->pid_fd, &ev);
 	ev.data.fd = tracer__epoll_fd(t);
 	epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	if (loop->metrics) {
+		ev.data.fd = live_metrics__fd(loop->metrics);
+		epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	}
 	return 0;
 }
 
@@ -490,6 +533,10 @@ static enum loop_end loop__run(struct event_loop *loop, struct tracer *t, pid_t 
 					kill(forward_to, si.ssi_signo);
 				continue;
 			}
+			if (loop->metrics && fd == live_metrics__fd(loop->metrics)) {
+				live_metrics__service(loop->metrics);
+				continue;
+			}
 			tracer__poll(t, 0);
 		}
 	}
@@ -537,7 +584,7 @@ static int record_once(const struct trace_cli *cli, char **cmd_argv, const char 
 {
 	struct output_state out = { 0 };
 	struct trace_options opts = { 0 };
-	struct event_loop loop = { -1, -1, -1 };
+	struct event_loop loop = { -1, -1, -1, NULL };
 	struct tracer *t = NULL;
 	int ready[2] = { -1, -1 }, exec_err[2] = { -1, -1 };
 	sigset_t old_mask;
@@ -547,9 +594,14 @@ static int record_once(const struct trace_cli *cli, char **cmd_argv, const char 
 
 	trace_options_from(cli, output, &out, &opts);
 	opts.stop_on_loader = true;
+	code = serve_open(cli, &out, &loop);
+	if (code)
+		return code;
 	err = tracer__open(&t, &opts);
-	if (err)
+	if (err) {
+		live_metrics__close(out.metrics);
 		return KHPROF_EXIT_FAILURE;
+	}
 
 	sigprocmask(SIG_SETMASK, NULL, &old_mask);
 	if (pipe2(ready, O_CLOEXEC) || pipe2(exec_err, O_CLOEXEC)) {
@@ -570,6 +622,7 @@ static int record_once(const struct trace_cli *cli, char **cmd_argv, const char 
 	ready[0] = exec_err[1] = -1;
 
 	err = tracer__attach(t, pid, path);
+	live_metrics__bind(out.metrics, t, pid);
 	if (!err)
 		err = loop__open(&loop, t, pid, &old_mask);
 	if (err) {
@@ -612,6 +665,7 @@ out:
 		if (exec_err[i] >= 0)
 			close(exec_err[i]);
 	}
+	live_metrics__close(out.metrics);
 	if (reaped && !detach_now)
 		tracer__close_in_background(t);
 	else
@@ -834,7 +888,7 @@ int cmd_attach(int argc, char **argv)
 {
 	struct output_state out = { 0 };
 	struct trace_options opts = { 0 };
-	struct event_loop loop = { -1, -1, -1 };
+	struct event_loop loop = { -1, -1, -1, NULL };
 	struct tracer *t = NULL;
 	struct trace_cli cli;
 	char exe[64];
@@ -856,10 +910,17 @@ int cmd_attach(int argc, char **argv)
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", cli.pid);
 
 	trace_options_from(&cli, cli.output, &out, &opts);
-	if (tracer__open(&t, &opts))
+	code = serve_open(&cli, &out, &loop);
+	if (code)
+		return code;
+	code = KHPROF_EXIT_FAILURE;
+	if (tracer__open(&t, &opts)) {
+		live_metrics__close(out.metrics);
 		return KHPROF_EXIT_FAILURE;
+	}
 	sigprocmask(SIG_SETMASK, NULL, &old_mask);
 	err = tracer__attach(t, cli.pid, exe);
+	live_metrics__bind(out.metrics, t, cli.pid);
 	if (!err)
 		err = tracer__attach_mapped(t);
 	if (err == -ESRCH)
@@ -883,6 +944,7 @@ int cmd_attach(int argc, char **argv)
 	code = finish_output(&out, KHPROF_EXIT_OK);
 out:
 	loop__close(&loop, &old_mask);
+	live_metrics__close(out.metrics);
 	/* A live process keeps paying for probes until they are detached. */
 	if (end == LOOP_PROCESS_EXITED)
 		tracer__close_in_background(t);
