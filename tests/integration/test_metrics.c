@@ -601,6 +601,46 @@ static void test_server_answers_bad_and_slow_clients(void **state)
 	stop_traced(&t);
 }
 
+/* A bad or busy --serve address fails before anything is traced. */
+static void test_serve_address_errors(void **state)
+{
+	char busy[32], pid_text[16];
+	char *bad[] = { khprof, "attach", "-p", pid_text, "--serve", "localhost:http", NULL };
+	char *range[] = { khprof, "attach", "-p", pid_text, "--serve", "127.0.0.1:70000", NULL };
+	char *taken[] = { khprof, "attach", "-p", pid_text, "--serve", busy, NULL };
+	char *repeat[] = { khprof, "record", "--repeat", "2", "-o", tmpdir, "--serve", "0", "--",
+			   "/bin/true", NULL };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int holder = socket(AF_INET, SOCK_STREAM, 0);
+	struct run_result r;
+
+	(void)state;
+	snprintf(pid_text, sizeof(pid_text), "%d", getpid());
+	assert_int_equal(bind(holder, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(holder, 1), 0);
+	assert_int_equal(getsockname(holder, (struct sockaddr *)&a, &len), 0);
+	snprintf(busy, sizeof(busy), "127.0.0.1:%d", ntohs(a.sin_port));
+
+	r = run(bad);
+	assert_int_equal(r.exit_code, 2);
+	assert_non_null(strstr(r.err, "bad --serve 'localhost:http'"));
+	run_result_free(&r);
+	r = run(range);
+	assert_int_equal(r.exit_code, 2);
+	run_result_free(&r);
+	r = run(taken);
+	assert_int_equal(r.exit_code, 1);
+	assert_non_null(strstr(r.err, "cannot serve metrics on"));
+	assert_non_null(strstr(r.err, "Address already in use"));
+	run_result_free(&r);
+	r = run(repeat);
+	assert_int_equal(r.exit_code, 2);
+	assert_non_null(strstr(r.err, "--serve cannot be used with --repeat"));
+	run_result_free(&r);
+	close(holder);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -628,6 +668,7 @@ int main(void)
 		cmocka_unit_test(test_export_prometheus_text_passes_promtool),
 		cmocka_unit_test(test_export_openmetrics_to_stdout),
 		cmocka_unit_test(test_export_bad_input),
+		cmocka_unit_test(test_serve_address_errors),
 		cmocka_unit_test(test_served_metrics_pass_promtool),
 		cmocka_unit_test(test_server_answers_bad_and_slow_clients),
 		cmocka_unit_test(test_prometheus_scrapes_live_totals),
