@@ -396,6 +396,20 @@ static void assert_prometheus_value(int port, const char *promql, double expecte
 		 found ? "one series" : "no single series", expected);
 }
 
+/* Polls promql until it selects exactly one series, or fails at the deadline. */
+static void assert_prometheus_found(int port, const char *promql)
+{
+	uint64_t deadline = now_ns() + PROMETHEUS_DEADLINE_S * 1000000000ull;
+	double value;
+
+	while (now_ns() < deadline) {
+		if (query_one(port, promql, &value, NULL))
+			return;
+		poll_pause();
+	}
+	fail_msg("Prometheus found no single series for %s", promql);
+}
+
 /* --- live metrics ---------------------------------------------------------- */
 
 struct traced {
@@ -497,6 +511,17 @@ static void test_prometheus_scrapes_live_totals(void **state)
 				"khprof_sessions_ended_total{status=\"completed\"}", 4);
 	assert_prometheus_value(prom.port, "khprof_sessions_open{state=\"scanning\"}", 0);
 	assert_prometheus_value(prom.port, "khprof_stage_calls_total{stage=\"hot-patterns\"}", 40);
+	/* docs/FLEET.md's queries run and select one series each. */
+	assert_prometheus_found(prom.port, "topk(1, sum by (instance, stage) "
+			       "(rate(khprof_stage_elapsed_seconds_total[1m])))");
+	assert_prometheus_found(prom.port, "sum by (instance, stage) (rate("
+			       "khprof_stage_elapsed_seconds_total{stage=\"entropy\"}[1m])) / "
+			       "sum by (instance, stage) (rate(khprof_stage_calls_total"
+			       "{stage=\"entropy\"}[1m]))");
+	assert_prometheus_found(prom.port, "rate(khprof_input_bytes_total[1m]) / 2^20");
+	assert_prometheus_found(prom.port, "rate(khprof_input_bytes_total[1m]) * on (instance) "
+			       "group_left (binary_version) khprof_run_info{binary_version="
+			       "\"workload 1.0\"}");
 	/* Every scrape Prometheus made was answered. */
 	assert_prometheus_value(prom.port, "khprof_http_requests_rejected_total", 0);
 
