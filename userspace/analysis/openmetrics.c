@@ -326,11 +326,12 @@ static const struct family open_family = {
 };
 static const struct family process_cpu_family = {
 	"khprof_process_cpu_seconds", OM_COUNTER, "seconds",
-	"CPU time of the traced process since it started"
+	"CPU time of the traced processes since they started (those gone at their last "
+	"reading)"
 };
 static const struct family process_rss_family = {
 	"khprof_process_resident_bytes", OM_GAUGE, "bytes",
-	"Resident set size of the traced process now"
+	"Resident set size of the traced processes now"
 };
 static const struct family ringbuf_used_family = {
 	"khprof_ringbuf_used_bytes", OM_GAUGE, "bytes",

@@ -64,7 +64,7 @@ struct om_info_set {
 struct om_live {
 	uint64_t open_by_state[KH_STATE_COUNT]; /* open sessions by macro state */
 	bool have_process;
-	uint64_t process_cpu_ms;      /* the traced process's CPU since it started */
+	uint64_t process_cpu_ms;      /* traced processes' CPU since they started */
 	bool have_process_rss;
 	uint64_t process_rss_bytes;
 	uint64_t ringbuf_used_bytes;

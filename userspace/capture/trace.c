@@ -43,6 +43,11 @@ static int handle_event(void *ctx, void *data, size_t len)
 
 	if (len < sizeof(*e))
 		return 0;
+	if (e->type == KH_EVENT_LOADER_STATE && t->on_start) {
+		/* A watcher's hook is a file's start, not the loader (attach.c). */
+		t->on_start(e->pid, t->start_ctx);
+		return 0;
+	}
 	if (e->type == KH_EVENT_LOADER_STATE) {
 		tracer__attach_mapped(t);
 		if (t->opts.stop_on_loader)

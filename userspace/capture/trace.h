@@ -24,6 +24,12 @@ struct identity_override {
 	const char *value;
 };
 
+/* What calibration found; one khprof process needs to measure it once. */
+struct tracer_calibration {
+	uint64_t span_cost_ns;
+	uint64_t span_bias_ns;
+};
+
 struct trace_options {
 	enum kh_trace_mode mode;
 	/*
@@ -41,12 +47,20 @@ struct trace_options {
 	size_t override_count;
 	tracer_profile_fn on_profile;
 	void *ctx;
+	/*
+	 * Another tracer's calibration to use instead of calibrating: while a
+	 * tracer is attached, its links on khprof's own probe sites would
+	 * count a second calibration's spans as its own.
+	 */
+	const struct tracer_calibration *calibration;
 };
 
 /* open -> configure -> load; prints one line and returns -errno on failure. */
 int tracer__open(struct tracer **out, const struct trace_options *opts);
 /* Attaches to pid's executable (exe_path) and loader; libraries come later. */
 int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path);
+/* The calibration t uses (after tracer__attach). */
+void tracer__calibration(const struct tracer *t, struct tracer_calibration *out);
 /* Attaches to every object pid has mapped now that carries keyhog probes. */
 int tracer__attach_mapped(struct tracer *t);
 /* Consumes pending events; timeout_ms < 0 blocks.  Returns events or -errno. */
@@ -58,6 +72,15 @@ int tracer__epoll_fd(const struct tracer *t);
  * session probes.  exit_status < 0 means the process is still running.
  */
 void tracer__finish(struct tracer *t, int exit_status);
+/*
+ * Makes t a watcher instead of a tracer: fn gets the pid of every process
+ * that runs the first code of path from now on (an executable's entry
+ * point, a library's DT_INIT: at start-up or dlopen), whoever started it.
+ * The process is not stopped: it runs on while the caller attaches a
+ * tracer of its own to it.  t must not be attached to a process.
+ */
+typedef void (*tracer_start_fn)(pid_t pid, void *ctx);
+int tracer__watch_starts(struct tracer *t, const char *path, tracer_start_fn fn, void *ctx);
 /* Number of keyhog probe sites attached so far. */
 size_t tracer__probe_count(const struct tracer *t);
 size_t tracer__records_emitted(const struct tracer *t);

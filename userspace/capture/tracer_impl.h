@@ -32,6 +32,9 @@ struct tracer {
 	uint32_t spec_count;
 	size_t probe_count;
 	struct session_table sessions;
+	/* tracer__watch_starts: processes reaching the watched file's start. */
+	tracer_start_fn on_start;
+	void *start_ctx;
 };
 
 /* attach.c: all wanted keyhog sites of one file, in one uprobe-multi link. */

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attach_exe.h"
 #include "commands.h"
 #include "fileio.h"
 #include "json.h"
@@ -77,7 +78,8 @@ static const char record_usage[] =
 
 static const char attach_usage[] =
 	"usage: khprof attach -p PID [-o PATH] [--duration SECONDS] [--identity KEY=VALUE]...\n"
-	"                     [--mode MODE] [-q] [-v]\n"
+	"                     [--mode MODE] [--serve [ADDR:]PORT] [-q] [-v]\n"
+	"       khprof attach --exe PATH [same options]\n"
 	"\n"
 	"Profiles a running process until Ctrl-C, SIGTERM, the duration or the\n"
 	"process's exit.  A session that was already running when khprof attached\n"
@@ -86,7 +88,16 @@ static const char attach_usage[] =
 	"(at most 63 per thread) are not seen; --mode span sees every one.\n"
 	"\n"
 	"   -p PID               the process to trace\n"
-	"   -o PATH              write the JSON record(s) to PATH (as for record)\n"
+	"   --exe PATH           every process running the executable PATH or with the\n"
+	"                        library PATH loaded, those running now and those that\n"
+	"                        start later (attached within milliseconds of their\n"
+	"                        start, not stopped: work before that is not seen)\n"
+	"   --from-start         with --exe: stop each new process at its first\n"
+	"                        instruction until it is attached, so nothing is missed\n"
+	"                        (a job-control shell sees its job stop: for daemons\n"
+	"                        and worker pools)\n"
+	"   -o PATH              write the JSON record(s) to PATH (as for record); with\n"
+	"                        --exe, PATH with .PID before the extension per process\n"
 	"   --duration SECONDS   stop after SECONDS (decimals allowed)\n"
 	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
 	"   --mode MODE          batch (default), span or pair\n"
@@ -98,6 +109,7 @@ static const char attach_usage[] =
 	"examples:\n"
 	"   khprof attach -p $(pidof kh-scan) -o live.json\n"
 	"   khprof attach -p 4242 --duration 30\n"
+	"   khprof attach --exe /usr/bin/scanner -o worker.json\n"
 	"   khprof attach -p $(pidof scanner) --serve 127.0.0.1:9464 -q\n";
 
 struct trace_cli {
@@ -113,16 +125,11 @@ struct trace_cli {
 	bool append;     /* --repeat adds to the runs already in its directory */
 	bool quiet;
 	const char *serve; /* --serve ADDR:PORT, or NULL */
+	const char *exe;   /* attach --exe PATH, or NULL */
+	bool from_start;   /* attach --exe --from-start */
 	int first_arg;
 };
 
-struct output_state {
-	const char *path;
-	bool quiet;
-	size_t records;
-	bool write_failed;
-	struct live_metrics *metrics; /* --serve: finished records join its totals */
-};
 
 static const char *const drop_descriptions[KH_DROP_COUNT] = {
 	[KH_DROP_STACK_OVERFLOW] = "spans nested deeper than the kernel stack bound were not timed",
@@ -134,7 +141,7 @@ static const char *const drop_descriptions[KH_DROP_COUNT] = {
 };
 
 /* PATH for the first record, PATH with ".N" before the extension after. */
-static void record_path(const char *path, size_t n, char *out, size_t len)
+void record_path(const char *path, size_t n, char *out, size_t len)
 {
 	const char *slash = strrchr(path, '/');
 	const char *dot = strrchr(path, '.');
@@ -161,7 +168,7 @@ void print_profile_notes(const struct kh_profile *p)
 			log__warn("%" PRIu64 " %s", p->ext.drops[d], drop_descriptions[d]);
 }
 
-static void on_profile(const struct kh_profile *p, void *ctx)
+void output__on_profile(const struct kh_profile *p, void *ctx)
 {
 	struct output_state *out = ctx;
 	char *text = profile__render_text(p);
@@ -241,7 +248,7 @@ static int parse_count(const char *option, const char *text, unsigned min, unsig
 static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 {
 	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP, OPT_APPEND,
-	       OPT_SERVE };
+	       OPT_SERVE, OPT_EXE, OPT_FROM_START };
 	static const struct option options[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -252,6 +259,8 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		{ "warmup", required_argument, NULL, OPT_WARMUP },
 		{ "append", no_argument, NULL, OPT_APPEND },
 		{ "serve", required_argument, NULL, OPT_SERVE },
+		{ "exe", required_argument, NULL, OPT_EXE },
+		{ "from-start", no_argument, NULL, OPT_FROM_START },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
@@ -324,6 +333,16 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		case OPT_SERVE:
 			cli->serve = optarg;
 			break;
+		case OPT_EXE:
+			if (!attach)
+				goto bad_option;
+			cli->exe = optarg;
+			break;
+		case OPT_FROM_START:
+			if (!attach)
+				goto bad_option;
+			cli->from_start = true;
+			break;
 		case 'q':
 			cli->quiet = true;
 			break;
@@ -347,9 +366,17 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		return -EINVAL;
 	}
 	cli->first_arg = optind;
-	if (attach && (cli->pid == 0 || optind != argc)) {
-		log__error(cli->pid == 0 ? "attach needs -p PID" : "unexpected argument '%s'",
-			   argv[optind]);
+	if (attach && cli->pid && cli->exe) {
+		log__error("attach takes -p PID or --exe PATH, not both");
+		return -EINVAL;
+	}
+	if (cli->from_start && !cli->exe) {
+		log__error("--from-start needs --exe");
+		return -EINVAL;
+	}
+	if (attach && ((cli->pid == 0 && !cli->exe) || optind != argc)) {
+		log__error(optind == argc ? "attach needs -p PID or --exe PATH"
+					  : "unexpected argument '%s'", argv[optind]);
 		fputs(usage, stderr);
 		return -EINVAL;
 	}
@@ -378,7 +405,7 @@ static void trace_options_from(const struct trace_cli *cli, const char *output,
 	opts->mode_is_default = cli->mode_is_default;
 	opts->overrides = cli->overrides;
 	opts->override_count = cli->override_count;
-	opts->on_profile = on_profile;
+	opts->on_profile = output__on_profile;
 	opts->ctx = out;
 }
 
@@ -622,7 +649,7 @@ static int record_once(const struct trace_cli *cli, char **cmd_argv, const char 
 	ready[0] = exec_err[1] = -1;
 
 	err = tracer__attach(t, pid, path);
-	live_metrics__bind(out.metrics, t, pid);
+	live_metrics__add_tracer(out.metrics, t, pid);
 	if (!err)
 		err = loop__open(&loop, t, pid, &old_mask);
 	if (err) {
@@ -884,6 +911,18 @@ int cmd_record(int argc, char **argv)
 	return record_once(&cli, argv + cli.first_arg, path, cli.output, false);
 }
 
+/* attach --exe: attach_exe.c with this command line. */
+static int attach_exe_cli(const struct trace_cli *cli)
+{
+	struct exe_attach_options o = { .path = cli->exe, .output = cli->output,
+					 .quiet = cli->quiet, .duration_s = cli->duration_s,
+					 .from_start = cli->from_start, .serve = cli->serve };
+	struct output_state unused = { 0 };
+
+	trace_options_from(cli, NULL, &unused, &o.trace);
+	return attach_exe(&o);
+}
+
 int cmd_attach(int argc, char **argv)
 {
 	struct output_state out = { 0 };
@@ -903,6 +942,8 @@ int cmd_attach(int argc, char **argv)
 	}
 	if (parse_cli(argc, argv, true, &cli))
 		return KHPROF_EXIT_USAGE;
+	if (cli.exe)
+		return attach_exe_cli(&cli);
 	if (kill(cli.pid, 0) != 0 && errno == ESRCH) {
 		log__error("cannot attach to PID %d: no such process", cli.pid);
 		return KHPROF_EXIT_FAILURE;
@@ -920,7 +961,7 @@ int cmd_attach(int argc, char **argv)
 	}
 	sigprocmask(SIG_SETMASK, NULL, &old_mask);
 	err = tracer__attach(t, cli.pid, exe);
-	live_metrics__bind(out.metrics, t, cli.pid);
+	live_metrics__add_tracer(out.metrics, t, cli.pid);
 	if (!err)
 		err = tracer__attach_mapped(t);
 	if (err == -ESRCH)

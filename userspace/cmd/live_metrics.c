@@ -10,10 +10,17 @@
 #include "procfs.h"
 #include "trace.h"
 
-struct live_metrics {
-	struct httpd *httpd;
+struct traced {
 	struct tracer *tracer;
 	pid_t pid;
+	uint64_t cpu_ms; /* at the last scrape */
+};
+
+struct live_metrics {
+	struct httpd *httpd;
+	struct traced *traced;       /* the processes traced now */
+	size_t traced_count;
+	uint64_t exited_cpu_ms;      /* processes no longer traced, at their last scrape */
 	struct om_counters finished; /* records of sessions that ended */
 	struct om_info_set info;     /* their identities */
 };
@@ -42,21 +49,31 @@ static char *render(void *ctx, const char *accept, const char **content_type)
 {
 	struct live_metrics *m = ctx;
 	enum om_format format = om__format_for_accept(accept);
-	struct kh_resource_snapshot now = { 0 };
 	struct scrape s = { .counters = m->finished, .info = m->info };
 	size_t finished_identities = m->info.count;
 	char *text;
 
-	if (m->tracer) {
-		tracer__read_live(m->tracer, add_live_slot, &s);
-		tracer__ringbuf_usage(m->tracer, &s.live.ringbuf_used_bytes,
-				      &s.live.ringbuf_size_bytes);
-		procfs__sample(m->pid, &now);
+	s.live.have_process = m->traced_count > 0 || m->exited_cpu_ms > 0;
+	s.live.process_cpu_ms = m->exited_cpu_ms;
+	for (size_t i = 0; i < m->traced_count; i++) {
+		struct traced *p = &m->traced[i];
+		struct kh_resource_snapshot now = { 0 };
+		uint64_t used, size;
+
+		tracer__read_live(p->tracer, add_live_slot, &s);
+		if (tracer__ringbuf_usage(p->tracer, &used, &size) == 0) {
+			s.live.ringbuf_used_bytes += used;
+			s.live.ringbuf_size_bytes += size;
+		}
+		procfs__sample(p->pid, &now);
+		if (now.cpu_time_ms.present)
+			p->cpu_ms = now.cpu_time_ms.value;
+		s.live.process_cpu_ms += p->cpu_ms;
+		if (now.resident_bytes.present) {
+			s.live.have_process_rss = true;
+			s.live.process_rss_bytes += now.resident_bytes.value;
+		}
 	}
-	s.live.have_process = now.cpu_time_ms.present;
-	s.live.process_cpu_ms = now.cpu_time_ms.value;
-	s.live.have_process_rss = now.resident_bytes.present;
-	s.live.process_rss_bytes = now.resident_bytes.value;
 	s.live.http_rejected = httpd__rejected(m->httpd);
 	text = om__render(&s.counters, &s.info, &s.live, format);
 	/* The finished identities are m's; only the open ones are this scrape's. */
@@ -84,12 +101,29 @@ int live_metrics__open(struct live_metrics **out, const char *where)
 	return 0;
 }
 
-void live_metrics__bind(struct live_metrics *m, struct tracer *t, pid_t pid)
+int live_metrics__add_tracer(struct live_metrics *m, struct tracer *t, pid_t pid)
 {
+	struct traced *grown;
+
 	if (!m)
+		return 0;
+	grown = realloc(m->traced, (m->traced_count + 1) * sizeof(*grown));
+	if (!grown)
+		return -ENOMEM;
+	m->traced = grown;
+	m->traced[m->traced_count++] = (struct traced){ t, pid, 0 };
+	return 0;
+}
+
+void live_metrics__remove_tracer(struct live_metrics *m, const struct tracer *t)
+{
+	for (size_t i = 0; m && i < m->traced_count; i++) {
+		if (m->traced[i].tracer != t)
+			continue;
+		m->exited_cpu_ms += m->traced[i].cpu_ms;
+		m->traced[i] = m->traced[--m->traced_count];
 		return;
-	m->tracer = t;
-	m->pid = pid;
+	}
 }
 
 void live_metrics__add_profile(struct live_metrics *m, const struct kh_profile *p)
@@ -114,5 +148,6 @@ void live_metrics__close(struct live_metrics *m)
 		return;
 	httpd__close(m->httpd);
 	om_info_set__free(&m->info);
+	free(m->traced);
 	free(m);
 }

@@ -17,8 +17,13 @@ struct kh_profile;
 
 /* Listens on where (httpd__open); one line and -errno on failure. */
 int live_metrics__open(struct live_metrics **out, const char *where);
-/* The tracer and process to read at each scrape; until then, records only. */
-void live_metrics__bind(struct live_metrics *m, struct tracer *t, pid_t pid);
+/*
+ * A tracer and its process, read at each scrape from now on (m NULL: no-op).
+ * A removed one's records stay in the totals, its CPU at its last reading.
+ * 0 or -ENOMEM.
+ */
+int live_metrics__add_tracer(struct live_metrics *m, struct tracer *t, pid_t pid);
+void live_metrics__remove_tracer(struct live_metrics *m, const struct tracer *t);
 /* A finished session's record joins the totals. */
 void live_metrics__add_profile(struct live_metrics *m, const struct kh_profile *p);
 /* For the caller's epoll set; on readiness call live_metrics__service. */
