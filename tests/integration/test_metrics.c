@@ -562,6 +562,36 @@ static void test_served_metrics_pass_promtool(void **state)
 	stop_traced(&t);
 }
 
+/* record --serve: the same server while record runs its command. */
+static void test_record_serves_while_the_command_runs(void **state)
+{
+	char serve[32], *text;
+	char *argv[] = { khprof, "record", "--mode", "span", "-q", "--serve", serve, "--",
+			 WORKLOAD, "serve", NULL };
+	struct child k;
+	int port = free_port();
+
+	(void)state;
+	snprintf(serve, sizeof(serve), "127.0.0.1:%d", port);
+	/* The command reads khprof's stdin and writes to its stdout. */
+	k = child_spawn(argv, false);
+	child_wait_for_line(&k, "ready");
+	child_send(&k, "session\n");
+	child_wait_for_line(&k, "done");
+	child_send(&k, "begin\n");
+	child_wait_for_line(&k, "done");
+	text = http_get(port, "/metrics");
+	assert_non_null(text);
+	assert_non_null(strstr(text, "khprof_stage_calls_total{stage=\"hot-patterns\"} 10\n"));
+	assert_non_null(strstr(text, "khprof_sessions_ended_total{status=\"completed\"} 1\n"));
+	assert_non_null(strstr(text, "khprof_sessions_open{state=\"scanning\"} 1\n"));
+	free(text);
+	close(k.to);
+	k.to = -1;
+	/* The command's own status; its end closes the open session. */
+	assert_int_equal(child_wait(&k), 0);
+}
+
 /*
  * Bad requests get HTTP's answers, and clients that send nothing or too
  * much hold up neither the tracing nor the other scrapers.
@@ -695,6 +725,7 @@ int main(void)
 		cmocka_unit_test(test_export_bad_input),
 		cmocka_unit_test(test_serve_address_errors),
 		cmocka_unit_test(test_served_metrics_pass_promtool),
+		cmocka_unit_test(test_record_serves_while_the_command_runs),
 		cmocka_unit_test(test_server_answers_bad_and_slow_clients),
 		cmocka_unit_test(test_prometheus_scrapes_live_totals),
 	};
