@@ -78,11 +78,14 @@ static void on_start(pid_t pid, void *ctx)
 {
 	struct exe_attach *ea = ctx;
 
-	if (ea->pending_count < PENDING_MAX)
+	if (ea->pending_count < PENDING_MAX) {
 		ea->pending[ea->pending_count++] = pid;
-	else
-		log__warn("PID %d started '%s' while %d others waited: not traced", pid,
-			  ea->o->path, PENDING_MAX);
+		return;
+	}
+	log__warn("PID %d started '%s' while %d others waited: not traced", pid, ea->o->path,
+		  PENDING_MAX);
+	if (ea->o->from_start)
+		kill(pid, SIGCONT);
 }
 
 static struct process *find_process(struct exe_attach *ea, pid_t pid)
@@ -185,7 +188,10 @@ static void process_start(struct exe_attach *ea, pid_t pid)
 		return;
 	}
 	if (ea->o->output) {
-		record_path(ea->o->output, (size_t)pid, p->path, sizeof(p->path));
+		char tag[24];
+
+		snprintf(tag, sizeof(tag), ".%d", pid);
+		path_with_tag(ea->o->output, tag, p->path, sizeof(p->path));
 		p->out.path = p->path;
 	}
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);

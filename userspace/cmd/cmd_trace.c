@@ -141,18 +141,26 @@ static const char *const drop_descriptions[KH_DROP_COUNT] = {
 };
 
 /* PATH for the first record, PATH with ".N" before the extension after. */
-void record_path(const char *path, size_t n, char *out, size_t len)
+void path_with_tag(const char *path, const char *tag, char *out, size_t len)
 {
 	const char *slash = strrchr(path, '/');
 	const char *dot = strrchr(path, '.');
+
+	if (!dot || (slash && dot < slash) || dot == path || (slash && dot == slash + 1))
+		dot = path + strlen(path);
+	snprintf(out, len, "%.*s%s%s", (int)(dot - path), path, tag, dot);
+}
+
+void record_path(const char *path, size_t n, char *out, size_t len)
+{
+	char tag[24];
 
 	if (n == 1) {
 		snprintf(out, len, "%s", path);
 		return;
 	}
-	if (!dot || (slash && dot < slash) || dot == path || (slash && dot == slash + 1))
-		dot = path + strlen(path);
-	snprintf(out, len, "%.*s.%zu%s", (int)(dot - path), path, n, dot);
+	snprintf(tag, sizeof(tag), ".%zu", n);
+	path_with_tag(path, tag, out, len);
 }
 
 void print_profile_notes(const struct kh_profile *p)

@@ -30,6 +30,8 @@ struct output_state {
 void output__on_profile(const struct kh_profile *p, void *ctx);
 /* PATH for the first record, PATH with ".N" before the extension after. */
 void record_path(const char *path, size_t n, char *out, size_t len);
+/* PATH with tag (".4242") before its extension, or at its end. */
+void path_with_tag(const char *path, const char *tag, char *out, size_t len);
 
 /* Whether argv holds -h or --help before any "--". */
 int wants_help(int argc, char **argv);
