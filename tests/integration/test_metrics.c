@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "fileio.h"
+#include "httpd.h"
 #include "khchild.h"
 #include "khtest.h"
 
@@ -696,6 +697,41 @@ static void test_serve_address_errors(void **state)
 	close(holder);
 }
 
+/*
+ * More clients than the server takes are closed at once, and a client that
+ * never finishes its request is closed at its deadline: neither can
+ * exhaust the server.
+ */
+static void test_server_bounds_clients(void **state)
+{
+	int idle[HTTPD_MAX_CLIENTS], extra;
+	struct traced t;
+	char byte, *text;
+
+	(void)state;
+	t = start_traced();
+	for (int i = 0; i < HTTPD_MAX_CLIENTS; i++) {
+		idle[i] = connect_loopback(t.port);
+		assert_true(idle[i] >= 0);
+	}
+	/* Accepted by the kernel, then closed by khprof without an answer. */
+	extra = connect_loopback(t.port);
+	assert_true(extra >= 0);
+	assert_int_equal(recv(extra, &byte, 1, 0), 0);
+	close(extra);
+	/* Each silent client is closed at its deadline (the test's own bound is 30 s). */
+	for (int i = 0; i < HTTPD_MAX_CLIENTS; i++) {
+		assert_int_equal(recv(idle[i], &byte, 1, 0), 0);
+		close(idle[i]);
+	}
+	text = http_get(t.port, "/metrics");
+	assert_non_null(text);
+	/* The extra one and the eight that timed out. */
+	assert_non_null(strstr(text, "khprof_http_requests_rejected_total 9\n"));
+	free(text);
+	stop_traced(&t);
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -727,6 +763,7 @@ int main(void)
 		cmocka_unit_test(test_served_metrics_pass_promtool),
 		cmocka_unit_test(test_record_serves_while_the_command_runs),
 		cmocka_unit_test(test_server_answers_bad_and_slow_clients),
+		cmocka_unit_test(test_server_bounds_clients),
 		cmocka_unit_test(test_prometheus_scrapes_live_totals),
 	};
 

@@ -180,6 +180,14 @@ static void client_send(struct httpd *h, struct client *c)
 		c->sent += (size_t)n;
 	}
 	shutdown(c->fd, SHUT_WR);
+	/*
+	 * Closing with unread bytes (a body, the rest of an oversized head)
+	 * makes the kernel send a reset, which can cost the client the answer:
+	 * read what has arrived first, a bounded amount, without waiting.
+	 */
+	for (int i = 0; i < 8; i++)
+		if (recv(c->fd, c->head, sizeof(c->head), MSG_DONTWAIT) <= 0)
+			break;
 	client_close(h, c);
 }
 
