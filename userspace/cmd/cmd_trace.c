@@ -130,7 +130,6 @@ struct trace_cli {
 	int first_arg;
 };
 
-
 static const char *const drop_descriptions[KH_DROP_COUNT] = {
 	[KH_DROP_STACK_OVERFLOW] = "spans nested deeper than the kernel stack bound were not timed",
 	[KH_DROP_UNMATCHED_EXIT] = "span exits had no matching enter (tracing began mid-span)",
@@ -140,7 +139,7 @@ static const char *const drop_descriptions[KH_DROP_COUNT] = {
 	[KH_DROP_LATE_BATCH] = "batched spans ended before their session and were not counted",
 };
 
-/* PATH for the first record, PATH with ".N" before the extension after. */
+/* PATH with tag inserted before its extension (or at its end). */
 void path_with_tag(const char *path, const char *tag, char *out, size_t len)
 {
 	const char *slash = strrchr(path, '/');
@@ -151,6 +150,7 @@ void path_with_tag(const char *path, const char *tag, char *out, size_t len)
 	snprintf(out, len, "%.*s%s%s", (int)(dot - path), path, tag, dot);
 }
 
+/* PATH for the first record, PATH with ".N" before the extension after. */
 void record_path(const char *path, size_t n, char *out, size_t len)
 {
 	char tag[24];
