@@ -26,12 +26,12 @@ INC_ALL      := $(INC_CAPTURE) -Iuserspace/cmd
 CPPFLAGS   := -MMD -MP -D_GNU_SOURCE
 USER_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 $(CPPFLAGS)
 NOBPF_LIBS := -lelf -lz -lcjson -lm -pthread
-LIBS       := -lbpf $(NOBPF_LIBS)
+LIBS       := -lbpf -lcap $(NOBPF_LIBS)
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
               -I/usr/include/$(MULTIARCH) -Wall -Werror
 
 # Debian packages the build, the tests, the demo and the benchmarks use.
-PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev \
+PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev libcap-dev \
             libcmocka-dev libpcre2-dev pkg-config make gcc prometheus
 BENCH_PACKAGES := bpftrace hyperfine
 # The seed conformance reader (../shared/seed/conformance) builds offline

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "attach_exe.h"
+#include "cmd_trace.h"
 #include "commands.h"
 #include "live_metrics.h"
 #include "log.h"

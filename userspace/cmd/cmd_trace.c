@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * khprof record / khprof attach: trace one process and write a record per
- * session it runs.
+ * What khprof record (cmd_record.c) and khprof attach (cmd_attach.c) share:
+ * their options, writing a record per session, and the event loop.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <glob.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -18,117 +17,15 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "attach_exe.h"
+#include "cmd_trace.h"
 #include "commands.h"
 #include "fileio.h"
 #include "json.h"
 #include "live_metrics.h"
 #include "log.h"
-#include "spread.h"
 #include "text.h"
-#include "trace.h"
-
-#define MAX_OVERRIDES 32
-
-static const char record_usage[] =
-	"usage: khprof record [-o PATH] [--identity KEY=VALUE]... [--mode MODE] [-q] [-v]\n"
-	"                     -- COMMAND [ARG...]\n"
-	"       khprof record --repeat N [--warmup K] [--append] -o DIR [...]\n"
-	"                     -- COMMAND [ARG...]\n"
-	"\n"
-	"Runs COMMAND with its keyhog probes attached from its first instruction\n"
-	"(executable and every library it loads, dlopen included), prints the text\n"
-	"report of each session to stderr and exits with COMMAND's status (128+N\n"
-	"when killed by signal N, 127 when it is not found, 126 when it cannot run).\n"
-	"\n"
-	"With --repeat, COMMAND runs K times untimed, then N times, each a fresh\n"
-	"process traced from its first instruction, one after the other.  Records\n"
-	"go to DIR/run-001.json ... (created if missing; it must not hold run-*.json\n"
-	"already, unless --append numbers the new runs after the last one), the text\n"
-	"reports are left out, and a table of the spread of all runs in DIR (median,\n"
-	"min, max, MAD) goes to stderr.  Runs that exit differently stop the\n"
-	"series (status 1 unless the odd run's own status says more), and so does a\n"
-	"signal (128+N unless the run's status says more); otherwise the exit\n"
-	"status is COMMAND's.  `khprof diff` takes DIR as one side.\n"
-	"\n"
-	"   -o PATH              write the JSON record to PATH; a second session goes to\n"
-	"                        PATH with .2 before the extension, and so on\n"
-	"   --repeat N           run COMMAND N times (1 to 10000); -o names a directory\n"
-	"   --warmup K           with --repeat: K traced runs first, not recorded\n"
-	"   --append             with --repeat: add to the runs already in DIR, so that\n"
-	"                        runs of two builds can alternate (docs/CI.md)\n"
-	"   -q, --quiet          do not print the text reports\n"
-	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
-	"   --mode MODE          batch (default: spans buffered per thread, one kernel\n"
-	"                        entry per 64 spans), span (one kernel entry per span)\n"
-	"                        or pair (enter and exit probes, as bpftrace scripts)\n"
-	"   --serve [ADDR:]PORT  serve live metrics at http://ADDR:PORT/metrics while\n"
-	"                        tracing (OpenMetrics or Prometheus text; ADDR defaults\n"
-	"                        to 127.0.0.1; docs/FLEET.md); not with --repeat\n"
-	"   -v, --verbose        debug messages, libbpf's own included\n"
-	"\n"
-	"examples:\n"
-	"   khprof record -o profile.json -- build/kh-scan --threads 2 src/\n"
-	"   khprof record --identity workload_class=nightly -- ./scanner repo/\n"
-	"   khprof record --repeat 5 --warmup 1 -o runs/ -- build/kh-scan --threads 2 src/\n"
-	"   khprof record --repeat 1 --append -o base-runs/ -- base/kh-scan src/\n";
-
-static const char attach_usage[] =
-	"usage: khprof attach -p PID [-o PATH] [--duration SECONDS] [--identity KEY=VALUE]...\n"
-	"                     [--mode MODE] [--serve [ADDR:]PORT] [-q] [-v]\n"
-	"       khprof attach --exe PATH [same options]\n"
-	"\n"
-	"Profiles a running process until Ctrl-C, SIGTERM, the duration or the\n"
-	"process's exit.  A session that was already running when khprof attached\n"
-	"is recorded from the attach point and marked as started mid-session.\n"
-	"In batch mode, spans a live thread still buffers when khprof detaches\n"
-	"(at most 63 per thread) are not seen; --mode span sees every one.\n"
-	"\n"
-	"   -p PID               the process to trace\n"
-	"   --exe PATH           every process running the executable PATH or with the\n"
-	"                        library PATH loaded, those running now and those that\n"
-	"                        start later (attached within milliseconds of their\n"
-	"                        start, not stopped: work before that is not seen)\n"
-	"   --from-start         with --exe: stop each new process at its first\n"
-	"                        instruction until it is attached, so nothing is missed\n"
-	"                        (a job-control shell sees its job stop: for daemons\n"
-	"                        and worker pools)\n"
-	"   -o PATH              write the JSON record(s) to PATH (as for record); with\n"
-	"                        --exe, PATH with .PID before the extension per process\n"
-	"   --duration SECONDS   stop after SECONDS (decimals allowed)\n"
-	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
-	"   --mode MODE          batch (default), span or pair\n"
-	"   --serve [ADDR:]PORT  serve live metrics at http://ADDR:PORT/metrics while\n"
-	"                        tracing (ADDR defaults to 127.0.0.1; docs/FLEET.md)\n"
-	"   -q, --quiet          do not print the text reports\n"
-	"   -v, --verbose        debug messages\n"
-	"\n"
-	"examples:\n"
-	"   khprof attach -p $(pidof kh-scan) -o live.json\n"
-	"   khprof attach -p 4242 --duration 30\n"
-	"   khprof attach --exe /usr/bin/scanner -o worker.json\n"
-	"   khprof attach -p $(pidof scanner) --serve 127.0.0.1:9464 -q\n";
-
-struct trace_cli {
-	const char *output;
-	struct identity_override overrides[MAX_OVERRIDES];
-	size_t override_count;
-	enum kh_trace_mode mode;
-	bool mode_is_default;
-	pid_t pid;
-	double duration_s;
-	unsigned repeat; /* 0: a single run, -o names a file */
-	unsigned warmup;
-	bool append;     /* --repeat adds to the runs already in its directory */
-	bool quiet;
-	const char *serve; /* --serve ADDR:PORT, or NULL */
-	const char *exe;   /* attach --exe PATH, or NULL */
-	bool from_start;   /* attach --exe --from-start */
-	int first_arg;
-};
 
 static const char *const drop_descriptions[KH_DROP_COUNT] = {
 	[KH_DROP_STACK_OVERFLOW] = "spans nested deeper than the kernel stack bound were not timed",
@@ -139,7 +36,6 @@ static const char *const drop_descriptions[KH_DROP_COUNT] = {
 	[KH_DROP_LATE_BATCH] = "batched spans ended before their session and were not counted",
 };
 
-/* PATH with tag inserted before its extension (or at its end). */
 void path_with_tag(const char *path, const char *tag, char *out, size_t len)
 {
 	const char *slash = strrchr(path, '/');
@@ -150,7 +46,6 @@ void path_with_tag(const char *path, const char *tag, char *out, size_t len)
 	snprintf(out, len, "%.*s%s%s", (int)(dot - path), path, tag, dot);
 }
 
-/* PATH for the first record, PATH with ".N" before the extension after. */
 void record_path(const char *path, size_t n, char *out, size_t len)
 {
 	char tag[24];
@@ -176,6 +71,37 @@ void print_profile_notes(const struct kh_profile *p)
 			log__warn("%" PRIu64 " %s", p->ext.drops[d], drop_descriptions[d]);
 }
 
+/*
+ * The records an earlier run left beside path (PATH.2, PATH.3, ... up to
+ * the first missing one) go before this run writes its first: a series in
+ * the directory is always one run's, and `diff` never mixes two.  Said on
+ * stderr, since files disappear.
+ */
+static void remove_earlier_series(const char *path)
+{
+	char first[PATH_MAX], last[PATH_MAX];
+	size_t removed = 0;
+
+	for (size_t n = 2;; n++) {
+		char sibling[PATH_MAX];
+
+		record_path(path, n, sibling, sizeof(sibling));
+		if (unlink(sibling) != 0) {
+			if (errno != ENOENT)
+				log__warn("cannot remove '%s' of an earlier run: %s", sibling,
+					  strerror(errno));
+			break;
+		}
+		snprintf(removed ? last : first, PATH_MAX, "%s", sibling);
+		removed++;
+	}
+	if (removed == 1)
+		log__note("removed '%s', left by an earlier run beside '%s'", first, path);
+	else if (removed > 1)
+		log__note("removed %zu records ('%s' to '%s') left by an earlier run beside '%s'",
+			  removed, first, last, path);
+}
+
 void output__on_profile(const struct kh_profile *p, void *ctx)
 {
 	struct output_state *out = ctx;
@@ -193,6 +119,8 @@ void output__on_profile(const struct kh_profile *p, void *ctx)
 	print_profile_notes(p);
 	if (!out->path)
 		return;
+	if (out->records == 1)
+		remove_earlier_series(out->path);
 	record_path(out->path, out->records, path, sizeof(path));
 	json = profile__to_json(p);
 	if (!json) {
@@ -236,7 +164,6 @@ static int parse_identity(struct trace_cli *cli, char *arg)
 	return 0;
 }
 
-#define MAX_REPEAT 10000
 
 /* Strict decimal in [min, max] for option: "5", not "5x", "-1" or " 5". */
 static int parse_count(const char *option, const char *text, unsigned min, unsigned max,
@@ -253,10 +180,11 @@ static int parse_count(const char *option, const char *text, unsigned min, unsig
 	return 0;
 }
 
-static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
+
+int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trace_cli *cli)
 {
 	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP, OPT_APPEND,
-	       OPT_SERVE, OPT_EXE, OPT_FROM_START };
+	       OPT_USER, OPT_SERVE, OPT_EXE, OPT_FROM_START };
 	static const struct option options[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -266,6 +194,7 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		{ "repeat", required_argument, NULL, OPT_REPEAT },
 		{ "warmup", required_argument, NULL, OPT_WARMUP },
 		{ "append", no_argument, NULL, OPT_APPEND },
+		{ "user", required_argument, NULL, OPT_USER },
 		{ "serve", required_argument, NULL, OPT_SERVE },
 		{ "exe", required_argument, NULL, OPT_EXE },
 		{ "from-start", no_argument, NULL, OPT_FROM_START },
@@ -273,7 +202,6 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *usage = attach ? attach_usage : record_usage;
 	uint32_t mode;
 	char *end;
 	int c;
@@ -283,7 +211,14 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 	cli->mode_is_default = true;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+o:p:qv", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:o:p:qv", options, NULL)) != -1) {
+		if (c == ':') {
+			log__error("option '%s' needs a value", argv[optind - 1]);
+			fputs(usage, stderr);
+			return -EINVAL;
+		}
+		if (optarg && option_value_refused(argv, optind, optarg))
+			return -EINVAL;
 		switch (c) {
 		case 'o':
 			cli->output = optarg;
@@ -337,6 +272,11 @@ static int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 			if (attach)
 				goto bad_option;
 			cli->append = true;
+			break;
+		case OPT_USER:
+			if (attach)
+				goto bad_option;
+			cli->user = optarg;
 			break;
 		case OPT_SERVE:
 			cli->serve = optarg;
@@ -400,12 +340,8 @@ bad_option:
 	return -EINVAL;
 }
 
-/*
- * What record and attach share: the command line, and records go to out,
- * written to output (NULL: not written).
- */
-static void trace_options_from(const struct trace_cli *cli, const char *output,
-			       struct output_state *out, struct trace_options *opts)
+void trace_options_from(const struct trace_cli *cli, const char *output,
+			struct output_state *out, struct trace_options *opts)
 {
 	out->path = output;
 	out->quiet = cli->quiet;
@@ -417,38 +353,7 @@ static void trace_options_from(const struct trace_cli *cli, const char *output,
 	opts->ctx = out;
 }
 
-/* execvp's search, done before fork so the path can be attached first. */
-static int resolve_command(const char *cmd, char *out, size_t len)
-{
-	const char *path_env = getenv("PATH");
-	char *paths, *dir, *save;
-	int err = -ENOENT;
-
-	if (strchr(cmd, '/')) {
-		snprintf(out, len, "%s", cmd);
-		return access(out, F_OK) == 0 ? (access(out, X_OK) == 0 ? 0 : -EACCES) : -ENOENT;
-	}
-	paths = strdup(path_env && *path_env ? path_env : "/usr/local/bin:/usr/bin:/bin");
-	if (!paths)
-		return -ENOMEM;
-	for (dir = strtok_r(paths, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-		struct stat st;
-
-		snprintf(out, len, "%s/%s", *dir ? dir : ".", cmd);
-		if (stat(out, &st) != 0 || !S_ISREG(st.st_mode))
-			continue;
-		if (access(out, X_OK) == 0) {
-			err = 0;
-			break;
-		}
-		err = -EACCES;
-	}
-	free(paths);
-	return err;
-}
-
-/* The signals that end a trace: khprof handles them instead of dying. */
-static void stop_signals(sigset_t *set)
+void stop_signals(sigset_t *set)
 {
 	sigemptyset(set);
 	sigaddset(set, SIGINT);
@@ -467,19 +372,7 @@ static int block_signals(sigset_t *old)
 	return signalfd(-1, &set, SFD_CLOEXEC);
 }
 
-struct event_loop {
-	int epoll_fd;
-	int signal_fd;
-	int pid_fd;
-	struct live_metrics *metrics; /* --serve, or NULL */
-};
-
-/*
- * --serve: listening before tracing starts, so that a bad or busy address
- * fails first.  0, or the exit code (2 for an address that is not one).
- */
-static int serve_open(const struct trace_cli *cli, struct output_state *out,
-		      struct event_loop *loop)
+int serve_open(const struct trace_cli *cli, struct output_state *out, struct event_loop *loop)
 {
 	int err;
 
@@ -492,7 +385,7 @@ static int serve_open(const struct trace_cli *cli, struct output_state *out,
 	return 0;
 }
 
-static int loop__open(struct event_loop *loop, struct tracer *t, pid_t pid, sigset_t *old)
+int loop__open(struct event_loop *loop, struct tracer *t, pid_t pid, sigset_t *old)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 
@@ -515,7 +408,7 @@ static int loop__open(struct event_loop *loop, struct tracer *t, pid_t pid, sigs
 	return 0;
 }
 
-static void loop__close(struct event_loop *loop, const sigset_t *old)
+void loop__close(struct event_loop *loop, const sigset_t *old)
 {
 	if (loop->epoll_fd >= 0)
 		close(loop->epoll_fd);
@@ -526,14 +419,8 @@ static void loop__close(struct event_loop *loop, const sigset_t *old)
 	sigprocmask(SIG_SETMASK, old, NULL);
 }
 
-enum loop_end { LOOP_PROCESS_EXITED, LOOP_SIGNALLED, LOOP_TIMEOUT };
-
-/*
- * Runs until the process exits, a signal arrives (forwarded to the child
- * with forward_to set) or the deadline passes (0: none).
- */
-static enum loop_end loop__run(struct event_loop *loop, struct tracer *t, pid_t forward_to,
-			       uint64_t deadline_ns)
+enum loop_end loop__run(struct event_loop *loop, struct tracer *t, pid_t forward_to,
+			uint64_t deadline_ns)
 {
 	for (;;) {
 		struct epoll_event events[4];
@@ -577,7 +464,7 @@ static enum loop_end loop__run(struct event_loop *loop, struct tracer *t, pid_t 
 	}
 }
 
-static int exit_code_of(int status)
+int exit_code_of(int status)
 {
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
@@ -586,418 +473,7 @@ static int exit_code_of(int status)
 	return KHPROF_EXIT_FAILURE;
 }
 
-static int finish_output(const struct output_state *out, int code)
+int finish_output(const struct output_state *out, int code)
 {
 	return out->write_failed && code == 0 ? KHPROF_EXIT_FAILURE : code;
-}
-
-/* Child side of record: wait for the tracer, then exec; report exec errors. */
-static void run_child(int ready_fd, int error_fd, const char *path, char **argv,
-		      const sigset_t *mask)
-{
-	char go;
-	int err;
-
-	sigprocmask(SIG_SETMASK, mask, NULL);
-	if (read(ready_fd, &go, 1) != 1)
-		_exit(KHPROF_EXIT_FAILURE); /* tracer setup failed; it said why */
-	execv(path, argv);
-	err = errno;
-	if (write(error_fd, &err, sizeof(err)) < 0)
-		_exit(KHPROF_EXIT_CANNOT_EXEC);
-	_exit(err == ENOENT ? KHPROF_EXIT_NOT_FOUND : KHPROF_EXIT_CANNOT_EXEC);
-}
-
-/*
- * One traced run of COMMAND (resolved to path), records to output (NULL:
- * none).  detach_now waits for the kernel to remove the uprobes before
- * returning, so that a following run does not share the CPUs with it.
- * Returns COMMAND's status as record's exit code.
- */
-static int record_once(const struct trace_cli *cli, char **cmd_argv, const char *path,
-		       const char *output, bool detach_now)
-{
-	struct output_state out = { 0 };
-	struct trace_options opts = { 0 };
-	struct event_loop loop = { -1, -1, -1, NULL };
-	struct tracer *t = NULL;
-	int ready[2] = { -1, -1 }, exec_err[2] = { -1, -1 };
-	sigset_t old_mask;
-	int status = 0, code, err, child_errno = 0;
-	bool reaped = false;
-	pid_t pid;
-
-	trace_options_from(cli, output, &out, &opts);
-	opts.stop_on_loader = true;
-	code = serve_open(cli, &out, &loop);
-	if (code)
-		return code;
-	err = tracer__open(&t, &opts);
-	if (err) {
-		live_metrics__close(out.metrics);
-		return KHPROF_EXIT_FAILURE;
-	}
-
-	sigprocmask(SIG_SETMASK, NULL, &old_mask);
-	if (pipe2(ready, O_CLOEXEC) || pipe2(exec_err, O_CLOEXEC)) {
-		log__error("cannot create pipes: %s", strerror(errno));
-		code = KHPROF_EXIT_FAILURE;
-		goto out;
-	}
-	pid = fork();
-	if (pid < 0) {
-		log__error("cannot fork: %s", strerror(errno));
-		code = KHPROF_EXIT_FAILURE;
-		goto out;
-	}
-	if (pid == 0)
-		run_child(ready[0], exec_err[1], path, cmd_argv, &old_mask);
-	close(ready[0]);
-	close(exec_err[1]);
-	ready[0] = exec_err[1] = -1;
-
-	err = tracer__attach(t, pid, path);
-	live_metrics__add_tracer(out.metrics, t, pid);
-	if (!err)
-		err = loop__open(&loop, t, pid, &old_mask);
-	if (err) {
-		close(ready[1]); /* the child exits without running the command */
-		ready[1] = -1;
-		waitpid(pid, NULL, 0);
-		code = KHPROF_EXIT_FAILURE;
-		goto out;
-	}
-	if (write(ready[1], "x", 1) != 1) {
-		log__error("cannot start '%s': %s", path, strerror(errno));
-		code = KHPROF_EXIT_FAILURE;
-		goto out;
-	}
-	if (read(exec_err[0], &child_errno, sizeof(child_errno)) == sizeof(child_errno)) {
-		waitpid(pid, &status, 0);
-		log__error("cannot run '%s': %s", path, strerror(child_errno));
-		code = exit_code_of(status);
-		goto out;
-	}
-
-	loop__run(&loop, t, pid, 0);
-	tracer__finish(t, 0); /* sessions still open when it exits did not finish */
-	if (waitpid(pid, &status, 0) < 0) {
-		log__error("cannot wait for '%s': %s", path, strerror(errno));
-		code = KHPROF_EXIT_FAILURE;
-		goto out;
-	}
-	reaped = true;
-	if (tracer__probe_count(t) == 0)
-		log__warn("'%s' and its libraries have no keyhog probes: it ran untraced", path);
-	else if (tracer__records_emitted(t) == 0)
-		log__note("'%s' reached no keyhog probe: no record written", path);
-	code = finish_output(&out, exit_code_of(status));
-out:
-	loop__close(&loop, &old_mask);
-	for (int i = 0; i < 2; i++) {
-		if (ready[i] >= 0)
-			close(ready[i]);
-		if (exec_err[i] >= 0)
-			close(exec_err[i]);
-	}
-	live_metrics__close(out.metrics);
-	if (reaped && !detach_now)
-		tracer__close_in_background(t);
-	else
-		tracer__close(t);
-	return code;
-}
-
-/* Where --repeat puts run i: DIR/run-001.json, wider past 999 runs. */
-static void repeat_path(const char *dir, unsigned i, char *out, size_t len)
-{
-	snprintf(out, len, "%s/run-%03u.json", dir, i);
-}
-
-/*
- * The run number of a record --repeat wrote, from its file name: 0 for
- * anything else (a second session's run-001.2.json included).
- */
-static unsigned run_number(const char *path)
-{
-	const char *name = strrchr(path, '/');
-	unsigned number;
-	int end = 0;
-
-	name = name ? name + 1 : path;
-	if (sscanf(name, "run-%u.json%n", &number, &end) != 1 || name[end] != '\0')
-		return 0;
-	return number;
-}
-
-/* DIR/run-*.json, sorted by name; 0, or a glob(3) error other than no match. */
-static int glob_runs(const char *dir, glob_t *found)
-{
-	char pattern[PATH_MAX];
-	int err;
-
-	snprintf(pattern, sizeof(pattern), "%s/run-*.json", dir);
-	err = glob(pattern, 0, NULL, found);
-	return err == GLOB_NOMATCH ? 0 : err;
-}
-
-/*
- * DIR exists (made here if missing).  A series starts at run 1 in a
- * directory without runs, or with --append after the last run there.
- */
-static int prepare_repeat_dir(const char *dir, bool append, unsigned *first)
-{
-	struct stat st;
-	glob_t found = { 0 };
-	unsigned last = 0;
-
-	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-		log__error("cannot create directory '%s': %s", dir, strerror(errno));
-		return -errno;
-	}
-	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-		log__error("cannot write records to '%s': not a directory (--repeat takes a "
-			   "directory for -o)", dir);
-		return -ENOTDIR;
-	}
-	if (glob_runs(dir, &found)) {
-		log__error("cannot list the runs in '%s'", dir);
-		return -EIO;
-	}
-	for (size_t i = 0; i < found.gl_pathc; i++) {
-		unsigned n = run_number(found.gl_pathv[i]);
-
-		last = n > last ? n : last;
-	}
-	globfree(&found);
-	if (found.gl_pathc && !append) {
-		log__error("cannot write records to '%s': it already holds run-*.json (remove "
-			   "them, choose another directory, or add to them with --append)", dir);
-		return -EEXIST;
-	}
-	*first = last + 1;
-	return 0;
-}
-
-/*
- * Waits for the run's khprof child.  Signals for the series come here
- * (blocked, read with sigwaitinfo); SIGINT already reached the child through
- * the terminal's process group, the others are passed on.  *stop is the
- * signal that should end the series after this run, or 0.
- */
-static int wait_run(pid_t child, const sigset_t *signals, int *stop)
-{
-	siginfo_t si;
-	int status;
-
-	for (;;) {
-		pid_t done = waitpid(child, &status, WNOHANG);
-
-		if (done == child)
-			return status;
-		if (done < 0 && errno != EINTR)
-			return W_EXITCODE(KHPROF_EXIT_FAILURE, 0);
-		if (sigwaitinfo(signals, &si) < 0 || si.si_signo == SIGCHLD)
-			continue;
-		*stop = si.si_signo;
-		if (si.si_signo != SIGINT)
-			kill(child, si.si_signo);
-	}
-}
-
-/* Reads every run in DIR back and prints how much they varied. */
-static void print_repeat_spread(const char *dir, const char *command)
-{
-	struct kh_profile *runs;
-	char problem[256], *text;
-	glob_t found = { 0 };
-	size_t read_ok = 0;
-
-	if (glob_runs(dir, &found) || found.gl_pathc == 0) {
-		globfree(&found);
-		return;
-	}
-	runs = calloc(found.gl_pathc, sizeof(*runs));
-	for (size_t i = 0; runs && i < found.gl_pathc; i++)
-		if (run_number(found.gl_pathv[i]) &&
-		    profile__read_file(found.gl_pathv[i], &runs[read_ok], problem,
-				       sizeof(problem)) == 0)
-			read_ok++;
-	globfree(&found);
-	text = read_ok ? runs__render_spread(runs, read_ok) : NULL;
-	if (text) {
-		log__note("%zu run%s of '%s' recorded in '%s':", read_ok, read_ok == 1 ? "" : "s",
-			  command, dir);
-		fputs(text, stderr);
-	}
-	free(text);
-	for (size_t i = 0; i < read_ok; i++)
-		profile__free(&runs[i]);
-	free(runs);
-}
-
-static int record_repeat(const struct trace_cli *cli, char **cmd_argv, const char *path)
-{
-	unsigned total = cli->warmup + cli->repeat, number = 1;
-	char run_path[PATH_MAX];
-	sigset_t signals, old_mask;
-	int first_code = -1, code = KHPROF_EXIT_OK, stop = 0;
-
-	if (prepare_repeat_dir(cli->output, cli->append, &number))
-		return KHPROF_EXIT_BAD_INPUT;
-	stop_signals(&signals);
-	sigaddset(&signals, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &signals, &old_mask);
-
-	for (unsigned i = 0; i < total && !stop; i++) {
-		bool warmup = i < cli->warmup;
-		struct stat st;
-		pid_t child;
-
-		if (!warmup)
-			repeat_path(cli->output, number++, run_path, sizeof(run_path));
-		fflush(NULL);
-		child = fork();
-		if (child < 0) {
-			log__error("cannot fork: %s", strerror(errno));
-			code = KHPROF_EXIT_FAILURE;
-			break;
-		}
-		if (child == 0) {
-			sigprocmask(SIG_SETMASK, &old_mask, NULL);
-			_exit(record_once(cli, cmd_argv, path, warmup ? NULL : run_path, true));
-		}
-		code = exit_code_of(wait_run(child, &signals, &stop));
-		if (first_code < 0)
-			first_code = code;
-		if (stop) {
-			log__error("stopped after run %u of %u of '%s': interrupted", i + 1, total,
-				   path);
-			/* An incomplete series must not pass for a good one. */
-			code = code ? code : 128 + stop;
-			break;
-		}
-		if (code != first_code) {
-			log__error("run %u of '%s' exited with %d, the first run with %d: the runs "
-				   "are not alike, so the series stops", i + 1, path, code, first_code);
-			code = code ? code : KHPROF_EXIT_FAILURE;
-			break;
-		}
-		if (!warmup && stat(run_path, &st) != 0) {
-			log__error("run %u of '%s' wrote no record '%s'", i + 1, path, run_path);
-			code = code ? code : KHPROF_EXIT_FAILURE;
-			break;
-		}
-	}
-	sigprocmask(SIG_SETMASK, &old_mask, NULL);
-	print_repeat_spread(cli->output, path);
-	return code;
-}
-
-int cmd_record(int argc, char **argv)
-{
-	struct trace_cli cli;
-	char path[PATH_MAX];
-	int err;
-
-	if (wants_help(argc, argv)) {
-		fputs(record_usage, stdout);
-		return KHPROF_EXIT_OK;
-	}
-	if (parse_cli(argc, argv, false, &cli))
-		return KHPROF_EXIT_USAGE;
-	err = resolve_command(argv[cli.first_arg], path, sizeof(path));
-	if (err) {
-		log__error("cannot run '%s': %s", argv[cli.first_arg],
-			   err == -ENOENT ? "command not found" : strerror(-err));
-		return err == -ENOENT ? KHPROF_EXIT_NOT_FOUND : KHPROF_EXIT_CANNOT_EXEC;
-	}
-	if (cli.repeat) {
-		cli.quiet = true; /* N reports would bury the spread table */
-		return record_repeat(&cli, argv + cli.first_arg, path);
-	}
-	return record_once(&cli, argv + cli.first_arg, path, cli.output, false);
-}
-
-/* attach --exe: attach_exe.c with this command line. */
-static int attach_exe_cli(const struct trace_cli *cli)
-{
-	struct exe_attach_options o = { .path = cli->exe, .output = cli->output,
-					 .quiet = cli->quiet, .duration_s = cli->duration_s,
-					 .from_start = cli->from_start, .serve = cli->serve };
-	struct output_state unused = { 0 };
-
-	trace_options_from(cli, NULL, &unused, &o.trace);
-	return attach_exe(&o);
-}
-
-int cmd_attach(int argc, char **argv)
-{
-	struct output_state out = { 0 };
-	struct trace_options opts = { 0 };
-	struct event_loop loop = { -1, -1, -1, NULL };
-	struct tracer *t = NULL;
-	struct trace_cli cli;
-	char exe[64];
-	sigset_t old_mask;
-	uint64_t deadline = 0;
-	enum loop_end end = LOOP_SIGNALLED;
-	int code = KHPROF_EXIT_FAILURE, err;
-
-	if (wants_help(argc, argv)) {
-		fputs(attach_usage, stdout);
-		return KHPROF_EXIT_OK;
-	}
-	if (parse_cli(argc, argv, true, &cli))
-		return KHPROF_EXIT_USAGE;
-	if (cli.exe)
-		return attach_exe_cli(&cli);
-	if (kill(cli.pid, 0) != 0 && errno == ESRCH) {
-		log__error("cannot attach to PID %d: no such process", cli.pid);
-		return KHPROF_EXIT_FAILURE;
-	}
-	snprintf(exe, sizeof(exe), "/proc/%d/exe", cli.pid);
-
-	trace_options_from(&cli, cli.output, &out, &opts);
-	code = serve_open(&cli, &out, &loop);
-	if (code)
-		return code;
-	code = KHPROF_EXIT_FAILURE;
-	if (tracer__open(&t, &opts)) {
-		live_metrics__close(out.metrics);
-		return KHPROF_EXIT_FAILURE;
-	}
-	sigprocmask(SIG_SETMASK, NULL, &old_mask);
-	err = tracer__attach(t, cli.pid, exe);
-	live_metrics__add_tracer(out.metrics, t, cli.pid);
-	if (!err)
-		err = tracer__attach_mapped(t);
-	if (err == -ESRCH)
-		log__error("cannot attach to PID %d: no such process", cli.pid);
-	if (!err)
-		err = loop__open(&loop, t, cli.pid, &old_mask);
-	if (err)
-		goto out;
-	if (tracer__probe_count(t) == 0)
-		log__warn("PID %d has no keyhog probes in its executable or libraries; "
-			  "waiting for one to be loaded", cli.pid);
-	else
-		log__note("attached to PID %d (%zu probe sites); stop with Ctrl-C", cli.pid,
-			  tracer__probe_count(t));
-	if (cli.duration_s > 0)
-		deadline = tracer__now_ns() + (uint64_t)(cli.duration_s * 1e9);
-	end = loop__run(&loop, t, 0, deadline);
-	tracer__finish(t, end == LOOP_PROCESS_EXITED ? 1 : -1);
-	if (tracer__records_emitted(t) == 0)
-		log__note("no keyhog activity seen in PID %d: no record written", cli.pid);
-	code = finish_output(&out, KHPROF_EXIT_OK);
-out:
-	loop__close(&loop, &old_mask);
-	live_metrics__close(out.metrics);
-	/* A live process keeps paying for probes until they are detached. */
-	if (end == LOOP_PROCESS_EXITED)
-		tracer__close_in_background(t);
-	else
-		tracer__close(t);
-	return code;
 }

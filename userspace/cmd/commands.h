@@ -14,26 +14,27 @@ int cmd_probes(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 
 struct kh_profile;
-struct live_metrics;
 /* Notes and drop warnings that go beside the seed's text report, on stderr. */
 void print_profile_notes(const struct kh_profile *p);
 
-/* Where record and attach put each session's record. */
-struct output_state {
-	const char *path;   /* -o PATH, or NULL: not written */
-	bool quiet;         /* no text report on stderr */
-	size_t records;
-	bool write_failed;
-	struct live_metrics *metrics; /* --serve: finished records join its totals */
-};
-/* A tracer_profile_fn for ctx an output_state: report, notes, record file. */
-void output__on_profile(const struct kh_profile *p, void *ctx);
-/* PATH for the first record, PATH with ".N" before the extension after. */
-void record_path(const char *path, size_t n, char *out, size_t len);
-/* PATH with tag (".4242") before its extension, or at its end. */
-void path_with_tag(const char *path, const char *tag, char *out, size_t len);
-
 /* Whether argv holds -h or --help before any "--". */
 int wants_help(int argc, char **argv);
+
+/*
+ * After getopt_long returned an option with a required value: true (and one
+ * error line) when the value was given as its own argument and is "--" or
+ * looks like an option, as `record -o -- ./scanner` with the path forgotten.
+ * `--output=-x` and `-o-x` still say what they mean and are accepted.
+ */
+bool option_value_refused(char **argv, int optind, const char *value);
+
+/*
+ * The records `khprof record --repeat` wrote in dir (DIR/run-NNN.json, not
+ * a second session's run-NNN.2.json), read in run order.  0 with *runs
+ * malloc'd (free each with profile__free), or -errno; -ENOENT when dir has
+ * none.  *unreadable counts run files that could not be read.
+ */
+int read_repeat_runs(const char *dir, struct kh_profile **runs, size_t *count,
+		     size_t *unreadable);
 
 #endif

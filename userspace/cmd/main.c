@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "keyhog_profile.h"
 #include "log.h"
+#include "record.h"
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON 38
@@ -20,31 +22,84 @@
 #define CAP_BPF 39
 #endif
 
+/* Shown by --version; bump with each release. */
+#define KHPROF_VERSION "0.2.0"
+
 struct command {
 	const char *name;
 	int (*run)(int argc, char **argv);
-	bool needs_privilege; /* loads BPF programs */
+	bool needs_root; /* loads BPF programs: root, or CAP_BPF with CAP_PERFMON */
 	const char *summary;
 };
 
 static const struct command commands[] = {
+	/* name      run          needs_root summary */
 	{ "record", cmd_record, true, "run a command and profile it" },
 	{ "attach", cmd_attach, true, "profile a running process" },
-	{ "report", cmd_report, false, "print a record as the seed's text report or JSON" },
+	{ "report", cmd_report, false, "print a record, or the spread of a series of runs" },
 	{ "diff", cmd_diff, false, "compare records or series of runs and flag regressions" },
 	{ "probes", cmd_probes, false, "list the USDT probes of an ELF file" },
 	{ "export", cmd_export, false, "write records as OpenMetrics for Prometheus" },
+	{ "help", NULL, false, "describe khprof or one of its commands" },
 };
+
+#define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: khprof [-v] <command> [<args>]\n\n");
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(out, "   %-8s %s\n", commands[i].name, commands[i].summary);
-	fprintf(out, "\n'khprof <command> --help' describes a command.\n"
+	fprintf(out, "usage: khprof [-v] [--version] [--help] <command> [<args>]\n\n");
+	for (size_t i = 0; i < COMMAND_COUNT; i++)
+		fprintf(out, "   %-8s %-6s %s\n", commands[i].name,
+			commands[i].needs_root ? "(root)" : "", commands[i].summary);
+	fprintf(out, "\n'khprof help <command>' or 'khprof <command> --help' describes a command;\n"
+		     "(root): needs root or CAP_BPF with CAP_PERFMON (docs/PRIVILEGES.md).\n"
 		     "Exit codes: 0 ok, 1 tracing failed (diff: a regression), 2 bad command\n"
 		     "line or bad input file, 3 records not comparable (diff); record returns\n"
-		     "the command's status.\n");
+		     "the command's status.\n"
+		     "\n"
+		     "examples:\n"
+		     "   khprof record -o profile.json -- ./scanner repo/\n"
+		     "   khprof report profile.json\n"
+		     "   khprof help record\n");
+}
+
+static void print_version(void)
+{
+	printf("khprof version %s\n"
+	       "probe ABI %d (provider keyhog, include/keyhog_profile.h)\n"
+	       "record schema %s\n",
+	       KHPROF_VERSION, KH_PROBE_ABI_VERSION, KH_PROFILE_SCHEMA);
+}
+
+static const struct command *find_command(const char *name)
+{
+	for (size_t i = 0; i < COMMAND_COUNT; i++)
+		if (strcmp(name, commands[i].name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+/* khprof help [COMMAND]: as git and perf, the command's --help. */
+static int run_help(int argc, char **argv)
+{
+	const struct command *cmd;
+	char *help_argv[] = { NULL, "--help", NULL };
+
+	if (argc < 2 || !strcmp(argv[1], "help") || argv[1][0] == '-') {
+		usage(stdout);
+		return KHPROF_EXIT_OK;
+	}
+	if (argc > 2) {
+		log__error("unexpected argument '%s' (khprof help [COMMAND])", argv[2]);
+		return KHPROF_EXIT_USAGE;
+	}
+	cmd = find_command(argv[1]);
+	if (!cmd) {
+		log__error("'%s' is not a khprof command (see 'khprof --help')", argv[1]);
+		return KHPROF_EXIT_USAGE;
+	}
+	help_argv[0] = argv[1];
+	return cmd->run(2, help_argv);
 }
 
 static bool has_capability(int cap)
@@ -65,6 +120,7 @@ static bool privileged(void)
 
 int main(int argc, char **argv)
 {
+	const struct command *cmd;
 	int first = 1;
 
 	while (first < argc && argv[first][0] == '-') {
@@ -72,6 +128,9 @@ int main(int argc, char **argv)
 			khprof_verbose = true;
 		} else if (!strcmp(argv[first], "-h") || !strcmp(argv[first], "--help")) {
 			usage(stdout);
+			return KHPROF_EXIT_OK;
+		} else if (!strcmp(argv[first], "--version")) {
+			print_version();
 			return KHPROF_EXIT_OK;
 		} else {
 			log__error("unknown option '%s'", argv[first]);
@@ -84,20 +143,17 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return KHPROF_EXIT_USAGE;
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-		const struct command *cmd = &commands[i];
-		int sub_argc = argc - first;
-		char **sub_argv = argv + first;
-
-		if (strcmp(argv[first], cmd->name) != 0)
-			continue;
-		if (cmd->needs_privilege && !wants_help(sub_argc, sub_argv) && !privileged()) {
-			log__error("cannot %s: permission denied (run as root or grant "
-				   "CAP_BPF and CAP_PERFMON)", cmd->name);
-			return KHPROF_EXIT_FAILURE;
-		}
-		return cmd->run(sub_argc, sub_argv);
+	cmd = find_command(argv[first]);
+	if (!cmd) {
+		log__error("'%s' is not a khprof command (see 'khprof --help')", argv[first]);
+		return KHPROF_EXIT_USAGE;
 	}
-	log__error("'%s' is not a khprof command (see 'khprof --help')", argv[first]);
-	return KHPROF_EXIT_USAGE;
+	if (!cmd->run)
+		return run_help(argc - first, argv + first);
+	if (cmd->needs_root && !wants_help(argc - first, argv + first) && !privileged()) {
+		log__error("cannot %s: permission denied (run as root or grant "
+			   "CAP_BPF and CAP_PERFMON)", cmd->name);
+		return KHPROF_EXIT_FAILURE;
+	}
+	return cmd->run(argc - first, argv + first);
 }

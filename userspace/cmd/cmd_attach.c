@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT
+/* khprof attach: profiles a running process until it exits or khprof stops. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "attach_exe.h"
+#include "cmd_trace.h"
+#include "commands.h"
+#include "live_metrics.h"
+#include "log.h"
+#include "privileges.h"
+
+static const char attach_usage[] =
+	"usage: khprof attach -p PID [-o PATH] [--duration SECONDS] [--identity KEY=VALUE]...\n"
+	"                     [--mode MODE] [--serve [ADDR:]PORT] [-q] [-v]\n"
+	"       khprof attach --exe PATH [--from-start] [same options]\n"
+	"\n"
+	"Profiles a running process until Ctrl-C, SIGTERM, the duration or the\n"
+	"process's exit.  A session that was already running when khprof attached\n"
+	"is recorded from the attach point and marked as started mid-session.\n"
+	"In batch mode, spans a live thread still buffers when khprof detaches\n"
+	"(at most 63 per thread) are not seen; --mode span sees every one.\n"
+	"\n"
+	"   -p PID               the process to trace\n"
+	"   --exe PATH           every process running the executable PATH or with the\n"
+	"                        library PATH loaded, those running now and those that\n"
+	"                        start later (attached within milliseconds of their\n"
+	"                        start, not stopped: work before that is not seen)\n"
+	"   --from-start         with --exe: stop each new process at its first\n"
+	"                        instruction until it is attached, so nothing is missed\n"
+	"                        (a job-control shell sees its job stop: for daemons\n"
+	"                        and worker pools)\n"
+	"   -o PATH              write the JSON record(s) to PATH (as for record); with\n"
+	"                        --exe, PATH with .PID before the extension per process\n"
+	"   --duration SECONDS   stop after SECONDS (decimals allowed)\n"
+	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
+	"   --mode MODE          batch (default), span or pair\n"
+	"   --serve [ADDR:]PORT  serve live metrics at http://ADDR:PORT/metrics while\n"
+	"                        tracing (ADDR defaults to 127.0.0.1; docs/FLEET.md)\n"
+	"   -q, --quiet          do not print the text reports\n"
+	"   -v, --verbose        debug messages\n"
+	"\n"
+	"examples:\n"
+	"   khprof attach -p $(pidof kh-scan) -o live.json\n"
+	"   khprof attach -p 4242 --duration 30\n"
+	"   khprof attach --exe /usr/bin/scanner -o worker.json\n"
+	"   khprof attach -p $(pidof scanner) --serve 127.0.0.1:9464 -q\n";
+
+
+/*
+ * Attaching reads the process's executable and memory map through /proc,
+ * which needs ptrace-read access even for root: a process in another user
+ * namespace, or holding capabilities khprof lacks, refuses it.  Checked
+ * first, so that the failure names the file and the reason.
+ */
+static int check_traceable(pid_t pid)
+{
+	char exe[64], maps[64], target[PATH_MAX];
+	int fd;
+
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
+	if (readlink(exe, target, sizeof(target)) < 0) {
+		if (errno == ESRCH || (errno == ENOENT && kill(pid, 0) != 0))
+			log__error("cannot attach to PID %d: no such process", (int)pid);
+		else if (errno == ENOENT)
+			log__error("cannot attach to PID %d: it has no executable (a kernel "
+				   "thread or a zombie)", (int)pid);
+		else if (errno == EACCES || errno == EPERM)
+			log__error("cannot attach to PID %d: cannot read '%s': %s (the process "
+				   "holds capabilities khprof lacks or runs in another user "
+				   "namespace)", (int)pid, exe, strerror(errno));
+		else
+			log__error("cannot attach to PID %d: cannot read '%s': %s", (int)pid, exe,
+				   strerror(errno));
+		return -1;
+	}
+	fd = open(maps, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		log__error("cannot attach to PID %d: cannot read '%s': %s", (int)pid, maps,
+			   strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* attach --exe: attach_exe.c with this command line. */
+static int attach_exe_cli(const struct trace_cli *cli)
+{
+	struct exe_attach_options o = { .path = cli->exe, .output = cli->output,
+					 .quiet = cli->quiet, .duration_s = cli->duration_s,
+					 .from_start = cli->from_start, .serve = cli->serve };
+	struct output_state unused = { 0 };
+
+	trace_options_from(cli, NULL, &unused, &o.trace);
+	return attach_exe(&o);
+}
+
+int cmd_attach(int argc, char **argv)
+{
+	struct output_state out = { 0 };
+	struct trace_options opts = { 0 };
+	struct event_loop loop = EVENT_LOOP_INIT;
+	struct tracer *t = NULL;
+	struct trace_cli cli;
+	char exe[64];
+	sigset_t old_mask;
+	uint64_t deadline = 0;
+	enum loop_end end = LOOP_SIGNALLED;
+	int code = KHPROF_EXIT_FAILURE, err;
+
+	if (wants_help(argc, argv)) {
+		fputs(attach_usage, stdout);
+		return KHPROF_EXIT_OK;
+	}
+	if (parse_cli(argc, argv, true, attach_usage, &cli))
+		return KHPROF_EXIT_USAGE;
+	if (cli.exe)
+		return attach_exe_cli(&cli);
+	if (check_traceable(cli.pid))
+		return KHPROF_EXIT_FAILURE;
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", cli.pid);
+
+	trace_options_from(&cli, cli.output, &out, &opts);
+	code = serve_open(&cli, &out, &loop);
+	if (code)
+		return code;
+	code = KHPROF_EXIT_FAILURE;
+	if (tracer__open(&t, &opts)) {
+		live_metrics__close(out.metrics);
+		return KHPROF_EXIT_FAILURE;
+	}
+	sigprocmask(SIG_SETMASK, NULL, &old_mask);
+	err = tracer__attach(t, cli.pid, exe);
+	live_metrics__add_tracer(out.metrics, t, cli.pid);
+	if (!err)
+		err = tracer__attach_mapped(t);
+	if (err == -ESRCH)
+		log__error("cannot attach to PID %d: no such process", cli.pid);
+	if (!err)
+		err = loop__open(&loop, t, cli.pid, &old_mask);
+	if (err)
+		goto out;
+	/* Loaded and attached: from here khprof needs far less. */
+	privileges__drop_own();
+	if (tracer__probe_count(t) == 0)
+		log__warn("PID %d has no keyhog probes in its executable or libraries; "
+			  "waiting for one to be loaded", cli.pid);
+	else
+		log__note("attached to PID %d (%zu probe sites); stop with Ctrl-C", cli.pid,
+			  tracer__probe_count(t));
+	if (cli.duration_s > 0)
+		deadline = tracer__now_ns() + (uint64_t)(cli.duration_s * 1e9);
+	end = loop__run(&loop, t, 0, deadline);
+	tracer__finish(t, end == LOOP_PROCESS_EXITED ? 1 : -1);
+	if (tracer__records_emitted(t) == 0)
+		log__note("no keyhog activity seen in PID %d: no record written", cli.pid);
+	code = finish_output(&out, KHPROF_EXIT_OK);
+out:
+	loop__close(&loop, &old_mask);
+	live_metrics__close(out.metrics);
+	/* A live process keeps paying for probes until they are detached. */
+	if (end == LOOP_PROCESS_EXITED)
+		tracer__close_in_background(t);
+	else
+		tracer__close(t);
+	return code;
+}

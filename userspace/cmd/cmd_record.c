@@ -1,0 +1,542 @@
+// SPDX-License-Identifier: MIT
+/*
+ * khprof record: runs a command with its probes attached from its first
+ * instruction, once or as a series (--repeat), as a user without khprof's
+ * privileges (privileges.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cmd_trace.h"
+#include "commands.h"
+#include "json.h"
+#include "live_metrics.h"
+#include "log.h"
+#include "privileges.h"
+#include "spread.h"
+
+static const char record_usage[] =
+	"usage: khprof record [-o PATH] [--identity KEY=VALUE]... [--mode MODE] [--user USER]\n"
+	"                     [-q] [-v] -- COMMAND [ARG...]\n"
+	"       khprof record --repeat N [--warmup K] [--append] -o DIR [...]\n"
+	"                     -- COMMAND [ARG...]\n"
+	"\n"
+	"Runs COMMAND with its keyhog probes attached from its first instruction\n"
+	"(executable and every library it loads, dlopen included), prints the text\n"
+	"report of each session to stderr and exits with COMMAND's status (128+N\n"
+	"when killed by signal N, 127 when it is not found, 126 when it cannot run).\n"
+	"Only COMMAND's own process is traced, not the children it forks: a shell\n"
+	"wrapper should 'exec' the instrumented program.\n"
+	"\n"
+	"COMMAND does not get khprof's privileges (docs/PRIVILEGES.md): it runs as\n"
+	"--user USER, else under sudo as the user who ran sudo (SUDO_UID, SUDO_GID),\n"
+	"else as khprof's own user, with that user's groups, every capability\n"
+	"dropped and no_new_privs set.  Root without sudo or --user stays root, and\n"
+	"--user root keeps root when it is really wanted.\n"
+	"\n"
+	"Each run replaces the records of the previous run to the same PATH: PATH.2,\n"
+	"PATH.3 ... beyond this run's sessions are removed (and named on stderr)\n"
+	"when the first record is written.\n"
+	"\n"
+	"With --repeat, COMMAND runs K times untimed, then N times, each a fresh\n"
+	"process traced from its first instruction, one after the other.  Records\n"
+	"go to DIR/run-001.json ... (created if missing; it must not hold run-*.json\n"
+	"already, unless --append numbers the new runs after the last one), the text\n"
+	"reports are left out, and a table of the spread of all runs in DIR (median,\n"
+	"min, max, MAD) goes to stderr ('khprof report DIR' prints it again).  Runs\n"
+	"that exit differently stop the series (status 1 unless the odd run's own\n"
+	"status says more), and so does a signal (128+N unless the run's status\n"
+	"says more); otherwise the exit status is COMMAND's.  `khprof diff` takes\n"
+	"DIR as one side.\n"
+	"\n"
+	"   -o PATH              write the JSON record to PATH; a second session goes to\n"
+	"                        PATH with .2 before the extension, and so on\n"
+	"   --repeat N           run COMMAND N times (1 to 10000); -o names a directory\n"
+	"   --warmup K           with --repeat: K traced runs first, not recorded\n"
+	"   --append             with --repeat: add to the runs already in DIR, so that\n"
+	"                        runs of two builds can alternate (docs/CI.md)\n"
+	"   --user USER          run COMMAND as USER (a name or uid) with USER's groups\n"
+	"   -q, --quiet          do not print the text reports\n"
+	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
+	"   --mode MODE          batch (default: spans buffered per thread, one kernel\n"
+	"                        entry per 64 spans), span (one kernel entry per span)\n"
+	"                        or pair (enter and exit probes, as bpftrace scripts)\n"
+	"   --serve [ADDR:]PORT  serve live metrics at http://ADDR:PORT/metrics while\n"
+	"                        tracing (OpenMetrics or Prometheus text; ADDR defaults\n"
+	"                        to 127.0.0.1; docs/FLEET.md); not with --repeat\n"
+	"   -v, --verbose        debug messages, libbpf's own included\n"
+	"\n"
+	"examples:\n"
+	"   khprof record -o profile.json -- build/kh-scan --threads 2 src/\n"
+	"   sudo khprof record -o profile.json -- ./scanner repo/    # runs as you\n"
+	"   khprof record --user nobody --identity workload_class=nightly -- ./scanner repo/\n"
+	"   khprof record -- sh -c 'cd repo && exec ../scanner .'\n"
+	"   khprof record --repeat 5 --warmup 1 -o runs/ -- build/kh-scan --threads 2 src/\n"
+	"   khprof record --repeat 1 --append -o base-runs/ -- base/kh-scan src/\n";
+
+
+/* execvp's search, done before fork so the path can be attached first. */
+static int resolve_command(const char *cmd, char *out, size_t len)
+{
+	const char *path_env = getenv("PATH");
+	char *paths, *dir, *save;
+	int err = -ENOENT;
+
+	if (strchr(cmd, '/')) {
+		snprintf(out, len, "%s", cmd);
+		return access(out, F_OK) == 0 ? (access(out, X_OK) == 0 ? 0 : -EACCES) : -ENOENT;
+	}
+	paths = strdup(path_env && *path_env ? path_env : "/usr/local/bin:/usr/bin:/bin");
+	if (!paths)
+		return -ENOMEM;
+	for (dir = strtok_r(paths, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		struct stat st;
+
+		snprintf(out, len, "%s/%s", *dir ? dir : ".", cmd);
+		if (stat(out, &st) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (access(out, X_OK) == 0) {
+			err = 0;
+			break;
+		}
+		err = -EACCES;
+	}
+	free(paths);
+	return err;
+}
+
+/* What the child says through its pipe when it cannot run COMMAND. */
+struct child_failure {
+	int err;
+	char step[48]; /* "" for exec itself */
+};
+
+/*
+ * Child side of record: wait for the tracer, become whom COMMAND runs as,
+ * then exec; report failures through error_fd.
+ */
+static void run_child(int ready_fd, int error_fd, const char *path, char **argv,
+		      const sigset_t *mask, const struct run_as *run_as)
+{
+	struct child_failure failure = { 0 };
+	const char *step = "";
+	char go;
+	int err;
+
+	sigprocmask(SIG_SETMASK, mask, NULL);
+	if (read(ready_fd, &go, 1) != 1)
+		_exit(KHPROF_EXIT_FAILURE); /* tracer setup failed; it said why */
+	err = run_as__apply(run_as, &step);
+	if (!err) {
+		execv(path, argv);
+		err = -errno;
+		step = "";
+	}
+	failure.err = -err;
+	snprintf(failure.step, sizeof(failure.step), "%s", step);
+	if (write(error_fd, &failure, sizeof(failure)) < 0)
+		_exit(KHPROF_EXIT_CANNOT_EXEC);
+	_exit(failure.step[0] ? KHPROF_EXIT_FAILURE
+	      : failure.err == ENOENT ? KHPROF_EXIT_NOT_FOUND : KHPROF_EXIT_CANNOT_EXEC);
+}
+
+/* The child could not become its user or exec: one line saying which. */
+static void report_child_failure(const struct child_failure *f, const char *path,
+				 const struct run_as *run_as)
+{
+	char who[128];
+
+	if (!f->step[0]) {
+		log__error("cannot run '%s': %s", path, strerror(f->err));
+		return;
+	}
+	run_as__describe(run_as, who, sizeof(who));
+	log__error("cannot run '%s' as %s: %s failed: %s", path, who, f->step, strerror(f->err));
+}
+
+/*
+ * One traced run of COMMAND (resolved to path), records to output (NULL:
+ * none).  detach_now waits for the kernel to remove the uprobes before
+ * returning, so that a following run does not share the CPUs with it.
+ * Returns COMMAND's status as record's exit code.
+ */
+static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
+		       char **cmd_argv, const char *path, const char *output, bool detach_now)
+{
+	struct output_state out = { 0 };
+	struct trace_options opts = { 0 };
+	struct event_loop loop = EVENT_LOOP_INIT;
+	struct child_failure failure;
+	struct tracer *t = NULL;
+	int ready[2] = { -1, -1 }, exec_err[2] = { -1, -1 };
+	sigset_t old_mask;
+	int status = 0, code, err;
+	bool reaped = false;
+	pid_t pid;
+
+	trace_options_from(cli, output, &out, &opts);
+	opts.stop_on_loader = true;
+	code = serve_open(cli, &out, &loop);
+	if (code)
+		return code;
+	err = tracer__open(&t, &opts);
+	if (err) {
+		live_metrics__close(out.metrics);
+		return KHPROF_EXIT_FAILURE;
+	}
+
+	sigprocmask(SIG_SETMASK, NULL, &old_mask);
+	if (pipe2(ready, O_CLOEXEC) || pipe2(exec_err, O_CLOEXEC)) {
+		log__error("cannot create pipes: %s", strerror(errno));
+		code = KHPROF_EXIT_FAILURE;
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		log__error("cannot fork: %s", strerror(errno));
+		code = KHPROF_EXIT_FAILURE;
+		goto out;
+	}
+	if (pid == 0)
+		run_child(ready[0], exec_err[1], path, cmd_argv, &old_mask, run_as);
+	close(ready[0]);
+	close(exec_err[1]);
+	ready[0] = exec_err[1] = -1;
+
+	err = tracer__attach(t, pid, path);
+	live_metrics__add_tracer(out.metrics, t, pid);
+	if (!err)
+		err = loop__open(&loop, t, pid, &old_mask);
+	if (err) {
+		close(ready[1]); /* the child exits without running the command */
+		ready[1] = -1;
+		waitpid(pid, NULL, 0);
+		code = KHPROF_EXIT_FAILURE;
+		goto out;
+	}
+	/* Loaded and attached: from here khprof needs far less. */
+	privileges__drop_own();
+	if (write(ready[1], "x", 1) != 1) {
+		log__error("cannot start '%s': %s", path, strerror(errno));
+		code = KHPROF_EXIT_FAILURE;
+		goto out;
+	}
+	if (read(exec_err[0], &failure, sizeof(failure)) == sizeof(failure)) {
+		waitpid(pid, &status, 0);
+		report_child_failure(&failure, path, run_as);
+		code = exit_code_of(status);
+		goto out;
+	}
+
+	loop__run(&loop, t, pid, 0);
+	tracer__finish(t, 0); /* sessions still open when it exits did not finish */
+	if (waitpid(pid, &status, 0) < 0) {
+		log__error("cannot wait for '%s': %s", path, strerror(errno));
+		code = KHPROF_EXIT_FAILURE;
+		goto out;
+	}
+	reaped = true;
+	if (tracer__probe_count(t) == 0)
+		log__warn("'%s' and its libraries have no keyhog probes: it ran untraced (the "
+			  "children it forks are not followed; a shell should 'exec' the "
+			  "instrumented program)", path);
+	else if (tracer__records_emitted(t) == 0)
+		log__note("'%s' reached no keyhog probe: no record written", path);
+	code = finish_output(&out, exit_code_of(status));
+out:
+	loop__close(&loop, &old_mask);
+	for (int i = 0; i < 2; i++) {
+		if (ready[i] >= 0)
+			close(ready[i]);
+		if (exec_err[i] >= 0)
+			close(exec_err[i]);
+	}
+	live_metrics__close(out.metrics);
+	if (reaped && !detach_now)
+		tracer__close_in_background(t);
+	else
+		tracer__close(t);
+	return code;
+}
+
+/* Where --repeat puts run i: DIR/run-001.json, wider past 999 runs. */
+static void repeat_path(const char *dir, unsigned i, char *out, size_t len)
+{
+	snprintf(out, len, "%s/run-%03u.json", dir, i);
+}
+
+/*
+ * The run number of a record --repeat wrote, from its file name: 0 for
+ * anything else (a second session's run-001.2.json included).
+ */
+static unsigned run_number(const char *path)
+{
+	const char *name = strrchr(path, '/');
+	unsigned number;
+	int end = 0;
+
+	name = name ? name + 1 : path;
+	if (sscanf(name, "run-%u.json%n", &number, &end) != 1 || name[end] != '\0')
+		return 0;
+	return number;
+}
+
+/* DIR/run-*.json, sorted by name; 0, or a glob(3) error other than no match. */
+static int glob_runs(const char *dir, glob_t *found)
+{
+	char pattern[PATH_MAX];
+	int err;
+
+	snprintf(pattern, sizeof(pattern), "%s/run-*.json", dir);
+	err = glob(pattern, 0, NULL, found);
+	return err == GLOB_NOMATCH ? 0 : err;
+}
+
+/*
+ * DIR exists (made here if missing).  A series starts at run 1 in a
+ * directory without runs, or with --append after the last run there.
+ */
+static int prepare_repeat_dir(const char *dir, bool append, unsigned *first)
+{
+	struct stat st;
+	glob_t found = { 0 };
+	unsigned last = 0;
+
+	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+		log__error("cannot create directory '%s': %s", dir, strerror(errno));
+		return -errno;
+	}
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		log__error("cannot write records to '%s': not a directory (--repeat takes a "
+			   "directory for -o)", dir);
+		return -ENOTDIR;
+	}
+	if (glob_runs(dir, &found)) {
+		log__error("cannot list the runs in '%s'", dir);
+		return -EIO;
+	}
+	for (size_t i = 0; i < found.gl_pathc; i++) {
+		unsigned n = run_number(found.gl_pathv[i]);
+
+		last = n > last ? n : last;
+	}
+	globfree(&found);
+	if (found.gl_pathc && !append) {
+		log__error("cannot write records to '%s': it already holds run-*.json (remove "
+			   "them, choose another directory, or add to them with --append)", dir);
+		return -EEXIST;
+	}
+	*first = last + 1;
+	return 0;
+}
+
+/*
+ * Waits for the run's khprof child.  Signals for the series come here
+ * (blocked, read with sigwaitinfo); SIGINT already reached the child through
+ * the terminal's process group, the others are passed on.  *stop is the
+ * signal that should end the series after this run, or 0.
+ */
+static int wait_run(pid_t child, const sigset_t *signals, int *stop)
+{
+	siginfo_t si;
+	int status;
+
+	for (;;) {
+		pid_t done = waitpid(child, &status, WNOHANG);
+
+		if (done == child)
+			return status;
+		if (done < 0 && errno != EINTR)
+			return W_EXITCODE(KHPROF_EXIT_FAILURE, 0);
+		if (sigwaitinfo(signals, &si) < 0 || si.si_signo == SIGCHLD)
+			continue;
+		*stop = si.si_signo;
+		if (si.si_signo != SIGINT)
+			kill(child, si.si_signo);
+	}
+}
+
+struct numbered_run {
+	unsigned number;
+	const char *path;
+};
+
+static int compare_runs(const void *a, const void *b)
+{
+	const struct numbered_run *x = a, *y = b;
+
+	return x->number < y->number ? -1 : x->number > y->number;
+}
+
+int read_repeat_runs(const char *dir, struct kh_profile **out, size_t *count,
+		     size_t *unreadable)
+{
+	struct numbered_run *order = NULL;
+	struct kh_profile *runs = NULL;
+	glob_t found = { 0 };
+	size_t numbered = 0;
+	char problem[256];
+	int err = 0;
+
+	*out = NULL;
+	*count = *unreadable = 0;
+	if (glob_runs(dir, &found))
+		return -EIO;
+	if (found.gl_pathc) {
+		order = calloc(found.gl_pathc, sizeof(*order));
+		runs = calloc(found.gl_pathc, sizeof(*runs));
+		if (!order || !runs) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < found.gl_pathc; i++) {
+		unsigned n = run_number(found.gl_pathv[i]);
+
+		if (n)
+			order[numbered++] = (struct numbered_run){ n, found.gl_pathv[i] };
+	}
+	if (numbered == 0) {
+		err = -ENOENT;
+		goto out;
+	}
+	/* By number: run-1000.json sorts before run-101.json by name. */
+	qsort(order, numbered, sizeof(*order), compare_runs);
+	for (size_t i = 0; i < numbered; i++) {
+		if (profile__read_file(order[i].path, &runs[*count], problem,
+				       sizeof(problem)) == 0) {
+			(*count)++;
+			continue;
+		}
+		log__warn("cannot read run '%s': %s", order[i].path, problem);
+		(*unreadable)++;
+	}
+out:
+	globfree(&found);
+	free(order);
+	if (err) {
+		free(runs);
+		return err;
+	}
+	*out = runs;
+	return 0;
+}
+
+/* Reads every run in DIR back and prints how much they varied. */
+static void print_repeat_spread(const char *dir, const char *command)
+{
+	struct kh_profile *runs;
+	size_t read_ok, unreadable;
+	char *text;
+
+	if (read_repeat_runs(dir, &runs, &read_ok, &unreadable))
+		return;
+	text = read_ok ? runs__render_spread(runs, read_ok) : NULL;
+	if (text) {
+		log__note("%zu run%s of '%s' recorded in '%s':", read_ok, read_ok == 1 ? "" : "s",
+			  command, dir);
+		fputs(text, stderr);
+	}
+	free(text);
+	for (size_t i = 0; i < read_ok; i++)
+		profile__free(&runs[i]);
+	free(runs);
+}
+
+static int record_repeat(const struct trace_cli *cli, const struct run_as *run_as,
+			 char **cmd_argv, const char *path)
+{
+	unsigned total = cli->warmup + cli->repeat, number = 1;
+	char run_path[PATH_MAX];
+	sigset_t signals, old_mask;
+	int first_code = -1, code = KHPROF_EXIT_OK, stop = 0;
+
+	if (prepare_repeat_dir(cli->output, cli->append, &number))
+		return KHPROF_EXIT_BAD_INPUT;
+	stop_signals(&signals);
+	sigaddset(&signals, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &signals, &old_mask);
+
+	for (unsigned i = 0; i < total && !stop; i++) {
+		bool warmup = i < cli->warmup;
+		struct stat st;
+		pid_t child;
+
+		if (!warmup)
+			repeat_path(cli->output, number++, run_path, sizeof(run_path));
+		fflush(NULL);
+		child = fork();
+		if (child < 0) {
+			log__error("cannot fork: %s", strerror(errno));
+			code = KHPROF_EXIT_FAILURE;
+			break;
+		}
+		if (child == 0) {
+			sigprocmask(SIG_SETMASK, &old_mask, NULL);
+			_exit(record_once(cli, run_as, cmd_argv, path, warmup ? NULL : run_path,
+					  true));
+		}
+		code = exit_code_of(wait_run(child, &signals, &stop));
+		if (first_code < 0)
+			first_code = code;
+		if (stop) {
+			log__error("stopped after run %u of %u of '%s': interrupted", i + 1, total,
+				   path);
+			/* An incomplete series must not pass for a good one. */
+			code = code ? code : 128 + stop;
+			break;
+		}
+		if (code != first_code) {
+			log__error("run %u of '%s' exited with %d, the first run with %d: the runs "
+				   "are not alike, so the series stops", i + 1, path, code, first_code);
+			code = code ? code : KHPROF_EXIT_FAILURE;
+			break;
+		}
+		if (!warmup && stat(run_path, &st) != 0) {
+			log__error("run %u of '%s' wrote no record '%s'", i + 1, path, run_path);
+			code = code ? code : KHPROF_EXIT_FAILURE;
+			break;
+		}
+	}
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
+	print_repeat_spread(cli->output, path);
+	return code;
+}
+
+
+int cmd_record(int argc, char **argv)
+{
+	struct trace_cli cli;
+	struct run_as run_as;
+	char path[PATH_MAX];
+	int err;
+
+	if (wants_help(argc, argv)) {
+		fputs(record_usage, stdout);
+		return KHPROF_EXIT_OK;
+	}
+	if (parse_cli(argc, argv, false, record_usage, &cli))
+		return KHPROF_EXIT_USAGE;
+	if (run_as__resolve(cli.user, &run_as))
+		return KHPROF_EXIT_USAGE;
+	err = resolve_command(argv[cli.first_arg], path, sizeof(path));
+	if (err) {
+		log__error("cannot run '%s': %s", argv[cli.first_arg],
+			   err == -ENOENT ? "command not found" : strerror(-err));
+		return err == -ENOENT ? KHPROF_EXIT_NOT_FOUND : KHPROF_EXIT_CANNOT_EXEC;
+	}
+	if (cli.repeat) {
+		cli.quiet = true; /* N reports would bury the spread table */
+		return record_repeat(&cli, &run_as, argv + cli.first_arg, path);
+	}
+	return record_once(&cli, &run_as, argv + cli.first_arg, path, cli.output, false);
+}

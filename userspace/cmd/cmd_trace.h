@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What `khprof record` (cmd_record.c) and `khprof attach` (cmd_attach.c)
+ * share: their command line, where records go, and the event loop that
+ * runs while the traced process does.
+ */
+#ifndef KHPROF_CMD_TRACE_H
+#define KHPROF_CMD_TRACE_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "trace.h"
+
+#define MAX_OVERRIDES 32
+#define MAX_REPEAT 10000
+
+struct trace_cli {
+	const char *output;
+	struct identity_override overrides[MAX_OVERRIDES];
+	size_t override_count;
+	enum kh_trace_mode mode;
+	bool mode_is_default;
+	pid_t pid;
+	double duration_s;
+	unsigned repeat; /* 0: a single run, -o names a file */
+	unsigned warmup;
+	bool append;     /* --repeat adds to the runs already in its directory */
+	const char *user; /* --user: whom COMMAND runs as (NULL: the default) */
+	bool quiet;
+	const char *serve; /* --serve ADDR:PORT, or NULL */
+	const char *exe;   /* attach --exe PATH, or NULL */
+	bool from_start;   /* attach --exe --from-start */
+	int first_arg;
+};
+
+struct live_metrics;
+
+struct output_state {
+	const char *path;
+	bool quiet;
+	size_t records;
+	bool write_failed;
+	struct live_metrics *metrics; /* --serve: finished records join its totals */
+};
+
+/* A tracer_profile_fn for ctx an output_state: report, notes, record file. */
+void output__on_profile(const struct kh_profile *p, void *ctx);
+/* PATH for the first record, PATH with ".N" before the extension after. */
+void record_path(const char *path, size_t n, char *out, size_t len);
+/* PATH with tag (".4242") before its extension, or at its end. */
+void path_with_tag(const char *path, const char *tag, char *out, size_t len);
+
+/* Parses record's (attach false) or attach's options; usage on a mistake. */
+int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trace_cli *cli);
+
+/* Records go to out, written to output (NULL: not written). */
+void trace_options_from(const struct trace_cli *cli, const char *output,
+			struct output_state *out, struct trace_options *opts);
+/* The exit code once out's records are written: 1 if one could not be. */
+int finish_output(const struct output_state *out, int code);
+
+/* The signals that end a trace: khprof handles them instead of dying. */
+void stop_signals(sigset_t *set);
+
+struct event_loop {
+	int epoll_fd;
+	int signal_fd;
+	int pid_fd;
+	struct live_metrics *metrics; /* --serve, or NULL */
+};
+
+#define EVENT_LOOP_INIT { -1, -1, -1, NULL }
+
+/*
+ * --serve: listening before tracing starts, so that a bad or busy address
+ * fails first; served from loop.  0, or the exit code (2 for an address
+ * that is not one).
+ */
+int serve_open(const struct trace_cli *cli, struct output_state *out, struct event_loop *loop);
+
+/* Watches pid, the stop signals (blocked; old mask in *old) and t's events. */
+int loop__open(struct event_loop *loop, struct tracer *t, pid_t pid, sigset_t *old);
+void loop__close(struct event_loop *loop, const sigset_t *old);
+
+enum loop_end { LOOP_PROCESS_EXITED, LOOP_SIGNALLED, LOOP_TIMEOUT };
+
+/*
+ * Runs until the process exits, a signal arrives (forwarded to the child
+ * with forward_to set) or the deadline passes (0: none).
+ */
+enum loop_end loop__run(struct event_loop *loop, struct tracer *t, pid_t forward_to,
+			uint64_t deadline_ns);
+
+/* A wait status as record's exit code: the status, 128+N for signal N. */
+int exit_code_of(int status);
+
+#endif
