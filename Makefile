@@ -35,8 +35,10 @@ BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
 PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev libcap-dev \
             libcmocka-dev libpcre2-dev libpng-dev pkg-config make gcc
 # What make test needs besides the build: the browser the HTML reports are
-# opened in (tests/integration/test_html.c).
-TEST_PACKAGES := chromium
+# opened in (tests/integration/test_html.c), and the Prometheus server and
+# promtool the OpenMetrics exposition is checked with
+# (tests/integration/test_metrics.c).
+TEST_PACKAGES := chromium prometheus
 BENCH_PACKAGES := bpftrace hyperfine
 # The seed conformance reader (../shared/seed/conformance) builds offline
 # from Debian's packaged crates.

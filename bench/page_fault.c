@@ -2,7 +2,7 @@
 /*
  * page_fault MIB ROUNDS: touches MIB of fresh anonymous memory one page at
  * a time, ROUNDS times, and prints the fastest round's cost per page fault
- * as "ns_per_fault=N".  bench/run.sh row 7 runs it untraced and under
+ * as "ns_per_fault=N".  bench/run.sh row 8 runs it untraced and under
  * khprof, whose rss_stat watcher (bpf/khprof.bpf.c) runs at every RSS
  * change of the traced process.
  */

@@ -112,6 +112,64 @@ int elf__symbol(const char *path, const char *name, uint64_t *vaddr, uint64_t *o
 	return err;
 }
 
+/* DT_INIT of a shared object, or 0. */
+static uint64_t dt_init_of(Elf *elf)
+{
+	size_t phnum;
+
+	if (elf_getphdrnum(elf, &phnum) != 0)
+		return 0;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		Elf_Data *data;
+		GElf_Dyn dyn;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_DYNAMIC)
+			continue;
+		data = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_DYN);
+		for (int j = 0; data && gelf_getdyn(data, j, &dyn); j++) {
+			if (dyn.d_tag == DT_NULL)
+				break;
+			if (dyn.d_tag == DT_INIT)
+				return dyn.d_un.d_ptr;
+		}
+	}
+	return 0;
+}
+
+int elf__start_offset(const char *path, uint64_t *offset)
+{
+	bool executable = false, exec_segment;
+	size_t phnum;
+	GElf_Ehdr eh;
+	uint64_t vaddr;
+	Elf *elf;
+	int fd, err;
+
+	*offset = 0;
+	err = elf__open(path, &fd, &elf);
+	if (err)
+		return err;
+	if (!gelf_getehdr(elf, &eh)) {
+		elf__close(fd, elf);
+		return -ENOEXEC;
+	}
+	/* A position-independent executable is ET_DYN too: it has PT_INTERP. */
+	executable = eh.e_type == ET_EXEC;
+	if (elf_getphdrnum(elf, &phnum) != 0)
+		phnum = 0;
+	for (size_t i = 0; i < phnum && !executable; i++) {
+		GElf_Phdr ph;
+
+		executable = gelf_getphdr(elf, i, &ph) && ph.p_type == PT_INTERP;
+	}
+	vaddr = executable ? eh.e_entry : dt_init_of(elf);
+	if (!vaddr || elf__segment_of(elf, vaddr, offset, &exec_segment) != 0)
+		*offset = 0;
+	elf__close(fd, elf);
+	return *offset ? 0 : -ENOENT;
+}
+
 int elf__interpreter(const char *path, char *buf, size_t len)
 {
 	size_t phnum;

@@ -14,6 +14,13 @@
 /* Address and file offset of the function or object name (.symtab or .dynsym). */
 int elf__symbol(const char *path, const char *name, uint64_t *vaddr, uint64_t *offset);
 
+/*
+ * File offset of the first code a process runs from path: the entry point
+ * of an executable, the DT_INIT function of a shared library (run when it
+ * is loaded, at start-up or by dlopen).  -ENOENT when there is none.
+ */
+int elf__start_offset(const char *path, uint64_t *offset);
+
 /* PT_INTERP of an executable into buf, "" for a static one. */
 int elf__interpreter(const char *path, char *buf, size_t len);
 

@@ -6,8 +6,8 @@
  * thread ending while others run — and in every mode, the record holds
  * exactly the spans and input the program itself counted before it ended
  * (tests/workloads/faults.c writes them to a file as it goes), and says how
- * the program ended.  Also: khprof attach's detach keeps every span that
- * ended before it, and a second KH_SESSION_START is refused as the seed does.
+ * the program ended.  Also: khprof attach's detach (-p and --exe) keeps
+ * every span that ended before it, and a second KH_SESSION_START is refused as the seed does.
  * Needs root, like every BPF test.
  */
 #include <inttypes.h>
@@ -287,20 +287,22 @@ static void test_killed_from_outside(void **state)
  * khprof attach in batch mode, then a detach while the program still holds
  * its last spans in its buffer: the record has exactly the spans that
  * completed while khprof was attached, starts when the probes went live,
- * and knows the state the program was in.
+ * and knows the state the program was in.  by_exe: the process found by
+ * `attach --exe` instead of `attach -p`, which must join and detach alike.
  */
-static void test_attach_detach_exact(void **state)
+static void check_attach_detach_exact(bool by_exe)
 {
-	char out[PATH_MAX], counts_path[PATH_MAX], pid_text[16];
+	const char *name = by_exe ? "detach-exe" : "detach";
+	char out[PATH_MAX], record[PATH_MAX], counts_path[PATH_MAX], pid_text[16];
 	char *wargv[] = { FAULTS, "wait", counts_path, "0", NULL };
-	char *kargv[] = { khprof, "attach", "-p", pid_text, "-o", out, NULL };
+	char *pid_argv[] = { khprof, "attach", "-p", pid_text, "-o", out, NULL };
+	char *exe_argv[] = { khprof, "attach", "--exe", FAULTS, "-o", out, NULL };
 	struct child w, k;
 	struct kh_profile p;
 	long before;
 
-	(void)state;
-	snprintf(out, sizeof(out), "%s/detach.json", tmpdir);
-	snprintf(counts_path, sizeof(counts_path), "%s/detach.counts", tmpdir);
+	snprintf(out, sizeof(out), "%s/%s.json", tmpdir, name);
+	snprintf(counts_path, sizeof(counts_path), "%s/%s.counts", tmpdir, name);
 	w = spawn(wargv, false);
 	snprintf(pid_text, sizeof(pid_text), "%ld", wait_for(w.from, "ready "));
 	for (long i = 1; i <= 3; i++) {
@@ -309,7 +311,7 @@ static void test_attach_detach_exact(void **state)
 			assert_int_equal(write(w.to, "\n", 1), 1);
 	}
 	before = 3;
-	k = spawn(kargv, true);
+	k = spawn(by_exe ? exe_argv : pid_argv, true);
 	wait_for(k.from, "khprof: note: attached to PID");
 	for (long i = before + 1; i <= before + 5; i++)
 		next_span(&w, i);
@@ -320,7 +322,11 @@ static void test_attach_detach_exact(void **state)
 	close(w.to);
 	assert_int_equal(wait_exit(w.pid), 0);
 
-	load_record(out, &p);
+	if (by_exe)
+		snprintf(record, sizeof(record), "%s/%s.%s.json", tmpdir, name, pid_text);
+	else
+		snprintf(record, sizeof(record), "%s", out);
+	load_record(record, &p);
 	assert_int_equal(calls_of(&p, KH_STAGE_DECODE), 5);
 	assert_int_equal(p.input_bytes, 50);
 	assert_true(p.ext.started_mid_session);
@@ -336,13 +342,24 @@ static void test_attach_detach_exact(void **state)
 	assert_int_equal(p.states[0].elapsed_ns, 0);
 	assert_no_drops(&p);
 	profile__free(&p);
-	assert_seed_conformance_of(khprof, out);
+	assert_seed_conformance_of(khprof, record);
 	fclose(w.from);
 	fclose(k.from);
 	close(k.to);
 }
 
-/* khprof attach, then the program is killed: its buffered spans and its end are in the record. */
+static void test_attach_detach_exact(void **state)
+{
+	(void)state;
+	check_attach_detach_exact(false);
+}
+
+static void test_attach_exe_detach_exact(void **state)
+{
+	(void)state;
+	check_attach_detach_exact(true);
+}
+
 static void test_attach_then_killed(void **state)
 {
 	char out[PATH_MAX], counts_path[PATH_MAX], pid_text[16];
@@ -406,6 +423,7 @@ int main(void)
 		cmocka_unit_test(test_whole_trace_record_of_a_crash),
 		cmocka_unit_test(test_killed_from_outside),
 		cmocka_unit_test(test_attach_detach_exact),
+		cmocka_unit_test(test_attach_exe_detach_exact),
 		cmocka_unit_test(test_attach_then_killed),
 	};
 

@@ -747,7 +747,6 @@ static void test_attach_sigterm_ends_mid_session(void **state)
 	close_child_pipes(&k);
 }
 
-/* --duration stops khprof by itself; an idle process gives no record. */
 /* attach --interval: both sessions, the one joined mid-way too, carry their series. */
 static void test_attach_interval(void **state)
 {
@@ -789,6 +788,7 @@ static void test_attach_interval(void **state)
 	close_child_pipes(&k);
 }
 
+/* --duration stops khprof by itself; an idle process gives no record. */
 static void test_attach_duration_on_idle_process(void **state)
 {
 	char out[PATH_MAX], pid_text[16];

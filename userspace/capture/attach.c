@@ -364,9 +364,20 @@ int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path)
 {
 	int err;
 
-	err = calibrate__run(t);
-	if (err)
-		return err;
+	if (t->opts.calibration) {
+		t->sessions.cfg.span_cost_ns = t->opts.calibration->span_cost_ns;
+		t->sessions.cfg.span_bias_ns = t->opts.calibration->span_bias_ns;
+	} else {
+		err = calibrate__run(t);
+		if (err)
+			return err;
+	}
+	/*
+	 * Either way: whatever listed khprof's own thread (its calibration
+	 * spans), its end is none of the traced process's; with a reused
+	 * calibration there is usually nothing to forget, and the delete
+	 * costs one syscall.
+	 */
 	forget_own_thread(t);
 	t->pid = pid;
 	t->sessions.cfg.pid = pid;
@@ -382,6 +393,12 @@ int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path)
 		return err;
 	t->skel->bss->abi2_batch_traced = t->abi2_batch;
 	return hook_loader(t, exe_path);
+}
+
+void tracer__calibration(const struct tracer *t, struct tracer_calibration *out)
+{
+	out->span_cost_ns = t->sessions.cfg.span_cost_ns;
+	out->span_bias_ns = t->sessions.cfg.span_bias_ns;
 }
 
 int tracer__attach_mapped(struct tracer *t)
@@ -507,4 +524,34 @@ void attach__join_session(struct tracer *t)
 size_t tracer__probe_count(const struct tracer *t)
 {
 	return t->probe_count;
+}
+
+/*
+ * The loader-state program has no work of its own to do at a file's start:
+ * its event carries the pid, and without a stop request or an r_state
+ * offset it reports every hit.  pid 0 links it for every process.
+ */
+int tracer__watch_starts(struct tracer *t, const char *path, tracer_start_fn fn, void *ctx)
+{
+	__u64 offset, cookie = 0, no_semaphore = 0;
+	uint64_t start;
+	int err;
+
+	err = elf__start_offset(path, &start);
+	if (err) {
+		log__error("cannot watch '%s' for new processes: %s", path,
+			   err == -ENOENT ? "it has no entry point or DT_INIT" : strerror(-err));
+		return err;
+	}
+	t->pid = 0;
+	offset = start;
+	err = link_sites(t, t->skel->progs.kh_loader_state, path, &offset, &no_semaphore, &cookie,
+			 1);
+	if (err) {
+		log__error("cannot watch '%s' for new processes: %s", path, strerror(-err));
+		return err;
+	}
+	t->on_start = fn;
+	t->start_ctx = ctx;
+	return 0;
 }

@@ -45,8 +45,7 @@ void sessions__take_first_sample(struct session_table *tbl)
 	tbl->have_first_sample = true;
 }
 
-/* Removes the probe's own calibrated share from a stage's sum. */
-static uint64_t unbias(uint64_t elapsed_ns, uint64_t calls, uint64_t bias_ns)
+uint64_t sessions__unbias(uint64_t elapsed_ns, uint64_t calls, uint64_t bias_ns)
 {
 	uint64_t bias = calls * bias_ns;
 
@@ -190,7 +189,8 @@ static struct kh_interval interval_to(const struct session_table *tbl, struct op
 		uint64_t calls = r->calls - o->calls;
 
 		iv.calls[st] = calls;
-		iv.elapsed_ns[st] = unbias(r->elapsed_ns - o->elapsed_ns, calls, tbl->cfg.span_bias_ns);
+		iv.elapsed_ns[st] = sessions__unbias(r->elapsed_ns - o->elapsed_ns, calls,
+						     tbl->cfg.span_bias_ns);
 	}
 	iv.input_bytes = running->input_bytes - s->seen.input_bytes;
 	iv.input_units = running->input_units - s->seen.input_units;
@@ -293,9 +293,10 @@ static void session_emit(struct session_table *tbl, struct open_session *s,
 		const struct kh_stage_stats *stage = &sum->stages[st];
 
 		spans += stage->calls;
-		profile__set_stage(p, st, unbias(stage->elapsed_ns, stage->calls, cfg->span_bias_ns),
+		profile__set_stage(p, st,
+				   sessions__unbias(stage->elapsed_ns, stage->calls, cfg->span_bias_ns),
 				   stage->calls,
-				   unbias(stage->attributed_ns, stage->attributed_calls,
+				   sessions__unbias(stage->attributed_ns, stage->attributed_calls,
 					  cfg->span_bias_ns));
 	}
 	p->input_bytes = sum->input_bytes;

@@ -76,6 +76,9 @@ struct session_table {
 	int end_code; /* exit code or signal number */
 };
 
+/* Removes the probe's own calibrated share (calls x bias) from a stage's sum. */
+uint64_t sessions__unbias(uint64_t elapsed_ns, uint64_t calls, uint64_t bias_ns);
+
 void sessions__init(struct session_table *tbl, const struct session_config *cfg);
 /* Frees the sessions still open, without records. */
 void sessions__free(struct session_table *tbl);

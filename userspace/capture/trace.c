@@ -25,8 +25,8 @@ int tracer__read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum
 	return slots__read(bpf_map__fd(t->skel->maps.slot_stats), t->ncpus, slot, sum, reset);
 }
 
-/* Adds what khprof counted itself for slot (buffers of ended threads, a detach). */
-static void add_pending(struct tracer *t, uint32_t slot, struct kh_slot_stats *totals, bool reset)
+void tracer__add_pending(struct tracer *t, uint32_t slot, struct kh_slot_stats *totals,
+			 bool reset)
 {
 	struct kh_slot_stats *d = &t->pending[slot < KH_MAX_SLOTS ? slot : KH_OUTSIDE_SLOT];
 
@@ -48,7 +48,7 @@ static void add_pending(struct tracer *t, uint32_t slot, struct kh_slot_stats *t
 static void take_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *totals)
 {
 	tracer__read_slot(t, slot, totals, true);
-	add_pending(t, slot, totals, true);
+	tracer__add_pending(t, slot, totals, true);
 	if (slot != KH_OUTSIDE_SLOT)
 		t->skel->bss->slot_busy[slot] = 0;
 }
@@ -77,7 +77,7 @@ void tracer__sample(struct tracer *t, uint64_t now)
 			continue;
 		}
 		/* Buffers of threads that ended belong to the interval they were read in. */
-		add_pending(t, slot, &running, false);
+		tracer__add_pending(t, slot, &running, false);
 		sessions__sample(&t->sessions, slot, now, &running);
 	}
 }
@@ -123,6 +123,11 @@ static int handle_event(void *ctx, void *data, size_t len)
 
 	if (len < sizeof(*e))
 		return 0;
+	if (e->type == KH_EVENT_LOADER_STATE && t->on_start) {
+		/* A watcher's hook is a file's start, not the loader (attach.c). */
+		t->on_start(e->pid, t->start_ctx);
+		return 0;
+	}
 	if (e->type == KH_EVENT_THREAD_BUFFER && !t->ended) {
 		if (len >= sizeof(struct kh_buffer_event))
 			count_thread_buffer(t, data);
@@ -195,7 +200,7 @@ static void end_sessions(struct tracer *t, int exit_status, uint64_t now)
 	if (sessions__none_seen(&t->sessions) &&
 	    tracer__read_slot(t, KH_OUTSIDE_SLOT, &totals, false) == 0) {
 		/* Spans but no session probes: one record for the whole trace. */
-		add_pending(t, KH_OUTSIDE_SLOT, &totals, false);
+		tracer__add_pending(t, KH_OUTSIDE_SLOT, &totals, false);
 		sessions__end_whole_trace(&t->sessions, exit_status, now, &totals);
 	}
 }

@@ -30,6 +30,12 @@ struct identity_override {
 	const char *value;
 };
 
+/* What calibration found; one khprof process needs to measure it once. */
+struct tracer_calibration {
+	uint64_t span_cost_ns;
+	uint64_t span_bias_ns;
+};
+
 struct trace_options {
 	enum kh_trace_mode mode;
 	/*
@@ -58,12 +64,20 @@ struct trace_options {
 	 */
 	uint64_t interval_ns;
 	tracer_interval_fn on_interval;
+	/*
+	 * Another tracer's calibration to use instead of calibrating: while a
+	 * tracer is attached, its links on khprof's own probe sites would
+	 * count a second calibration's spans as its own.
+	 */
+	const struct tracer_calibration *calibration;
 };
 
 /* open -> configure -> load; prints one line and returns -errno on failure. */
 int tracer__open(struct tracer **out, const struct trace_options *opts);
 /* Attaches to pid's executable (exe_path) and loader; libraries come later. */
 int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path);
+/* The calibration t uses (after tracer__attach). */
+void tracer__calibration(const struct tracer *t, struct tracer_calibration *out);
 /* Attaches to every object pid has mapped now that carries keyhog probes. */
 int tracer__attach_mapped(struct tracer *t);
 /* Consumes pending events; timeout_ms < 0 blocks.  Returns events or -errno. */
@@ -94,6 +108,15 @@ void tracer__process_ended(struct tracer *t, int wait_status);
  * before the detach, for tracer__finish.
  */
 void tracer__detach(struct tracer *t);
+/*
+ * Makes t a watcher instead of a tracer: fn gets the pid of every process
+ * that runs the first code of path from now on (an executable's entry
+ * point, a library's DT_INIT: at start-up or dlopen), whoever started it.
+ * The process is not stopped: it runs on while the caller attaches a
+ * tracer of its own to it.  t must not be attached to a process.
+ */
+typedef void (*tracer_start_fn)(pid_t pid, void *ctx);
+int tracer__watch_starts(struct tracer *t, const char *path, tracer_start_fn fn, void *ctx);
 /* Number of keyhog probe sites attached so far. */
 size_t tracer__probe_count(const struct tracer *t);
 size_t tracer__records_emitted(const struct tracer *t);
@@ -104,6 +127,24 @@ void tracer__close(struct tracer *t);
  * must exit soon after; the tracer is not usable any more.
  */
 void tracer__close_in_background(struct tracer *t);
+
+/*
+ * One session slot as it stands, for live metrics: profile is the session
+ * being assembled (NULL for the slot of spans outside any session), state
+ * its current macro state, sum the slot's counters over all CPUs with the
+ * calibrated span bias taken off as in records.  In batch mode, spans a
+ * thread still buffers (at most 63 each) are not in it yet.
+ */
+struct tracer_live_slot {
+	const struct kh_profile *profile;
+	uint32_t state;
+	struct kh_slot_stats sum;
+};
+typedef void (*tracer_live_fn)(const struct tracer_live_slot *slot, void *ctx);
+/* Calls fn for the outside slot and every open session; reads, never resets. */
+int tracer__read_live(struct tracer *t, tracer_live_fn fn, void *ctx);
+/* Event ring-buffer bytes the kernel wrote and khprof has not read yet. */
+int tracer__ringbuf_usage(const struct tracer *t, uint64_t *used, uint64_t *size);
 
 /* Monotonic clock in ns, the clock the BPF side stamps events with. */
 uint64_t tracer__now_ns(void);

@@ -42,6 +42,9 @@ struct tracer {
 	 */
 	struct kh_slot_stats pending[KH_MAX_SLOTS];
 	bool abi2_batch;               /* a traced file has ABI 2 batch probes */
+	/* tracer__watch_starts: processes reaching the watched file's start. */
+	tracer_start_fn on_start;
+	void *start_ctx;
 };
 
 /* attach.c: all wanted keyhog sites of one file, in one uprobe-multi link. */
@@ -60,5 +63,11 @@ void drain__detached(struct tracer *t, uint64_t detach_ns);
 int calibrate__run(struct tracer *t);
 /* trace.c: one slot's totals over the CPUs; with reset, zeroed afterwards. */
 int tracer__read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum, bool reset);
+/*
+ * Adds to totals what khprof counted itself for slot (buffers of threads
+ * that ended, or read after a detach); reset when the slot is taken.
+ */
+void tracer__add_pending(struct tracer *t, uint32_t slot, struct kh_slot_stats *totals,
+			 bool reset);
 
 #endif

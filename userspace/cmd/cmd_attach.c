@@ -8,14 +8,18 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attach_exe.h"
 #include "cmd_trace.h"
 #include "commands.h"
+#include "live_metrics.h"
 #include "log.h"
 #include "privileges.h"
 
 static const char attach_usage[] =
 	"usage: khprof attach -p PID [-o PATH] [--duration SECONDS] [--identity KEY=VALUE]...\n"
-	"                     [--mode MODE] [--interval DURATION] [-q] [-v]\n"
+	"                     [--mode MODE] [--interval DURATION] [--serve [ADDR:]PORT]\n"
+	"                     [-q] [-v]\n"
+	"       khprof attach --exe PATH [--from-start] [same options]\n"
 	"\n"
 	"Profiles a running process until Ctrl-C, SIGTERM, the duration or the\n"
 	"process's exit.  A session that was already running when khprof attached\n"
@@ -27,19 +31,33 @@ static const char attach_usage[] =
 	"as the batches; --mode span sees every span when it ends.\n"
 	"\n"
 	"   -p PID               the process to trace\n"
-	"   -o PATH              write the JSON record(s) to PATH (as for record)\n"
+	"   --exe PATH           every process running the executable PATH or with the\n"
+	"                        library PATH loaded, those running now and those that\n"
+	"                        start later (attached within milliseconds of their\n"
+	"                        start, not stopped: work before that is not seen)\n"
+	"   --from-start         with --exe: stop each new process at its first\n"
+	"                        instruction until it is attached, so nothing is missed\n"
+	"                        (a job-control shell sees its job stop: for daemons\n"
+	"                        and worker pools)\n"
+	"   -o PATH              write the JSON record(s) to PATH (as for record); with\n"
+	"                        --exe, PATH with .PID before the extension per process\n"
 	"   --duration SECONDS   stop after SECONDS (decimals allowed)\n"
 	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
 	"   --mode MODE          batch (default), span or pair\n"
 	"   --interval DURATION  sample the session every DURATION (10ms to 1h: 100ms, 1s)\n"
 	"                        into the record and print a line per interval on stderr\n"
+	"   --serve [ADDR:]PORT  serve live metrics at http://ADDR:PORT/metrics while\n"
+	"                        tracing (ADDR defaults to 127.0.0.1; docs/FLEET.md)\n"
 	"   -q, --quiet          do not print the text reports or interval lines\n"
 	"   -v, --verbose        debug messages\n"
 	"\n"
 	"examples:\n"
 	"   khprof attach -p $(pidof kh-scan) -o live.json\n"
 	"   khprof attach -p 4242 --duration 30\n"
-	"   khprof attach -p $(pidof scannerd) --interval 1s -o hour.json\n";
+	"   khprof attach -p $(pidof scannerd) --interval 1s -o hour.json\n"
+	"   khprof attach --exe /usr/bin/scanner -o worker.json\n"
+	"   khprof attach -p $(pidof scanner) --serve 127.0.0.1:9464 -q\n";
+
 
 /*
  * Attaching reads the process's executable and memory map through /proc,
@@ -79,6 +97,18 @@ static int check_traceable(pid_t pid)
 	return 0;
 }
 
+/* attach --exe: attach_exe.c with this command line. */
+static int attach_exe_cli(const struct trace_cli *cli)
+{
+	struct exe_attach_options o = { .path = cli->exe, .output = cli->output,
+					 .quiet = cli->quiet, .duration_s = cli->duration_s,
+					 .from_start = cli->from_start, .serve = cli->serve };
+	struct output_state unused = { 0 };
+
+	trace_options_from(cli, NULL, &unused, &o.trace);
+	return attach_exe(&o);
+}
+
 int cmd_attach(int argc, char **argv)
 {
 	struct output_state out = { 0 };
@@ -98,16 +128,25 @@ int cmd_attach(int argc, char **argv)
 	}
 	if (parse_cli(argc, argv, true, attach_usage, &cli))
 		return KHPROF_EXIT_USAGE;
+	if (cli.exe)
+		return attach_exe_cli(&cli);
 	if (check_traceable(cli.pid))
 		return KHPROF_EXIT_FAILURE;
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", cli.pid);
 
 	trace_options_from(&cli, cli.output, &out, &opts);
 	opts.joins_running_process = true;
-	if (tracer__open(&t, &opts))
+	code = serve_open(&cli, &out, &loop);
+	if (code)
+		return code;
+	code = KHPROF_EXIT_FAILURE;
+	if (tracer__open(&t, &opts)) {
+		live_metrics__close(out.metrics);
 		return KHPROF_EXIT_FAILURE;
+	}
 	sigprocmask(SIG_SETMASK, NULL, &old_mask);
 	err = tracer__attach(t, cli.pid, exe);
+	live_metrics__add_tracer(out.metrics, t, cli.pid);
 	if (!err)
 		err = tracer__attach_mapped(t);
 	if (err == -ESRCH)
@@ -136,6 +175,7 @@ int cmd_attach(int argc, char **argv)
 	code = finish_output(&out, KHPROF_EXIT_OK);
 out:
 	loop__close(&loop, &old_mask);
+	live_metrics__close(out.metrics);
 	/* A live process keeps paying for probes until they are detached. */
 	if (end == LOOP_PROCESS_EXITED)
 		tracer__close_in_background(t);

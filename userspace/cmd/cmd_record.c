@@ -19,13 +19,15 @@
 #include "cmd_trace.h"
 #include "commands.h"
 #include "json.h"
+#include "live_metrics.h"
 #include "log.h"
 #include "privileges.h"
 #include "spread.h"
 
 static const char record_usage[] =
 	"usage: khprof record [-o PATH] [--identity KEY=VALUE]... [--mode MODE] [--user USER]\n"
-	"                     [--interval DURATION] [-q] [-v] -- COMMAND [ARG...]\n"
+	"                     [--interval DURATION] [--serve [ADDR:]PORT] [-q] [-v]\n"
+	"                     -- COMMAND [ARG...]\n"
 	"       khprof record --repeat N [--warmup K] [--append] -o DIR [...]\n"
 	"                     -- COMMAND [ARG...]\n"
 	"\n"
@@ -75,6 +77,9 @@ static const char record_usage[] =
 	"   --mode MODE          batch (default: spans buffered per thread, one kernel\n"
 	"                        entry per 64 spans), span (one kernel entry per span)\n"
 	"                        or pair (enter and exit probes, as bpftrace scripts)\n"
+	"   --serve [ADDR:]PORT  serve live metrics at http://ADDR:PORT/metrics while\n"
+	"                        tracing (OpenMetrics or Prometheus text; ADDR defaults\n"
+	"                        to 127.0.0.1; docs/FLEET.md); not with --repeat\n"
 	"   -v, --verbose        debug messages, libbpf's own included\n"
 	"\n"
 	"examples:\n"
@@ -202,9 +207,14 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 
 	trace_options_from(cli, output, &out, &opts);
 	opts.stop_on_loader = true;
+	code = serve_open(cli, &out, &loop);
+	if (code)
+		return code;
 	err = tracer__open(&t, &opts);
-	if (err)
+	if (err) {
+		live_metrics__close(out.metrics);
 		return KHPROF_EXIT_FAILURE;
+	}
 
 	sigprocmask(SIG_SETMASK, NULL, &old_mask);
 	if (pipe2(ready, O_CLOEXEC) || pipe2(exec_err, O_CLOEXEC)) {
@@ -225,6 +235,7 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	ready[0] = exec_err[1] = -1;
 
 	err = tracer__attach(t, pid, path);
+	live_metrics__add_tracer(out.metrics, t, pid);
 	if (!err)
 		err = loop__open(&loop, t, pid, &old_mask);
 	if (err) {
@@ -272,6 +283,7 @@ out:
 		if (exec_err[i] >= 0)
 			close(exec_err[i]);
 	}
+	live_metrics__close(out.metrics);
 	if (reaped && !detach_now)
 		tracer__close_in_background(t);
 	else

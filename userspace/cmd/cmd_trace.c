@@ -23,23 +23,31 @@
 #include "commands.h"
 #include "fileio.h"
 #include "json.h"
+#include "live_metrics.h"
 #include "log.h"
 #include "notes.h"
 #include "text.h"
 
-/* PATH for the first record, PATH with ".N" before the extension after. */
-static void record_path(const char *path, size_t n, char *out, size_t len)
+void path_with_tag(const char *path, const char *tag, char *out, size_t len)
 {
 	const char *slash = strrchr(path, '/');
 	const char *dot = strrchr(path, '.');
+
+	if (!dot || (slash && dot < slash) || dot == path || (slash && dot == slash + 1))
+		dot = path + strlen(path);
+	snprintf(out, len, "%.*s%s%s", (int)(dot - path), path, tag, dot);
+}
+
+void record_path(const char *path, size_t n, char *out, size_t len)
+{
+	char tag[24];
 
 	if (n == 1) {
 		snprintf(out, len, "%s", path);
 		return;
 	}
-	if (!dot || (slash && dot < slash) || dot == path || (slash && dot == slash + 1))
-		dot = path + strlen(path);
-	snprintf(out, len, "%.*s.%zu%s", (int)(dot - path), path, n, dot);
+	snprintf(tag, sizeof(tag), ".%zu", n);
+	path_with_tag(path, tag, out, len);
 }
 
 /*
@@ -73,7 +81,7 @@ static void remove_earlier_series(const char *path)
 			  removed, first, last, path);
 }
 
-static void on_profile(const struct kh_profile *p, void *ctx)
+void output__on_profile(const struct kh_profile *p, void *ctx)
 {
 	struct output_state *out = ctx;
 	char *text = profile__render_text(p);
@@ -82,6 +90,8 @@ static void on_profile(const struct kh_profile *p, void *ctx)
 	int err;
 
 	out->records++;
+	if (out->metrics)
+		live_metrics__add_profile(out->metrics, p);
 	if (text && !out->quiet)
 		fputs(text, stderr);
 	free(text);
@@ -151,7 +161,7 @@ static int parse_count(const char *option, const char *text, unsigned min, unsig
 int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trace_cli *cli)
 {
 	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP, OPT_APPEND,
-	       OPT_USER, OPT_INTERVAL };
+	       OPT_USER, OPT_INTERVAL, OPT_SERVE, OPT_EXE, OPT_FROM_START };
 	static const struct option options[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -163,6 +173,9 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 		{ "append", no_argument, NULL, OPT_APPEND },
 		{ "user", required_argument, NULL, OPT_USER },
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
+		{ "serve", required_argument, NULL, OPT_SERVE },
+		{ "exe", required_argument, NULL, OPT_EXE },
+		{ "from-start", no_argument, NULL, OPT_FROM_START },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
@@ -251,6 +264,19 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 				return -EINVAL;
 			}
 			break;
+		case OPT_SERVE:
+			cli->serve = optarg;
+			break;
+		case OPT_EXE:
+			if (!attach)
+				goto bad_option;
+			cli->exe = optarg;
+			break;
+		case OPT_FROM_START:
+			if (!attach)
+				goto bad_option;
+			cli->from_start = true;
+			break;
 		case 'q':
 			cli->quiet = true;
 			break;
@@ -265,14 +291,26 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 		log__error("%s needs --repeat", cli->warmup ? "--warmup" : "--append");
 		return -EINVAL;
 	}
+	if (cli->repeat && cli->serve) {
+		log__error("--serve cannot be used with --repeat (each run is its own process)");
+		return -EINVAL;
+	}
 	if (cli->repeat && !cli->output) {
 		log__error("--repeat needs -o DIR for the records");
 		return -EINVAL;
 	}
 	cli->first_arg = optind;
-	if (attach && (cli->pid == 0 || optind != argc)) {
-		log__error(cli->pid == 0 ? "attach needs -p PID" : "unexpected argument '%s'",
-			   argv[optind]);
+	if (attach && cli->pid && cli->exe) {
+		log__error("attach takes -p PID or --exe PATH, not both");
+		return -EINVAL;
+	}
+	if (cli->from_start && !cli->exe) {
+		log__error("--from-start needs --exe");
+		return -EINVAL;
+	}
+	if (attach && ((cli->pid == 0 && !cli->exe) || optind != argc)) {
+		log__error(optind == argc ? "attach needs -p PID or --exe PATH"
+					  : "unexpected argument '%s'", argv[optind]);
 		fputs(usage, stderr);
 		return -EINVAL;
 	}
@@ -310,7 +348,7 @@ void trace_options_from(const struct trace_cli *cli, const char *output,
 	opts->mode_is_default = cli->mode_is_default;
 	opts->overrides = cli->overrides;
 	opts->override_count = cli->override_count;
-	opts->on_profile = on_profile;
+	opts->on_profile = output__on_profile;
 	opts->ctx = out;
 	opts->interval_ns = cli->interval_ns;
 	opts->on_interval = on_interval;
@@ -344,10 +382,23 @@ static int loop__fail(const char *what, pid_t pid)
 	return -err;
 }
 
+int serve_open(const struct trace_cli *cli, struct output_state *out, struct event_loop *loop)
+{
+	int err;
+
+	if (!cli->serve)
+		return 0;
+	err = live_metrics__open(&out->metrics, cli->serve);
+	if (err)
+		return err == -EINVAL ? KHPROF_EXIT_USAGE : KHPROF_EXIT_FAILURE;
+	loop->metrics = out->metrics;
+	return 0;
+}
+
 int loop__open(struct event_loop *loop, struct tracer *t, pid_t pid, sigset_t *old)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
-	int fds[3];
+	int fds[4];
 
 	loop->epoll_fd = loop->signal_fd = loop->pid_fd = -1;
 	loop->signal_fd = block_signals(old);
@@ -370,6 +421,19 @@ int loop__open(struct event_loop *loop, struct tracer *t, pid_t pid, sigset_t *o
 		ev.data.fd = fds[i];
 		if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, fds[i], &ev) != 0)
 			return loop__fail("epoll_ctl", pid);
+}
+
+	if (loop->signal_fd < 0 || loop->pid_fd < 0 || loop->epoll_fd < 0 || tracer__poll(t, 0) < 0)
+		return -errno;
+	ev.data.fd = loop->signal_fd;
+	epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, loop->signal_fd, &ev);
+	ev.data.fd = loop->pid_fd;
+	epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, loop->pid_fd, &ev);
+	ev.data.fd = tracer__epoll_fd(t);
+	epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	if (loop->metrics) {
+		ev.data.fd = live_metrics__fd(loop->metrics);
+		epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, ev.data.fd, &ev);
 	}
 	return 0;
 }
@@ -424,6 +488,10 @@ enum loop_end loop__run(struct event_loop *loop, struct tracer *t, pid_t forward
 				/* The terminal already sent SIGINT to the whole group. */
 				if (si.ssi_signo != SIGINT)
 					kill(forward_to, si.ssi_signo);
+				continue;
+			}
+			if (loop->metrics && fd == live_metrics__fd(loop->metrics)) {
+				live_metrics__service(loop->metrics);
 				continue;
 			}
 			tracer__poll(t, 0);

@@ -31,15 +31,28 @@ struct trace_cli {
 	const char *user; /* --user: whom COMMAND runs as (NULL: the default) */
 	bool quiet;
 	uint64_t interval_ns; /* --interval; 0: no series */
+	const char *serve; /* --serve ADDR:PORT, or NULL */
+	const char *exe;   /* attach --exe PATH, or NULL */
+	bool from_start;   /* attach --exe --from-start */
 	int first_arg;
 };
+
+struct live_metrics;
 
 struct output_state {
 	const char *path;
 	bool quiet;
 	size_t records;
 	bool write_failed;
+	struct live_metrics *metrics; /* --serve: finished records join its totals */
 };
+
+/* A tracer_profile_fn for ctx an output_state: report, notes, record file. */
+void output__on_profile(const struct kh_profile *p, void *ctx);
+/* PATH for the first record, PATH with ".N" before the extension after. */
+void record_path(const char *path, size_t n, char *out, size_t len);
+/* PATH with tag (".4242") before its extension, or at its end. */
+void path_with_tag(const char *path, const char *tag, char *out, size_t len);
 
 /* Parses record's (attach false) or attach's options; usage on a mistake. */
 int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trace_cli *cli);
@@ -57,9 +70,17 @@ struct event_loop {
 	int epoll_fd;
 	int signal_fd;
 	int pid_fd;
+	struct live_metrics *metrics; /* --serve, or NULL */
 };
 
-#define EVENT_LOOP_INIT { -1, -1, -1 }
+#define EVENT_LOOP_INIT { -1, -1, -1, NULL }
+
+/*
+ * --serve: listening before tracing starts, so that a bad or busy address
+ * fails first; served from loop.  0, or the exit code (2 for an address
+ * that is not one).
+ */
+int serve_open(const struct trace_cli *cli, struct output_state *out, struct event_loop *loop);
 
 /* Watches pid, the stop signals (blocked; old mask in *old) and t's events. */
 int loop__open(struct event_loop *loop, struct tracer *t, pid_t pid, sigset_t *old);

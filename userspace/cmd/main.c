@@ -39,6 +39,7 @@ static const struct command commands[] = {
 	{ "report", cmd_report, false, "print a record, or the spread of a series of runs" },
 	{ "diff", cmd_diff, false, "compare records or series of runs and flag regressions" },
 	{ "probes", cmd_probes, false, "list the USDT probes of an ELF file" },
+	{ "export", cmd_export, false, "write records as OpenMetrics for Prometheus" },
 	{ "help", NULL, false, "describe khprof or one of its commands" },
 };
 

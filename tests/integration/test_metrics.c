@@ -1,0 +1,771 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Metrics for Prometheus: `khprof export` of finished records, checked by
+ * Prometheus's own promtool; `khprof attach --serve` scraped by a real
+ * Prometheus server (Debian's, loopback only, its TSDB in a temporary
+ * folder), whose HTTP API must give back what the workload did; and the
+ * server's answers to bad, slow and excess clients.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "fileio.h"
+#include "httpd.h"
+#include "khchild.h"
+#include "khtest.h"
+
+#define PROMTOOL "/usr/bin/promtool"
+#define PROMETHEUS "/usr/bin/prometheus"
+#define WORKLOAD "build/workloads/workload"
+/*
+ * How long Prometheus may take to start, scrape and answer: generous, as
+ * the machine is shared; the tests poll Prometheus's own state until then.
+ */
+#define PROMETHEUS_DEADLINE_S 120
+
+/* build/khprof, or $KH_KHPROF; set in main(). */
+static char *khprof;
+static char *tmpdir;
+
+static struct run_result run(char *const argv[])
+{
+	return run_cmd(NULL, -1, argv);
+}
+
+static char *golden(const char *name)
+{
+	char *path;
+
+	if (asprintf(&path, "%s/tests/golden/%s", test_repo_root(), name) < 0)
+		abort();
+	return path;
+}
+
+/* promtool check metrics < path: exit 0 means no error and no lint problem. */
+static void assert_promtool_accepts(const char *path)
+{
+	char *script;
+	char *argv[] = { "/bin/sh", "-c", NULL, NULL };
+	struct run_result r;
+
+	if (asprintf(&script, "exec %s check metrics < '%s'", PROMTOOL, path) < 0)
+		abort();
+	argv[2] = script;
+	r = run(argv);
+	if (r.exit_code != 0)
+		fail_msg("promtool check metrics rejects %s (exit %d): %s%s", path, r.exit_code,
+			 r.out, r.err);
+	run_result_free(&r);
+	free(script);
+}
+
+static void test_export_prometheus_text_passes_promtool(void **state)
+{
+	char out[512];
+	char *a = golden("seed_workload.json"), *b = golden("identity_variety.json");
+	char *c = golden("huge.json");
+	char *argv[] = { khprof, "export", "--format", "prometheus", "-o", out, a, b, c, NULL };
+	struct run_result r;
+	char *text = NULL;
+	size_t len;
+
+	(void)state;
+	snprintf(out, sizeof(out), "%s/export.prom", tmpdir);
+	r = run(argv);
+	assert_int_equal(r.exit_code, 0);
+	assert_string_equal(r.out, "");
+	assert_int_equal(file__read_all(out, &text, &len), 0);
+	/* Three sessions; identity_variety's values need escaping. */
+	assert_non_null(strstr(text, "khprof_sessions_started_total 3\n"));
+	assert_non_null(strstr(text, "binary_version=\"v\tx\\ny\r\""));
+	assert_promtool_accepts(out);
+	free(text);
+	run_result_free(&r);
+	free(a);
+	free(b);
+	free(c);
+}
+
+static void test_export_openmetrics_to_stdout(void **state)
+{
+	char *a = golden("seed_workload.json");
+	char *argv[] = { khprof, "export", a, NULL };
+	struct run_result r;
+
+	(void)state;
+	r = run(argv);
+	assert_int_equal(r.exit_code, 0);
+	assert_true(has_suffix(r.out, "\n# EOF\n"));
+	assert_non_null(strstr(r.out, "# TYPE khprof_stage_calls counter\n"));
+	assert_non_null(strstr(r.out, "# TYPE khprof_run info\n"));
+	assert_non_null(strstr(r.out, "khprof_sessions_started_total 1\n"));
+	run_result_free(&r);
+	free(a);
+}
+
+static void test_export_bad_input(void **state)
+{
+	char *good = golden("seed_workload.json");
+	char *missing[] = { khprof, "export", good, "/nonexistent.json", NULL };
+	char *format[] = { khprof, "export", "--format", "xml", good, NULL };
+	char *none[] = { khprof, "export", NULL };
+	char *bad_path = write_temp("{\"schema\": 5}");
+	char *malformed[] = { khprof, "export", bad_path, NULL };
+	struct run_result r;
+
+	(void)state;
+	r = run(missing);
+	assert_int_equal(r.exit_code, 2);
+	assert_non_null(strstr(r.err, "cannot read record '/nonexistent.json'"));
+	assert_string_equal(r.out, ""); /* nothing half-written */
+	run_result_free(&r);
+	r = run(malformed);
+	assert_int_equal(r.exit_code, 2);
+	run_result_free(&r);
+	r = run(format);
+	assert_int_equal(r.exit_code, 2);
+	assert_non_null(strstr(r.err, "unknown format 'xml'"));
+	run_result_free(&r);
+	r = run(none);
+	assert_int_equal(r.exit_code, 2);
+	run_result_free(&r);
+	unlink(bad_path);
+	free(bad_path);
+	free(good);
+}
+
+/* --- HTTP from the test's side ------------------------------------------ */
+
+/* A port free on loopback now (the kernel's pick for port 0). */
+static int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+static int connect_loopback(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	/* A bound on every wait, so a server that hangs fails the test instead. */
+	struct timeval limit = { .tv_sec = 30 };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Reads until the server closes; the text (malloc'd). */
+static char *read_to_end(int fd)
+{
+	size_t len = 0, cap = 4096;
+	char *text = malloc(cap);
+	ssize_t n;
+
+	assert_non_null(text);
+	while ((n = recv(fd, text + len, cap - len - 1, 0)) > 0) {
+		len += (size_t)n;
+		if (cap - len < 1024) {
+			cap *= 2;
+			text = realloc(text, cap);
+			assert_non_null(text);
+		}
+	}
+	text[len] = '\0';
+	return text;
+}
+
+/* One exchange with 127.0.0.1:port; the whole answer, or NULL if refused. */
+static char *http_exchange(int port, const char *request, size_t len)
+{
+	int fd = connect_loopback(port);
+	char *answer;
+
+	if (fd < 0)
+		return NULL;
+	assert_int_equal(send(fd, request, len, MSG_NOSIGNAL), (ssize_t)len);
+	answer = read_to_end(fd);
+	close(fd);
+	return answer;
+}
+
+static int http_status(const char *answer)
+{
+	int status = 0;
+
+	if (!answer || sscanf(answer, "HTTP/1.%*d %d", &status) != 1)
+		return 0;
+	return status;
+}
+
+/* GET path; the body when the status is 200, else NULL. */
+static char *http_get(int port, const char *path)
+{
+	char request[2048], *answer, *body = NULL;
+
+	snprintf(request, sizeof(request), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+		 "Connection: close\r\n\r\n", path);
+	answer = http_exchange(port, request, strlen(request));
+	if (http_status(answer) == 200 && strstr(answer, "\r\n\r\n"))
+		body = strdup(strstr(answer, "\r\n\r\n") + 4);
+	free(answer);
+	return body;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Pause between two polls of Prometheus's state (not a synchronisation). */
+static void poll_pause(void)
+{
+	struct timespec pause = { .tv_nsec = 200 * 1000000 };
+
+	nanosleep(&pause, NULL);
+}
+
+/* --- Prometheus ----------------------------------------------------------- */
+
+struct prometheus {
+	pid_t pid;
+	int port;
+};
+
+static struct prometheus start_prometheus(int target_port)
+{
+	char config[512], data[512], listen[64], log[512];
+	char *config_text, *config_arg, *data_arg, *listen_arg;
+	struct prometheus p;
+	char *argv[6];
+	int log_fd;
+
+	snprintf(config, sizeof(config), "%s/prometheus.yml", tmpdir);
+	snprintf(data, sizeof(data), "%s/tsdb", tmpdir);
+	snprintf(log, sizeof(log), "%s/prometheus.log", tmpdir);
+	p.port = free_port();
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", p.port);
+	if (asprintf(&config_text,
+		     "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+		     "scrape_configs:\n  - job_name: khprof\n    static_configs:\n"
+		     "      - targets: ['127.0.0.1:%d']\n", target_port) < 0 ||
+	    asprintf(&config_arg, "--config.file=%s", config) < 0 ||
+	    asprintf(&data_arg, "--storage.tsdb.path=%s", data) < 0 ||
+	    asprintf(&listen_arg, "--web.listen-address=%s", listen) < 0)
+		abort();
+	assert_int_equal(file__write_atomic(config, config_text, strlen(config_text)), 0);
+	argv[0] = PROMETHEUS;
+	argv[1] = config_arg;
+	argv[2] = data_arg;
+	argv[3] = listen_arg;
+	argv[4] = "--log.level=warn";
+	argv[5] = NULL;
+	/* Its log goes to a file (a pipe nobody reads could fill and stop it). */
+	log_fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(log_fd >= 0);
+	p.pid = fork();
+	assert_true(p.pid >= 0);
+	if (p.pid == 0) {
+		dup2(log_fd, 1);
+		dup2(log_fd, 2);
+		execv(argv[0], argv);
+		_exit(RUN_EXEC_FAILED);
+	}
+	close(log_fd);
+	free(config_text);
+	free(config_arg);
+	free(data_arg);
+	free(listen_arg);
+	return p;
+}
+
+static void stop_prometheus(struct prometheus *p)
+{
+	int status;
+
+	kill(p->pid, SIGTERM);
+	assert_int_equal(waitpid(p->pid, &status, 0), p->pid);
+}
+
+static bool target_is_up(int port)
+{
+	char *body = http_get(port, "/api/v1/targets?state=active");
+	cJSON *root = body ? cJSON_Parse(body) : NULL;
+	cJSON *targets = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "data"), "activeTargets");
+	cJSON *health = cJSON_GetObjectItem(cJSON_GetArrayItem(targets, 0), "health");
+	bool up = cJSON_IsString(health) && strcmp(health->valuestring, "up") == 0;
+
+	cJSON_Delete(root);
+	free(body);
+	return up;
+}
+
+static void url_encode(const char *in, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (; *in && o + 4 < len; in++) {
+		unsigned char c = (unsigned char)*in;
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    strchr("-_.~", c))
+			out[o++] = (char)c;
+		else
+			o += (size_t)snprintf(out + o, len - o, "%%%02X", c);
+	}
+	out[o] = '\0';
+}
+
+/*
+ * The value of an instant query that selects exactly one series; false
+ * while Prometheus has none (or several).  labels, when not NULL, gets
+ * the series' labels as JSON text (malloc'd).
+ */
+static bool query_one(int port, const char *promql, double *value, char **labels)
+{
+	char encoded[1024], path[1200], *body;
+	cJSON *root, *result, *sample;
+	bool found = false;
+
+	url_encode(promql, encoded, sizeof(encoded));
+	snprintf(path, sizeof(path), "/api/v1/query?query=%s", encoded);
+	body = http_get(port, path);
+	root = body ? cJSON_Parse(body) : NULL;
+	result = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "data"), "result");
+	if (cJSON_GetArraySize(result) == 1) {
+		sample = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(result, 0),
+								 "value"), 1);
+		if (cJSON_IsString(sample)) {
+			*value = strtod(sample->valuestring, NULL);
+			found = true;
+		}
+		if (labels)
+			*labels = cJSON_PrintUnformatted(
+				cJSON_GetObjectItem(cJSON_GetArrayItem(result, 0), "metric"));
+	}
+	cJSON_Delete(root);
+	free(body);
+	return found;
+}
+
+/* Polls promql until Prometheus holds expected for it, or fails at the deadline. */
+static void assert_prometheus_value(int port, const char *promql, double expected)
+{
+	uint64_t deadline = now_ns() + PROMETHEUS_DEADLINE_S * 1000000000ull;
+	double value = -1;
+	bool found = false;
+
+	while (now_ns() < deadline) {
+		found = query_one(port, promql, &value, NULL);
+		if (found && value == expected)
+			return;
+		poll_pause();
+	}
+	fail_msg("Prometheus has %s = %g (%s), expected %g", promql, value,
+		 found ? "one series" : "no single series", expected);
+}
+
+/* Polls promql until it selects exactly one series, or fails at the deadline. */
+static void assert_prometheus_found(int port, const char *promql)
+{
+	uint64_t deadline = now_ns() + PROMETHEUS_DEADLINE_S * 1000000000ull;
+	double value;
+
+	while (now_ns() < deadline) {
+		if (query_one(port, promql, &value, NULL))
+			return;
+		poll_pause();
+	}
+	fail_msg("Prometheus found no single series for %s", promql);
+}
+
+/* --- live metrics ---------------------------------------------------------- */
+
+struct traced {
+	struct child workload;
+	struct child khprof;
+	int port;
+};
+
+/* The workload's serve loop with `khprof attach --serve` on it. */
+static struct traced start_traced(void)
+{
+	char *workload_argv[] = { WORKLOAD, "serve", NULL };
+	char pid_text[16], serve[32];
+	char *khprof_argv[] = { khprof, "attach", "--mode", "span", "-q", "-p", pid_text,
+				"--serve", serve, NULL };
+	struct traced t;
+
+	t.workload = child_spawn(workload_argv, false);
+	child_wait_for_line(&t.workload, "ready");
+	snprintf(pid_text, sizeof(pid_text), "%d", t.workload.pid);
+	t.port = free_port();
+	snprintf(serve, sizeof(serve), "127.0.0.1:%d", t.port);
+	t.khprof = child_spawn(khprof_argv, true);
+	child_wait_for_line(&t.khprof, "attached to PID");
+	return t;
+}
+
+static void workload_command(struct traced *t, const char *line)
+{
+	child_send(&t->workload, line);
+	child_wait_for_line(&t->workload, "done");
+}
+
+static void stop_traced(struct traced *t)
+{
+	close(t->workload.to);
+	t->workload.to = -1;
+	assert_int_equal(child_wait(&t->workload), 0);
+	/* The workload's exit ends the trace; khprof exits on its own. */
+	assert_int_equal(child_wait(&t->khprof), 0);
+}
+
+/*
+ * Three finished sessions of `nested 10` (each: 10 hot-patterns spans
+ * around 2 entropy spans, 10 decoded decode spans, 10 x 4096 bytes, 10
+ * units) and one session still open with 10 hot-patterns spans: what
+ * Prometheus scraped from khprof must be exactly that.
+ */
+static void test_prometheus_scrapes_live_totals(void **state)
+{
+	struct traced t;
+	struct prometheus prom;
+	uint64_t deadline;
+	char *labels = NULL;
+	double value;
+
+	(void)state;
+	t = start_traced();
+	for (int i = 0; i < 3; i++)
+		workload_command(&t, "session\n");
+	workload_command(&t, "begin\n");
+	workload_command(&t, "spans\n");
+	workload_command(&t, "spans\n");
+
+	prom = start_prometheus(t.port);
+	deadline = now_ns() + PROMETHEUS_DEADLINE_S * 1000000000ull;
+	while (!target_is_up(prom.port) && now_ns() < deadline)
+		poll_pause();
+	if (!target_is_up(prom.port))
+		fail_msg("Prometheus did not report the khprof target up within %d s",
+			 PROMETHEUS_DEADLINE_S);
+
+	assert_prometheus_value(prom.port, "khprof_stage_calls_total{stage=\"hot-patterns\"}", 40);
+	assert_prometheus_value(prom.port, "khprof_stage_calls_total{stage=\"entropy\"}", 60);
+	assert_prometheus_value(prom.port, "khprof_stage_calls_total{stage=\"decode\"}", 30);
+	assert_prometheus_value(prom.port, "khprof_input_bytes_total", 3 * 10 * 4096);
+	assert_prometheus_value(prom.port, "khprof_input_units_total", 30);
+	assert_prometheus_value(prom.port, "khprof_sessions_started_total", 4);
+	assert_prometheus_value(prom.port,
+				"khprof_sessions_ended_total{status=\"completed\"}", 3);
+	assert_prometheus_value(prom.port, "khprof_sessions_open{state=\"scanning\"}", 1);
+	/* Decode ran with decoded attribution only. */
+	assert_prometheus_value(prom.port, "khprof_stage_elapsed_seconds_total"
+				"{stage=\"decode\",attribution=\"root\"}", 0);
+	assert_prometheus_value(prom.port, "sum(khprof_drops_total)", 0);
+	/*
+	 * The identity arrived as an OpenMetrics info family.  (The open
+	 * session sent no identity: its series has "unknown" values.)
+	 */
+	assert_true(query_one(prom.port, "khprof_run_info{binary_version=\"workload 1.0\"}",
+			      &value, &labels));
+	assert_true(value == 1);
+	assert_non_null(strstr(labels, "\"binary_version\":\"workload 1.0\""));
+	free(labels);
+
+	/* Live: the open session ends, and the next scrapes show it. */
+	workload_command(&t, "end\n");
+	assert_prometheus_value(prom.port,
+				"khprof_sessions_ended_total{status=\"completed\"}", 4);
+	assert_prometheus_value(prom.port, "khprof_sessions_open{state=\"scanning\"}", 0);
+	assert_prometheus_value(prom.port, "khprof_stage_calls_total{stage=\"hot-patterns\"}", 40);
+	/* docs/FLEET.md's queries run and select one series each. */
+	assert_prometheus_found(prom.port, "topk(1, sum by (instance, stage) "
+			       "(rate(khprof_stage_elapsed_seconds_total[1m])))");
+	assert_prometheus_found(prom.port, "sum by (instance, stage) (rate("
+			       "khprof_stage_elapsed_seconds_total{stage=\"entropy\"}[1m])) / "
+			       "sum by (instance, stage) (rate(khprof_stage_calls_total"
+			       "{stage=\"entropy\"}[1m]))");
+	assert_prometheus_found(prom.port, "rate(khprof_input_bytes_total[1m]) / 2^20");
+	assert_prometheus_found(prom.port, "rate(khprof_input_bytes_total[1m]) * on (instance) "
+			       "group_left (binary_version) khprof_run_info{binary_version="
+			       "\"workload 1.0\"}");
+	/* Every scrape Prometheus made was answered. */
+	assert_prometheus_value(prom.port, "khprof_http_requests_rejected_total", 0);
+
+	stop_prometheus(&prom);
+	stop_traced(&t);
+}
+
+/* The same exposition in both formats, and promtool accepts the text one. */
+static void test_served_metrics_pass_promtool(void **state)
+{
+	char path[512], *text, *om;
+	struct traced t;
+
+	(void)state;
+	t = start_traced();
+	workload_command(&t, "session\n");
+	text = http_get(t.port, "/metrics");
+	assert_non_null(text);
+	assert_non_null(strstr(text, "khprof_stage_calls_total{stage=\"hot-patterns\"} 10\n"));
+	snprintf(path, sizeof(path), "%s/served.prom", tmpdir);
+	assert_int_equal(file__write_atomic(path, text, strlen(text)), 0);
+	assert_promtool_accepts(path);
+	{
+		const char request[] = "GET /metrics HTTP/1.1\r\nAccept: application/"
+				       "openmetrics-text;version=1.0.0\r\n\r\n";
+		char *answer = http_exchange(t.port, request, sizeof(request) - 1);
+
+		assert_int_equal(http_status(answer), 200);
+		assert_non_null(strstr(answer, "Content-Type: application/openmetrics-text; "
+					       "version=1.0.0"));
+		om = strstr(answer, "\r\n\r\n");
+		assert_non_null(om);
+		assert_true(has_suffix(om, "# EOF\n"));
+		assert_non_null(strstr(om, "khprof_stage_calls_total{stage=\"hot-patterns\"} 10\n"));
+		free(answer);
+	}
+	free(text);
+	stop_traced(&t);
+}
+
+/* record --serve: the same server while record runs its command. */
+static void test_record_serves_while_the_command_runs(void **state)
+{
+	char serve[32], *text;
+	char *argv[] = { khprof, "record", "--mode", "span", "-q", "--serve", serve, "--",
+			 WORKLOAD, "serve", NULL };
+	struct child k;
+	int port = free_port();
+
+	(void)state;
+	snprintf(serve, sizeof(serve), "127.0.0.1:%d", port);
+	/* The command reads khprof's stdin and writes to its stdout. */
+	k = child_spawn(argv, false);
+	child_wait_for_line(&k, "ready");
+	child_send(&k, "session\n");
+	child_wait_for_line(&k, "done");
+	child_send(&k, "begin\n");
+	child_wait_for_line(&k, "done");
+	text = http_get(port, "/metrics");
+	assert_non_null(text);
+	assert_non_null(strstr(text, "khprof_stage_calls_total{stage=\"hot-patterns\"} 10\n"));
+	assert_non_null(strstr(text, "khprof_sessions_ended_total{status=\"completed\"} 1\n"));
+	assert_non_null(strstr(text, "khprof_sessions_open{state=\"scanning\"} 1\n"));
+	free(text);
+	close(k.to);
+	k.to = -1;
+	/* The command's own status; its end closes the open session. */
+	assert_int_equal(child_wait(&k), 0);
+}
+
+/*
+ * Bad requests get HTTP's answers, and clients that send nothing or too
+ * much hold up neither the tracing nor the other scrapers.
+ */
+static void test_server_answers_bad_and_slow_clients(void **state)
+{
+	static const struct {
+		const char *request;
+		int status;
+	} cases[] = {
+		{ "GET /metrics HTTP/1.0\r\n\r\n", 200 },
+		{ "HEAD /metrics HTTP/1.1\r\n\r\n", 200 },
+		{ "GET /metrics?x=1 HTTP/1.1\r\n\r\n", 200 },
+		{ "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 405 },
+		{ "GET / HTTP/1.1\r\n\r\n", 404 },
+		{ "GET /metricsx HTTP/1.1\r\n\r\n", 404 },
+		{ "garbage\r\n\r\n", 400 },
+		{ "GET /metrics\r\n\r\n", 400 },
+		{ "GET /metrics HTTP/1.1\r\nno colon here\r\n\r\n", 400 },
+		{ "GET /metrics HTTP/2.0\r\n\r\n", 505 },
+	};
+	char *big = malloc(20000), *answer;
+	int idle[3];
+	struct traced t;
+
+	(void)state;
+	t = start_traced();
+	/* Three clients that connect and say nothing, left open throughout. */
+	for (int i = 0; i < 3; i++) {
+		idle[i] = connect_loopback(t.port);
+		assert_true(idle[i] >= 0);
+	}
+	assert_int_equal(send(idle[0], "GET /met", 8, MSG_NOSIGNAL), 8);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		answer = http_exchange(t.port, cases[i].request, strlen(cases[i].request));
+		if (http_status(answer) != cases[i].status)
+			fail_msg("'%s' got '%.40s', expected %d", cases[i].request,
+				 answer ? answer : "(refused)", cases[i].status);
+		if (cases[i].status == 405)
+			assert_non_null(strstr(answer, "Allow: GET, HEAD\r\n"));
+		if (strncmp(cases[i].request, "HEAD", 4) == 0)
+			assert_true(has_suffix(answer, "\r\n\r\n")); /* no body */
+		free(answer);
+	}
+	/* A request head larger than the bound. */
+	memset(big, 'a', 20000);
+	memcpy(big, "GET /metrics HTTP/1.1\r\nX: ", 26);
+	answer = http_exchange(t.port, big, 20000);
+	assert_int_equal(http_status(answer), 431);
+	free(answer);
+	/* Tracing went on meanwhile, and a normal scrape still sees it. */
+	workload_command(&t, "session\n");
+	answer = http_get(t.port, "/metrics");
+	assert_non_null(answer);
+	assert_non_null(strstr(answer, "khprof_sessions_ended_total{status=\"completed\"} 1\n"));
+	/* Eight rejected so far: 405, 404 x2, 400 x3, 505, 431. */
+	assert_non_null(strstr(answer, "khprof_http_requests_rejected_total 8\n"));
+	free(answer);
+	for (int i = 0; i < 3; i++)
+		close(idle[i]);
+	free(big);
+	stop_traced(&t);
+}
+
+/* A bad or busy --serve address fails before anything is traced. */
+static void test_serve_address_errors(void **state)
+{
+	char busy[32], pid_text[16];
+	char *bad[] = { khprof, "attach", "-p", pid_text, "--serve", "localhost:http", NULL };
+	char *range[] = { khprof, "attach", "-p", pid_text, "--serve", "127.0.0.1:70000", NULL };
+	char *taken[] = { khprof, "attach", "-p", pid_text, "--serve", busy, NULL };
+	char *repeat[] = { khprof, "record", "--repeat", "2", "-o", tmpdir, "--serve", "0", "--",
+			   "/bin/true", NULL };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int holder = socket(AF_INET, SOCK_STREAM, 0);
+	struct run_result r;
+
+	(void)state;
+	snprintf(pid_text, sizeof(pid_text), "%d", getpid());
+	assert_int_equal(bind(holder, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(holder, 1), 0);
+	assert_int_equal(getsockname(holder, (struct sockaddr *)&a, &len), 0);
+	snprintf(busy, sizeof(busy), "127.0.0.1:%d", ntohs(a.sin_port));
+
+	r = run(bad);
+	assert_int_equal(r.exit_code, 2);
+	assert_non_null(strstr(r.err, "bad --serve 'localhost:http'"));
+	run_result_free(&r);
+	r = run(range);
+	assert_int_equal(r.exit_code, 2);
+	run_result_free(&r);
+	r = run(taken);
+	assert_int_equal(r.exit_code, 1);
+	assert_non_null(strstr(r.err, "cannot serve metrics on"));
+	assert_non_null(strstr(r.err, "Address already in use"));
+	run_result_free(&r);
+	r = run(repeat);
+	assert_int_equal(r.exit_code, 2);
+	assert_non_null(strstr(r.err, "--serve cannot be used with --repeat"));
+	run_result_free(&r);
+	close(holder);
+}
+
+/*
+ * More clients than the server takes are closed at once, and a client that
+ * never finishes its request is closed at its deadline: neither can
+ * exhaust the server.
+ */
+static void test_server_bounds_clients(void **state)
+{
+	int idle[HTTPD_MAX_CLIENTS], extra;
+	struct traced t;
+	char byte, *text;
+
+	(void)state;
+	t = start_traced();
+	for (int i = 0; i < HTTPD_MAX_CLIENTS; i++) {
+		idle[i] = connect_loopback(t.port);
+		assert_true(idle[i] >= 0);
+	}
+	/* Accepted by the kernel, then closed by khprof without an answer. */
+	extra = connect_loopback(t.port);
+	assert_true(extra >= 0);
+	assert_int_equal(recv(extra, &byte, 1, 0), 0);
+	close(extra);
+	/* Each silent client is closed at its deadline (the test's own bound is 30 s). */
+	for (int i = 0; i < HTTPD_MAX_CLIENTS; i++) {
+		assert_int_equal(recv(idle[i], &byte, 1, 0), 0);
+		close(idle[i]);
+	}
+	text = http_get(t.port, "/metrics");
+	assert_non_null(text);
+	/* The extra one and the eight that timed out. */
+	assert_non_null(strstr(text, "khprof_http_requests_rejected_total 9\n"));
+	free(text);
+	stop_traced(&t);
+}
+
+static int group_setup(void **state)
+{
+	(void)state;
+	khprof = tool_path("KH_KHPROF", "build/khprof");
+	tmpdir = make_temp_dir("khprof-metrics");
+	return tmpdir ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	remove_tree(tmpdir);
+	free(tmpdir);
+	free(khprof);
+	return 0;
+}
+
+int main(void)
+{
+	if (geteuid() != 0) {
+		printf("test_metrics: skipped: --serve tests attach with BPF and need root\n");
+		return running_in_ci() ? 1 : 0;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_export_prometheus_text_passes_promtool),
+		cmocka_unit_test(test_export_openmetrics_to_stdout),
+		cmocka_unit_test(test_export_bad_input),
+		cmocka_unit_test(test_serve_address_errors),
+		cmocka_unit_test(test_served_metrics_pass_promtool),
+		cmocka_unit_test(test_record_serves_while_the_command_runs),
+		cmocka_unit_test(test_server_answers_bad_and_slow_clients),
+		cmocka_unit_test(test_server_bounds_clients),
+		cmocka_unit_test(test_prometheus_scrapes_live_totals),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

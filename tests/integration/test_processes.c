@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Many processes on one machine: `khprof attach --exe PATH` traces every
+ * process running an executable or with a library loaded, those running
+ * when it starts and those that start later, one record per process and
+ * session, named by the process.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <glob.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "khchild.h"
+#include "khtest.h"
+#include "record.h"
+
+#define WORKLOAD "build/workloads/workload"
+#define LIBRARY "build/workloads/libkhwork.so"
+
+static char *khprof;
+static char *tmpdir;
+
+static uint64_t calls_of(const struct kh_profile *p, uint32_t stage)
+{
+	const struct kh_stage_measurement *m = profile__find_stage(p, stage);
+
+	return m ? m->calls : 0;
+}
+
+/* `khprof attach --exe target ...`, once it watches. */
+static struct child start_watch(const char *target, const char *out, bool from_start)
+{
+	char *argv[] = { khprof, "attach", "--exe", (char *)target, "--mode", "span", "-q", "-o",
+			 (char *)out, from_start ? "--from-start" : NULL, NULL };
+	struct child k = child_spawn(argv, true);
+
+	child_wait_for_line(&k, "watching");
+	return k;
+}
+
+/* SIGTERM ends the watch; khprof exits 0. */
+static void stop_watch(struct child *k)
+{
+	assert_int_equal(kill(k->pid, SIGTERM), 0);
+	assert_int_equal(child_wait(k), 0);
+}
+
+static struct child start_server(void)
+{
+	char *argv[] = { WORKLOAD, "serve", NULL };
+	struct child w = child_spawn(argv, false);
+
+	child_wait_for_line(&w, "ready");
+	return w;
+}
+
+static void command(struct child *w, const char *line)
+{
+	child_send(w, line);
+	child_wait_for_line(w, "done");
+}
+
+static void stop_server(struct child *w)
+{
+	close(w->to);
+	w->to = -1;
+	assert_int_equal(child_wait(w), 0);
+}
+
+/* The record of process pid: out with ".PID" before the extension. */
+static void load_process_record(const char *dir, pid_t pid, struct kh_profile *p)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/exe.%d.json", dir, pid);
+	load_record(path, p);
+	assert_int_equal(p->ext.traced_pid, (uint64_t)pid);
+}
+
+static void test_running_and_later_processes(void **state)
+{
+	char out[512], needle[64];
+	struct child k, early, late;
+	struct kh_profile p;
+
+	(void)state;
+	snprintf(out, sizeof(out), "%s/exe.json", tmpdir);
+	early = start_server();
+	k = start_watch(WORKLOAD, out, false);
+	snprintf(needle, sizeof(needle), "attached to PID %d ", early.pid);
+	child_wait_for_line(&k, needle);
+	late = start_server();
+	snprintf(needle, sizeof(needle), "attached to PID %d ", late.pid);
+	child_wait_for_line(&k, needle);
+
+	command(&early, "session\n");
+	command(&late, "session\n");
+	command(&late, "session\n");
+	stop_server(&early);
+	stop_server(&late);
+	stop_watch(&k);
+
+	load_process_record(tmpdir, early.pid, &p);
+	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 10);
+	assert_int_equal(calls_of(&p, KH_STAGE_ENTROPY), 20);
+	assert_false(p.ext.started_mid_session);
+	profile__free(&p);
+	/* Each session of a process is a record of its own: .PID, then .PID.2. */
+	load_process_record(tmpdir, late.pid, &p);
+	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 10);
+	assert_int_equal(p.input_bytes, 10 * 4096);
+	profile__free(&p);
+	snprintf(out, sizeof(out), "%s/exe.%d.2.json", tmpdir, late.pid);
+	load_record(out, &p);
+	assert_int_equal(calls_of(&p, KH_STAGE_DECODE), 10);
+	profile__free(&p);
+}
+
+/* The one record a watch wrote into dir, loaded. */
+static void load_only_record(const char *dir, struct kh_profile *p)
+{
+	char pattern[600];
+	glob_t found;
+
+	snprintf(pattern, sizeof(pattern), "%s/*.json", dir);
+	assert_int_equal(glob(pattern, 0, NULL, &found), 0);
+	assert_int_equal(found.gl_pathc, 1);
+	load_record(found.gl_pathv[0], p);
+	globfree(&found);
+}
+
+/*
+ * --from-start: a process that starts its session at once and runs only
+ * milliseconds is stopped at its first instruction until it is traced, so
+ * its record is whole.
+ */
+static void check_from_start(const char *target, const char *name)
+{
+	char dir[512], out[600];
+	char *argv[] = { WORKLOAD, "timed", "200", "10", NULL };
+	struct run_result r;
+	struct kh_profile p;
+	struct child k;
+
+	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, name);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(out, sizeof(out), "%s/exe.json", dir);
+	k = start_watch(target, out, true);
+	r = run_cmd(NULL, -1, argv);
+	assert_int_equal(r.exit_code, 0);
+	run_result_free(&r);
+	stop_watch(&k);
+
+	load_only_record(dir, &p);
+	assert_false(p.ext.started_mid_session);
+	assert_false(p.ext.ended_mid_session);
+	assert_int_equal(p.status, KH_STATE_COMPLETED);
+	assert_int_equal(calls_of(&p, KH_STAGE_CONFIRMED_PATTERNS), 10);
+	profile__free(&p);
+}
+
+static void test_from_start_executable(void **state)
+{
+	(void)state;
+	check_from_start(WORKLOAD, "from-start-exe");
+}
+
+/* A library's DT_INIT is its start: the workload links libkhwork.so. */
+static void test_from_start_library(void **state)
+{
+	(void)state;
+	check_from_start(LIBRARY, "from-start-lib");
+}
+
+/*
+ * attach --exe --interval: each process's open session is sampled by the
+ * watch's own event loop (an interval line while the session runs), and
+ * its record carries the series.  --duration only ends a broken watch that
+ * never samples, so that the test fails instead of waiting forever.
+ */
+static void test_exe_interval(void **state)
+{
+	char dir[512], out[600], needle[64];
+	char *argv[] = { khprof, "attach", "--exe", WORKLOAD, "--mode", "span", "--interval",
+			 "10ms", "--duration", "60", "-o", out, NULL };
+	struct child k, w;
+	struct kh_profile p;
+	uint64_t calls = 0;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/interval", tmpdir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(out, sizeof(out), "%s/exe.json", dir);
+	w = start_server();
+	k = child_spawn(argv, true);
+	snprintf(needle, sizeof(needle), "attached to PID %d ", w.pid);
+	child_wait_for_line(&k, needle);
+	command(&w, "begin\n");
+	/* An interval line ("khprof: 0.01s scanning ...") while the session is open. */
+	child_wait_for_line(&k, "s scanning ");
+	command(&w, "spans\n");
+	command(&w, "end\n");
+	stop_server(&w);
+	stop_watch(&k);
+
+	load_process_record(dir, w.pid, &p);
+	assert_int_equal(p.ext.series.interval_ns, 10000000);
+	assert_true(p.ext.series.count >= 2);
+	for (size_t j = 0; j < p.ext.series.count; j++)
+		calls += p.ext.series.intervals[j].calls[KH_STAGE_HOT_PATTERNS];
+	assert_int_equal(calls, 5);
+	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 5);
+	profile__free(&p);
+}
+
+static void test_exe_errors(void **state)
+{
+	char *missing[] = { khprof, "attach", "--exe", "/nonexistent/scanner", NULL };
+	char *both[] = { khprof, "attach", "-p", "1", "--exe", WORKLOAD, NULL };
+	char *lone[] = { khprof, "attach", "-p", "1", "--from-start", NULL };
+	char *record[] = { khprof, "record", "--exe", WORKLOAD, "--", "/bin/true", NULL };
+	struct run_result r;
+
+	(void)state;
+	r = run_cmd(NULL, -1, missing);
+	assert_int_equal(r.exit_code, 2);
+	assert_non_null(strstr(r.err, "cannot watch '/nonexistent/scanner'"));
+	run_result_free(&r);
+	r = run_cmd(NULL, -1, both);
+	assert_int_equal(r.exit_code, 2);
+	assert_non_null(strstr(r.err, "not both"));
+	run_result_free(&r);
+	r = run_cmd(NULL, -1, lone);
+	assert_int_equal(r.exit_code, 2);
+	assert_non_null(strstr(r.err, "--from-start needs --exe"));
+	run_result_free(&r);
+	r = run_cmd(NULL, -1, record);
+	assert_int_equal(r.exit_code, 2);
+	run_result_free(&r);
+}
+
+static int group_setup(void **state)
+{
+	(void)state;
+	khprof = tool_path("KH_KHPROF", "build/khprof");
+	tmpdir = make_temp_dir("khprof-processes");
+	return tmpdir ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	remove_tree(tmpdir);
+	free(tmpdir);
+	free(khprof);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_running_and_later_processes),
+		cmocka_unit_test(test_from_start_executable),
+		cmocka_unit_test(test_from_start_library),
+		cmocka_unit_test(test_exe_interval),
+		cmocka_unit_test(test_exe_errors),
+	};
+
+	if (geteuid() != 0) {
+		if (running_in_ci()) {
+			fprintf(stderr, "test_processes: BPF tests need root and CI=true forbids "
+					"skipping them\n");
+			return 1;
+		}
+		printf("test_processes: skipped: BPF integration tests need root\n");
+		return 0;
+	}
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,444 @@
+// SPDX-License-Identifier: MIT
+/*
+ * khprof attach --exe PATH: every process running the executable PATH, or
+ * with the library PATH loaded, those running when khprof starts and those
+ * that start later, each traced as under `attach -p` by a tracer of its own
+ * (the BPF side keeps one process's session state per object).  A watcher
+ * links PATH's first code for every process; its hits name new processes.
+ * With from_start the watcher's BPF program also stops each one there
+ * (SIGSTOP) until its tracer is attached (SIGCONT), as record does at
+ * dlopen; otherwise a new process runs on for the few milliseconds that
+ * attaching takes (8 ms measured here, the tracer already loaded).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "attach_exe.h"
+#include "cmd_trace.h"
+#include "commands.h"
+#include "live_metrics.h"
+#include "log.h"
+#include "trace.h"
+
+/* Pids the watcher reported, attached once its ring buffer is drained. */
+#define PENDING_MAX 256
+
+struct process {
+	pid_t pid;
+	int pid_fd;
+	struct tracer *tracer;
+	struct output_state out;
+	char path[PATH_MAX];   /* -o PATH with ".PID" before the extension */
+	struct process *next;
+};
+
+struct exe_attach {
+	const struct exe_attach_options *o;
+	dev_t dev;
+	ino_t ino;
+	char real[PATH_MAX];
+	struct tracer *watcher;
+	int epoll_fd;
+	int signal_fd;
+	struct process *processes;
+	pid_t pending[PENDING_MAX];
+	size_t pending_count;
+	size_t traced_total;
+	bool write_failed;
+	bool calibrated;
+	struct tracer_calibration calibration; /* the first tracer's, for all */
+	/*
+	 * A tracer opened and loaded ahead of need: loading takes 20-70 ms,
+	 * attaching a few, so a new process is attached that much sooner.
+	 */
+	struct process *spare;
+	struct live_metrics *metrics; /* --serve, or NULL */
+};
+
+/* epoll tags: which descriptor of what is ready. */
+enum tag_kind { TAG_SIGNAL, TAG_WATCHER, TAG_METRICS, TAG_RING, TAG_EXIT };
+
+static uint64_t tag(enum tag_kind kind, struct process *p)
+{
+	return (uint64_t)(uintptr_t)p | kind; /* malloc'd: the low 3 bits are free */
+}
+
+static void on_start(pid_t pid, void *ctx)
+{
+	struct exe_attach *ea = ctx;
+
+	if (ea->pending_count < PENDING_MAX) {
+		ea->pending[ea->pending_count++] = pid;
+		return;
+	}
+	log__warn("PID %d started '%s' while %d others waited: not traced", pid, ea->o->path,
+		  PENDING_MAX);
+	if (ea->o->from_start)
+		kill(pid, SIGCONT);
+}
+
+static struct process *find_process(struct exe_attach *ea, pid_t pid)
+{
+	for (struct process *p = ea->processes; p; p = p->next)
+		if (p->pid == pid)
+			return p;
+	return NULL;
+}
+
+/* Detaching waits for the kernel (tens of ms per link): not in the loop. */
+static void *close_tracer(void *t)
+{
+	tracer__close(t);
+	return NULL;
+}
+
+static void close_tracer_later(struct tracer *t)
+{
+	pthread_attr_t attr;
+	pthread_t thread;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&thread, &attr, close_tracer, t) != 0)
+		tracer__close(t);
+	pthread_attr_destroy(&attr);
+}
+
+/* Ends one process's trace: its sessions become records; exited or detached. */
+static void process_end(struct exe_attach *ea, struct process *p, bool exited)
+{
+	struct process **link;
+
+	tracer__poll(p->tracer, 0);
+	/* A live process: detach first, then read what its threads still buffer. */
+	if (!exited)
+		tracer__detach(p->tracer);
+	tracer__finish(p->tracer, exited ? 1 : -1);
+	if (p->out.write_failed)
+		ea->write_failed = true;
+	live_metrics__remove_tracer(ea->metrics, p->tracer);
+	epoll_ctl(ea->epoll_fd, EPOLL_CTL_DEL, tracer__epoll_fd(p->tracer), NULL);
+	epoll_ctl(ea->epoll_fd, EPOLL_CTL_DEL, p->pid_fd, NULL);
+	close(p->pid_fd);
+	if (exited)
+		close_tracer_later(p->tracer);
+	else
+		tracer__close(p->tracer);
+	for (link = &ea->processes; *link != p; link = &(*link)->next)
+		;
+	*link = p->next;
+	free(p);
+}
+
+/* A process record with its tracer opened and loaded, not yet attached. */
+static struct process *process_open(struct exe_attach *ea)
+{
+	struct trace_options opts = ea->o->trace;
+	struct process *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->pid_fd = -1;
+	p->out.quiet = ea->o->quiet;
+	p->out.metrics = ea->metrics;
+	opts.on_profile = output__on_profile;
+	opts.ctx = &p->out;
+	opts.calibration = ea->calibrated ? &ea->calibration : NULL;
+	/*
+	 * Every process is running when its tracer attaches (a new one has
+	 * reached PATH's first code): its execve ends the records, and a
+	 * session it is already in is joined, as under attach -p.
+	 */
+	opts.joins_running_process = true;
+	if (tracer__open(&p->tracer, &opts) != 0) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static void process_discard(struct process *p)
+{
+	tracer__close(p->tracer);
+	if (p->pid_fd >= 0)
+		close(p->pid_fd);
+	free(p);
+}
+
+static void process_start(struct exe_attach *ea, pid_t pid)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	uint64_t begin = tracer__now_ns();
+	char exe[64];
+	struct process *p;
+	int err;
+
+	if (pid == getpid() || find_process(ea, pid))
+		return;
+	p = ea->spare ? ea->spare : process_open(ea);
+	ea->spare = NULL;
+	if (!p)
+		return;
+	p->pid = pid;
+	p->pid_fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (p->pid_fd < 0) { /* gone already */
+		ea->spare = p;
+		return;
+	}
+	if (ea->o->output) {
+		char tag[24];
+
+		snprintf(tag, sizeof(tag), ".%d", pid);
+		path_with_tag(ea->o->output, tag, p->path, sizeof(p->path));
+		p->out.path = p->path;
+	}
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
+	err = tracer__attach(p->tracer, pid, exe);
+	if (!err)
+		err = tracer__attach_mapped(p->tracer);
+	if (!err)
+		err = tracer__poll(p->tracer, 0) < 0 ? -EIO : 0;
+	if (err) {
+		if (err != -ESRCH)
+			log__warn("PID %d runs '%s' but cannot be traced; going on without it", pid,
+				  ea->o->path);
+		process_discard(p);
+		return;
+	}
+	if (!ea->calibrated) {
+		tracer__calibration(p->tracer, &ea->calibration);
+		ea->calibrated = true;
+	}
+	ev.data.u64 = tag(TAG_RING, p);
+	epoll_ctl(ea->epoll_fd, EPOLL_CTL_ADD, tracer__epoll_fd(p->tracer), &ev);
+	ev.data.u64 = tag(TAG_EXIT, p);
+	epoll_ctl(ea->epoll_fd, EPOLL_CTL_ADD, p->pid_fd, &ev);
+	live_metrics__add_tracer(ea->metrics, p->tracer, pid);
+	p->next = ea->processes;
+	ea->processes = p;
+	ea->traced_total++;
+	log__note("attached to PID %d (%zu probe sites)", pid, tracer__probe_count(p->tracer));
+	log__debug("attaching to PID %d took %.1f ms", pid, (double)(tracer__now_ns() - begin) / 1e6);
+}
+
+/* Has a loaded tracer ready for the next process (once calibrated). */
+static void prepare_spare(struct exe_attach *ea)
+{
+	if (!ea->spare && ea->calibrated)
+		ea->spare = process_open(ea);
+}
+
+/* Whether pid runs PATH or has it mapped (a library). */
+static bool process_uses(const struct exe_attach *ea, pid_t pid)
+{
+	char path[64], line[PATH_MAX + 128];
+	struct stat st;
+	bool found = false;
+	FILE *maps;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	if (stat(path, &st) == 0 && st.st_dev == ea->dev && st.st_ino == ea->ino)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	maps = fopen(path, "re");
+	if (!maps)
+		return false;
+	while (!found && fgets(line, sizeof(line), maps)) {
+		char mapped[PATH_MAX];
+		unsigned long long inode;
+
+		if (sscanf(line, "%*x-%*x %*s %*x %*x:%*x %llu %4095[^\n]", &inode, mapped) == 2)
+			found = inode == (unsigned long long)ea->ino && strcmp(mapped, ea->real) == 0;
+	}
+	fclose(maps);
+	return found;
+}
+
+/* The processes already running PATH when khprof starts. */
+static void scan_running(struct exe_attach *ea)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *d;
+
+	if (!proc)
+		return;
+	while ((d = readdir(proc))) {
+		char *end;
+		long pid = strtol(d->d_name, &end, 10);
+
+		if (*end || pid <= 0 || pid == getpid())
+			continue;
+		if (process_uses(ea, (pid_t)pid))
+			process_start(ea, (pid_t)pid);
+	}
+	closedir(proc);
+}
+
+static int setup(struct exe_attach *ea, sigset_t *old_mask)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct trace_options watch_opts = ea->o->trace;
+	sigset_t stop;
+	struct stat st;
+	int err;
+
+	if (stat(ea->o->path, &st) != 0 || !realpath(ea->o->path, ea->real)) {
+		log__error("cannot watch '%s': %s", ea->o->path, strerror(errno));
+		return -EINVAL;
+	}
+	ea->dev = st.st_dev;
+	ea->ino = st.st_ino;
+	watch_opts.on_profile = NULL;
+	/* The watcher's program stops a process at PATH's start for us. */
+	watch_opts.stop_on_loader = ea->o->from_start;
+	err = tracer__open(&ea->watcher, &watch_opts);
+	if (!err)
+		err = tracer__watch_starts(ea->watcher, ea->real, on_start, ea);
+	if (!err)
+		err = tracer__poll(ea->watcher, 0) < 0 ? -EIO : 0;
+	if (err)
+		return err;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	sigaddset(&stop, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &stop, old_mask);
+	ea->signal_fd = signalfd(-1, &stop, SFD_CLOEXEC);
+	ea->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (ea->signal_fd < 0 || ea->epoll_fd < 0) {
+		log__error("cannot wait for events: %s", strerror(errno));
+		return -errno;
+	}
+	ev.data.u64 = tag(TAG_SIGNAL, NULL);
+	epoll_ctl(ea->epoll_fd, EPOLL_CTL_ADD, ea->signal_fd, &ev);
+	ev.data.u64 = tag(TAG_WATCHER, NULL);
+	epoll_ctl(ea->epoll_fd, EPOLL_CTL_ADD, tracer__epoll_fd(ea->watcher), &ev);
+	if (ea->metrics) {
+		ev.data.u64 = tag(TAG_METRICS, NULL);
+		epoll_ctl(ea->epoll_fd, EPOLL_CTL_ADD, live_metrics__fd(ea->metrics), &ev);
+	}
+	return 0;
+}
+
+/* --interval: takes the processes' samples due at now; when the next is due (0: none). */
+static uint64_t sample_due(struct exe_attach *ea, uint64_t now)
+{
+	uint64_t wake = 0;
+
+	for (struct process *p = ea->processes; p; p = p->next) {
+		uint64_t next = tracer__next_sample_ns(p->tracer);
+
+		if (next && now >= next) {
+			tracer__sample(p->tracer, now);
+			next = tracer__next_sample_ns(p->tracer);
+		}
+		if (next && (!wake || next < wake))
+			wake = next;
+	}
+	return wake;
+}
+
+/* Runs until a signal or the deadline (0: none). */
+static void run(struct exe_attach *ea, uint64_t deadline_ns)
+{
+	for (;;) {
+		struct epoll_event events[16];
+		uint64_t now = tracer__now_ns(), wake = sample_due(ea, now);
+		int timeout = -1, n;
+
+		if (deadline_ns && now >= deadline_ns)
+			return;
+		if (deadline_ns && (!wake || deadline_ns < wake))
+			wake = deadline_ns;
+		if (wake)
+			timeout = wake > now ? (int)((wake - now + 999999) / 1000000) : 0;
+		n = epoll_wait(ea->epoll_fd, events, 16, timeout);
+		if (n < 0 && errno != EINTR)
+			return;
+		for (int i = 0; i < n; i++) {
+			enum tag_kind kind = (enum tag_kind)(events[i].data.u64 & 7);
+			struct process *p = (struct process *)(uintptr_t)(events[i].data.u64 & ~7ull);
+
+			if (kind == TAG_SIGNAL) {
+				struct signalfd_siginfo si;
+
+				/* Taken, so that unblocking it later does not kill khprof. */
+				if (read(ea->signal_fd, &si, sizeof(si)) < 0)
+					log__debug("cannot read the signal: %s", strerror(errno));
+				return;
+			}
+			if (kind == TAG_WATCHER)
+				tracer__poll(ea->watcher, 0);
+			else if (kind == TAG_METRICS)
+				live_metrics__service(ea->metrics);
+			else if (kind == TAG_RING)
+				tracer__poll(p->tracer, 0);
+			else if (kind == TAG_EXIT) {
+				process_end(ea, p, true);
+				/* Later events of this batch may name p: take them again. */
+				break;
+			}
+		}
+		for (size_t i = 0; i < ea->pending_count; i++) {
+			process_start(ea, ea->pending[i]);
+			/* Stopped at its start whether or not it could be traced. */
+			if (ea->o->from_start)
+				kill(ea->pending[i], SIGCONT);
+		}
+		ea->pending_count = 0;
+		prepare_spare(ea);
+	}
+}
+
+int attach_exe(const struct exe_attach_options *o)
+{
+	struct exe_attach ea = { .o = o, .epoll_fd = -1, .signal_fd = -1 };
+	sigset_t old_mask;
+	uint64_t deadline = 0;
+	int err;
+
+	if (o->serve) {
+		err = live_metrics__open(&ea.metrics, o->serve);
+		if (err)
+			return err == -EINVAL ? KHPROF_EXIT_USAGE : KHPROF_EXIT_FAILURE;
+	}
+	sigprocmask(SIG_SETMASK, NULL, &old_mask);
+	err = setup(&ea, &old_mask);
+	if (!err) {
+		log__note("watching '%s' for processes; stop with Ctrl-C", ea.real);
+		scan_running(&ea);
+		prepare_spare(&ea);
+		if (o->duration_s > 0)
+			deadline = tracer__now_ns() + (uint64_t)(o->duration_s * 1e9);
+		run(&ea, deadline);
+	}
+	while (ea.processes)
+		process_end(&ea, ea.processes, false);
+	if (ea.spare)
+		process_discard(ea.spare);
+	tracer__close(ea.watcher);
+	live_metrics__close(ea.metrics);
+	if (ea.epoll_fd >= 0)
+		close(ea.epoll_fd);
+	if (ea.signal_fd >= 0)
+		close(ea.signal_fd);
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
+	if (err)
+		return err == -EINVAL ? KHPROF_EXIT_USAGE : KHPROF_EXIT_FAILURE;
+	if (ea.traced_total == 0)
+		log__note("no process ran '%s': no record written", ea.real);
+	return ea.write_failed ? KHPROF_EXIT_FAILURE : KHPROF_EXIT_OK;
+}
