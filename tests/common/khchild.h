@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * khchild.h - a child process with pipes, driven line by line: the traced
- * workload's serve loop and a khprof whose stderr says when it is ready.
- * (tests/integration/test_trace.c keeps its own copy of these helpers.)
+ * khchild.h - a child process with pipes, driven line by line: a traced
+ * workload's serve loop, and a khprof whose stderr says when it is ready.
+ * Every integration test that talks to a running child uses these.
  */
 #ifndef KHPROF_TEST_KHCHILD_H
 #define KHPROF_TEST_KHCHILD_H
@@ -11,8 +11,8 @@
 
 struct child {
 	pid_t pid;
-	int to;    /* its stdin */
-	FILE *from; /* its stdout, or its stderr with capture_stderr */
+	int to;     /* its stdin, or -1 once closed */
+	FILE *from; /* its stdout, or its stderr with capture_stderr; NULL once closed */
 };
 
 static inline struct child child_spawn(char *const argv[], bool capture_stderr)
@@ -39,15 +39,39 @@ static inline struct child child_spawn(char *const argv[], bool capture_stderr)
 	return c;
 }
 
-/* Reads lines until one contains needle; fails at EOF. */
-static inline void child_wait_for_line(struct child *c, const char *needle)
+/*
+ * Reads lines until one contains needle, copied to line_out when it is not
+ * NULL; fails at EOF.
+ */
+static inline void child_read_line(struct child *c, const char *needle, char *line_out,
+				   size_t len)
 {
 	char line[512];
 
 	while (fgets(line, sizeof(line), c->from))
-		if (strstr(line, needle))
+		if (strstr(line, needle)) {
+			if (line_out)
+				snprintf(line_out, len, "%s", line);
 			return;
+		}
 	fail_msg("stream ended before a line with '%s'", needle);
+}
+
+static inline void child_wait_for_line(struct child *c, const char *needle)
+{
+	child_read_line(c, needle, NULL, 0);
+}
+
+/* The next line that starts with prefix, its rest parsed as a number; fails at EOF. */
+static inline long child_wait_for_number(struct child *c, const char *prefix)
+{
+	char line[256];
+
+	while (fgets(line, sizeof(line), c->from))
+		if (!strncmp(line, prefix, strlen(prefix)))
+			return atol(line + strlen(prefix));
+	fail_msg("stream ended before a line starting '%s'", prefix);
+	return -1;
 }
 
 static inline void child_send(struct child *c, const char *line)
@@ -55,17 +79,57 @@ static inline void child_send(struct child *c, const char *line)
 	assert_int_equal(write(c->to, line, strlen(line)), (ssize_t)strlen(line));
 }
 
-/* Waits for the child; its exit status, or 128 + the signal that ended it. */
-static inline int child_wait(struct child *c)
+/* EOF on its stdin. */
+static inline void child_close_input(struct child *c)
 {
-	int status;
-
-	assert_int_equal(waitpid(c->pid, &status, 0), c->pid);
 	if (c->to >= 0)
 		close(c->to);
-	fclose(c->from);
 	c->to = -1;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Closes both pipes, without waiting for the child. */
+static inline void child_close(struct child *c)
+{
+	child_close_input(c);
+	if (c->from)
+		fclose(c->from);
+	c->from = NULL;
+}
+
+/* Waits for the child and closes its pipes; its exit status, or 128 + the signal. */
+static inline int child_wait(struct child *c)
+{
+	int code = wait_exit(c->pid);
+
+	child_close(c);
+	return code;
+}
+
+/*
+ * A workload's serve loop (`workload serve`, `workload-rs serve`), once it
+ * said "ready"; each command line it reads is answered with "done".
+ */
+static inline struct child serve_loop_start(const char *program)
+{
+	char *argv[] = { (char *)program, "serve", NULL };
+	struct child w = child_spawn(argv, false);
+
+	child_wait_for_line(&w, "ready");
+	return w;
+}
+
+/* One serve-loop command, run to completion. */
+static inline void serve_loop_command(struct child *w, const char *line)
+{
+	child_send(w, line);
+	child_wait_for_line(w, "done");
+}
+
+/* Ends the serve loop (EOF on its stdin) and checks it exited cleanly. */
+static inline void serve_loop_stop(struct child *w)
+{
+	child_close_input(w);
+	assert_int_equal(child_wait(w), 0);
 }
 
 #endif /* KHPROF_TEST_KHCHILD_H */

@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,6 +202,38 @@ static inline size_t count_lines(const char *text)
 	return n;
 }
 
+/* A wait status as the tests compare it: the exit status, or 128 + the signal. */
+static inline int exit_code_of_status(int status)
+{
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Waits for pid; exit_code_of_status() of it. */
+static inline int wait_exit(pid_t pid)
+{
+	int status;
+
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return exit_code_of_status(status);
+}
+
+/*
+ * buf = dir/NAME, NAME formatted like printf; fails the test rather than
+ * cut it short.
+ */
+__attribute__((format(printf, 4, 5)))
+static inline void path_in(char *buf, size_t len, const char *dir, const char *name, ...)
+{
+	int used = snprintf(buf, len, "%s/", dir);
+	va_list ap;
+
+	assert_true(used > 0 && (size_t)used < len);
+	va_start(ap, name);
+	used += vsnprintf(buf + used, len - (size_t)used, name, ap);
+	va_end(ap);
+	assert_true((size_t)used < len);
+}
+
 struct run_result {
 	int exit_code; /* the exit status, or 128 + the signal that killed it */
 	char *out;     /* all of stdout, malloc'd */
@@ -261,10 +294,16 @@ static inline struct run_result run_cmd(const char *cwd, int uid, char *const ar
 	}
 	while (waitpid(pid, &status, 0) < 0)
 		assert_int_equal(errno, EINTR);
-	r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	r.exit_code = exit_code_of_status(status);
 	r.out = run_take_output(out_fd, out_path);
 	r.err = run_take_output(err_fd, err_path);
 	return r;
+}
+
+/* run_cmd() here, as this user. */
+static inline struct run_result run_here(char *const argv[])
+{
+	return run_cmd(NULL, -1, argv);
 }
 
 static inline void run_result_free(struct run_result *r)
@@ -281,6 +320,21 @@ static inline void load_record(const char *path, struct kh_profile *p)
 
 	if (profile__read_file(path, p, problem, sizeof(problem)) != 0)
 		fail_msg("cannot read record '%s': %s", path, problem);
+}
+
+/* Calls and summed time of one stage in a record; 0 when it has none. */
+static inline uint64_t calls_of(const struct kh_profile *p, uint32_t stage)
+{
+	const struct kh_stage_measurement *m = profile__find_stage(p, stage);
+
+	return m ? m->calls : 0;
+}
+
+static inline uint64_t elapsed_of(const struct kh_profile *p, uint32_t stage)
+{
+	const struct kh_stage_measurement *m = profile__find_stage(p, stage);
+
+	return m ? m->elapsed_ns : 0;
 }
 
 /*
@@ -309,5 +363,55 @@ static inline void assert_seed_conformance_of(const char *khprof, const char *re
 	run_result_free(&seed);
 	run_result_free(&ours);
 }
+
+/* What the main() of a test that needs root runs its tests with. */
+struct root_tests {
+	const char *name;       /* the test binary's, for messages: "test_trace" */
+	const char *need;       /* why: "BPF integration tests need root" */
+	const char *tmp_prefix; /* a fresh $TMPDIR/PREFIX-XXXXXX for the tests ... */
+	char **tmpdir;          /* ... here, removed with all in it after them */
+	mode_t tmp_mode;        /* chmod'ed to this when not 0 */
+	bool seed_checked;      /* say so when build/seed-render is missing */
+};
+
+/*
+ * As root: the tests, in a fresh temporary folder; the number that failed.
+ * Otherwise they are skipped with a line saying why (tests/run-all.sh
+ * counts it), except when CI=true, which forbids skipping.
+ */
+static inline int run_root_test_group(const struct root_tests *rt,
+				      const struct CMUnitTest *tests, size_t count)
+{
+	int failed;
+
+	if (geteuid() != 0) {
+		if (running_in_ci()) {
+			fprintf(stderr, "%s: %s and CI=true forbids skipping them\n", rt->name,
+				rt->need);
+			return 1;
+		}
+		printf("%s: skipped: %s\n", rt->name, rt->need);
+		return 0;
+	}
+	if (rt->seed_checked && !seed_render_path() && !running_in_ci())
+		printf("%s: note: build/seed-render missing, seed conformance not checked "
+		       "(make seed-render)\n", rt->name);
+	*rt->tmpdir = make_temp_dir(rt->tmp_prefix);
+	if (!*rt->tmpdir || (rt->tmp_mode && chmod(*rt->tmpdir, rt->tmp_mode) != 0)) {
+		fprintf(stderr, "%s: cannot make a temporary folder in %s: %s\n", rt->name,
+			temp_root(), strerror(errno));
+		return 1;
+	}
+	failed = _cmocka_run_group_tests("tests", tests, count, NULL, NULL);
+	if (remove_tree(*rt->tmpdir) != 0) {
+		fprintf(stderr, "%s: cannot remove %s\n", rt->name, *rt->tmpdir);
+		failed = failed ? failed : 1;
+	}
+	free(*rt->tmpdir);
+	*rt->tmpdir = NULL;
+	return failed;
+}
+
+#define run_root_tests(rt, tests) run_root_test_group(rt, tests, sizeof(tests) / sizeof((tests)[0]))
 
 #endif /* KHPROF_TEST_KHTEST_H */

@@ -21,16 +21,10 @@
 /* build/khprof, or $KH_KHPROF; set in main(). */
 static char *khprof;
 
-/* Runs argv as this user, from here. */
-static struct run_result run(char *const argv[])
-{
-	return run_cmd(NULL, -1, argv);
-}
-
 static void test_probes_lists_keyhog_sites(void **state)
 {
 	char *argv[] = { khprof, "probes", "build/workloads/workload", NULL };
-	struct run_result r = run(argv);
+	struct run_result r = run_here(argv);
 	char *line;
 
 	(void)state;
@@ -61,7 +55,7 @@ static void test_probes_reads_third_party_binaries(void **state)
 	assert_non_null(fgets(path, sizeof(path), p));
 	pclose(p);
 	path[strcspn(path, "\n")] = '\0';
-	r = run(argv);
+	r = run_here(argv);
 	assert_int_equal(r.exit_code, 0);
 	/* libstdc++ ships stapsdt probes of its own (provider libstdcxx). */
 	assert_non_null(strstr(r.out, "libstdcxx  throw"));
@@ -77,16 +71,16 @@ static void test_probes_errors(void **state)
 	struct run_result r;
 
 	(void)state;
-	r = run(not_elf);
+	r = run_here(not_elf);
 	assert_int_equal(r.exit_code, 2);
 	assert_string_equal(r.err, "khprof: cannot read probes of 'README.md': not an ELF file\n");
 	run_result_free(&r);
-	r = run(missing);
+	r = run_here(missing);
 	assert_int_equal(r.exit_code, 2);
 	assert_int_equal(count_lines(r.err), 1);
 	assert_non_null(strstr(r.err, "'/no/such/file'"));
 	run_result_free(&r);
-	r = run(in_data);
+	r = run_here(in_data);
 	assert_int_equal(r.exit_code, 0);
 	assert_string_equal(r.err, "khprof: note: skipped 1 probe note(s) of "
 			    "'build/fixtures/usdt_note_in_data' outside executable code (sites the "
@@ -104,7 +98,7 @@ static void test_report_prints_the_seed_text(void **state)
 
 	(void)state;
 	assert_int_equal(file__read_all("tests/golden/seed_workload.txt", &expected, &len), 0);
-	r = run(argv);
+	r = run_here(argv);
 	assert_int_equal(r.exit_code, 0);
 	assert_string_equal(r.out, expected);
 	free(expected);
@@ -120,7 +114,7 @@ static void test_report_rejects_bad_records(void **state)
 
 	(void)state;
 	assert_non_null(path);
-	r = run(argv);
+	r = run_here(argv);
 	assert_int_equal(r.exit_code, 2);
 	assert_int_equal(count_lines(r.err), 1);
 	assert_non_null(strstr(r.err, "khprof: cannot read record '"));
@@ -129,7 +123,7 @@ static void test_report_rejects_bad_records(void **state)
 	unlink(path);
 	free(path);
 
-	r = run(missing);
+	r = run_here(missing);
 	assert_int_equal(r.exit_code, 2);
 	assert_int_equal(count_lines(r.err), 1);
 	run_result_free(&r);
@@ -143,7 +137,7 @@ static void test_every_command_has_help(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		char *argv[] = { khprof, (char *)commands[i], "--help", NULL };
-		struct run_result r = run(argv);
+		struct run_result r = run_here(argv);
 
 		assert_int_equal(r.exit_code, 0);
 		assert_non_null(strstr(r.out, "usage: khprof "));
@@ -160,15 +154,15 @@ static void test_usage_errors(void **state)
 	struct run_result r;
 
 	(void)state;
-	r = run(unknown);
+	r = run_here(unknown);
 	assert_int_equal(r.exit_code, 2);
 	assert_string_equal(r.err,
 			    "khprof: 'frobnicate' is not a khprof command (see 'khprof --help')\n");
 	run_result_free(&r);
-	r = run(no_command);
+	r = run_here(no_command);
 	assert_int_equal(r.exit_code, 2);
 	run_result_free(&r);
-	r = run(bad_mode);
+	r = run_here(bad_mode);
 	assert_int_equal(r.exit_code, 2);
 	assert_non_null(strstr(r.err, "unknown mode 'fast'"));
 	run_result_free(&r);
@@ -185,14 +179,14 @@ static void test_version_and_help_command(void **state)
 	struct run_result r, direct;
 
 	(void)state;
-	r = run(version);
+	r = run_here(version);
 	assert_int_equal(r.exit_code, 0);
 	assert_int_equal(strncmp(r.out, "khprof version ", 15), 0);
 	assert_non_null(strstr(r.out, "\nprobe ABI 3 "));
 	assert_non_null(strstr(r.out, "\nrecord schema keyhog-profile-v1\n"));
 	run_result_free(&r);
 
-	r = run(help);
+	r = run_here(help);
 	assert_int_equal(r.exit_code, 0);
 	assert_non_null(strstr(r.out, "usage: khprof "));
 	/* The table says which commands need root. */
@@ -200,14 +194,14 @@ static void test_version_and_help_command(void **state)
 	assert_non_null(strstr(r.out, "   report          "));
 	run_result_free(&r);
 
-	r = run(help_record);
-	direct = run(record_help);
+	r = run_here(help_record);
+	direct = run_here(record_help);
 	assert_int_equal(r.exit_code, 0);
 	assert_string_equal(r.out, direct.out);
 	run_result_free(&r);
 	run_result_free(&direct);
 
-	r = run(help_bad);
+	r = run_here(help_bad);
 	assert_int_equal(r.exit_code, 2);
 	assert_int_equal(count_lines(r.err), 1);
 	run_result_free(&r);
@@ -270,7 +264,7 @@ static void test_report_directory_of_runs(void **state)
 	(void)state;
 	assert_non_null(dir);
 	empty[2] = dir;
-	r = run(empty);
+	r = run_here(empty);
 	assert_int_equal(r.exit_code, 2);
 	assert_int_equal(count_lines(r.err), 1);
 	assert_non_null(strstr(r.err, "no run-NNN.json"));
@@ -281,7 +275,7 @@ static void test_report_directory_of_runs(void **state)
 		snprintf(path, sizeof(path), "%s/run-%03d.json", dir, i);
 		assert_int_equal(file__write_atomic(path, record, len), 0);
 	}
-	r = run(argv);
+	r = run_here(argv);
 	assert_int_equal(r.exit_code, 0);
 	snprintf(heading, sizeof(heading), "2 runs in '%s':\n", dir);
 	assert_int_equal(strncmp(r.out, heading, strlen(heading)), 0);
@@ -317,7 +311,7 @@ static void test_probes_align_long_names(void **state)
 	struct run_result r;
 
 	(void)state;
-	r = run(ours);
+	r = run_here(ours);
 	assert_int_equal(r.exit_code, 0);
 	assert_columns_aligned(r.out);
 	run_result_free(&r);
@@ -330,7 +324,7 @@ static void test_probes_align_long_names(void **state)
 	python[strcspn(python, "\n")] = '\0';
 	if (!python[0] || access(python, R_OK) != 0)
 		skip(); /* no Python here: its 25-character probe names are the case */
-	r = run(argv);
+	r = run_here(argv);
 	assert_int_equal(r.exit_code, 0);
 	if (!strstr(r.out, "import__find__load__start")) {
 		run_result_free(&r);

@@ -15,7 +15,7 @@
 #include <signal.h>
 
 #include "json.h"
-#include "khtest.h"
+#include "khchild.h"
 #include "record.h"
 
 #define FAULTS "build/workloads/faults"
@@ -39,13 +39,6 @@ static struct counts read_counts(const char *path)
 	assert_int_equal(fscanf(f, "%" SCNu64 " %" SCNu64, &c.spans, &c.input_bytes), 2);
 	fclose(f);
 	return c;
-}
-
-static uint64_t calls_of(const struct kh_profile *p, uint32_t stage)
-{
-	const struct kh_stage_measurement *m = profile__find_stage(p, stage);
-
-	return m ? m->calls : 0;
 }
 
 static void assert_no_drops(const struct kh_profile *p)
@@ -193,60 +186,11 @@ static void test_second_session_start_refused(void **state)
 	}
 }
 
-/* A child with its stdin and stdout on pipes; stderr too when asked. */
-struct child {
-	pid_t pid;
-	int to;
-	FILE *from;
-};
-
-static struct child spawn(char *const argv[], bool capture_stderr)
-{
-	int in[2], out[2];
-	struct child c;
-
-	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
-	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
-	c.pid = fork();
-	assert_true(c.pid >= 0);
-	if (c.pid == 0) {
-		dup2(in[0], 0);
-		dup2(out[1], capture_stderr ? 2 : 1);
-		execv(argv[0], argv);
-		_exit(121);
-	}
-	close(in[0]);
-	close(out[1]);
-	c.to = in[1];
-	c.from = fdopen(out[0], "r");
-	return c;
-}
-
-/* The next line that starts with prefix, its rest parsed as a number. */
-static long wait_for(FILE *from, const char *prefix)
-{
-	char line[256];
-
-	while (fgets(line, sizeof(line), from))
-		if (!strncmp(line, prefix, strlen(prefix)))
-			return atol(line + strlen(prefix));
-	fail_msg("stream ended before a line starting '%s'", prefix);
-	return -1;
-}
-
-static int wait_exit(pid_t pid)
-{
-	int status;
-
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 /* Lets the workload run one more span and waits until it says it completed. */
 static void next_span(struct child *w, long expect)
 {
 	assert_int_equal(write(w->to, "\n", 1), 1);
-	assert_int_equal(wait_for(w->from, "spans "), expect);
+	assert_int_equal(child_wait_for_number(w, "spans "), expect);
 }
 
 /* SIGKILL from outside in the middle of a run. */
@@ -264,9 +208,9 @@ static void test_killed_from_outside(void **state)
 		snprintf(out, sizeof(out), "%s/killed-%s.json", tmpdir, modes[m]);
 		snprintf(counts_path, sizeof(counts_path), "%s/killed-%s.counts", tmpdir,
 			 modes[m]);
-		k = spawn(argv, false);
-		workload = (pid_t)wait_for(k.from, "ready ");
-		assert_int_equal(wait_for(k.from, "spans "), 1);
+		k = child_spawn(argv, false);
+		workload = (pid_t)child_wait_for_number(&k, "ready ");
+		assert_int_equal(child_wait_for_number(&k, "spans "), 1);
 		for (long i = 2; i <= 7; i++)
 			next_span(&k, i);
 		assert_int_equal(kill(workload, SIGKILL), 0);
@@ -278,8 +222,7 @@ static void test_killed_from_outside(void **state)
 		assert_int_equal(p.ext.exit_signal.value, SIGKILL);
 		assert_no_drops(&p);
 		profile__free(&p);
-		fclose(k.from);
-		close(k.to);
+		child_close(&k);
 	}
 }
 
@@ -303,23 +246,23 @@ static void check_attach_detach_exact(bool by_exe)
 
 	snprintf(out, sizeof(out), "%s/%s.json", tmpdir, name);
 	snprintf(counts_path, sizeof(counts_path), "%s/%s.counts", tmpdir, name);
-	w = spawn(wargv, false);
-	snprintf(pid_text, sizeof(pid_text), "%ld", wait_for(w.from, "ready "));
+	w = child_spawn(wargv, false);
+	snprintf(pid_text, sizeof(pid_text), "%ld", child_wait_for_number(&w, "ready "));
 	for (long i = 1; i <= 3; i++) {
-		assert_int_equal(wait_for(w.from, "spans "), i);
+		assert_int_equal(child_wait_for_number(&w, "spans "), i);
 		if (i < 3)
 			assert_int_equal(write(w.to, "\n", 1), 1);
 	}
 	before = 3;
-	k = spawn(by_exe ? exe_argv : pid_argv, true);
-	wait_for(k.from, "khprof: note: attached to PID");
+	k = child_spawn(by_exe ? exe_argv : pid_argv, true);
+	child_wait_for_line(&k, "khprof: note: attached to PID");
 	for (long i = before + 1; i <= before + 5; i++)
 		next_span(&w, i);
 	assert_int_equal(kill(k.pid, SIGINT), 0);
 	assert_int_equal(wait_exit(k.pid), 0);
 	/* Spans after the detach are not in the record. */
 	next_span(&w, before + 6);
-	close(w.to);
+	child_close_input(&w);
 	assert_int_equal(wait_exit(w.pid), 0);
 
 	if (by_exe)
@@ -343,9 +286,8 @@ static void check_attach_detach_exact(bool by_exe)
 	assert_no_drops(&p);
 	profile__free(&p);
 	assert_seed_conformance_of(khprof, record);
-	fclose(w.from);
-	fclose(k.from);
-	close(k.to);
+	child_close(&w);
+	child_close(&k);
 }
 
 static void test_attach_detach_exact(void **state)
@@ -372,12 +314,12 @@ static void test_attach_then_killed(void **state)
 	(void)state;
 	snprintf(out, sizeof(out), "%s/attach-killed.json", tmpdir);
 	snprintf(counts_path, sizeof(counts_path), "%s/attach-killed.counts", tmpdir);
-	w = spawn(wargv, false);
-	workload = (pid_t)wait_for(w.from, "ready ");
+	w = child_spawn(wargv, false);
+	workload = (pid_t)child_wait_for_number(&w, "ready ");
 	snprintf(pid_text, sizeof(pid_text), "%d", (int)workload);
-	assert_int_equal(wait_for(w.from, "spans "), 1);
-	k = spawn(kargv, true);
-	wait_for(k.from, "khprof: note: attached to PID");
+	assert_int_equal(child_wait_for_number(&w, "spans "), 1);
+	k = child_spawn(kargv, true);
+	child_wait_for_line(&k, "khprof: note: attached to PID");
 	for (long i = 2; i <= 5; i++)
 		next_span(&w, i);
 	assert_int_equal(kill(workload, SIGKILL), 0);
@@ -393,30 +335,18 @@ static void test_attach_then_killed(void **state)
 	assert_int_equal(p.ext.exit_signal.value, SIGKILL);
 	assert_no_drops(&p);
 	profile__free(&p);
-	fclose(w.from);
-	close(w.to);
-	fclose(k.from);
-	close(k.to);
-}
-
-static int group_setup(void **state)
-{
-	(void)state;
-	tmpdir = make_temp_dir("khprof-faults");
-	return tmpdir ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	int err = remove_tree(tmpdir);
-
-	(void)state;
-	free(tmpdir);
-	return err;
+	child_close(&w);
+	child_close(&k);
 }
 
 int main(void)
 {
+	static const struct root_tests rt = {
+		.name = "test_faults",
+		.need = "BPF integration tests need root (CAP_BPF, CAP_PERFMON)",
+		.tmp_prefix = "khprof-faults",
+		.tmpdir = &tmpdir,
+	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fault_matrix),
 		cmocka_unit_test(test_second_session_start_refused),
@@ -428,15 +358,5 @@ int main(void)
 	};
 
 	khprof = tool_path("KH_KHPROF", "build/khprof");
-	if (geteuid() != 0) {
-		if (running_in_ci()) {
-			fprintf(stderr, "test_faults: BPF tests need root and CI=true forbids "
-					"skipping them\n");
-			return 1;
-		}
-		printf("test_faults: skipped: BPF integration tests need root (CAP_BPF, "
-		       "CAP_PERFMON)\n");
-		return 0;
-	}
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return run_root_tests(&rt, tests);
 }

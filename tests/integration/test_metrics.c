@@ -42,11 +42,6 @@
 static char *khprof;
 static char *tmpdir;
 
-static struct run_result run(char *const argv[])
-{
-	return run_cmd(NULL, -1, argv);
-}
-
 static char *golden(const char *name)
 {
 	char *path;
@@ -66,7 +61,7 @@ static void assert_promtool_accepts(const char *path)
 	if (asprintf(&script, "exec %s check metrics < '%s'", PROMTOOL, path) < 0)
 		abort();
 	argv[2] = script;
-	r = run(argv);
+	r = run_here(argv);
 	if (r.exit_code != 0)
 		fail_msg("promtool check metrics rejects %s (exit %d): %s%s", path, r.exit_code,
 			 r.out, r.err);
@@ -86,7 +81,7 @@ static void test_export_prometheus_text_passes_promtool(void **state)
 
 	(void)state;
 	snprintf(out, sizeof(out), "%s/export.prom", tmpdir);
-	r = run(argv);
+	r = run_here(argv);
 	assert_int_equal(r.exit_code, 0);
 	assert_string_equal(r.out, "");
 	assert_int_equal(file__read_all(out, &text, &len), 0);
@@ -108,7 +103,7 @@ static void test_export_openmetrics_to_stdout(void **state)
 	struct run_result r;
 
 	(void)state;
-	r = run(argv);
+	r = run_here(argv);
 	assert_int_equal(r.exit_code, 0);
 	assert_true(has_suffix(r.out, "\n# EOF\n"));
 	assert_non_null(strstr(r.out, "# TYPE khprof_stage_calls counter\n"));
@@ -129,19 +124,19 @@ static void test_export_bad_input(void **state)
 	struct run_result r;
 
 	(void)state;
-	r = run(missing);
+	r = run_here(missing);
 	assert_int_equal(r.exit_code, 2);
 	assert_non_null(strstr(r.err, "cannot read record '/nonexistent.json'"));
 	assert_string_equal(r.out, ""); /* nothing half-written */
 	run_result_free(&r);
-	r = run(malformed);
+	r = run_here(malformed);
 	assert_int_equal(r.exit_code, 2);
 	run_result_free(&r);
-	r = run(format);
+	r = run_here(format);
 	assert_int_equal(r.exit_code, 2);
 	assert_non_null(strstr(r.err, "unknown format 'xml'"));
 	run_result_free(&r);
-	r = run(none);
+	r = run_here(none);
 	assert_int_equal(r.exit_code, 2);
 	run_result_free(&r);
 	unlink(bad_path);
@@ -313,10 +308,8 @@ static struct prometheus start_prometheus(int target_port)
 
 static void stop_prometheus(struct prometheus *p)
 {
-	int status;
-
 	kill(p->pid, SIGTERM);
-	assert_int_equal(waitpid(p->pid, &status, 0), p->pid);
+	wait_exit(p->pid);
 }
 
 static bool target_is_up(int port)
@@ -422,14 +415,12 @@ struct traced {
 /* The workload's serve loop with `khprof attach --serve` on it. */
 static struct traced start_traced(void)
 {
-	char *workload_argv[] = { WORKLOAD, "serve", NULL };
 	char pid_text[16], serve[32];
 	char *khprof_argv[] = { khprof, "attach", "--mode", "span", "-q", "-p", pid_text,
 				"--serve", serve, NULL };
 	struct traced t;
 
-	t.workload = child_spawn(workload_argv, false);
-	child_wait_for_line(&t.workload, "ready");
+	t.workload = serve_loop_start(WORKLOAD);
 	snprintf(pid_text, sizeof(pid_text), "%d", t.workload.pid);
 	t.port = free_port();
 	snprintf(serve, sizeof(serve), "127.0.0.1:%d", t.port);
@@ -438,17 +429,9 @@ static struct traced start_traced(void)
 	return t;
 }
 
-static void workload_command(struct traced *t, const char *line)
-{
-	child_send(&t->workload, line);
-	child_wait_for_line(&t->workload, "done");
-}
-
 static void stop_traced(struct traced *t)
 {
-	close(t->workload.to);
-	t->workload.to = -1;
-	assert_int_equal(child_wait(&t->workload), 0);
+	serve_loop_stop(&t->workload);
 	/* The workload's exit ends the trace; khprof exits on its own. */
 	assert_int_equal(child_wait(&t->khprof), 0);
 }
@@ -470,10 +453,10 @@ static void test_prometheus_scrapes_live_totals(void **state)
 	(void)state;
 	t = start_traced();
 	for (int i = 0; i < 3; i++)
-		workload_command(&t, "session\n");
-	workload_command(&t, "begin\n");
-	workload_command(&t, "spans\n");
-	workload_command(&t, "spans\n");
+		serve_loop_command(&t.workload, "session\n");
+	serve_loop_command(&t.workload, "begin\n");
+	serve_loop_command(&t.workload, "spans\n");
+	serve_loop_command(&t.workload, "spans\n");
 
 	prom = start_prometheus(t.port);
 	deadline = now_ns() + PROMETHEUS_DEADLINE_S * 1000000000ull;
@@ -507,7 +490,7 @@ static void test_prometheus_scrapes_live_totals(void **state)
 	free(labels);
 
 	/* Live: the open session ends, and the next scrapes show it. */
-	workload_command(&t, "end\n");
+	serve_loop_command(&t.workload, "end\n");
 	assert_prometheus_value(prom.port,
 				"khprof_sessions_ended_total{status=\"completed\"}", 4);
 	assert_prometheus_value(prom.port, "khprof_sessions_open{state=\"scanning\"}", 0);
@@ -538,7 +521,7 @@ static void test_served_metrics_pass_promtool(void **state)
 
 	(void)state;
 	t = start_traced();
-	workload_command(&t, "session\n");
+	serve_loop_command(&t.workload, "session\n");
 	text = http_get(t.port, "/metrics");
 	assert_non_null(text);
 	assert_non_null(strstr(text, "khprof_stage_calls_total{stage=\"hot-patterns\"} 10\n"));
@@ -577,18 +560,15 @@ static void test_record_serves_while_the_command_runs(void **state)
 	/* The command reads khprof's stdin and writes to its stdout. */
 	k = child_spawn(argv, false);
 	child_wait_for_line(&k, "ready");
-	child_send(&k, "session\n");
-	child_wait_for_line(&k, "done");
-	child_send(&k, "begin\n");
-	child_wait_for_line(&k, "done");
+	serve_loop_command(&k, "session\n");
+	serve_loop_command(&k, "begin\n");
 	text = http_get(port, "/metrics");
 	assert_non_null(text);
 	assert_non_null(strstr(text, "khprof_stage_calls_total{stage=\"hot-patterns\"} 10\n"));
 	assert_non_null(strstr(text, "khprof_sessions_ended_total{status=\"completed\"} 1\n"));
 	assert_non_null(strstr(text, "khprof_sessions_open{state=\"scanning\"} 1\n"));
 	free(text);
-	close(k.to);
-	k.to = -1;
+	child_close_input(&k);
 	/* The command's own status; its end closes the open session. */
 	assert_int_equal(child_wait(&k), 0);
 }
@@ -644,7 +624,7 @@ static void test_server_answers_bad_and_slow_clients(void **state)
 	assert_int_equal(http_status(answer), 431);
 	free(answer);
 	/* Tracing went on meanwhile, and a normal scrape still sees it. */
-	workload_command(&t, "session\n");
+	serve_loop_command(&t.workload, "session\n");
 	answer = http_get(t.port, "/metrics");
 	assert_non_null(answer);
 	assert_non_null(strstr(answer, "khprof_sessions_ended_total{status=\"completed\"} 1\n"));
@@ -678,19 +658,19 @@ static void test_serve_address_errors(void **state)
 	assert_int_equal(getsockname(holder, (struct sockaddr *)&a, &len), 0);
 	snprintf(busy, sizeof(busy), "127.0.0.1:%d", ntohs(a.sin_port));
 
-	r = run(bad);
+	r = run_here(bad);
 	assert_int_equal(r.exit_code, 2);
 	assert_non_null(strstr(r.err, "bad --serve 'localhost:http'"));
 	run_result_free(&r);
-	r = run(range);
+	r = run_here(range);
 	assert_int_equal(r.exit_code, 2);
 	run_result_free(&r);
-	r = run(taken);
+	r = run_here(taken);
 	assert_int_equal(r.exit_code, 1);
 	assert_non_null(strstr(r.err, "cannot serve metrics on"));
 	assert_non_null(strstr(r.err, "Address already in use"));
 	run_result_free(&r);
-	r = run(repeat);
+	r = run_here(repeat);
 	assert_int_equal(r.exit_code, 2);
 	assert_non_null(strstr(r.err, "--serve cannot be used with --repeat"));
 	run_result_free(&r);
@@ -732,29 +712,14 @@ static void test_server_bounds_clients(void **state)
 	stop_traced(&t);
 }
 
-static int group_setup(void **state)
-{
-	(void)state;
-	khprof = tool_path("KH_KHPROF", "build/khprof");
-	tmpdir = make_temp_dir("khprof-metrics");
-	return tmpdir ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	remove_tree(tmpdir);
-	free(tmpdir);
-	free(khprof);
-	return 0;
-}
-
 int main(void)
 {
-	if (geteuid() != 0) {
-		printf("test_metrics: skipped: --serve tests attach with BPF and need root\n");
-		return running_in_ci() ? 1 : 0;
-	}
+	static const struct root_tests rt = {
+		.name = "test_metrics",
+		.need = "--serve tests attach with BPF and need root",
+		.tmp_prefix = "khprof-metrics",
+		.tmpdir = &tmpdir,
+	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_export_prometheus_text_passes_promtool),
 		cmocka_unit_test(test_export_openmetrics_to_stdout),
@@ -767,5 +732,6 @@ int main(void)
 		cmocka_unit_test(test_prometheus_scrapes_live_totals),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	khprof = tool_path("KH_KHPROF", "build/khprof");
+	return run_root_tests(&rt, tests);
 }

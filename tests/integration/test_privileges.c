@@ -283,7 +283,7 @@ static void test_ambient_capabilities_are_not_inherited(void **state)
 	char *argv[] = { khprof, "record", "-q", "-o", rec, "--", CREDS, out, NULL };
 	char *creds = NULL, *err = NULL;
 	size_t len;
-	int status, fd;
+	int code, fd;
 	pid_t pid;
 
 	(void)state;
@@ -310,11 +310,11 @@ static void test_ambient_capabilities_are_not_inherited(void **state)
 		execv(khprof, argv);
 		_exit(RUN_EXEC_FAILED);
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
+	code = wait_exit(pid);
 	assert_int_equal(file__read_all(errpath, &err, &len), 0);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		fail_msg("khprof as uid 65534 with ambient CAP_BPF, CAP_PERFMON: status %d: %s",
-			 status, err);
+	if (code != 0)
+		fail_msg("khprof as uid 65534 with ambient CAP_BPF, CAP_PERFMON: exit %d: %s",
+			 code, err);
 	assert_int_equal(file__read_all(out, &creds, &len), 0);
 	ids(65534, want, sizeof(want));
 	assert_field(creds, "Uid", want);
@@ -353,7 +353,6 @@ static void test_attach_unreadable_process_says_why(void **state)
 {
 	char pid_text[16], *argv[] = { khprof, "attach", "-p", pid_text, "--duration", "1", NULL };
 	struct run_result r;
-	int status;
 	pid_t target, tracer;
 	char *err = NULL;
 	size_t len;
@@ -380,10 +379,9 @@ static void test_attach_unreadable_process_says_why(void **state)
 		execv(khprof, argv);
 		_exit(RUN_EXEC_FAILED);
 	}
-	assert_int_equal(waitpid(tracer, &status, 0), tracer);
+	r.exit_code = wait_exit(tracer);
 	kill(target, SIGKILL);
 	waitpid(target, NULL, 0);
-	r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	assert_int_equal(file__read_all(errpath, &err, &len), 0);
 	assert_int_equal(r.exit_code, 1);
 	assert_int_equal(count_lines(err), 1);
@@ -392,24 +390,15 @@ static void test_attach_unreadable_process_says_why(void **state)
 	free(err);
 }
 
-static int group_setup(void **state)
-{
-	(void)state;
-	tmpdir = make_temp_dir("khprof-priv");
-	return tmpdir && chmod(tmpdir, 0777) == 0 ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	int err = remove_tree(tmpdir);
-
-	(void)state;
-	free(tmpdir);
-	return err;
-}
-
 int main(void)
 {
+	static const struct root_tests rt = {
+		.name = "test_privileges",
+		.need = "these tests need root",
+		.tmp_prefix = "khprof-priv",
+		.tmpdir = &tmpdir,
+		.tmp_mode = 0777,
+	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_root_without_sudo_stays_root),
 		cmocka_unit_test(test_sudo_runs_as_the_invoking_user),
@@ -421,14 +410,5 @@ int main(void)
 	};
 
 	khprof = tool_path("KH_KHPROF", "build/khprof");
-	if (geteuid() != 0) {
-		if (running_in_ci()) {
-			fprintf(stderr, "test_privileges: these tests need root and CI=true "
-					"forbids skipping them\n");
-			return 1;
-		}
-		printf("test_privileges: skipped: these tests need root\n");
-		return 0;
-	}
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return run_root_tests(&rt, tests);
 }

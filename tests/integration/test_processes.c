@@ -28,13 +28,6 @@
 static char *khprof;
 static char *tmpdir;
 
-static uint64_t calls_of(const struct kh_profile *p, uint32_t stage)
-{
-	const struct kh_stage_measurement *m = profile__find_stage(p, stage);
-
-	return m ? m->calls : 0;
-}
-
 /* `khprof attach --exe target ...`, once it watches. */
 static struct child start_watch(const char *target, const char *out, bool from_start)
 {
@@ -51,28 +44,6 @@ static void stop_watch(struct child *k)
 {
 	assert_int_equal(kill(k->pid, SIGTERM), 0);
 	assert_int_equal(child_wait(k), 0);
-}
-
-static struct child start_server(void)
-{
-	char *argv[] = { WORKLOAD, "serve", NULL };
-	struct child w = child_spawn(argv, false);
-
-	child_wait_for_line(&w, "ready");
-	return w;
-}
-
-static void command(struct child *w, const char *line)
-{
-	child_send(w, line);
-	child_wait_for_line(w, "done");
-}
-
-static void stop_server(struct child *w)
-{
-	close(w->to);
-	w->to = -1;
-	assert_int_equal(child_wait(w), 0);
 }
 
 /* The record of process pid: out with ".PID" before the extension. */
@@ -93,19 +64,19 @@ static void test_running_and_later_processes(void **state)
 
 	(void)state;
 	snprintf(out, sizeof(out), "%s/exe.json", tmpdir);
-	early = start_server();
+	early = serve_loop_start(WORKLOAD);
 	k = start_watch(WORKLOAD, out, false);
 	snprintf(needle, sizeof(needle), "attached to PID %d ", early.pid);
 	child_wait_for_line(&k, needle);
-	late = start_server();
+	late = serve_loop_start(WORKLOAD);
 	snprintf(needle, sizeof(needle), "attached to PID %d ", late.pid);
 	child_wait_for_line(&k, needle);
 
-	command(&early, "session\n");
-	command(&late, "session\n");
-	command(&late, "session\n");
-	stop_server(&early);
-	stop_server(&late);
+	serve_loop_command(&early, "session\n");
+	serve_loop_command(&late, "session\n");
+	serve_loop_command(&late, "session\n");
+	serve_loop_stop(&early);
+	serve_loop_stop(&late);
 	stop_watch(&k);
 
 	load_process_record(tmpdir, early.pid, &p);
@@ -199,16 +170,16 @@ static void test_exe_interval(void **state)
 	snprintf(dir, sizeof(dir), "%s/interval", tmpdir);
 	assert_int_equal(mkdir(dir, 0700), 0);
 	snprintf(out, sizeof(out), "%s/exe.json", dir);
-	w = start_server();
+	w = serve_loop_start(WORKLOAD);
 	k = child_spawn(argv, true);
 	snprintf(needle, sizeof(needle), "attached to PID %d ", w.pid);
 	child_wait_for_line(&k, needle);
-	command(&w, "begin\n");
+	serve_loop_command(&w, "begin\n");
 	/* An interval line ("khprof: 0.01s scanning ...") while the session is open. */
 	child_wait_for_line(&k, "s scanning ");
-	command(&w, "spans\n");
-	command(&w, "end\n");
-	stop_server(&w);
+	serve_loop_command(&w, "spans\n");
+	serve_loop_command(&w, "end\n");
+	serve_loop_stop(&w);
 	stop_watch(&k);
 
 	load_process_record(dir, w.pid, &p);
@@ -247,25 +218,14 @@ static void test_exe_errors(void **state)
 	run_result_free(&r);
 }
 
-static int group_setup(void **state)
-{
-	(void)state;
-	khprof = tool_path("KH_KHPROF", "build/khprof");
-	tmpdir = make_temp_dir("khprof-processes");
-	return tmpdir ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	remove_tree(tmpdir);
-	free(tmpdir);
-	free(khprof);
-	return 0;
-}
-
 int main(void)
 {
+	static const struct root_tests rt = {
+		.name = "test_processes",
+		.need = "BPF integration tests need root (CAP_BPF, CAP_PERFMON)",
+		.tmp_prefix = "khprof-processes",
+		.tmpdir = &tmpdir,
+	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_running_and_later_processes),
 		cmocka_unit_test(test_from_start_executable),
@@ -274,14 +234,6 @@ int main(void)
 		cmocka_unit_test(test_exe_errors),
 	};
 
-	if (geteuid() != 0) {
-		if (running_in_ci()) {
-			fprintf(stderr, "test_processes: BPF tests need root and CI=true forbids "
-					"skipping them\n");
-			return 1;
-		}
-		printf("test_processes: skipped: BPF integration tests need root\n");
-		return 0;
-	}
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	khprof = tool_path("KH_KHPROF", "build/khprof");
+	return run_root_tests(&rt, tests);
 }

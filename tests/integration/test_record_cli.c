@@ -25,19 +25,6 @@
 static char *khprof;
 static char *tmpdir;
 
-static struct run_result run(char *const argv[])
-{
-	return run_cmd(NULL, -1, argv);
-}
-
-/* dir/name into buf, failing rather than cutting it short. */
-static void join(char *buf, size_t len, const char *dir, const char *name)
-{
-	int used = snprintf(buf, len, "%s/%s", dir, name);
-
-	assert_true(used > 0 && (size_t)used < len);
-}
-
 /* 4 sessions, then 2 to the same -o: no p.3/p.4 of the first run remain. */
 static void test_rerun_replaces_earlier_series(void **state)
 {
@@ -49,17 +36,17 @@ static void test_rerun_replaces_earlier_series(void **state)
 	struct kh_profile p;
 
 	(void)state;
-	join(out, sizeof(out), tmpdir, "p.json");
-	join(second, sizeof(second), tmpdir, "p.2.json");
-	join(third, sizeof(third), tmpdir, "p.3.json");
-	join(fourth, sizeof(fourth), tmpdir, "p.4.json");
-	r = run(four);
+	path_in(out, sizeof(out), tmpdir, "p.json");
+	path_in(second, sizeof(second), tmpdir, "p.2.json");
+	path_in(third, sizeof(third), tmpdir, "p.3.json");
+	path_in(fourth, sizeof(fourth), tmpdir, "p.4.json");
+	r = run_here(four);
 	assert_int_equal(r.exit_code, 0);
 	assert_int_equal(access(fourth, F_OK), 0);
 	assert_null(strstr(r.err, "removed"));
 	run_result_free(&r);
 
-	r = run(two);
+	r = run_here(two);
 	assert_int_equal(r.exit_code, 0);
 	assert_int_equal(access(third, F_OK), -1);
 	assert_int_equal(access(fourth, F_OK), -1);
@@ -86,14 +73,14 @@ static void test_shell_wrapper_hint(void **state)
 	struct run_result r;
 
 	(void)state;
-	join(out, sizeof(out), tmpdir, "exec.json");
-	r = run(forks);
+	path_in(out, sizeof(out), tmpdir, "exec.json");
+	r = run_here(forks);
 	assert_int_equal(r.exit_code, 0);
 	assert_string_equal(r.err, "khprof: warning: '/bin/sh' and its libraries have no keyhog "
 				   "probes: it ran untraced (the children it forks are not "
 				   "followed; a shell should 'exec' the instrumented program)\n");
 	run_result_free(&r);
-	r = run(execs);
+	r = run_here(execs);
 	assert_int_equal(r.exit_code, 0);
 	assert_int_equal(access(out, F_OK), 0);
 	run_result_free(&r);
@@ -111,10 +98,10 @@ static void test_report_dir_prints_the_series_spread(void **state)
 	const char *table;
 
 	(void)state;
-	join(dir, sizeof(dir), tmpdir, "runs");
-	rec = run(series);
+	path_in(dir, sizeof(dir), tmpdir, "runs");
+	rec = run_here(series);
 	assert_int_equal(rec.exit_code, 0);
-	rep = run(report);
+	rep = run_here(report);
 	assert_int_equal(rep.exit_code, 0);
 	assert_string_equal(rep.err, "");
 	snprintf(heading, sizeof(heading), "2 runs in '%s':\n", dir);
@@ -126,30 +113,20 @@ static void test_report_dir_prints_the_series_spread(void **state)
 	run_result_free(&rec);
 	run_result_free(&rep);
 
-	rep = run(json);
+	rep = run_here(json);
 	assert_int_equal(rep.exit_code, 2);
 	assert_int_equal(count_lines(rep.err), 1);
 	run_result_free(&rep);
 }
 
-static int group_setup(void **state)
-{
-	(void)state;
-	tmpdir = make_temp_dir("khprof-record-cli");
-	return tmpdir ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	int err = remove_tree(tmpdir);
-
-	(void)state;
-	free(tmpdir);
-	return err;
-}
-
 int main(void)
 {
+	static const struct root_tests rt = {
+		.name = "test_record_cli",
+		.need = "BPF integration tests need root",
+		.tmp_prefix = "khprof-record-cli",
+		.tmpdir = &tmpdir,
+	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rerun_replaces_earlier_series),
 		cmocka_unit_test(test_shell_wrapper_hint),
@@ -157,14 +134,5 @@ int main(void)
 	};
 
 	khprof = tool_path("KH_KHPROF", "build/khprof");
-	if (geteuid() != 0) {
-		if (running_in_ci()) {
-			fprintf(stderr, "test_record_cli: BPF tests need root and CI=true forbids "
-					"skipping them\n");
-			return 1;
-		}
-		printf("test_record_cli: skipped: BPF integration tests need root\n");
-		return 0;
-	}
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return run_root_tests(&rt, tests);
 }

@@ -25,7 +25,7 @@
 
 #include <cmocka.h>
 
-#include "khtest.h"
+#include "khchild.h"
 #include "record.h"
 
 #define WORKLOAD_RS "build/workloads/workload-rs"
@@ -40,44 +40,6 @@ static char *tmpdir;
 static const char *const modes[] = { "batch", "span", "pair" };
 #define N_MODES (sizeof(modes) / sizeof(modes[0]))
 
-static struct run_result run(char *const argv[])
-{
-	return run_cmd(NULL, -1, argv);
-}
-
-__attribute__((format(printf, 3, 4)))
-static void tmp_path(char *buf, size_t len, const char *name, ...)
-{
-	int used = snprintf(buf, len, "%s/", tmpdir);
-	va_list ap;
-
-	assert_true(used > 0 && (size_t)used < len);
-	va_start(ap, name);
-	used += vsnprintf(buf + used, len - (size_t)used, name, ap);
-	va_end(ap);
-	assert_true((size_t)used < len);
-}
-
-static uint64_t calls_of(const struct kh_profile *p, uint32_t stage)
-{
-	const struct kh_stage_measurement *m = profile__find_stage(p, stage);
-
-	return m ? m->calls : 0;
-}
-
-static uint64_t elapsed_of(const struct kh_profile *p, uint32_t stage)
-{
-	const struct kh_stage_measurement *m = profile__find_stage(p, stage);
-
-	return m ? m->elapsed_ns : 0;
-}
-
-/* The seed's own types read the record and print exactly what khprof does. */
-static void assert_seed_conformance(const char *record)
-{
-	assert_seed_conformance_of(khprof, record);
-}
-
 /* khprof record --mode MODE -o OUT -- argv...; fails unless it exits 0. */
 static struct run_result record(const char *mode, const char *out, char *const workload[])
 {
@@ -90,7 +52,7 @@ static struct run_result record(const char *mode, const char *out, char *const w
 		assert_true(argc < sizeof(argv) / sizeof(argv[0]));
 	}
 	argv[argc] = NULL;
-	r = run(argv);
+	r = run_here(argv);
 	if (r.exit_code != 0)
 		fail_msg("khprof record --mode %s -o %s exited %d: %s", mode, out, r.exit_code, r.err);
 	return r;
@@ -161,7 +123,7 @@ static void check_nested(const char *workload, const char *mode)
 	struct kh_profile p;
 	struct run_result r;
 
-	tmp_path(out, sizeof(out), "nested-%s-%s.json", mode,
+	path_in(out, sizeof(out), tmpdir, "nested-%s-%s.json", mode,
 		 strcmp(workload, WORKLOAD_RS) ? "debian" : "current");
 	r = record(mode, out, argv);
 	assert_non_null(strstr(r.out, "nested n=50 sequence=0 traced=true"));
@@ -171,7 +133,7 @@ static void check_nested(const char *workload, const char *mode)
 	load_record(out, &p);
 	assert_nested(&p, 50, printed_logical_cpus(r.out));
 	profile__free(&p);
-	assert_seed_conformance(out);
+	assert_seed_conformance_of(khprof, out);
 	run_result_free(&r);
 }
 
@@ -190,8 +152,8 @@ static void check_ends_in_session(const char *how, const char *mode, int exit_co
 	struct kh_profile p;
 	struct run_result r;
 
-	tmp_path(out, sizeof(out), "%s-%s.json", how, mode);
-	r = run(argv);
+	path_in(out, sizeof(out), tmpdir, "%s-%s.json", how, mode);
+	r = run_here(argv);
 	if (r.exit_code != exit_code)
 		fail_msg("record --mode %s of '%s' exited %d, not %d: %s", mode, how, r.exit_code,
 			 exit_code, r.err);
@@ -211,7 +173,7 @@ static void check_ends_in_session(const char *how, const char *mode, int exit_co
 	else
 		assert_int_equal(p.ext.exit_signal.value, code);
 	profile__free(&p);
-	assert_seed_conformance(out);
+	assert_seed_conformance_of(khprof, out);
 	run_result_free(&r);
 }
 
@@ -233,7 +195,7 @@ static void test_nested_all_modes(void **state)
 	for (size_t i = 0; i < N_MODES; i++)
 		check_nested(WORKLOAD_RS, modes[i]);
 	/* enabled() is true only while a tracer is attached. */
-	untraced = run(untraced_argv);
+	untraced = run_here(untraced_argv);
 	assert_int_equal(untraced.exit_code, 0);
 	assert_non_null(strstr(untraced.out, "nested n=5 sequence=0 traced=false\n"));
 	run_result_free(&untraced);
@@ -257,7 +219,7 @@ static void test_times_match_workload_clock(void **state)
 		struct run_result r;
 		uint64_t traced;
 
-		tmp_path(out, sizeof(out), "timed-%s.json", modes[i]);
+		path_in(out, sizeof(out), tmpdir, "timed-%s.json", modes[i]);
 		r = record(modes[i], out, argv);
 		assert_int_equal(sscanf(r.out, "own_total_ns=%llu", &own), 1);
 		load_record(out, &p);
@@ -285,13 +247,13 @@ static void test_program_without_sessions_all_modes(void **state)
 		struct kh_profile p;
 		struct run_result r;
 
-		tmp_path(out, sizeof(out), "nosession-%s.json", modes[i]);
+		path_in(out, sizeof(out), tmpdir, "nosession-%s.json", modes[i]);
 		r = record(modes[i], out, argv);
 		load_record(out, &p);
 		assert_int_equal(calls_of(&p, KH_STAGE_SUPPRESSION), 100);
 		assert_int_equal(p.status, KH_STATE_COMPLETED);
 		profile__free(&p);
-		assert_seed_conformance(out);
+		assert_seed_conformance_of(khprof, out);
 		run_result_free(&r);
 	}
 }
@@ -307,7 +269,7 @@ static void test_two_threads_all_modes(void **state)
 		struct kh_profile p;
 		struct run_result r;
 
-		tmp_path(out, sizeof(out), "threads-%s.json", modes[i]);
+		path_in(out, sizeof(out), tmpdir, "threads-%s.json", modes[i]);
 		r = record(modes[i], out, argv);
 		load_record(out, &p);
 		assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 2000);
@@ -316,7 +278,7 @@ static void test_two_threads_all_modes(void **state)
 		assert_int_equal(p.input_units, 2);
 		assert_int_equal(p.status, KH_STATE_COMPLETED);
 		profile__free(&p);
-		assert_seed_conformance(out);
+		assert_seed_conformance_of(khprof, out);
 		run_result_free(&r);
 	}
 }
@@ -334,7 +296,7 @@ static void test_several_sessions_all_modes(void **state)
 		char out[PATH_MAX], path[PATH_MAX], pid_prefix[32] = "";
 		struct run_result r;
 
-		tmp_path(out, sizeof(out), "sessions-%s.json", modes[m]);
+		path_in(out, sizeof(out), tmpdir, "sessions-%s.json", modes[m]);
 		r = record(modes[m], out, argv);
 		for (int s = 0; s < 4; s++) {
 			char version[32], suffix[16];
@@ -344,7 +306,7 @@ static void test_several_sessions_all_modes(void **state)
 			if (s == 0)
 				snprintf(path, sizeof(path), "%s", out);
 			else
-				tmp_path(path, sizeof(path), "sessions-%s.%d.json", modes[m], s + 1);
+				path_in(path, sizeof(path), tmpdir, "sessions-%s.%d.json", modes[m], s + 1);
 			load_record(path, &p);
 			snprintf(version, sizeof(version), "session-%d", s);
 			assert_string_equal(p.identity.binary_version, version);
@@ -360,9 +322,9 @@ static void test_several_sessions_all_modes(void **state)
 			else
 				assert_int_equal(strncmp(run_id, pid_prefix, strlen(pid_prefix)), 0);
 			profile__free(&p);
-			assert_seed_conformance(path);
+			assert_seed_conformance_of(khprof, path);
 		}
-		tmp_path(path, sizeof(path), "sessions-%s.5.json", modes[m]);
+		path_in(path, sizeof(path), tmpdir, "sessions-%s.5.json", modes[m]);
 		assert_int_equal(access(path, F_OK), -1);
 		run_result_free(&r);
 	}
@@ -381,7 +343,7 @@ static void test_wire_order_of_stages_and_states(void **state)
 	const char *line;
 
 	(void)state;
-	tmp_path(out, sizeof(out), "stages.json");
+	path_in(out, sizeof(out), tmpdir, "stages.json");
 	r = record("batch", out, argv);
 	load_record(out, &p);
 	assert_int_equal(p.stage_count, KH_STAGE_COUNT);
@@ -400,7 +362,7 @@ static void test_wire_order_of_stages_and_states(void **state)
 	for (uint32_t i = 0; i < KH_STATE_COUNT - 1; i++)
 		assert_int_equal(p.transitions[i].state, i);
 	profile__free(&p);
-	assert_seed_conformance(out);
+	assert_seed_conformance_of(khprof, out);
 	run_result_free(&r);
 }
 
@@ -417,8 +379,8 @@ static void test_red_zone_leaf_unchanged(void **state)
 	char out[PATH_MAX];
 
 	(void)state;
-	tmp_path(out, sizeof(out), "redzone.json");
-	untraced = run(argv);
+	path_in(out, sizeof(out), tmpdir, "redzone.json");
+	untraced = run_here(argv);
 	assert_int_equal(untraced.exit_code, 0);
 	assert_string_equal(untraced.out, "wrong=0 of 100000\n");
 	r = record("batch", out, argv);
@@ -447,7 +409,7 @@ static char *probe_kinds(const char *binary, unsigned long long *sema_span,
 {
 	char *argv[] = { khprof, "probes", (char *)binary, NULL };
 	char *kinds[64], *joined, *line, *save = NULL;
-	struct run_result r = run(argv);
+	struct run_result r = run_here(argv);
 	size_t n = 0, len = 1;
 
 	assert_int_equal(r.exit_code, 0);
@@ -536,58 +498,6 @@ static void test_debian_rustc_build(void **state)
 		check_nested(WORKLOAD_RS_DEBIAN, modes[i]);
 }
 
-/* A child with pipes on stdin/stdout (workload) or stderr (khprof). */
-struct child {
-	pid_t pid;
-	int to;
-	FILE *from;
-};
-
-static struct child spawn(char *const argv[], bool capture_stderr)
-{
-	int in[2], out[2];
-	struct child c;
-
-	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
-	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
-	c.pid = fork();
-	assert_true(c.pid >= 0);
-	if (c.pid == 0) {
-		dup2(in[0], 0);
-		dup2(out[1], capture_stderr ? 2 : 1);
-		execv(argv[0], argv);
-		_exit(RUN_EXEC_FAILED);
-	}
-	close(in[0]);
-	close(out[1]);
-	c.to = in[1];
-	c.from = fdopen(out[0], "r");
-	assert_non_null(c.from);
-	return c;
-}
-
-/* Reads lines until one contains needle (copied to line_out when given); fails at EOF. */
-static void wait_for_line(FILE *from, const char *needle, char *line_out, size_t len)
-{
-	char line[512];
-
-	while (fgets(line, sizeof(line), from))
-		if (strstr(line, needle)) {
-			if (line_out)
-				snprintf(line_out, len, "%s", line);
-			return;
-		}
-	fail_msg("stream ended before a line with '%s'", needle);
-}
-
-static int wait_exit(pid_t pid)
-{
-	int status;
-
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 /*
  * khprof attach in each mode to the serve loop, two sessions, then the
  * workload exits and khprof stops by itself.  Each session event flushes
@@ -598,30 +508,24 @@ static void test_attach_all_modes(void **state)
 	(void)state;
 	for (size_t m = 0; m < N_MODES; m++) {
 		char out[PATH_MAX], path[PATH_MAX], pid_text[16], line[512];
-		char *server_argv[] = { WORKLOAD_RS, "serve", NULL };
 		char *attach_argv[] = { khprof, "attach", "--mode", (char *)modes[m], "-p",
 					pid_text, "-o", out, NULL };
 		uint64_t cpus = 0;
 		struct child w, k;
 
-		tmp_path(out, sizeof(out), "attach-%s.json", modes[m]);
-		w = spawn(server_argv, false);
-		wait_for_line(w.from, "ready", NULL, 0);
+		path_in(out, sizeof(out), tmpdir, "attach-%s.json", modes[m]);
+		w = serve_loop_start(WORKLOAD_RS);
 		snprintf(pid_text, sizeof(pid_text), "%d", w.pid);
-		k = spawn(attach_argv, true);
-		wait_for_line(k.from, "attached to PID", NULL, 0);
+		k = child_spawn(attach_argv, true);
+		child_wait_for_line(&k, "attached to PID");
 		for (int s = 0; s < 2; s++) {
-			assert_int_equal(write(w.to, "session\n", 8), 8);
-			wait_for_line(w.from, "logical_cpus=", line, sizeof(line));
+			child_send(&w, "session\n");
+			child_read_line(&w, "logical_cpus=", line, sizeof(line));
 			cpus = printed_logical_cpus(line);
-			wait_for_line(w.from, "done", NULL, 0);
+			child_wait_for_line(&w, "done");
 		}
-		close(w.to);
-		assert_int_equal(wait_exit(w.pid), 0);
-		assert_int_equal(wait_exit(k.pid), 0);
-		fclose(w.from);
-		fclose(k.from);
-		close(k.to);
+		serve_loop_stop(&w);
+		assert_int_equal(child_wait(&k), 0);
 
 		for (int s = 0; s < 2; s++) {
 			struct kh_profile p;
@@ -629,12 +533,12 @@ static void test_attach_all_modes(void **state)
 			if (s == 0)
 				snprintf(path, sizeof(path), "%s", out);
 			else
-				tmp_path(path, sizeof(path), "attach-%s.2.json", modes[m]);
+				path_in(path, sizeof(path), tmpdir, "attach-%s.2.json", modes[m]);
 			load_record(path, &p);
 			assert_nested(&p, 10, cpus);
 			assert_false(p.ext.started_mid_session);
 			profile__free(&p);
-			assert_seed_conformance(path);
+			assert_seed_conformance_of(khprof, path);
 		}
 	}
 }
@@ -647,28 +551,20 @@ static void test_attach_all_modes(void **state)
 static void test_attach_mid_session(void **state)
 {
 	char out[PATH_MAX], pid_text[16];
-	char *server_argv[] = { WORKLOAD_RS, "serve", NULL };
 	char *attach_argv[] = { khprof, "attach", "-p", pid_text, "-o", out, NULL };
 	struct kh_profile p;
 	struct child w, k;
 
 	(void)state;
-	tmp_path(out, sizeof(out), "attach-mid.json");
-	w = spawn(server_argv, false);
-	wait_for_line(w.from, "ready", NULL, 0);
-	assert_int_equal(write(w.to, "open\n", 5), 5);
-	wait_for_line(w.from, "done", NULL, 0);
+	path_in(out, sizeof(out), tmpdir, "attach-mid.json");
+	w = serve_loop_start(WORKLOAD_RS);
+	serve_loop_command(&w, "open\n");
 	snprintf(pid_text, sizeof(pid_text), "%d", w.pid);
-	k = spawn(attach_argv, true);
-	wait_for_line(k.from, "attached to PID", NULL, 0);
-	assert_int_equal(write(w.to, "close\n", 6), 6);
-	wait_for_line(w.from, "done", NULL, 0);
-	close(w.to);
-	assert_int_equal(wait_exit(w.pid), 0);
-	assert_int_equal(wait_exit(k.pid), 0);
-	fclose(w.from);
-	fclose(k.from);
-	close(k.to);
+	k = child_spawn(attach_argv, true);
+	child_wait_for_line(&k, "attached to PID");
+	serve_loop_command(&w, "close\n");
+	serve_loop_stop(&w);
+	assert_int_equal(child_wait(&k), 0);
 
 	load_record(out, &p);
 	assert_true(p.ext.started_mid_session);
@@ -679,27 +575,18 @@ static void test_attach_mid_session(void **state)
 	assert_int_equal(calls_of(&p, KH_STAGE_DECODE), 10);
 	assert_int_equal(p.input_bytes, 100);
 	profile__free(&p);
-	assert_seed_conformance(out);
-}
-
-static int group_setup(void **state)
-{
-	(void)state;
-	tmpdir = make_temp_dir("khprof-rust-test");
-	return tmpdir ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	int err = remove_tree(tmpdir);
-
-	(void)state;
-	free(tmpdir);
-	return err;
+	assert_seed_conformance_of(khprof, out);
 }
 
 int main(void)
 {
+	static const struct root_tests rt = {
+		.name = "test_rust",
+		.need = "BPF integration tests need root (CAP_BPF, CAP_PERFMON)",
+		.tmp_prefix = "khprof-rust-test",
+		.tmpdir = &tmpdir,
+		.seed_checked = true,
+	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_probes_match_c_header),
 		cmocka_unit_test(test_nested_all_modes),
@@ -716,18 +603,5 @@ int main(void)
 	};
 
 	khprof = tool_path("KH_KHPROF", "build/khprof");
-	if (geteuid() != 0) {
-		if (running_in_ci()) {
-			fprintf(stderr, "test_rust: BPF tests need root and CI=true forbids "
-					"skipping them\n");
-			return 1;
-		}
-		printf("test_rust: skipped: BPF integration tests need root (CAP_BPF, "
-		       "CAP_PERFMON)\n");
-		return 0;
-	}
-	if (!seed_render_path() && !running_in_ci())
-		printf("test_rust: note: build/seed-render missing, seed conformance not "
-		       "checked (make seed-render)\n");
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return run_root_tests(&rt, tests);
 }

@@ -183,24 +183,14 @@ static void test_peaks_between_transitions(void **state)
 	}
 }
 
-static int group_setup(void **state)
-{
-	(void)state;
-	tmpdir = make_temp_dir("khprof-samples");
-	return tmpdir ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	int err = remove_tree(tmpdir);
-
-	(void)state;
-	free(tmpdir);
-	return err;
-}
-
 int main(void)
 {
+	static const struct root_tests rt = {
+		.name = "test_samples",
+		.need = "BPF integration tests need root (CAP_BPF, CAP_PERFMON)",
+		.tmp_prefix = "khprof-samples",
+		.tmpdir = &tmpdir,
+	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_identity_from_untouched_pages),
 		cmocka_unit_test(test_cpu_time_at_the_transition),
@@ -208,15 +198,5 @@ int main(void)
 	};
 
 	khprof = tool_path("KH_KHPROF", "build/khprof");
-	if (geteuid() != 0) {
-		if (running_in_ci()) {
-			fprintf(stderr, "test_samples: BPF tests need root and CI=true forbids "
-					"skipping them\n");
-			return 1;
-		}
-		printf("test_samples: skipped: BPF integration tests need root (CAP_BPF, "
-		       "CAP_PERFMON)\n");
-		return 0;
-	}
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return run_root_tests(&rt, tests);
 }

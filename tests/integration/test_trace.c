@@ -24,7 +24,7 @@
 #include <cmocka.h>
 
 #include "json.h"
-#include "khtest.h"
+#include "khchild.h"
 #include "record.h"
 
 #define WORKLOAD "build/workloads/workload"
@@ -32,48 +32,8 @@
 /* build/khprof, or $KH_KHPROF; set in main(). */
 static char *khprof;
 
-/* This run's records, under $TMPDIR; made and removed by the group fixtures. */
+/* This run's records, under $TMPDIR; made and removed by run_root_tests(). */
 static char *tmpdir;
-
-/* Runs argv to completion, capturing stdout and stderr. */
-static struct run_result run(char *const argv[])
-{
-	return run_cmd(NULL, -1, argv);
-}
-
-/* buf = tmpdir/NAME, NAME formatted like printf; fails rather than cut it short. */
-__attribute__((format(printf, 3, 4)))
-static void tmp_path(char *buf, size_t len, const char *name, ...)
-{
-	int used = snprintf(buf, len, "%s/", tmpdir);
-	va_list ap;
-
-	assert_true(used > 0 && (size_t)used < len);
-	va_start(ap, name);
-	used += vsnprintf(buf + used, len - (size_t)used, name, ap);
-	va_end(ap);
-	assert_true((size_t)used < len);
-}
-
-static uint64_t calls_of(const struct kh_profile *p, uint32_t stage)
-{
-	const struct kh_stage_measurement *m = profile__find_stage(p, stage);
-
-	return m ? m->calls : 0;
-}
-
-static uint64_t elapsed_of(const struct kh_profile *p, uint32_t stage)
-{
-	const struct kh_stage_measurement *m = profile__find_stage(p, stage);
-
-	return m ? m->elapsed_ns : 0;
-}
-
-/* The seed's own types read the record and print exactly what khprof does. */
-static void assert_seed_conformance(const char *record)
-{
-	assert_seed_conformance_of(khprof, record);
-}
 
 /*
  * khprof record [--mode MODE] -o OUT TAIL..., where the NULL-terminated
@@ -102,7 +62,7 @@ static struct run_result record_workload(const char *mode, const char *out,
 	while ((argv[argc] = va_arg(ap, char *)))
 		assert_true(++argc < sizeof(argv) / sizeof(argv[0]));
 	va_end(ap);
-	r = run(argv);
+	r = run_here(argv);
 	if (r.exit_code != 0)
 		fail_msg("khprof record -o %s exited %d: %s", out, r.exit_code, r.err);
 	load_record(out, p);
@@ -120,7 +80,7 @@ static void check_nested(const char *mode)
 						    KH_STATE_SCANNING, KH_STATE_REPORTING,
 						    KH_STATE_COMPLETED };
 
-	tmp_path(out, sizeof(out), "nested-%s.json", mode);
+	path_in(out, sizeof(out), tmpdir, "nested-%s.json", mode);
 	r = record_workload(mode, out, &p, "--", WORKLOAD, "nested", "50", NULL);
 	assert_non_null(strstr(r.out, "nested n=50"));
 	/* The text report goes to stderr. */
@@ -161,7 +121,7 @@ static void check_nested(const char *mode)
 	assert_true(p.ext.present);
 	assert_int_equal(p.ext.drops[KH_DROP_UNMATCHED_EXIT], 0);
 	profile__free(&p);
-	assert_seed_conformance(out);
+	assert_seed_conformance_of(khprof, out);
 	run_result_free(&r);
 }
 
@@ -179,7 +139,7 @@ static void test_two_threads(void **state)
 	char out[PATH_MAX];
 
 	(void)state;
-	tmp_path(out, sizeof(out), "threads.json");
+	path_in(out, sizeof(out), tmpdir, "threads.json");
 	r = record_workload(NULL, out, &p, "--", WORKLOAD, "threads", "2000", NULL);
 	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 2000);
 	assert_int_equal(calls_of(&p, KH_STAGE_GENERIC_DETECTION), 2000);
@@ -197,8 +157,8 @@ static void test_several_sessions(void **state)
 	char pid_prefix[32] = "";
 
 	(void)state;
-	tmp_path(out, sizeof(out), "multi.json");
-	r = run(argv);
+	path_in(out, sizeof(out), tmpdir, "multi.json");
+	r = run_here(argv);
 	assert_int_equal(r.exit_code, 0);
 	for (int s = 0; s < 3; s++) {
 		struct kh_profile p;
@@ -208,7 +168,7 @@ static void test_several_sessions(void **state)
 		if (s == 0)
 			snprintf(path, sizeof(path), "%s", out);
 		else
-			tmp_path(path, sizeof(path), "multi.%d.json", s + 1);
+			path_in(path, sizeof(path), tmpdir, "multi.%d.json", s + 1);
 		load_record(path, &p);
 		snprintf(version, sizeof(version), "session-%d", s);
 		assert_string_equal(p.identity.binary_version, version);
@@ -224,7 +184,7 @@ static void test_several_sessions(void **state)
 		else
 			assert_int_equal(strncmp(run_id, pid_prefix, strlen(pid_prefix)), 0);
 		profile__free(&p);
-		assert_seed_conformance(path);
+		assert_seed_conformance_of(khprof, path);
 	}
 	run_result_free(&r);
 }
@@ -243,7 +203,7 @@ static void check_timed(const char *mode, const char *span_us, uint64_t spans)
 	struct run_result r;
 	uint64_t traced;
 
-	tmp_path(out, sizeof(out), "timed-%s-%s.json", mode, span_us);
+	path_in(out, sizeof(out), tmpdir, "timed-%s-%s.json", mode, span_us);
 	r = record_workload(mode, out, &p, "--", WORKLOAD, "timed", span_us, "200", NULL);
 	assert_int_equal(r.exit_code, 0);
 	assert_int_equal(sscanf(r.out, "own_total_ns=%llu", &own), 1);
@@ -280,7 +240,7 @@ static void check_interval(const char *mode, bool quiet)
 	uint64_t calls = 0, elapsed = 0, total;
 	size_t lines;
 
-	tmp_path(out, sizeof(out), "interval-%s-%d.json", mode, quiet);
+	path_in(out, sizeof(out), tmpdir, "interval-%s-%d.json", mode, quiet);
 	if (quiet)
 		r = record_workload(mode, out, &p, "--interval", "10ms", "-q", "--", WORKLOAD,
 				    "timed", "1000", "60", NULL);
@@ -325,7 +285,7 @@ static void test_interval_series(void **state)
 	check_interval("batch", false);
 	check_interval("span", true);
 	/* Without --interval the record is what it was: no series member. */
-	tmp_path(out, sizeof(out), "no-interval.json");
+	path_in(out, sizeof(out), tmpdir, "no-interval.json");
 	r = record_workload("span", out, &p, "--", WORKLOAD, "timed", "100", "20", NULL);
 	assert_int_equal(p.ext.series.interval_ns, 0);
 	assert_int_equal(file__read_all(out, &text, &len), 0);
@@ -334,7 +294,7 @@ static void test_interval_series(void **state)
 	profile__free(&p);
 	run_result_free(&r);
 	/* A duration without its unit is refused, saying how to write one. */
-	r = run(bad);
+	r = run_here(bad);
 	assert_int_equal(r.exit_code, 2);
 	assert_non_null(strstr(r.err, "bad interval '5'"));
 	run_result_free(&r);
@@ -347,7 +307,7 @@ static void test_shared_library_and_dlopen(void **state)
 	char out[PATH_MAX];
 
 	(void)state;
-	tmp_path(out, sizeof(out), "library.json");
+	path_in(out, sizeof(out), tmpdir, "library.json");
 	r = record_workload(NULL, out, &p, "--", WORKLOAD, "library", "20", NULL);
 	/* 20 from the linked library, 20 from the one opened with dlopen. */
 	assert_int_equal(calls_of(&p, KH_STAGE_ENTROPY), 40);
@@ -363,8 +323,8 @@ static void test_red_zone_leaf_unchanged(void **state)
 	struct kh_profile p;
 
 	(void)state;
-	tmp_path(out, sizeof(out), "redzone.json");
-	untraced = run(untraced_argv);
+	path_in(out, sizeof(out), tmpdir, "redzone.json");
+	untraced = run_here(untraced_argv);
 	r = record_workload(NULL, out, &p, "--", WORKLOAD, "redzone", "100000", NULL);
 	assert_string_equal(untraced.out, "wrong=0 of 100000\n");
 	assert_string_equal(r.out, untraced.out);
@@ -384,12 +344,12 @@ static void test_program_without_sessions(void **state)
 	char out[PATH_MAX];
 
 	(void)state;
-	tmp_path(out, sizeof(out), "nosession.json");
+	path_in(out, sizeof(out), tmpdir, "nosession.json");
 	r = record_workload(NULL, out, &p, "--", WORKLOAD, "nosession", "100", NULL);
 	assert_int_equal(calls_of(&p, KH_STAGE_SUPPRESSION), 100);
 	assert_int_equal(p.status, KH_STATE_COMPLETED);
 	profile__free(&p);
-	assert_seed_conformance(out);
+	assert_seed_conformance_of(khprof, out);
 	run_result_free(&r);
 }
 
@@ -407,7 +367,7 @@ static void test_deep_nesting_is_counted(void **state)
 		struct kh_profile p;
 		struct run_result r;
 
-		tmp_path(out, sizeof(out), "deep-%s.json", modes[i]);
+		path_in(out, sizeof(out), tmpdir, "deep-%s.json", modes[i]);
 		r = record_workload(modes[i], out, &p, "--", WORKLOAD, "deep", "40", NULL);
 		assert_int_equal(r.exit_code, 0);
 		assert_int_equal(calls_of(&p, KH_STAGE_PHASE2_WHOLE_CHUNK), 32);
@@ -428,7 +388,7 @@ static void test_identity_override(void **state)
 	struct run_result r, bad;
 
 	(void)state;
-	tmp_path(out, sizeof(out), "override.json");
+	path_in(out, sizeof(out), tmpdir, "override.json");
 	r = record_workload(NULL, out, &p, "--identity", "workload_class=nightly", "--identity",
 			    "daemon_state=worker", "--", WORKLOAD, "nested", "2", NULL);
 	assert_int_equal(r.exit_code, 0);
@@ -436,7 +396,7 @@ static void test_identity_override(void **state)
 	assert_int_equal(p.identity.daemon_state, KH_DAEMON_WORKER);
 	assert_string_equal(p.identity.binary_version, "workload 1.0");
 	profile__free(&p);
-	bad = run(bad_argv);
+	bad = run_here(bad_argv);
 	assert_int_equal(bad.exit_code, 2);
 	assert_non_null(strstr(bad.err, "colour"));
 	run_result_free(&r);
@@ -452,21 +412,21 @@ static void test_exit_status_and_errors(void **state)
 	struct run_result r;
 
 	(void)state;
-	r = run(not_found);
+	r = run_here(not_found);
 	assert_int_equal(r.exit_code, 127);
 	assert_string_equal(r.err,
 			    "khprof: cannot run 'no-such-command-khprof': command not found\n");
 	run_result_free(&r);
 
-	r = run(status3);
+	r = run_here(status3);
 	assert_int_equal(r.exit_code, 3);
 	run_result_free(&r);
 
-	r = run(killed);
+	r = run_here(killed);
 	assert_int_equal(r.exit_code, 128 + SIGTERM);
 	run_result_free(&r);
 
-	r = run(no_probes);
+	r = run_here(no_probes);
 	assert_int_equal(r.exit_code, 0);
 	assert_non_null(strstr(r.err, "no keyhog probes"));
 	run_result_free(&r);
@@ -492,8 +452,8 @@ static void test_repeat_series(void **state)
 	struct run_result r;
 
 	(void)state;
-	tmp_path(dir, sizeof(dir), "series");
-	r = run(argv);
+	path_in(dir, sizeof(dir), tmpdir, "series");
+	r = run_here(argv);
 	if (r.exit_code != 0)
 		fail_msg("record --repeat exited %d: %s", r.exit_code, r.err);
 	assert_non_null(strstr(r.err, "3 runs of '" WORKLOAD "' recorded in '"));
@@ -512,12 +472,12 @@ static void test_repeat_series(void **state)
 	run_result_free(&r);
 
 	/* A second series must not mix with the first, unless it says so. */
-	r = run(argv);
+	r = run_here(argv);
 	assert_int_equal(r.exit_code, 2);
 	assert_non_null(strstr(r.err, "already holds run-*.json"));
 	assert_int_equal(access(path, F_OK), -1);
 	run_result_free(&r);
-	r = run(append);
+	r = run_here(append);
 	if (r.exit_code != 0)
 		fail_msg("record --append exited %d: %s", r.exit_code, r.err);
 	assert_non_null(strstr(r.err, "4 runs of '" WORKLOAD "' recorded in '"));
@@ -528,74 +488,18 @@ static void test_repeat_series(void **state)
 	assert_int_equal(access(path, F_OK), -1);
 	run_result_free(&r);
 
-	tmp_path(dir, sizeof(dir), "series-untraced");
-	r = run(no_probes);
+	path_in(dir, sizeof(dir), tmpdir, "series-untraced");
+	r = run_here(no_probes);
 	assert_int_equal(r.exit_code, 1);
 	assert_non_null(strstr(r.err, "run 1 of '/bin/true' wrote no record"));
 	run_result_free(&r);
 
 	for (size_t i = 0; i < sizeof(usage_errors) / sizeof(usage_errors[0]); i++) {
-		r = run(usage_errors[i]);
+		r = run_here(usage_errors[i]);
 		assert_int_equal(r.exit_code, 2);
 		assert_non_null(strstr(r.err, "khprof: "));
 		run_result_free(&r);
 	}
-}
-
-/* A child with pipes on stdin/stdout (workload) or stderr (khprof). */
-struct child {
-	pid_t pid;
-	int to;    /* its stdin, or -1 */
-	FILE *from;
-};
-
-static struct child spawn(char *const argv[], bool capture_stderr)
-{
-	int in[2], out[2];
-	struct child c;
-
-	/* Close-on-exec, so no later child keeps another's stdin open. */
-	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
-	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
-	c.pid = fork();
-	assert_true(c.pid >= 0);
-	if (c.pid == 0) {
-		dup2(in[0], 0);
-		dup2(out[1], capture_stderr ? 2 : 1);
-		close(in[1]);
-		close(out[0]);
-		execv(argv[0], argv);
-		_exit(121);
-	}
-	close(in[0]);
-	close(out[1]);
-	c.to = in[1];
-	c.from = fdopen(out[0], "r");
-	return c;
-}
-
-/* Reads lines until one contains needle; fails at EOF. */
-static void wait_for_line(FILE *from, const char *needle)
-{
-	char line[512];
-
-	while (fgets(line, sizeof(line), from))
-		if (strstr(line, needle))
-			return;
-	fail_msg("stream ended before a line with '%s'", needle);
-}
-
-static void send_line(struct child *c, const char *line)
-{
-	assert_int_equal(write(c->to, line, strlen(line)), (ssize_t)strlen(line));
-}
-
-static int wait_exit(pid_t pid)
-{
-	int status;
-
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 /*
@@ -606,42 +510,19 @@ static struct child start_attach(const char *pid_text, const char *out)
 {
 	char *argv[] = { khprof, "attach", "--mode", "span", "-p", (char *)pid_text, "-o",
 			 (char *)out, NULL };
-	struct child k = spawn(argv, true);
+	struct child k = child_spawn(argv, true);
 
-	wait_for_line(k.from, "attached to PID");
+	child_wait_for_line(&k, "attached to PID");
 	return k;
 }
 
 /* The workload's serve loop, ready for commands; its pid in pid_text. */
 static struct child start_server(char *pid_text, size_t len)
 {
-	char *argv[] = { WORKLOAD, "serve", NULL };
-	struct child w = spawn(argv, false);
+	struct child w = serve_loop_start(WORKLOAD);
 
-	wait_for_line(w.from, "ready");
 	snprintf(pid_text, len, "%d", w.pid);
 	return w;
-}
-
-/* One serve-loop command, run to completion. */
-static void command(struct child *w, const char *line)
-{
-	send_line(w, line);
-	wait_for_line(w->from, "done");
-}
-
-/* Ends the serve loop (EOF on its stdin) and checks it exited cleanly. */
-static void stop_server(struct child *w)
-{
-	close(w->to);
-	assert_int_equal(wait_exit(w->pid), 0);
-	fclose(w->from);
-}
-
-static void close_child_pipes(struct child *c)
-{
-	fclose(c->from);
-	close(c->to);
 }
 
 /* SIGTERM to a series reaches the running command and ends the series there. */
@@ -653,12 +534,12 @@ static void test_repeat_series_stops_on_sigterm(void **state)
 	struct child series;
 
 	(void)state;
-	tmp_path(dir, sizeof(dir), "series-stopped");
-	series = spawn(argv, false);
-	wait_for_line(series.from, "ready"); /* run 1 is up, traced */
+	path_in(dir, sizeof(dir), tmpdir, "series-stopped");
+	series = child_spawn(argv, false);
+	child_wait_for_line(&series, "ready"); /* run 1 is up, traced */
 	assert_int_equal(kill(series.pid, SIGTERM), 0);
 	/* Were the series to go on, the next runs would see EOF and end on their own. */
-	close_child_pipes(&series);
+	child_close(&series);
 	assert_int_equal(wait_exit(series.pid), 128 + SIGTERM);
 	snprintf(path, sizeof(path), "%s/run-002.json", dir);
 	assert_int_equal(access(path, F_OK), -1);
@@ -671,13 +552,13 @@ static void test_attach_running_process(void **state)
 	struct kh_profile p;
 
 	(void)state;
-	tmp_path(out, sizeof(out), "attach.json");
+	path_in(out, sizeof(out), tmpdir, "attach.json");
 	w = start_server(pid_text, sizeof(pid_text));
 	k = start_attach(pid_text, out);
-	command(&w, "session\n");
+	serve_loop_command(&w, "session\n");
 	kill(k.pid, SIGINT);
 	assert_int_equal(wait_exit(k.pid), 0);
-	stop_server(&w);
+	serve_loop_stop(&w);
 
 	load_record(out, &p);
 	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 10);
@@ -685,8 +566,8 @@ static void test_attach_running_process(void **state)
 	assert_int_equal(p.status, KH_STATE_COMPLETED);
 	assert_false(p.ext.started_mid_session);
 	profile__free(&p);
-	assert_seed_conformance(out);
-	close_child_pipes(&k);
+	assert_seed_conformance_of(khprof, out);
+	child_close(&k);
 }
 
 static void test_attach_mid_session(void **state)
@@ -696,13 +577,13 @@ static void test_attach_mid_session(void **state)
 	struct kh_profile p;
 
 	(void)state;
-	tmp_path(out, sizeof(out), "midsession.json");
+	path_in(out, sizeof(out), tmpdir, "midsession.json");
 	w = start_server(pid_text, sizeof(pid_text));
-	command(&w, "begin\n");
+	serve_loop_command(&w, "begin\n");
 	k = start_attach(pid_text, out);
-	command(&w, "spans\n");
-	command(&w, "end\n");
-	stop_server(&w);
+	serve_loop_command(&w, "spans\n");
+	serve_loop_command(&w, "end\n");
+	serve_loop_stop(&w);
 	/* khprof stops by itself when the process exits. */
 	assert_int_equal(wait_exit(k.pid), 0);
 
@@ -711,8 +592,8 @@ static void test_attach_mid_session(void **state)
 	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 5);
 	assert_int_equal(p.status, KH_STATE_COMPLETED);
 	profile__free(&p);
-	assert_seed_conformance(out);
-	close_child_pipes(&k);
+	assert_seed_conformance_of(khprof, out);
+	child_close(&k);
 }
 
 /* SIGTERM ends the trace with the session still open: a partial record. */
@@ -723,15 +604,15 @@ static void test_attach_sigterm_ends_mid_session(void **state)
 	struct child w, k;
 
 	(void)state;
-	tmp_path(out, sizeof(out), "sigterm.json");
+	path_in(out, sizeof(out), tmpdir, "sigterm.json");
 	w = start_server(pid_text, sizeof(pid_text));
-	command(&w, "begin\n");
+	serve_loop_command(&w, "begin\n");
 	k = start_attach(pid_text, out);
-	command(&w, "spans\n");
+	serve_loop_command(&w, "spans\n");
 	kill(k.pid, SIGTERM);
-	wait_for_line(k.from, "profile ended mid-session");
+	child_wait_for_line(&k, "profile ended mid-session");
 	assert_int_equal(wait_exit(k.pid), 0);
-	stop_server(&w);
+	serve_loop_stop(&w);
 
 	load_record(out, &p);
 	assert_true(p.ext.started_mid_session);
@@ -743,8 +624,8 @@ static void test_attach_sigterm_ends_mid_session(void **state)
 	 */
 	assert_int_equal(p.status, KH_STATE_SCANNING);
 	profile__free(&p);
-	assert_seed_conformance(out);
-	close_child_pipes(&k);
+	assert_seed_conformance_of(khprof, out);
+	child_close(&k);
 }
 
 /* attach --interval: both sessions, the one joined mid-way too, carry their series. */
@@ -757,18 +638,18 @@ static void test_attach_interval(void **state)
 	struct child w, k;
 
 	(void)state;
-	tmp_path(out, sizeof(out), "attach-interval.json");
-	tmp_path(out2, sizeof(out2), "attach-interval.2.json");
+	path_in(out, sizeof(out), tmpdir, "attach-interval.json");
+	path_in(out2, sizeof(out2), tmpdir, "attach-interval.2.json");
 	w = start_server(pid_text, sizeof(pid_text));
-	command(&w, "begin\n");
-	k = spawn(argv, true);
-	wait_for_line(k.from, "attached to PID");
-	command(&w, "spans\n");
-	command(&w, "end\n");
-	command(&w, "begin\n");
-	command(&w, "spans\n");
-	command(&w, "end\n");
-	stop_server(&w);
+	serve_loop_command(&w, "begin\n");
+	k = child_spawn(argv, true);
+	child_wait_for_line(&k, "attached to PID");
+	serve_loop_command(&w, "spans\n");
+	serve_loop_command(&w, "end\n");
+	serve_loop_command(&w, "begin\n");
+	serve_loop_command(&w, "spans\n");
+	serve_loop_command(&w, "end\n");
+	serve_loop_stop(&w);
 	assert_int_equal(wait_exit(k.pid), 0);
 	for (int i = 0; i < 2; i++) {
 		struct kh_profile p;
@@ -783,9 +664,9 @@ static void test_attach_interval(void **state)
 		assert_int_equal(calls, 5);
 		assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 5);
 		profile__free(&p);
-		assert_seed_conformance(paths[i]);
+		assert_seed_conformance_of(khprof, paths[i]);
 	}
-	close_child_pipes(&k);
+	child_close(&k);
 }
 
 /* --duration stops khprof by itself; an idle process gives no record. */
@@ -797,13 +678,13 @@ static void test_attach_duration_on_idle_process(void **state)
 	struct child w;
 
 	(void)state;
-	tmp_path(out, sizeof(out), "idle.json");
+	path_in(out, sizeof(out), tmpdir, "idle.json");
 	w = start_server(pid_text, sizeof(pid_text));
-	r = run(argv);
+	r = run_here(argv);
 	assert_int_equal(r.exit_code, 0);
 	assert_non_null(strstr(r.err, "no keyhog activity seen"));
 	assert_int_equal(access(out, F_OK), -1);
-	stop_server(&w);
+	serve_loop_stop(&w);
 	run_result_free(&r);
 }
 
@@ -813,30 +694,21 @@ static void test_attach_missing_pid(void **state)
 	struct run_result r;
 
 	(void)state;
-	r = run(argv);
+	r = run_here(argv);
 	assert_int_equal(r.exit_code, 1);
 	assert_non_null(strstr(r.err, "no such process"));
 	run_result_free(&r);
 }
 
-static int group_setup(void **state)
-{
-	(void)state;
-	tmpdir = make_temp_dir("khprof-itest");
-	return tmpdir ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	int err = remove_tree(tmpdir);
-
-	(void)state;
-	free(tmpdir);
-	return err;
-}
-
 int main(void)
 {
+	static const struct root_tests rt = {
+		.name = "test_trace",
+		.need = "BPF integration tests need root (CAP_BPF, CAP_PERFMON)",
+		.tmp_prefix = "khprof-itest",
+		.tmpdir = &tmpdir,
+		.seed_checked = true,
+	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_nested_all_modes),
 		cmocka_unit_test(test_two_threads),
@@ -860,18 +732,5 @@ int main(void)
 	};
 
 	khprof = tool_path("KH_KHPROF", "build/khprof");
-	if (geteuid() != 0) {
-		if (running_in_ci()) {
-			fprintf(stderr, "test_trace: BPF tests need root and CI=true forbids "
-					"skipping them\n");
-			return 1;
-		}
-		printf("test_trace: skipped: BPF integration tests need root (CAP_BPF, "
-		       "CAP_PERFMON)\n");
-		return 0;
-	}
-	if (!seed_render_path() && !running_in_ci())
-		printf("test_trace: note: build/seed-render missing, seed conformance not "
-		       "checked (make seed-render)\n");
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return run_root_tests(&rt, tests);
 }
