@@ -10,6 +10,7 @@
 #include <bpf/bpf_tracing.h>
 #define BPF_USDT_MAX_SPEC_CNT KH_MAX_PROBE_SITES
 #include "khprof_shared.h"
+#include "khprof_hist.h"
 #include <bpf/usdt.bpf.h>
 
 _Static_assert(sizeof(struct kh_usdt_spec) == sizeof(struct __bpf_usdt_spec),
@@ -63,6 +64,12 @@ struct {
 
 struct batch_buffer {
 	struct kh_batch_entry entries[KH_BATCH_CAPACITY];
+	/*
+	 * Earliest start of the batch's spans.  Kept here, not in the walk on
+	 * the stack: the verifier re-walks a bpf_loop body while the caller's
+	 * stack changes, and a changing value there never settles.
+	 */
+	__u64 min_start_ns;
 };
 
 struct {
@@ -80,6 +87,17 @@ struct {
  */
 extern void bpf_preempt_disable(void) __ksym;
 extern void bpf_preempt_enable(void) __ksym;
+
+/* Latency histograms and off-CPU split (include/khprof_hist.h). */
+struct kh_hist_block;
+static __always_inline struct kh_hist_block *hist_of(__u32 slot);
+static __always_inline void add_dist(struct kh_hist_block *hist, __u32 stage, __u64 elapsed_ns);
+__noinline int kh_add_to_hist(struct kh_stage_hist *h, __u64 elapsed_ns);
+static __always_inline void add_offcpu(struct kh_hist_block *hist, __u32 stage, __u64 start_ns,
+				       __u64 end_ns);
+static __always_inline struct kh_offcpu_thread *offcpu_of_current(void);
+static __always_inline __u64 offcpu_newest_in(struct kh_offcpu_thread *th);
+static long add_batch_offcpu(__u64 index, void *ctx);
 
 static __always_inline struct kh_slot_stats *stats_of(__u32 slot)
 {
@@ -99,14 +117,14 @@ static __always_inline void count_drop(__u32 slot, enum kh_drop drop)
 	bpf_preempt_enable();
 }
 
-static __always_inline void add_span(struct kh_slot_stats *stats, __u32 stage,
-				     __u64 elapsed_ns, __u32 attribution)
+static __always_inline bool add_span(struct kh_slot_stats *stats, struct kh_hist_block *hist,
+				     __u32 stage, __u64 elapsed_ns, __u32 attribution)
 {
 	struct kh_stage_stats *s;
 
 	if (stage >= KH_STAGE_COUNT) {
 		stats->drops[KH_DROP_BAD_STAGE] += 1;
-		return;
+		return false;
 	}
 	s = &stats->stages[stage];
 	s->elapsed_ns += elapsed_ns;
@@ -115,23 +133,47 @@ static __always_inline void add_span(struct kh_slot_stats *stats, __u32 stage,
 		s->attributed_ns += elapsed_ns;
 		s->attributed_calls += 1;
 	}
+	if (hist)
+		add_dist(hist, stage, elapsed_ns);
+	return true;
 }
 
 /*
  * Adds one completed span, or counts why it cannot be added: a start of 0,
  * or one left by an earlier tracer, means the enter was not seen; a span
- * that ended before its session began is late (batches only).
+ * that ended before its session began is late (batches only).  True when
+ * the span was added.
  */
-static __always_inline void account_span(struct kh_slot_stats *stats, __u32 stage,
-					 __u64 start_ns, __u64 end_ns, __u32 attribution,
-					 __u64 session_start_ns)
+static __always_inline bool account_span(struct kh_slot_stats *stats, struct kh_hist_block *hist,
+					 __u32 stage, __u64 start_ns, __u64 end_ns,
+					 __u32 attribution, __u64 session_start_ns)
 {
 	if (start_ns == 0 || start_ns < trace_start_ns || start_ns > end_ns)
 		stats->drops[KH_DROP_UNMATCHED_EXIT] += 1;
 	else if (end_ns < session_start_ns)
 		stats->drops[KH_DROP_LATE_BATCH] += 1;
 	else
-		add_span(stats, stage, end_ns - start_ns, attribution);
+		return add_span(stats, hist, stage, end_ns - start_ns, attribution);
+	return false;
+}
+
+/*
+ * Minimum and maximum of two values less than 2^63 apart, without a
+ * branch: in the unrolled batch walk every branch is a fork the verifier
+ * follows (a compare-and-store here made loading the programs 4x slower).
+ */
+static __always_inline __u64 min_no_branch(__u64 a, __u64 b)
+{
+	__u64 d = b - a;
+
+	return a + (d & (__u64)((__s64)d >> 63));
+}
+
+static __always_inline __u64 max_no_branch(__u64 a, __u64 b)
+{
+	__u64 d = b - a;
+
+	return b - (d & (__u64)((__s64)d >> 63));
 }
 
 static __always_inline __u64 ticks_to_ns(__u64 ticks)
@@ -147,12 +189,17 @@ static __always_inline void record_span(__u32 stage, __u64 start_ns, __u64 end_n
 					__u32 attribution)
 {
 	struct kh_slot_stats *stats;
+	struct kh_hist_block *hist;
+	__u32 slot;
 
 	bpf_preempt_disable();
-	stats = stats_of(active_slot);
+	slot = active_slot;
+	stats = stats_of(slot);
+	hist = hist_of(slot);
 	if (stats) {
 		stats->probe_hits += 1;
-		account_span(stats, stage, start_ns, end_ns, attribution, 0);
+		if (account_span(stats, hist, stage, start_ns, end_ns, attribution, 0))
+			add_offcpu(hist, stage, start_ns, end_ns);
 	}
 	bpf_preempt_enable();
 }
@@ -205,6 +252,8 @@ static __always_inline void on_span_exit(__u64 stage, __u64 attribution)
 struct batch_walk {
 	struct batch_buffer *buf;
 	struct kh_slot_stats *stats;
+	struct kh_hist_block *hist;
+	struct kh_offcpu_thread *offcpu; /* the thread's off-CPU log, or NULL */
 	__u64 session_start;
 	__u64 now_ns;      /* kernel time of the flush */
 	__u64 flush_ticks; /* TSC of the flush */
@@ -256,8 +305,10 @@ static long add_batch_stride(__u64 stride, void *ctx)
 			start_ns = walk->tsc_ok ? tsc_time_ns(start_ns, walk) : 0;
 			end_ns = tsc_time_ns(end_ns, walk);
 		}
-		account_span(walk->stats, e->stage, start_ns, end_ns, e->attribution,
+		account_span(walk->stats, walk->hist, e->stage, start_ns, end_ns, e->attribution,
 			     walk->session_start);
+		/* A dropped span's 0 only costs a needless second pass. */
+		walk->buf->min_start_ns = min_no_branch(walk->buf->min_start_ns, start_ns);
 	}
 	return 0;
 }
@@ -285,13 +336,23 @@ static __always_inline void on_batch(__u64 entries, __u64 count, __u64 input_byt
 	bpf_preempt_disable();
 	slot = active_slot;
 	walk.stats = stats_of(slot);
-	if (walk.stats) {
+	walk.hist = hist_of(slot);
+	/*
+	 * Both or neither (they cannot be missing): a walk whose hist might be
+	 * NULL would fork the verifier at every unrolled span.
+	 */
+	if (walk.stats && walk.hist) {
 		walk.session_start = slot < KH_MAX_SLOTS ? slot_start_ns[slot] : 0;
 		walk.stats->probe_hits += 1;
 		walk.stats->input_bytes += input_bytes;
 		walk.stats->input_units += input_units;
 		walk.count = count;
+		walk.buf->min_start_ns = 1ull << 62; /* later than any time: 146 years of uptime */
 		bpf_loop((count + BATCH_STRIDE - 1) / BATCH_STRIDE, add_batch_stride, &walk, 0);
+		/* A second pass only when the thread left its CPU during the batch. */
+		walk.offcpu = offcpu_of_current();
+		if (walk.offcpu && walk.hist && offcpu_newest_in(walk.offcpu) > walk.buf->min_start_ns)
+			bpf_loop(count, add_batch_offcpu, &walk, 0);
 	}
 	bpf_preempt_enable();
 }
@@ -514,5 +575,238 @@ int kh_loader_state(struct pt_regs *ctx)
 		bpf_send_signal(SIGSTOP);
 	if (e)
 		event_submit(e);
+	return 0;
+}
+
+/* --- latency histograms and off-CPU time (include/khprof_hist.h) -------- */
+
+/*
+ * Process whose threads' context switches are logged; set by the loader
+ * once it knows the target (0: none, so the scheduler programs return at
+ * once).  Other processes' switches pay this one compare.
+ */
+__u32 traced_tgid;
+
+/*
+ * One block of all stages' histograms per (CPU, slot), key cpu *
+ * KH_MAX_SLOTS + slot; the loader sizes the map to the possible CPUs.  A
+ * plain array rather than a per-CPU one: a per-CPU value is limited to
+ * 32 KiB, and one lookup per batch serves its 64 spans.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, KH_MAX_SLOTS);
+	__type(key, __u32);
+	__type(value, struct kh_hist_block);
+} hist_blocks SEC(".maps");
+
+/* Off-CPU intervals of the traced process's threads. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct kh_offcpu_thread);
+} offcpu_threads SEC(".maps");
+
+static __always_inline struct kh_hist_block *hist_of(__u32 slot)
+{
+	__u32 key = bpf_get_smp_processor_id() * KH_MAX_SLOTS + (slot & (KH_MAX_SLOTS - 1));
+
+	return bpf_map_lookup_elem(&hist_blocks, &key);
+}
+
+/*
+ * A global function: the verifier checks it once, on its own, instead of
+ * in each of the batch walk's unrolled copies (inlined, it made loading
+ * the programs 6x slower: 22 ms to 140 ms here).
+ */
+__noinline int kh_add_to_hist(struct kh_stage_hist *h, __u64 elapsed_ns)
+{
+	__u64 bucket = kh_hist_bucket(elapsed_ns);
+
+	if (!h)
+		return 0;
+	/*
+	 * A clamp that never acts, but the verifier cannot follow the bit
+	 * tricks; in asm so that the compiler, which can, keeps it on the very
+	 * register used as the index.
+	 */
+	asm volatile("if %[b] < %[n] goto +1\n\t%[b] = %[last]"
+		     : [b] "+r"(bucket)
+		     : [n] "i"(KH_HIST_BUCKETS), [last] "i"(KH_HIST_BUCKETS - 1));
+	h->counts[bucket] += 1;
+	h->max_ns = max_no_branch(h->max_ns, elapsed_ns);
+	h->min_below_top = max_no_branch(h->min_below_top, KH_HIST_MIN_TOP - elapsed_ns);
+	return 0;
+}
+
+static __always_inline void add_dist(struct kh_hist_block *hist, __u32 stage, __u64 elapsed_ns)
+{
+	if (stage < KH_STAGE_COUNT)
+		kh_add_to_hist(&hist->stages[stage], elapsed_ns);
+}
+
+static __always_inline __u64 overlap(__u64 a0, __u64 a1, __u64 b0, __u64 b1)
+{
+	__u64 lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
+
+	return hi > lo ? hi - lo : 0;
+}
+
+/* The current thread's off-CPU log; NULL if it never left its CPU. */
+static __always_inline struct kh_offcpu_thread *offcpu_of_current(void)
+{
+	if (!traced_tgid)
+		return NULL;
+	return bpf_task_storage_get(&offcpu_threads, bpf_get_current_task_btf(), 0, 0);
+}
+
+/* When the thread last came back to a CPU; 0 if it never left one. */
+static __always_inline __u64 offcpu_newest_in(struct kh_offcpu_thread *th)
+{
+	__u64 n = th->intervals;
+
+	return n ? th->log[(n - 1) & (KH_OFFCPU_LOG - 1)].in_ns : 0;
+}
+
+/*
+ * Read-only for the callback: the verifier re-walks a bpf_loop body while
+ * the caller's stack changes, and sums kept there never settle (loading
+ * took seconds); they go straight to the map value instead.
+ */
+struct offcpu_scan {
+	struct kh_offcpu_thread *th;
+	struct kh_stage_hist *h;
+	__u64 start_ns, end_ns;
+};
+
+/* One logged interval per call, newest first. */
+static long scan_interval(__u64 i, void *ctx)
+{
+	struct offcpu_scan *scan = ctx;
+	struct kh_offcpu_thread *th = scan->th;
+	struct kh_offcpu_interval *iv;
+	__u64 n = th->intervals;
+
+	iv = &th->log[(n - 1 - i) & (KH_OFFCPU_LOG - 1)];
+	if (i >= n || iv->in_ns <= scan->start_ns) {
+		scan->h->offcpu_truncated -= 1; /* reached the span's start after all */
+		return 1;
+	}
+	scan->h->off_cpu_ns += overlap(iv->out_ns, iv->in_ns, scan->start_ns, scan->end_ns);
+	scan->h->runnable_ns += overlap(iv->wake_ns, iv->in_ns, scan->start_ns, scan->end_ns);
+	return 0;
+}
+
+/*
+ * Adds the overlap of [start, end] with the thread's logged off-CPU
+ * intervals, newest first, stopping at the first that ended before the
+ * span began: a span during which the thread never left its CPU costs one
+ * compare.  A span that began before the oldest interval still logged is
+ * counted as truncated (its off-CPU time is then a lower bound).
+ */
+static __always_inline void add_offcpu_of(struct kh_hist_block *hist,
+					  struct kh_offcpu_thread *th, __u32 stage,
+					  __u64 start_ns, __u64 end_ns)
+{
+	struct offcpu_scan scan = { .th = th, .start_ns = start_ns, .end_ns = end_ns };
+
+	if (!hist || !th || stage >= KH_STAGE_COUNT)
+		return;
+	if (offcpu_newest_in(th) <= start_ns)
+		return; /* the common case: not switched out since the span began */
+	scan.h = &hist->stages[stage];
+	scan.h->offcpu_truncated += 1; /* until the scan reaches the span's start */
+	bpf_loop(KH_OFFCPU_LOG, scan_interval, &scan, 0);
+}
+
+static __always_inline void add_offcpu(struct kh_hist_block *hist, __u32 stage, __u64 start_ns,
+				       __u64 end_ns)
+{
+	if (hist)
+		add_offcpu_of(hist, offcpu_of_current(), stage, start_ns, end_ns);
+}
+
+/*
+ * Batch mode's off-CPU split: one batched span per call, the same span
+ * filter as add_batch_stride.  Only runs for a batch during which the
+ * thread was switched out, so a thread that keeps its CPU pays nothing.
+ */
+static long add_batch_offcpu(__u64 index, void *ctx)
+{
+	struct batch_walk *walk = ctx;
+	struct kh_batch_entry *e;
+	__u64 start_ns, end_ns;
+
+	if (index >= walk->count || index >= KH_BATCH_CAPACITY)
+		return 1;
+	e = &walk->buf->entries[index];
+	start_ns = e->start_ns;
+	end_ns = e->end_ns;
+	if (start_ns & KH_TIME_TSC) {
+		start_ns = walk->tsc_ok ? tsc_time_ns(start_ns, walk) : 0;
+		end_ns = tsc_time_ns(end_ns, walk);
+	}
+	if (start_ns == 0 || start_ns < trace_start_ns || start_ns > end_ns ||
+	    end_ns < walk->session_start)
+		return 0;
+	add_offcpu_of(walk->hist, walk->offcpu, e->stage, start_ns, end_ns);
+	return 0;
+}
+
+_Static_assert((KH_OFFCPU_LOG & (KH_OFFCPU_LOG - 1)) == 0, "power of two");
+
+#define TASK_RUNNING 0
+
+/*
+ * A traced thread leaving its CPU opens an interval; runnable when it was
+ * preempted (still TASK_RUNNING), blocked otherwise until its wakeup.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(kh_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u32 tgid = traced_tgid;
+	struct kh_offcpu_thread *th;
+	__u64 now;
+
+	if (!tgid || (prev->tgid != tgid && next->tgid != tgid))
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (prev->tgid == tgid) {
+		th = bpf_task_storage_get(&offcpu_threads, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (th) {
+			th->out_ns = now;
+			th->wake_ns = preempt || prev_state == TASK_RUNNING ? now : 0;
+		}
+	}
+	if (next->tgid == tgid) {
+		th = bpf_task_storage_get(&offcpu_threads, next, 0, 0);
+		if (th && th->out_ns) {
+			struct kh_offcpu_interval *iv = &th->log[th->intervals & (KH_OFFCPU_LOG - 1)];
+
+			iv->out_ns = th->out_ns;
+			iv->wake_ns = th->wake_ns && th->wake_ns <= now ? th->wake_ns : now;
+			iv->in_ns = now;
+			th->intervals += 1;
+			th->out_ns = 0;
+			th->wake_ns = 0;
+		}
+	}
+	return 0;
+}
+
+/* A blocked traced thread became runnable: from here it waits for a CPU. */
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(kh_sched_wakeup, struct task_struct *p)
+{
+	__u32 tgid = traced_tgid;
+	struct kh_offcpu_thread *th;
+
+	if (!tgid || p->tgid != tgid)
+		return 0;
+	th = bpf_task_storage_get(&offcpu_threads, p, 0, 0);
+	if (th && th->out_ns && !th->wake_ns)
+		th->wake_ns = bpf_ktime_get_ns();
 	return 0;
 }

@@ -73,8 +73,9 @@ static void assert_seed_conformance(const char *record)
 {
 	const char *render = seed_render_path();
 	char *seed_argv[] = { (char *)render, (char *)record, NULL };
-	char *report_argv[] = { khprof, "report", (char *)record, NULL };
-	struct run_result seed, ours;
+	char *report_argv[] = { khprof, "report", "--format", "seed", (char *)record, NULL };
+	char *full_argv[] = { khprof, "report", (char *)record, NULL };
+	struct run_result seed, ours, full;
 
 	if (!render) {
 		if (running_in_ci())
@@ -87,8 +88,13 @@ static void assert_seed_conformance(const char *record)
 		fail_msg("seed-render rejects '%s': %s", record, seed.err);
 	assert_int_equal(ours.exit_code, 0);
 	assert_string_equal(ours.out, seed.out);
+	/* The default text is the seed's, then khprof's own tables. */
+	full = run(full_argv);
+	assert_int_equal(full.exit_code, 0);
+	assert_int_equal(strncmp(full.out, seed.out, strlen(seed.out)), 0);
 	run_result_free(&seed);
 	run_result_free(&ours);
+	run_result_free(&full);
 }
 
 /*

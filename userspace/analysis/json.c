@@ -648,8 +648,75 @@ static void writer__resources(struct writer *w, const struct kh_resource_usage *
 	writer__close(w, '}');
 }
 
-static void writer__ext(struct writer *w, const struct kh_profile_ext *ext)
+/* khprof.latency (docs/SCHEMA.md): derived figures first, buckets last. */
+static void writer__latency_off_cpu(struct writer *w, const struct kh_profile *p,
+				    const struct kh_stage_dist *d, uint32_t stage)
 {
+	const struct kh_stage_measurement *m = profile__find_stage(p, stage);
+	uint64_t elapsed = m ? m->elapsed_ns : 0;
+	uint64_t off = d->off_cpu_ns, runnable = d->runnable_ns;
+	struct kh_opt_u64 none = { false, 0 };
+	bool known = p->ext.latency.off_cpu;
+
+	writer__opt_u64(w, "on_cpu_ns", known ? (struct kh_opt_u64){ true, elapsed > off ? elapsed - off : 0 } : none);
+	writer__opt_u64(w, "off_cpu_ns", known ? (struct kh_opt_u64){ true, off } : none);
+	writer__opt_u64(w, "runnable_ns", known ? (struct kh_opt_u64){ true, runnable } : none);
+	writer__opt_u64(w, "blocked_ns",
+			known ? (struct kh_opt_u64){ true, off > runnable ? off - runnable : 0 } : none);
+	writer__u64(w, "offcpu_truncated", d->offcpu_truncated);
+}
+
+static void writer__latency(struct writer *w, const struct kh_profile *p)
+{
+	const struct kh_latency *l = &p->ext.latency;
+
+	writer__open_member(w, "latency", '{');
+	writer__u64(w, "bucket_count", KH_HIST_BUCKETS);
+	writer__u64(w, "linear_below_ns", KH_HIST_LINEAR);
+	writer__u64(w, "buckets_per_octave", KH_HIST_SUB);
+	writer__bool(w, "off_cpu", l->off_cpu);
+	writer__open_member(w, "stages", '[');
+	for (uint32_t st = 0; st < KH_STAGE_COUNT; st++) {
+		const struct kh_stage_dist *d = &l->stages[st];
+		bool first = true;
+
+		if (!d->present)
+			continue;
+		writer__next(w);
+		writer__open(w, '{');
+		writer__str(w, "stage", kh_stage__name(st));
+		writer__u64(w, "spans", d->spans);
+		writer__u64(w, "min_ns", d->min_ns);
+		for (int q = 0; q < KH_DIST_PERCENTILES; q++) {
+			char key[16];
+
+			snprintf(key, sizeof(key), "%s_ns", kh_dist_percentile_name[q]);
+			writer__u64(w, key, kh_dist__percentile(d, kh_dist_permille[q],
+								 p->ext.span_bias_ns));
+		}
+		writer__u64(w, "max_ns", d->max_ns);
+		writer__latency_off_cpu(w, p, d, st);
+		/* [index, count] pairs of the non-empty buckets, on one line. */
+		writer__key(w, "buckets");
+		outbuf__putc(&w->out, '[');
+		for (uint32_t i = 0; d->counts && i < KH_HIST_BUCKETS; i++) {
+			if (!d->counts[i])
+				continue;
+			outbuf__printf(&w->out, "%s[%" PRIu32 ", %" PRIu64 "]", first ? "" : ", ", i,
+				       d->counts[i]);
+			first = false;
+		}
+		outbuf__putc(&w->out, ']');
+		writer__close(w, '}');
+	}
+	writer__close(w, ']');
+	writer__close(w, '}');
+}
+
+static void writer__ext(struct writer *w, const struct kh_profile *p)
+{
+	const struct kh_profile_ext *ext = &p->ext;
+
 	writer__open_member(w, "khprof", '{');
 	writer__str(w, "mode", ext->mode);
 	writer__bool(w, "started_mid_session", ext->started_mid_session);
@@ -665,6 +732,8 @@ static void writer__ext(struct writer *w, const struct kh_profile_ext *ext)
 	writer__u64(w, "traced_pid", ext->traced_pid);
 	writer__u64(w, "session_sequence", ext->session_sequence);
 	writer__u64(w, "sample_latency_ns_max", ext->sample_latency_ns_max);
+	if (ext->latency.present)
+		writer__latency(w, p);
 	writer__close(w, '}');
 }
 
@@ -714,7 +783,7 @@ char *profile__to_json(const struct kh_profile *p)
 	writer__samples(&w, p);
 	writer__resources(&w, &p->resources);
 	if (p->ext.present)
-		writer__ext(&w, &p->ext);
+		writer__ext(&w, p);
 	writer__close(&w, '}');
 	outbuf__putc(&w.out, '\n');
 	text = outbuf__finish(&w.out);
@@ -1386,6 +1455,101 @@ static int parse__ext_drops(struct parse *ps, const cJSON *ext, uint64_t *drops)
 	return err;
 }
 
+/* One [index, count] pair of khprof.latency.stages[].buckets. */
+static int parse__bucket(struct parse *ps, const cJSON *pair, size_t i, struct kh_stage_dist *d)
+{
+	size_t saved = path__push(ps, "[%zu]", i);
+	uint64_t index, count;
+	int err = -EINVAL;
+
+	if (!cJSON_IsArray(pair) || cJSON_GetArraySize(pair) != 2)
+		parse__fail(ps, "'%s': expected [index, count], found %s", ps->path,
+			    json_type_name(pair));
+	else if (!parse__value_u64(ps, pair->child, "0", &index) &&
+		 !parse__value_u64(ps, pair->child->next, "1", &count)) {
+		if (index >= KH_HIST_BUCKETS)
+			parse__fail(ps, "'%s': bucket %" PRIu64 " out of range (0 to %u)", ps->path,
+				    index, KH_HIST_BUCKETS - 1);
+		else
+			err = 0;
+	}
+	if (!err) {
+		d->counts[index] += count;
+		d->spans += count;
+	}
+	path__pop(ps, saved);
+	return err;
+}
+
+/* Percentiles and on_cpu_ns are derived again from what is read here. */
+static int parse__dist(struct parse *ps, const cJSON *node, struct kh_latency *l)
+{
+	const cJSON *buckets, *pair;
+	uint32_t stage;
+	struct kh_stage_dist *d;
+	struct kh_opt_u64 off, runnable;
+	size_t i = 0, saved;
+	int err;
+
+	if (parse__enum(ps, node, "stage", kh_stage__parse, &stage))
+		return -EINVAL;
+	d = &l->stages[stage];
+	if (d->present)
+		return parse__fail_field(ps, "stage", "stage listed twice", NULL);
+	if (parse__container(ps, node, "buckets", true, true, &buckets))
+		return -EINVAL;
+	if (kh_dist__alloc(d))
+		return parse__nomem(ps);
+	d->present = true;
+	err = parse__ext_u64(ps, node, "min_ns", &d->min_ns) ||
+	      parse__ext_u64(ps, node, "max_ns", &d->max_ns) ||
+	      parse__opt_u64(ps, node, "off_cpu_ns", &off) ||
+	      parse__opt_u64(ps, node, "runnable_ns", &runnable) ||
+	      parse__ext_u64(ps, node, "offcpu_truncated", &d->offcpu_truncated);
+	d->off_cpu_ns = off.value;
+	d->runnable_ns = runnable.value;
+	saved = path__push_field(ps, "buckets");
+	cJSON_ArrayForEach(pair, buckets) {
+		if (err)
+			break;
+		err = parse__bucket(ps, pair, i++, d);
+	}
+	path__pop(ps, saved);
+	return err ? -EINVAL : 0;
+}
+
+static int parse__latency(struct parse *ps, const cJSON *ext, struct kh_latency *l)
+{
+	const cJSON *node, *stages, *item;
+	size_t i = 0, saved, elem;
+	int err;
+
+	if (parse__container(ps, ext, "latency", false, false, &node))
+		return -EINVAL;
+	if (!node)
+		return 0;
+	l->present = true;
+	saved = path__push_field(ps, "latency");
+	err = parse__ext_bool(ps, node, "off_cpu", &l->off_cpu) ||
+	      parse__container(ps, node, "stages", true, true, &stages);
+	if (!err) {
+		size_t stages_saved = path__push_field(ps, "stages");
+
+		cJSON_ArrayForEach(item, stages) {
+			err = parse__element(ps, item, i++, &elem);
+			if (!err) {
+				err = parse__dist(ps, item, l);
+				path__pop(ps, elem);
+			}
+			if (err)
+				break;
+		}
+		path__pop(ps, stages_saved);
+	}
+	path__pop(ps, saved);
+	return err ? -EINVAL : 0;
+}
+
 static int parse__ext(struct parse *ps, const cJSON *root, struct kh_profile_ext *ext)
 {
 	const cJSON *node;
@@ -1410,7 +1574,8 @@ static int parse__ext(struct parse *ps, const cJSON *root, struct kh_profile_ext
 	      parse__ext_u64(ps, node, "span_bias_ns", &ext->span_bias_ns) ||
 	      parse__ext_u64(ps, node, "traced_pid", &ext->traced_pid) ||
 	      parse__ext_u64(ps, node, "session_sequence", &ext->session_sequence) ||
-	      parse__ext_u64(ps, node, "sample_latency_ns_max", &ext->sample_latency_ns_max);
+	      parse__ext_u64(ps, node, "sample_latency_ns_max", &ext->sample_latency_ns_max) ||
+	      parse__latency(ps, node, &ext->latency);
 	path__pop(ps, saved);
 	return err ? -EINVAL : 0;
 }

@@ -249,6 +249,7 @@ void profile__free(struct kh_profile *p)
 	free(p->states);
 	free(p->resource_samples);
 	free(p->ext.mode);
+	kh_latency__free(&p->ext.latency);
 	memset(p, 0, sizeof(*p));
 }
 

@@ -21,6 +21,7 @@
 
 #include "keyhog_profile.h"
 #include "khprof_shared.h"
+#include "hist.h"
 
 #define KH_PROFILE_SCHEMA "keyhog-profile-v1"
 
@@ -137,6 +138,7 @@ struct kh_profile_ext {
 	uint64_t traced_pid;
 	uint64_t session_sequence;
 	uint64_t sample_latency_ns_max;
+	struct kh_latency latency; /* per-stage distributions, off-CPU split (hist.h) */
 };
 
 /* RunProfile */

@@ -24,6 +24,7 @@
 
 #include "calibrate.h"
 #include "khprof.skel.h"
+#include "latency.h"
 #include "log.h"
 #include "procfs.h"
 #include "stats.h"
@@ -72,6 +73,8 @@ struct tracer {
 	size_t records_emitted;
 	struct open_session sessions[KH_MAX_SLOTS];
 	char warned_keys[512];
+	struct bpf_link *sched_links[2]; /* off-CPU log (latency.c) */
+	bool offcpu;                     /* ... attached */
 };
 
 uint64_t tracer__now_ns(void)
@@ -210,6 +213,9 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(t->skel->progs.kh_loader_state,
 					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
+	err = latency__configure(t->skel, t->ncpus);
+	if (err)
+		goto fail;
 	err = khprof_bpf__load(t->skel);
 	if (err) {
 		report_load_error(err);
@@ -520,12 +526,17 @@ static int calibrate(struct tracer *t)
 
 int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path)
 {
+	struct kh_latency calibration = { 0 };
 	int err;
 
 	err = calibrate(t);
 	if (err)
 		return err;
+	/* The calibration's spans are not the target's. */
+	latency__read_slot(t->skel, t->ncpus, KH_OUTSIDE_SLOT, 0, &calibration);
+	kh_latency__free(&calibration);
 	t->pid = pid;
+	t->offcpu = latency__attach(t->skel, pid, t->sched_links) == 0;
 	err = attach_object_once(t, exe_path);
 	if (err)
 		return err;
@@ -731,6 +742,8 @@ static void session_emit(struct tracer *t, struct open_session *s, uint32_t slot
 	uint64_t spans = 0;
 
 	read_slot(t, slot, &sum, true);
+	latency__read_slot(t->skel, t->ncpus, slot, t->span_bias_ns, &p->ext.latency);
+	p->ext.latency.off_cpu = t->offcpu && p->ext.latency.present;
 	for (int st = 0; st < KH_STAGE_COUNT; st++) {
 		const struct kh_stage_stats *stage = &sum.stages[st];
 
@@ -934,6 +947,8 @@ void tracer__close(struct tracer *t)
 	if (!t)
 		return;
 	ring_buffer__free(t->rb);
+	for (int i = 0; i < 2; i++)
+		bpf_link__destroy(t->sched_links[i]);
 	for (size_t i = 0; i < t->link_fd_count; i++)
 		close(t->link_fds[i]);
 	free(t->link_fds);

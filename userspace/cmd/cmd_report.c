@@ -8,15 +8,18 @@
 
 #include "commands.h"
 #include "json.h"
+#include "latency_text.h"
 #include "log.h"
 #include "text.h"
 #include "record.h"
 
 static const char report_usage[] =
-	"usage: khprof report PATH [--format text|json]\n"
+	"usage: khprof report PATH [--format text|seed|json]\n"
 	"\n"
 	"Reads a keyhog-profile-v1 record and prints it: text is exactly the seed's\n"
-	"report for that record; json is the record re-serialised.  Notes (a profile\n"
+	"report for that record, then khprof's tables of per-stage latency\n"
+	"percentiles and on-CPU/off-CPU time; seed is the seed's report alone (for\n"
+	"byte comparisons); json is the record re-serialised.  Notes (a profile\n"
 	"that started or ended mid-session, dropped counts) go to stderr.  Exit code\n"
 	"2 for a bad command line or a record that cannot be read or is malformed.\n"
 	"\n"
@@ -49,8 +52,9 @@ int cmd_report(int argc, char **argv)
 		}
 		format = optarg;
 	}
-	if (strcmp(format, "text") != 0 && strcmp(format, "json") != 0) {
-		log__error("unknown format '%s' (text or json)", format);
+	if (strcmp(format, "text") != 0 && strcmp(format, "seed") != 0 &&
+	    strcmp(format, "json") != 0) {
+		log__error("unknown format '%s' (text, seed or json)", format);
 		return KHPROF_EXIT_USAGE;
 	}
 	if (optind + 1 != argc) {
@@ -61,8 +65,12 @@ int cmd_report(int argc, char **argv)
 		log__error("cannot read record '%s': %s", argv[optind], problem);
 		return KHPROF_EXIT_BAD_INPUT;
 	}
-	rendered = strcmp(format, "json") == 0 ? profile__to_json(&profile)
-					       : profile__render_text(&profile);
+	if (strcmp(format, "json") == 0)
+		rendered = profile__to_json(&profile);
+	else if (strcmp(format, "seed") == 0)
+		rendered = profile__render_text(&profile);
+	else
+		rendered = profile__render_report(&profile);
 	if (rendered) {
 		fputs(rendered, stdout);
 		free(rendered);

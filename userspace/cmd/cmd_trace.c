@@ -24,6 +24,7 @@
 #include "commands.h"
 #include "fileio.h"
 #include "json.h"
+#include "latency_text.h"
 #include "log.h"
 #include "spread.h"
 #include "text.h"
@@ -155,7 +156,7 @@ void print_profile_notes(const struct kh_profile *p)
 static void on_profile(const struct kh_profile *p, void *ctx)
 {
 	struct output_state *out = ctx;
-	char *text = profile__render_text(p);
+	char *text = profile__render_report(p);
 	char path[PATH_MAX];
 	char *json;
 	int err;
