@@ -52,9 +52,11 @@ CAPTURE_OBJS  := $(call objs_of,userspace/capture)
 CMD_OBJS      := $(call objs_of,userspace/cmd)
 KHPROF_OBJS   := $(COMMON_OBJS) $(ANALYSIS_OBJS) $(USDT_OBJS) $(CAPTURE_OBJS) $(CMD_OBJS)
 # Capture modules that need neither libbpf nor the skeleton: plain logic
-# (sessions, /proc, TSC) that the unit tests check without root.
-CAPTURE_BPF_OBJS   := $(BUILD)/userspace/capture/trace.o $(BUILD)/userspace/capture/calibrate.o \
-                      $(BUILD)/userspace/capture/latency.o
+# (sessions, /proc, TSC) that the unit tests check without root.  The
+# others are found by what they include (libbpf or the skeleton), so that
+# a new file cannot be misfiled.
+CAPTURE_BPF_SRCS   := $(shell grep -lE '^\#include (<bpf/|"khprof\.skel\.h")' userspace/capture/*.c)
+CAPTURE_BPF_OBJS   := $(patsubst %.c,$(BUILD)/%.o,$(CAPTURE_BPF_SRCS))
 CAPTURE_PLAIN_OBJS := $(filter-out $(CAPTURE_BPF_OBJS),$(CAPTURE_OBJS))
 UNIT_LINK_OBJS     := $(COMMON_OBJS) $(ANALYSIS_OBJS) $(USDT_OBJS) $(CAPTURE_PLAIN_OBJS)
 # Integration tests drive the whole tool: every module but main().

@@ -44,7 +44,7 @@ __u32 tsc_shift;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, KH_MAX_SLOTS);
+	__uint(max_entries, KH_SLOT_MAP_ENTRIES);
 	__type(key, __u32);
 	__type(value, struct kh_slot_stats);
 } slot_stats SEC(".maps");
@@ -100,7 +100,7 @@ static long add_batch_offcpu(__u64 index, void *ctx);
 
 static __always_inline struct kh_slot_stats *stats_of(__u32 slot)
 {
-	if (slot >= KH_MAX_SLOTS)
+	if (slot >= KH_SLOT_MAP_ENTRIES)
 		slot = KH_OUTSIDE_SLOT;
 	return bpf_map_lookup_elem(&slot_stats, &slot);
 }
@@ -588,13 +588,13 @@ __u32 traced_tgid;
 
 /*
  * One block of all stages' histograms per (CPU, slot), key cpu *
- * KH_MAX_SLOTS + slot; the loader sizes the map to the possible CPUs.  A
+ * KH_SLOT_MAP_ENTRIES + slot; the loader sizes the map to the possible CPUs.  A
  * plain array rather than a per-CPU one: a per-CPU value is limited to
  * 32 KiB, and one lookup per batch serves its 64 spans.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, KH_MAX_SLOTS);
+	__uint(max_entries, KH_SLOT_MAP_ENTRIES);
 	__type(key, __u32);
 	__type(value, struct kh_hist_block);
 } hist_blocks SEC(".maps");
@@ -609,7 +609,11 @@ struct {
 
 static __always_inline struct kh_hist_block *hist_of(__u32 slot)
 {
-	__u32 key = bpf_get_smp_processor_id() * KH_MAX_SLOTS + (slot & (KH_MAX_SLOTS - 1));
+	__u32 key;
+
+	if (slot >= KH_SLOT_MAP_ENTRIES)
+		slot = KH_OUTSIDE_SLOT;
+	key = bpf_get_smp_processor_id() * KH_SLOT_MAP_ENTRIES + slot;
 
 	return bpf_map_lookup_elem(&hist_blocks, &key);
 }

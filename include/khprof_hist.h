@@ -10,9 +10,10 @@
  * The last bucket starts at 63 << 36 ns (about 72 min) and also holds every
  * longer span; the exact maximum and minimum are kept beside the counts.
  *
- * Memory: one struct kh_hist_block per (CPU, session slot), all 25 stages:
- * 25 x (1216 x 4 + 40) B = 122.6 KB, x KH_MAX_SLOTS (8) = 981 KB per
- * possible CPU (2 MB on this 2-CPU machine, 63 MB with 64 CPUs).  Counts are
+ * Memory: one struct kh_hist_block per (CPU, slot), all 25 stages:
+ * 25 x (1216 x 4 + 40) B = 122.6 KB, x KH_SLOT_MAP_ENTRIES (8 session slots
+ * and calibration's) = 1.1 MB per possible CPU (2.2 MB on this 2-CPU
+ * machine, 71 MB with 64 CPUs).  Counts are
  * u32 per CPU and session: a bucket wraps after 4.29e9 spans of one stage on
  * one CPU in one session (userspace detects it from the u64 call counts).
  */

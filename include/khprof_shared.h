@@ -17,6 +17,12 @@
 /* Session slots: slot 0 collects spans seen outside any session. */
 #define KH_MAX_SLOTS 8
 #define KH_OUTSIDE_SLOT 0
+/*
+ * khprof's own calibration spans (userspace/capture/calibrate.c) count in
+ * a slot past the session slots, so they never mix with the program's.
+ */
+#define KH_CALIBRATION_SLOT KH_MAX_SLOTS
+#define KH_SLOT_MAP_ENTRIES (KH_MAX_SLOTS + 1)
 /* Per-thread span stack kept in task storage for pair mode. */
 #define KH_KERNEL_SPAN_DEPTH 32
 #define KH_IDENTITY_KEY_MAX 32

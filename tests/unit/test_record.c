@@ -200,9 +200,9 @@ static void test_run_id_like_the_seed(void **state)
 
 	(void)state;
 	assert_int_equal(profile__init(&p), 0);
-	assert_int_equal(identity__set_run_id(&p.identity, 4542, 1796007153329499399ull, 0), 0);
+	assert_int_equal(identity__set_run_id(&p.identity, 4542, 1796007153329499399ull, "0"), 0);
 	assert_string_equal(p.identity.run_id, "4542-1796007153329499399-0");
-	assert_int_equal(identity__set_run_id(&p.identity, UINT64_MAX, UINT64_MAX, UINT64_MAX), 0);
+	assert_int_equal(identity__set_run_id(&p.identity, UINT64_MAX, UINT64_MAX, "18446744073709551615"), 0);
 	assert_string_equal(p.identity.run_id,
 			    "18446744073709551615-18446744073709551615-18446744073709551615");
 	profile__free(&p);

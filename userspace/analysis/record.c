@@ -325,12 +325,12 @@ int identity__set(struct kh_identity *id, const char *key, const char *value)
 }
 
 int identity__set_run_id(struct kh_identity *id, uint64_t pid, uint64_t unix_ns,
-			 uint64_t sequence)
+			 const char *sequence)
 {
-	char text[3 * 21];
+	char text[2 * 21 + 32];
 
-	snprintf(text, sizeof(text), "%llu-%llu-%llu", (unsigned long long)pid,
-		 (unsigned long long)unix_ns, (unsigned long long)sequence);
+	snprintf(text, sizeof(text), "%llu-%llu-%s", (unsigned long long)pid,
+		 (unsigned long long)unix_ns, sequence);
 	return string__replace(&id->run_id, text);
 }
 

@@ -210,9 +210,13 @@ void profile__free(struct kh_profile *p);
  */
 int identity__set(struct kh_identity *id, const char *key, const char *value);
 
-/* run_id in the seed's "{pid}-{unix_ns}-{sequence}" form.  0 or -ENOMEM. */
+/*
+ * run_id in the seed's "{pid}-{unix_ns}-{sequence}" form; sequence is the
+ * session's number in decimal, or "partial" for a session khprof joined
+ * after it began (its number was never seen).  0 or -ENOMEM.
+ */
 int identity__set_run_id(struct kh_identity *id, uint64_t pid, uint64_t unix_ns,
-			 uint64_t sequence);
+			 const char *sequence);
 
 /*
  * Session::transition: appends the transition and its resource sample.

@@ -1,7 +1,20 @@
 // SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <inttypes.h>
+#include <unistd.h>
+
 #include "keyhog_profile.h"
 #include "calibrate.h"
-#include "trace.h"
+#include "khprof.skel.h"
+#include "log.h"
+#include "stats.h"
+#include "tracer_impl.h"
+
+/*
+ * Any stage will do: the calibration slot holds nothing but these spans,
+ * and its sums over all stages are read.
+ */
+#define CALIBRATION_STAGE KH_STAGE_SOURCE_ACQUIRE
 
 __attribute__((noinline)) uint64_t calibrate__spans(int n)
 {
@@ -19,4 +32,70 @@ void calibrate__flush(void)
 #if KH_PROBES_ENABLED
 	kh__batch_flush();
 #endif
+}
+
+#define CALIBRATION_ROUNDS 5
+#define CALIBRATION_SPANS 200
+
+/* Spans and their summed length in the calibration slot, which is zeroed. */
+static int read_calibration(struct tracer *t, uint64_t *calls, uint64_t *elapsed_ns)
+{
+	struct kh_slot_stats sum;
+
+	if (tracer__read_slot(t, KH_CALIBRATION_SLOT, &sum, true))
+		return -EIO;
+	*calls = *elapsed_ns = 0;
+	for (int s = 0; s < KH_STAGE_COUNT; s++) {
+		*calls += sum.stages[s].calls;
+		*elapsed_ns += sum.stages[s].elapsed_ns;
+	}
+	return 0;
+}
+
+/*
+ * Traces khprof's own probe sites for a few hundred empty spans: the median
+ * per-span slowdown is what one span costs a traced program, and the median
+ * recorded length of an empty span is the bias every recorded span carries.
+ * Runs before the target is attached, with the BPF side counting into the
+ * calibration slot, which is zeroed after each round.
+ */
+int calibrate__run(struct tracer *t)
+{
+	double untraced[CALIBRATION_ROUNDS], traced[CALIBRATION_ROUNDS], bias[CALIBRATION_ROUNDS];
+	size_t links_before = t->link_fd_count, probes_before = t->probe_count;
+	double traced_ns, untraced_ns;
+	uint64_t calls, elapsed_ns;
+	int err;
+
+	for (int r = 0; r < CALIBRATION_ROUNDS; r++)
+		untraced[r] = calibrate__spans(CALIBRATION_SPANS);
+	t->pid = getpid();
+	err = attach__object(t, "/proc/self/exe");
+	t->probe_count = probes_before;
+	if (err || t->link_fd_count == links_before) {
+		log__debug("calibration skipped: cannot trace khprof itself");
+		return 0;
+	}
+	t->skel->bss->active_slot = KH_CALIBRATION_SLOT;
+	for (int r = 0; r < CALIBRATION_ROUNDS; r++) {
+		traced[r] = calibrate__spans(CALIBRATION_SPANS);
+		calibrate__flush();
+		err = read_calibration(t, &calls, &elapsed_ns);
+		if (err)
+			break;
+		bias[r] = calls ? elapsed_ns / calls : 0;
+	}
+	t->skel->bss->active_slot = KH_OUTSIDE_SLOT;
+	if (err)
+		return err;
+	t->sessions.cfg.span_bias_ns = (uint64_t)stats__median(bias, CALIBRATION_ROUNDS);
+	traced_ns = stats__median(traced, CALIBRATION_ROUNDS);
+	untraced_ns = stats__median(untraced, CALIBRATION_ROUNDS);
+	t->sessions.cfg.span_cost_ns = traced_ns > untraced_ns
+		? (uint64_t)(traced_ns - untraced_ns) / CALIBRATION_SPANS : 0;
+	log__debug("calibration: a span costs %" PRIu64 " ns and appears %" PRIu64 " ns long "
+		   "(done %.1f ms after start)", t->sessions.cfg.span_cost_ns,
+		   t->sessions.cfg.span_bias_ns,
+		   (double)(tracer__now_ns() - t->trace_start_ns) / 1e6);
+	return 0;
 }

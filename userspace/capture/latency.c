@@ -18,7 +18,7 @@
 int latency__configure(struct khprof_bpf *skel, int ncpus)
 {
 	int err = bpf_map__set_max_entries(skel->maps.hist_blocks,
-					   (__u32)ncpus * KH_MAX_SLOTS);
+					   (__u32)ncpus * KH_SLOT_MAP_ENTRIES);
 
 	if (err)
 		log__error("cannot size the latency histograms: %s", strerror(-err));
@@ -82,7 +82,7 @@ int latency__read_slot(struct khprof_bpf *skel, int ncpus, uint32_t slot, uint64
 	if (!block)
 		return -ENOMEM;
 	for (int cpu = 0; cpu < ncpus; cpu++) {
-		__u32 key = (__u32)cpu * KH_MAX_SLOTS + slot;
+		__u32 key = (__u32)cpu * KH_SLOT_MAP_ENTRIES + slot;
 
 		if (bpf_map_lookup_elem(fd, &key, block) ||
 		    bpf_map_update_elem(fd, &key, &zero, BPF_ANY)) {

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Tracer lifecycle: open -> configure (rodata) -> load here, attach in
+ * attach.c, each step checked with one message per failure and one cleanup
+ * path (tracer__close).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "compat.h"
+#include "khprof.skel.h"
+#include "latency.h"
+#include "log.h"
+#include "tracer_impl.h"
+#include "tsc.h"
+
+static int64_t realtime_minus_monotonic(void)
+{
+	struct timespec rt, mono;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	return ((int64_t)rt.tv_sec - mono.tv_sec) * 1000000000ll + (rt.tv_nsec - mono.tv_nsec);
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (!khprof_verbose || level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int check_kernel_support(void)
+{
+	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+		log__error("kernel has no BTF at '/sys/kernel/btf/vmlinux' "
+			   "(khprof needs a kernel built with CONFIG_DEBUG_INFO_BTF)");
+		return -ENOTSUP;
+	}
+	if (access("/sys/bus/event_source/devices/uprobe", F_OK) != 0) {
+		log__error("kernel has no uprobes (khprof needs CONFIG_UPROBE_EVENTS)");
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+/*
+ * Batch mode times spans with the TSC, which only a TSC clocksource vouches
+ * for: elsewhere the TSCs of two CPUs may disagree, and a span that moves
+ * between them is mistimed.  Counts stay exact, so an explicit request is
+ * honoured with a warning; the default turns to span mode.
+ */
+static void choose_mode(struct tracer *t)
+{
+	char clocksource[64];
+
+	if (t->opts.mode != KH_MODE_BATCH || tsc__reliable(clocksource, sizeof(clocksource)))
+		return;
+	if (t->opts.mode_is_default) {
+		log__note("the kernel does not keep time with the TSC (clocksource '%s'): "
+			  "tracing in span mode", clocksource);
+		t->opts.mode = KH_MODE_SPAN;
+		return;
+	}
+	log__warn("batch mode times spans with the TSC, which this kernel does not keep time "
+		  "with (clocksource '%s'): spans that move between CPUs may be mistimed "
+		  "(--mode span avoids it)", clocksource);
+}
+
+/*
+ * The TSC's rate, over the interval since tracing began: loading the BPF
+ * programs takes milliseconds, which makes the rate precise to a few ppm.
+ */
+static int set_tsc_scale(struct tracer *t, const struct tsc_sample *start)
+{
+	struct tsc_sample now;
+	uint32_t mult, shift;
+	int err;
+
+	do {
+		tsc__sample(&now);
+		err = tsc__scale(start, &now, &mult, &shift);
+	} while (err && now.raw_ns - start->raw_ns < 10000000ull);
+	if (err) {
+		log__error("cannot measure the TSC's rate: it did not advance with the clock");
+		return err;
+	}
+	t->skel->bss->tsc_mult = mult;
+	t->skel->bss->tsc_shift = shift;
+	log__debug("TSC: %.6f ns per tick", (double)mult / (1u << shift));
+	return 0;
+}
+
+static void report_load_error(int err)
+{
+	/* The verifier rejects with EACCES too; privileges were checked before. */
+	if (err == -EPERM)
+		log__error("cannot load BPF programs: permission denied "
+			   "(run as root or grant CAP_BPF and CAP_PERFMON)");
+	else
+		log__error("cannot load BPF programs: %s (the kernel rejected them; "
+			   "run with -v for the verifier's log)", strerror(-err));
+}
+
+static void configure_sessions(struct tracer *t, int64_t realtime_offset_ns)
+{
+	struct session_config cfg = {
+		.mode = t->opts.mode,
+		.trace_start_ns = t->trace_start_ns,
+		.realtime_offset_ns = realtime_offset_ns,
+		.page_size = (uint64_t)sysconf(_SC_PAGESIZE),
+		.overrides = t->opts.overrides,
+		.override_count = t->opts.override_count,
+		.on_profile = t->opts.on_profile,
+		.ctx = t->opts.ctx,
+	};
+
+	sessions__init(&t->sessions, &cfg);
+}
+
+int tracer__open(struct tracer **out, const struct trace_options *opts)
+{
+	struct tsc_sample tsc_start;
+	struct tracer *t;
+	int err;
+
+	*out = NULL;
+	err = check_kernel_support();
+	if (err)
+		return err;
+	libbpf_set_print(libbpf_print);
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->opts = *opts;
+	tsc__sample(&tsc_start);
+	choose_mode(t);
+	t->ncpus = libbpf_num_possible_cpus();
+	if (t->ncpus <= 0) {
+		log__error("cannot count possible CPUs: %s", strerror(-t->ncpus));
+		err = t->ncpus;
+		goto fail;
+	}
+
+	t->skel = khprof_bpf__open();
+	if (!t->skel) {
+		err = -errno;
+		log__error("cannot open BPF object: %s", strerror(errno));
+		goto fail;
+	}
+	t->trace_start_ns = tracer__now_ns();
+	configure_sessions(t, realtime_minus_monotonic());
+	t->skel->rodata->trace_start_ns = t->trace_start_ns;
+	t->skel->rodata->stop_on_loader_event = opts->stop_on_loader;
+
+	bpf_program__set_expected_attach_type(t->skel->progs.kh_usdt,
+					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(t->skel->progs.kh_loader_state,
+					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
+	err = latency__configure(t->skel, t->ncpus);
+	if (err)
+		goto fail;
+	err = khprof_bpf__load(t->skel);
+	if (err) {
+		report_load_error(err);
+		goto fail;
+	}
+	log__debug("BPF programs loaded in %.1f ms",
+		   (double)(tracer__now_ns() - t->trace_start_ns) / 1e6);
+	err = set_tsc_scale(t, &tsc_start);
+	if (err)
+		goto fail;
+	*out = t;
+	return 0;
+fail:
+	tracer__close(t);
+	return err;
+}
+
+/*
+ * Each uprobe link's detach waits for an RCU-tasks grace period, serialised
+ * in the kernel (about 80 ms per link here, one link per traced file), which
+ * would keep `khprof record` alive after the traced program exited.
+ * When the traced process is gone the probes cannot fire any more: a child
+ * inherits the links and releases them after khprof has exited.
+ */
+void tracer__close_in_background(struct tracer *t)
+{
+	int hold[2];
+	pid_t pid;
+	char c;
+
+	if (!t || t->link_fd_count == 0 || pipe(hold) != 0) {
+		tracer__close(t);
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		/* Whoever reads khprof's output must not wait for this child. */
+		int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		for (int fd = 0; fd < 3; fd++)
+			dup2(null_fd, fd);
+		close(hold[1]);
+		/* EOF once khprof has exited and dropped its references. */
+		while (read(hold[0], &c, 1) > 0)
+			;
+		_exit(0);
+	}
+	close(hold[0]);
+	if (pid < 0) {
+		close(hold[1]);
+		tracer__close(t);
+	}
+	/* hold[1] stays open until exit; the links are released by the child. */
+}
+
+void tracer__close(struct tracer *t)
+{
+	if (!t)
+		return;
+	ring_buffer__free(t->rb);
+	for (int i = 0; i < 2; i++)
+		bpf_link__destroy(t->sched_links[i]);
+	for (size_t i = 0; i < t->link_fd_count; i++)
+		close(t->link_fds[i]);
+	free(t->link_fds);
+	sessions__free(&t->sessions);
+	khprof_bpf__destroy(t->skel);
+	free(t->seen);
+	free(t);
+}

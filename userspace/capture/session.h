@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * session.h - assembling RunProfile records from the tracer's events.
+ *
+ * Plain logic: no libbpf, no BPF maps.  The tracer hands over each ring
+ * buffer event in order and, when a session ends, the totals of its slot
+ * (struct kh_slot_stats summed over the CPUs); this unit turns them into
+ * records exactly as the seed would and hands each to on_profile.  The
+ * unit tests drive it without root (tests/unit/test_session.c).
+ */
+#ifndef KHPROF_SESSION_H
+#define KHPROF_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "khprof_shared.h"
+#include "record.h"
+#include "trace.h"
+
+/* What records need to know about the trace; the tracer fills it in. */
+struct session_config {
+	pid_t pid;                  /* the traced process */
+	enum kh_trace_mode mode;
+	uint64_t trace_start_ns;    /* CLOCK_MONOTONIC when tracing began */
+	int64_t realtime_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC, for run ids */
+	uint64_t page_size;
+	uint64_t span_cost_ns;      /* calibrated: what one span costs the program */
+	uint64_t span_bias_ns;      /* calibrated: apparent length of an empty span */
+	const struct identity_override *overrides;
+	size_t override_count;
+	tracer_profile_fn on_profile;
+	void *ctx;
+	bool off_cpu;               /* context switches are watched (latency.c) */
+};
+
+struct open_session {
+	bool open;
+	bool started_mid_session;
+	uint64_t start_ns;
+	uint32_t last_state;
+	struct kh_profile profile;
+};
+
+struct session_table {
+	struct session_config cfg;
+	struct open_session slots[KH_MAX_SLOTS];
+	bool saw_session;
+	bool have_first_sample;
+	struct kh_resource_snapshot first_sample; /* when tracing began */
+	size_t records_emitted;
+	char warned_keys[512];
+	/*
+	 * The ending session's distributions: the tracer reads them with the
+	 * slot's totals, the record takes them over (ext.latency).
+	 */
+	struct kh_latency latency;
+};
+
+void sessions__init(struct session_table *tbl, const struct session_config *cfg);
+/* Frees the sessions still open, without records. */
+void sessions__free(struct session_table *tbl);
+
+/* Samples the process once, as the start of sessions khprof opens itself. */
+void sessions__take_first_sample(struct session_table *tbl);
+
+/*
+ * Whether handling e ends the session of its slot: the caller then passes
+ * that slot's totals (and may reuse the slot once the event is handled).
+ */
+bool sessions__event_ends_session(const struct kh_event *e);
+/* Slot of an event in the table: the outside slot for out-of-range slots. */
+uint32_t sessions__slot_of(const struct kh_event *e);
+/*
+ * One event, in ring-buffer order.  totals: the slot's sums when the event
+ * ends its session (sessions__event_ends_session), else ignored.
+ */
+void sessions__event(struct session_table *tbl, const struct kh_event *e,
+		     const struct kh_slot_stats *totals);
+
+bool sessions__is_open(const struct session_table *tbl, uint32_t slot);
+/*
+ * Ends the open session of slot at now: failed if the process exited
+ * (exit_status >= 0), else in the state it was in (khprof detached).
+ */
+void sessions__end(struct session_table *tbl, uint32_t slot, int exit_status, uint64_t now,
+		   const struct kh_slot_stats *totals);
+/* Whether the trace saw no session at all (a whole-trace record may be due). */
+bool sessions__none_seen(const struct session_table *tbl);
+/*
+ * For a program with spans but no session probes: one record for the whole
+ * trace from the outside slot's totals, if they show any activity.
+ */
+void sessions__end_whole_trace(struct session_table *tbl, int exit_status, uint64_t now,
+			       const struct kh_slot_stats *outside);
+
+#endif
