@@ -146,6 +146,20 @@ $(UNIT_BINS): $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(UNIT_LINK_OBJS)
 $(ITEST_BINS): $(BUILD)/tests/%: $(BUILD)/tests/integration/%.o $(MODULE_OBJS)
 	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) -lcmocka -ldl
 
+# ELF files with hand-made probe notes for the unit tests (tests/unit/fixtures):
+# each .S gives NAME (a probe in .text) and NAME_in_data (-DIN_DATA).
+FIXTURE_SRCS := $(wildcard tests/unit/fixtures/*.S)
+FIXTURES     := $(foreach f,$(FIXTURE_SRCS),$(patsubst tests/unit/fixtures/%.S,$(BUILD)/fixtures/%,$(f)) \
+                  $(patsubst tests/unit/fixtures/%.S,$(BUILD)/fixtures/%_in_data,$(f)))
+$(BUILD)/fixtures/%: tests/unit/fixtures/%.S | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) -nostdlib -static -o $@ $<
+$(BUILD)/fixtures/%_in_data: tests/unit/fixtures/%.S | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) -nostdlib -static -DIN_DATA -o $@ $<
+
+all: $(FIXTURES)
+
 # Traced workloads used by the integration tests (built like outside programs:
 # only include/keyhog_profile.h).
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)

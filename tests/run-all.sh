@@ -1,6 +1,7 @@
 #!/bin/sh
-# Runs the test binary of every test source, unit tests first, then
-# integration, from the repo root and closes with one line:
+# Checks the layering (tests/check-layers.sh), then runs the test binary of
+# every test source, unit tests first, then integration, from the repo
+# root and closes with one line:
 # "tests: N passed, N failed, N skipped".  Going by the sources leaves out
 # stale binaries in build/tests whose source is gone.
 # The BPF tests need root; they skip elsewhere, never when CI=true.
@@ -8,6 +9,13 @@ set -u
 cd "$(dirname "$0")/.."
 passed=0 failed=0 skipped=0 broken=""
 log=$(mktemp)
+# The layering (docs/ARCHITECTURE.md) counts as one test.
+echo "== tests/check-layers.sh"
+if ./tests/check-layers.sh; then
+	passed=$((passed + 1))
+else
+	failed=$((failed + 1))
+fi
 for src in tests/unit/test_*.c tests/integration/test_*.c; do
 	name=${src##*/}
 	bin=build/tests/${name%.c}

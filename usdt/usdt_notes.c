@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "usdt_elf.h"
 #include "usdt_notes.h"
 
 #define STAPSDT_NOTE_TYPE 3
@@ -87,21 +88,23 @@ static int append_note(struct usdt_note_list *list, const char *desc, size_t des
 	return 0;
 }
 
-/* The file offset of a virtual address, from the PT_LOAD segment holding it. */
-static uint64_t file_offset_of(Elf *elf, uint64_t vaddr)
+/*
+ * File offsets of the probe and its semaphore.  The probe must lie in an
+ * executable segment, as libbpf's usdt.c requires: a uprobe anywhere else
+ * would write its breakpoint into data.  Relocatable objects have no
+ * segments; their notes are listed with offset 0 and never attached.
+ */
+static int note__place(Elf *elf, struct usdt_note *note)
 {
-	size_t phnum;
+	bool executable;
 
-	if (elf_getphdrnum(elf, &phnum) != 0)
+	if (!elf__has_segments(elf))
 		return 0;
-	for (size_t i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_memsz)
-			return vaddr - ph.p_vaddr + ph.p_offset;
-	}
+	if (elf__segment_of(elf, note->address, &note->file_offset, &executable) || !executable)
+		return -EINVAL;
+	if (note->semaphore &&
+	    elf__segment_of(elf, note->semaphore, &note->semaphore_offset, &executable))
+		note->semaphore_offset = 0;
 	return 0;
 }
 
@@ -136,35 +139,11 @@ static int read_notes(Elf *elf, struct usdt_note_list *out)
 		if (err)
 			return err;
 		note = &out->notes[out->count - 1];
-		note->file_offset = file_offset_of(elf, note->address);
-		if (note->semaphore)
-			note->semaphore_offset = file_offset_of(elf, note->semaphore);
+		err = note__place(elf, note);
+		if (err)
+			return err;
 	}
 	return 0;
-}
-
-/* Opens path for libelf; -ENOENT/-EACCES, or -ENOEXEC when it is not ELF. */
-static int elf_open(const char *path, int *fd, Elf **elf)
-{
-	*elf = NULL;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (*fd < 0)
-		return -errno;
-	*elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
-	if (!*elf || elf_kind(*elf) != ELF_K_ELF) {
-		elf_end(*elf);
-		close(*fd);
-		return -ENOEXEC;
-	}
-	return 0;
-}
-
-static void elf_close(int fd, Elf *elf)
-{
-	elf_end(elf);
-	close(fd);
 }
 
 int usdt_notes__read(const char *path, struct usdt_note_list *out)
@@ -174,13 +153,13 @@ int usdt_notes__read(const char *path, struct usdt_note_list *out)
 
 	out->notes = NULL;
 	out->count = 0;
-	err = elf_open(path, &fd, &elf);
+	err = elf__open(path, &fd, &elf);
 	if (err)
 		return err;
 	err = read_notes(elf, out);
 	if (err)
 		usdt_notes__free(out);
-	elf_close(fd, elf);
+	elf__close(fd, elf);
 	return err;
 }
 
@@ -194,87 +173,6 @@ void usdt_notes__free(struct usdt_note_list *list)
 	free(list->notes);
 	list->notes = NULL;
 	list->count = 0;
-}
-
-/* The address (st_value) of a defined function or object called name. */
-static int find_symbol(Elf *elf, const char *name, uint64_t *vaddr)
-{
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr shdr;
-		Elf_Data *data;
-
-		if (!gelf_getshdr(scn, &shdr) ||
-		    (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM) || !shdr.sh_entsize)
-			continue;
-		data = elf_getdata(scn, NULL);
-		for (size_t i = 0; data && i < shdr.sh_size / shdr.sh_entsize; i++) {
-			GElf_Sym sym;
-			const char *sym_name;
-
-			if (!gelf_getsym(data, (int)i, &sym) || sym.st_value == 0 ||
-			    (GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
-			     GELF_ST_TYPE(sym.st_info) != STT_OBJECT))
-				continue;
-			sym_name = elf_strptr(elf, shdr.sh_link, sym.st_name);
-			if (sym_name && strcmp(sym_name, name) == 0) {
-				*vaddr = sym.st_value;
-				return 0;
-			}
-		}
-	}
-	return -ENOENT;
-}
-
-int elf__symbol(const char *path, const char *name, uint64_t *vaddr, uint64_t *offset)
-{
-	Elf *elf;
-	int fd, err;
-
-	err = elf_open(path, &fd, &elf);
-	if (err)
-		return err;
-	err = find_symbol(elf, name, vaddr);
-	if (!err) {
-		*offset = file_offset_of(elf, *vaddr);
-		err = *offset ? 0 : -ENOENT;
-	}
-	elf_close(fd, elf);
-	return err;
-}
-
-int elf__interpreter(const char *path, char *buf, size_t len)
-{
-	size_t phnum;
-	Elf *elf;
-	int fd, err;
-
-	buf[0] = '\0';
-	err = elf_open(path, &fd, &elf);
-	if (err)
-		return err;
-	if (elf_getphdrnum(elf, &phnum) != 0)
-		phnum = 0;
-	for (size_t i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-		size_t size;
-		char *raw;
-
-		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_INTERP)
-			continue;
-		raw = elf_rawfile(elf, &size);
-		if (!raw || ph.p_offset + ph.p_filesz > size || ph.p_filesz == 0 ||
-		    ph.p_filesz >= len) {
-			err = -ENOEXEC;
-			break;
-		}
-		memcpy(buf, raw + ph.p_offset, ph.p_filesz);
-		buf[ph.p_filesz - 1] = '\0';
-		break;
-	}
-	elf_close(fd, elf);
-	return err;
 }
 
 bool usdt_notes__has(const struct usdt_note_list *list, const char *provider, const char *name)

@@ -7,6 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * elf__symbol and elf__interpreter are in usdt_elf.h; included here until
+ * capture/trace.c, which reaches them through this header, includes it.
+ */
+#include "usdt_elf.h"
+
 struct usdt_note {
 	char *provider;
 	char *name;
@@ -27,16 +33,10 @@ struct usdt_note_list {
  * Reads every stapsdt note of the ELF file at path.  Returns 0 (an ELF file
  * without notes gives an empty list), -ENOENT/-EACCES when it cannot be
  * opened, -ENOEXEC when it is not an ELF file, -EINVAL when a note is
- * malformed.
+ * malformed or its probe lies outside the file's executable segments.
  */
 int usdt_notes__read(const char *path, struct usdt_note_list *out);
 void usdt_notes__free(struct usdt_note_list *list);
-/* Address and file offset of the function or object name (.symtab or .dynsym). */
-int elf__symbol(const char *path, const char *name, uint64_t *vaddr, uint64_t *offset);
-
-/* PT_INTERP of an executable into buf, "" for a static one. */
-int elf__interpreter(const char *path, char *buf, size_t len);
-
 /* Whether the list has probe provider:name. */
 bool usdt_notes__has(const struct usdt_note_list *list, const char *provider, const char *name);
 

@@ -36,8 +36,15 @@ static const struct register_names registers[] = {
 	REG("r15", "r15d", "r15w", "r15b", r15),
 };
 
+/*
+ * "" in the table marks a spelling the register does not have (%rip has no
+ * 16- or 8-bit one), so an empty name must not match it: "8@%" is no
+ * register, not %rip.
+ */
 static int register_offset(const char *name, size_t len)
 {
+	if (len == 0)
+		return -EINVAL;
 	for (size_t i = 0; i < sizeof(registers) / sizeof(registers[0]); i++)
 		for (int j = 0; j < 4; j++)
 			if (strlen(registers[i].names[j]) == len &&

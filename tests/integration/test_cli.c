@@ -73,6 +73,7 @@ static void test_probes_errors(void **state)
 {
 	char *not_elf[] = { khprof, "probes", "README.md", NULL };
 	char *missing[] = { khprof, "probes", "/no/such/file", NULL };
+	char *in_data[] = { khprof, "probes", "build/fixtures/usdt_note_in_data", NULL };
 	struct run_result r;
 
 	(void)state;
@@ -84,6 +85,11 @@ static void test_probes_errors(void **state)
 	assert_int_equal(r.exit_code, 2);
 	assert_int_equal(count_lines(r.err), 1);
 	assert_non_null(strstr(r.err, "'/no/such/file'"));
+	run_result_free(&r);
+	r = run(in_data);
+	assert_int_equal(r.exit_code, 2);
+	assert_string_equal(r.err, "khprof: cannot read probes of 'build/fixtures/usdt_note_in_data': "
+			    "malformed stapsdt note (truncated, or a probe outside executable code)\n");
 	run_result_free(&r);
 }
 

@@ -355,8 +355,8 @@ static char *nested_member(int depth)
 }
 
 /*
- * serde_json skips unknown members at any depth; cJSON stops at 1000
- * levels, well past anything a profile holds.
+ * serde_json skips unknown members at any depth; the reader stops at 1000
+ * levels (where cJSON stopped), well past anything a profile holds.
  */
 static void test_deeply_nested_unknown_member(void **state)
 {
@@ -391,6 +391,323 @@ static void test_too_many_stages(void **state)
 	assert_string_equal(err, "'stages': more than 25 entries");
 	free(text);
 	free(many);
+}
+
+/*
+ * Every message the reader gives, exactly, as golden text: a reader
+ * rewrite must keep them (positions included) byte for byte.
+ */
+enum error_input { ERR_DOC, ERR_MUT, ERR_DEEP, ERR_STAGES };
+
+static const struct error_case {
+	enum error_input input; /* a document; base_record mutated; n levels; n+1 stages */
+	const char *from, *to;
+	int n;
+	const char *message;
+} error_cases[] = {
+	{ ERR_DOC, NULL, NULL, 0,
+	  "no input" },
+	{ ERR_DOC, "", NULL, 0,
+	  "invalid JSON at line 1 column 1" },
+	{ ERR_DOC, "   ", NULL, 0,
+	  "invalid JSON at line 1 column 4" },
+	{ ERR_DOC, "\n\n  ", NULL, 0,
+	  "invalid JSON at line 3 column 3" },
+	{ ERR_DOC, "null", NULL, 0,
+	  "expected a JSON object, found null" },
+	{ ERR_DOC, "true", NULL, 0,
+	  "expected a JSON object, found a boolean" },
+	{ ERR_DOC, "42", NULL, 0,
+	  "expected a JSON object, found a number" },
+	{ ERR_DOC, "-1.5", NULL, 0,
+	  "expected a JSON object, found a number" },
+	{ ERR_DOC, "\"s\"", NULL, 0,
+	  "expected a JSON object, found a string" },
+	{ ERR_DOC, "[]", NULL, 0,
+	  "expected a JSON object, found an array" },
+	{ ERR_DOC, "{}", NULL, 0,
+	  "missing field 'schema'" },
+	{ ERR_DOC, "{", NULL, 0,
+	  "invalid JSON at line 1 column 2" },
+	{ ERR_DOC, "{\"schema\"", NULL, 0,
+	  "invalid JSON at line 1 column 10" },
+	{ ERR_DOC, "{\"schema\":", NULL, 0,
+	  "invalid JSON at line 1 column 11" },
+	{ ERR_DOC, "{\"schema\":\"x\"", NULL, 0,
+	  "invalid JSON at line 1 column 14" },
+	{ ERR_DOC, "{\"schema\":\"x\",}", NULL, 0,
+	  "invalid JSON at line 1 column 16" },
+	{ ERR_DOC, "{\"schema\" \"x\"}", NULL, 0,
+	  "invalid JSON at line 1 column 11" },
+	{ ERR_DOC, "{\"schema\":\"x\" \"y\":1}", NULL, 0,
+	  "invalid JSON at line 1 column 15" },
+	{ ERR_DOC, "{schema:1}", NULL, 0,
+	  "invalid JSON at line 1 column 3" },
+	{ ERR_DOC, "{} {}", NULL, 0,
+	  "invalid JSON at line 1 column 4" },
+	{ ERR_DOC, "{}x", NULL, 0,
+	  "invalid JSON at line 1 column 3" },
+	{ ERR_DOC, "nul", NULL, 0,
+	  "invalid JSON at line 1 column 1" },
+	{ ERR_DOC, "tru", NULL, 0,
+	  "invalid JSON at line 1 column 1" },
+	{ ERR_DOC, "+1", NULL, 0,
+	  "invalid JSON at line 1 column 1" },
+	{ ERR_DOC, ".5", NULL, 0,
+	  "invalid JSON at line 1 column 1" },
+	{ ERR_DOC, "[1,]", NULL, 0,
+	  "invalid JSON at line 1 column 4" },
+	{ ERR_DOC, "[1 2]", NULL, 0,
+	  "invalid JSON at line 1 column 4" },
+	{ ERR_DOC, "{\"a\":[1,2}", NULL, 0,
+	  "invalid JSON at line 1 column 10" },
+	{ ERR_DOC, "{\"a\":{\"b\":1]}", NULL, 0,
+	  "invalid JSON at line 1 column 12" },
+	{ ERR_DOC, "{\"a\":\"\\ud800\"}", NULL, 0,
+	  "invalid JSON at line 1 column 7" },
+	{ ERR_DOC, "{\"a\":\"\\udc00\"}", NULL, 0,
+	  "invalid JSON at line 1 column 7" },
+	{ ERR_DOC, "{\"a\":\"\\ud800\\u0041\"}", NULL, 0,
+	  "invalid JSON at line 1 column 7" },
+	{ ERR_DOC, "\001{}", NULL, 0,
+	  "expected value at line 1 column 1" },
+	{ ERR_DOC, "{}\177", NULL, 0,
+	  "invalid JSON at line 1 column 3" },
+	{ ERR_DOC, "{\"a\":1}\n\n\002", NULL, 0,
+	  "expected value at line 3 column 1" },
+	{ ERR_MUT, "\"wall_time_ns\":5,", "", 0,
+	  "missing field 'wall_time_ns'" },
+	{ ERR_MUT, "\"run_id\":\"r\",", "", 0,
+	  "missing field 'identity.run_id'" },
+	{ ERR_MUT, "\"identity\":{", "\"identity\":[],\"y\":{", 0,
+	  "'identity': expected an object, found an array" },
+	{ ERR_MUT, "\"cache_state\":\"cold\"", "\"cache_state\":\"hot\"", 0,
+	  "'identity.cache_state': unknown value 'hot'" },
+	{ ERR_MUT, "\"daemon_state\":\"off\"", "\"daemon_state\":7", 0,
+	  "'identity.daemon_state': expected a string, found a number" },
+	{ ERR_MUT, "\"status\":\"completed\"", "\"status\":\"Completed\"", 0,
+	  "'status': unknown value 'Completed'" },
+	{ ERR_MUT, "\"status\":\"completed\"", "\"status\":null", 0,
+	  "'status': expected a string, found null" },
+	{ ERR_MUT, "\"stage\":\"decode\"", "\"stage\":\"warp\"", 0,
+	  "'stages[0].stage': unknown value 'warp'" },
+	{ ERR_MUT, "\"stage\":\"decode\",", "", 0,
+	  "missing field 'stages[0].stage'" },
+	{ ERR_MUT, "\"calls\":1,", "", 0,
+	  "missing field 'stages[0].calls'" },
+	{ ERR_MUT, "\"wall_time_ns\":5", "\"wall_time_ns\":1.5", 0,
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found 1.5" },
+	{ ERR_MUT, "\"wall_time_ns\":5", "\"wall_time_ns\":5.0", 0,
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found 5.0" },
+	{ ERR_MUT, "\"wall_time_ns\":5", "\"wall_time_ns\":1e3", 0,
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found 1e3" },
+	{ ERR_MUT, "\"wall_time_ns\":5", "\"wall_time_ns\":1E+3", 0,
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found 1E+3" },
+	{ ERR_MUT, "\"wall_time_ns\":5", "\"wall_time_ns\":-1", 0,
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found -1" },
+	{ ERR_MUT, "\"wall_time_ns\":5", "\"wall_time_ns\":-0", 0,
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found -0" },
+	{ ERR_MUT, "\"wall_time_ns\":5", "\"wall_time_ns\":-9223372036854775809", 0,
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found -9223372036854775809" },
+	{ ERR_MUT, "\"wall_time_ns\":5", "\"wall_time_ns\":18446744073709551616", 0,
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found 18446744073709551616" },
+	{ ERR_MUT, "\"wall_time_ns\":5", "\"wall_time_ns\":1e400", 0,
+	  "'wall_time_ns': number out of range" },
+	{ ERR_MUT, "\"wall_time_ns\":5", "\"wall_time_ns\":\"5\"", 0,
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found a string" },
+	{ ERR_MUT, "\"wall_time_ns\":5", "\"wall_time_ns\":null", 0,
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found null" },
+	{ ERR_MUT, "\"wall_time_ns\":5", "\"wall_time_ns\":[]", 0,
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found an array" },
+	{ ERR_MUT, "\"wall_time_ns\":5", "\"wall_time_ns\":{}", 0,
+	  "'wall_time_ns': expected an unsigned 64-bit integer, found an object" },
+	{ ERR_MUT, "\"scanner_threads\":1", "\"scanner_threads\":true", 0,
+	  "'identity.scanner_threads': expected an unsigned 64-bit integer, found a boolean" },
+	{ ERR_MUT, "\"reader_threads\":null", "\"reader_threads\":false", 0,
+	  "'identity.reader_threads': expected an unsigned 64-bit integer, found a boolean" },
+	{ ERR_MUT, "\"reader_threads\":null", "\"reader_threads\":-3", 0,
+	  "'identity.reader_threads': expected an unsigned 64-bit integer, found -3" },
+	{ ERR_MUT, "\"wall_time_ns\":5", "\"wall_time_ns\":05", 0,
+	  "invalid number at line 1 column 344" },
+	{ ERR_MUT, "\"wall_time_ns\":5", "\"wall_time_ns\":5.", 0,
+	  "invalid number at line 1 column 344" },
+	{ ERR_MUT, "\"wall_time_ns\":5", "\"wall_time_ns\":5e", 0,
+	  "invalid number at line 1 column 344" },
+	{ ERR_MUT, "\"wall_time_ns\":5", "\"wall_time_ns\":-", 0,
+	  "invalid number at line 1 column 344" },
+	{ ERR_MUT, "\"wall_time_ns\":5", "\"wall_time_ns\":1-2", 0,
+	  "invalid number at line 1 column 344" },
+	{ ERR_MUT, "\"wall_time_ns\":5", "\n\n   \"wall_time_ns\":05", 0,
+	  "invalid number at line 3 column 19" },
+	{ ERR_MUT, "\"stages\":[", "\"stages\":null,\"x\":[", 0,
+	  "'stages': expected an array, found null" },
+	{ ERR_MUT, "\"stages\":[", "\"stages\":{},\"x\":[", 0,
+	  "'stages': expected an array, found an object" },
+	{ ERR_MUT, "\"states\":[]", "\"states\":null", 0,
+	  "'states': expected an array, found null" },
+	{ ERR_MUT, "\"states\":[]", "\"states\":[[]]", 0,
+	  "'states[0]': expected an object, found an array" },
+	{ ERR_MUT, "\"states\":[]",
+	  "\"states\":[{\"state\":\"scanning\",\"elapsed_ns\":1,\"cpu_time_ms\":\"x\"}]", 0,
+	  "'states[0].cpu_time_ms': expected an unsigned 64-bit integer, found a string" },
+	{ ERR_MUT, "\"transitions\":[]", "\"transitions\":[1]", 0,
+	  "'transitions[0]': expected an object, found a number" },
+	{ ERR_MUT, "\"transitions\":[]", "\"transitions\":[{\"state\":\"scanning\"}]", 0,
+	  "missing field 'transitions[0].elapsed_ns'" },
+	{ ERR_MUT, "\"resource_samples\":[]",
+	  "\"resource_samples\":[{\"state\":\"scanning\",\"elapsed_ns\":1,\"snapshot\":[]}]", 0,
+	  "'resource_samples[0].snapshot': expected an object, found an array" },
+	{ ERR_MUT, "\"resource_samples\":[]",
+	  "\"resource_samples\":[{\"state\":\"scanning\",\"elapsed_ns\":1}]", 0,
+	  "missing field 'resource_samples[0].snapshot'" },
+	{ ERR_MUT, "\"start\":{}", "\"start\":{\"cpu_time_ms\":-2}", 0,
+	  "'resources.start.cpu_time_ms': expected an unsigned 64-bit integer, found -2" },
+	{ ERR_MUT, "\"start\":{},", "", 0,
+	  "missing field 'resources.start'" },
+	{ ERR_MUT, "\"finish\":{}", "\"finish\":\"x\"", 0,
+	  "'resources.finish': expected an object, found a string" },
+	{ ERR_MUT, "\"aggregate_cpu_percent\":null", "\"aggregate_cpu_percent\":1e400", 0,
+	  "'resources.aggregate_cpu_percent': number out of range" },
+	{ ERR_MUT, "\"aggregate_cpu_percent\":null", "\"aggregate_cpu_percent\":-1e400", 0,
+	  "'resources.aggregate_cpu_percent': number out of range" },
+	{ ERR_MUT, "\"aggregate_cpu_percent\":null", "\"aggregate_cpu_percent\":\"3\"", 0,
+	  "'resources.aggregate_cpu_percent': expected a number, found a string" },
+	{ ERR_MUT, "\"aggregate_cpu_percent\":null", "\"aggregate_cpu_percent\":true", 0,
+	  "'resources.aggregate_cpu_percent': expected a number, found a boolean" },
+	{ ERR_MUT, "\"resources\":{", "\"resources\":[],\"z\":{", 0,
+	  "'resources': expected an object, found an array" },
+	{ ERR_MUT, "\"schema\":\"keyhog-profile-v1\"",
+	  "\"schema\":\"keyhog-profile-v1\",\"schema\":\"keyhog-profile-v1\"", 0,
+	  "duplicate field 'schema'" },
+	{ ERR_MUT, "\"run_id\":\"r\"", "\"run_id\":\"r\",\"run_id\":\"r\"", 0,
+	  "duplicate field 'identity.run_id'" },
+	{ ERR_MUT, "\"calls\":1", "\"calls\":1,\"calls\":2", 0,
+	  "duplicate field 'stages[0].calls'" },
+	{ ERR_MUT, "\"schema\":\"keyhog-profile-v1\"", "\"schema\":5", 0,
+	  "'schema': expected a string, found a number" },
+	{ ERR_MUT, "\"run_id\":\"r\"", "\"run_id\":[]", 0,
+	  "'identity.run_id': expected a string, found an array" },
+	{ ERR_MUT, "\"backend_selected\":null", "\"backend_selected\":1", 0,
+	  "'identity.backend_selected': expected a string, found a number" },
+	{ ERR_MUT, "\"run_id\":\"r\"", "\"run_id\":\"a\tb\"", 0,
+	  "control character (\\u0000-\\u001F) found while parsing a string at line 1 column 54" },
+	{ ERR_MUT, "\"run_id\":\"r\"", "\"run_id\":\"a\nb\"", 0,
+	  "control character (\\u0000-\\u001F) found while parsing a string at line 1 column 54" },
+	{ ERR_MUT, "\"run_id\":\"r\"", "\"run_id\":\"\377\"", 0,
+	  "invalid UTF-8 at line 1 column 54" },
+	{ ERR_MUT, "\"run_id\":\"r\"", "\"run_id\":\"\355\240\200\"", 0,
+	  "invalid UTF-8 at line 1 column 54" },
+	{ ERR_MUT, "\"run_id\":\"r\"", "\"run_id\":\"\303\"", 0,
+	  "invalid UTF-8 at line 1 column 54" },
+	{ ERR_MUT, "\"run_id\":\"r\"", "\"run_id\":\"\\ud800\"", 0,
+	  "invalid JSON at line 1 column 53" },
+	{ ERR_MUT, "\"run_id\":\"r\"", "\"run_id\":\"\\u0000\"", 0,
+	  "unsupported \\u0000 in string at line 1 column 53" },
+	{ ERR_MUT, "\"run_id\":\"r\"", "\"run_id\":\"\\u01f\"", 0,
+	  "invalid escape at line 1 column 53" },
+	{ ERR_MUT, "\"run_id\":\"r\"", "\"run_id\":\"\\u.001\"", 0,
+	  "invalid escape at line 1 column 53" },
+	{ ERR_MUT, "\"run_id\":\"r\"", "\"run_id\":\"\\q\"", 0,
+	  "invalid escape at line 1 column 53" },
+	{ ERR_MUT, "\"run_id\":\"r\"", "\"run_id\":\"\\", 0,
+	  "invalid escape at line 1 column 53" },
+	{ ERR_MUT, "\"run_id\":\"r\"", "\"run_id\":\"r", 0,
+	  "EOF while parsing a string at line 1 column 567" },
+	{ ERR_MUT, "{\"schema\"", "\357\273\277{\"schema\"", 0,
+	  "expected value at line 1 column 1" },
+	{ ERR_MUT, "{\"schema\"", "[{\"schema\"", 0,
+	  "invalid JSON at line 1 column 569" },
+	{ ERR_MUT, "\"states\":[]", "\"states\":[],", 0,
+	  "invalid JSON at line 1 column 481" },
+	{ ERR_MUT, "\"schema\":", "\"x\":1 \"schema\":", 0,
+	  "invalid JSON at line 1 column 8" },
+	{ ERR_MUT, "\"backend_requested\":\"a\"", "\"backend_requested\":\"a\" // comment", 0,
+	  "invalid JSON at line 1 column 182" },
+	{ ERR_DEEP, NULL, NULL, 1001,
+	  "invalid JSON at line 1 column 1008" },
+	{ ERR_MUT, "\"resources\":", "\"khprof\":5,\"resources\":", 0,
+	  "'khprof': expected an object, found a number" },
+	{ ERR_MUT, "\"resources\":", "\"khprof\":{\"mode\":1},\"resources\":", 0,
+	  "'khprof.mode': expected a string, found a number" },
+	{ ERR_MUT, "\"resources\":", "\"khprof\":{\"started_mid_session\":1},\"resources\":", 0,
+	  "'khprof.started_mid_session': expected a boolean, found a number" },
+	{ ERR_MUT, "\"resources\":", "\"khprof\":{\"drops\":[]},\"resources\":", 0,
+	  "'khprof.drops': expected an object, found an array" },
+	{ ERR_MUT, "\"resources\":",
+	  "\"khprof\":{\"drops\":{\"ringbuf_full\":-1}},\"resources\":", 0,
+	  "'khprof.drops.ringbuf_full': expected an unsigned 64-bit integer, found -1" },
+	{ ERR_MUT, "\"resources\":", "\"khprof\":{\"probe_hits\":1.5},\"resources\":", 0,
+	  "'khprof.probe_hits': expected an unsigned 64-bit integer, found 1.5" },
+	{ ERR_MUT, "\"resources\":",
+	  "\"khprof\":{\"probe_hits\":1,\"probe_hits\":2},\"resources\":", 0,
+	  "duplicate field 'khprof.probe_hits'" },
+	{ ERR_MUT, "\"resources\":", "\"khprof\":{\"traced_pid\":1e400},\"resources\":", 0,
+	  "'khprof.traced_pid': number out of range" },
+	/* Found by comparing this reader with the cJSON-based one on mutated records. */
+	{ ERR_DOC, "{\"x\":1e400-3}", NULL, 0,
+	  "invalid JSON at line 1 column 11" },
+	{ ERR_DOC, "{\"x\":1e40033.5}", NULL, 0,
+	  "invalid JSON at line 1 column 13" },
+	{ ERR_DOC, "{\"x\":184467440737095516163.}", NULL, 0,
+	  "missing field 'schema'" },
+	{ ERR_DOC, "{\"x\":184467440737095516163.e5]}", NULL, 0,
+	  "invalid JSON at line 1 column 30" },
+	{ ERR_DOC, "{\"\\ud800\":1}", NULL, 0,
+	  "invalid JSON at line 1 column 3" },
+	{ ERR_DOC, "{\"x\":\"\\ud800\\u0041\"}", NULL, 0,
+	  "invalid JSON at line 1 column 7" },
+	{ ERR_DOC, "{\"x\":[1,2,3.]}", NULL, 0,
+	  "invalid number at line 1 column 11" },
+	{ ERR_DOC, "{\"x\":\"\\ud83d\\ude00\",\"x\":nul}", NULL, 0,
+	  "invalid JSON at line 1 column 25" },
+	{ ERR_STAGES, NULL, NULL, 26,
+	  "'stages': more than 25 entries" },
+
+};
+
+static char *error_case__text(const struct error_case *c)
+{
+	static const char stage[] =
+		"{\"stage\":\"decode\",\"elapsed_ns\":1,\"calls\":1,\"attributed_ns\":0},";
+	char *text, *many;
+
+	switch (c->input) {
+	case ERR_DOC:
+		return c->from ? strdup(c->from) : NULL;
+	case ERR_MUT:
+		return mutate(c->from, c->to);
+	case ERR_DEEP:
+		return nested_member(c->n);
+	case ERR_STAGES:
+		many = calloc(1, sizeof(stage) * (size_t)(c->n + 1) + 16);
+		assert_non_null(many);
+		for (int i = 0; i < c->n; i++)
+			strcat(many, stage);
+		strcat(many, "{\"stage\":\"decode\"");
+		text = mutate("{\"stage\":\"decode\"", many);
+		free(many);
+		return text;
+	}
+	return NULL;
+}
+
+static void test_reader_error_messages_are_exact(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(error_cases) / sizeof(error_cases[0]); i++) {
+		const struct error_case *c = &error_cases[i];
+		char *text = error_case__text(c), err[256];
+		struct kh_profile p;
+		int rc;
+
+		memset(err, 'x', sizeof(err));
+		rc = profile__from_json(text, &p, err, sizeof(err));
+		if (rc != -EINVAL)
+			fail_msg("case %zu: returned %d for: %s", i, rc, text ? text : "(null)");
+		if (strcmp(err, c->message))
+			fail_msg("case %zu: error '%s', expected '%s'", i, err, c->message);
+		free(text);
+	}
 }
 
 /* serde_json's f64 spelling (ryu), checked on the values that matter. */
@@ -548,6 +865,7 @@ int main(void)
 		cmocka_unit_test(test_malformed_whole_documents),
 		cmocka_unit_test(test_deeply_nested_unknown_member),
 		cmocka_unit_test(test_too_many_stages),
+		cmocka_unit_test(test_reader_error_messages_are_exact),
 		cmocka_unit_test(test_f64_spelling),
 		cmocka_unit_test(test_f64_reading_matches_serde),
 		cmocka_unit_test(test_writer_rejects_bad_enums),

@@ -10,12 +10,15 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "json.h"
+#include "notes.h"
 #include "text.h"
 #include "golden.h"
 
@@ -187,6 +190,63 @@ static void test_non_finite_cpu(void **state)
 	profile__free(&p);
 }
 
+/* Every drop the kernel side counts has words for its warning. */
+static void test_every_drop_is_described(void **state)
+{
+	(void)state;
+	for (uint32_t d = 0; d < KH_DROP_COUNT; d++) {
+		assert_non_null(kh_drop__description(d));
+		assert_true(strlen(kh_drop__description(d)) > 10);
+	}
+	assert_null(kh_drop__description(KH_DROP_COUNT));
+}
+
+/* What profile__print_notes writes to stderr (malloc'd). */
+static char *notes_of(const struct kh_profile *p)
+{
+	char *path = NULL, *text;
+	size_t len;
+	int fd = temp_file(&path), saved = dup(STDERR_FILENO);
+
+	assert_true(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	assert_true(dup2(fd, STDERR_FILENO) >= 0);
+	profile__print_notes(p);
+	fflush(stderr);
+	assert_true(dup2(saved, STDERR_FILENO) >= 0);
+	close(saved);
+	close(fd);
+	assert_int_equal(file__read_all(path, &text, &len), 0);
+	unlink(path);
+	free(path);
+	return text;
+}
+
+static void test_notes_beside_the_report(void **state)
+{
+	struct kh_profile p;
+	char *text;
+
+	(void)state;
+	profile__init(&p);
+	text = notes_of(&p);
+	assert_string_equal(text, "");
+	free(text);
+	p.ext.present = true;
+	p.ext.started_mid_session = true;
+	p.ext.drops[KH_DROP_RINGBUF_FULL] = 3;
+	p.ext.drops[KH_DROP_LATE_BATCH] = 1;
+	text = notes_of(&p);
+	assert_string_equal(text,
+		"khprof: note: profile started mid-session: khprof attached after the "
+		"session began, so earlier work is not in it\n"
+		"khprof: warning: 3 events were lost because the ring buffer was full\n"
+		"khprof: warning: 1 batched spans ended before their session and were "
+		"not counted\n");
+	free(text);
+	profile__free(&p);
+}
+
 /* Live: the seed renders every golden as the committed .txt says. */
 static void test_text_goldens_are_current(void **state)
 {
@@ -204,6 +264,8 @@ int main(void)
 		cmocka_unit_test(test_bottleneck_ties_pick_the_last),
 		cmocka_unit_test(test_state_lines),
 		cmocka_unit_test(test_non_finite_cpu),
+		cmocka_unit_test(test_every_drop_is_described),
+		cmocka_unit_test(test_notes_beside_the_report),
 		cmocka_unit_test(test_text_goldens_are_current),
 	};
 

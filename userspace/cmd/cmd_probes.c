@@ -38,6 +38,11 @@ int cmd_probes(int argc, char **argv)
 		log__error("cannot read probes of '%s': not an ELF file", argv[1]);
 		return KHPROF_EXIT_BAD_INPUT;
 	}
+	if (err == -EINVAL) {
+		log__error("cannot read probes of '%s': malformed stapsdt note (truncated, "
+			   "or a probe outside executable code)", argv[1]);
+		return KHPROF_EXIT_BAD_INPUT;
+	}
 	if (err) {
 		log__error("cannot read probes of '%s': %s", argv[1], strerror(-err));
 		return KHPROF_EXIT_BAD_INPUT;

@@ -10,6 +10,7 @@
 #include "json.h"
 #include "latency_text.h"
 #include "log.h"
+#include "notes.h"
 #include "text.h"
 #include "record.h"
 
@@ -75,7 +76,7 @@ int cmd_report(int argc, char **argv)
 		fputs(rendered, stdout);
 		free(rendered);
 	}
-	print_profile_notes(&profile);
+	profile__print_notes(&profile);
 	profile__free(&profile);
 	return rendered ? KHPROF_EXIT_OK : KHPROF_EXIT_FAILURE;
 }

@@ -26,6 +26,7 @@
 #include "json.h"
 #include "latency_text.h"
 #include "log.h"
+#include "notes.h"
 #include "spread.h"
 #include "text.h"
 #include "trace.h"
@@ -116,15 +117,6 @@ struct output_state {
 	bool write_failed;
 };
 
-static const char *const drop_descriptions[KH_DROP_COUNT] = {
-	[KH_DROP_STACK_OVERFLOW] = "spans nested deeper than the kernel stack bound were not timed",
-	[KH_DROP_UNMATCHED_EXIT] = "span exits had no matching enter (tracing began mid-span)",
-	[KH_DROP_RINGBUF_FULL] = "events were lost because the ring buffer was full",
-	[KH_DROP_SESSION_SLOTS] = "sessions were not recorded: every session slot was unread",
-	[KH_DROP_BAD_STAGE] = "spans named a stage number outside the seed's 25 stages",
-	[KH_DROP_LATE_BATCH] = "batched spans ended before their session and were not counted",
-};
-
 /* PATH for the first record, PATH with ".N" before the extension after. */
 static void record_path(const char *path, size_t n, char *out, size_t len)
 {
@@ -140,19 +132,6 @@ static void record_path(const char *path, size_t n, char *out, size_t len)
 	snprintf(out, len, "%.*s.%zu%s", (int)(dot - path), path, n, dot);
 }
 
-void print_profile_notes(const struct kh_profile *p)
-{
-	if (p->ext.started_mid_session)
-		log__note("profile started mid-session: khprof attached after the session "
-			  "began, so earlier work is not in it");
-	if (p->ext.ended_mid_session)
-		log__note("profile ended mid-session: the session had not finished when "
-			  "tracing stopped");
-	for (int d = 0; d < KH_DROP_COUNT; d++)
-		if (p->ext.drops[d])
-			log__warn("%" PRIu64 " %s", p->ext.drops[d], drop_descriptions[d]);
-}
-
 static void on_profile(const struct kh_profile *p, void *ctx)
 {
 	struct output_state *out = ctx;
@@ -165,7 +144,7 @@ static void on_profile(const struct kh_profile *p, void *ctx)
 	if (text && !out->quiet)
 		fputs(text, stderr);
 	free(text);
-	print_profile_notes(p);
+	profile__print_notes(p);
 	if (!out->path)
 		return;
 	record_path(out->path, out->records, path, sizeof(path));

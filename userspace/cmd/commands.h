@@ -9,10 +9,6 @@ int cmd_report(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_probes(int argc, char **argv);
 
-struct kh_profile;
-/* Notes and drop warnings that go beside the seed's text report, on stderr. */
-void print_profile_notes(const struct kh_profile *p);
-
 /* Whether argv holds -h or --help before any "--". */
 int wants_help(int argc, char **argv);
 

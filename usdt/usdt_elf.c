@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+/* ELF files on libelf: open, segments, symbols, the interpreter. */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "usdt_elf.h"
+
+int elf__open(const char *path, int *fd, Elf **elf)
+{
+	*elf = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return -errno;
+	*elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	if (!*elf || elf_kind(*elf) != ELF_K_ELF) {
+		elf_end(*elf);
+		close(*fd);
+		return -ENOEXEC;
+	}
+	return 0;
+}
+
+void elf__close(int fd, Elf *elf)
+{
+	elf_end(elf);
+	close(fd);
+}
+
+bool elf__has_segments(Elf *elf)
+{
+	size_t phnum;
+
+	return elf_getphdrnum(elf, &phnum) == 0 && phnum > 0;
+}
+
+int elf__segment_of(Elf *elf, uint64_t vaddr, uint64_t *file_offset, bool *executable)
+{
+	size_t phnum;
+
+	*file_offset = 0;
+	*executable = false;
+	if (elf_getphdrnum(elf, &phnum) != 0)
+		return -ENOENT;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_memsz) {
+			*file_offset = vaddr - ph.p_vaddr + ph.p_offset;
+			*executable = ph.p_flags & PF_X;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* The address (st_value) of a defined function or object called name. */
+static int find_symbol(Elf *elf, const char *name, uint64_t *vaddr)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr shdr;
+		Elf_Data *data;
+
+		if (!gelf_getshdr(scn, &shdr) ||
+		    (shdr.sh_type != SHT_SYMTAB && shdr.sh_type != SHT_DYNSYM) || !shdr.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		for (size_t i = 0; data && i < shdr.sh_size / shdr.sh_entsize; i++) {
+			GElf_Sym sym;
+			const char *sym_name;
+
+			if (!gelf_getsym(data, (int)i, &sym) || sym.st_value == 0 ||
+			    (GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
+			     GELF_ST_TYPE(sym.st_info) != STT_OBJECT))
+				continue;
+			sym_name = elf_strptr(elf, shdr.sh_link, sym.st_name);
+			if (sym_name && strcmp(sym_name, name) == 0) {
+				*vaddr = sym.st_value;
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
+int elf__symbol(const char *path, const char *name, uint64_t *vaddr, uint64_t *offset)
+{
+	Elf *elf;
+	int fd, err;
+
+	err = elf__open(path, &fd, &elf);
+	if (err)
+		return err;
+	err = find_symbol(elf, name, vaddr);
+	if (!err) {
+		bool executable;
+
+		err = elf__segment_of(elf, *vaddr, offset, &executable);
+		if (!err && !*offset)
+			err = -ENOENT;
+	}
+	elf__close(fd, elf);
+	return err;
+}
+
+int elf__interpreter(const char *path, char *buf, size_t len)
+{
+	size_t phnum;
+	Elf *elf;
+	int fd, err;
+
+	buf[0] = '\0';
+	err = elf__open(path, &fd, &elf);
+	if (err)
+		return err;
+	if (elf_getphdrnum(elf, &phnum) != 0)
+		phnum = 0;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		size_t size;
+		char *raw;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_INTERP)
+			continue;
+		raw = elf_rawfile(elf, &size);
+		if (!raw || ph.p_offset + ph.p_filesz > size || ph.p_filesz == 0 ||
+		    ph.p_filesz >= len) {
+			err = -ENOEXEC;
+			break;
+		}
+		memcpy(buf, raw + ph.p_offset, ph.p_filesz);
+		buf[ph.p_filesz - 1] = '\0';
+		break;
+	}
+	elf__close(fd, elf);
+	return err;
+}

@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: MIT
+/*
+ * diff_text.c - a comparison as an aligned text table or a GitHub markdown
+ * table, each between a header line and the summary line.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diff.h"
+#include "diff_internal.h"
+#include "outbuf.h"
+
+/* --- cells shared by the text and markdown tables ------------------------ */
+
+enum column { C_ITEM, C_BASE, C_CAND, C_CHANGE, C_INTERVAL, C_THRESHOLD, C_VERDICT, C_COUNT };
+
+static const char *const column_titles[C_COUNT] = {
+	"item", "base", "candidate", "change", "interval", "threshold", "verdict",
+};
+static const bool column_right[C_COUNT] = {
+	[C_BASE] = true, [C_CAND] = true, [C_CHANGE] = true, [C_THRESHOLD] = true,
+};
+
+#define CELL 64
+
+struct time_unit {
+	double scale;
+	const char *name;
+	int digits;
+};
+
+static struct time_unit time_unit(double big)
+{
+	if (big < 1e3)
+		return (struct time_unit){ 1, "ns", 0 };
+	if (big < 1e6)
+		return (struct time_unit){ 1e3, "µs", 2 };
+	if (big < 1e9)
+		return (struct time_unit){ 1e6, "ms", 2 };
+	return (struct time_unit){ 1e9, "s", 3 };
+}
+
+/* One unit for both sides of a row, so that their digits line up. */
+static void time_cells(double base, double cand, char *b, char *c)
+{
+	struct time_unit u = time_unit(fmax(base, cand));
+
+	snprintf(b, CELL, "%.*f %s", u.digits, base / u.scale, u.name);
+	snprintf(c, CELL, "%.*f %s", u.digits, cand / u.scale, u.name);
+}
+
+static bool is_time_metric(enum kh_diff_metric metric)
+{
+	return metric == KH_DIFF_M_WALL || metric == KH_DIFF_M_ELAPSED ||
+	       metric == KH_DIFF_M_PER_CALL;
+}
+
+/* A signed amount in the row's unit, for a shift from a base of 0. */
+static void delta_text(enum kh_diff_metric metric, double v, double big, char *buf, size_t len)
+{
+	const double mib = 1024.0 * 1024.0;
+	struct time_unit u = time_unit(big);
+
+	v += 0.0; /* no "-0" */
+	if (is_time_metric(metric))
+		snprintf(buf, len, "%+.*f %s", u.digits, v / u.scale, u.name);
+	else if (metric == KH_DIFF_M_THROUGHPUT)
+		snprintf(buf, len, "%+.1f MiB/s", v / mib);
+	else if (metric == KH_DIFF_M_PEAK_RSS)
+		snprintf(buf, len, "%+.1f MiB", v / mib);
+	else
+		snprintf(buf, len, "%+g", v);
+}
+
+static void value_cell(enum kh_diff_metric metric, double v, char *buf)
+{
+	const double mib = 1024.0 * 1024.0;
+
+	if (metric == KH_DIFF_M_THROUGHPUT)
+		snprintf(buf, CELL, "%.1f MiB/s", v / mib);
+	else if (metric == KH_DIFF_M_PEAK_RSS)
+		snprintf(buf, CELL, "%.1f MiB", v / mib);
+	else /* calls: a median of an even count may end in .5 */
+		snprintf(buf, CELL, v == floor(v) ? "%.0f" : "%.1f", v);
+}
+
+static void pct_text(double pct, char *buf, size_t len)
+{
+	if (isinf(pct))
+		snprintf(buf, len, "%sinf%%", pct > 0 ? "+" : "-");
+	else
+		snprintf(buf, len, "%+.1f%%", pct + 0.0); /* no "-0.0" */
+}
+
+static void change_cell(const struct kh_diff_item *it, char *buf)
+{
+	if (it->has_change)
+		pct_text(it->change_pct, buf, CELL);
+	else
+		snprintf(buf, CELL, "%s", it->cand_median > 0 ? "new" : "n/a");
+}
+
+/* "hot-patterns.elapsed" for a stage's items, "wall" for the others. */
+void diff_item__label(const struct kh_diff_item *it, char *buf, size_t len)
+{
+	if (diff_metric__is_stage(it->metric))
+		snprintf(buf, len, "%s.%s", it->name, diff_metric__name(it->metric));
+	else
+		snprintf(buf, len, "%s", it->name);
+}
+
+static void item_cells(const struct kh_diff_item *it, bool markdown, char cells[C_COUNT][CELL])
+{
+	char lo[CELL / 2 - 4], hi[CELL / 2 - 4];
+
+	for (int c = 0; c < C_COUNT; c++)
+		cells[c][0] = '\0';
+	diff_item__label(it, cells[C_ITEM], CELL);
+	if (is_time_metric(it->metric)) {
+		time_cells(it->base_median, it->cand_median, cells[C_BASE], cells[C_CAND]);
+	} else {
+		value_cell(it->metric, it->base_median, cells[C_BASE]);
+		value_cell(it->metric, it->cand_median, cells[C_CAND]);
+	}
+	change_cell(it, cells[C_CHANGE]);
+	if (it->has_interval && it->has_change) {
+		pct_text(it->interval_low_pct, lo, sizeof(lo));
+		pct_text(it->interval_high_pct, hi, sizeof(hi));
+	} else if (it->has_interval) {
+		double big = fmax(fabs(it->interval_low), fabs(it->interval_high));
+
+		delta_text(it->metric, it->interval_low, big, lo, sizeof(lo));
+		delta_text(it->metric, it->interval_high, big, hi, sizeof(hi));
+	}
+	if (it->has_interval)
+		snprintf(cells[C_INTERVAL], CELL, "[%s, %s]", lo, hi);
+	if (it->has_threshold && it->threshold_off)
+		snprintf(cells[C_THRESHOLD], CELL, "off");
+	else if (it->has_threshold)
+		snprintf(cells[C_THRESHOLD], CELL, "%g%%", it->threshold_pct);
+	/* Capitals only where the job fails, so that it stands out. */
+	if (it->verdict == KH_DIFF_REGRESSED && it->gating)
+		snprintf(cells[C_VERDICT], CELL, markdown ? "**REGRESSED**" : "REGRESSED");
+	else
+		snprintf(cells[C_VERDICT], CELL, "%s", diff_mark__name(it->verdict));
+}
+
+/* Characters on screen: UTF-8 continuation bytes take no column. */
+static size_t display_width(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xc0) != 0x80;
+	return n;
+}
+
+static void method_text(const struct kh_diff *d, char *buf, size_t len)
+{
+	switch (d->method) {
+	case KH_DIFF_METHOD_MANN_WHITNEY:
+		snprintf(buf, len, "Mann-Whitney %g%% interval of the shift", d->opts.confidence);
+		break;
+	case KH_DIFF_METHOD_FEW_RUNS:
+		snprintf(buf, len, "plain thresholds on medians (too few runs for a %g%% interval: "
+			 "%zu per side needed)", d->opts.confidence, d->runs_needed);
+		break;
+	case KH_DIFF_METHOD_SINGLE:
+		snprintf(buf, len, "single runs: plain thresholds");
+		break;
+	}
+}
+
+static void header(struct outbuf *o, const struct kh_diff *d, bool markdown)
+{
+	const char *q = markdown ? "`" : "'";
+	char method[160];
+
+	method_text(d, method, sizeof(method));
+	outbuf__printf(o, "%skhprof diff%s: base %s%s%s (%zu record%s), candidate %s%s%s "
+		       "(%zu record%s); %s\n",
+		       markdown ? "**" : "", markdown ? "**" : "", q, d->base.path, q,
+		       d->base.count, d->base.count == 1 ? "" : "s", q, d->cand.path, q,
+		       d->cand.count, d->cand.count == 1 ? "" : "s", method);
+}
+
+static const char *summary_label(const struct kh_diff_item *it, char *buf, size_t len)
+{
+	if (it->metric == KH_DIFF_M_ELAPSED)
+		snprintf(buf, len, "stage %s", it->name);
+	else
+		snprintf(buf, len, "%s", it->name);
+	return buf;
+}
+
+char *diff__summary(const struct kh_diff *d)
+{
+	struct outbuf o;
+	size_t listed = 0;
+
+	outbuf__init(&o);
+	if (d->verdict == KH_DIFF_VERDICT_NOT_COMPARABLE) {
+		outbuf__printf(&o, "diff: not comparable (%zu identity difference%s)",
+			       d->blocking_count, d->blocking_count == 1 ? "" : "s");
+	} else if (!d->regression_count) {
+		outbuf__printf(&o, "diff: no regression (%zu improved, %zu noisy)",
+			       d->improved_count, d->noisy_count);
+	} else {
+		outbuf__printf(&o, "diff: %zu regression%s:", d->regression_count,
+			       d->regression_count == 1 ? "" : "s");
+		for (size_t i = 0; i < d->item_count; i++) {
+			const struct kh_diff_item *it = &d->items[i];
+			char label[64], change[CELL];
+
+			if (!it->gating || it->verdict != KH_DIFF_REGRESSED)
+				continue;
+			change_cell(it, change);
+			outbuf__printf(&o, "%s %s %s", listed++ ? "," : "",
+				       summary_label(it, label, sizeof(label)), change);
+		}
+	}
+	return outbuf__finish(&o);
+}
+
+static void table_text(struct outbuf *o, const struct kh_diff *d)
+{
+	char (*cells)[C_COUNT][CELL] = malloc((d->item_count + 1) * sizeof(*cells));
+	size_t width[C_COUNT];
+
+	if (!cells) {
+		o->failed = true;
+		return;
+	}
+
+	for (int c = 0; c < C_COUNT; c++)
+		width[c] = display_width(column_titles[c]);
+	for (size_t i = 0; i < d->item_count; i++) {
+		item_cells(&d->items[i], false, cells[i]);
+		for (int c = 0; c < C_COUNT; c++)
+			if (display_width(cells[i][c]) > width[c])
+				width[c] = display_width(cells[i][c]);
+	}
+	for (size_t row = 0; row <= d->item_count; row++) {
+		size_t start = o->len, end;
+
+		for (int c = 0; c < C_COUNT; c++) {
+			const char *cell = row ? cells[row - 1][c] : column_titles[c];
+			int pad = (int)(width[c] - display_width(cell));
+
+			if (column_right[c])
+				outbuf__printf(o, "%*s%s  ", pad, "", cell);
+			else
+				outbuf__printf(o, "%s%*s  ", cell, pad, "");
+		}
+		/* No padding after the last filled cell. */
+		for (end = o->len; !o->failed && end > start && o->data[end - 1] == ' '; end--)
+			;
+		if (!o->failed) {
+			o->len = end;
+			o->data[end] = '\0';
+		}
+		outbuf__putc(o, '\n');
+	}
+	free(cells);
+}
+
+static void table_markdown(struct outbuf *o, const struct kh_diff *d)
+{
+	char cells[C_COUNT][CELL];
+
+	for (int c = 0; c < C_COUNT; c++)
+		outbuf__printf(o, "| %s ", column_titles[c]);
+	outbuf__puts(o, "|\n");
+	for (int c = 0; c < C_COUNT; c++)
+		outbuf__puts(o, column_right[c] ? "|--:" : "|:--");
+	outbuf__puts(o, "|\n");
+	for (size_t i = 0; i < d->item_count; i++) {
+		item_cells(&d->items[i], true, cells);
+		for (int c = 0; c < C_COUNT; c++)
+			outbuf__printf(o, "| %s ", cells[c]);
+		outbuf__puts(o, "|\n");
+	}
+}
+
+static char *render(const struct kh_diff *d, bool markdown)
+{
+	char *summary = diff__summary(d);
+	struct outbuf o;
+
+	outbuf__init(&o);
+	if (!summary)
+		return NULL;
+	header(&o, d, markdown);
+	outbuf__putc(&o, '\n');
+	if (markdown) {
+		table_markdown(&o, d);
+		outbuf__printf(&o, "\n**%s**\n", summary);
+	} else {
+		table_text(&o, d);
+		outbuf__printf(&o, "%s\n", summary);
+	}
+	free(summary);
+	return outbuf__finish(&o);
+}
+
+char *diff__render_text(const struct kh_diff *d)
+{
+	return render(d, false);
+}
+
+char *diff__render_markdown(const struct kh_diff *d)
+{
+	return render(d, true);
+}

@@ -1,0 +1,685 @@
+// SPDX-License-Identifier: MIT
+/*
+ * json_read.c - keyhog-profile-v1 JSON to RunProfile, by one hand-written
+ * reader.
+ *
+ * Not cJSON, because the record must read exactly as the seed's serde
+ * derive reads it, and cJSON cannot say what serde says:
+ *  - u64 exactness: cJSON keeps a number only as a double, which loses
+ *    integers above 2^53, and every counter of the record is a u64;
+ *  - serde's number rules: "5.0" and "1e3" are not u64 for serde, "-0" is
+ *    a float, and its f64 rounding is its own (json_number.c), so each
+ *    number is read again from its source text;
+ *  - strings: cJSON reads a bad \u escape as U+0000 and takes raw control
+ *    characters, invalid UTF-8 and a byte order mark, which serde rejects;
+ *  - key order and duplicates: members stay in document order, and a
+ *    repeated member is an error ("duplicate field"), as in serde's derive.
+ * Reading beside cJSON took a second lexer tied to cJSON's tree by document
+ * order through its deprecated valueint; one reader ties nothing.
+ *
+ * The tree comes from json_doc.c; this file reads the record's fields
+ * from it, naming the first problem with its path.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fileio.h"
+#include "json.h"
+#include "json_doc.h"
+#include "json_number.h"
+
+/* ------------------------------------------------------------------ */
+/* Fields of the record                                                */
+/* ------------------------------------------------------------------ */
+
+static const char *json_type_name(const struct jnode *node)
+{
+	if (node->type == J_NULL)
+		return "null";
+	if (node->type == J_FALSE || node->type == J_TRUE)
+		return "a boolean";
+	if (node->type == J_NUMBER)
+		return "a number";
+	if (node->type == J_STRING)
+		return "a string";
+	if (node->type == J_ARRAY)
+		return "an array";
+	return "an object";
+}
+
+/* Appends ".name" or "[index]" to the error path; returns the old length. */
+__attribute__((format(printf, 2, 3)))
+static size_t path__push(struct parse *ps, const char *fmt, ...)
+{
+	size_t len = strlen(ps->path);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ps->path + len, sizeof(ps->path) - len, fmt, ap);
+	va_end(ap);
+	return len;
+}
+
+static void path__pop(struct parse *ps, size_t len)
+{
+	ps->path[len] = '\0';
+}
+
+static size_t path__push_field(struct parse *ps, const char *name)
+{
+	return path__push(ps, ps->path[0] ? ".%s" : "%s", name);
+}
+
+static int parse__fail_field(struct parse *ps, const char *name, const char *problem,
+			     const struct jnode *found)
+{
+	size_t len = path__push_field(ps, name);
+
+	if (found)
+		parse__fail(ps, "'%s': %s, found %s", ps->path, problem, json_type_name(found));
+	else
+		parse__fail(ps, "'%s': %s", ps->path, problem);
+	path__pop(ps, len);
+	return -EINVAL;
+}
+
+/* The member called name, NULL when absent; a repeated member is an error. */
+static int parse__member(struct parse *ps, const struct jnode *obj, const char *name, bool required,
+			 const struct jnode **out)
+{
+	const struct jnode *child;
+	size_t len;
+
+	*out = NULL;
+	for (child = obj->child; child; child = child->next) {
+		if (strcmp(child->key, name))
+			continue;
+		if (*out) {
+			len = path__push_field(ps, name);
+			parse__fail(ps, "duplicate field '%s'", ps->path);
+			path__pop(ps, len);
+			return -EINVAL;
+		}
+		*out = child;
+	}
+	if (!*out && required) {
+		len = path__push_field(ps, name);
+		parse__fail(ps, "missing field '%s'", ps->path);
+		path__pop(ps, len);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse__number(struct parse *ps, const struct jnode *node, const char *name,
+			 struct number *out)
+{
+	int err = number__parse(ps->text + node->start, node->len, out);
+
+	if (err == -ERANGE)
+		return parse__fail_field(ps, name, "number out of range", NULL);
+	return err ? parse__fail_field(ps, name, "invalid number", NULL) : 0;
+}
+
+static int parse__value_u64(struct parse *ps, const struct jnode *node, const char *name,
+			    uint64_t *out)
+{
+	static const char expected[] = "expected an unsigned 64-bit integer";
+	struct number n;
+
+	if (node->type != J_NUMBER)
+		return parse__fail_field(ps, name, expected, node);
+	if (parse__number(ps, node, name, &n))
+		return -EINVAL;
+	if (n.kind != NUMBER_U64) {
+		size_t len = path__push_field(ps, name);
+
+		parse__fail(ps, "'%s': %s, found %.*s", ps->path, expected, (int)node->len,
+			    ps->text + node->start);
+		path__pop(ps, len);
+		return -EINVAL;
+	}
+	*out = n.u;
+	return 0;
+}
+
+static int parse__u64(struct parse *ps, const struct jnode *obj, const char *name, uint64_t *out)
+{
+	const struct jnode *node;
+
+	if (parse__member(ps, obj, name, true, &node))
+		return -EINVAL;
+	return parse__value_u64(ps, node, name, out);
+}
+
+/* Option<u64>: serde reads an absent member as None, like null. */
+static int parse__opt_u64(struct parse *ps, const struct jnode *obj, const char *name,
+			  struct kh_opt_u64 *out)
+{
+	const struct jnode *node;
+
+	*out = (struct kh_opt_u64){ false, 0 };
+	if (parse__member(ps, obj, name, false, &node))
+		return -EINVAL;
+	if (!node || node->type == J_NULL)
+		return 0;
+	out->present = true;
+	return parse__value_u64(ps, node, name, &out->value);
+}
+
+static int parse__opt_f64(struct parse *ps, const struct jnode *obj, const char *name,
+			  struct kh_opt_f64 *out)
+{
+	const struct jnode *node;
+	struct number n;
+
+	*out = (struct kh_opt_f64){ false, 0.0 };
+	if (parse__member(ps, obj, name, false, &node))
+		return -EINVAL;
+	if (!node || node->type == J_NULL)
+		return 0;
+	if (node->type != J_NUMBER)
+		return parse__fail_field(ps, name, "expected a number", node);
+	if (parse__number(ps, node, name, &n))
+		return -EINVAL;
+	out->present = true;
+	out->value = n.kind == NUMBER_U64 ? (double)n.u : n.kind == NUMBER_I64 ? (double)n.i : n.f;
+	return 0;
+}
+
+static int parse__string_value(struct parse *ps, const struct jnode *node, const char *name,
+			       char **out)
+{
+	if (node->type != J_STRING)
+		return parse__fail_field(ps, name, "expected a string", node);
+	*out = strdup(node->string);
+	return *out ? 0 : parse__nomem(ps);
+}
+
+static int parse__string(struct parse *ps, const struct jnode *obj, const char *name, char **out)
+{
+	const struct jnode *node;
+
+	if (parse__member(ps, obj, name, true, &node))
+		return -EINVAL;
+	return parse__string_value(ps, node, name, out);
+}
+
+static int parse__opt_string(struct parse *ps, const struct jnode *obj, const char *name,
+			     char **out)
+{
+	const struct jnode *node;
+
+	*out = NULL;
+	if (parse__member(ps, obj, name, false, &node))
+		return -EINVAL;
+	if (!node || node->type == J_NULL)
+		return 0;
+	return parse__string_value(ps, node, name, out);
+}
+
+static int parse__enum(struct parse *ps, const struct jnode *obj, const char *name,
+		       int (*parse)(const char *, uint32_t *), uint32_t *out)
+{
+	const struct jnode *node;
+	size_t len;
+
+	if (parse__member(ps, obj, name, true, &node))
+		return -EINVAL;
+	if (node->type != J_STRING)
+		return parse__fail_field(ps, name, "expected a string", node);
+	if (!parse(node->string, out))
+		return 0;
+	len = path__push_field(ps, name);
+	parse__fail(ps, "'%s': unknown value '%s'", ps->path, node->string);
+	path__pop(ps, len);
+	return -EINVAL;
+}
+
+static int parse__container(struct parse *ps, const struct jnode *obj, const char *name,
+			    bool required, bool array, const struct jnode **out)
+{
+	if (parse__member(ps, obj, name, required, out))
+		return -EINVAL;
+	if (!*out || (array ? (*out)->type == J_ARRAY : (*out)->type == J_OBJECT))
+		return 0;
+	return parse__fail_field(ps, name, array ? "expected an array" : "expected an object",
+				 *out);
+}
+
+/* Element i of an array of structs, with its path pushed. */
+static int parse__element(struct parse *ps, const struct jnode *node, size_t i, size_t *saved)
+{
+	*saved = path__push(ps, "[%zu]", i);
+	if (node->type == J_OBJECT)
+		return 0;
+	parse__fail(ps, "'%s': expected an object, found %s", ps->path, json_type_name(node));
+	path__pop(ps, *saved);
+	return -EINVAL;
+}
+
+/* Allocates room for the elements of array (at least one slot). */
+static int parse__alloc(struct parse *ps, const struct jnode *array, size_t elem, void **items,
+			size_t *cap)
+{
+	size_t n = array->count;
+
+	*items = calloc(n ? n : 1, elem);
+	if (!*items)
+		return parse__nomem(ps);
+	*cap = n ? n : 1;
+	return 0;
+}
+
+static int parse__snapshot(struct parse *ps, const struct jnode *obj, const char *name,
+			   struct kh_resource_snapshot *out)
+{
+	const struct jnode *node;
+	size_t saved;
+	int err;
+
+	if (parse__container(ps, obj, name, true, false, &node))
+		return -EINVAL;
+	saved = path__push_field(ps, name);
+	err = parse__opt_u64(ps, node, "cpu_time_ms", &out->cpu_time_ms) ||
+	      parse__opt_u64(ps, node, "resident_bytes", &out->resident_bytes) ||
+	      parse__opt_u64(ps, node, "virtual_bytes", &out->virtual_bytes) ||
+	      parse__opt_u64(ps, node, "thread_count", &out->thread_count);
+	path__pop(ps, saved);
+	return err ? -EINVAL : 0;
+}
+
+static int parse__identity(struct parse *ps, const struct jnode *root, struct kh_identity *id)
+{
+	const struct jnode *node;
+	uint32_t cache, daemon;
+	size_t saved;
+	int err;
+
+	if (parse__container(ps, root, "identity", true, false, &node))
+		return -EINVAL;
+	saved = path__push_field(ps, "identity");
+	err = parse__string(ps, node, "run_id", &id->run_id) ||
+	      parse__string(ps, node, "binary_version", &id->binary_version) ||
+	      parse__string(ps, node, "detector_digest", &id->detector_digest) ||
+	      parse__string(ps, node, "config_digest", &id->config_digest) ||
+	      parse__string(ps, node, "source_kind", &id->source_kind) ||
+	      parse__string(ps, node, "workload_class", &id->workload_class) ||
+	      parse__string(ps, node, "backend_requested", &id->backend_requested) ||
+	      parse__opt_string(ps, node, "backend_selected", &id->backend_selected) ||
+	      parse__enum(ps, node, "cache_state", kh_cache_state__parse, &cache) ||
+	      parse__enum(ps, node, "daemon_state", kh_daemon_state__parse, &daemon) ||
+	      parse__u64(ps, node, "scanner_threads", &id->scanner_threads) ||
+	      parse__opt_u64(ps, node, "reader_threads", &id->reader_threads) ||
+	      parse__u64(ps, node, "logical_cpus", &id->logical_cpus);
+	path__pop(ps, saved);
+	if (err)
+		return -EINVAL;
+	id->cache_state = (enum kh_cache_state)cache;
+	id->daemon_state = (enum kh_daemon_state)daemon;
+	return 0;
+}
+
+static int parse__stages(struct parse *ps, const struct jnode *root, struct kh_profile *p)
+{
+	const struct jnode *array, *node;
+	size_t outer, saved, i = 0;
+
+	if (parse__container(ps, root, "stages", true, true, &array))
+		return -EINVAL;
+	if (array->count > KH_STAGE_COUNT)
+		return parse__fail(ps, "'stages': more than %d entries", KH_STAGE_COUNT);
+	outer = path__push_field(ps, "stages");
+	for (node = array->child; node; node = node->next) {
+		struct kh_stage_measurement *s = &p->stages[i];
+
+		if (parse__element(ps, node, i++, &saved))
+			break;
+		if (parse__enum(ps, node, "stage", kh_stage__parse, &s->stage) ||
+		    parse__u64(ps, node, "elapsed_ns", &s->elapsed_ns) ||
+		    parse__u64(ps, node, "calls", &s->calls) ||
+		    parse__u64(ps, node, "attributed_ns", &s->attributed_ns))
+			break;
+		path__pop(ps, saved);
+		p->stage_count++;
+	}
+	path__pop(ps, outer);
+	return ps->failed ? -EINVAL : 0;
+}
+
+static int parse__transitions(struct parse *ps, const struct jnode *root, struct kh_profile *p)
+{
+	const struct jnode *array, *node;
+	size_t outer, saved, i = 0;
+
+	if (parse__container(ps, root, "transitions", true, true, &array) ||
+	    parse__alloc(ps, array, sizeof(*p->transitions), (void **)&p->transitions,
+			 &p->transition_cap))
+		return -EINVAL;
+	outer = path__push_field(ps, "transitions");
+	for (node = array->child; node; node = node->next) {
+		struct kh_transition *t = &p->transitions[i];
+
+		if (parse__element(ps, node, i++, &saved))
+			break;
+		if (parse__enum(ps, node, "state", kh_run_state__parse, &t->state) ||
+		    parse__u64(ps, node, "elapsed_ns", &t->elapsed_ns))
+			break;
+		path__pop(ps, saved);
+		p->transition_count++;
+	}
+	path__pop(ps, outer);
+	return ps->failed ? -EINVAL : 0;
+}
+
+static int parse__state(struct parse *ps, const struct jnode *node, struct kh_state_measurement *s)
+{
+	return parse__enum(ps, node, "state", kh_run_state__parse, &s->state) ||
+	       parse__u64(ps, node, "elapsed_ns", &s->elapsed_ns) ||
+	       parse__opt_u64(ps, node, "cpu_time_ms", &s->cpu_time_ms) ||
+	       parse__opt_u64(ps, node, "aggregate_cpu_milli_percent",
+			      &s->aggregate_cpu_milli_percent) ||
+	       parse__opt_u64(ps, node, "resident_start_bytes", &s->resident_start_bytes) ||
+	       parse__opt_u64(ps, node, "resident_end_bytes", &s->resident_end_bytes) ||
+	       parse__opt_u64(ps, node, "threads_start", &s->threads_start) ||
+	       parse__opt_u64(ps, node, "threads_end", &s->threads_end);
+}
+
+/* #[serde(default)]: an absent "states" is an empty list. */
+static int parse__states(struct parse *ps, const struct jnode *root, struct kh_profile *p)
+{
+	const struct jnode *array, *node;
+	size_t outer, saved, i = 0;
+
+	if (parse__container(ps, root, "states", false, true, &array))
+		return -EINVAL;
+	if (!array)
+		return 0;
+	if (parse__alloc(ps, array, sizeof(*p->states), (void **)&p->states, &p->state_cap))
+		return -EINVAL;
+	outer = path__push_field(ps, "states");
+	for (node = array->child; node; node = node->next) {
+		if (parse__element(ps, node, i, &saved) || parse__state(ps, node, &p->states[i]))
+			break;
+		i++;
+		path__pop(ps, saved);
+		p->state_count++;
+	}
+	path__pop(ps, outer);
+	return ps->failed ? -EINVAL : 0;
+}
+
+static int parse__samples(struct parse *ps, const struct jnode *root, struct kh_profile *p)
+{
+	const struct jnode *array, *node;
+	size_t outer, saved, i = 0;
+
+	if (parse__container(ps, root, "resource_samples", true, true, &array) ||
+	    parse__alloc(ps, array, sizeof(*p->resource_samples), (void **)&p->resource_samples,
+			 &p->resource_sample_cap))
+		return -EINVAL;
+	outer = path__push_field(ps, "resource_samples");
+	for (node = array->child; node; node = node->next) {
+		struct kh_resource_sample *s = &p->resource_samples[i];
+
+		if (parse__element(ps, node, i++, &saved))
+			break;
+		if (parse__enum(ps, node, "state", kh_run_state__parse, &s->state) ||
+		    parse__u64(ps, node, "elapsed_ns", &s->elapsed_ns) ||
+		    parse__snapshot(ps, node, "snapshot", &s->snapshot))
+			break;
+		path__pop(ps, saved);
+		p->resource_sample_count++;
+	}
+	path__pop(ps, outer);
+	return ps->failed ? -EINVAL : 0;
+}
+
+static int parse__resources(struct parse *ps, const struct jnode *root, struct kh_resource_usage *r)
+{
+	const struct jnode *node;
+	size_t saved;
+	int err;
+
+	if (parse__container(ps, root, "resources", true, false, &node))
+		return -EINVAL;
+	saved = path__push_field(ps, "resources");
+	err = parse__snapshot(ps, node, "start", &r->start) ||
+	      parse__snapshot(ps, node, "finish", &r->finish) ||
+	      parse__opt_u64(ps, node, "max_observed_resident_bytes",
+			     &r->max_observed_resident_bytes) ||
+	      parse__opt_u64(ps, node, "max_observed_threads", &r->max_observed_threads) ||
+	      parse__opt_f64(ps, node, "aggregate_cpu_percent", &r->aggregate_cpu_percent);
+	path__pop(ps, saved);
+	return err ? -EINVAL : 0;
+}
+
+/* Extension members are all optional so that the extension can grow. */
+static int parse__ext_u64(struct parse *ps, const struct jnode *obj, const char *name, uint64_t *out)
+{
+	struct kh_opt_u64 value;
+
+	if (parse__opt_u64(ps, obj, name, &value))
+		return -EINVAL;
+	*out = value.value;
+	return 0;
+}
+
+static int parse__ext_bool(struct parse *ps, const struct jnode *obj, const char *name, bool *out)
+{
+	const struct jnode *node;
+
+	if (parse__member(ps, obj, name, false, &node))
+		return -EINVAL;
+	if (!node || node->type == J_NULL)
+		return 0;
+	if (!(node->type == J_FALSE || node->type == J_TRUE))
+		return parse__fail_field(ps, name, "expected a boolean", node);
+	*out = node->type == J_TRUE;
+	return 0;
+}
+
+static int parse__ext_drops(struct parse *ps, const struct jnode *ext, uint64_t *drops)
+{
+	const struct jnode *node;
+	size_t saved;
+	int err = 0;
+
+	if (parse__container(ps, ext, "drops", false, false, &node))
+		return -EINVAL;
+	if (!node)
+		return 0;
+	saved = path__push_field(ps, "drops");
+	for (uint32_t i = 0; !err && i < KH_DROP_COUNT; i++)
+		err = parse__ext_u64(ps, node, kh_drop__name(i), &drops[i]);
+	path__pop(ps, saved);
+	return err;
+}
+
+/* One [index, count] pair of khprof.latency.stages[].buckets. */
+static int parse__bucket(struct parse *ps, const struct jnode *pair, size_t i,
+			 struct kh_stage_dist *d)
+{
+	size_t saved = path__push(ps, "[%zu]", i);
+	uint64_t index = 0, count = 0;
+	int err = -EINVAL;
+
+	if (pair->type != J_ARRAY || pair->count != 2)
+		parse__fail(ps, "'%s': expected [index, count], found %s", ps->path,
+			    json_type_name(pair));
+	else if (!parse__value_u64(ps, pair->child, "0", &index) &&
+		 !parse__value_u64(ps, pair->child->next, "1", &count)) {
+		if (index >= KH_HIST_BUCKETS)
+			parse__fail(ps, "'%s': bucket %" PRIu64 " out of range (0 to %u)", ps->path,
+				    index, KH_HIST_BUCKETS - 1);
+		else
+			err = 0;
+	}
+	if (!err) {
+		d->counts[index] += count;
+		d->spans += count;
+	}
+	path__pop(ps, saved);
+	return err;
+}
+
+/* Percentiles, spans and on_cpu_ns are derived again from what is read here. */
+static int parse__dist(struct parse *ps, const struct jnode *node, struct kh_latency *l)
+{
+	const struct jnode *buckets, *pair;
+	struct kh_opt_u64 off, runnable;
+	struct kh_stage_dist *d;
+	size_t i = 0, saved;
+	uint32_t stage;
+	int err;
+
+	if (parse__enum(ps, node, "stage", kh_stage__parse, &stage))
+		return -EINVAL;
+	d = &l->stages[stage];
+	if (d->present)
+		return parse__fail_field(ps, "stage", "stage listed twice", NULL);
+	if (parse__container(ps, node, "buckets", true, true, &buckets))
+		return -EINVAL;
+	if (kh_dist__alloc(d))
+		return parse__nomem(ps);
+	d->present = true;
+	err = parse__ext_u64(ps, node, "min_ns", &d->min_ns) ||
+	      parse__ext_u64(ps, node, "max_ns", &d->max_ns) ||
+	      parse__opt_u64(ps, node, "off_cpu_ns", &off) ||
+	      parse__opt_u64(ps, node, "runnable_ns", &runnable) ||
+	      parse__ext_u64(ps, node, "offcpu_truncated", &d->offcpu_truncated);
+	d->off_cpu_ns = off.value;
+	d->runnable_ns = runnable.value;
+	saved = path__push_field(ps, "buckets");
+	for (pair = buckets->child; !err && pair; pair = pair->next)
+		err = parse__bucket(ps, pair, i++, d);
+	path__pop(ps, saved);
+	return err ? -EINVAL : 0;
+}
+
+static int parse__latency(struct parse *ps, const struct jnode *ext, struct kh_latency *l)
+{
+	const struct jnode *node, *stages, *item;
+	size_t i = 0, saved, elem;
+	int err;
+
+	if (parse__container(ps, ext, "latency", false, false, &node))
+		return -EINVAL;
+	if (!node)
+		return 0;
+	l->present = true;
+	saved = path__push_field(ps, "latency");
+	err = parse__ext_bool(ps, node, "off_cpu", &l->off_cpu) ||
+	      parse__container(ps, node, "stages", true, true, &stages);
+	if (!err) {
+		size_t stages_saved = path__push_field(ps, "stages");
+
+		for (item = stages->child; !err && item; item = item->next) {
+			err = parse__element(ps, item, i++, &elem);
+			if (!err) {
+				err = parse__dist(ps, item, l);
+				path__pop(ps, elem);
+			}
+		}
+		path__pop(ps, stages_saved);
+	}
+	path__pop(ps, saved);
+	return err ? -EINVAL : 0;
+}
+
+static int parse__ext(struct parse *ps, const struct jnode *root, struct kh_profile_ext *ext)
+{
+	const struct jnode *node;
+	size_t saved;
+	int err;
+
+	if (parse__member(ps, root, "khprof", false, &node))
+		return -EINVAL;
+	if (!node || node->type == J_NULL)
+		return 0;
+	if (node->type != J_OBJECT)
+		return parse__fail_field(ps, "khprof", "expected an object", node);
+	ext->present = true;
+	saved = path__push_field(ps, "khprof");
+	err = parse__opt_string(ps, node, "mode", &ext->mode) ||
+	      parse__ext_bool(ps, node, "started_mid_session", &ext->started_mid_session) ||
+	      parse__ext_bool(ps, node, "ended_mid_session", &ext->ended_mid_session) ||
+	      parse__ext_drops(ps, node, ext->drops) ||
+	      parse__ext_u64(ps, node, "probe_hits", &ext->probe_hits) ||
+	      parse__ext_u64(ps, node, "probe_cost_ns", &ext->probe_cost_ns) ||
+	      parse__ext_u64(ps, node, "tracer_cost_ns", &ext->tracer_cost_ns) ||
+	      parse__ext_u64(ps, node, "span_bias_ns", &ext->span_bias_ns) ||
+	      parse__ext_u64(ps, node, "traced_pid", &ext->traced_pid) ||
+	      parse__ext_u64(ps, node, "session_sequence", &ext->session_sequence) ||
+	      parse__ext_u64(ps, node, "sample_latency_ns_max", &ext->sample_latency_ns_max) ||
+	      parse__latency(ps, node, &ext->latency);
+	path__pop(ps, saved);
+	return err ? -EINVAL : 0;
+}
+
+static int parse__profile(struct parse *ps, const struct jnode *root, struct kh_profile *p)
+{
+	if (root->type != J_OBJECT)
+		return parse__fail(ps, "expected a JSON object, found %s", json_type_name(root));
+	if (parse__string(ps, root, "schema", &p->schema) ||
+	    parse__identity(ps, root, &p->identity) ||
+	    parse__enum(ps, root, "status", kh_run_state__parse, &p->status) ||
+	    parse__u64(ps, root, "wall_time_ns", &p->wall_time_ns) ||
+	    parse__u64(ps, root, "input_bytes", &p->input_bytes) ||
+	    parse__u64(ps, root, "input_units", &p->input_units) ||
+	    parse__stages(ps, root, p) || parse__transitions(ps, root, p) ||
+	    parse__states(ps, root, p) || parse__samples(ps, root, p) ||
+	    parse__resources(ps, root, &p->resources) || parse__ext(ps, root, &p->ext))
+		return -EINVAL;
+	return 0;
+}
+
+int profile__from_json(const char *text, struct kh_profile *out, char *err, size_t errlen)
+{
+	struct parse ps = { .text = text, .err = err, .errlen = errlen };
+	struct doc d = { .ps = &ps };
+	const struct jnode *root;
+	struct kh_profile p;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	memset(&p, 0, sizeof(p));
+	if (errlen)
+		err[0] = '\0';
+	if (!text)
+		return parse__fail(&ps, "no input");
+	root = doc__parse(&d);
+	if (root)
+		parse__profile(&ps, root, &p);
+	doc__free(&d);
+	if (ps.failed)
+		rc = ps.nomem ? -ENOMEM : -EINVAL;
+	if (rc) {
+		profile__free(&p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+int profile__read_file(const char *path, struct kh_profile *out, char *err, size_t errlen)
+{
+	char *text;
+	size_t len;
+	int rc = file__read_all(path, &text, &len);
+
+	memset(out, 0, sizeof(*out));
+	if (rc) {
+		snprintf(err, errlen, "%s", strerror(-rc));
+		return rc;
+	}
+	rc = profile__from_json(text, out, err, errlen);
+	free(text);
+	if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	return rc;
+}

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+/* notes.c - notes and drop warnings beside the seed's text report. */
+#include <inttypes.h>
+
+#include "log.h"
+#include "notes.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Read as "N <description>": the count comes first. */
+static const char *const drop_descriptions[] = {
+	[KH_DROP_STACK_OVERFLOW] = "spans nested deeper than the kernel stack bound were not timed",
+	[KH_DROP_UNMATCHED_EXIT] = "span exits had no matching enter (tracing began mid-span)",
+	[KH_DROP_RINGBUF_FULL] = "events were lost because the ring buffer was full",
+	[KH_DROP_SESSION_SLOTS] = "sessions were not recorded: every session slot was unread",
+	[KH_DROP_BAD_STAGE] = "spans named a stage number outside the seed's 25 stages",
+	[KH_DROP_LATE_BATCH] = "batched spans ended before their session and were not counted",
+};
+_Static_assert(ARRAY_SIZE(drop_descriptions) == KH_DROP_COUNT, "one description per kh_drop");
+
+const char *kh_drop__description(uint32_t drop)
+{
+	return drop < KH_DROP_COUNT ? drop_descriptions[drop] : NULL;
+}
+
+void profile__print_notes(const struct kh_profile *p)
+{
+	if (p->ext.started_mid_session)
+		log__note("profile started mid-session: khprof attached after the session "
+			  "began, so earlier work is not in it");
+	if (p->ext.ended_mid_session)
+		log__note("profile ended mid-session: the session had not finished when "
+			  "tracing stopped");
+	for (uint32_t d = 0; d < KH_DROP_COUNT; d++)
+		if (p->ext.drops[d])
+			log__warn("%" PRIu64 " %s", p->ext.drops[d], kh_drop__description(d));
+}
