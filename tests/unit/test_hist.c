@@ -4,12 +4,17 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "hist.h"
+#include "json.h"
+#include "latency_text.h"
+#include "record.h"
+#include "text.h"
 
 /* The highest set bit, the slow and obvious way. */
 static uint32_t slow_log2(uint64_t v)
@@ -190,6 +195,82 @@ static void test_copy_is_deep(void **state)
 	kh_dist__free(&b);
 }
 
+/* khprof.latency survives a write and a read, and the report adds its tables. */
+static void test_latency_round_trip_and_report(void **state)
+{
+	struct kh_profile p, back;
+	struct kh_stage_dist *d;
+	char err[256], *json, *again, *seed, *report;
+
+	(void)state;
+	assert_int_equal(profile__init(&p), 0);
+	assert_int_equal(profile__set_mode(&p, KH_MODE_SPAN), 0);
+	assert_int_equal(profile__set_stage(&p, KH_STAGE_DECODE, 30000000, 3, 0), 0);
+	assert_int_equal(profile__finish(&p, KH_STATE_COMPLETED, 40000000), 0);
+	d = &p.ext.latency.stages[KH_STAGE_DECODE];
+	assert_int_equal(kh_dist__alloc(d), 0);
+	d->present = true;
+	d->counts[kh_hist_bucket(1000000)] = 2;
+	d->counts[kh_hist_bucket(28000000)] = 1;
+	d->spans = 3;
+	d->min_ns = 1000000;
+	d->max_ns = 28000000;
+	d->off_cpu_ns = 25000000;
+	d->runnable_ns = 1000000;
+	p.ext.latency.present = p.ext.latency.off_cpu = true;
+	json = profile__to_json(&p);
+	assert_non_null(json);
+	assert_non_null(strstr(json, "\"p50_ns\": 1007615"));
+	assert_non_null(strstr(json, "\"blocked_ns\": 24000000"));
+	assert_int_equal(profile__from_json(json, &back, err, sizeof(err)), 0);
+	again = profile__to_json(&back);
+	assert_string_equal(again, json);
+	/* The seed's text first, unchanged; then the tables. */
+	seed = profile__render_text(&back);
+	report = profile__render_report(&back);
+	assert_int_equal(strncmp(report, seed, strlen(seed)), 0);
+	assert_non_null(strstr(report + strlen(seed), "  decode "));
+	assert_non_null(strstr(report + strlen(seed), "runnable"));
+	for (char *line = report + strlen(seed); *line; line = strchr(line, '\n') + 1)
+		assert_true(strcspn(line, "\n") <= 100);
+	free(json);
+	free(again);
+	free(seed);
+	free(report);
+	profile__free(&back);
+	profile__free(&p);
+}
+
+static void test_latency_bad_bucket_is_refused(void **state)
+{
+	static const char *const bad[][2] = {
+		{ "[[5000, 1]]", "bucket 5000 out of range" },
+		{ "[[1, 2, 3]]", "expected [index, count]" },
+		{ "[[1, -2]]", "expected an unsigned 64-bit integer" },
+	};
+	char text[1024], err[256];
+	struct kh_profile p;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text),
+			 "{\"schema\": \"keyhog-profile-v1\", \"identity\": {\"run_id\": \"r\", "
+			 "\"binary_version\": \"v\", \"detector_digest\": \"d\", \"config_digest\": "
+			 "\"c\", \"source_kind\": \"s\", \"workload_class\": \"w\", "
+			 "\"backend_requested\": \"a\", \"backend_selected\": null, \"cache_state\": "
+			 "\"cold\", \"daemon_state\": \"off\", \"scanner_threads\": 1, "
+			 "\"reader_threads\": null, \"logical_cpus\": 1}, \"status\": \"completed\", "
+			 "\"wall_time_ns\": 1, \"input_bytes\": 0, \"input_units\": 0, \"stages\": [], "
+			 "\"transitions\": [], \"states\": [], \"resource_samples\": [], \"resources\": "
+			 "{\"start\": {}, \"finish\": {}}, \"khprof\": {\"latency\": {\"stages\": "
+			 "[{\"stage\": \"decode\", \"buckets\": %s}]}}}", bad[i][0]);
+		assert_int_not_equal(profile__from_json(text, &p, err, sizeof(err)), 0);
+		if (!strstr(err, bad[i][1]))
+			fail_msg("'%s': got '%s'", bad[i][0], err);
+		assert_non_null(strstr(err, "khprof.latency.stages[0].buckets[0]"));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -201,6 +282,8 @@ int main(void)
 		cmocka_unit_test(test_max_bucket_reports_the_exact_max),
 		cmocka_unit_test(test_percentiles_within_bucket_error),
 		cmocka_unit_test(test_copy_is_deep),
+		cmocka_unit_test(test_latency_round_trip_and_report),
+		cmocka_unit_test(test_latency_bad_bucket_is_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
