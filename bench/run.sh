@@ -57,6 +57,7 @@ gcc "${CFLAGS_BENCH[@]}" -o "$B/first_probe" bench/first_probe.c
 gcc "${CFLAGS_BENCH[@]}" -o "$B/launch" bench/launch.c
 gcc "${CFLAGS_BENCH[@]}" -fPIC -shared -o "$B/libwall.so" bench/libwall.c
 gcc "${CFLAGS_BENCH[@]}" -o "$B/site_cost" bench/site_cost.c
+gcc "${CFLAGS_BENCH[@]}" -o "$B/switch_cost" bench/switch_cost.c
 
 # The seed's own seed-overhead, built with seed-render by the same script,
 # in the same cargo target directory, so the seed compiles once.  Removed
@@ -518,6 +519,37 @@ i1=$(calc %.1f "$(median <"$tmp/r6.inproc.1") - $off6")
 i2=$(calc %.1f "$(median <"$tmp/r6.inproc.2") - $off6")
 row 6 "reference: in-process design enabled (C port, shared atomic counters), 2 threads" \
 	"—" "$i2 (1 thread $i1)" "$(calc %.2f× "$i2 / $i1")" "—" "—"
+
+# --- 7. cost per context switch (off-CPU log) --------------------------------
+say "7/7 context switches: untraced, traced, and while khprof traces another process"
+# sw_ns OUT CMD...: a switch_cost run's ns_per_switch, appended to OUT.
+sw_ns() {
+	local out=$1
+	shift
+	"$@" 2>/dev/null | sed -n 's/^ns_per_switch=//p' | tail -n 1 >>"$out"
+}
+for r in 1 2 3 4 5; do
+	sw_ns "$tmp/r7.untraced" "$B/switch_cost" 20000
+	sw_ns "$tmp/r7.traced" "$KHPROF" record -q -- "$B/switch_cost" 20000
+	# Another process traced meanwhile (a workload waiting on a fifo): this
+	# one pays only the tgid filter.
+	rm -f "$tmp/idle"
+	mkfifo "$tmp/idle"
+	"$KHPROF" record -q -- build/workloads/workload serve <"$tmp/idle" >/dev/null 2>&1 &
+	other=$!
+	exec 9>"$tmp/idle"
+	sleep 0.5 # let it attach: nothing here waits on the other tracer otherwise
+	sw_ns "$tmp/r7.other" "$B/switch_cost" 20000
+	exec 9>&-
+	wait "$other" 2>/dev/null || true
+done
+sw0=$(median <"$tmp/r7.untraced")
+sw1=$(median <"$tmp/r7.traced")
+sw2=$(median <"$tmp/r7.other")
+row 7 "context switch of a traced thread, ns (2 threads on 1 CPU, pipe ping-pong)" \
+	"$(calc %+.0f "$sw1 - $sw0") ($sw1)" "untraced $sw0" "$(calc %.3f× "$sw1 / $sw0")" "—" "—"
+row 7 "context switch of another process while khprof traces one, ns" \
+	"$(calc %+.0f "$sw2 - $sw0") ($sw2)" "untraced $sw0" "$(calc %.3f× "$sw2 / $sw0")" "filter only" "—"
 
 # --- the table and docs/PERFORMANCE.md --------------------------------------
 header='| row | measurement | khprof | reference | ratio | target | met |

@@ -89,6 +89,7 @@ struct kh_stage_hist {
 
 struct kh_hist_block {
 	struct kh_stage_hist stages[KH_STAGE_COUNT];
+	__u64 offcpu_missed; /* switches whose other half was not seen */
 };
 
 /*
@@ -98,6 +99,8 @@ struct kh_hist_block {
  * which works in every mode: span mode only knows a span's start at its end.
  */
 #define KH_OFFCPU_LOG 64
+/* Threads of the traced process logged at once; more go without a log. */
+#define KH_OFFCPU_THREADS 4096
 
 struct kh_offcpu_interval {
 	__u64 out_ns;   /* switched out */
@@ -109,6 +112,7 @@ struct kh_offcpu_thread {
 	__u64 out_ns;     /* open interval: switched out at, 0 when running */
 	__u64 wake_ns;    /* open interval: woken at, 0 while blocked */
 	__u64 intervals;  /* intervals logged so far; the newest is (intervals-1) % LOG */
+	__u64 switches;   /* the kernel's nvcsw + nivcsw at the last switch out seen */
 	struct kh_offcpu_interval log[KH_OFFCPU_LOG];
 };
 

@@ -32,6 +32,7 @@ struct kh_stage_dist {
 struct kh_latency {
 	bool present;
 	bool off_cpu;          /* the off-CPU split was measured (docs/SCHEMA.md) */
+	uint64_t missed_switches; /* switches whose other half was not seen */
 	struct kh_stage_dist stages[KH_STAGE_COUNT];
 };
 

@@ -574,6 +574,7 @@ static int parse__latency(struct parse *ps, const struct jnode *ext, struct kh_l
 	l->present = true;
 	saved = path__push_field(ps, "latency");
 	err = parse__ext_bool(ps, node, "off_cpu", &l->off_cpu) ||
+	      parse__ext_u64(ps, node, "missed_switches", &l->missed_switches) ||
 	      parse__container(ps, node, "stages", true, true, &stages);
 	if (!err) {
 		size_t stages_saved = path__push_field(ps, "stages");

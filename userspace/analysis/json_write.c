@@ -288,6 +288,7 @@ static void writer__latency(struct writer *w, const struct kh_profile *p)
 	writer__u64(w, "linear_below_ns", KH_HIST_LINEAR);
 	writer__u64(w, "buckets_per_octave", KH_HIST_SUB);
 	writer__bool(w, "off_cpu", l->off_cpu);
+	writer__u64(w, "missed_switches", l->missed_switches);
 	writer__open_member(w, "stages", '[');
 	for (uint32_t st = 0; st < KH_STAGE_COUNT; st++) {
 		const struct kh_stage_dist *d = &l->stages[st];

@@ -92,6 +92,10 @@ static void render__cpu_split(struct outbuf *b, const struct kh_profile *p)
 	if (truncated)
 		outbuf__puts(b, "  * some spans switched out more often than the log holds: off-cpu is "
 				"a lower bound\n");
+	if (l->missed_switches)
+		outbuf__printf(b, "  %" PRIu64 " context switch%s seen without its other half: off-cpu "
+			       "may miss as many intervals\n", l->missed_switches,
+			       l->missed_switches == 1 ? "" : "es");
 }
 
 char *latency__render_text(const struct kh_profile *p)

@@ -25,13 +25,15 @@ int latency__configure(struct khprof_bpf *skel, int ncpus)
 	return err;
 }
 
-int latency__attach(struct khprof_bpf *skel, pid_t pid, struct bpf_link *links[2])
+int latency__attach(struct khprof_bpf *skel, pid_t pid, struct bpf_link *links[KH_LATENCY_LINKS])
 {
-	struct bpf_program *progs[2] = { skel->progs.kh_sched_switch, skel->progs.kh_sched_wakeup };
+	struct bpf_program *progs[KH_LATENCY_LINKS] = { skel->progs.kh_sched_switch,
+						       skel->progs.kh_sched_wakeup,
+						       skel->progs.kh_thread_exit };
 	int err = 0;
 
 	skel->bss->traced_tgid = (__u32)pid;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < KH_LATENCY_LINKS; i++) {
 		if (links[i])
 			continue;
 		links[i] = bpf_program__attach(progs[i]);
@@ -47,6 +49,7 @@ int latency__attach(struct khprof_bpf *skel, pid_t pid, struct bpf_link *links[2
 
 static void add_block(struct kh_latency *l, const struct kh_hist_block *b)
 {
+	l->missed_switches += b->offcpu_missed;
 	for (int s = 0; s < KH_STAGE_COUNT; s++) {
 		const struct kh_stage_hist *h = &b->stages[s];
 		struct kh_stage_dist *d = &l->stages[s];

@@ -15,15 +15,19 @@
 struct khprof_bpf;
 struct bpf_link;
 
+/* The scheduler programs: sched_switch, sched_wakeup, sched_process_exit. */
+#define KH_LATENCY_LINKS 3
+
 /* Before load: one block of histograms per possible CPU and session slot. */
 int latency__configure(struct khprof_bpf *skel, int ncpus);
 
 /*
- * Logs the context switches of pid's threads (sched_switch, sched_wakeup).
+ * Logs the context switches of pid's threads (sched_switch, sched_wakeup;
+ * a thread's log is dropped at its exit).
  * On failure warns once and returns -errno: records then have no off-CPU
  * split, the rest of the trace is unaffected.
  */
-int latency__attach(struct khprof_bpf *skel, pid_t pid, struct bpf_link *links[2]);
+int latency__attach(struct khprof_bpf *skel, pid_t pid, struct bpf_link *links[KH_LATENCY_LINKS]);
 
 /*
  * Sums slot's histograms over the CPUs into l (its stages' counts

@@ -228,7 +228,7 @@ void tracer__close(struct tracer *t)
 	if (!t)
 		return;
 	ring_buffer__free(t->rb);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		bpf_link__destroy(t->sched_links[i]);
 	for (size_t i = 0; i < t->link_fd_count; i++)
 		close(t->link_fds[i]);

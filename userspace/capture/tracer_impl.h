@@ -32,7 +32,7 @@ struct tracer {
 	uint32_t spec_count;
 	size_t probe_count;
 	struct session_table sessions;
-	struct bpf_link *sched_links[2]; /* the off-CPU log's programs (latency.c) */
+	struct bpf_link *sched_links[3]; /* the off-CPU log's programs (latency.c) */
 };
 
 /* attach.c: all wanted keyhog sites of one file, in one uprobe-multi link. */
