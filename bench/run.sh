@@ -118,7 +118,7 @@ row() { # row N MEASUREMENT KHPROF REFERENCE RATIO TARGET MET
 }
 
 # --- 1. untraced cost per span ----------------------------------------------
-say "1/6 untraced span cost"
+say "1/7 untraced span cost"
 N1=20000000
 for r in 1 2 3 4 5; do
 	span_ns bare "$SC" bare $N1 >>"$tmp/r1.bare"
@@ -180,7 +180,7 @@ row 1 "layout check: same loops built with -falign-loops=32" \
 	"probes $probes32" "bare $bare32" "$(calc %.2f× "$probes32 / $bare32")" "—" "—"
 
 # --- 2. traced cost per span ------------------------------------------------
-say "2/6 traced span cost (khprof batch/span/pair, bpftrace, in-process enabled)"
+say "2/7 traced span cost (khprof batch/span/pair, bpftrace, in-process enabled)"
 # bt_pair BINARY OUT: bpftrace's per-stage aggregation with @start[tid],
 # on the same two probes khprof's pair mode uses (rows 2 and 3).
 bt_pair() {
@@ -231,7 +231,7 @@ row 2 "lowest-overhead mode ($lowest) vs in-process enabled" "${cost[$lowest]}" 
 	"≤1.3×" "$(ok "${cost[$lowest]} <= 1.3 * $inproc_on")"
 
 # --- 3. attach latency and peak RSS -----------------------------------------
-say "3/6 attach latency and peak RSS (khprof record vs bpftrace -c)"
+say "3/7 attach latency and peak RSS (khprof record vs bpftrace -c)"
 BT3=$tmp/first.bt
 bt_pair "$FP" "$BT3"
 R3=15
@@ -274,7 +274,7 @@ row 3 "peak RSS, MiB (wait4 ru_maxrss, tiny traced program)" "$rss_k" "bpftrace 
 	"$(calc %.2f× "$rss_k / $rss_b")" "≤16 MiB" "$(ok "$rss_k <= 16")"
 
 # --- 4. end to end: kh-scan on the default corpus ---------------------------
-say "4/6 kh-scan --threads 2 on the default corpus, untraced vs traced"
+say "4/7 kh-scan --threads 2 on the default corpus, untraced vs traced"
 corpus=build/demo-corpus
 if [ ! -f "$corpus/truth.jsonl" ]; then
 	corpus=$B/corpus
@@ -365,7 +365,7 @@ row 4 "kh-scan untraced throughput, MiB/s (whole command, 2 threads, $(calc %.1f
 # CPU 1 (libwall.so pins the scanner alone), khprof on CPU 0, 61 rounds in
 # alternating order.  `record --repeat 1` returns only after the kernel has
 # detached its uprobes, so no pause is needed between runs.
-say "4/6 kh-scan --threads 1 pinned, untraced vs batch, 61 rounds"
+say "4/7 kh-scan --threads 1 pinned, untraced vs batch, 61 rounds"
 pinned() { # pinned CONFIG: one run, own wall to r4p.CONFIG.own
 	local cfg=$1 cmd
 	case $cfg in
@@ -437,7 +437,7 @@ row 4 "fixed costs, µs per event: transition (wakes khprof); identity (delivere
 	"$woken_event; $lazy_event" "—" "—" "—" "—"
 
 # --- 5. accuracy against the program's own clock -----------------------------
-say "5/6 accuracy: workload timed US N, khprof vs the workload's own clock"
+say "5/7 accuracy: workload timed US N, khprof vs the workload's own clock"
 declare -A N5=([1]=20000 [10]=5000 [100]=1000)
 for r in 1 2 3; do
 	for us in 1 10 100; do
@@ -494,7 +494,7 @@ for us in 1 10 100; do
 done
 
 # --- 6. scaling with threads ------------------------------------------------
-say "6/6 scaling: traced cost per span with 1 and 2 threads"
+say "6/7 scaling: traced cost per span with 1 and 2 threads"
 for r in 1 2 3; do
 	for mode in batch span; do
 		for th in 1 2; do
