@@ -700,6 +700,15 @@ should each pay what one thread pays. Target: 2-thread cost ≈ 1-thread cost
 with 1 and 2 threads: its per-stage counters are shared atomics, so two
 threads fight over their cache lines.
 
+Row 7, context switches. `switch_cost N`: two threads pinned to one CPU
+hand a byte back and forth through two pipes, so every hand-over is a
+context switch; the figure is half a round trip. Traced, khprof's
+`sched_switch` and `sched_wakeup` programs log each switch of the traced
+process's threads for the off-CPU split (a hash-map lookup per side of a
+switch, one more per wakeup); every other process pays only their first
+test, the traced process id, measured while khprof traces a workload that
+waits on a fifo. No target: the issue asks that it be measured.
+
 ## Why targets are missed, and what dominates
 
 - Row 1, ≤0.6× the in-process design's disabled cost. Untraced, a span is
