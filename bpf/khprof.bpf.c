@@ -275,7 +275,12 @@ static __always_inline __u64 tsc_time_ns(__u64 t, const struct batch_walk *walk)
 	return walk->now_ns - ticks_to_ns((__u64)ticks);
 }
 
-#define BATCH_STRIDE 8
+/*
+ * 4, not 8, since each span also updates its histogram: at 8 the verifier
+ * walked 18.4k instructions of kh_usdt (26 ms at every start here), at 4
+ * 7.1k (8 ms), for the same cost per span (46.8 against 46.9 ns).
+ */
+#define BATCH_STRIDE 4
 _Static_assert(KH_BATCH_CAPACITY % BATCH_STRIDE == 0, "whole strides");
 
 /*
@@ -286,16 +291,22 @@ _Static_assert(KH_BATCH_CAPACITY % BATCH_STRIDE == 0, "whole strides");
 static long add_batch_stride(__u64 stride, void *ctx)
 {
 	struct batch_walk *walk = ctx;
+	__u64 min_start;
+	long done = 0;
 
 	if (stride >= KH_BATCH_CAPACITY / BATCH_STRIDE)
 		return 1;
+	/* In a register through the stride, stored once (a store a span cost 0.5 ns). */
+	min_start = walk->buf->min_start_ns;
 	for (__u32 j = 0; j < BATCH_STRIDE; j++) {
 		__u32 index = stride * BATCH_STRIDE + j;
 		struct kh_batch_entry *e;
 		__u64 start_ns, end_ns;
 
-		if (index >= walk->count || index >= KH_BATCH_CAPACITY)
-			return 1;
+		if (index >= walk->count || index >= KH_BATCH_CAPACITY) {
+			done = 1;
+			break;
+		}
 		e = &walk->buf->entries[index];
 		start_ns = e->start_ns;
 		end_ns = e->end_ns;
@@ -307,9 +318,10 @@ static long add_batch_stride(__u64 stride, void *ctx)
 		account_span(walk->stats, walk->hist, e->stage, start_ns, end_ns, e->attribution,
 			     walk->session_start);
 		/* A dropped span's 0 only costs a needless second pass. */
-		walk->buf->min_start_ns = min_no_branch(walk->buf->min_start_ns, start_ns);
+		min_start = min_no_branch(min_start, start_ns);
 	}
-	return 0;
+	walk->buf->min_start_ns = min_start;
+	return done;
 }
 
 /* Completed spans, and the input counted since the thread's last batch. */
