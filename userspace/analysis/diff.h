@@ -31,7 +31,7 @@
  * than a stage's total; its 99th percentile and off-CPU time more.
  */
 #define KH_DIFF_DEFAULT_P50_PCT 10.0
-#define KH_DIFF_DEFAULT_P99_PCT 20.0
+#define KH_DIFF_DEFAULT_P99_PCT 50.0 /* a tail moves by multiples; at 20% it failed A/A 1.5% */
 #define KH_DIFF_DEFAULT_OFF_CPU_PCT 20.0
 #define KH_DIFF_DEFAULT_DECODED_PCT 10.0
 #define KH_DIFF_DEFAULT_STATE_WALL_PCT 5.0

@@ -66,7 +66,7 @@ static const char diff_usage[] =
 	"   --threshold NAME=PCT     one item: a stage as the seed names it\n"
 	"                            (hot-patterns), or wall (default 3), throughput\n"
 	"                            (default 3), peak_rss (default 5), p50 (10),\n"
-	"                            p99 (20), off_cpu (20), decoded (10),\n"
+	"                            p99 (50), off_cpu (20), decoded (10),\n"
 	"                            state_wall (5) or state_cpu (10); PCT 'off'\n"
 	"                            shows the item without gating on it.  The two\n"
 	"                            queue-wait stages are off unless named: waiting\n"
