@@ -894,10 +894,15 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(kh_thread_exit, struct task_struct *p)
 {
 	__u32 tgid = traced_tgid, tid;
+	struct kh_offcpu_thread *th;
 
 	if (!tgid || p->tgid != tgid)
 		return 0;
 	tid = p->pid;
+	th = bpf_map_lookup_elem(&offcpu_threads, &tid);
+	/* Switches since the last one seen that were never seen at all. */
+	if (th && th->switches && p->nvcsw + p->nivcsw > th->switches)
+		count_offcpu_missed();
 	bpf_map_delete_elem(&offcpu_threads, &tid);
 	return 0;
 }

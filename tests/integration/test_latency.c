@@ -122,9 +122,11 @@ static const char *parse_split(const char *text, struct own_split *s)
  * workload's bounds.  A sleep is blocked time at least as long as asked for
  * (nanosleep's guarantee), less the same 2%.  Below, one interval more: on
  * the shared development machine, under load, about one run in fifteen
- * of this file lost one switch interval without any sign the BPF side
- * could see (docs/SCHEMA.md, khprof.latency); one sleep of the workload,
- * or a scheduler slice (4 ms) of a computing span.
+ * of this file lost one switch whose events never reached khprof's
+ * programs (docs/SCHEMA.md, khprof.latency).  The kernel's own switch
+ * count shows it (missed_switches) when the thread switches again or
+ * exits inside the session, but not when that happens after it; so one
+ * sleep of the workload, or a scheduler slice (4 ms) of a computing span.
  */
 static void check_split(const char *mode, const struct kh_profile *p, const struct own_split *s,
 			uint64_t one_interval_ns)
