@@ -4,6 +4,7 @@
  * each macro state's wall and CPU time), the run left out of their
  * intervals, the noise bound, and the text's "ok (below floor)".
  */
+#include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -250,6 +251,29 @@ static void test_drop_farthest_and_pooled_mad(void **state)
 	assert_true(stats__pooled_mad(a, 3, b, 3) == 0.5);
 }
 
+/* threshold.NAME names the new metrics too; flags win over the file. */
+static void test_metric_thresholds_by_name(void **state)
+{
+	struct kh_diff_options opts, over;
+	char err[256];
+
+	(void)state;
+	diff_options__init(&opts);
+	diff_options__init(&over);
+	assert_int_equal(diff_options__set(&opts, "threshold.p99", "30%", err, sizeof(err)), 0);
+	assert_int_equal(diff_options__set(&opts, "threshold.off_cpu", "off", err, sizeof(err)), 0);
+	assert_int_equal(diff_options__set(&over, "threshold.p99", "40", err, sizeof(err)), 0);
+	assert_true(opts.p99.pct == 30 && opts.off_cpu.off);
+	diff_options__merge(&opts, &over);
+	assert_true(opts.p99.pct == 40);
+	assert_true(diff_options__threshold(&opts, KH_DIFF_M_P99, KH_STAGE_DECODE) == &opts.p99);
+	/* The queue waits stay off unless named, in every latency metric. */
+	assert_true(diff_options__threshold(&opts, KH_DIFF_M_P50, KH_STAGE_SCANNER_QUEUE_WAIT)->off);
+	assert_int_equal(diff_options__set(&opts, "threshold.p98", "5", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "unknown item 'p98'"));
+	assert_non_null(strstr(err, "p50, p99, off_cpu"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -259,6 +283,7 @@ int main(void)
 		cmocka_unit_test(test_floor_only_is_said),
 		cmocka_unit_test(test_noise_bound),
 		cmocka_unit_test(test_drop_farthest_and_pooled_mad),
+		cmocka_unit_test(test_metric_thresholds_by_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
