@@ -221,6 +221,7 @@ static void test_noise_bound(void **state)
 	struct set b, c;
 	struct kh_diff d;
 	const struct kh_diff_item *el;
+	char *text;
 
 	(void)state;
 	make_set(&b, wide, 100 * US, 1.0, 0);
@@ -229,6 +230,9 @@ static void test_noise_bound(void **state)
 	el = find(&d, KH_DIFF_M_ELAPSED, KH_STAGE_DECODE);
 	assert_true(el->noise_pct > el->threshold_pct);
 	assert_int_not_equal(el->verdict, KH_DIFF_REGRESSED);
+	text = diff__to_json(&d);
+	assert_non_null(strstr(text, "\"noise_pct\":\t"));
+	free(text);
 	diff__free(&d);
 	free_set(&b);
 	free_set(&c);
