@@ -57,14 +57,22 @@ static struct kh_thread_info *thread_info_learn(__u64 state_addr, bool abi3)
 
 	if (info && info->state_addr == state_addr && (!abi3 || (info->flags & KH_THREAD_ABI3)))
 		return info;
+	/*
+	 * Listed even when the record cannot be made: creating task storage
+	 * fails while another task-storage user on this CPU is preempted inside
+	 * one (the kernel's per-CPU busy count; plain lookups still succeed).
+	 * The next flush tries again; a thread that ends before any succeeds is
+	 * found in the list by kh_thread_exit and counted as exit_unknown, and
+	 * a detach still finds its buffer.
+	 */
+	tid = task->pid;
+	bpf_map_update_elem(&thread_list, &tid, &state_addr, BPF_ANY);
 	info = bpf_task_storage_get(&thread_store, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!info)
 		return NULL;
 	info->state_addr = state_addr;
 	if (abi3)
 		info->flags |= KH_THREAD_ABI3;
-	tid = task->pid;
-	bpf_map_update_elem(&thread_list, &tid, &state_addr, BPF_ANY);
 	return info;
 }
 
@@ -208,7 +216,9 @@ static __always_inline void send_buffer(struct kh_thread_info *info, bool mark)
 
 /*
  * Every thread's end: normal exit, exit_group from any thread, a fatal
- * signal, the other threads of an execve.  On this kernel the tracepoint
+ * signal, the other threads of an execve.  The one sched_process_exit
+ * program: it also drops the thread's switch log (latency.bpf.h), which
+ * a second program on the tracepoint would cost every exit another call.  On this kernel the tracepoint
  * fires before the thread lets go of its memory (exit_mm).
  */
 SEC("tp_btf/sched_process_exit")
@@ -221,11 +231,13 @@ int BPF_PROG(kh_thread_exit, struct task_struct *task, bool group_dead)
 	if (!traced_tgid || task->tgid != traced_tgid)
 		return 0;
 	tid = task->pid;
+	offcpu_thread_end(task);
 	info = bpf_task_storage_get(&thread_store, task, 0, 0);
 	if (info && info->state_addr) {
 		send_buffer(info, false);
 		bpf_map_delete_elem(&thread_list, &tid);
-	} else if (abi2_batch_traced) {
+	} else if (bpf_map_delete_elem(&thread_list, &tid) == 0 || abi2_batch_traced) {
+		/* Listed without a record (thread_info_learn), or ABI 2: its buffer is unknown. */
 		count_drop(active_slot, KH_DROP_EXIT_UNKNOWN);
 	}
 	if (!group_dead)

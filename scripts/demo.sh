@@ -33,3 +33,14 @@ build/khprof report --format html build/demo-profile.json >build/demo-report.htm
 echo "demo: HTML report in build/demo-report.html (open it in a browser)"
 echo
 build/khprof report build/demo-profile.json
+
+# The latency and state items of khprof diff, on a second run of the same
+# build (one run a side: plain thresholds; CI uses --repeat, docs/CI.md).
+set +e
+build/khprof record -q -o build/demo-profile-2.json -- \
+	build/kh-scan --threads 2 --workload-class corpus "$corpus/tree" >/dev/null 2>>build/demo-record.log
+set -e
+echo
+echo "demo: build/khprof diff build/demo-profile.json build/demo-profile-2.json (rows of two stages and the states)"
+build/khprof diff build/demo-profile.json build/demo-profile-2.json 2>/dev/null |
+	grep -E '^(item|wall|source-read\.|decode\.|[a-z]+\.(wall|cpu) )|^diff:' || true

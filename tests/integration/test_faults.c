@@ -93,6 +93,11 @@ static void check_scenario(const struct scenario *sc, const char *mode)
 		fail_msg("%s in %s mode: record has %" PRIu64 " spans and %" PRIu64 " bytes, the "
 			 "program counted %" PRIu64 " and %" PRIu64, sc->name, mode,
 			 calls_of(&p, KH_STAGE_DECODE), p.input_bytes, c.spans, c.input_bytes);
+	/* Spans read from an ended thread's buffer are in the histogram too. */
+	if (p.ext.latency.stages[KH_STAGE_DECODE].spans != c.spans)
+		fail_msg("%s in %s mode: the decode histogram has %" PRIu64 " spans, the program "
+			 "counted %" PRIu64, sc->name, mode,
+			 p.ext.latency.stages[KH_STAGE_DECODE].spans, c.spans);
 	assert_int_equal(p.status, sc->status);
 	assert_no_drops(&p);
 	if (sc->process_end) {

@@ -66,7 +66,7 @@ static void test_counts_buffer(void **state)
 	put_entry(&s, 2, tsc_at(4980000), tsc_at(4995000), KH_STAGE_DECODE, 0);
 	/* Ended before its session began. */
 	put_entry(&s, 3, tsc_at(1500), tsc_at(1800), KH_STAGE_ENTROPY, 0);
-	assert_int_equal(buffers__account(s.bytes, &info, &clock_1ns, &out), 1);
+	assert_int_equal(buffers__account(s.bytes, &info, &clock_1ns, &out, NULL), 1);
 	assert_int_equal(out.stages[KH_STAGE_DECODE].calls, 2);
 	assert_int_equal(out.stages[KH_STAGE_DECODE].elapsed_ns, 500 + 700);
 	assert_int_equal(out.stages[KH_STAGE_DECODE].attributed_calls, 1);
@@ -97,14 +97,14 @@ static void test_skips_what_was_handed_over(void **state)
 	put_header(&s, 3, 150, 0, 7);
 	for (uint32_t i = 0; i < 3; i++)
 		put_entry(&s, i, 10000 + i * 1000, 10100 + i * 1000, KH_STAGE_DECODE, 0);
-	buffers__account(s.bytes, &info, &clock_1ns, &out);
+	buffers__account(s.bytes, &info, &clock_1ns, &out, NULL);
 	/* A failed execve counted two: the third and 50 bytes are new. */
 	assert_int_equal(out.stages[KH_STAGE_DECODE].calls, 1);
 	assert_int_equal(out.input_bytes, 50);
 
 	memset(&out, 0, sizeof(out));
 	put_header(&s, 3, 150, 0, 8);
-	buffers__account(s.bytes, &info, &clock_1ns, &out);
+	buffers__account(s.bytes, &info, &clock_1ns, &out, NULL);
 	assert_int_equal(out.stages[KH_STAGE_DECODE].calls, 3);
 	assert_int_equal(out.input_bytes, 150);
 }
@@ -122,7 +122,7 @@ static void test_unmatched_and_bounds(void **state)
 	put_header(&s, 1000, 0, 0, 0);
 	for (uint32_t i = 0; i < KH_BATCH_CAPACITY; i++)
 		put_entry(&s, i, i % 2 ? 0 : 500, 30000, KH_STAGE_DECODE, 0);
-	buffers__account(s.bytes, &info, &clock_1ns, &out);
+	buffers__account(s.bytes, &info, &clock_1ns, &out, NULL);
 	assert_int_equal(out.drops[KH_DROP_UNMATCHED_EXIT], KH_BATCH_CAPACITY);
 	assert_int_equal(out.stages[KH_STAGE_DECODE].calls, 0);
 }

@@ -518,6 +518,8 @@ static void test_new_stage_interval_in_units(void **state)
 	assert_false(it->has_change);
 	assert_true(it->has_interval);
 	/* The 25 differences are each candidate run minus 0, five times over. */
+	assert_int_equal(it->base_used, 5);
+	assert_int_equal(it->cand_used, 5);
 	assert_true(it->interval_low == 4900000.0 && it->interval_high == 5100000.0);
 	assert_int_equal(it->verdict, KH_DIFF_REGRESSED);
 	assert_summary(&fx->d, "diff: 1 regression: stage machine-learning new");

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "outbuf.h"
 #include "khtest.h"
 
 /* Each test gets a fresh folder as its state, removed with all it holds afterwards. */
@@ -186,9 +187,24 @@ static void test_read_limit(void **state)
 	free(path);
 }
 
+/* An outbuf that was never written to still finishes as a string. */
+static void test_outbuf_empty_finish(void **state)
+{
+	struct outbuf b;
+	char *text;
+
+	(void)state;
+	outbuf__init(&b);
+	text = outbuf__finish(&b);
+	assert_non_null(text);
+	assert_string_equal(text, "");
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_outbuf_empty_finish),
 		cmocka_unit_test_setup_teardown(test_write_then_read, scratch_setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(test_empty_and_binary, scratch_setup, scratch_teardown),
 		cmocka_unit_test_setup_teardown(test_mode_follows_umask, scratch_setup,

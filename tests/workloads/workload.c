@@ -14,6 +14,10 @@
  *   workload serve             for attach: "ready", then one session per "session" line
  *   workload nosession N       spans without any session probes
  *   workload deep N            one chain of N nested spans (deeper than the bounds)
+ *   workload mix N             N spans: 99% of 10 us, 1% of 1 ms; own percentiles
+ *   workload sleep N MS        N spans of 1 ms of work then a sleep of MS ms; own off-CPU
+ *   workload compute N US      N spans of US us of work; own off-CPU
+ *   workload sleep2 N MS       sleep N MS in two threads, one stage each
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -21,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "keyhog_profile.h"
 
@@ -147,24 +152,32 @@ static unsigned long long spin_us(long us)
 	return end - start;
 }
 
+/*
+ * own_total_ns: the spans' time read inside the probes (after the enter,
+ * before the exit); outer_total_ns: read outside them.  A span khprof
+ * measured lies between the two, however loaded the machine.
+ */
 static int timed(long us, long n)
 {
-	unsigned long long own_total = 0;
+	unsigned long long own_total = 0, outer_total = 0;
 
 	KH_SESSION_START();
 	KH_TRANSITION(KH_STATE_SCANNING);
 	for (long i = 0; i < n; i++) {
-		unsigned long long t0, t1;
+		unsigned long long o0, t0, t1, o1;
 
+		o0 = now_ns();
 		KH_SPAN_ENTER(KH_STAGE_CONFIRMED_PATTERNS);
 		t0 = now_ns();
 		spin_us(us);
 		t1 = now_ns();
 		KH_SPAN_EXIT(KH_STAGE_CONFIRMED_PATTERNS);
+		o1 = now_ns();
 		own_total += t1 - t0;
+		outer_total += o1 - o0;
 	}
 	KH_SESSION_FINISH(KH_STATE_COMPLETED);
-	printf("own_total_ns=%llu\n", own_total);
+	printf("own_total_ns=%llu\nouter_total_ns=%llu\n", own_total, outer_total);
 	return 0;
 }
 
@@ -261,6 +274,154 @@ static int deep(long n)
 	return 0;
 }
 
+/*
+ * One span timed from inside the probes (after the enter, before the exit)
+ * and from outside them, each with the thread's CPU time read so that the
+ * inner off-CPU figure can only be too low and the outer one too high:
+ * whatever khprof records must lie between them (tests/integration).
+ */
+struct own_span {
+	unsigned long long inner_ns, outer_ns;
+	unsigned long long inner_cpu_ns, outer_cpu_ns;
+	unsigned long long slept_ns; /* requested sleep */
+};
+
+static unsigned long long thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void own_span(long stage, long work_us, long sleep_ms, struct own_span *o)
+{
+	unsigned long long o0, o1, i0, i1, oc0, oc1, ic0, ic1;
+
+	o0 = now_ns();
+	oc0 = thread_cpu_ns();
+	KH_SPAN_ENTER(stage);
+	ic0 = thread_cpu_ns();
+	i0 = now_ns();
+	spin_us(work_us);
+	if (sleep_ms) {
+		struct timespec ts = { sleep_ms / 1000, sleep_ms % 1000 * 1000000 };
+
+		nanosleep(&ts, NULL);
+	}
+	i1 = now_ns();
+	ic1 = thread_cpu_ns();
+	KH_SPAN_EXIT(stage);
+	oc1 = thread_cpu_ns();
+	o1 = now_ns();
+	o->inner_ns = i1 - i0;
+	o->outer_ns = o1 - o0;
+	o->inner_cpu_ns = ic1 - ic0; /* over more than the inner window */
+	o->outer_cpu_ns = oc1 - oc0; /* over less than the outer window */
+	o->slept_ns = sleep_ms * 1000000ull;
+}
+
+static int compare_ull(const void *a, const void *b)
+{
+	unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest rank, as khprof's record defines its percentiles. */
+static unsigned long long nearest_rank(const unsigned long long *sorted, long n, long permille)
+{
+	long rank = (n * permille + 999) / 1000;
+
+	return sorted[(rank < 1 ? 1 : rank > n ? n : rank) - 1];
+}
+
+static void print_percentiles(const char *name, unsigned long long *v, long n)
+{
+	static const long permille[] = { 500, 900, 990, 999, 1000 };
+
+	qsort(v, n, sizeof(*v), compare_ull);
+	printf("%s", name);
+	for (size_t q = 0; q < sizeof(permille) / sizeof(permille[0]); q++)
+		printf(" %llu", nearest_rank(v, n, permille[q]));
+	printf("\n");
+}
+
+static int mix(long n)
+{
+	unsigned long long *inner = calloc(n, sizeof(*inner)), *outer = calloc(n, sizeof(*outer));
+	struct own_span o;
+
+	if (!inner || !outer)
+		return 2;
+	KH_SESSION_START();
+	KH_TRANSITION(KH_STATE_SCANNING);
+	for (long i = 0; i < n; i++) {
+		own_span(KH_STAGE_CONFIRMED_PATTERNS, i % 100 == 99 ? 1000 : 10, 0, &o);
+		inner[i] = o.inner_ns;
+		outer[i] = o.outer_ns;
+	}
+	KH_SESSION_FINISH(KH_STATE_COMPLETED);
+	print_percentiles("inner", inner, n);
+	print_percentiles("outer", outer, n);
+	free(inner);
+	free(outer);
+	return 0;
+}
+
+struct split_totals {
+	long stage, spans, work_us, sleep_ms;
+	unsigned long long inner_ns, outer_ns, off_low_ns, off_high_ns, slept_ns;
+};
+
+static void *split_spans(void *arg)
+{
+	struct split_totals *t = arg;
+	struct own_span o;
+
+	for (long i = 0; i < t->spans; i++) {
+		own_span(t->stage, t->work_us, t->sleep_ms, &o);
+		t->inner_ns += o.inner_ns;
+		t->outer_ns += o.outer_ns;
+		t->off_low_ns += o.inner_ns > o.inner_cpu_ns ? o.inner_ns - o.inner_cpu_ns : 0;
+		t->off_high_ns += o.outer_ns - o.outer_cpu_ns;
+		t->slept_ns += o.slept_ns;
+	}
+	return NULL;
+}
+
+static void print_split(const struct split_totals *t)
+{
+	printf("stage=%ld inner_ns=%llu outer_ns=%llu off_low_ns=%llu off_high_ns=%llu "
+	       "slept_ns=%llu\n", t->stage, t->inner_ns, t->outer_ns, t->off_low_ns,
+	       t->off_high_ns, t->slept_ns);
+}
+
+/* threads 1: on the main thread; 2: two threads, one stage each. */
+static int split(long threads, long n, long work_us, long sleep_ms)
+{
+	struct split_totals t[2] = {
+		{ .stage = KH_STAGE_SOURCE_READ, .spans = n, .work_us = work_us, .sleep_ms = sleep_ms },
+		{ .stage = KH_STAGE_DECODE, .spans = n, .work_us = work_us, .sleep_ms = sleep_ms },
+	};
+	pthread_t tid[2];
+
+	KH_SESSION_START();
+	KH_TRANSITION(KH_STATE_SCANNING);
+	if (threads == 1) {
+		split_spans(&t[0]);
+	} else {
+		for (int i = 0; i < 2; i++)
+			pthread_create(&tid[i], NULL, split_spans, &t[i]);
+		for (int i = 0; i < 2; i++)
+			pthread_join(tid[i], NULL);
+	}
+	KH_SESSION_FINISH(KH_STATE_COMPLETED);
+	for (long i = 0; i < threads; i++)
+		print_split(&t[i]);
+	return 0;
+}
+
 static int nosession(long n)
 {
 	for (long i = 0; i < n; i++) {
@@ -295,6 +456,14 @@ int main(int argc, char **argv)
 		return nosession(a);
 	if (!strcmp(scenario, "deep"))
 		return deep(a);
+	if (!strcmp(scenario, "mix"))
+		return mix(a);
+	if (!strcmp(scenario, "sleep"))
+		return split(1, a, 1000, b);
+	if (!strcmp(scenario, "compute"))
+		return split(1, a, b, 0);
+	if (!strcmp(scenario, "sleep2"))
+		return split(2, a, 1000, b);
 	fprintf(stderr, "usage: workload nested|threads|sessions|timed|library|redzone|serve|nosession ...\n");
 	return 2;
 }

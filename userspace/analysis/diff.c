@@ -67,12 +67,68 @@ const char *diff_metric__name(enum kh_diff_metric metric)
 		[KH_DIFF_M_WALL] = "wall",	   [KH_DIFF_M_THROUGHPUT] = "throughput",
 		[KH_DIFF_M_PEAK_RSS] = "peak_rss", [KH_DIFF_M_ELAPSED] = "elapsed",
 		[KH_DIFF_M_CALLS] = "calls",	   [KH_DIFF_M_PER_CALL] = "per_call",
+		[KH_DIFF_M_P50] = "p50",	   [KH_DIFF_M_P99] = "p99",
+		[KH_DIFF_M_OFF_CPU] = "off_cpu",   [KH_DIFF_M_DECODED] = "decoded",
+		[KH_DIFF_M_STATE_WALL] = "state_wall", [KH_DIFF_M_STATE_CPU] = "state_cpu",
 	};
 
 	return (size_t)metric < sizeof(names) / sizeof(names[0]) ? names[metric] : NULL;
 }
 
 /* --- items -------------------------------------------------------------- */
+
+static const struct kh_state_measurement *find_state(const struct kh_profile *p, uint32_t state)
+{
+	for (size_t i = 0; i < p->state_count; i++)
+		if (p->states[i].state == state)
+			return &p->states[i];
+	return NULL;
+}
+
+/*
+ * The latency and state items.  Percentiles need the stage's distribution,
+ * off-CPU a record that measured it; a stage a record lacks spent no time
+ * off CPU or on decoded content.
+ */
+static bool latency_value(const struct kh_profile *p, enum kh_diff_metric metric,
+			  uint32_t stage, double *out)
+{
+	const struct kh_latency *l = &p->ext.latency;
+	const struct kh_stage_dist *d = stage < KH_STAGE_COUNT ? &l->stages[stage] : NULL;
+	const struct kh_state_measurement *st;
+	const struct kh_stage_measurement *s;
+
+	switch (metric) {
+	case KH_DIFF_M_P50:
+	case KH_DIFF_M_P99:
+		if (!d || !d->present)
+			return false;
+		*out = (double)kh_dist__percentile(d, metric == KH_DIFF_M_P50 ? 500 : 990,
+						   p->ext.span_bias_ns);
+		return true;
+	case KH_DIFF_M_OFF_CPU:
+		if (!l->present || !l->off_cpu || !d)
+			return false;
+		*out = d->present ? (double)d->off_cpu_ns : 0;
+		return true;
+	case KH_DIFF_M_DECODED:
+		s = profile__find_stage(p, stage);
+		*out = s ? (double)s->attributed_ns : 0;
+		return true;
+	case KH_DIFF_M_STATE_WALL:
+		st = find_state(p, stage);
+		*out = st ? (double)st->elapsed_ns : 0;
+		return st != NULL;
+	case KH_DIFF_M_STATE_CPU:
+		st = find_state(p, stage);
+		if (!st || !st->cpu_time_ms.present)
+			return false;
+		*out = (double)st->cpu_time_ms.value * 1e6;
+		return true;
+	default:
+		return false;
+	}
+}
 
 /* One record's value of an item; false when the record has none. */
 static bool record_value(const struct kh_profile *p, enum kh_diff_metric metric, uint32_t stage,
@@ -106,8 +162,9 @@ static bool record_value(const struct kh_profile *p, enum kh_diff_metric metric,
 		else
 			*out = s->calls ? (double)s->elapsed_ns / (double)s->calls : 0;
 		return true;
+	default:
+		return latency_value(p, metric, stage, out);
 	}
-	return false;
 }
 
 static size_t side_values(const struct kh_diff_side *s, enum kh_diff_metric metric,
@@ -124,17 +181,41 @@ static size_t side_values(const struct kh_diff_side *s, enum kh_diff_metric metr
 /*
  * The item's interval of the shift; none with fewer than two values on a
  * side (a single run says nothing about the spread) or too few for the
- * confidence.
+ * confidence.  For the latency and state items, with 5 runs or more a
+ * side, each side's run farthest from its median is left out first, so
+ * that one disturbed run cannot hide a regression; the older items keep
+ * every run, which failed identical builds less often (docs/CI.md).
  */
 static int item__interval(struct kh_diff_item *it, const struct kh_diff_options *o,
 			  const double *vb, const double *vc)
 {
+	double *tb = NULL, *tc = NULL;
 	int err;
 
 	if (it->base_n < 2 || it->cand_n < 2)
 		return 0;
-	err = stats__shift_interval(vb, it->base_n, vc, it->cand_n, o->confidence,
+	it->base_used = it->base_n;
+	it->cand_used = it->cand_n;
+	/* The spread of all runs: one outlier hardly moves a MAD. */
+	it->noise = stats__pooled_mad(vb, it->base_n, vc, it->cand_n);
+	if (it->base_n >= DIFF_TRIM_MIN_RUNS && it->cand_n >= DIFF_TRIM_MIN_RUNS &&
+	    diff_metric__trims(it->metric)) {
+		tb = malloc(it->base_n * sizeof(*tb));
+		tc = malloc(it->cand_n * sizeof(*tc));
+		if (!tb || !tc) {
+			free(tb);
+			free(tc);
+			return -ENOMEM;
+		}
+		it->base_used = stats__drop_farthest(vb, it->base_n, tb);
+		it->cand_used = stats__drop_farthest(vc, it->cand_n, tc);
+		vb = tb;
+		vc = tc;
+	}
+	err = stats__shift_interval(vb, it->base_used, vc, it->cand_used, o->confidence,
 				    &it->interval_low, &it->interval_high);
+	free(tb);
+	free(tc);
 	if (err == -ERANGE)
 		return 0;
 	if (err)
@@ -171,7 +252,14 @@ static int item__judge(struct kh_diff_item *it, const struct kh_diff_options *o,
 	it->has_threshold = true;
 	it->threshold_off = t->off;
 	it->threshold_pct = t->pct;
-	it->gating = it->metric != KH_DIFF_M_PER_CALL;
+	/*
+	 * Judged but informative: per-call times (elapsed says it), off-CPU
+	 * and CPU time, which move with the machine's load more than with the
+	 * program (docs/CI.md: gating them failed identical builds 3% of the
+	 * time here).
+	 */
+	it->gating = it->metric != KH_DIFF_M_PER_CALL && it->metric != KH_DIFF_M_OFF_CPU &&
+		     it->metric != KH_DIFF_M_STATE_CPU;
 	err = item__interval(it, o, vb, vc);
 	if (err)
 		return err;
@@ -179,13 +267,14 @@ static int item__judge(struct kh_diff_item *it, const struct kh_diff_options *o,
 		it->verdict = KH_DIFF_OFF;
 		return 0;
 	}
-	if (it->below_floor) {
-		it->verdict = KH_DIFF_OK;
-		return 0;
-	}
 	limit = t->pct * b;
 	worse = bad * (c - b) * 100.0 > limit;
 	better = -bad * (c - b) * 100.0 > limit;
+	if (it->below_floor) {
+		it->verdict = KH_DIFF_OK;
+		it->floor_only = worse || better;
+		return 0;
+	}
 	if (!it->has_interval) {
 		it->verdict = worse ? KH_DIFF_REGRESSED : better ? KH_DIFF_IMPROVED : KH_DIFF_OK;
 		return 0;
@@ -198,6 +287,16 @@ static int item__judge(struct kh_diff_item *it, const struct kh_diff_options *o,
 	 */
 	least_bad = bad > 0 ? it->interval_low : -it->interval_high;
 	most_bad = bad > 0 ? it->interval_high : -it->interval_low;
+	/*
+	 * Noise-aware: the interval must also clear DIFF_NOISE_K pooled MADs
+	 * of the runs it used, so that an item whose runs spread widely needs
+	 * a change as wide to fail (docs/CI.md, "False alarms and detection").
+	 */
+	if (!isnan(it->noise) && b != 0) {
+		it->noise_pct = 100.0 * DIFF_NOISE_K * it->noise / fabs(b);
+		if (it->noise_pct * b > limit)
+			limit = it->noise_pct * fabs(b);
+	}
 	if (least_bad * 100.0 > limit)
 		it->verdict = KH_DIFF_REGRESSED;
 	else if (-most_bad * 100.0 > limit)
@@ -254,6 +353,19 @@ static bool item__below_floor(const struct kh_diff *d, const struct kh_diff_item
 
 		return change < (n > 1 ? min_ns / n : min_ns);
 	}
+	case KH_DIFF_M_P50:
+	case KH_DIFF_M_P99: {
+		/*
+		 * A span percentile counts when the spans it stands for add up
+		 * to the floor: all calls for the median (as per_call), the
+		 * slowest 1% for p99.
+		 */
+		double n = fmax(it->calls_base, it->calls_cand);
+
+		if (it->metric == KH_DIFF_M_P99)
+			n /= 100.0;
+		return change < (n > 1 ? min_ns / n : min_ns);
+	}
 	default:
 		return change < min_ns;
 	}
@@ -270,7 +382,16 @@ static int diff__add_item(struct kh_diff *d, const struct kh_diff_side *base,
 	memset(it, 0, sizeof(*it));
 	it->metric = metric;
 	it->stage = stage;
-	it->name = diff_metric__is_stage(metric) ? kh_stage__name(stage) : diff_metric__name(metric);
+	it->name = diff_metric__is_stage(metric) ? kh_stage__name(stage)
+		   : diff_metric__is_state(metric) ? kh_run_state__name(stage)
+		   : diff_metric__name(metric);
+	if (metric == KH_DIFF_M_P50 || metric == KH_DIFF_M_P99) {
+		size_t nb = side_values(base, KH_DIFF_M_CALLS, stage, vb);
+		size_t nc = side_values(cand, KH_DIFF_M_CALLS, stage, vc);
+
+		it->calls_base = nb ? stats__median(vb, nb) : 0;
+		it->calls_cand = nc ? stats__median(vc, nc) : 0;
+	}
 	it->base_n = side_values(base, metric, stage, vb);
 	it->cand_n = side_values(cand, metric, stage, vc);
 	if (!it->base_n || !it->cand_n)
@@ -316,11 +437,24 @@ static bool has_stage(const struct kh_profile *p, uint32_t stage)
 	return profile__find_stage(p, stage) != NULL;
 }
 
+static bool has_decoded(const struct kh_profile *p, uint32_t stage)
+{
+	const struct kh_stage_measurement *s = profile__find_stage(p, stage);
+
+	return s && s->attributed_ns;
+}
+
+static bool has_state(const struct kh_profile *p, uint32_t state)
+{
+	return find_state(p, state) != NULL;
+}
+
 static int diff__items(struct kh_diff *d, const struct kh_diff_side *base,
 		       const struct kh_diff_side *cand)
 {
 	static const enum kh_diff_metric per_stage[] = { KH_DIFF_M_ELAPSED, KH_DIFF_M_CALLS,
-							 KH_DIFF_M_PER_CALL };
+							 KH_DIFF_M_PER_CALL, KH_DIFF_M_P50,
+							 KH_DIFF_M_P99, KH_DIFF_M_OFF_CPU };
 	double *vb = malloc(base->count * sizeof(*vb)), *vc = malloc(cand->count * sizeof(*vc));
 	int err = vb && vc ? 0 : -ENOMEM;
 
@@ -335,6 +469,15 @@ static int diff__items(struct kh_diff *d, const struct kh_diff_side *base,
 			continue;
 		for (size_t m = 0; !err && m < sizeof(per_stage) / sizeof(per_stage[0]); m++)
 			err = diff__add_item(d, base, cand, per_stage[m], s, vb, vc);
+		if (!err && (any_record(base, has_decoded, s) || any_record(cand, has_decoded, s)))
+			err = diff__add_item(d, base, cand, KH_DIFF_M_DECODED, s, vb, vc);
+	}
+	for (uint32_t st = 0; !err && st < KH_STATE_COUNT; st++) {
+		if (!any_record(base, has_state, st) || !any_record(cand, has_state, st))
+			continue;
+		err = diff__add_item(d, base, cand, KH_DIFF_M_STATE_WALL, st, vb, vc);
+		if (!err)
+			err = diff__add_item(d, base, cand, KH_DIFF_M_STATE_CPU, st, vb, vc);
 	}
 	free(vb);
 	free(vc);

@@ -24,11 +24,26 @@
 #define KH_DIFF_DEFAULT_CONFIDENCE 95.0
 #define KH_DIFF_MIN_CONFIDENCE 50.0
 #define KH_DIFF_MAX_CONFIDENCE 99.9
+/*
+ * Items from khprof.latency and the macro states (docs/CI.md): a stage's
+ * median and tail span, its off-CPU and decoded-attributed time, each
+ * state's wall and CPU time.  A span's median moves less from run to run
+ * than a stage's total; its 99th percentile and off-CPU time more.
+ */
+#define KH_DIFF_DEFAULT_P50_PCT 10.0
+#define KH_DIFF_DEFAULT_P99_PCT 50.0 /* a tail moves by multiples; at 20% it failed A/A 1.5% */
+#define KH_DIFF_DEFAULT_OFF_CPU_PCT 20.0
+#define KH_DIFF_DEFAULT_DECODED_PCT 10.0
+#define KH_DIFF_DEFAULT_STATE_WALL_PCT 5.0
+#define KH_DIFF_DEFAULT_STATE_CPU_PCT 10.0
 /* Peak RSS moves by pages and allocator arenas: smaller changes are noise. */
 #define KH_DIFF_RSS_MIN_CHANGE_BYTES (1ull << 20)
 
-/* Wall, throughput, peak RSS, then elapsed, calls and per-call per stage. */
-#define KH_DIFF_MAX_ITEMS (3 + 3 * KH_STAGE_COUNT)
+/*
+ * Wall, throughput, peak RSS; elapsed, calls, per-call, p50, p99, off-CPU
+ * and decoded per stage; wall and CPU per macro state.
+ */
+#define KH_DIFF_MAX_ITEMS (3 + 7 * KH_STAGE_COUNT + 2 * KH_STATE_COUNT)
 
 /* Identity fields that bind a comparison, as --allow-mismatch names them. */
 enum kh_diff_field {
@@ -59,6 +74,8 @@ struct kh_diff_options {
 	struct kh_diff_threshold stages; /* every stage without its own */
 	struct kh_diff_threshold wall, throughput, peak_rss;
 	struct kh_diff_threshold stage[KH_STAGE_COUNT];
+	/* The latency and state items, each metric one threshold for all. */
+	struct kh_diff_threshold p50, p99, off_cpu, decoded, state_wall, state_cpu;
 	bool min_change_set;
 	uint64_t min_change_ns; /* time changes below this are never judged */
 	bool confidence_set;
@@ -113,6 +130,12 @@ enum kh_diff_metric {
 	KH_DIFF_M_ELAPSED,  /* ns, per stage */
 	KH_DIFF_M_CALLS,    /* per stage; informative, never gates */
 	KH_DIFF_M_PER_CALL, /* ns, per stage; judged but never gates */
+	KH_DIFF_M_P50,      /* ns, per stage: median span (khprof.latency) */
+	KH_DIFF_M_P99,      /* ns, per stage: 99th percentile span */
+	KH_DIFF_M_OFF_CPU,  /* ns, per stage: time off CPU inside its spans */
+	KH_DIFF_M_DECODED,  /* ns, per stage: attributed_ns, time on decoded content */
+	KH_DIFF_M_STATE_WALL, /* ns, per macro state (stage holds the state) */
+	KH_DIFF_M_STATE_CPU,  /* ns, per macro state: process CPU time */
 };
 
 enum kh_diff_mark {
@@ -141,6 +164,11 @@ struct kh_diff_item {
 	double threshold_pct;
 	bool gating;       /* a regression here fails the comparison */
 	bool below_floor;  /* the medians differ by less than the minimum change */
+	bool floor_only;   /* ok only because of the floor: beyond the threshold otherwise */
+	size_t base_used, cand_used; /* runs the interval used (one outlier left out) */
+	double calls_base, calls_cand; /* p50, p99: median calls, for the floor */
+	double noise;      /* pooled MAD of the runs the interval used, item's unit */
+	double noise_pct;  /* the noise bound: DIFF_NOISE_K MADs in % of the base median */
 	enum kh_diff_mark verdict;
 };
 

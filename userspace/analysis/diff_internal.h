@@ -16,6 +16,11 @@
 #define DIFF_BIT(f) (1u << (f))
 #define DIFF_ALL_FIELDS (DIFF_BIT(KH_DIFF_F_COUNT) - 1)
 
+/* Sides with this many runs each lose their run farthest from the median. */
+#define DIFF_TRIM_MIN_RUNS 5
+/* An interval must clear this many pooled MADs of the runs, as well as the threshold. */
+#define DIFF_NOISE_K 3.0
+
 /* Room for an item's label, such as "scanner-queue-wait.per_call". */
 #define DIFF_LABEL_LEN 64
 
@@ -24,7 +29,18 @@ char *diff__format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static inline bool diff_metric__is_stage(enum kh_diff_metric metric)
 {
-	return metric >= KH_DIFF_M_ELAPSED;
+	return metric >= KH_DIFF_M_ELAPSED && metric <= KH_DIFF_M_DECODED;
+}
+
+/* Items whose interval leaves out each side's farthest run (diff.c). */
+static inline bool diff_metric__trims(enum kh_diff_metric metric)
+{
+	return metric >= KH_DIFF_M_P50;
+}
+
+static inline bool diff_metric__is_state(enum kh_diff_metric metric)
+{
+	return metric == KH_DIFF_M_STATE_WALL || metric == KH_DIFF_M_STATE_CPU;
 }
 
 /* diff_options.c */

@@ -81,7 +81,12 @@ static cJSON *options_json(const struct kh_diff *d)
 	ok = t && add_threshold(t, "default_stage", &opts->stages) &&
 	     add_threshold(t, "wall", &opts->wall) &&
 	     add_threshold(t, "throughput", &opts->throughput) &&
-	     add_threshold(t, "peak_rss", &opts->peak_rss);
+	     add_threshold(t, "peak_rss", &opts->peak_rss) &&
+	     add_threshold(t, "p50", &opts->p50) && add_threshold(t, "p99", &opts->p99) &&
+	     add_threshold(t, "off_cpu", &opts->off_cpu) &&
+	     add_threshold(t, "decoded", &opts->decoded) &&
+	     add_threshold(t, "state_wall", &opts->state_wall) &&
+	     add_threshold(t, "state_cpu", &opts->state_cpu);
 	stages = ok ? cJSON_AddObjectToObject(t, "stages") : NULL;
 	ok = stages != NULL;
 	for (uint32_t s = 0; ok && s < KH_STAGE_COUNT; s++)
@@ -165,6 +170,7 @@ static cJSON *item_json(const struct kh_diff_item *it)
 	diff_item__label(it, name, sizeof(name));
 	ok = o && cJSON_AddStringToObject(o, "name", name) &&
 	     add_string_or_null(o, "stage", diff_metric__is_stage(it->metric) ? it->name : NULL) &&
+	     add_string_or_null(o, "state", diff_metric__is_state(it->metric) ? it->name : NULL) &&
 	     cJSON_AddStringToObject(o, "metric", diff_metric__name(it->metric)) &&
 	     cJSON_AddStringToObject(o, "unit", metric_unit(it->metric)) &&
 	     cJSON_AddNumberToObject(o, "base_runs", (double)it->base_n) &&
@@ -180,6 +186,11 @@ static cJSON *item_json(const struct kh_diff_item *it)
 				it->threshold_pct) &&
 	     cJSON_AddBoolToObject(o, "gating", it->gating) &&
 	     cJSON_AddBoolToObject(o, "below_floor", it->below_floor) &&
+	     cJSON_AddBoolToObject(o, "floor_only", it->floor_only) &&
+	     add_number_or_null(o, "noise_pct", it->has_interval && it->noise_pct > 0,
+				it->noise_pct) &&
+	     add_pair_or_null(o, "runs_used", it->has_interval, (double)it->base_used,
+			      (double)it->cand_used) &&
 	     cJSON_AddStringToObject(o, "verdict", diff_mark__name(it->verdict));
 	if (!ok) {
 		cJSON_Delete(o);

@@ -32,6 +32,12 @@ void diff_options__init(struct kh_diff_options *opts)
 	threshold__default(&opts->peak_rss, KH_DIFF_DEFAULT_PEAK_RSS_PCT);
 	for (uint32_t s = 0; s < KH_STAGE_COUNT; s++)
 		threshold__default(&opts->stage[s], KH_DIFF_DEFAULT_STAGE_PCT);
+	threshold__default(&opts->p50, KH_DIFF_DEFAULT_P50_PCT);
+	threshold__default(&opts->p99, KH_DIFF_DEFAULT_P99_PCT);
+	threshold__default(&opts->off_cpu, KH_DIFF_DEFAULT_OFF_CPU_PCT);
+	threshold__default(&opts->decoded, KH_DIFF_DEFAULT_DECODED_PCT);
+	threshold__default(&opts->state_wall, KH_DIFF_DEFAULT_STATE_WALL_PCT);
+	threshold__default(&opts->state_cpu, KH_DIFF_DEFAULT_STATE_CPU_PCT);
 	opts->min_change_ns = KH_DIFF_DEFAULT_MIN_CHANGE_NS;
 	opts->confidence = KH_DIFF_DEFAULT_CONFIDENCE;
 }
@@ -72,6 +78,20 @@ const struct kh_diff_threshold *diff_options__threshold(const struct kh_diff_opt
 		if (diff_stage__is_queue_wait(stage))
 			return &queue_wait_default;
 		return &opts->stages;
+	case KH_DIFF_M_P50:
+	case KH_DIFF_M_P99:
+	case KH_DIFF_M_OFF_CPU:
+		/* Waits move with scheduling in every figure, as for elapsed. */
+		if (diff_stage__is_queue_wait(stage) && !(stage < KH_STAGE_COUNT && opts->stage[stage].set))
+			return &queue_wait_default;
+		return metric == KH_DIFF_M_P50 ? &opts->p50
+		       : metric == KH_DIFF_M_P99 ? &opts->p99 : &opts->off_cpu;
+	case KH_DIFF_M_DECODED:
+		return &opts->decoded;
+	case KH_DIFF_M_STATE_WALL:
+		return &opts->state_wall;
+	case KH_DIFF_M_STATE_CPU:
+		return &opts->state_cpu;
 	}
 	return NULL;
 }
@@ -129,6 +149,18 @@ static struct kh_diff_threshold *threshold_by_name(struct kh_diff_options *opts,
 		return &opts->throughput;
 	if (strcmp(name, "peak_rss") == 0)
 		return &opts->peak_rss;
+	if (strcmp(name, "p50") == 0)
+		return &opts->p50;
+	if (strcmp(name, "p99") == 0)
+		return &opts->p99;
+	if (strcmp(name, "off_cpu") == 0)
+		return &opts->off_cpu;
+	if (strcmp(name, "decoded") == 0)
+		return &opts->decoded;
+	if (strcmp(name, "state_wall") == 0)
+		return &opts->state_wall;
+	if (strcmp(name, "state_cpu") == 0)
+		return &opts->state_cpu;
 	if (kh_stage__parse(name, &stage) == 0)
 		return &opts->stage[stage];
 	return NULL;
@@ -224,7 +256,8 @@ int diff_options__set(struct kh_diff_options *opts, const char *key, const char 
 		if (!t) {
 			snprintf(err, errlen,
 				 "unknown item '%s' (a stage as the seed spells it, such as "
-				 "'hot-patterns', or wall, throughput, peak_rss)", key + 10);
+				 "'hot-patterns', or wall, throughput, peak_rss, p50, p99, off_cpu, "
+				 "decoded, state_wall, state_cpu)", key + 10);
 			return -EINVAL;
 		}
 		return set_threshold(t, value, err, errlen);
@@ -316,6 +349,12 @@ void diff_options__merge(struct kh_diff_options *opts, const struct kh_diff_opti
 	threshold__merge(&opts->wall, &over->wall);
 	threshold__merge(&opts->throughput, &over->throughput);
 	threshold__merge(&opts->peak_rss, &over->peak_rss);
+	threshold__merge(&opts->p50, &over->p50);
+	threshold__merge(&opts->p99, &over->p99);
+	threshold__merge(&opts->off_cpu, &over->off_cpu);
+	threshold__merge(&opts->decoded, &over->decoded);
+	threshold__merge(&opts->state_wall, &over->state_wall);
+	threshold__merge(&opts->state_cpu, &over->state_cpu);
 	for (uint32_t s = 0; s < KH_STAGE_COUNT; s++)
 		threshold__merge(&opts->stage[s], &over->stage[s]);
 	if (over->min_change_set) {
@@ -337,7 +376,10 @@ static bool threshold_valid(const struct kh_diff_threshold *t)
 bool diff_options__valid(const struct kh_diff_options *o)
 {
 	bool ok = threshold_valid(&o->stages) && threshold_valid(&o->wall) &&
-		  threshold_valid(&o->throughput) && threshold_valid(&o->peak_rss);
+		  threshold_valid(&o->throughput) && threshold_valid(&o->peak_rss) &&
+		  threshold_valid(&o->p50) && threshold_valid(&o->p99) &&
+		  threshold_valid(&o->off_cpu) && threshold_valid(&o->decoded) &&
+		  threshold_valid(&o->state_wall) && threshold_valid(&o->state_cpu);
 
 	for (uint32_t s = 0; s < KH_STAGE_COUNT; s++)
 		ok = ok && threshold_valid(&o->stage[s]);

@@ -54,7 +54,7 @@ static void time_cells(double base, double cand, char *b, char *c)
 static bool is_time_metric(enum kh_diff_metric metric)
 {
 	return metric == KH_DIFF_M_WALL || metric == KH_DIFF_M_ELAPSED ||
-	       metric == KH_DIFF_M_PER_CALL;
+	       metric == KH_DIFF_M_PER_CALL || metric >= KH_DIFF_M_P50;
 }
 
 /* A signed amount in the row's unit, for a shift from a base of 0. */
@@ -107,6 +107,9 @@ void diff_item__label(const struct kh_diff_item *it, char *buf, size_t len)
 {
 	if (diff_metric__is_stage(it->metric))
 		snprintf(buf, len, "%s.%s", it->name, diff_metric__name(it->metric));
+	else if (diff_metric__is_state(it->metric))
+		snprintf(buf, len, "%s.%s", it->name,
+			 it->metric == KH_DIFF_M_STATE_WALL ? "wall" : "cpu");
 	else
 		snprintf(buf, len, "%s", it->name);
 }
@@ -143,6 +146,9 @@ static void item_cells(const struct kh_diff_item *it, bool markdown, char cells[
 	/* Capitals only where the job fails, so that it stands out. */
 	if (it->verdict == KH_DIFF_REGRESSED && it->gating)
 		snprintf(cells[C_VERDICT], CELL, markdown ? "**REGRESSED**" : "REGRESSED");
+	else if (it->floor_only)
+		/* Beyond the threshold, but by less than --min-change-ms. */
+		snprintf(cells[C_VERDICT], CELL, "ok (below floor)");
 	else
 		snprintf(cells[C_VERDICT], CELL, "%s", diff_mark__name(it->verdict));
 }
@@ -190,6 +196,9 @@ static const char *summary_label(const struct kh_diff_item *it, char *buf, size_
 {
 	if (it->metric == KH_DIFF_M_ELAPSED)
 		snprintf(buf, len, "stage %s", it->name);
+	else if (it->metric != KH_DIFF_M_WALL && it->metric != KH_DIFF_M_THROUGHPUT &&
+		 it->metric != KH_DIFF_M_PEAK_RSS)
+		diff_item__label(it, buf, len);
 	else
 		snprintf(buf, len, "%s", it->name);
 	return buf;

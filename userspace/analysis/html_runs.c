@@ -215,6 +215,12 @@ static void item_label(char *buf, size_t len, const struct kh_diff_item *it)
 	case KH_DIFF_M_ELAPSED: snprintf(buf, len, "%s", it->name); break;
 	case KH_DIFF_M_CALLS: snprintf(buf, len, "%s calls", it->name); break;
 	case KH_DIFF_M_PER_CALL: snprintf(buf, len, "%s per call", it->name); break;
+	case KH_DIFF_M_P50: snprintf(buf, len, "%s p50", it->name); break;
+	case KH_DIFF_M_P99: snprintf(buf, len, "%s p99", it->name); break;
+	case KH_DIFF_M_OFF_CPU: snprintf(buf, len, "%s off-CPU", it->name); break;
+	case KH_DIFF_M_DECODED: snprintf(buf, len, "%s decoded", it->name); break;
+	case KH_DIFF_M_STATE_WALL: snprintf(buf, len, "state %s wall", it->name); break;
+	case KH_DIFF_M_STATE_CPU: snprintf(buf, len, "state %s CPU", it->name); break;
 	default: snprintf(buf, len, "%s", it->name);
 	}
 }

@@ -21,6 +21,7 @@
  * from it, naming the first problem with its path.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -588,6 +589,67 @@ static int parse__series_stages(struct parse *ps, const struct jnode *obj, struc
 	return err ? -EINVAL : 0;
 }
 
+/* One [index, count] pair of khprof.latency.stages[].buckets. */
+static int parse__bucket(struct parse *ps, const struct jnode *pair, size_t i,
+			 struct kh_stage_dist *d)
+{
+	size_t saved = path__push(ps, "[%zu]", i);
+	uint64_t index = 0, count = 0;
+	int err = -EINVAL;
+
+	if (pair->type != J_ARRAY || pair->count != 2)
+		parse__fail(ps, "'%s': expected [index, count], found %s", ps->path,
+			    json_type_name(pair));
+	else if (!parse__value_u64(ps, pair->child, "0", &index) &&
+		 !parse__value_u64(ps, pair->child->next, "1", &count)) {
+		if (index >= KH_HIST_BUCKETS)
+			parse__fail(ps, "'%s': bucket %" PRIu64 " out of range (0 to %u)", ps->path,
+				    index, KH_HIST_BUCKETS - 1);
+		else
+			err = 0;
+	}
+	if (!err) {
+		d->counts[index] += count;
+		d->spans += count;
+	}
+	path__pop(ps, saved);
+	return err;
+}
+
+/* Percentiles, spans and on_cpu_ns are derived again from what is read here. */
+static int parse__dist(struct parse *ps, const struct jnode *node, struct kh_latency *l)
+{
+	const struct jnode *buckets, *pair;
+	struct kh_opt_u64 off, runnable;
+	struct kh_stage_dist *d;
+	size_t i = 0, saved;
+	uint32_t stage;
+	int err;
+
+	if (parse__enum(ps, node, "stage", kh_stage__parse, &stage))
+		return -EINVAL;
+	d = &l->stages[stage];
+	if (d->present)
+		return parse__fail_field(ps, "stage", "stage listed twice", NULL);
+	if (parse__container(ps, node, "buckets", true, true, &buckets))
+		return -EINVAL;
+	if (kh_dist__alloc(d))
+		return parse__nomem(ps);
+	d->present = true;
+	err = parse__ext_u64(ps, node, "min_ns", &d->min_ns) ||
+	      parse__ext_u64(ps, node, "max_ns", &d->max_ns) ||
+	      parse__opt_u64(ps, node, "off_cpu_ns", &off) ||
+	      parse__opt_u64(ps, node, "runnable_ns", &runnable) ||
+	      parse__ext_u64(ps, node, "offcpu_truncated", &d->offcpu_truncated);
+	d->off_cpu_ns = off.value;
+	d->runnable_ns = runnable.value;
+	saved = path__push_field(ps, "buckets");
+	for (pair = buckets->child; !err && pair; pair = pair->next)
+		err = parse__bucket(ps, pair, i++, d);
+	path__pop(ps, saved);
+	return err ? -EINVAL : 0;
+}
+
 /* The --interval series: columns of equal length, start_ns giving it. */
 static int parse__series(struct parse *ps, const struct jnode *ext, struct kh_series *s)
 {
@@ -627,6 +689,37 @@ static int parse__series(struct parse *ps, const struct jnode *ext, struct kh_se
 	      parse__column(ps, node, "resident_bytes", s,
 			    offsetof(struct kh_interval, resident_bytes), true) ||
 	      parse__series_stages(ps, node, s);
+	path__pop(ps, saved);
+	return err ? -EINVAL : 0;
+}
+
+static int parse__latency(struct parse *ps, const struct jnode *ext, struct kh_latency *l)
+{
+	const struct jnode *node, *stages, *item;
+	size_t i = 0, saved, elem;
+	int err;
+
+	if (parse__container(ps, ext, "latency", false, false, &node))
+		return -EINVAL;
+	if (!node)
+		return 0;
+	l->present = true;
+	saved = path__push_field(ps, "latency");
+	err = parse__ext_bool(ps, node, "off_cpu", &l->off_cpu) ||
+	      parse__ext_u64(ps, node, "missed_switches", &l->missed_switches) ||
+	      parse__container(ps, node, "stages", true, true, &stages);
+	if (!err) {
+		size_t stages_saved = path__push_field(ps, "stages");
+
+		for (item = stages->child; !err && item; item = item->next) {
+			err = parse__element(ps, item, i++, &elem);
+			if (!err) {
+				err = parse__dist(ps, item, l);
+				path__pop(ps, elem);
+			}
+		}
+		path__pop(ps, stages_saved);
+	}
 	path__pop(ps, saved);
 	return err ? -EINVAL : 0;
 }
@@ -695,7 +788,8 @@ static int parse__ext(struct parse *ps, const struct jnode *root, struct kh_prof
 	      parse__opt_u64(ps, node, "exit_signal", &ext->exit_signal) ||
 	      parse__ext_u64(ps, node, "refused_session_starts", &ext->refused_session_starts) ||
 	      parse__opt_u64(ps, node, "observed_from_unix_ns", &ext->observed_from_unix_ns) ||
-	      parse__opt_string(ps, node, "attach_state", &ext->attach_state);
+	      parse__opt_string(ps, node, "attach_state", &ext->attach_state) ||
+	      parse__latency(ps, node, &ext->latency);
 	path__pop(ps, saved);
 	return err ? -EINVAL : 0;
 }

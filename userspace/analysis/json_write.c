@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -327,8 +328,76 @@ static void writer__series(struct writer *w, const struct kh_series *s)
 	writer__close(w, '}');
 }
 
-static void writer__ext(struct writer *w, const struct kh_profile_ext *ext)
+/* khprof.latency (docs/SCHEMA.md): derived figures first, buckets last. */
+static void writer__latency_off_cpu(struct writer *w, const struct kh_profile *p,
+				    const struct kh_stage_dist *d, uint32_t stage)
 {
+	const struct kh_stage_measurement *m = profile__find_stage(p, stage);
+	uint64_t elapsed = m ? m->elapsed_ns : 0;
+	uint64_t off = d->off_cpu_ns, runnable = d->runnable_ns;
+	struct kh_opt_u64 none = { false, 0 };
+	bool known = p->ext.latency.off_cpu;
+
+	writer__opt_u64(w, "on_cpu_ns", known ? (struct kh_opt_u64){ true, elapsed > off ? elapsed - off : 0 } : none);
+	writer__opt_u64(w, "off_cpu_ns", known ? (struct kh_opt_u64){ true, off } : none);
+	writer__opt_u64(w, "runnable_ns", known ? (struct kh_opt_u64){ true, runnable } : none);
+	writer__opt_u64(w, "blocked_ns",
+			known ? (struct kh_opt_u64){ true, off > runnable ? off - runnable : 0 } : none);
+	writer__u64(w, "offcpu_truncated", d->offcpu_truncated);
+}
+
+static void writer__latency(struct writer *w, const struct kh_profile *p)
+{
+	const struct kh_latency *l = &p->ext.latency;
+
+	writer__open_member(w, "latency", '{');
+	writer__u64(w, "bucket_count", KH_HIST_BUCKETS);
+	writer__u64(w, "linear_below_ns", KH_HIST_LINEAR);
+	writer__u64(w, "buckets_per_octave", KH_HIST_SUB);
+	writer__bool(w, "off_cpu", l->off_cpu);
+	writer__u64(w, "missed_switches", l->missed_switches);
+	writer__open_member(w, "stages", '[');
+	for (uint32_t st = 0; st < KH_STAGE_COUNT; st++) {
+		const struct kh_stage_dist *d = &l->stages[st];
+		bool first = true;
+
+		if (!d->present)
+			continue;
+		writer__next(w);
+		writer__open(w, '{');
+		writer__str(w, "stage", kh_stage__name(st));
+		writer__u64(w, "spans", d->spans);
+		writer__u64(w, "min_ns", d->min_ns);
+		for (int q = 0; q < KH_DIST_PERCENTILES; q++) {
+			char key[16];
+
+			snprintf(key, sizeof(key), "%s_ns", kh_dist_percentile_name[q]);
+			writer__u64(w, key, kh_dist__percentile(d, kh_dist_permille[q],
+								 p->ext.span_bias_ns));
+		}
+		writer__u64(w, "max_ns", d->max_ns);
+		writer__latency_off_cpu(w, p, d, st);
+		/* [index, count] pairs of the non-empty buckets, on one line. */
+		writer__key(w, "buckets");
+		outbuf__putc(&w->out, '[');
+		for (uint32_t i = 0; d->counts && i < KH_HIST_BUCKETS; i++) {
+			if (!d->counts[i])
+				continue;
+			outbuf__printf(&w->out, "%s[%" PRIu32 ", %" PRIu64 "]", first ? "" : ", ", i,
+				       d->counts[i]);
+			first = false;
+		}
+		outbuf__putc(&w->out, ']');
+		writer__close(w, '}');
+	}
+	writer__close(w, ']');
+	writer__close(w, '}');
+}
+
+static void writer__ext(struct writer *w, const struct kh_profile *p)
+{
+	const struct kh_profile_ext *ext = &p->ext;
+
 	writer__open_member(w, "khprof", '{');
 	writer__str(w, "mode", ext->mode);
 	writer__bool(w, "started_mid_session", ext->started_mid_session);
@@ -365,6 +434,8 @@ static void writer__ext(struct writer *w, const struct kh_profile_ext *ext)
 	writer__u64(w, "refused_session_starts", ext->refused_session_starts);
 	writer__opt_u64(w, "observed_from_unix_ns", ext->observed_from_unix_ns);
 	writer__str(w, "attach_state", ext->attach_state);
+	if (ext->latency.present)
+		writer__latency(w, p);
 	writer__close(w, '}');
 }
 
@@ -416,7 +487,7 @@ char *profile__to_json(const struct kh_profile *p)
 	writer__samples(&w, p);
 	writer__resources(&w, &p->resources);
 	if (p->ext.present)
-		writer__ext(&w, &p->ext);
+		writer__ext(&w, p);
 	writer__close(&w, '}');
 	outbuf__putc(&w.out, '\n');
 	text = outbuf__finish(&w.out);

@@ -30,6 +30,24 @@ const char *kh_drop__description(uint32_t drop)
 	return drop < KH_DROP_COUNT ? drop_descriptions[drop] : NULL;
 }
 
+/* What the off-CPU split could not see (docs/SCHEMA.md, khprof.latency). */
+static void print_latency_notes(const struct kh_latency *l)
+{
+	uint64_t truncated = 0;
+
+	for (int s = 0; s < KH_STAGE_COUNT; s++)
+		truncated += l->stages[s].offcpu_truncated;
+	if (l->missed_switches)
+		log__warn("%" PRIu64 " context switch%s of the traced threads not seen: off-CPU "
+			  "times may miss as many intervals", l->missed_switches,
+			  l->missed_switches == 1 ? "" : "es");
+	if (truncated)
+		log__warn("%" PRIu64 " span%s switched out more often than khprof's log of %d "
+			  "switches, or read from a thread's buffer after it ended or after "
+			  "the detach: their off-CPU times are lower bounds", truncated,
+			  truncated == 1 ? "" : "s", KH_OFFCPU_LOG);
+}
+
 void profile__print_notes(const struct kh_profile *p)
 {
 	if (p->ext.started_mid_session)
@@ -58,4 +76,5 @@ void profile__print_notes(const struct kh_profile *p)
 	if (p->ext.identity_unreadable)
 		log__warn("%" PRIu64 " identity probes passed memory that could not be read; "
 			  "their fields keep their earlier values", p->ext.identity_unreadable);
+	print_latency_notes(&p->ext.latency);
 }

@@ -254,6 +254,7 @@ void profile__free(struct kh_profile *p)
 	free(p->ext.samples);
 	free(p->ext.process_end);
 	free(p->ext.attach_state);
+	kh_latency__free(&p->ext.latency);
 	memset(p, 0, sizeof(*p));
 }
 

@@ -21,6 +21,7 @@
 
 #include "keyhog_profile.h"
 #include "khprof_shared.h"
+#include "hist.h"
 
 #define KH_PROFILE_SCHEMA "keyhog-profile-v1"
 
@@ -227,6 +228,7 @@ struct kh_profile_ext {
 	/* A record begun mid-session: when the probes went live, and the state then. */
 	struct kh_opt_u64 observed_from_unix_ns;
 	char *attach_state;              /* a state name; NULL: not known */
+	struct kh_latency latency; /* per-stage distributions, off-CPU split (hist.h) */
 };
 
 /* RunProfile */

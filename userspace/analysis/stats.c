@@ -284,3 +284,40 @@ size_t stats__shift_runs_needed(double confidence)
 			return 0;
 	}
 }
+
+size_t stats__drop_farthest(const double *values, size_t n, double *out)
+{
+	double median = n >= 2 ? stats__median(values, n) : NAN;
+	size_t far = 0, used = 0;
+
+	if (isnan(median)) {
+		memcpy(out, values, n * sizeof(*out));
+		return n;
+	}
+	for (size_t i = 1; i < n; i++)
+		if (fabs(values[i] - median) > fabs(values[far] - median))
+			far = i;
+
+	for (size_t i = 0; i < n; i++)
+		if (i != far)
+			out[used++] = values[i];
+	return used;
+}
+
+double stats__pooled_mad(const double *a, size_t m, const double *b, size_t n)
+{
+	double ma = stats__median(a, m), mb = stats__median(b, n), mad;
+	double *dev = malloc((m + n) * sizeof(*dev));
+
+	if (!dev || isnan(ma) || isnan(mb)) {
+		free(dev);
+		return NAN;
+	}
+	for (size_t i = 0; i < m; i++)
+		dev[i] = fabs(a[i] - ma);
+	for (size_t i = 0; i < n; i++)
+		dev[m + i] = fabs(b[i] - mb);
+	mad = stats__median(dev, m + n);
+	free(dev);
+	return mad;
+}

@@ -87,6 +87,22 @@ int stats__shift_interval(const double *base, size_t m, const double *cand, size
  */
 size_t stats__shift_runs_needed(double confidence);
 
+/*
+ * Copies values to out without the one farthest from their median (of
+ * equally far ones the first), for a comparison robust to one disturbed
+ * run; returns n - 1, or n (all copied) for n < 2 or no memory for the
+ * median.  A disturbed run is usually slow, but the rule is symmetric so
+ * that identical builds stay exchangeable.
+ */
+size_t stats__drop_farthest(const double *values, size_t n, double *out);
+
+/*
+ * The pooled median absolute deviation of two samples: the median of
+ * every value's distance from its own sample's median.  NAN when a sample
+ * is empty or there is no memory.
+ */
+double stats__pooled_mad(const double *a, size_t m, const double *b, size_t n);
+
 /* The standard normal quantile: x with P(Z <= x) = p; NAN outside (0, 1). */
 double stats__normal_quantile(double p);
 

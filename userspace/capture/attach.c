@@ -22,6 +22,7 @@
 #include "calibrate.h"
 #include "compat.h"
 #include "khprof.skel.h"
+#include "latency.h"
 #include "log.h"
 #include "tracer_impl.h"
 #include "usdt_notes.h"
@@ -388,6 +389,8 @@ int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path)
 		err = attach__process_end(t);
 	if (err)
 		return err;
+	/* Without the off-CPU split the rest of the trace goes on (latency.c warns). */
+	t->sessions.cfg.off_cpu = latency__attach(t->skel, pid, t->sched_links) == 0;
 	err = attach_object_once(t, exe_path);
 	if (err)
 		return err;

@@ -24,8 +24,27 @@ static uint64_t time_ns(uint64_t t, const struct buffer_clock *c)
 	return c->now_ns + ticks_to_ns(t - c->now_ticks, c->tsc_mult, c->tsc_shift);
 }
 
+/* One span in its stage's histogram; out of memory: the stage keeps its sums only. */
+static void add_to_hist(struct kh_latency *lat, uint32_t stage, uint64_t len)
+{
+	struct kh_stage_dist *d = &lat->stages[stage];
+
+	if (!d->counts && kh_dist__alloc(d))
+		return;
+	d->counts[kh_hist_bucket(len)]++;
+	if (!d->present || len < d->min_ns)
+		d->min_ns = len;
+	if (!d->present || len > d->max_ns)
+		d->max_ns = len;
+	d->present = true;
+	d->spans++;
+	d->offcpu_truncated++;
+	lat->present = true;
+}
+
 uint64_t buffers__account(const unsigned char *state, const struct kh_thread_info *info,
-			  const struct buffer_clock *clock, struct kh_slot_stats *out)
+			  const struct buffer_clock *clock, struct kh_slot_stats *out,
+			  struct kh_latency *lat)
 {
 	uint32_t count, first = 0;
 	uint64_t input[2], flushes, late = 0;
@@ -79,6 +98,8 @@ uint64_t buffers__account(const unsigned char *state, const struct kh_thread_inf
 			s->attributed_ns += end - start;
 			s->attributed_calls++;
 		}
+		if (lat)
+			add_to_hist(lat, stage, end - start);
 	}
 	return late;
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hist.h"
 #include "khprof_shared.h"
 
 /* How buffered times are read, and which spans count. */
@@ -26,10 +27,15 @@ struct buffer_clock {
 
 /*
  * Adds the spans and input of one thread's state (state: its first
- * KH_TS_READ_BYTES bytes) to *out, skipping what info marks as counted.
+ * KH_TS_READ_BYTES bytes) to *out, skipping what info marks as counted,
+ * and each span's raw length to *lat's histograms when lat is not NULL
+ * (min and max raw too: latency__add_drained takes the bias off).  Their
+ * off-CPU time is unknown (the thread's switch log is gone or khprof
+ * detached), so each also counts in offcpu_truncated: a lower bound.
  * Returns the spans left out because they ended after until_ns.
  */
 uint64_t buffers__account(const unsigned char *state, const struct kh_thread_info *info,
-			  const struct buffer_clock *clock, struct kh_slot_stats *out);
+			  const struct buffer_clock *clock, struct kh_slot_stats *out,
+			  struct kh_latency *lat);
 
 #endif

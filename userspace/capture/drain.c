@@ -28,14 +28,17 @@
 /* pidfd_open's flag for a thread that is not its group's leader (Linux 6.9). */
 #define KH_PIDFD_THREAD O_EXCL
 
-/* What the BPF side knows of thread tid; false if it is gone or unknown. */
-static bool thread_info(int store_fd, __u32 tid, struct kh_thread_info *info)
+/*
+ * What the BPF side knows of thread tid: 1 found, 0 listed without a
+ * record (its creation failed, bpf/thread_ends.bpf.h), -1 the thread is gone.
+ */
+static int thread_info(int store_fd, __u32 tid, struct kh_thread_info *info)
 {
 	int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)tid, KH_PIDFD_THREAD);
-	bool found;
+	int found;
 
 	if (pidfd < 0)
-		return false;
+		return -1;
 	found = bpf_map_lookup_elem(store_fd, &pidfd, info) == 0;
 	close(pidfd);
 	return found;
@@ -55,6 +58,7 @@ void drain__detached(struct tracer *t, uint64_t detach_ns)
 	int store_fd = bpf_map__fd(t->skel->maps.thread_store);
 	uint32_t slot = t->skel->bss->active_slot;
 	struct kh_slot_stats *out = &t->pending[slot < KH_MAX_SLOTS ? slot : KH_OUTSIDE_SLOT];
+	struct kh_latency *lat = &t->pending_latency[slot < KH_MAX_SLOTS ? slot : KH_OUTSIDE_SLOT];
 	struct buffer_clock clock;
 	uint64_t late = 0, unread = 0;
 	__u32 key, next, *prev = NULL;
@@ -68,12 +72,16 @@ void drain__detached(struct tracer *t, uint64_t detach_ns)
 		unsigned char state[KH_TS_READ_BYTES];
 		struct kh_thread_info info;
 		struct iovec local = { state, sizeof(state) }, remote;
+		int found;
 
 		key = next;
 		prev = &key;
-		if (!thread_of(t->pid, key) || !thread_info(store_fd, key, &info))
+		if (!thread_of(t->pid, key))
 			continue;
-		if (!(info.flags & KH_THREAD_ABI3)) {
+		found = thread_info(store_fd, key, &info);
+		if (found < 0)
+			continue;
+		if (!found || !(info.flags & KH_THREAD_ABI3)) {
 			unread++;
 			continue;
 		}
@@ -83,7 +91,7 @@ void drain__detached(struct tracer *t, uint64_t detach_ns)
 			unread++;
 			continue;
 		}
-		late += buffers__account(state, &info, &clock, out);
+		late += buffers__account(state, &info, &clock, out, lat);
 	}
 	out->drops[KH_DROP_EXIT_UNKNOWN] += unread;
 	log__debug("after the detach: %" PRIu64 " buffered spans had ended after it", late);

@@ -18,6 +18,7 @@
 
 #include "compat.h"
 #include "khprof.skel.h"
+#include "latency.h"
 #include "log.h"
 #include "tracer_impl.h"
 #include "tsc.h"
@@ -174,6 +175,9 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
 	/* Only batch mode keeps spans in the process: the rest needs no syscall hook. */
 	bpf_program__set_autoload(t->skel->progs.kh_exec_check, t->opts.mode == KH_MODE_BATCH);
+	err = latency__configure(t->skel, t->ncpus);
+	if (err)
+		goto fail;
 	err = khprof_bpf__load(t->skel);
 	if (err) {
 		report_load_error(err);
@@ -236,10 +240,14 @@ void tracer__close(struct tracer *t)
 	ring_buffer__free(t->rb);
 	for (size_t i = 0; i < sizeof(t->end_links) / sizeof(t->end_links[0]); i++)
 		bpf_link__destroy(t->end_links[i]);
+	for (size_t i = 0; i < sizeof(t->sched_links) / sizeof(t->sched_links[0]); i++)
+		bpf_link__destroy(t->sched_links[i]);
 	for (size_t i = 0; i < t->link_fd_count; i++)
 		close(t->link_fds[i]);
 	free(t->link_fds);
 	sessions__free(&t->sessions);
+	for (int i = 0; i < KH_MAX_SLOTS; i++)
+		kh_latency__free(&t->pending_latency[i]);
 	khprof_bpf__destroy(t->skel);
 	free(t->seen);
 	free(t);

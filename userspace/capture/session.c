@@ -34,6 +34,7 @@ void sessions__free(struct session_table *tbl)
 	for (uint32_t slot = 0; slot < KH_MAX_SLOTS; slot++)
 		if (tbl->slots[slot].open)
 			profile__free(&tbl->slots[slot].profile);
+	kh_latency__free(&tbl->latency);
 }
 
 void sessions__take_first_sample(struct session_table *tbl)
@@ -325,6 +326,9 @@ static void session_emit(struct session_table *tbl, struct open_session *s,
 	p->ext.traced_pid = cfg->pid;
 	if (ended_mid_session || s == &tbl->slots[KH_OUTSIDE_SLOT])
 		note_end(tbl, p); /* the whole trace ends with the process, too */
+	p->ext.latency = tbl->latency;
+	p->ext.latency.off_cpu = cfg->off_cpu && p->ext.latency.present;
+	memset(&tbl->latency, 0, sizeof(tbl->latency));
 
 	tbl->records_emitted++;
 	if (cfg->on_profile)

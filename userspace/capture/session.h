@@ -41,6 +41,7 @@ struct session_config {
 	 * before it was observed.
 	 */
 	uint64_t observed_from_ns;
+	bool off_cpu;               /* context switches are watched (latency.c) */
 };
 
 /* How the traced process ended, once it has (sessions__process_ended). */
@@ -74,6 +75,11 @@ struct session_table {
 	char warned_keys[512];
 	enum session_end end;
 	int end_code; /* exit code or signal number */
+	/*
+	 * The ending session's distributions: the tracer reads them with the
+	 * slot's totals, the record takes them over (ext.latency).
+	 */
+	struct kh_latency latency;
 };
 
 /* Removes the probe's own calibrated share (calls x bias) from a stage's sum. */

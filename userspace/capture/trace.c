@@ -16,6 +16,7 @@
 
 #include "buffers.h"
 #include "khprof.skel.h"
+#include "latency.h"
 #include "log.h"
 #include "slots.h"
 #include "tracer_impl.h"
@@ -44,11 +45,19 @@ void tracer__add_pending(struct tracer *t, uint32_t slot, struct kh_slot_stats *
 		memset(d, 0, sizeof(*d));
 }
 
-/* Reads and zeroes a session's slot, and lets the BPF side reuse it. */
+/*
+ * Reads and zeroes a session's slot and its distributions (which the
+ * session's record takes over), and lets the BPF side reuse the slot.
+ */
 static void take_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *totals)
 {
 	tracer__read_slot(t, slot, totals, true);
 	tracer__add_pending(t, slot, totals, true);
+	kh_latency__free(&t->sessions.latency);
+	latency__read_slot(t->skel, t->ncpus, slot, t->sessions.cfg.span_bias_ns,
+			   &t->sessions.latency);
+	latency__add_drained(&t->sessions.latency, &t->pending_latency[slot],
+			     t->sessions.cfg.span_bias_ns);
 	if (slot != KH_OUTSIDE_SLOT)
 		t->skel->bss->slot_busy[slot] = 0;
 }
@@ -105,7 +114,7 @@ static void count_thread_buffer(struct tracer *t, const struct kh_buffer_event *
 	tracer__buffer_clock(t, e->anchor_ticks, e->anchor_ns, &clock);
 	clock.session_start_ns = e->session_start_ns;
 	clock.until_ns = e->ts_ns;
-	buffers__account(e->state, &e->info, &clock, &t->pending[slot]);
+	buffers__account(e->state, &e->info, &clock, &t->pending[slot], &t->pending_latency[slot]);
 }
 
 size_t tracer__records_emitted(const struct tracer *t)
@@ -158,8 +167,10 @@ static int handle_event(void *ctx, void *data, size_t len)
 			kill(t->pid, SIGCONT);
 		return 0;
 	}
-	if (e->type == KH_EVENT_SESSION_START && e->slot < KH_MAX_SLOTS)
+	if (e->type == KH_EVENT_SESSION_START && e->slot < KH_MAX_SLOTS) {
 		memset(&t->pending[e->slot], 0, sizeof(t->pending[e->slot]));
+		kh_latency__free(&t->pending_latency[e->slot]);
+	}
 	if (!sessions__event_ends_session(e)) {
 		sessions__event(&t->sessions, e, NULL);
 		return 0;
@@ -201,6 +212,11 @@ static void end_sessions(struct tracer *t, int exit_status, uint64_t now)
 	    tracer__read_slot(t, KH_OUTSIDE_SLOT, &totals, false) == 0) {
 		/* Spans but no session probes: one record for the whole trace. */
 		tracer__add_pending(t, KH_OUTSIDE_SLOT, &totals, false);
+		kh_latency__free(&t->sessions.latency);
+		latency__read_slot(t->skel, t->ncpus, KH_OUTSIDE_SLOT,
+				   t->sessions.cfg.span_bias_ns, &t->sessions.latency);
+		latency__add_drained(&t->sessions.latency, &t->pending_latency[KH_OUTSIDE_SLOT],
+				     t->sessions.cfg.span_bias_ns);
 		sessions__end_whole_trace(&t->sessions, exit_status, now, &totals);
 	}
 }
@@ -237,6 +253,10 @@ void tracer__detach(struct tracer *t)
 	for (size_t i = 0; i < sizeof(t->end_links) / sizeof(t->end_links[0]); i++) {
 		bpf_link__destroy(t->end_links[i]);
 		t->end_links[i] = NULL;
+	}
+	for (size_t i = 0; i < sizeof(t->sched_links) / sizeof(t->sched_links[0]); i++) {
+		bpf_link__destroy(t->sched_links[i]);
+		t->sched_links[i] = NULL;
 	}
 	if (t->rb)
 		ring_buffer__consume(t->rb);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "latency.h"
 #include "session.h"
 #include "trace.h"
 
@@ -41,10 +42,12 @@ struct tracer {
 	 * that ended, or read after a detach), added when the slot is read.
 	 */
 	struct kh_slot_stats pending[KH_MAX_SLOTS];
+	struct kh_latency pending_latency[KH_MAX_SLOTS]; /* their spans' raw lengths */
 	bool abi2_batch;               /* a traced file has ABI 2 batch probes */
 	/* tracer__watch_starts: processes reaching the watched file's start. */
 	tracer_start_fn on_start;
 	void *start_ctx;
+	struct bpf_link *sched_links[KH_LATENCY_LINKS]; /* the off-CPU log's programs (latency.c) */
 };
 
 /* attach.c: all wanted keyhog sites of one file, in one uprobe-multi link. */

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "html.h"
 #include "json.h"
+#include "latency_text.h"
 #include "log.h"
 #include "notes.h"
 #include "text.h"
@@ -19,11 +20,13 @@
 #include "spread.h"
 
 static const char report_usage[] =
-	"usage: khprof report PATH [--format text|json|html|perfetto]\n"
+	"usage: khprof report PATH [--format text|seed|json|html|perfetto]\n"
 	"       khprof report DIR [--format text|html]\n"
 	"\n"
 	"Reads a keyhog-profile-v1 record and prints it: text is exactly the seed's\n"
-	"report for that record; json is the record re-serialised; html is a\n"
+	"report for that record, then khprof's tables of per-stage latency\n"
+	"percentiles and on-CPU/off-CPU time; seed is the seed's report alone (for\n"
+	"byte comparisons); json is the record re-serialised; html is a\n"
 	"self-contained page (charts inline, nothing loaded from the network) to\n"
 	"open in a browser or print; perfetto is Chrome trace-event JSON for\n"
 	"ui.perfetto.dev or chrome://tracing (docs/REPORTS.md).  Notes (a profile\n"
@@ -186,9 +189,9 @@ int cmd_report(int argc, char **argv)
 		}
 		format = optarg;
 	}
-	if (strcmp(format, "text") && strcmp(format, "json") && strcmp(format, "html") &&
-	    strcmp(format, "perfetto")) {
-		log__error("unknown format '%s' (text, json, html or perfetto)", format);
+	if (strcmp(format, "text") && strcmp(format, "seed") && strcmp(format, "json") &&
+	    strcmp(format, "html") && strcmp(format, "perfetto")) {
+		log__error("unknown format '%s' (text, seed, json, html or perfetto)", format);
 		return KHPROF_EXIT_USAGE;
 	}
 	if (optind + 1 != argc) {
@@ -215,8 +218,10 @@ int cmd_report(int argc, char **argv)
 		rendered = profile__render_html(&profile);
 	else if (strcmp(format, "perfetto") == 0)
 		rendered = profile__to_trace_events(&profile);
-	else
+	else if (strcmp(format, "seed") == 0)
 		rendered = profile__render_text(&profile);
+	else
+		rendered = profile__render_report(&profile);
 	if (rendered) {
 		fputs(rendered, stdout);
 		free(rendered);

@@ -24,6 +24,7 @@
 #include "fileio.h"
 #include "json.h"
 #include "live_metrics.h"
+#include "latency_text.h"
 #include "log.h"
 #include "notes.h"
 #include "text.h"
@@ -84,7 +85,7 @@ static void remove_earlier_series(const char *path)
 void output__on_profile(const struct kh_profile *p, void *ctx)
 {
 	struct output_state *out = ctx;
-	char *text = profile__render_text(p);
+	char *text = profile__render_report(p);
 	char path[PATH_MAX];
 	char *json;
 	int err;

@@ -87,6 +87,7 @@ char *outbuf__finish(struct outbuf *b)
 		outbuf__init(b);
 		return NULL;
 	}
+	b->data[b->len] = '\0'; /* nothing may have been put yet */
 	text = b->data;
 	outbuf__init(b);
 	return text;

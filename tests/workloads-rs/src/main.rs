@@ -141,19 +141,27 @@ fn stages() {
     session.finish(RunState::Completed);
 }
 
-/// Spans whose length the program measures itself, inside the span.
+/// Spans whose length the program measures itself, inside the span
+/// (own_total_ns) and outside its probes (outer_total_ns): a span khprof
+/// measured lies between the two.
 fn timed(us: u64, n: u64) {
     let mut session = Session::start(identity()).expect("no session active");
     session.transition(RunState::Scanning);
     let mut own_total: u128 = 0;
+    let mut outer_total: u128 = 0;
     for _ in 0..n {
-        let _span = span(Stage::ConfirmedPatterns);
-        let start = std::time::Instant::now();
-        while start.elapsed().as_micros() < u128::from(us) {}
-        own_total += start.elapsed().as_nanos();
+        let outer = std::time::Instant::now();
+        {
+            let _span = span(Stage::ConfirmedPatterns);
+            let start = std::time::Instant::now();
+            while start.elapsed().as_micros() < u128::from(us) {}
+            own_total += start.elapsed().as_nanos();
+        }
+        outer_total += outer.elapsed().as_nanos();
     }
     session.finish(RunState::Completed);
     println!("own_total_ns={own_total}");
+    println!("outer_total_ns={outer_total}");
 }
 
 fn nosession(n: u64) {

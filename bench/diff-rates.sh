@@ -1,0 +1,19 @@
+#!/bin/sh
+# The false-alarm and detection rates of docs/CI.md ("False alarms and
+# detection"): records RUNS runs of kh-scan on the demo corpus (or takes an
+# existing directory of them) and resamples them with build/diff_rates.
+#   bench/diff-rates.sh [DIR [RUNS]]     (as root when DIR must be recorded)
+set -eu
+cd "$(dirname "$0")/.."
+dir=${1:-build/diff-rates-runs}
+runs=${2:-60}
+make -s build/khprof build/kh-scan build/kh-corpus
+objs=$(for c in userspace/common/*.c userspace/analysis/*.c; do echo "build/${c%.c}.o"; done)
+gcc -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Iuserspace/common -Iuserspace/analysis \
+	-o build/diff_rates bench/diff_rates.c $objs -lcjson -lm
+if [ ! -d "$dir" ]; then
+	[ -f build/demo-corpus/truth.jsonl ] || build/kh-corpus --seed 1 --size 32 build/demo-corpus
+	build/khprof record --repeat "$runs" --warmup 1 -o "$dir" -- \
+		build/kh-scan --threads 2 --workload-class corpus build/demo-corpus/tree >/dev/null
+fi
+build/diff_rates "$dir" "${DRAWS:-400}"

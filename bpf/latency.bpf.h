@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * latency.bpf.h - part of khprof.bpf.c, included before the span paths
+ * that use it (one BPF object, one skeleton): per-stage latency histograms
+ * and the on-CPU/off-CPU split of spans (include/khprof_hist.h,
+ * docs/ARCHITECTURE.md).  Uses traced_tgid, active_slot, trace_start_ns and
+ * max_no_branch from above the include; the thread-exit program in
+ * thread_ends.bpf.h drops a thread's switch log (offcpu_thread_end).
+ */
+#ifndef KHPROF_LATENCY_BPF_H
+#define KHPROF_LATENCY_BPF_H
+
+/*
+ * One block of all stages' histograms per (CPU, slot), key cpu *
+ * KH_SLOT_MAP_ENTRIES + slot; the loader sizes the map to the possible CPUs.  A
+ * plain array rather than a per-CPU one: a per-CPU value is limited to
+ * 32 KiB, and one lookup per batch serves its 64 spans.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, KH_SLOT_MAP_ENTRIES);
+	__type(key, __u32);
+	__type(value, struct kh_hist_block);
+} hist_blocks SEC(".maps");
+
+/*
+ * Off-CPU intervals of the traced process's threads, by thread id.  A hash
+ * map, not task storage: a task-storage lookup from a tracing program fails
+ * while any task-storage user on the same CPU is preempted inside one (a
+ * per-CPU busy count), and a switch it missed lost a whole sleep (1 run in
+ * 12 here while other tracers ran).  Inserted at a thread's first switch,
+ * deleted at its exit.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, KH_OFFCPU_THREADS);
+	__type(key, __u32);
+	__type(value, struct kh_offcpu_thread);
+} offcpu_threads SEC(".maps");
+
+/* Zeroed, never written: what a new thread's entry starts from. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct kh_offcpu_thread);
+} offcpu_zero SEC(".maps");
+
+static __always_inline struct kh_hist_block *hist_of(__u32 slot)
+{
+	__u32 key;
+
+	if (slot >= KH_SLOT_MAP_ENTRIES)
+		slot = KH_OUTSIDE_SLOT;
+	key = bpf_get_smp_processor_id() * KH_SLOT_MAP_ENTRIES + slot;
+
+	return bpf_map_lookup_elem(&hist_blocks, &key);
+}
+
+/*
+ * Inlined into every unrolled copy of the batch walk: as a global function
+ * the verifier would check it once, but the call cost 7 ns per batched
+ * span here (48 -> 55 ns).
+ */
+static __always_inline void add_dist(struct kh_hist_block *hist, __u32 stage, __u64 elapsed_ns)
+{
+	__u64 bucket = kh_hist_bucket(elapsed_ns);
+	struct kh_stage_hist *h;
+
+	if (stage >= KH_STAGE_COUNT)
+		return;
+	h = &hist->stages[stage];
+	/*
+	 * A clamp that never acts, but the verifier cannot follow the bit
+	 * tricks; in asm so that the compiler, which can, keeps it on the very
+	 * register used as the index.
+	 */
+	asm volatile("if %[b] < %[n] goto +1\n\t%[b] = %[last]"
+		     : [b] "+r"(bucket)
+		     : [n] "i"(KH_HIST_BUCKETS), [last] "i"(KH_HIST_BUCKETS - 1));
+	h->counts[bucket] += 1;
+	h->max_ns = max_no_branch(h->max_ns, elapsed_ns);
+	h->min_below_top = max_no_branch(h->min_below_top, KH_HIST_MIN_TOP - elapsed_ns);
+}
+
+static __always_inline __u64 overlap(__u64 a0, __u64 a1, __u64 b0, __u64 b1)
+{
+	__u64 lo = a0 > b0 ? a0 : b0, hi = a1 < b1 ? a1 : b1;
+
+	return hi > lo ? hi - lo : 0;
+}
+
+/* The current thread's off-CPU log; NULL if it never left its CPU. */
+static __always_inline struct kh_offcpu_thread *offcpu_of_current(void)
+{
+	if (!traced_tgid)
+		return NULL;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	return bpf_map_lookup_elem(&offcpu_threads, &tid);
+}
+
+/* When the thread last came back to a CPU; 0 if it never left one. */
+static __always_inline __u64 offcpu_newest_in(struct kh_offcpu_thread *th)
+{
+	__u64 n = th->intervals;
+
+	return n ? th->log[(n - 1) & (KH_OFFCPU_LOG - 1)].in_ns : 0;
+}
+
+/*
+ * Read-only for the callback: the verifier re-walks a bpf_loop body while
+ * the caller's stack changes, and sums kept there never settle (loading
+ * took seconds); they go straight to the map value instead.
+ */
+struct offcpu_scan {
+	struct kh_offcpu_thread *th;
+	struct kh_stage_hist *h;
+	__u64 start_ns, end_ns;
+};
+
+/* One logged interval per call, newest first. */
+static long scan_interval(__u64 i, void *ctx)
+{
+	struct offcpu_scan *scan = ctx;
+	struct kh_offcpu_thread *th = scan->th;
+	struct kh_offcpu_interval *iv;
+	__u64 n = th->intervals;
+
+	iv = &th->log[(n - 1 - i) & (KH_OFFCPU_LOG - 1)];
+	if (i >= n || iv->in_ns <= scan->start_ns) {
+		scan->h->offcpu_truncated -= 1; /* reached the span's start after all */
+		return 1;
+	}
+	scan->h->off_cpu_ns += overlap(iv->out_ns, iv->in_ns, scan->start_ns, scan->end_ns);
+	scan->h->runnable_ns += overlap(iv->wake_ns, iv->in_ns, scan->start_ns, scan->end_ns);
+	return 0;
+}
+
+/*
+ * Adds the overlap of [start, end] with the thread's logged off-CPU
+ * intervals, newest first, stopping at the first that ended before the
+ * span began: a span during which the thread never left its CPU costs one
+ * compare.  A span that began before the oldest interval still logged is
+ * counted as truncated (its off-CPU time is then a lower bound).
+ */
+static __always_inline void add_offcpu_of(struct kh_hist_block *hist,
+					  struct kh_offcpu_thread *th, __u32 stage,
+					  __u64 start_ns, __u64 end_ns)
+{
+	struct offcpu_scan scan = { .th = th, .start_ns = start_ns, .end_ns = end_ns };
+
+	if (!hist || !th || stage >= KH_STAGE_COUNT)
+		return;
+	if (offcpu_newest_in(th) <= start_ns)
+		return; /* the common case: not switched out since the span began */
+	scan.h = &hist->stages[stage];
+	scan.h->offcpu_truncated += 1; /* until the scan reaches the span's start */
+	bpf_loop(KH_OFFCPU_LOG, scan_interval, &scan, 0);
+}
+
+static __always_inline void add_offcpu(struct kh_hist_block *hist, __u32 stage, __u64 start_ns,
+				       __u64 end_ns)
+{
+	if (hist)
+		add_offcpu_of(hist, offcpu_of_current(), stage, start_ns, end_ns);
+}
+
+_Static_assert((KH_OFFCPU_LOG & (KH_OFFCPU_LOG - 1)) == 0, "power of two");
+
+#define TASK_RUNNING 0
+
+/* Closes the thread's open off-CPU interval at in_ns. */
+static __always_inline void log_interval(struct kh_offcpu_thread *th, __u64 in_ns)
+{
+	struct kh_offcpu_interval *iv = &th->log[th->intervals & (KH_OFFCPU_LOG - 1)];
+
+	iv->out_ns = th->out_ns;
+	iv->wake_ns = th->wake_ns && th->wake_ns <= in_ns ? th->wake_ns : in_ns;
+	iv->in_ns = in_ns;
+	th->intervals += 1;
+	th->out_ns = 0;
+	th->wake_ns = 0;
+}
+
+/*
+ * A switch of a traced thread whose other half never came: the record's
+ * off-CPU times may then miss an interval, and it says so.  Seen about once
+ * in 400 sleeps on the development machine while other tracers ran.
+ */
+static __always_inline void count_offcpu_missed(void)
+{
+	struct kh_hist_block *hist = hist_of(active_slot);
+
+	if (hist)
+		__sync_fetch_and_add(&hist->offcpu_missed, 1);
+}
+
+/*
+ * A traced thread leaving its CPU opens an interval; runnable when it was
+ * preempted (still TASK_RUNNING), blocked otherwise until its wakeup.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(kh_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u32 tgid = traced_tgid;
+	struct kh_offcpu_thread *th;
+	__u64 now;
+
+	if (!tgid || (prev->tgid != tgid && next->tgid != tgid))
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (prev->tgid == tgid) {
+		__u32 tid = prev->pid, zero = 0;
+
+		th = bpf_map_lookup_elem(&offcpu_threads, &tid);
+		if (!th) {
+			struct kh_offcpu_thread *fresh = bpf_map_lookup_elem(&offcpu_zero, &zero);
+
+			if (fresh)
+				bpf_map_update_elem(&offcpu_threads, &tid, fresh, BPF_NOEXIST);
+			th = bpf_map_lookup_elem(&offcpu_threads, &tid);
+		}
+		if (th && th->out_ns) {
+			/*
+			 * Its switch back in was not seen (rare; counted): the time
+			 * until its wakeup, when known, is still blocked time.
+			 */
+			count_offcpu_missed();
+			if (th->wake_ns > th->out_ns && th->wake_ns <= now)
+				log_interval(th, th->wake_ns);
+		}
+		if (th) {
+			/*
+			 * The kernel counts every switch out before this event: a
+			 * gap means some were never seen at all, and is counted too.
+			 */
+			__u64 switches = prev->nvcsw + prev->nivcsw;
+
+			if (th->switches && switches > th->switches + 1)
+				count_offcpu_missed();
+			th->switches = switches;
+			th->out_ns = now;
+			th->wake_ns = preempt || prev_state == TASK_RUNNING ? now : 0;
+		}
+	}
+	if (next->tgid == tgid) {
+		__u32 tid = next->pid;
+
+		th = bpf_map_lookup_elem(&offcpu_threads, &tid);
+		if (th && th->out_ns)
+			log_interval(th, now);
+		else if (th)
+			count_offcpu_missed(); /* its switch out was not seen */
+	}
+	return 0;
+}
+
+/* A blocked traced thread became runnable: from here it waits for a CPU. */
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(kh_sched_wakeup, struct task_struct *p)
+{
+	__u32 tgid = traced_tgid, tid;
+	struct kh_offcpu_thread *th;
+
+	if (!tgid || p->tgid != tgid)
+		return 0;
+	tid = p->pid;
+	th = bpf_map_lookup_elem(&offcpu_threads, &tid);
+	if (th && th->out_ns && !th->wake_ns)
+		th->wake_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
+/*
+ * A traced thread's switch log goes with it (thread ids are reused); called
+ * by kh_thread_exit, the one sched_process_exit program.
+ */
+static __always_inline void offcpu_thread_end(struct task_struct *p)
+{
+	__u32 tid = p->pid;
+	struct kh_offcpu_thread *th = bpf_map_lookup_elem(&offcpu_threads, &tid);
+
+	if (!th)
+		return;
+	/* Switches since the last one seen that were never seen at all. */
+	if (th->switches && p->nvcsw + p->nivcsw > th->switches)
+		count_offcpu_missed();
+	bpf_map_delete_elem(&offcpu_threads, &tid);
+}
+
+#endif /* KHPROF_LATENCY_BPF_H */

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: MIT
+/*
+ * khprof diff's latency and state items (p50, p99, off_cpu, decoded, and
+ * each macro state's wall and CPU time), the run left out of their
+ * intervals, the noise bound, and the text's "ok (below floor)".
+ */
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "diff.h"
+#include "html.h"
+#include "hist.h"
+#include "record.h"
+#include "stats.h"
+
+#define RUNS 5
+#define US 1000ull
+
+/* Run-to-run factors, median 1; the last is a run disturbed by a neighbour. */
+static const double steady[RUNS] = { 1.00, 1.02, 0.98, 1.01, 0.99 };
+static const double one_outlier[RUNS] = { 1.00, 1.02, 0.98, 1.01, 1.90 };
+
+struct set {
+	struct kh_profile rec[RUNS];
+	const char *names[RUNS];
+};
+
+/*
+ * A record whose decode stage ran `calls` spans of span_ns * factor each,
+ * one in fifty of them tail_factor times longer, and which spent
+ * off_ns * factor of them off CPU.
+ */
+static void make_record(struct kh_profile *p, double factor, uint64_t span_ns, double tail_factor,
+			uint64_t off_ns)
+{
+	struct kh_stage_dist *d = &p->ext.latency.stages[KH_STAGE_DECODE];
+	const uint64_t calls = 500;
+	uint64_t total = 0;
+
+	assert_int_equal(profile__init(p), 0);
+	assert_int_equal(profile__set_mode(p, KH_MODE_SPAN), 0);
+	assert_int_equal(kh_dist__alloc(d), 0);
+	d->present = true;
+	d->min_ns = UINT64_MAX;
+	for (uint64_t i = 0; i < calls; i++) {
+		uint64_t ns = (uint64_t)llround((double)span_ns * factor *
+						(i % 50 == 49 ? tail_factor : 1.0));
+
+		d->counts[kh_hist_bucket(ns)]++;
+		d->spans++;
+		d->min_ns = ns < d->min_ns ? ns : d->min_ns;
+		d->max_ns = ns > d->max_ns ? ns : d->max_ns;
+		total += ns;
+	}
+	d->off_cpu_ns = (uint64_t)llround((double)off_ns * factor);
+	p->ext.latency.present = true;
+	p->ext.latency.off_cpu = true;
+	assert_int_equal(profile__set_stage(p, KH_STAGE_DECODE, total, calls, total / 2), 0);
+	for (int t = 0; t < 3; t++) {
+		static const uint32_t states[] = { KH_STATE_CREATED, KH_STATE_SCANNING,
+						   KH_STATE_COMPLETED };
+		struct kh_resource_snapshot snap = { .cpu_time_ms = { true, t == 2 ? 50 : 0 } };
+
+		assert_int_equal(profile__add_transition(p, states[t], t ? 1000 + (t - 1) * total : 0,
+							 &snap), 0);
+	}
+	assert_int_equal(profile__finish(p, KH_STATE_COMPLETED, total + 1000), 0);
+}
+
+static void make_set(struct set *s, const double *noise, uint64_t span_ns, double tail_factor,
+		     uint64_t off_ns)
+{
+	static const char *const names[RUNS] = { "a", "b", "c", "d", "e" };
+
+	for (int i = 0; i < RUNS; i++) {
+		make_record(&s->rec[i], noise[i], span_ns, tail_factor, off_ns);
+		s->names[i] = names[i];
+	}
+}
+
+static void free_set(struct set *s)
+{
+	for (int i = 0; i < RUNS; i++)
+		profile__free(&s->rec[i]);
+}
+
+static void compare(struct set *b, struct set *c, struct kh_diff *d)
+{
+	struct kh_diff_side bs = { "base", b->rec, b->names, RUNS };
+	struct kh_diff_side cs = { "cand", c->rec, c->names, RUNS };
+	struct kh_diff_options opts;
+
+	diff_options__init(&opts);
+	assert_int_equal(diff__compare(&bs, &cs, &opts, d), 0);
+}
+
+static const struct kh_diff_item *find(const struct kh_diff *d, enum kh_diff_metric metric,
+				       uint32_t stage)
+{
+	for (size_t i = 0; i < d->item_count; i++)
+		if (d->items[i].metric == metric && d->items[i].stage == stage)
+			return &d->items[i];
+	fail_msg("no item %s", diff_metric__name(metric));
+	return NULL;
+}
+
+static void test_items_exist_with_their_thresholds(void **state)
+{
+	struct set b, c;
+	struct kh_diff d;
+
+	(void)state;
+	make_set(&b, steady, 100 * US, 1.0, 0);
+	make_set(&c, steady, 100 * US, 1.0, 0);
+	compare(&b, &c, &d);
+	assert_true(find(&d, KH_DIFF_M_P50, KH_STAGE_DECODE)->threshold_pct == KH_DIFF_DEFAULT_P50_PCT);
+	assert_true(find(&d, KH_DIFF_M_P99, KH_STAGE_DECODE)->threshold_pct == KH_DIFF_DEFAULT_P99_PCT);
+	assert_true(find(&d, KH_DIFF_M_OFF_CPU, KH_STAGE_DECODE)->threshold_pct ==
+		    KH_DIFF_DEFAULT_OFF_CPU_PCT);
+	assert_true(find(&d, KH_DIFF_M_DECODED, KH_STAGE_DECODE)->gating);
+	assert_true(find(&d, KH_DIFF_M_STATE_WALL, KH_STATE_SCANNING)->gating);
+	/* CPU time is shown and judged, but moves with the machine: it never gates. */
+	assert_false(find(&d, KH_DIFF_M_STATE_CPU, KH_STATE_SCANNING)->gating);
+	assert_false(find(&d, KH_DIFF_M_OFF_CPU, KH_STAGE_DECODE)->gating);
+	assert_int_equal(d.verdict, KH_DIFF_VERDICT_OK);
+	assert_int_equal(d.regression_count, 0);
+	diff__free(&d);
+	free_set(&b);
+	free_set(&c);
+}
+
+/*
+ * One call in fifty ten times slower: the mean moves by 18%, p99 tenfold.
+ * p99 catches it; p50 stays ok.
+ */
+static void test_tail_regression_caught_by_p99(void **state)
+{
+	struct set b, c;
+	struct kh_diff d;
+	char *text;
+
+	(void)state;
+	make_set(&b, steady, 100 * US, 1.0, 0);
+	make_set(&c, steady, 100 * US, 10.0, 0);
+	compare(&b, &c, &d);
+	assert_int_equal(find(&d, KH_DIFF_M_P99, KH_STAGE_DECODE)->verdict, KH_DIFF_REGRESSED);
+	assert_int_equal(find(&d, KH_DIFF_M_P50, KH_STAGE_DECODE)->verdict, KH_DIFF_OK);
+	assert_int_equal(d.verdict, KH_DIFF_VERDICT_REGRESSED);
+	text = diff__render_text(&d);
+	assert_non_null(strstr(text, "decode.p99"));
+	free(text);
+	/* The HTML page names each latency item apart from the stage's elapsed time. */
+	text = diff__render_html(&d);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "data-item=\"decode p99\""));
+	assert_non_null(strstr(text, "<td>decode p50</td>"));
+	assert_non_null(strstr(text, "<td>decode off-CPU</td>"));
+	free(text);
+	diff__free(&d);
+	free_set(&b);
+	free_set(&c);
+}
+
+/*
+ * +33% on every call, with one base run 1.9x slower: the p50 interval
+ * leaves each side's farthest run out, so the outlier cannot hide it.
+ */
+static void test_outlier_run_left_out_of_latency_items(void **state)
+{
+	struct set b, c;
+	struct kh_diff d;
+	const struct kh_diff_item *p50;
+
+	(void)state;
+	make_set(&b, one_outlier, 100 * US, 1.0, 0);
+	make_set(&c, steady, 133 * US, 1.0, 0);
+	compare(&b, &c, &d);
+	p50 = find(&d, KH_DIFF_M_P50, KH_STAGE_DECODE);
+	assert_int_equal(p50->base_used, 4);
+	assert_int_equal(p50->cand_used, 4);
+	assert_int_equal(p50->verdict, KH_DIFF_REGRESSED);
+	/* elapsed keeps every run: the outlier makes it noisy there. */
+	assert_int_equal(find(&d, KH_DIFF_M_ELAPSED, KH_STAGE_DECODE)->base_used, 5);
+	diff__free(&d);
+	free_set(&b);
+	free_set(&c);
+}
+
+/* A change beyond the threshold but under --min-change-ms says so. */
+static void test_floor_only_is_said(void **state)
+{
+	struct set b, c;
+	struct kh_diff d;
+	const struct kh_diff_item *off;
+	char *text;
+
+	(void)state;
+	make_set(&b, steady, 100 * US, 1.0, 20 * US);
+	make_set(&c, steady, 100 * US, 1.0, 60 * US); /* +40 us: under the 0.1 ms floor */
+	compare(&b, &c, &d);
+	off = find(&d, KH_DIFF_M_OFF_CPU, KH_STAGE_DECODE);
+	assert_true(off->below_floor);
+	assert_true(off->floor_only);
+	assert_int_equal(off->verdict, KH_DIFF_OK);
+	text = diff__render_text(&d);
+	assert_non_null(strstr(text, "ok (below floor)"));
+	free(text);
+	text = diff__to_json(&d);
+	assert_non_null(strstr(text, "\"floor_only\":\ttrue"));
+	free(text);
+	diff__free(&d);
+	free_set(&b);
+	free_set(&c);
+}
+
+/* A run that spreads widely needs a change as wide: K pooled MADs. */
+static void test_noise_bound(void **state)
+{
+	static const double wide[RUNS] = { 0.70, 1.30, 1.00, 0.85, 1.15 };
+	struct set b, c;
+	struct kh_diff d;
+	const struct kh_diff_item *el;
+	char *text;
+
+	(void)state;
+	make_set(&b, wide, 100 * US, 1.0, 0);
+	make_set(&c, wide, 120 * US, 1.0, 0);
+	compare(&b, &c, &d);
+	el = find(&d, KH_DIFF_M_ELAPSED, KH_STAGE_DECODE);
+	assert_true(el->noise_pct > el->threshold_pct);
+	assert_int_not_equal(el->verdict, KH_DIFF_REGRESSED);
+	text = diff__to_json(&d);
+	assert_non_null(strstr(text, "\"noise_pct\":\t"));
+	free(text);
+	diff__free(&d);
+	free_set(&b);
+	free_set(&c);
+}
+
+static void test_drop_farthest_and_pooled_mad(void **state)
+{
+	const double v[] = { 10, 11, 9, 30, 10 };
+	const double a[] = { 1, 2, 3 }, b[] = { 10, 10, 13 };
+	double out[5];
+
+	(void)state;
+	assert_int_equal(stats__drop_farthest(v, 5, out), 4);
+	assert_true(out[0] == 10 && out[1] == 11 && out[2] == 9 && out[3] == 10);
+	/* Equally far: the first goes. */
+	assert_int_equal(stats__drop_farthest((const double[]){ 1, 3, 2 }, 3, out), 2);
+	assert_true(out[0] == 3 && out[1] == 2);
+	assert_int_equal(stats__drop_farthest(v, 1, out), 1);
+	/* Deviations 1, 0, 1 and 0, 0, 3: median 0.5. */
+	assert_true(stats__pooled_mad(a, 3, b, 3) == 0.5);
+}
+
+/* threshold.NAME names the new metrics too; flags win over the file. */
+static void test_metric_thresholds_by_name(void **state)
+{
+	struct kh_diff_options opts, over;
+	char err[256];
+
+	(void)state;
+	diff_options__init(&opts);
+	diff_options__init(&over);
+	assert_int_equal(diff_options__set(&opts, "threshold.p99", "30%", err, sizeof(err)), 0);
+	assert_int_equal(diff_options__set(&opts, "threshold.off_cpu", "off", err, sizeof(err)), 0);
+	assert_int_equal(diff_options__set(&over, "threshold.p99", "40", err, sizeof(err)), 0);
+	assert_true(opts.p99.pct == 30 && opts.off_cpu.off);
+	diff_options__merge(&opts, &over);
+	assert_true(opts.p99.pct == 40);
+	assert_true(diff_options__threshold(&opts, KH_DIFF_M_P99, KH_STAGE_DECODE) == &opts.p99);
+	/* The queue waits stay off unless named, in every latency metric. */
+	assert_true(diff_options__threshold(&opts, KH_DIFF_M_P50, KH_STAGE_SCANNER_QUEUE_WAIT)->off);
+	assert_int_equal(diff_options__set(&opts, "threshold.p98", "5", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "unknown item 'p98'"));
+	assert_non_null(strstr(err, "p50, p99, off_cpu"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_items_exist_with_their_thresholds),
+		cmocka_unit_test(test_tail_regression_caught_by_p99),
+		cmocka_unit_test(test_outlier_run_left_out_of_latency_items),
+		cmocka_unit_test(test_floor_only_is_said),
+		cmocka_unit_test(test_noise_bound),
+		cmocka_unit_test(test_drop_farthest_and_pooled_mad),
+		cmocka_unit_test(test_metric_thresholds_by_name),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
