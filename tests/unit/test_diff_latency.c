@@ -264,6 +264,37 @@ static void test_drop_farthest_and_pooled_mad(void **state)
 }
 
 /* threshold.NAME names the new metrics too; flags win over the file. */
+/*
+ * STATE.cpu comes from the extension's ns samples when the records have
+ * them (h2b's kernel samples), so a state under a millisecond of CPU is
+ * not 0; without them, from the seed's whole milliseconds.
+ */
+static void test_state_cpu_in_ns_from_the_samples(void **state)
+{
+	static const uint64_t cpu_ns[3] = { 1000, 401000, 50000000 };
+	struct set b, c;
+	struct kh_diff d;
+
+	(void)state;
+	make_set(&b, steady, 100 * US, 1.0, 0);
+	make_set(&c, steady, 100 * US, 1.0, 0);
+	for (int r = 0; r < RUNS; r++)
+		for (int i = 0; i < 3; i++) {
+			struct kh_sample_ext e = { .cpu_time_ns = { true, cpu_ns[i] } };
+
+			assert_int_equal(profile__add_sample_ext(&b.rec[r], &e), 0);
+		}
+	compare(&b, &c, &d);
+	/* created ran 0.4 ms of CPU: 0 whole milliseconds in the seed's figure. */
+	assert_true(find(&d, KH_DIFF_M_STATE_CPU, KH_STATE_CREATED)->base_median == 400000.0);
+	assert_true(find(&d, KH_DIFF_M_STATE_CPU, KH_STATE_CREATED)->cand_median == 0.0);
+	assert_true(find(&d, KH_DIFF_M_STATE_CPU, KH_STATE_SCANNING)->base_median == 49599000.0);
+	assert_true(find(&d, KH_DIFF_M_STATE_CPU, KH_STATE_SCANNING)->cand_median == 50000000.0);
+	diff__free(&d);
+	free_set(&b);
+	free_set(&c);
+}
+
 static void test_metric_thresholds_by_name(void **state)
 {
 	struct kh_diff_options opts, over;
@@ -296,6 +327,7 @@ int main(void)
 		cmocka_unit_test(test_noise_bound),
 		cmocka_unit_test(test_drop_farthest_and_pooled_mad),
 		cmocka_unit_test(test_metric_thresholds_by_name),
+		cmocka_unit_test(test_state_cpu_in_ns_from_the_samples),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -86,6 +86,34 @@ static const struct kh_state_measurement *find_state(const struct kh_profile *p,
 }
 
 /*
+ * A state's CPU time in ns from the extension's samples (kernel-read, one
+ * per resource sample), for the first window of that state as find_state
+ * finds it among the seed's windows(2); false when a sample lacks its ns
+ * (an older record): the seed's whole milliseconds then.
+ */
+static bool state_cpu_ns(const struct kh_profile *p, uint32_t state, uint64_t *out)
+{
+	size_t n = p->transition_count < p->resource_sample_count ? p->transition_count
+								   : p->resource_sample_count;
+
+	if (p->ext.sample_count != p->resource_sample_count)
+		return false;
+	for (size_t i = 0; i + 1 < n; i++) {
+		const struct kh_opt_u64 a = p->ext.samples[i].cpu_time_ns,
+					b = p->ext.samples[i + 1].cpu_time_ns;
+
+		if (p->transitions[i + 1].elapsed_ns < p->transitions[i].elapsed_ns ||
+		    p->transitions[i].state != state)
+			continue;
+		if (!a.present || !b.present || b.value < a.value)
+			return false;
+		*out = b.value - a.value;
+		return true;
+	}
+	return false;
+}
+
+/*
  * The latency and state items.  Percentiles need the stage's distribution,
  * off-CPU a record that measured it; a stage a record lacks spent no time
  * off CPU or on decoded content.
@@ -97,6 +125,7 @@ static bool latency_value(const struct kh_profile *p, enum kh_diff_metric metric
 	const struct kh_stage_dist *d = stage < KH_STAGE_COUNT ? &l->stages[stage] : NULL;
 	const struct kh_state_measurement *st;
 	const struct kh_stage_measurement *s;
+	uint64_t ns;
 
 	switch (metric) {
 	case KH_DIFF_M_P50:
@@ -121,6 +150,10 @@ static bool latency_value(const struct kh_profile *p, enum kh_diff_metric metric
 		return st != NULL;
 	case KH_DIFF_M_STATE_CPU:
 		st = find_state(p, stage);
+		if (st && state_cpu_ns(p, stage, &ns)) {
+			*out = (double)ns;
+			return true;
+		}
 		if (!st || !st->cpu_time_ms.present)
 			return false;
 		*out = (double)st->cpu_time_ms.value * 1e6;
