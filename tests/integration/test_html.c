@@ -340,7 +340,8 @@ static void test_latency_page_without_split(void **state)
 	d->present = true;
 	assert_int_equal(kh_dist__alloc(d), 0);
 	add_spans(d, 40, 7);
-	p.ext.ended_mid_session = true;
+	/* Begun mid-session by a khprof that did not keep the attach time: the old note. */
+	p.ext.started_mid_session = p.ext.ended_mid_session = true;
 	p.ext.process_end = strdup("exit");
 	p.ext.exit_code = (struct kh_opt_u64){ true, 3 };
 	path = render_record(&p, "nosplit.json");
@@ -350,7 +351,10 @@ static void test_latency_page_without_split(void **state)
 	assert_non_null(strstr(v.dom, "p50 40 ns · p99 40 ns · max 40 ns"));
 	assert_non_null(strstr(v.dom, "id=\"no-cpu-split\""));
 	assert_null(strstr(v.dom, "id=\"cpu-split-chart\""));
-	assert_null(strstr(v.dom, "id=\"note-started-mid\""));
+	assert_non_null(strstr(v.dom, "id=\"note-started-mid\">Started mid-session: khprof "
+				      "attached after the session began, so earlier work is not "
+				      "here.</p>"));
+	assert_null(strstr(v.dom, "id=\"observed-from\""));
 	assert_non_null(strstr(v.dom, "the program exited with exit code 3</span>, before"));
 	page_view_free(&v);
 	profile__free(&p);

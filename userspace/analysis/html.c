@@ -337,18 +337,22 @@ static const char *const drop_text[KH_DROP_COUNT] = {
 /* When the probes went live and in which state, for a record begun mid-session. */
 static void render__started_mid(struct outbuf *b, const struct kh_profile_ext *e)
 {
+	time_t sec;
+	struct tm tm;
+	char when[64];
+
 	outbuf__puts(b, "<p class=\"note\" id=\"note-started-mid\">Started mid-session: khprof "
 			"attached after the session began, so earlier work is not here");
-	if (e->observed_from_unix_ns.present) {
-		time_t sec = (time_t)(e->observed_from_unix_ns.value / 1000000000u);
-		struct tm tm;
-		char when[64];
-
-		if (gmtime_r(&sec, &tm) && strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
-			outbuf__printf(b, "; observed from <span class=\"mono\" id=\"observed-from\">"
-					  "%s.%03u UTC</span>", when,
-				       (unsigned)(e->observed_from_unix_ns.value / 1000000u % 1000u));
+	/* Records from before khprof kept the attach time say no more, as before. */
+	if (!e->observed_from_unix_ns.present) {
+		outbuf__puts(b, ".</p>\n");
+		return;
 	}
+	sec = (time_t)(e->observed_from_unix_ns.value / 1000000000u);
+	if (gmtime_r(&sec, &tm) && strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
+		outbuf__printf(b, "; observed from <span class=\"mono\" id=\"observed-from\">"
+				  "%s.%03u UTC</span>", when,
+			       (unsigned)(e->observed_from_unix_ns.value / 1000000u % 1000u));
 	if (e->attach_state) {
 		outbuf__puts(b, ", when the program was <code id=\"attach-state\">");
 		html__escape(b, e->attach_state);
