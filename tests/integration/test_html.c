@@ -318,7 +318,7 @@ static void test_latency_page(void **state)
 				      "program was killed by signal 9 (SIGKILL)</span>, before"));
 	assert_non_null(strstr(v.dom, "2026-11-30 22:34:17.250 UTC"));
 	assert_non_null(strstr(v.dom, "<code id=\"attach-state\">scanning</code>"));
-	assert_non_null(strstr(v.dom, "2 session starts while this session was open refused"));
+	assert_non_null(strstr(v.dom, "2 session starts refused while this session was open"));
 	assert_non_null(strstr(v.dom, "1 identity probe passed memory"));
 	page_view_free(&v);
 	profile__free(&p);

@@ -410,7 +410,7 @@ static void render__notes(struct outbuf *b, const struct kh_profile *p)
 	}
 	if (e->refused_session_starts)
 		outbuf__printf(b, "<p class=\"note\" id=\"note-refused\">%" PRIu64 " session "
-				  "start%s while this session was open refused, as the seed refuses "
+				  "start%s refused while this session was open, as the seed refuses "
 				  "them (<code>SessionActive</code>): the session went on and their "
 				  "spans are in it.</p>\n", e->refused_session_starts,
 			       e->refused_session_starts == 1 ? "" : "s");
