@@ -19,6 +19,7 @@
 
 #include "browser.h"
 #include "fileio.h"
+#include "html.h"
 #include "khtest.h"
 
 static char *khprof;
@@ -159,6 +160,16 @@ static void test_record_page(void **state)
 	assert_non_null(strstr(v.dom, "849 µs"));
 	/* The record lost two span exits: the page says so. */
 	assert_non_null(strstr(v.dom, "Not seen: 2 span exits"));
+	/* Written before khprof.latency and the process end: the page is as it was. */
+	for (const char *const *id = (const char *const[]){ "latency", "latency-chart",
+				"cpu-split", "card-end", "note-process-end", "note-refused",
+				"note-identity-unreadable", "note-missed-switches", NULL }; *id; id++) {
+		char needle[64];
+
+		snprintf(needle, sizeof(needle), "id=\"%s\"", *id);
+		if (strstr(v.dom, needle))
+			fail_msg("element %s in the page of a record without it", needle);
+	}
 	page_view_free(&v);
 	profile__free(&p);
 	free(path);
@@ -178,6 +189,175 @@ static void test_record_page_without_states(void **state)
 	assert_non_null(strstr(v.dom, "id=\"summary\""));
 	assert_non_null(strstr(v.dom, "no timeline"));
 	page_view_free(&v);
+	free(path);
+}
+
+/* p as JSON in workdir/name, rendered to workdir/name.html; that page's path. */
+static char *render_record(struct kh_profile *p, const char *name)
+{
+	char *rec, *out, *path, *json = profile__to_json(p);
+	char *args[] = { "report", "--format", "html", NULL, NULL };
+
+	assert_non_null(json);
+	assert_true(asprintf(&rec, "%s/%s", workdir, name) > 0);
+	assert_int_equal(file__write_atomic(rec, json, strlen(json)), 0);
+	assert_true(asprintf(&out, "%s.html", name) > 0);
+	args[3] = rec;
+	path = khprof_to_file(out, args, 0);
+	free(out);
+	free(rec);
+	free(json);
+	return path;
+}
+
+/* n spans of ns each into d's histogram (bias 0 in the golden record). */
+static void add_spans(struct kh_stage_dist *d, uint64_t ns, uint64_t n)
+{
+	d->counts[kh_hist_bucket(ns)] += n;
+	if (!d->spans || ns < d->min_ns)
+		d->min_ns = ns;
+	if (ns > d->max_ns)
+		d->max_ns = ns;
+	d->spans += n;
+}
+
+/* The page's spelling of a duration, as html__duration writes it. */
+static char *duration_text(uint64_t ns)
+{
+	struct outbuf b;
+
+	outbuf__init(&b);
+	html__duration(&b, (double)ns);
+	return outbuf__finish(&b);
+}
+
+/*
+ * khprof.latency and how the process ended: percentile marks per stage,
+ * on-CPU/off-CPU bars split into runnable and blocked, the counts of what
+ * the split missed, and the partial record's notes, with the record's figures.
+ */
+static void test_latency_page(void **state)
+{
+	const uint32_t stages[] = { KH_STAGE_HOT_PATTERNS, KH_STAGE_DECODE };
+	struct kh_latency *l;
+	struct kh_profile p;
+	struct page_view v;
+	char *path;
+
+	(void)state;
+	load_record("tests/golden/assembled.json", &p);
+	l = &p.ext.latency;
+	l->present = l->off_cpu = true;
+	l->missed_switches = 3;
+	for (size_t i = 0; i < 2; i++) {
+		const struct kh_stage_measurement *m = profile__find_stage(&p, stages[i]);
+		struct kh_stage_dist *d = &l->stages[stages[i]];
+
+		assert_non_null(m);
+		d->present = true;
+		assert_int_equal(kh_dist__alloc(d), 0);
+		add_spans(d, 500, 90);
+		add_spans(d, 20000, 9);
+		add_spans(d, 5000000, 1);
+		/* Half the stage's time off-CPU, half of that runnable. */
+		d->off_cpu_ns = m->elapsed_ns / 2;
+		d->runnable_ns = m->elapsed_ns / 4;
+	}
+	l->stages[KH_STAGE_DECODE].offcpu_truncated = 4;
+	p.ext.started_mid_session = p.ext.ended_mid_session = true;
+	p.ext.process_end = strdup("signal");
+	p.ext.exit_signal = (struct kh_opt_u64){ true, 9 };
+	/* 2026-11-30 22:34:17.250 UTC */
+	p.ext.observed_from_unix_ns = (struct kh_opt_u64){ true, 1796078057250000000ull };
+	p.ext.attach_state = strdup("scanning");
+	p.ext.refused_session_starts = 2;
+	p.ext.identity_unreadable = 1;
+	path = render_record(&p, "latency.json");
+	assert_page_renders(path, &v);
+	for (const char *const *id = (const char *const[]){ "latency", "latency-chart",
+				"latency-table", "cpu-split", "cpu-split-chart", "cpu-split-table",
+				"card-end", "note-process-end", "note-started-mid", "note-refused",
+				"note-identity-unreadable", "note-missed-switches",
+				"note-offcpu-truncated", "attach-state", "observed-from", NULL };
+	     *id; id++) {
+		char needle[64];
+
+		snprintf(needle, sizeof(needle), "id=\"%s\"", *id);
+		if (!strstr(v.dom, needle))
+			fail_msg("no element %s in the latency page", needle);
+	}
+	/* A row of marks and a split bar per stage with spans, each with its patterns. */
+	assert_int_equal(count_of(v.dom, "class=\"latency-row\""), 2);
+	assert_int_equal(count_of(v.dom, "class=\"p90\""), 2);
+	assert_int_equal(count_of(v.dom, "class=\"p999\""), 2);
+	assert_int_equal(count_of(v.dom, "class=\"split-row\""), 2);
+	assert_int_equal(count_of(v.dom, "class=\"split-runnable\""), 2);
+	assert_int_equal(count_of(v.dom, "class=\"split-blocked\""), 2);
+	assert_non_null(strstr(v.dom, "data-stage=\"decode\""));
+	/* Each percentile the record gives, with its unit, in the chart and the table. */
+	for (int q = 0; q < KH_DIST_PERCENTILES; q++) {
+		uint64_t ns = kh_dist__percentile(&l->stages[KH_STAGE_DECODE], kh_dist_permille[q],
+						  0);
+		char *text = duration_text(ns), *cell;
+
+		assert_true(asprintf(&cell, "<td>%s</td>", text) > 0);
+		if (!strstr(v.dom, cell))
+			fail_msg("percentile %s = %s not in the table", kh_dist_percentile_name[q],
+				 text);
+		free(cell);
+		free(text);
+	}
+	assert_non_null(strstr(v.dom, "<th>p99.9</th>"));
+	assert_non_null(strstr(v.dom, "· max 5.00 ms</text>"));
+	assert_non_null(strstr(v.dom, "on-CPU 50.0 % · runnable 25.0 % · blocked 25.0 %"));
+	/* What the split missed, counted. */
+	assert_non_null(strstr(v.dom, "3 context switches"));
+	assert_non_null(strstr(v.dom, "* 4 spans switched out"));
+	/* How the program ended and where the record began. */
+	assert_non_null(strstr(v.dom, "Ended mid-session: <span id=\"note-process-end\">the "
+				      "program was killed by signal 9 (SIGKILL)</span>, before"));
+	assert_non_null(strstr(v.dom, "2026-11-30 22:34:17.250 UTC"));
+	assert_non_null(strstr(v.dom, "<code id=\"attach-state\">scanning</code>"));
+	assert_non_null(strstr(v.dom, "2 session starts refused while this session was open"));
+	assert_non_null(strstr(v.dom, "1 identity probe passed memory"));
+	page_view_free(&v);
+	profile__free(&p);
+	free(path);
+}
+
+/* Distributions without the off-CPU split, and a process that exited: said in words. */
+static void test_latency_page_without_split(void **state)
+{
+	struct kh_stage_dist *d;
+	struct kh_profile p;
+	struct page_view v;
+	char *path;
+
+	(void)state;
+	load_record("tests/golden/assembled.json", &p);
+	p.ext.latency.present = true;
+	d = &p.ext.latency.stages[KH_STAGE_HOT_PATTERNS];
+	d->present = true;
+	assert_int_equal(kh_dist__alloc(d), 0);
+	add_spans(d, 40, 7);
+	/* Begun mid-session by a khprof that did not keep the attach time: the old note. */
+	p.ext.started_mid_session = p.ext.ended_mid_session = true;
+	p.ext.process_end = strdup("exit");
+	p.ext.exit_code = (struct kh_opt_u64){ true, 3 };
+	path = render_record(&p, "nosplit.json");
+	assert_page_renders(path, &v);
+	assert_int_equal(count_of(v.dom, "class=\"latency-row\""), 1);
+	/* Seven equal spans: every percentile is exact. */
+	assert_non_null(strstr(v.dom, "p50 40 ns · p99 40 ns · max 40 ns"));
+	assert_non_null(strstr(v.dom, "id=\"no-cpu-split\""));
+	assert_null(strstr(v.dom, "id=\"cpu-split-chart\""));
+	assert_non_null(strstr(v.dom, "id=\"note-started-mid\">Started mid-session: khprof "
+				      "attached after the session began, so earlier work is not "
+				      "here.</p>"));
+	assert_null(strstr(v.dom, "id=\"observed-from\""));
+	assert_non_null(strstr(v.dom, "the program exited with exit code 3</span>, before"));
+	page_view_free(&v);
+	profile__free(&p);
 	free(path);
 }
 
@@ -365,6 +545,8 @@ int main(void)
 		cmocka_unit_test(test_blank_screenshot_is_caught),
 		cmocka_unit_test(test_record_page),
 		cmocka_unit_test(test_record_page_without_states),
+		cmocka_unit_test(test_latency_page),
+		cmocka_unit_test(test_latency_page_without_split),
 		cmocka_unit_test(test_series_page),
 		cmocka_unit_test(test_runs_page),
 		cmocka_unit_test(test_runs_dir_as_perfetto_is_refused),

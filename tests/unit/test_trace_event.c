@@ -169,11 +169,37 @@ static void test_assembled_states_and_counters(void **state)
 	profile__free(&p);
 }
 
+/* The process end rides in otherData when the record has one, and only then. */
+static void test_process_end_in_metadata(void **state)
+{
+	struct kh_profile p;
+	cJSON *root, *other;
+
+	(void)state;
+	golden_load("assembled", ".json", &p);
+	root = export_parsed(&p);
+	other = cJSON_GetObjectItemCaseSensitive(root, "otherData");
+	assert_null(cJSON_GetObjectItemCaseSensitive(other, "process_end"));
+	assert_null(cJSON_GetObjectItemCaseSensitive(other, "exit_signal"));
+	cJSON_Delete(root);
+	p.ext.process_end = strdup("signal");
+	p.ext.exit_signal = (struct kh_opt_u64){ true, 9 };
+	root = export_parsed(&p);
+	other = cJSON_GetObjectItemCaseSensitive(root, "otherData");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(other, "process_end")->valuestring,
+			    "signal");
+	assert_int_equal(number_of(other, "exit_signal"), 9);
+	assert_null(cJSON_GetObjectItemCaseSensitive(other, "exit_code"));
+	cJSON_Delete(root);
+	profile__free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_goldens_export_valid_trace_events),
 		cmocka_unit_test(test_assembled_states_and_counters),
+		cmocka_unit_test(test_process_end_in_metadata),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

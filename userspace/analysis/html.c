@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "html.h"
 
@@ -211,6 +212,25 @@ static void card_close(struct outbuf *b, const char *sub)
 	outbuf__puts(b, "</div>\n");
 }
 
+/* "exit code 0", "signal 9 (SIGKILL)", "execve"; as the record says it. */
+static void process_end(struct outbuf *b, const struct kh_profile_ext *e)
+{
+	const char *abbrev;
+
+	if (!strcmp(e->process_end, "exit") && e->exit_code.present) {
+		outbuf__printf(b, "exit code %" PRIu64, e->exit_code.value);
+	} else if (!strcmp(e->process_end, "signal") && e->exit_signal.present) {
+		outbuf__printf(b, "signal %" PRIu64, e->exit_signal.value);
+		abbrev = e->exit_signal.value < 128 ? sigabbrev_np((int)e->exit_signal.value) : NULL;
+		if (abbrev)
+			outbuf__printf(b, " (SIG%s)", abbrev);
+	} else if (!strcmp(e->process_end, "exec")) {
+		outbuf__puts(b, "execve");
+	} else {
+		html__escape(b, e->process_end);
+	}
+}
+
 static void render__summary(struct outbuf *b, const struct kh_profile *p)
 {
 	const struct kh_state_measurement *state = longest_state(p);
@@ -266,6 +286,12 @@ static void render__summary(struct outbuf *b, const struct kh_profile *p)
 	else
 		outbuf__puts(b, "n/a");
 	card_close(b, "resident memory, at transitions");
+	if (p->ext.process_end) {
+		card_open(b, "card-end", "process end");
+		process_end(b, &p->ext);
+		card_close(b, p->ext.ended_mid_session ? "before the session finished"
+						       : "at the record's end");
+	}
 	outbuf__puts(b, "</div>\n</section>\n");
 }
 
@@ -308,6 +334,36 @@ static const char *const drop_text[KH_DROP_COUNT] = {
 	[KH_DROP_EXIT_UNREAD] = "buffered spans of ending threads that could not be read",
 	[KH_DROP_EXIT_UNKNOWN] = "ended threads whose buffers khprof could not find",
 };
+/* When the probes went live and in which state, for a record begun mid-session. */
+static void render__started_mid(struct outbuf *b, const struct kh_profile_ext *e)
+{
+	time_t sec;
+	struct tm tm;
+	char when[64];
+
+	outbuf__puts(b, "<p class=\"note\" id=\"note-started-mid\">Started mid-session: khprof "
+			"attached after the session began, so earlier work is not here");
+	/* Records from before khprof kept the attach time say no more, as before. */
+	if (!e->observed_from_unix_ns.present) {
+		outbuf__puts(b, ".</p>\n");
+		return;
+	}
+	sec = (time_t)(e->observed_from_unix_ns.value / 1000000000u);
+	if (gmtime_r(&sec, &tm) && strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm))
+		outbuf__printf(b, "; observed from <span class=\"mono\" id=\"observed-from\">"
+				  "%s.%03u UTC</span>", when,
+			       (unsigned)(e->observed_from_unix_ns.value / 1000000u % 1000u));
+	if (e->attach_state) {
+		outbuf__puts(b, ", when the program was <code id=\"attach-state\">");
+		html__escape(b, e->attach_state);
+		outbuf__puts(b, "</code>");
+	} else {
+		outbuf__puts(b, " (the program did not say its state then: time up to the first "
+				"observed transition counts as <code>created</code>)");
+	}
+	outbuf__puts(b, ". The wall time, states and transitions count observed time only.</p>\n");
+}
+
 static void render__notes(struct outbuf *b, const struct kh_profile *p)
 {
 	const struct kh_profile_ext *e = &p->ext;
@@ -330,11 +386,41 @@ static void render__notes(struct outbuf *b, const struct kh_profile *p)
 	}
 	outbuf__puts(b, "</p>\n");
 	if (e->started_mid_session)
-		outbuf__puts(b, "<p class=\"note\" id=\"note-started-mid\">Started mid-session: khprof "
-				"attached after the session began, so earlier work is not here.</p>\n");
-	if (e->ended_mid_session)
+		render__started_mid(b, e);
+	if (e->ended_mid_session && !e->process_end)
 		outbuf__puts(b, "<p class=\"note\" id=\"note-ended-mid\">Ended mid-session: the "
 				"session had not finished when tracing stopped.</p>\n");
+	else if (e->ended_mid_session)
+		outbuf__puts(b, "<p class=\"note\" id=\"note-ended-mid\">Ended mid-session: ");
+	else if (e->process_end)
+		outbuf__puts(b, "<p>At the record's end ");
+	if (e->process_end) {
+		const char *how = e->process_end;
+
+		/* The card's words, as a sentence. */
+		outbuf__printf(b, "<span id=\"note-process-end\">the program %s ",
+			       !strcmp(how, "exit")     ? "exited with"
+			       : !strcmp(how, "signal") ? "was killed by"
+			       : !strcmp(how, "exec")   ? "ran"
+						       : "ended:");
+		process_end(b, e);
+		outbuf__printf(b, "%s</span>%s</p>\n",
+			       !strcmp(how, "exec") ? " (its new image is not traced)" : "",
+			       e->ended_mid_session ? ", before the session finished." : ".");
+	}
+	if (e->refused_session_starts)
+		outbuf__printf(b, "<p class=\"note\" id=\"note-refused\">%" PRIu64 " session "
+				  "start%s refused while this session was open, as the seed refuses "
+				  "them (<code>SessionActive</code>): the session went on and their "
+				  "spans are in it.</p>\n", e->refused_session_starts,
+			       e->refused_session_starts == 1 ? "" : "s");
+	if (e->identity_unreadable)
+		outbuf__printf(b, "<p class=\"note\" id=\"note-identity-unreadable\">%" PRIu64
+				  " identity probe%s passed memory khprof could not read: %s kept "
+				  "%s earlier value.</p>\n", e->identity_unreadable,
+			       e->identity_unreadable == 1 ? "" : "s",
+			       e->identity_unreadable == 1 ? "its field" : "their fields",
+			       e->identity_unreadable == 1 ? "its" : "their");
 	for (int d = 0; d < KH_DROP_COUNT; d++)
 		if (e->drops[d])
 			outbuf__printf(b, "<p class=\"note drop\">Not seen: %" PRIu64 " %s.</p>\n",
@@ -676,6 +762,7 @@ char *profile__render_html(const struct kh_profile *p)
 	render__timeline(&b, p);
 	html__render_series(&b, p);
 	render__stage_table(&b, p);
+	html__render_latency(&b, p);
 	render__identity(&b, p);
 	render__notes(&b, p);
 	html__close(&b);

@@ -52,6 +52,11 @@ void html__bytes(struct outbuf *b, double bytes);
 void html__svg_defs(struct outbuf *b);
 /* The --interval series section (html_series.c); nothing without a series. */
 void html__render_series(struct outbuf *b, const struct kh_profile *p);
+/*
+ * The latency sections (html_latency.c): percentiles per stage and the
+ * on-CPU/off-CPU split; nothing for a record without khprof.latency.
+ */
+void html__render_latency(struct outbuf *b, const struct kh_profile *p);
 /* Round step for about n ticks over [0, max]. */
 double html__tick_step(double max, int n);
 

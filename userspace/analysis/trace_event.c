@@ -105,9 +105,19 @@ static void identity_object(struct outbuf *b, const struct kh_profile *p)
 	}
 	outbuf__printf(b, ",\"scanner_threads\":%" PRIu64 ",\"logical_cpus\":%" PRIu64
 			  ",\"wall_time_ns\":%" PRIu64 ",\"input_bytes\":%" PRIu64
-			  ",\"input_units\":%" PRIu64 "}",
+			  ",\"input_units\":%" PRIu64,
 		       id->scanner_threads, id->logical_cpus, p->wall_time_ns, p->input_bytes,
 		       p->input_units);
+	/* How the process ended, when it did inside the record; as the record spells it. */
+	if (p->ext.process_end) {
+		outbuf__puts(b, ",\"process_end\":");
+		put_string(b, p->ext.process_end);
+		if (p->ext.exit_code.present)
+			outbuf__printf(b, ",\"exit_code\":%" PRIu64, p->ext.exit_code.value);
+		if (p->ext.exit_signal.present)
+			outbuf__printf(b, ",\"exit_signal\":%" PRIu64, p->ext.exit_signal.value);
+	}
+	outbuf__putc(b, '}');
 }
 
 static void states(struct writer *w, const struct kh_profile *p)
