@@ -157,6 +157,24 @@ double html__tick_step(double max, int n)
 	return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
 }
 
+/* x axis in time over [0, span_ns] at y, its grid lines up to top. */
+void html__time_axis(struct outbuf *b, double x0, double w, double top, double y, double span_ns)
+{
+	double step = html__tick_step(span_ns, 8);
+
+	outbuf__printf(b, "<line class=\"axis\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\"/>",
+		       x0, y, x0 + w, y);
+	for (double t = 0; t <= span_ns * 1.0001; t += step) {
+		double x = x0 + w * t / span_ns;
+
+		outbuf__printf(b, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+				  "<text class=\"muted\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
+			       x, top, x, y, x, y + 15);
+		html__duration(b, t);
+		outbuf__puts(b, "</text>");
+	}
+}
+
 /* --- one record ------------------------------------------------------------- */
 
 static const char *str_or(const char *s, const char *fallback)
@@ -169,30 +187,6 @@ static double mib_per_s(const struct kh_profile *p)
 	if (!p->wall_time_ns)
 		return 0;
 	return (double)p->input_bytes * 1e9 / (double)p->wall_time_ns / (1024.0 * 1024.0);
-}
-
-/* As text.c: the longest state, and the longest stage but dispatch. */
-static const struct kh_state_measurement *longest_state(const struct kh_profile *p)
-{
-	const struct kh_state_measurement *best = NULL;
-
-	for (size_t i = 0; i < p->state_count; i++)
-		if (!best || p->states[i].elapsed_ns >= best->elapsed_ns)
-			best = &p->states[i];
-	return best;
-}
-
-static const struct kh_stage_measurement *longest_stage(const struct kh_profile *p)
-{
-	const struct kh_stage_measurement *best = NULL;
-
-	for (size_t i = 0; i < p->stage_count; i++) {
-		if (p->stages[i].stage == KH_STAGE_BACKEND_DISPATCH)
-			continue;
-		if (!best || p->stages[i].elapsed_ns >= best->elapsed_ns)
-			best = &p->stages[i];
-	}
-	return best;
 }
 
 static void card_open(struct outbuf *b, const char *id, const char *key)
@@ -233,8 +227,8 @@ static void process_end(struct outbuf *b, const struct kh_profile_ext *e)
 
 static void render__summary(struct outbuf *b, const struct kh_profile *p)
 {
-	const struct kh_state_measurement *state = longest_state(p);
-	const struct kh_stage_measurement *stage = longest_stage(p);
+	const struct kh_state_measurement *state = profile__bottleneck_state(p);
+	const struct kh_stage_measurement *stage = profile__bottleneck_stage(p);
 	const char *status = str_or(kh_run_state__name(p->status), "unknown");
 	char sub[96];
 
@@ -494,25 +488,6 @@ static void render__stages(struct outbuf *b, const struct kh_profile *p)
 	outbuf__puts(b, "<p class=\"lead\">The figures are in the table of stages below.</p>\n</section>\n");
 }
 
-/* x axis in time over [0, span_ns] at the bottom of a chart. */
-static void time_axis(struct outbuf *b, double x0, double w, double y, double top, double span_ns)
-{
-	double step = html__tick_step(span_ns, 8);
-
-	outbuf__printf(b, "<line class=\"axis\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\"/>",
-		       x0, y, x0 + w, y);
-	for (double t = 0; t <= span_ns * 1.0001; t += step) {
-		double x = x0 + w * t / span_ns;
-
-		outbuf__printf(b, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
-				  "y2=\"%.1f\"/>", x, top, x, y);
-		outbuf__printf(b, "<text class=\"muted\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
-			       x, y + 15);
-		html__duration(b, t);
-		outbuf__puts(b, "</text>");
-	}
-}
-
 static const char *const state_fill[] = { "none", "url(#hatch)", "url(#dots)", "url(#rhatch)" };
 
 /*
@@ -655,7 +630,7 @@ static void render__timeline(struct outbuf *b, const struct kh_profile *p)
 		outbuf__printf(b, "<text class=\"muted\" x=\"%.0f\" y=\"%.0f\">RSS not sampled</text>",
 			       x0 + 8, rss_y + rss_h / 2);
 	}
-	time_axis(b, x0, w, axis_y, band_y, span);
+	html__time_axis(b, x0, w, band_y, axis_y, span);
 	outbuf__puts(b, "</svg>\n<div class=\"legend\" id=\"state-legend\">");
 	for (size_t i = 0; i + 1 < p->transition_count; i++) {
 		const struct kh_transition *t = &p->transitions[i];

@@ -59,5 +59,7 @@ void html__render_series(struct outbuf *b, const struct kh_profile *p);
 void html__render_latency(struct outbuf *b, const struct kh_profile *p);
 /* Round step for about n ticks over [0, max]. */
 double html__tick_step(double max, int n);
+/* x axis in time over [0, span_ns] at y, its grid lines up to top. */
+void html__time_axis(struct outbuf *b, double x0, double w, double top, double y, double span_ns);
 
 #endif /* KHPROF_HTML_H */

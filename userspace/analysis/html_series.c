@@ -52,22 +52,7 @@ static double series_span(const struct kh_series *s)
 	return span > 0 ? span : 1;
 }
 
-static void time_ticks(struct outbuf *b, double x0, double w, double top, double y, double span)
-{
-	double step = html__tick_step(span, 8);
 
-	outbuf__printf(b, "<line class=\"axis\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\"/>",
-		       x0, y, x0 + w, y);
-	for (double t = 0; t <= span * 1.0001; t += step) {
-		double x = x0 + w * t / span;
-
-		outbuf__printf(b, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
-				  "<text class=\"muted\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">",
-			       x, top, x, y, x, y + 15);
-		html__duration(b, t);
-		outbuf__puts(b, "</text>");
-	}
-}
 
 /* Busy threads in each stage (stage time per wall second), stacked. */
 static void stacked_chart(struct outbuf *b, const struct kh_series *s)
@@ -136,7 +121,7 @@ static void stacked_chart(struct outbuf *b, const struct kh_series *s)
 		}
 		outbuf__puts(b, "</g>");
 	}
-	time_ticks(b, x0, w, top, axis_y, span);
+	html__time_axis(b, x0, w, top, axis_y, span);
 	outbuf__puts(b, "</svg>\n<div class=\"legend\" id=\"series-legend\">");
 	for (int k = 0; k < n_top; k++)
 		outbuf__printf(b, "<span style=\"--c:%s\">%s</span>", html_palette[k],
@@ -189,7 +174,7 @@ static void step_chart(struct outbuf *b, const struct kh_series *s, const char *
 		open = true;
 	}
 	outbuf__puts(b, "\"/>");
-	time_ticks(b, x0, w, top, axis_y, span);
+	html__time_axis(b, x0, w, top, axis_y, span);
 	outbuf__puts(b, "</svg>\n");
 }
 

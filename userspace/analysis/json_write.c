@@ -154,6 +154,13 @@ static void writer__open_member(struct writer *w, const char *key, char bracket)
 	writer__open(w, bracket);
 }
 
+/* An object as the next element of the array being written. */
+static void writer__open_item(struct writer *w)
+{
+	writer__next(w);
+	writer__open(w, '{');
+}
+
 static void writer__snapshot(struct writer *w, const char *key,
 			     const struct kh_resource_snapshot *s)
 {
@@ -190,8 +197,7 @@ static void writer__stages(struct writer *w, const struct kh_profile *p)
 	for (size_t i = 0; i < p->stage_count; i++) {
 		const struct kh_stage_measurement *s = &p->stages[i];
 
-		writer__next(w);
-		writer__open(w, '{');
+		writer__open_item(w);
 		writer__str(w, "stage", kh_stage__name(s->stage));
 		writer__u64(w, "elapsed_ns", s->elapsed_ns);
 		writer__u64(w, "calls", s->calls);
@@ -205,8 +211,7 @@ static void writer__transitions(struct writer *w, const struct kh_profile *p)
 {
 	writer__open_member(w, "transitions", '[');
 	for (size_t i = 0; i < p->transition_count; i++) {
-		writer__next(w);
-		writer__open(w, '{');
+		writer__open_item(w);
 		writer__str(w, "state", kh_run_state__name(p->transitions[i].state));
 		writer__u64(w, "elapsed_ns", p->transitions[i].elapsed_ns);
 		writer__close(w, '}');
@@ -220,8 +225,7 @@ static void writer__states(struct writer *w, const struct kh_profile *p)
 	for (size_t i = 0; i < p->state_count; i++) {
 		const struct kh_state_measurement *s = &p->states[i];
 
-		writer__next(w);
-		writer__open(w, '{');
+		writer__open_item(w);
 		writer__str(w, "state", kh_run_state__name(s->state));
 		writer__u64(w, "elapsed_ns", s->elapsed_ns);
 		writer__opt_u64(w, "cpu_time_ms", s->cpu_time_ms);
@@ -241,8 +245,7 @@ static void writer__samples(struct writer *w, const struct kh_profile *p)
 	for (size_t i = 0; i < p->resource_sample_count; i++) {
 		const struct kh_resource_sample *s = &p->resource_samples[i];
 
-		writer__next(w);
-		writer__open(w, '{');
+		writer__open_item(w);
 		writer__str(w, "state", kh_run_state__name(s->state));
 		writer__u64(w, "elapsed_ns", s->elapsed_ns);
 		writer__snapshot(w, "snapshot", &s->snapshot);
@@ -363,8 +366,7 @@ static void writer__latency(struct writer *w, const struct kh_profile *p)
 
 		if (!d->present)
 			continue;
-		writer__next(w);
-		writer__open(w, '{');
+		writer__open_item(w);
 		writer__str(w, "stage", kh_stage__name(st));
 		writer__u64(w, "spans", d->spans);
 		writer__u64(w, "min_ns", d->min_ns);
@@ -420,8 +422,7 @@ static void writer__ext(struct writer *w, const struct kh_profile *p)
 	for (size_t i = 0; i < ext->sample_count; i++) {
 		const struct kh_sample_ext *s = &ext->samples[i];
 
-		writer__next(w);
-		writer__open(w, '{');
+		writer__open_item(w);
 		writer__opt_u64(w, "cpu_time_ns", s->cpu_time_ns);
 		writer__opt_u64(w, "peak_resident_bytes", s->peak_resident_bytes);
 		writer__opt_u64(w, "peak_threads", s->peak_threads);

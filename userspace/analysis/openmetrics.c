@@ -279,6 +279,36 @@ static void one_label(char *out, size_t len, const char *name, const char *value
 	snprintf(out, len, "%s=\"%s\"", name, value);
 }
 
+/* A family of one unlabelled sample. */
+static void family_u64(struct outbuf *b, enum om_format format, const struct family *f,
+		       uint64_t value)
+{
+	family_begin(b, format, f);
+	sample_u64(b, f, NULL, value);
+}
+
+/* A family of one unlabelled sample in seconds from milliseconds. */
+static void family_ms(struct outbuf *b, enum om_format format, const struct family *f,
+		      uint64_t ms)
+{
+	family_begin(b, format, f);
+	sample_scaled(b, f, NULL, ms, 1000, 3);
+}
+
+/* A family of a sample per name of a wire enum, the name as its one label. */
+static void family_by_name(struct outbuf *b, enum om_format format, const struct family *f,
+			   const char *label, const char *(*name)(uint32_t),
+			   const uint64_t *values, int count)
+{
+	char labels[64];
+
+	family_begin(b, format, f);
+	for (int i = 0; i < count; i++) {
+		one_label(labels, sizeof(labels), label, name((uint32_t)i));
+		sample_u64(b, f, labels, values[i]);
+	}
+}
+
 static const struct family elapsed_family = {
 	"khprof_stage_elapsed_seconds", OM_COUNTER, "seconds",
 	"Summed span time per scanner stage, nested spans each counted fully, by attribution "
@@ -365,50 +395,29 @@ static void render_stages(struct outbuf *b, enum om_format format, const struct 
 				      1000000000ull, 9);
 		}
 	}
-	family_begin(b, format, &calls_family);
-	for (int st = 0; st < KH_STAGE_COUNT; st++) {
-		one_label(labels, sizeof(labels), "stage", kh_stage__name(st));
-		sample_u64(b, &calls_family, labels, c->calls[st]);
-	}
+	family_by_name(b, format, &calls_family, "stage", kh_stage__name, c->calls,
+		       KH_STAGE_COUNT);
 }
 
 static void render_sessions(struct outbuf *b, enum om_format format,
 			    const struct om_counters *c)
 {
-	char labels[64];
-
-	family_begin(b, format, &bytes_family);
-	sample_u64(b, &bytes_family, NULL, c->input_bytes);
-	family_begin(b, format, &units_family);
-	sample_u64(b, &units_family, NULL, c->input_units);
-	family_begin(b, format, &started_family);
-	sample_u64(b, &started_family, NULL, c->sessions_started);
-	family_begin(b, format, &ended_family);
-	for (int s = 0; s < KH_STATE_COUNT; s++) {
-		one_label(labels, sizeof(labels), "status", kh_run_state__name(s));
-		sample_u64(b, &ended_family, labels, c->sessions_ended[s]);
-	}
-	family_begin(b, format, &cpu_family);
-	sample_scaled(b, &cpu_family, NULL, c->session_cpu_ms, 1000, 3);
-	if (c->have_peak_rss) {
-		family_begin(b, format, &rss_family);
-		sample_u64(b, &rss_family, NULL, c->peak_rss_bytes);
-	}
+	family_u64(b, format, &bytes_family, c->input_bytes);
+	family_u64(b, format, &units_family, c->input_units);
+	family_u64(b, format, &started_family, c->sessions_started);
+	family_by_name(b, format, &ended_family, "status", kh_run_state__name, c->sessions_ended,
+		       KH_STATE_COUNT);
+	family_ms(b, format, &cpu_family, c->session_cpu_ms);
+	if (c->have_peak_rss)
+		family_u64(b, format, &rss_family, c->peak_rss_bytes);
 }
 
 static void render_health(struct outbuf *b, enum om_format format, const struct om_counters *c)
 {
-	char labels[64];
-
-	family_begin(b, format, &hits_family);
-	sample_u64(b, &hits_family, NULL, c->probe_hits);
-	family_begin(b, format, &drops_family);
-	for (int d = 0; d < KH_DROP_COUNT; d++) {
-		one_label(labels, sizeof(labels), "reason", kh_drop__name(d));
-		sample_u64(b, &drops_family, labels, c->drops[d]);
-	}
-	family_begin(b, format, &unreadable_family);
-	sample_u64(b, &unreadable_family, NULL, c->identity_unreadable);
+	family_u64(b, format, &hits_family, c->probe_hits);
+	family_by_name(b, format, &drops_family, "reason", kh_drop__name, c->drops,
+		       KH_DROP_COUNT);
+	family_u64(b, format, &unreadable_family, c->identity_unreadable);
 }
 
 static void render_info(struct outbuf *b, enum om_format format, const struct om_info_set *info)
@@ -418,33 +427,20 @@ static void render_info(struct outbuf *b, enum om_format format, const struct om
 	family_begin(b, format, &info_family);
 	for (size_t i = 0; i < info->count; i++)
 		sample(b, &info_family, info->labels[i], "1");
-	family_begin(b, format, &folded_family);
-	sample_u64(b, &folded_family, NULL, info->folded);
+	family_u64(b, format, &folded_family, info->folded);
 }
 
 static void render_live(struct outbuf *b, enum om_format format, const struct om_live *live)
 {
-	char labels[64];
-
-	family_begin(b, format, &open_family);
-	for (int s = 0; s < KH_STATE_COUNT; s++) {
-		one_label(labels, sizeof(labels), "state", kh_run_state__name(s));
-		sample_u64(b, &open_family, labels, live->open_by_state[s]);
-	}
-	if (live->have_process) {
-		family_begin(b, format, &process_cpu_family);
-		sample_scaled(b, &process_cpu_family, NULL, live->process_cpu_ms, 1000, 3);
-	}
-	if (live->have_process_rss) {
-		family_begin(b, format, &process_rss_family);
-		sample_u64(b, &process_rss_family, NULL, live->process_rss_bytes);
-	}
-	family_begin(b, format, &ringbuf_used_family);
-	sample_u64(b, &ringbuf_used_family, NULL, live->ringbuf_used_bytes);
-	family_begin(b, format, &ringbuf_size_family);
-	sample_u64(b, &ringbuf_size_family, NULL, live->ringbuf_size_bytes);
-	family_begin(b, format, &rejected_family);
-	sample_u64(b, &rejected_family, NULL, live->http_rejected);
+	family_by_name(b, format, &open_family, "state", kh_run_state__name, live->open_by_state,
+		       KH_STATE_COUNT);
+	if (live->have_process)
+		family_ms(b, format, &process_cpu_family, live->process_cpu_ms);
+	if (live->have_process_rss)
+		family_u64(b, format, &process_rss_family, live->process_rss_bytes);
+	family_u64(b, format, &ringbuf_used_family, live->ringbuf_used_bytes);
+	family_u64(b, format, &ringbuf_size_family, live->ringbuf_size_bytes);
+	family_u64(b, format, &rejected_family, live->http_rejected);
 }
 
 char *om__render(const struct om_counters *c, const struct om_info_set *info,

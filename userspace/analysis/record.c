@@ -380,6 +380,29 @@ const struct kh_stage_measurement *profile__find_stage(const struct kh_profile *
 	return NULL;
 }
 
+const struct kh_state_measurement *profile__bottleneck_state(const struct kh_profile *p)
+{
+	const struct kh_state_measurement *best = NULL;
+
+	for (size_t i = 0; i < p->state_count; i++)
+		if (!best || p->states[i].elapsed_ns >= best->elapsed_ns)
+			best = &p->states[i];
+	return best;
+}
+
+const struct kh_stage_measurement *profile__bottleneck_stage(const struct kh_profile *p)
+{
+	const struct kh_stage_measurement *best = NULL;
+
+	for (size_t i = 0; i < p->stage_count; i++) {
+		if (p->stages[i].stage == KH_STAGE_BACKEND_DISPATCH)
+			continue;
+		if (!best || p->stages[i].elapsed_ns >= best->elapsed_ns)
+			best = &p->stages[i];
+	}
+	return best;
+}
+
 int profile__set_stage(struct kh_profile *p, uint32_t stage, uint64_t elapsed_ns,
 		       uint64_t calls, uint64_t attributed_ns)
 {

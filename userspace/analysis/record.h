@@ -327,6 +327,15 @@ const struct kh_stage_measurement *profile__find_stage(const struct kh_profile *
 							uint32_t stage);
 
 /*
+ * The seed's bottleneck: the state with the longest elapsed time and the
+ * stage with the longest elapsed time but dispatch, which wraps the matcher
+ * stages and so would always win.  Iterator::max_by_key keeps the last of
+ * equal maxima, so these do too.  NULL when the record has none.
+ */
+const struct kh_state_measurement *profile__bottleneck_state(const struct kh_profile *p);
+const struct kh_stage_measurement *profile__bottleneck_stage(const struct kh_profile *p);
+
+/*
  * Session::finish after its final transition: sets status and wall time,
  * then derives states and resources from the transitions and samples.
  * 0, -EINVAL or -ENOMEM.

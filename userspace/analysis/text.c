@@ -107,36 +107,10 @@ static void render__stage(struct outbuf *b, const struct kh_stage_measurement *s
 	outbuf__putc(b, '\n');
 }
 
-/* Iterator::max_by_key keeps the last of equal maxima. */
-static const struct kh_state_measurement *bottleneck_state(const struct kh_profile *p)
-{
-	const struct kh_state_measurement *best = NULL;
-
-	for (size_t i = 0; i < p->state_count; i++) {
-		if (!best || p->states[i].elapsed_ns >= best->elapsed_ns)
-			best = &p->states[i];
-	}
-	return best;
-}
-
-/* Dispatch wraps the matcher stages, so it would always win the sum. */
-static const struct kh_stage_measurement *bottleneck_stage(const struct kh_profile *p)
-{
-	const struct kh_stage_measurement *best = NULL;
-
-	for (size_t i = 0; i < p->stage_count; i++) {
-		if (p->stages[i].stage == KH_STAGE_BACKEND_DISPATCH)
-			continue;
-		if (!best || p->stages[i].elapsed_ns >= best->elapsed_ns)
-			best = &p->stages[i];
-	}
-	return best;
-}
-
 static void render__bottleneck(struct outbuf *b, const struct kh_profile *p)
 {
-	const struct kh_state_measurement *state = bottleneck_state(p);
-	const struct kh_stage_measurement *stage = bottleneck_stage(p);
+	const struct kh_state_measurement *state = profile__bottleneck_state(p);
+	const struct kh_stage_measurement *stage = profile__bottleneck_stage(p);
 
 	if (state) {
 		outbuf__printf(b, "bottleneck macro=%s wall_ms=",
