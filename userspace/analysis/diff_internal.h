@@ -45,6 +45,14 @@ static inline bool diff_metric__is_state(enum kh_diff_metric metric)
 
 /* diff_options.c */
 bool diff_stage__is_queue_wait(uint32_t stage);
+/*
+ * The thresholds with a name of their own (--threshold NAME=PCT) besides
+ * the stages', in the order the JSON lists them after default_stage.
+ */
+#define DIFF_NAMED_THRESHOLDS 9
+const char *diff_threshold__name(size_t i);
+const struct kh_diff_threshold *diff_options__named(const struct kh_diff_options *opts,
+						    size_t i);
 bool diff_options__valid(const struct kh_diff_options *o);
 
 /* diff_bind.c: how messages name record i of a side. */

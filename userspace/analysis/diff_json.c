@@ -78,15 +78,9 @@ static cJSON *options_json(const struct kh_diff *d)
 	bool ok;
 
 	t = o ? cJSON_AddObjectToObject(o, "thresholds") : NULL;
-	ok = t && add_threshold(t, "default_stage", &opts->stages) &&
-	     add_threshold(t, "wall", &opts->wall) &&
-	     add_threshold(t, "throughput", &opts->throughput) &&
-	     add_threshold(t, "peak_rss", &opts->peak_rss) &&
-	     add_threshold(t, "p50", &opts->p50) && add_threshold(t, "p99", &opts->p99) &&
-	     add_threshold(t, "off_cpu", &opts->off_cpu) &&
-	     add_threshold(t, "decoded", &opts->decoded) &&
-	     add_threshold(t, "state_wall", &opts->state_wall) &&
-	     add_threshold(t, "state_cpu", &opts->state_cpu);
+	ok = t && add_threshold(t, "default_stage", &opts->stages);
+	for (size_t i = 0; ok && i < DIFF_NAMED_THRESHOLDS; i++)
+		ok = add_threshold(t, diff_threshold__name(i), diff_options__named(opts, i));
 	stages = ok ? cJSON_AddObjectToObject(t, "stages") : NULL;
 	ok = stages != NULL;
 	for (uint32_t s = 0; ok && s < KH_STAGE_COUNT; s++)

@@ -23,21 +23,49 @@ static void threshold__default(struct kh_diff_threshold *t, double pct)
 	t->pct = pct;
 }
 
+/* The thresholds with a name of their own, in the order the JSON lists them. */
+#define NAMED(member, pct) { #member, offsetof(struct kh_diff_options, member), pct }
+static const struct {
+	const char *name;
+	size_t offset;
+	double default_pct;
+} named[DIFF_NAMED_THRESHOLDS] = {
+	NAMED(wall, KH_DIFF_DEFAULT_WALL_PCT),
+	NAMED(throughput, KH_DIFF_DEFAULT_THROUGHPUT_PCT),
+	NAMED(peak_rss, KH_DIFF_DEFAULT_PEAK_RSS_PCT),
+	NAMED(p50, KH_DIFF_DEFAULT_P50_PCT),
+	NAMED(p99, KH_DIFF_DEFAULT_P99_PCT),
+	NAMED(off_cpu, KH_DIFF_DEFAULT_OFF_CPU_PCT),
+	NAMED(decoded, KH_DIFF_DEFAULT_DECODED_PCT),
+	NAMED(state_wall, KH_DIFF_DEFAULT_STATE_WALL_PCT),
+	NAMED(state_cpu, KH_DIFF_DEFAULT_STATE_CPU_PCT),
+};
+#undef NAMED
+
+const char *diff_threshold__name(size_t i)
+{
+	return named[i].name;
+}
+
+static struct kh_diff_threshold *named_threshold(struct kh_diff_options *opts, size_t i)
+{
+	return (struct kh_diff_threshold *)((char *)opts + named[i].offset);
+}
+
+const struct kh_diff_threshold *diff_options__named(const struct kh_diff_options *opts,
+						    size_t i)
+{
+	return (const struct kh_diff_threshold *)((const char *)opts + named[i].offset);
+}
+
 void diff_options__init(struct kh_diff_options *opts)
 {
 	memset(opts, 0, sizeof(*opts));
 	threshold__default(&opts->stages, KH_DIFF_DEFAULT_STAGE_PCT);
-	threshold__default(&opts->wall, KH_DIFF_DEFAULT_WALL_PCT);
-	threshold__default(&opts->throughput, KH_DIFF_DEFAULT_THROUGHPUT_PCT);
-	threshold__default(&opts->peak_rss, KH_DIFF_DEFAULT_PEAK_RSS_PCT);
+	for (size_t i = 0; i < DIFF_NAMED_THRESHOLDS; i++)
+		threshold__default(named_threshold(opts, i), named[i].default_pct);
 	for (uint32_t s = 0; s < KH_STAGE_COUNT; s++)
 		threshold__default(&opts->stage[s], KH_DIFF_DEFAULT_STAGE_PCT);
-	threshold__default(&opts->p50, KH_DIFF_DEFAULT_P50_PCT);
-	threshold__default(&opts->p99, KH_DIFF_DEFAULT_P99_PCT);
-	threshold__default(&opts->off_cpu, KH_DIFF_DEFAULT_OFF_CPU_PCT);
-	threshold__default(&opts->decoded, KH_DIFF_DEFAULT_DECODED_PCT);
-	threshold__default(&opts->state_wall, KH_DIFF_DEFAULT_STATE_WALL_PCT);
-	threshold__default(&opts->state_cpu, KH_DIFF_DEFAULT_STATE_CPU_PCT);
 	opts->min_change_ns = KH_DIFF_DEFAULT_MIN_CHANGE_NS;
 	opts->confidence = KH_DIFF_DEFAULT_CONFIDENCE;
 }
@@ -143,24 +171,9 @@ static struct kh_diff_threshold *threshold_by_name(struct kh_diff_options *opts,
 {
 	uint32_t stage;
 
-	if (strcmp(name, "wall") == 0)
-		return &opts->wall;
-	if (strcmp(name, "throughput") == 0)
-		return &opts->throughput;
-	if (strcmp(name, "peak_rss") == 0)
-		return &opts->peak_rss;
-	if (strcmp(name, "p50") == 0)
-		return &opts->p50;
-	if (strcmp(name, "p99") == 0)
-		return &opts->p99;
-	if (strcmp(name, "off_cpu") == 0)
-		return &opts->off_cpu;
-	if (strcmp(name, "decoded") == 0)
-		return &opts->decoded;
-	if (strcmp(name, "state_wall") == 0)
-		return &opts->state_wall;
-	if (strcmp(name, "state_cpu") == 0)
-		return &opts->state_cpu;
+	for (size_t i = 0; i < DIFF_NAMED_THRESHOLDS; i++)
+		if (strcmp(name, named[i].name) == 0)
+			return named_threshold(opts, i);
 	if (kh_stage__parse(name, &stage) == 0)
 		return &opts->stage[stage];
 	return NULL;
@@ -346,15 +359,8 @@ static void threshold__merge(struct kh_diff_threshold *t, const struct kh_diff_t
 void diff_options__merge(struct kh_diff_options *opts, const struct kh_diff_options *over)
 {
 	threshold__merge(&opts->stages, &over->stages);
-	threshold__merge(&opts->wall, &over->wall);
-	threshold__merge(&opts->throughput, &over->throughput);
-	threshold__merge(&opts->peak_rss, &over->peak_rss);
-	threshold__merge(&opts->p50, &over->p50);
-	threshold__merge(&opts->p99, &over->p99);
-	threshold__merge(&opts->off_cpu, &over->off_cpu);
-	threshold__merge(&opts->decoded, &over->decoded);
-	threshold__merge(&opts->state_wall, &over->state_wall);
-	threshold__merge(&opts->state_cpu, &over->state_cpu);
+	for (size_t i = 0; i < DIFF_NAMED_THRESHOLDS; i++)
+		threshold__merge(named_threshold(opts, i), diff_options__named(over, i));
 	for (uint32_t s = 0; s < KH_STAGE_COUNT; s++)
 		threshold__merge(&opts->stage[s], &over->stage[s]);
 	if (over->min_change_set) {
@@ -375,12 +381,10 @@ static bool threshold_valid(const struct kh_diff_threshold *t)
 
 bool diff_options__valid(const struct kh_diff_options *o)
 {
-	bool ok = threshold_valid(&o->stages) && threshold_valid(&o->wall) &&
-		  threshold_valid(&o->throughput) && threshold_valid(&o->peak_rss) &&
-		  threshold_valid(&o->p50) && threshold_valid(&o->p99) &&
-		  threshold_valid(&o->off_cpu) && threshold_valid(&o->decoded) &&
-		  threshold_valid(&o->state_wall) && threshold_valid(&o->state_cpu);
+	bool ok = threshold_valid(&o->stages);
 
+	for (size_t i = 0; i < DIFF_NAMED_THRESHOLDS; i++)
+		ok = ok && threshold_valid(diff_options__named(o, i));
 	for (uint32_t s = 0; s < KH_STAGE_COUNT; s++)
 		ok = ok && threshold_valid(&o->stage[s]);
 	return ok && o->confidence >= KH_DIFF_MIN_CONFIDENCE &&
