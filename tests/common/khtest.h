@@ -314,6 +314,20 @@ static inline void run_result_free(struct run_result *r)
 	r->out = r->err = NULL;
 }
 
+/*
+ * run_here(argv) that must end with exit_code and, when err is not NULL,
+ * say err on stderr.
+ */
+static inline void assert_run_exits(char *const argv[], int exit_code, const char *err)
+{
+	struct run_result r = run_here(argv);
+
+	if (r.exit_code != exit_code || (err && !strstr(r.err, err)))
+		fail_msg("%s %s: exit %d, wanted %d%s%s; stderr: %s", argv[0], argv[1] ? argv[1] : "",
+			 r.exit_code, exit_code, err ? " saying " : "", err ? err : "", r.err);
+	run_result_free(&r);
+}
+
 /* Reads and parses the record at path into *p, or fails the test saying why. */
 static inline void load_record(const char *path, struct kh_profile *p)
 {

@@ -159,13 +159,8 @@ static void test_usage_errors(void **state)
 	assert_string_equal(r.err,
 			    "khprof: 'frobnicate' is not a khprof command (see 'khprof --help')\n");
 	run_result_free(&r);
-	r = run_here(no_command);
-	assert_int_equal(r.exit_code, 2);
-	run_result_free(&r);
-	r = run_here(bad_mode);
-	assert_int_equal(r.exit_code, 2);
-	assert_non_null(strstr(r.err, "unknown mode 'fast'"));
-	run_result_free(&r);
+	assert_run_exits(no_command, 2, NULL);
+	assert_run_exits(bad_mode, 2, "unknown mode 'fast'");
 }
 
 /* --version names the probe ABI and record schema; help works as git's. */

@@ -129,16 +129,9 @@ static void test_export_bad_input(void **state)
 	assert_non_null(strstr(r.err, "cannot read record '/nonexistent.json'"));
 	assert_string_equal(r.out, ""); /* nothing half-written */
 	run_result_free(&r);
-	r = run_here(malformed);
-	assert_int_equal(r.exit_code, 2);
-	run_result_free(&r);
-	r = run_here(format);
-	assert_int_equal(r.exit_code, 2);
-	assert_non_null(strstr(r.err, "unknown format 'xml'"));
-	run_result_free(&r);
-	r = run_here(none);
-	assert_int_equal(r.exit_code, 2);
-	run_result_free(&r);
+	assert_run_exits(malformed, 2, NULL);
+	assert_run_exits(format, 2, "unknown format 'xml'");
+	assert_run_exits(none, 2, NULL);
 	unlink(bad_path);
 	free(bad_path);
 	free(good);
@@ -658,22 +651,14 @@ static void test_serve_address_errors(void **state)
 	assert_int_equal(getsockname(holder, (struct sockaddr *)&a, &len), 0);
 	snprintf(busy, sizeof(busy), "127.0.0.1:%d", ntohs(a.sin_port));
 
-	r = run_here(bad);
-	assert_int_equal(r.exit_code, 2);
-	assert_non_null(strstr(r.err, "bad --serve 'localhost:http'"));
-	run_result_free(&r);
-	r = run_here(range);
-	assert_int_equal(r.exit_code, 2);
-	run_result_free(&r);
+	assert_run_exits(bad, 2, "bad --serve 'localhost:http'");
+	assert_run_exits(range, 2, NULL);
 	r = run_here(taken);
 	assert_int_equal(r.exit_code, 1);
 	assert_non_null(strstr(r.err, "cannot serve metrics on"));
 	assert_non_null(strstr(r.err, "Address already in use"));
 	run_result_free(&r);
-	r = run_here(repeat);
-	assert_int_equal(r.exit_code, 2);
-	assert_non_null(strstr(r.err, "--serve cannot be used with --repeat"));
-	run_result_free(&r);
+	assert_run_exits(repeat, 2, "--serve cannot be used with --repeat");
 	close(holder);
 }
 

@@ -107,6 +107,19 @@ static void groups_of(const char *user, gid_t gid, char *out, size_t len)
 		used += (size_t)snprintf(out + used, len - used, "%u ", (unsigned)groups[i]);
 }
 
+/* COMMAND ran as user: uid and gid (real, effective, saved, fs) and user's groups. */
+static void assert_runs_as(const char *creds, const char *user, uid_t uid, gid_t gid)
+{
+	char want[64], groups[512];
+
+	ids(uid, want, sizeof(want));
+	assert_field(creds, "Uid", want);
+	ids(gid, want, sizeof(want));
+	assert_field(creds, "Gid", want);
+	groups_of(user, gid, groups, sizeof(groups));
+	assert_field(creds, "Groups", groups);
+}
+
 /*
  * Runs `khprof record [extra] -o REC -- creds OUT` and returns what creds
  * wrote (malloc'd); khprof must exit 0 and write the record.
@@ -206,23 +219,18 @@ static void test_root_without_sudo_stays_root(void **state)
 static void test_sudo_runs_as_the_invoking_user(void **state)
 {
 	struct passwd *pw = getpwnam("daemon");
-	char *creds, want[64], groups[512], uid_text[16], gid_text[16];
+	char *creds, uid_text[16], gid_text[16];
 
 	(void)state;
 	assert_non_null(pw); /* Debian's base-passwd always has it */
 	snprintf(uid_text, sizeof(uid_text), "%u", (unsigned)pw->pw_uid);
 	snprintf(gid_text, sizeof(gid_text), "%u", (unsigned)pw->pw_gid);
-	groups_of("daemon", pw->pw_gid, groups, sizeof(groups));
 	setenv("SUDO_UID", uid_text, 1);
 	setenv("SUDO_GID", gid_text, 1);
 	setenv("SUDO_USER", "daemon", 1);
 	creds = record_creds("sudo", NULL);
 	clear_sudo();
-	ids(pw->pw_uid, want, sizeof(want));
-	assert_field(creds, "Uid", want);
-	ids(pw->pw_gid, want, sizeof(want));
-	assert_field(creds, "Gid", want);
-	assert_field(creds, "Groups", groups);
+	assert_runs_as(creds, "daemon", pw->pw_uid, pw->pw_gid);
 	assert_unprivileged(creds);
 	assert_khprof_kept_little(creds);
 	free(creds);
@@ -232,7 +240,7 @@ static void test_user_nobody(void **state)
 {
 	const char *extra[] = { "--user", "nobody", NULL };
 	struct passwd *pw = getpwnam("nobody");
-	char *creds, want[64], groups[512];
+	char *creds;
 
 	(void)state;
 	assert_non_null(pw);
@@ -241,12 +249,7 @@ static void test_user_nobody(void **state)
 	setenv("SUDO_GID", "0", 1);
 	creds = record_creds("nobody", extra);
 	clear_sudo();
-	groups_of("nobody", pw->pw_gid, groups, sizeof(groups));
-	ids(pw->pw_uid, want, sizeof(want));
-	assert_field(creds, "Uid", want);
-	ids(pw->pw_gid, want, sizeof(want));
-	assert_field(creds, "Gid", want);
-	assert_field(creds, "Groups", groups);
+	assert_runs_as(creds, "nobody", pw->pw_uid, pw->pw_gid);
 	assert_unprivileged(creds);
 	free(creds);
 }
@@ -255,18 +258,14 @@ static void test_user_nobody(void **state)
 static void test_user_root_keeps_root(void **state)
 {
 	const char *extra[] = { "--user", "root", NULL };
-	char *creds, root_ids[64], groups[512];
+	char *creds;
 
 	(void)state;
 	setenv("SUDO_UID", "65534", 1);
 	setenv("SUDO_GID", "65534", 1);
 	creds = record_creds("root", extra);
 	clear_sudo();
-	ids(0, root_ids, sizeof(root_ids));
-	groups_of("root", 0, groups, sizeof(groups));
-	assert_field(creds, "Uid", root_ids);
-	assert_field(creds, "Gid", root_ids);
-	assert_field(creds, "Groups", groups);
+	assert_runs_as(creds, "root", 0, 0);
 	assert_true(hex_field(creds, "CapEff") & CAP_SYS_ADMIN_BIT);
 	assert_field(creds, "NoNewPrivs", "0");
 	free(creds);

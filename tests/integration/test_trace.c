@@ -282,10 +282,7 @@ static void test_interval_series(void **state)
 	profile__free(&p);
 	run_result_free(&r);
 	/* A duration without its unit is refused, saying how to write one. */
-	r = run_here(bad);
-	assert_int_equal(r.exit_code, 2);
-	assert_non_null(strstr(r.err, "bad interval '5'"));
-	run_result_free(&r);
+	assert_run_exits(bad, 2, "bad interval '5'");
 }
 
 static void test_shared_library_and_dlopen(void **state)
@@ -406,18 +403,11 @@ static void test_exit_status_and_errors(void **state)
 			    "khprof: cannot run 'no-such-command-khprof': command not found\n");
 	run_result_free(&r);
 
-	r = run_here(status3);
-	assert_int_equal(r.exit_code, 3);
-	run_result_free(&r);
+	assert_run_exits(status3, 3, NULL);
 
-	r = run_here(killed);
-	assert_int_equal(r.exit_code, 128 + SIGTERM);
-	run_result_free(&r);
+	assert_run_exits(killed, 128 + SIGTERM, NULL);
 
-	r = run_here(no_probes);
-	assert_int_equal(r.exit_code, 0);
-	assert_non_null(strstr(r.err, "no keyhog probes"));
-	run_result_free(&r);
+	assert_run_exits(no_probes, 0, "no keyhog probes");
 }
 
 /* --repeat: N fresh traced runs, warm-ups unrecorded, a spread table, no overwrite. */
@@ -477,16 +467,10 @@ static void test_repeat_series(void **state)
 	run_result_free(&r);
 
 	path_in(dir, sizeof(dir), tmpdir, "series-untraced");
-	r = run_here(no_probes);
-	assert_int_equal(r.exit_code, 1);
-	assert_non_null(strstr(r.err, "run 1 of '/bin/true' wrote no record"));
-	run_result_free(&r);
+	assert_run_exits(no_probes, 1, "run 1 of '/bin/true' wrote no record");
 
 	for (size_t i = 0; i < sizeof(usage_errors) / sizeof(usage_errors[0]); i++) {
-		r = run_here(usage_errors[i]);
-		assert_int_equal(r.exit_code, 2);
-		assert_non_null(strstr(r.err, "khprof: "));
-		run_result_free(&r);
+		assert_run_exits(usage_errors[i], 2, "khprof: ");
 	}
 }
 
@@ -679,13 +663,9 @@ static void test_attach_duration_on_idle_process(void **state)
 static void test_attach_missing_pid(void **state)
 {
 	char *argv[] = { khprof, "attach", "-p", "999999999", NULL };
-	struct run_result r;
 
 	(void)state;
-	r = run_here(argv);
-	assert_int_equal(r.exit_code, 1);
-	assert_non_null(strstr(r.err, "no such process"));
-	run_result_free(&r);
+	assert_run_exits(argv, 1, "no such process");
 }
 
 int main(void)
