@@ -124,6 +124,32 @@ static void table_init(struct session_table *tbl, struct seen *seen)
 	sessions__init(tbl, &cfg);
 }
 
+/* Each test's table, initialised by table_init and freed even when the test fails. */
+struct session_fx {
+	struct session_table tbl;
+	struct seen seen;
+};
+
+static int fx_setup(void **state)
+{
+	struct session_fx *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	table_init(&f->tbl, &f->seen);
+	*state = f;
+	return 0;
+}
+
+static int fx_teardown(void **state)
+{
+	struct session_fx *f = *state;
+
+	sessions__free(&f->tbl);
+	free(f);
+	return 0;
+}
+
 static struct kh_event event(uint32_t type, uint32_t slot, uint64_t ts, uint64_t arg0)
 {
 	struct kh_event e;
@@ -159,120 +185,103 @@ static struct kh_slot_stats decode_totals(uint64_t calls, uint64_t elapsed_ns)
 
 static void test_complete_session(void **state)
 {
-	struct session_table tbl;
-	struct seen seen;
+	struct session_fx *f = *state;
 	struct kh_slot_stats totals = decode_totals(10, 10000);
 	struct kh_event id = event(KH_EVENT_IDENTITY, 1, START_NS + 200, 0);
 	char run_id[96];
 
-	(void)state;
-	table_init(&tbl, &seen);
-	feed(&tbl, KH_EVENT_SESSION_START, 1, START_NS + 100, 3, NULL);
+	feed(&f->tbl, KH_EVENT_SESSION_START, 1, START_NS + 100, 3, NULL);
 	snprintf(id.key, sizeof(id.key), "binary_version");
 	snprintf(id.value, sizeof(id.value), "9.8.7");
-	sessions__event(&tbl, &id, NULL);
-	feed(&tbl, KH_EVENT_TRANSITION, 1, START_NS + 300, KH_STATE_SCANNING, NULL);
-	assert_true(sessions__is_open(&tbl, 1));
-	assert_int_equal(seen.count, 0);
-	feed(&tbl, KH_EVENT_SESSION_FINISH, 1, START_NS + 1100, KH_STATE_COMPLETED, &totals);
+	sessions__event(&f->tbl, &id, NULL);
+	feed(&f->tbl, KH_EVENT_TRANSITION, 1, START_NS + 300, KH_STATE_SCANNING, NULL);
+	assert_true(sessions__is_open(&f->tbl, 1));
+	assert_int_equal(f->seen.count, 0);
+	feed(&f->tbl, KH_EVENT_SESSION_FINISH, 1, START_NS + 1100, KH_STATE_COMPLETED, &totals);
 
-	assert_false(sessions__is_open(&tbl, 1));
-	assert_int_equal(seen.count, 1);
-	assert_int_equal(tbl.records_emitted, 1);
+	assert_false(sessions__is_open(&f->tbl, 1));
+	assert_int_equal(f->seen.count, 1);
+	assert_int_equal(f->tbl.records_emitted, 1);
 	snprintf(run_id, sizeof(run_id), "%d-%" PRIu64 "-3", getpid(),
 		 (uint64_t)(START_NS + 100 + REALTIME_OFFSET));
-	assert_string_equal(seen.records[0].run_id, run_id);
-	assert_string_equal(seen.records[0].binary_version, "9.8.7");
-	assert_int_equal(seen.records[0].status, KH_STATE_COMPLETED);
-	assert_int_equal(seen.records[0].wall_time_ns, 1000);
-	assert_int_equal(seen.records[0].decode_calls, 10);
+	assert_string_equal(f->seen.records[0].run_id, run_id);
+	assert_string_equal(f->seen.records[0].binary_version, "9.8.7");
+	assert_int_equal(f->seen.records[0].status, KH_STATE_COMPLETED);
+	assert_int_equal(f->seen.records[0].wall_time_ns, 1000);
+	assert_int_equal(f->seen.records[0].decode_calls, 10);
 	/* The calibrated bias (5 ns per span) is taken off. */
-	assert_int_equal(seen.records[0].decode_ns, 10000 - 10 * 5);
-	assert_int_equal(seen.records[0].tracer_cost_ns, 10 * 10);
-	assert_int_equal(seen.records[0].session_sequence, 3);
-	assert_false(seen.records[0].started_mid_session);
-	assert_false(seen.records[0].ended_mid_session);
-	assert_int_equal(seen.records[0].transition_count, 3);
-	assert_int_equal(seen.records[0].states[0], KH_STATE_CREATED);
-	assert_int_equal(seen.records[0].states[1], KH_STATE_SCANNING);
-	assert_int_equal(seen.records[0].states[2], KH_STATE_COMPLETED);
-	sessions__free(&tbl);
+	assert_int_equal(f->seen.records[0].decode_ns, 10000 - 10 * 5);
+	assert_int_equal(f->seen.records[0].tracer_cost_ns, 10 * 10);
+	assert_int_equal(f->seen.records[0].session_sequence, 3);
+	assert_false(f->seen.records[0].started_mid_session);
+	assert_false(f->seen.records[0].ended_mid_session);
+	assert_int_equal(f->seen.records[0].transition_count, 3);
+	assert_int_equal(f->seen.records[0].states[0], KH_STATE_CREATED);
+	assert_int_equal(f->seen.records[0].states[1], KH_STATE_SCANNING);
+	assert_int_equal(f->seen.records[0].states[2], KH_STATE_COMPLETED);
 }
 
 /* Events of a session whose start was never seen open a partial one. */
 static void test_partial_session(void **state)
 {
-	struct session_table tbl;
-	struct seen seen;
+	struct session_fx *f = *state;
 	struct kh_slot_stats totals = decode_totals(2, 400);
 
-	(void)state;
-	table_init(&tbl, &seen);
-	feed(&tbl, KH_EVENT_TRANSITION, 2, START_NS + 500, KH_STATE_REPORTING, NULL);
-	feed(&tbl, KH_EVENT_SESSION_FINISH, 2, START_NS + 900, KH_STATE_COMPLETED, &totals);
-	assert_int_equal(seen.count, 1);
-	assert_true(seen.records[0].started_mid_session);
-	assert_true(has_suffix(seen.records[0].run_id, "-partial"));
-	assert_int_equal(seen.records[0].wall_time_ns, 900);
-	assert_int_equal(seen.records[0].decode_calls, 2);
-	sessions__free(&tbl);
+	feed(&f->tbl, KH_EVENT_TRANSITION, 2, START_NS + 500, KH_STATE_REPORTING, NULL);
+	feed(&f->tbl, KH_EVENT_SESSION_FINISH, 2, START_NS + 900, KH_STATE_COMPLETED, &totals);
+	assert_int_equal(f->seen.count, 1);
+	assert_true(f->seen.records[0].started_mid_session);
+	assert_true(has_suffix(f->seen.records[0].run_id, "-partial"));
+	assert_int_equal(f->seen.records[0].wall_time_ns, 900);
+	assert_int_equal(f->seen.records[0].decode_calls, 2);
 }
 
 /* A process that exits inside a session failed it; a detach keeps its state. */
 static void test_end_open_sessions(void **state)
 {
-	struct session_table tbl;
-	struct seen seen;
+	struct session_fx *f = *state;
 	struct kh_slot_stats totals = decode_totals(1, 100);
 
-	(void)state;
-	table_init(&tbl, &seen);
-	feed(&tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
-	feed(&tbl, KH_EVENT_TRANSITION, 1, START_NS + 10, KH_STATE_SCANNING, NULL);
-	sessions__end(&tbl, 1, 3, START_NS + 50, &totals);
-	feed(&tbl, KH_EVENT_SESSION_START, 2, START_NS + 60, 1, NULL);
-	feed(&tbl, KH_EVENT_TRANSITION, 2, START_NS + 70, KH_STATE_RESOLVING, NULL);
-	sessions__end(&tbl, 2, -1, START_NS + 90, &totals);
-	assert_int_equal(seen.count, 2);
-	assert_int_equal(seen.records[0].status, KH_STATE_FAILED);
-	assert_true(seen.records[0].ended_mid_session);
-	assert_int_equal(seen.records[0].wall_time_ns, 50);
-	assert_int_equal(seen.records[1].status, KH_STATE_RESOLVING);
-	assert_int_equal(seen.records[1].wall_time_ns, 30);
-	assert_false(sessions__none_seen(&tbl));
-	sessions__free(&tbl);
+	feed(&f->tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
+	feed(&f->tbl, KH_EVENT_TRANSITION, 1, START_NS + 10, KH_STATE_SCANNING, NULL);
+	sessions__end(&f->tbl, 1, 3, START_NS + 50, &totals);
+	feed(&f->tbl, KH_EVENT_SESSION_START, 2, START_NS + 60, 1, NULL);
+	feed(&f->tbl, KH_EVENT_TRANSITION, 2, START_NS + 70, KH_STATE_RESOLVING, NULL);
+	sessions__end(&f->tbl, 2, -1, START_NS + 90, &totals);
+	assert_int_equal(f->seen.count, 2);
+	assert_int_equal(f->seen.records[0].status, KH_STATE_FAILED);
+	assert_true(f->seen.records[0].ended_mid_session);
+	assert_int_equal(f->seen.records[0].wall_time_ns, 50);
+	assert_int_equal(f->seen.records[1].status, KH_STATE_RESOLVING);
+	assert_int_equal(f->seen.records[1].wall_time_ns, 30);
+	assert_false(sessions__none_seen(&f->tbl));
 }
 
 /* Spans without session probes: one record for the whole trace, if any activity. */
 static void test_whole_trace(void **state)
 {
-	struct session_table tbl;
-	struct seen seen;
+	struct session_fx *f = *state;
 	struct kh_slot_stats idle, busy = decode_totals(4, 800);
 
-	(void)state;
 	memset(&idle, 0, sizeof(idle));
-	table_init(&tbl, &seen);
-	assert_true(sessions__none_seen(&tbl));
-	sessions__end_whole_trace(&tbl, 0, START_NS + 100, &idle);
-	assert_int_equal(seen.count, 0);
-	sessions__end_whole_trace(&tbl, 0, START_NS + 100, &busy);
-	assert_int_equal(seen.count, 1);
-	assert_int_equal(seen.records[0].status, KH_STATE_COMPLETED);
-	assert_true(has_suffix(seen.records[0].run_id, "-0"));
-	assert_int_equal(seen.records[0].wall_time_ns, 100);
-	assert_int_equal(seen.records[0].decode_calls, 4);
-	table_init(&tbl, &seen);
-	sessions__end_whole_trace(&tbl, 9, START_NS + 100, &busy);
-	assert_int_equal(seen.records[0].status, KH_STATE_FAILED);
-	table_init(&tbl, &seen);
-	sessions__end_whole_trace(&tbl, -1, START_NS + 100, &busy);
-	assert_int_equal(seen.records[0].status, KH_STATE_SCANNING);
-	assert_true(seen.records[0].ended_mid_session);
-	sessions__free(&tbl);
+	assert_true(sessions__none_seen(&f->tbl));
+	sessions__end_whole_trace(&f->tbl, 0, START_NS + 100, &idle);
+	assert_int_equal(f->seen.count, 0);
+	sessions__end_whole_trace(&f->tbl, 0, START_NS + 100, &busy);
+	assert_int_equal(f->seen.count, 1);
+	assert_int_equal(f->seen.records[0].status, KH_STATE_COMPLETED);
+	assert_true(has_suffix(f->seen.records[0].run_id, "-0"));
+	assert_int_equal(f->seen.records[0].wall_time_ns, 100);
+	assert_int_equal(f->seen.records[0].decode_calls, 4);
+	table_init(&f->tbl, &f->seen);
+	sessions__end_whole_trace(&f->tbl, 9, START_NS + 100, &busy);
+	assert_int_equal(f->seen.records[0].status, KH_STATE_FAILED);
+	table_init(&f->tbl, &f->seen);
+	sessions__end_whole_trace(&f->tbl, -1, START_NS + 100, &busy);
+	assert_int_equal(f->seen.records[0].status, KH_STATE_SCANNING);
+	assert_true(f->seen.records[0].ended_mid_session);
 }
 
-/* A session start with every slot unread is not recorded; out-of-range slots are outside. */
 /*
  * --interval: samples at the session's boundaries (start + k * interval,
  * however late the wake), differences of the running totals, and a last
@@ -280,78 +289,67 @@ static void test_whole_trace(void **state)
  */
 static void test_interval_series(void **state)
 {
-	struct session_table tbl;
-	struct seen seen;
+	struct session_fx *f = *state;
 	struct kh_slot_stats r1 = decode_totals(4, 4000), r2 = decode_totals(7, 7000);
 	struct kh_slot_stats totals = decode_totals(10, 10000);
 	const uint64_t s0 = START_NS + 100;
 
-	(void)state;
-	table_init(&tbl, &seen);
-	tbl.cfg.interval_ns = 1000;
-	tbl.cfg.on_interval = on_interval;
+	f->tbl.cfg.interval_ns = 1000;
+	f->tbl.cfg.on_interval = on_interval;
 	intervals_seen = 0;
-	assert_int_equal(sessions__next_sample_ns(&tbl), 0);
-	feed(&tbl, KH_EVENT_SESSION_START, 1, s0, 0, NULL);
-	feed(&tbl, KH_EVENT_TRANSITION, 1, s0 + 10, KH_STATE_SCANNING, NULL);
-	assert_int_equal(sessions__next_sample_ns(&tbl), s0 + 1000);
-	assert_false(sessions__sample_due(&tbl, 1, s0 + 999));
-	assert_false(sessions__sample_due(&tbl, 2, s0 + 5000));
-	assert_true(sessions__sample_due(&tbl, 1, s0 + 1000));
-	sessions__sample(&tbl, 1, s0 + 1050, &r1);
+	assert_int_equal(sessions__next_sample_ns(&f->tbl), 0);
+	feed(&f->tbl, KH_EVENT_SESSION_START, 1, s0, 0, NULL);
+	feed(&f->tbl, KH_EVENT_TRANSITION, 1, s0 + 10, KH_STATE_SCANNING, NULL);
+	assert_int_equal(sessions__next_sample_ns(&f->tbl), s0 + 1000);
+	assert_false(sessions__sample_due(&f->tbl, 1, s0 + 999));
+	assert_false(sessions__sample_due(&f->tbl, 2, s0 + 5000));
+	assert_true(sessions__sample_due(&f->tbl, 1, s0 + 1000));
+	sessions__sample(&f->tbl, 1, s0 + 1050, &r1);
 	/* Aligned to the session: the next boundary is s0 + 2000, not now + 1000. */
-	assert_int_equal(sessions__next_sample_ns(&tbl), s0 + 2000);
+	assert_int_equal(sessions__next_sample_ns(&f->tbl), s0 + 2000);
 	/* A late wake skips the boundaries it missed. */
-	sessions__sample(&tbl, 1, s0 + 3500, &r2);
-	assert_int_equal(sessions__next_sample_ns(&tbl), s0 + 4000);
+	sessions__sample(&f->tbl, 1, s0 + 3500, &r2);
+	assert_int_equal(sessions__next_sample_ns(&f->tbl), s0 + 4000);
 	assert_int_equal(intervals_seen, 2);
 	/* A slot that cannot be read moves the boundary on; its time goes to the next interval. */
-	sessions__sample(&tbl, 1, s0 + 4000, NULL);
-	assert_int_equal(sessions__next_sample_ns(&tbl), s0 + 5000);
+	sessions__sample(&f->tbl, 1, s0 + 4000, NULL);
+	assert_int_equal(sessions__next_sample_ns(&f->tbl), s0 + 5000);
 	assert_int_equal(intervals_seen, 2);
-	feed(&tbl, KH_EVENT_SESSION_FINISH, 1, s0 + 3600, KH_STATE_COMPLETED, &totals);
+	feed(&f->tbl, KH_EVENT_SESSION_FINISH, 1, s0 + 3600, KH_STATE_COMPLETED, &totals);
 
-	assert_int_equal(seen.count, 1);
-	assert_int_equal(seen.records[0].series_count, 3);
-	assert_int_equal(seen.records[0].series_decode_calls, seen.records[0].decode_calls);
+	assert_int_equal(f->seen.count, 1);
+	assert_int_equal(f->seen.records[0].series_count, 3);
+	assert_int_equal(f->seen.records[0].series_decode_calls, f->seen.records[0].decode_calls);
 	/* Bias off per interval (5 ns a call), as in the totals: here exactly. */
-	assert_int_equal(seen.records[0].series_decode_ns, seen.records[0].decode_ns);
-	assert_int_equal(seen.records[0].series_end_ns, seen.records[0].wall_time_ns);
-	assert_int_equal(seen.records[0].series_last_state, KH_STATE_COMPLETED);
-	assert_int_equal(sessions__next_sample_ns(&tbl), 0);
-	sessions__free(&tbl);
+	assert_int_equal(f->seen.records[0].series_decode_ns, f->seen.records[0].decode_ns);
+	assert_int_equal(f->seen.records[0].series_end_ns, f->seen.records[0].wall_time_ns);
+	assert_int_equal(f->seen.records[0].series_last_state, KH_STATE_COMPLETED);
+	assert_int_equal(sessions__next_sample_ns(&f->tbl), 0);
 }
 
 /* Without --interval a record has no series. */
 static void test_no_interval_no_series(void **state)
 {
-	struct session_table tbl;
-	struct seen seen;
+	struct session_fx *f = *state;
 	struct kh_slot_stats totals = decode_totals(10, 10000);
 
-	(void)state;
-	table_init(&tbl, &seen);
-	feed(&tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
-	assert_int_equal(sessions__next_sample_ns(&tbl), 0);
-	assert_false(sessions__sample_due(&tbl, 1, START_NS + 1000000000));
-	feed(&tbl, KH_EVENT_SESSION_FINISH, 1, START_NS + 10, KH_STATE_COMPLETED, &totals);
-	assert_int_equal(seen.records[0].series_count, 0);
-	sessions__free(&tbl);
+	feed(&f->tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
+	assert_int_equal(sessions__next_sample_ns(&f->tbl), 0);
+	assert_false(sessions__sample_due(&f->tbl, 1, START_NS + 1000000000));
+	feed(&f->tbl, KH_EVENT_SESSION_FINISH, 1, START_NS + 10, KH_STATE_COMPLETED, &totals);
+	assert_int_equal(f->seen.records[0].series_count, 0);
 }
 
+/* A session start with every slot unread is not recorded; out-of-range slots are outside. */
 static void test_unrecorded_session(void **state)
 {
-	struct session_table tbl;
-	struct seen seen;
+	struct session_fx *f = *state;
 	struct kh_event far = event(KH_EVENT_TRANSITION, KH_MAX_SLOTS + 3, START_NS, 0);
 
-	(void)state;
-	table_init(&tbl, &seen);
 	assert_int_equal(sessions__slot_of(&far), KH_OUTSIDE_SLOT);
-	feed(&tbl, KH_EVENT_SESSION_START, KH_OUTSIDE_SLOT, START_NS, 7, NULL);
-	assert_false(sessions__is_open(&tbl, KH_OUTSIDE_SLOT));
-	assert_false(sessions__none_seen(&tbl));
-	sessions__free(&tbl);
+	feed(&f->tbl, KH_EVENT_SESSION_START, KH_OUTSIDE_SLOT, START_NS, 7, NULL);
+	assert_false(sessions__is_open(&f->tbl, KH_OUTSIDE_SLOT));
+	assert_false(sessions__none_seen(&f->tbl));
 }
 
 /* What test_samples_from_the_probe checks of its one record. */
@@ -459,106 +457,96 @@ static void test_samples_from_the_probe(void **state)
 /* Records the process's end cut short say how it ended; finished ones do not. */
 static void test_process_end(void **state)
 {
-	struct session_table tbl;
-	struct seen seen;
+	struct session_fx *f = *state;
 	struct kh_slot_stats totals = decode_totals(1, 100);
 
-	(void)state;
-	table_init(&tbl, &seen);
-	feed(&tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
-	feed(&tbl, KH_EVENT_SESSION_FINISH, 1, START_NS + 10, KH_STATE_COMPLETED, &totals);
-	feed(&tbl, KH_EVENT_SESSION_START, 2, START_NS + 20, 1, NULL);
-	sessions__process_ended(&tbl, SIGSEGV); /* waitpid's form for a SIGSEGV death */
-	sessions__end(&tbl, 2, 0, START_NS + 30, &totals);
-	assert_int_equal(seen.count, 2);
-	assert_string_equal(seen.records[0].process_end, "");
-	assert_string_equal(seen.records[1].process_end, "signal");
-	assert_true(seen.records[1].last_rss_known); /* this test process's own /proc */
-	assert_true(seen.records[1].exit_signal.present);
-	assert_int_equal(seen.records[1].exit_signal.value, SIGSEGV);
-	assert_false(seen.records[1].exit_code.present);
+	feed(&f->tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
+	feed(&f->tbl, KH_EVENT_SESSION_FINISH, 1, START_NS + 10, KH_STATE_COMPLETED, &totals);
+	feed(&f->tbl, KH_EVENT_SESSION_START, 2, START_NS + 20, 1, NULL);
+	sessions__process_ended(&f->tbl, SIGSEGV); /* waitpid's form for a SIGSEGV death */
+	sessions__end(&f->tbl, 2, 0, START_NS + 30, &totals);
+	assert_int_equal(f->seen.count, 2);
+	assert_string_equal(f->seen.records[0].process_end, "");
+	assert_string_equal(f->seen.records[1].process_end, "signal");
+	assert_true(f->seen.records[1].last_rss_known); /* this test process's own /proc */
+	assert_true(f->seen.records[1].exit_signal.present);
+	assert_int_equal(f->seen.records[1].exit_signal.value, SIGSEGV);
+	assert_false(f->seen.records[1].exit_code.present);
 
-	table_init(&tbl, &seen);
-	feed(&tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
-	sessions__process_ended(&tbl, 3 << 8); /* exit(3) */
-	sessions__end(&tbl, 1, 0, START_NS + 30, &totals);
-	assert_string_equal(seen.records[0].process_end, "exit");
-	assert_int_equal(seen.records[0].exit_code.value, 3);
+	table_init(&f->tbl, &f->seen);
+	feed(&f->tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
+	sessions__process_ended(&f->tbl, 3 << 8); /* exit(3) */
+	sessions__end(&f->tbl, 1, 0, START_NS + 30, &totals);
+	assert_string_equal(f->seen.records[0].process_end, "exit");
+	assert_int_equal(f->seen.records[0].exit_code.value, 3);
 
-	table_init(&tbl, &seen);
-	feed(&tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
-	sessions__process_execed(&tbl);
-	sessions__end(&tbl, 1, 0, START_NS + 30, &totals);
-	assert_string_equal(seen.records[0].process_end, "exec");
-	assert_int_equal(seen.records[0].status, KH_STATE_FAILED);
+	table_init(&f->tbl, &f->seen);
+	feed(&f->tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
+	sessions__process_execed(&f->tbl);
+	sessions__end(&f->tbl, 1, 0, START_NS + 30, &totals);
+	assert_string_equal(f->seen.records[0].process_end, "exec");
+	assert_int_equal(f->seen.records[0].status, KH_STATE_FAILED);
 	/* /proc would describe the new program: the last sample is unknown. */
-	assert_false(seen.records[0].last_rss_known);
-	sessions__free(&tbl);
+	assert_false(f->seen.records[0].last_rss_known);
 }
 
 /* A refused second start stays in the open session and is counted there. */
 static void test_refused_start(void **state)
 {
-	struct session_table tbl;
-	struct seen seen;
+	struct session_fx *f = *state;
 	struct kh_slot_stats totals = decode_totals(20, 100);
 
-	(void)state;
-	table_init(&tbl, &seen);
-	feed(&tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
-	feed(&tbl, KH_EVENT_SESSION_REFUSED, 1, START_NS + 5, 1, NULL);
-	feed(&tbl, KH_EVENT_SESSION_FINISH, 1, START_NS + 10, KH_STATE_COMPLETED, &totals);
-	assert_int_equal(seen.count, 1);
-	assert_int_equal(seen.records[0].refused, 1);
-	assert_int_equal(seen.records[0].decode_calls, 20);
-	assert_int_equal(seen.records[0].session_sequence, 0);
-	sessions__free(&tbl);
+	feed(&f->tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
+	feed(&f->tbl, KH_EVENT_SESSION_REFUSED, 1, START_NS + 5, 1, NULL);
+	feed(&f->tbl, KH_EVENT_SESSION_FINISH, 1, START_NS + 10, KH_STATE_COMPLETED, &totals);
+	assert_int_equal(f->seen.count, 1);
+	assert_int_equal(f->seen.records[0].refused, 1);
+	assert_int_equal(f->seen.records[0].decode_calls, 20);
+	assert_int_equal(f->seen.records[0].session_sequence, 0);
 }
 
 /* Joined mid-session: the clock starts when observation did, in the state the program says. */
 static void test_open_partial(void **state)
 {
-	struct session_table tbl;
-	struct seen seen;
+	struct session_fx *f = *state;
 	struct kh_slot_stats totals = decode_totals(2, 100);
 
-	(void)state;
-	table_init(&tbl, &seen);
-	tbl.cfg.observed_from_ns = START_NS + 40000000;
-	sessions__open_partial(&tbl, 1, KH_STATE_SCANNING);
-	feed(&tbl, KH_EVENT_SESSION_FINISH, 1, START_NS + 40000500, KH_STATE_COMPLETED, &totals);
-	assert_int_equal(seen.count, 1);
-	assert_int_equal(seen.records[0].wall_time_ns, 500);
-	assert_true(seen.records[0].started_mid_session);
-	assert_true(seen.records[0].observed_from);
-	assert_string_equal(seen.records[0].attach_state, "scanning");
-	assert_int_equal(seen.records[0].created_ns, 0);
-	assert_int_equal(seen.records[0].states[1], KH_STATE_SCANNING);
-	assert_true(has_suffix(seen.records[0].run_id, "-partial"));
+	f->tbl.cfg.observed_from_ns = START_NS + 40000000;
+	sessions__open_partial(&f->tbl, 1, KH_STATE_SCANNING);
+	feed(&f->tbl, KH_EVENT_SESSION_FINISH, 1, START_NS + 40000500, KH_STATE_COMPLETED, &totals);
+	assert_int_equal(f->seen.count, 1);
+	assert_int_equal(f->seen.records[0].wall_time_ns, 500);
+	assert_true(f->seen.records[0].started_mid_session);
+	assert_true(f->seen.records[0].observed_from);
+	assert_string_equal(f->seen.records[0].attach_state, "scanning");
+	assert_int_equal(f->seen.records[0].created_ns, 0);
+	assert_int_equal(f->seen.records[0].states[1], KH_STATE_SCANNING);
+	assert_true(has_suffix(f->seen.records[0].run_id, "-partial"));
 
 	/* Unknown state (probe ABI 2): events open it lazily, from the same start. */
-	table_init(&tbl, &seen);
-	tbl.cfg.observed_from_ns = START_NS + 40000000;
-	feed(&tbl, KH_EVENT_SESSION_FINISH, 0, START_NS + 40000700, KH_STATE_COMPLETED, &totals);
-	assert_int_equal(seen.records[0].wall_time_ns, 700);
-	assert_string_equal(seen.records[0].attach_state, "");
-	sessions__free(&tbl);
+	table_init(&f->tbl, &f->seen);
+	f->tbl.cfg.observed_from_ns = START_NS + 40000000;
+	feed(&f->tbl, KH_EVENT_SESSION_FINISH, 0, START_NS + 40000700, KH_STATE_COMPLETED, &totals);
+	assert_int_equal(f->seen.records[0].wall_time_ns, 700);
+	assert_string_equal(f->seen.records[0].attach_state, "");
 }
+
+#define FX_TEST(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_complete_session),
-		cmocka_unit_test(test_partial_session),
-		cmocka_unit_test(test_end_open_sessions),
-		cmocka_unit_test(test_whole_trace),
-		cmocka_unit_test(test_unrecorded_session),
-		cmocka_unit_test(test_interval_series),
-		cmocka_unit_test(test_no_interval_no_series),
+		FX_TEST(test_complete_session),
+		FX_TEST(test_partial_session),
+		FX_TEST(test_end_open_sessions),
+		FX_TEST(test_whole_trace),
+		FX_TEST(test_unrecorded_session),
+		FX_TEST(test_interval_series),
+		FX_TEST(test_no_interval_no_series),
 		cmocka_unit_test(test_samples_from_the_probe),
-		cmocka_unit_test(test_process_end),
-		cmocka_unit_test(test_refused_start),
-		cmocka_unit_test(test_open_partial),
+		FX_TEST(test_process_end),
+		FX_TEST(test_refused_start),
+		FX_TEST(test_open_partial),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
