@@ -48,6 +48,15 @@ static void assert_no_drops(const struct kh_profile *p)
 			fail_msg("%" PRIu64 " %s drops", p->ext.drops[d], kh_drop__name(d));
 }
 
+/* A record the death of its process by sig cut short, with every span counted. */
+static void assert_killed_by(const struct kh_profile *p, int sig)
+{
+	assert_non_null(p->ext.process_end);
+	assert_string_equal(p->ext.process_end, "signal");
+	assert_int_equal(p->ext.exit_signal.value, sig);
+	assert_no_drops(p);
+}
+
 /* How each scenario ends: khprof's exit code (the program's) and the record's account. */
 struct scenario {
 	const char *name;
@@ -142,10 +151,7 @@ static void test_whole_trace_record_of_a_crash(void **state)
 		load_record(out, &p);
 		assert_int_equal(calls_of(&p, KH_STAGE_DECODE), read_counts(counts_path).spans);
 		assert_int_equal(p.status, KH_STATE_FAILED);
-		assert_non_null(p.ext.process_end);
-		assert_string_equal(p.ext.process_end, "signal");
-		assert_int_equal(p.ext.exit_signal.value, SIGSEGV);
-		assert_no_drops(&p);
+		assert_killed_by(&p, SIGSEGV);
 		profile__free(&p);
 		run_result_free(&r);
 	}
@@ -223,9 +229,7 @@ static void test_killed_from_outside(void **state)
 		load_record(out, &p);
 		assert_int_equal(calls_of(&p, KH_STAGE_DECODE), read_counts(counts_path).spans);
 		assert_int_equal(calls_of(&p, KH_STAGE_DECODE), 7);
-		assert_string_equal(p.ext.process_end, "signal");
-		assert_int_equal(p.ext.exit_signal.value, SIGKILL);
-		assert_no_drops(&p);
+		assert_killed_by(&p, SIGKILL);
 		profile__free(&p);
 		child_close(&k);
 	}
@@ -336,9 +340,7 @@ static void test_attach_then_killed(void **state)
 	assert_int_equal(calls_of(&p, KH_STAGE_DECODE), 4);
 	assert_int_equal(p.status, KH_STATE_FAILED);
 	assert_true(p.ext.started_mid_session);
-	assert_string_equal(p.ext.process_end, "signal");
-	assert_int_equal(p.ext.exit_signal.value, SIGKILL);
-	assert_no_drops(&p);
+	assert_killed_by(&p, SIGKILL);
 	profile__free(&p);
 	child_close(&w);
 	child_close(&k);
