@@ -52,13 +52,11 @@ static uint64_t tsc_at(uint64_t ns)
 
 static void test_counts_buffer(void **state)
 {
-	struct state_bytes s;
+	struct state_bytes s = { 0 };
 	struct kh_thread_info info = { .state_addr = 1, .flags = KH_THREAD_ABI3 };
-	struct kh_slot_stats out;
+	struct kh_slot_stats out = { 0 };
 
 	(void)state;
-	memset(&s, 0, sizeof(s));
-	memset(&out, 0, sizeof(out));
 	put_header(&s, 4, 300, 3, 7);
 	put_entry(&s, 0, tsc_at(10000), tsc_at(10500), KH_STAGE_DECODE, KH_ATTRIBUTION_ROOT);
 	put_entry(&s, 1, 20000, 20700, KH_STAGE_DECODE, KH_ATTRIBUTION_DECODED);
@@ -84,16 +82,14 @@ static void test_counts_buffer(void **state)
  */
 static void test_skips_what_was_handed_over(void **state)
 {
-	struct state_bytes s;
+	struct state_bytes s = { 0 };
 	struct kh_thread_info info = {
 		.state_addr = 1, .flags = KH_THREAD_ABI3 | KH_THREAD_MARKED,
 		.marked_flushes = 7, .marked_count = 2, .marked_input_bytes = 100,
 	};
-	struct kh_slot_stats out;
+	struct kh_slot_stats out = { 0 };
 
 	(void)state;
-	memset(&s, 0, sizeof(s));
-	memset(&out, 0, sizeof(out));
 	put_header(&s, 3, 150, 0, 7);
 	for (uint32_t i = 0; i < 3; i++)
 		put_entry(&s, i, 10000 + i * 1000, 10100 + i * 1000, KH_STAGE_DECODE, 0);
@@ -112,13 +108,11 @@ static void test_skips_what_was_handed_over(void **state)
 /* Starts of 0 or from before the trace are unmatched; counts are bounded. */
 static void test_unmatched_and_bounds(void **state)
 {
-	struct state_bytes s;
+	struct state_bytes s = { 0 };
 	struct kh_thread_info info = { .state_addr = 1, .flags = KH_THREAD_ABI3 };
-	struct kh_slot_stats out;
+	struct kh_slot_stats out = { 0 };
 
 	(void)state;
-	memset(&s, 0, sizeof(s));
-	memset(&out, 0, sizeof(out));
 	put_header(&s, 1000, 0, 0, 0);
 	for (uint32_t i = 0; i < KH_BATCH_CAPACITY; i++)
 		put_entry(&s, i, i % 2 ? 0 : 500, 30000, KH_STAGE_DECODE, 0);
