@@ -117,7 +117,6 @@ static void check_from_start(const char *target, const char *name)
 {
 	char dir[512], out[600];
 	char *argv[] = { WORKLOAD, "timed", "200", "10", NULL };
-	struct run_result r;
 	struct kh_profile p;
 	struct child k;
 
@@ -125,9 +124,7 @@ static void check_from_start(const char *target, const char *name)
 	assert_int_equal(mkdir(dir, 0700), 0);
 	snprintf(out, sizeof(out), "%s/exe.json", dir);
 	k = start_watch(target, out, true);
-	r = run_cmd(NULL, -1, argv);
-	assert_int_equal(r.exit_code, 0);
-	run_result_free(&r);
+	assert_run_exits(argv, 0, NULL);
 	stop_watch(&k);
 
 	load_only_record(dir, &p);
@@ -198,24 +195,12 @@ static void test_exe_errors(void **state)
 	char *both[] = { khprof, "attach", "-p", "1", "--exe", WORKLOAD, NULL };
 	char *lone[] = { khprof, "attach", "-p", "1", "--from-start", NULL };
 	char *record[] = { khprof, "record", "--exe", WORKLOAD, "--", "/bin/true", NULL };
-	struct run_result r;
 
 	(void)state;
-	r = run_cmd(NULL, -1, missing);
-	assert_int_equal(r.exit_code, 2);
-	assert_non_null(strstr(r.err, "cannot watch '/nonexistent/scanner'"));
-	run_result_free(&r);
-	r = run_cmd(NULL, -1, both);
-	assert_int_equal(r.exit_code, 2);
-	assert_non_null(strstr(r.err, "not both"));
-	run_result_free(&r);
-	r = run_cmd(NULL, -1, lone);
-	assert_int_equal(r.exit_code, 2);
-	assert_non_null(strstr(r.err, "--from-start needs --exe"));
-	run_result_free(&r);
-	r = run_cmd(NULL, -1, record);
-	assert_int_equal(r.exit_code, 2);
-	run_result_free(&r);
+	assert_run_exits(missing, 2, "cannot watch '/nonexistent/scanner'");
+	assert_run_exits(both, 2, "not both");
+	assert_run_exits(lone, 2, "--from-start needs --exe");
+	assert_run_exits(record, 2, NULL);
 }
 
 int main(void)
