@@ -118,6 +118,24 @@ static inline struct child serve_loop_start(const char *program)
 	return w;
 }
 
+/* serve_loop_start, with the loop's pid as text in pid_text (for khprof attach -p). */
+static inline struct child serve_loop_start_pid(const char *program, char *pid_text, size_t len)
+{
+	struct child w = serve_loop_start(program);
+
+	snprintf(pid_text, len, "%d", w.pid);
+	return w;
+}
+
+/* khprof attach as argv says, once it said its probes are live; stderr captured. */
+static inline struct child attach_spawn(char *const argv[])
+{
+	struct child k = child_spawn(argv, true);
+
+	child_wait_for_line(&k, "attached to PID");
+	return k;
+}
+
 /* One serve-loop command, run to completion. */
 static inline void serve_loop_command(struct child *w, const char *line)
 {

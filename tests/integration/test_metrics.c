@@ -413,12 +413,10 @@ static struct traced start_traced(void)
 				"--serve", serve, NULL };
 	struct traced t;
 
-	t.workload = serve_loop_start(WORKLOAD);
-	snprintf(pid_text, sizeof(pid_text), "%d", t.workload.pid);
+	t.workload = serve_loop_start_pid(WORKLOAD, pid_text, sizeof(pid_text));
 	t.port = free_port();
 	snprintf(serve, sizeof(serve), "127.0.0.1:%d", t.port);
-	t.khprof = child_spawn(khprof_argv, true);
-	child_wait_for_line(&t.khprof, "attached to PID");
+	t.khprof = attach_spawn(khprof_argv);
 	return t;
 }
 

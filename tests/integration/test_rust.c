@@ -508,10 +508,8 @@ static void test_attach_all_modes(void **state)
 		struct child w, k;
 
 		path_in(out, sizeof(out), tmpdir, "attach-%s.json", modes[m]);
-		w = serve_loop_start(WORKLOAD_RS);
-		snprintf(pid_text, sizeof(pid_text), "%d", w.pid);
-		k = child_spawn(attach_argv, true);
-		child_wait_for_line(&k, "attached to PID");
+		w = serve_loop_start_pid(WORKLOAD_RS, pid_text, sizeof(pid_text));
+		k = attach_spawn(attach_argv);
 		for (int s = 0; s < 2; s++) {
 			child_send(&w, "session\n");
 			child_read_line(&w, "logical_cpus=", line, sizeof(line));
@@ -551,11 +549,9 @@ static void test_attach_mid_session(void **state)
 
 	(void)state;
 	path_in(out, sizeof(out), tmpdir, "attach-mid.json");
-	w = serve_loop_start(WORKLOAD_RS);
+	w = serve_loop_start_pid(WORKLOAD_RS, pid_text, sizeof(pid_text));
 	serve_loop_command(&w, "open\n");
-	snprintf(pid_text, sizeof(pid_text), "%d", w.pid);
-	k = child_spawn(attach_argv, true);
-	child_wait_for_line(&k, "attached to PID");
+	k = attach_spawn(attach_argv);
 	serve_loop_command(&w, "close\n");
 	serve_loop_stop(&w);
 	assert_int_equal(child_wait(&k), 0);

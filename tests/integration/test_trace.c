@@ -482,19 +482,8 @@ static struct child start_attach(const char *pid_text, const char *out)
 {
 	char *argv[] = { khprof, "attach", "--mode", "span", "-p", (char *)pid_text, "-o",
 			 (char *)out, NULL };
-	struct child k = child_spawn(argv, true);
 
-	child_wait_for_line(&k, "attached to PID");
-	return k;
-}
-
-/* The workload's serve loop, ready for commands; its pid in pid_text. */
-static struct child start_server(char *pid_text, size_t len)
-{
-	struct child w = serve_loop_start(WORKLOAD);
-
-	snprintf(pid_text, len, "%d", w.pid);
-	return w;
+	return attach_spawn(argv);
 }
 
 /* SIGTERM to a series reaches the running command and ends the series there. */
@@ -525,7 +514,7 @@ static void test_attach_running_process(void **state)
 
 	(void)state;
 	path_in(out, sizeof(out), tmpdir, "attach.json");
-	w = start_server(pid_text, sizeof(pid_text));
+	w = serve_loop_start_pid(WORKLOAD, pid_text, sizeof(pid_text));
 	k = start_attach(pid_text, out);
 	serve_loop_command(&w, "session\n");
 	kill(k.pid, SIGINT);
@@ -550,7 +539,7 @@ static void test_attach_mid_session(void **state)
 
 	(void)state;
 	path_in(out, sizeof(out), tmpdir, "midsession.json");
-	w = start_server(pid_text, sizeof(pid_text));
+	w = serve_loop_start_pid(WORKLOAD, pid_text, sizeof(pid_text));
 	serve_loop_command(&w, "begin\n");
 	k = start_attach(pid_text, out);
 	serve_loop_command(&w, "spans\n");
@@ -577,7 +566,7 @@ static void test_attach_sigterm_ends_mid_session(void **state)
 
 	(void)state;
 	path_in(out, sizeof(out), tmpdir, "sigterm.json");
-	w = start_server(pid_text, sizeof(pid_text));
+	w = serve_loop_start_pid(WORKLOAD, pid_text, sizeof(pid_text));
 	serve_loop_command(&w, "begin\n");
 	k = start_attach(pid_text, out);
 	serve_loop_command(&w, "spans\n");
@@ -612,10 +601,9 @@ static void test_attach_interval(void **state)
 	(void)state;
 	path_in(out, sizeof(out), tmpdir, "attach-interval.json");
 	path_in(out2, sizeof(out2), tmpdir, "attach-interval.2.json");
-	w = start_server(pid_text, sizeof(pid_text));
+	w = serve_loop_start_pid(WORKLOAD, pid_text, sizeof(pid_text));
 	serve_loop_command(&w, "begin\n");
-	k = child_spawn(argv, true);
-	child_wait_for_line(&k, "attached to PID");
+	k = attach_spawn(argv);
 	serve_loop_command(&w, "spans\n");
 	serve_loop_command(&w, "end\n");
 	serve_loop_command(&w, "begin\n");
@@ -651,7 +639,7 @@ static void test_attach_duration_on_idle_process(void **state)
 
 	(void)state;
 	path_in(out, sizeof(out), tmpdir, "idle.json");
-	w = start_server(pid_text, sizeof(pid_text));
+	w = serve_loop_start_pid(WORKLOAD, pid_text, sizeof(pid_text));
 	r = run_here(argv);
 	assert_int_equal(r.exit_code, 0);
 	assert_non_null(strstr(r.err, "no keyhog activity seen"));
