@@ -89,7 +89,8 @@ void diff_options__init(struct kh_diff_options *opts);
 /*
  * Applies one setting by its config-file key: "threshold",
  * "threshold.NAME" (NAME a stage as the seed spells it, or wall,
- * throughput, peak_rss), "min_change_ms", "confidence" or
+ * throughput, peak_rss, p50, p99, off_cpu, decoded, state_wall,
+ * state_cpu), "min_change_ms", "confidence" or
  * "allow_mismatch" (a comma list of field names, added to those already
  * allowed).  Percentages may end in '%'; a threshold may be "off".
  * 0, or -EINVAL with the reason in err (without the key or value when
