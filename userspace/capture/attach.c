@@ -67,13 +67,22 @@ static const struct {
 	{ "session_finish", KH_PROBE_SESSION_FINISH, ALL_MODES },
 };
 
+/* The probes that carry spans: all that calibration needs of khprof itself. */
+static bool is_span_kind(enum kh_probe_kind kind)
+{
+	return kind == KH_PROBE_SPAN || kind == KH_PROBE_SPAN_ENTER || kind == KH_PROBE_SPAN_EXIT ||
+	       kind == KH_PROBE_BATCH || kind == KH_PROBE_BATCH_REGISTER;
+}
+
 static enum kh_probe_kind wanted_kind(const struct tracer *t, const struct usdt_note *note)
 {
 	if (strcmp(note->provider, PROVIDER) != 0)
 		return 0;
 	for (size_t i = 0; i < sizeof(probe_kinds) / sizeof(probe_kinds[0]); i++)
 		if (strcmp(note->name, probe_kinds[i].name) == 0)
-			return probe_kinds[i].modes & MODE_BIT(t->opts.mode) ? probe_kinds[i].kind : 0;
+			return probe_kinds[i].modes & MODE_BIT(t->opts.mode) &&
+			       (!t->spans_only || is_span_kind(probe_kinds[i].kind))
+				? probe_kinds[i].kind : 0;
 	return 0;
 }
 
