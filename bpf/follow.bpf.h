@@ -28,8 +28,11 @@ int BPF_PROG(kh_follow_fork, struct task_struct *parent, struct task_struct *chi
 	if (child->mm == parent->mm)
 		return 0;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e)
-		return 0; /* khprof would never resume it: leave the child running */
+	if (!e) {
+		/* khprof would never resume it: leave the child running, untraced. */
+		count_drop(KH_OUTSIDE_SLOT, KH_DROP_RINGBUF_FULL);
+		return 0;
+	}
 	__builtin_memset(e, 0, sizeof(*e));
 	e->type = KH_EVENT_FORK;
 	e->pid = traced_tgid;

@@ -138,8 +138,11 @@ static int handle_event(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	if (e->type == KH_EVENT_FORK) {
-		/* Even after an execve: the child is stopped until someone resumes it. */
-		if (t->opts.on_fork)
+		/*
+		 * Stopped until someone resumes it, even after an execve, whose
+		 * new image is not traced, and neither are its children.
+		 */
+		if (t->opts.on_fork && !t->ended)
 			t->opts.on_fork((pid_t)e->pid, (pid_t)e->arg0, t->opts.fork_ctx);
 		else
 			kill((pid_t)e->arg0, SIGCONT);
