@@ -41,8 +41,9 @@ static const char record_usage[] =
 	"thread, a fatal signal, execve); the record says how it ended.  Only\n"
 	"COMMAND's own process is traced unless --follow-forks is given (perf follows\n"
 	"children by default; khprof does not: a scanner's children are usually not\n"
-	"instrumented, and each followed process costs a tracer, ~50 ms of load while\n"
-	"it waits stopped): a shell wrapper should 'exec' the instrumented program.\n"
+	"instrumented, and each followed process costs a tracer: ~50 ms of BPF load,\n"
+	"done ahead, and 1-20 ms stopped): a shell wrapper should 'exec' the\n"
+	"instrumented program.\n"
 	"An instrumented program that execs another ends its records there; the new\n"
 	"program is not traced.\n"
 	"\n"
@@ -282,6 +283,9 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 		goto out;
 	}
 
+	/* While COMMAND starts: a fork before it is ready waits only for the rest. */
+	if (loop.follow)
+		follow__prepare(loop.follow);
 	loop__run(&loop, t, pid, 0);
 	tell_how_it_ended(t, pid);
 	tracer__finish(t, 0); /* sessions still open when it exits did not finish */
