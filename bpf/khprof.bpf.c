@@ -961,3 +961,5 @@ int BPF_PROG(kh_process_fork, struct task_struct *parent, struct task_struct *ch
 
 /* Buffers of threads that end: a file of its own, for its length. */
 #include "thread_ends.bpf.h"
+/* record --follow-forks: not loaded otherwise. */
+#include "follow.bpf.h"

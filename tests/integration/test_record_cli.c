@@ -77,8 +77,9 @@ static void test_shell_wrapper_hint(void **state)
 	r = run_here(forks);
 	assert_int_equal(r.exit_code, 0);
 	assert_string_equal(r.err, "khprof: warning: '/bin/sh' and its libraries have no keyhog "
-				   "probes: it ran untraced (the children it forks are not "
-				   "followed; a shell should 'exec' the instrumented program)\n");
+				   "probes: it ran untraced (the children it forks are followed only "
+				   "with --follow-forks; a shell should 'exec' the instrumented "
+				   "program)\n");
 	run_result_free(&r);
 	r = run_here(execs);
 	assert_int_equal(r.exit_code, 0);

@@ -170,6 +170,17 @@ static int watch_peaks(struct tracer *t, pid_t pid)
 	return 0;
 }
 
+/* --follow-forks: the new processes pid forks (bpf/follow.bpf.h). */
+static int watch_forks(struct tracer *t, pid_t pid)
+{
+	int err = keep_link(t, bpf_raw_tracepoint_open(NULL,
+							bpf_program__fd(t->skel->progs.kh_follow_fork)));
+
+	if (err)
+		log__error("cannot follow the processes PID %d forks: %s", pid, strerror(-err));
+	return err;
+}
+
 /*
  * Parses the argument spec of one site into specs[*n]; its id is the
  * site's cookie.  The specs are stored by store_specs, all at once.
@@ -421,6 +432,8 @@ int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path)
 	err = open_sched_clocks(t);
 	if (!err)
 		err = watch_peaks(t, pid);
+	if (!err && t->opts.follow_forks)
+		err = watch_forks(t, pid);
 	if (!err)
 		err = attach__process_end(t);
 	if (err)

@@ -175,6 +175,8 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
 	/* Only batch mode keeps spans in the process: the rest needs no syscall hook. */
 	bpf_program__set_autoload(t->skel->progs.kh_exec_check, t->opts.mode == KH_MODE_BATCH);
+	/* --follow-forks only: nothing to load or verify otherwise. */
+	bpf_program__set_autoload(t->skel->progs.kh_follow_fork, t->opts.follow_forks);
 	err = latency__configure(t->skel, t->ncpus);
 	if (err)
 		goto fail;

@@ -137,6 +137,17 @@ static int handle_event(void *ctx, void *data, size_t len)
 		t->on_start(e->pid, t->start_ctx);
 		return 0;
 	}
+	if (e->type == KH_EVENT_FORK) {
+		/*
+		 * Stopped until someone resumes it, even after an execve, whose
+		 * new image is not traced, and neither are its children.
+		 */
+		if (t->opts.on_fork && !t->ended)
+			t->opts.on_fork((pid_t)e->pid, (pid_t)e->arg0, t->opts.fork_ctx);
+		else
+			kill((pid_t)e->arg0, SIGCONT);
+		return 0;
+	}
 	if (e->type == KH_EVENT_THREAD_BUFFER && !t->ended) {
 		if (len >= sizeof(struct kh_buffer_event))
 			count_thread_buffer(t, data);

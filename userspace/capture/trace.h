@@ -70,6 +70,14 @@ struct trace_options {
 	 * count a second calibration's spans as its own.
 	 */
 	const struct tracer_calibration *calibration;
+	/*
+	 * record --follow-forks: every process the traced one forks (not a
+	 * thread, not a vfork) is stopped before its first instruction and
+	 * passed to on_fork, which must SIGCONT it, traced or not.
+	 */
+	bool follow_forks;
+	void (*on_fork)(pid_t parent, pid_t child, void *ctx);
+	void *fork_ctx;
 };
 
 /* open -> configure -> load; prints one line and returns -errno on failure. */

@@ -18,6 +18,7 @@
 
 #include "cmd_trace.h"
 #include "commands.h"
+#include "follow.h"
 #include "json.h"
 #include "live_metrics.h"
 #include "log.h"
@@ -26,7 +27,8 @@
 
 static const char record_usage[] =
 	"usage: khprof record [-o PATH] [--identity KEY=VALUE]... [--mode MODE] [--user USER]\n"
-	"                     [--interval DURATION] [--serve [ADDR:]PORT] [-q] [-v]\n"
+	"                     [--interval DURATION] [--serve [ADDR:]PORT] [--follow-forks]\n"
+	"                     [-q] [-v]\n"
 	"                     -- COMMAND [ARG...]\n"
 	"       khprof record --repeat N [--warmup K] [--append] -o DIR [...]\n"
 	"                     -- COMMAND [ARG...]\n"
@@ -37,9 +39,13 @@ static const char record_usage[] =
 	"when killed by signal N, 127 when it is not found, 126 when it cannot run).\n"
 	"Every span that completed is recorded however COMMAND ends (exit from any\n"
 	"thread, a fatal signal, execve); the record says how it ended.  Only\n"
-	"COMMAND's own process is traced, not the children it forks: a shell\n"
-	"wrapper should 'exec' the instrumented program.  An instrumented program\n"
-	"that execs another ends its records there; the new program is not traced.\n"
+	"COMMAND's own process is traced unless --follow-forks is given (perf follows\n"
+	"children by default; khprof does not: a scanner's children are usually not\n"
+	"instrumented, and each followed process costs a tracer: ~50 ms of BPF load,\n"
+	"done ahead, and 1-20 ms stopped): a shell wrapper should 'exec' the\n"
+	"instrumented program.\n"
+	"An instrumented program that execs another ends its records there; the new\n"
+	"program is not traced.\n"
 	"\n"
 	"COMMAND does not get khprof's privileges (docs/PRIVILEGES.md): it runs as\n"
 	"--user USER, else under sudo as the user who ran sudo (SUDO_UID, SUDO_GID),\n"
@@ -77,6 +83,13 @@ static const char record_usage[] =
 	"   --mode MODE          batch (default: spans buffered per thread, one kernel\n"
 	"                        entry per 64 spans), span (one kernel entry per span)\n"
 	"                        or pair (enter and exit probes, as bpftrace scripts)\n"
+	"   --follow-forks       also trace the processes COMMAND forks, and theirs, each\n"
+	"                        from its first instruction after fork, its records to\n"
+	"                        PATH with .PID before the extension (PATH.PID.json,\n"
+	"                        PATH.PID.2.json ...); khprof waits for them after\n"
+	"                        COMMAND exits and still exits with COMMAND's status;\n"
+	"                        --interval samples COMMAND's own process only; not with\n"
+	"                        --repeat (docs/PROBES.md, \"Following forks\")\n"
 	"   --serve [ADDR:]PORT  serve live metrics at http://ADDR:PORT/metrics while\n"
 	"                        tracing (OpenMetrics or Prometheus text; ADDR defaults\n"
 	"                        to 127.0.0.1; docs/FLEET.md); not with --repeat\n"
@@ -89,6 +102,7 @@ static const char record_usage[] =
 	"   khprof record -- sh -c 'cd repo && exec ../scanner .'\n"
 	"   khprof record --repeat 5 --warmup 1 -o runs/ -- build/kh-scan --threads 2 src/\n"
 	"   khprof record --interval 1s -o long.json -- ./scanner monorepo/\n"
+	"   khprof record --follow-forks -o pool.json -- ./scanner --workers 4 repo/\n"
 	"   khprof record --repeat 1 --append -o base-runs/ -- base/kh-scan src/\n";
 
 /* execvp's search, done before fork so the path can be attached first. */
@@ -210,8 +224,16 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	code = serve_open(cli, &out, &loop);
 	if (code)
 		return code;
+	if (cli->follow_forks) {
+		if (follow__open(&loop.follow, cli, out.metrics)) {
+			live_metrics__close(out.metrics);
+			return KHPROF_EXIT_FAILURE;
+		}
+		follow__configure(loop.follow, &opts);
+	}
 	err = tracer__open(&t, &opts);
 	if (err) {
+		follow__close(loop.follow);
 		live_metrics__close(out.metrics);
 		return KHPROF_EXIT_FAILURE;
 	}
@@ -235,6 +257,8 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	ready[0] = exec_err[1] = -1;
 
 	err = tracer__attach(t, pid, path);
+	if (!err && loop.follow)
+		follow__set_calibration(loop.follow, t);
 	live_metrics__add_tracer(out.metrics, t, pid);
 	if (!err)
 		err = loop__open(&loop, t, pid, &old_mask);
@@ -259,6 +283,9 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 		goto out;
 	}
 
+	/* While COMMAND starts: a fork before it is ready waits only for the rest. */
+	if (loop.follow)
+		follow__prepare(loop.follow);
 	loop__run(&loop, t, pid, 0);
 	tell_how_it_ended(t, pid);
 	tracer__finish(t, 0); /* sessions still open when it exits did not finish */
@@ -268,14 +295,19 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 		goto out;
 	}
 	reaped = true;
-	if (tracer__probe_count(t) == 0)
+	if (loop.follow) /* the processes it forked may outlive it */
+		follow__wait(loop.follow, loop.signal_fd);
+	if (tracer__probe_count(t) == 0 && !cli->follow_forks)
 		log__warn("'%s' and its libraries have no keyhog probes: it ran untraced (the "
-			  "children it forks are not followed; a shell should 'exec' the "
-			  "instrumented program)", path);
+			  "children it forks are followed only with --follow-forks; a shell should "
+			  "'exec' the instrumented program)", path);
 	else if (tracer__records_emitted(t) == 0)
 		log__note("'%s' reached no keyhog probe: no record written", path);
 	code = finish_output(&out, exit_code_of(status));
+	if (loop.follow && follow__write_failed(loop.follow) && code == KHPROF_EXIT_OK)
+		code = KHPROF_EXIT_FAILURE;
 out:
+	follow__close(loop.follow);
 	loop__close(&loop, &old_mask);
 	for (int i = 0; i < 2; i++) {
 		if (ready[i] >= 0)

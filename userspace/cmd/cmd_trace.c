@@ -22,6 +22,7 @@
 #include "cmd_trace.h"
 #include "commands.h"
 #include "fileio.h"
+#include "follow.h"
 #include "json.h"
 #include "live_metrics.h"
 #include "latency_text.h"
@@ -162,7 +163,7 @@ static int parse_count(const char *option, const char *text, unsigned min, unsig
 int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trace_cli *cli)
 {
 	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP, OPT_APPEND,
-	       OPT_USER, OPT_INTERVAL, OPT_SERVE, OPT_EXE, OPT_FROM_START };
+	       OPT_USER, OPT_INTERVAL, OPT_SERVE, OPT_EXE, OPT_FROM_START, OPT_FOLLOW_FORKS };
 	static const struct option options[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -177,6 +178,7 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 		{ "serve", required_argument, NULL, OPT_SERVE },
 		{ "exe", required_argument, NULL, OPT_EXE },
 		{ "from-start", no_argument, NULL, OPT_FROM_START },
+		{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
@@ -278,6 +280,11 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 				goto bad_option;
 			cli->from_start = true;
 			break;
+		case OPT_FOLLOW_FORKS:
+			if (attach)
+				goto bad_option;
+			cli->follow_forks = true;
+			break;
 		case 'q':
 			cli->quiet = true;
 			break;
@@ -294,6 +301,11 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 	}
 	if (cli->repeat && cli->serve) {
 		log__error("--serve cannot be used with --repeat (each run is its own process)");
+		return -EINVAL;
+	}
+	if (cli->repeat && cli->follow_forks) {
+		log__error("--follow-forks cannot be used with --repeat (a run's records would "
+			   "not be one file)");
 		return -EINVAL;
 	}
 	if (cli->repeat && !cli->output) {
@@ -436,6 +448,10 @@ int loop__open(struct event_loop *loop, struct tracer *t, pid_t pid, sigset_t *o
 		ev.data.fd = live_metrics__fd(loop->metrics);
 		epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, ev.data.fd, &ev);
 	}
+	if (loop->follow) {
+		ev.data.fd = follow__epoll_fd(loop->follow);
+		epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, ev.data.fd, &ev);
+	}
 	return 0;
 }
 
@@ -489,6 +505,10 @@ enum loop_end loop__run(struct event_loop *loop, struct tracer *t, pid_t forward
 				/* The terminal already sent SIGINT to the whole group. */
 				if (si.ssi_signo != SIGINT)
 					kill(forward_to, si.ssi_signo);
+				continue;
+			}
+			if (loop->follow && fd == follow__epoll_fd(loop->follow)) {
+				follow__service(loop->follow);
 				continue;
 			}
 			if (loop->metrics && fd == live_metrics__fd(loop->metrics)) {

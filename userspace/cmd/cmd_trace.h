@@ -34,6 +34,7 @@ struct trace_cli {
 	const char *serve; /* --serve ADDR:PORT, or NULL */
 	const char *exe;   /* attach --exe PATH, or NULL */
 	bool from_start;   /* attach --exe --from-start */
+	bool follow_forks; /* record --follow-forks (follow.h) */
 	int first_arg;
 };
 
@@ -71,9 +72,10 @@ struct event_loop {
 	int signal_fd;
 	int pid_fd;
 	struct live_metrics *metrics; /* --serve, or NULL */
+	struct follow *follow;        /* --follow-forks, or NULL */
 };
 
-#define EVENT_LOOP_INIT { -1, -1, -1, NULL }
+#define EVENT_LOOP_INIT { -1, -1, -1, NULL, NULL }
 
 /*
  * --serve: listening before tracing starts, so that a bad or busy address

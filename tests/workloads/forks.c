@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Traced workload for `khprof record --follow-forks` (tests/integration/
+ * test_follow.c), built like an outside program: only
+ * include/keyhog_profile.h.  A family of processes, each counting its own
+ * spans and printing them on stdout as "PID STAGE CALLS" lines (written
+ * whole with dprintf, so that no stdio buffer is copied by a fork):
+ *
+ *   first       session 1: 10 hot_patterns; forks "inherit" while
+ *               session 2 is open (4 entropy before the fork, 6 after),
+ *               then "second"; waits for both; exits 3
+ *   inherit     forked inside the first's open session: 5 entropy in it
+ *               and finishes it, then a session of its own with 2 decode
+ *   second      a session with 20 hot_patterns; forks "grandchild" and
+ *               waits for it
+ *   grandchild  a session with 7 decode and 3 reporting
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "keyhog_profile.h"
+
+static volatile uint64_t sink;
+
+static void spans(uint32_t stage, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		KH_SPAN_SCOPE(stage);
+		for (unsigned j = 0; j < 1000; j++)
+			sink += j;
+	}
+}
+
+static void say(uint32_t stage, unsigned calls)
+{
+	dprintf(STDOUT_FILENO, "%d %u %u\n", (int)getpid(), stage, calls);
+}
+
+static void session(uint32_t stage, unsigned n, uint32_t stage2, unsigned n2)
+{
+	KH_SESSION_START();
+	KH_TRANSITION(KH_STATE_SCANNING);
+	spans(stage, n);
+	spans(stage2, n2);
+	KH_SESSION_FINISH(0);
+}
+
+static pid_t fork_or_die(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0) {
+		perror("forks: cannot fork");
+		exit(2);
+	}
+	return pid;
+}
+
+static void wait_for(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
+		dprintf(STDERR_FILENO, "forks: child %d failed\n", (int)pid);
+		exit(2);
+	}
+}
+
+int main(void)
+{
+	pid_t inherit, second, grandchild;
+
+	session(KH_STAGE_HOT_PATTERNS, 10, KH_STAGE_HOT_PATTERNS, 0);
+	KH_SESSION_START();
+	KH_TRANSITION(KH_STATE_SCANNING);
+	spans(KH_STAGE_ENTROPY, 4);
+	inherit = fork_or_die();
+	if (inherit == 0) {
+		spans(KH_STAGE_ENTROPY, 5);
+		KH_SESSION_FINISH(0);
+		say(KH_STAGE_ENTROPY, 5);
+		session(KH_STAGE_DECODE, 2, KH_STAGE_DECODE, 0);
+		say(KH_STAGE_DECODE, 2);
+		return 0;
+	}
+	spans(KH_STAGE_ENTROPY, 6);
+	KH_SESSION_FINISH(0);
+	say(KH_STAGE_HOT_PATTERNS, 10);
+	say(KH_STAGE_ENTROPY, 10);
+	second = fork_or_die();
+	if (second == 0) {
+		session(KH_STAGE_HOT_PATTERNS, 20, KH_STAGE_HOT_PATTERNS, 0);
+		say(KH_STAGE_HOT_PATTERNS, 20);
+		grandchild = fork_or_die();
+		if (grandchild == 0) {
+			session(KH_STAGE_DECODE, 7, KH_STAGE_REPORTING, 3);
+			say(KH_STAGE_DECODE, 7);
+			say(KH_STAGE_REPORTING, 3);
+			return 0;
+		}
+		wait_for(grandchild);
+		return 0;
+	}
+	wait_for(inherit);
+	wait_for(second);
+	return 3;
+}
