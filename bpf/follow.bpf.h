@@ -3,12 +3,29 @@
  * record --follow-forks: a new process forked by the traced one (clone
  * without CLONE_THREAD) is stopped before its first user instruction and
  * named to khprof, which attaches a tracer of its own to it and then sends
- * SIGCONT (userspace/cmd/follow.c).  Not loaded unless asked for, so that
- * a default start-up pays nothing for it.  Included by khprof.bpf.c.
+ * SIGCONT (userspace/cmd/follow.c).  Without the option it is loaded too:
+ * a child forked by a traced process must be made safe before it runs on
+ * Linux 6.18 (attach__protect_child in userspace/capture/attach.c).
+ * Included by khprof.bpf.c.
  */
 
 extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type,
 				__u64 value) __ksym;
+
+/*
+ * Without --follow-forks (protect_forks set): the processes descending
+ * from the traced one, whose forks are stopped too, since a grandchild
+ * inherits its parent's rewritten sites just the same
+ * (attach__protect_child).  LRU: an entry outlives its process harmlessly.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} untraced_family SEC(".maps");
+
+__u32 protect_forks;
 
 /*
  * sched_process_fork fires in kernel_clone() after copy_process() and
@@ -19,7 +36,13 @@ int BPF_PROG(kh_follow_fork, struct task_struct *parent, struct task_struct *chi
 {
 	struct kh_event *e;
 
-	if (!traced_tgid || parent->tgid != (pid_t)traced_tgid || child->tgid == parent->tgid)
+	__u32 parent_tgid = (__u32)parent->tgid, child_tgid = (__u32)child->tgid;
+	__u8 one = 1;
+
+	if (!traced_tgid || child_tgid == parent_tgid)
+		return 0;
+	if (parent_tgid != traced_tgid &&
+	    (!protect_forks || !bpf_map_lookup_elem(&untraced_family, &parent_tgid)))
 		return 0;
 	/*
 	 * A child sharing the parent's memory (vfork, posix_spawn) only
@@ -27,6 +50,8 @@ int BPF_PROG(kh_follow_fork, struct task_struct *parent, struct task_struct *chi
 	 */
 	if (child->mm == parent->mm)
 		return 0;
+	if (protect_forks)
+		bpf_map_update_elem(&untraced_family, &child_tgid, &one, BPF_ANY);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
 		/* khprof would never resume it: leave the child running, untraced. */

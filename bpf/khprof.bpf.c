@@ -881,6 +881,17 @@ int kh_usdt(struct pt_regs *ctx)
 }
 
 /*
+ * The probe sites of a child the traced process forked, when it is not
+ * followed: linked only so that the kernel keeps its sites working in the
+ * child (attach__protect_child); its hits are not the traced process's.
+ */
+SEC("uprobe")
+int kh_untraced(struct pt_regs *ctx)
+{
+	return 0;
+}
+
+/*
  * The identity sites of a file, with a link of their own: sleepable, so
  * that bpf_copy_from_user_str can fault in a string on a page the program
  * never touched (a version literal in .rodata, the usual case).
@@ -961,5 +972,5 @@ int BPF_PROG(kh_process_fork, struct task_struct *parent, struct task_struct *ch
 
 /* Buffers of threads that end: a file of its own, for its length. */
 #include "thread_ends.bpf.h"
-/* record --follow-forks: not loaded otherwise. */
+/* Forked children: followed (--follow-forks) or made safe (attach__protect_child). */
 #include "follow.bpf.h"

@@ -5,7 +5,10 @@
  * the dynamic loader's hook so that libraries loaded later are attached.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,13 +106,229 @@ static int keep_link(struct tracer *t, int fd)
 	return 0;
 }
 
+static void *copy_of(const void *p, size_t n)
+{
+	void *q = malloc(n ? n : 1);
+
+	if (q && n)
+		memcpy(q, p, n);
+	return q;
+}
+
+/* Keeps a link's arguments for attach__protect_child; without memory, that child is warned of. */
+static void keep_site_set(struct tracer *t, int prog_fd, const char *path, const __u64 *offsets,
+			  const __u64 *ref_ctr_offsets, const __u64 *cookies, __u32 count)
+{
+	struct site_set *grown = realloc(t->site_sets, (t->site_set_count + 1) * sizeof(*grown));
+	struct site_set *s;
+
+	if (!grown)
+		return;
+	t->site_sets = grown;
+	s = &grown[t->site_set_count];
+	s->prog_fd = prog_fd;
+	s->count = count;
+	s->path = strdup(path);
+	s->offsets = copy_of(offsets, count * sizeof(__u64));
+	s->ref_ctr_offsets = copy_of(ref_ctr_offsets, count * sizeof(__u64));
+	s->cookies = copy_of(cookies, count * sizeof(__u64));
+	if (!s->path || !s->offsets || !s->ref_ctr_offsets || !s->cookies) {
+		free(s->path);
+		free(s->offsets);
+		free(s->ref_ctr_offsets);
+		free(s->cookies);
+		return;
+	}
+	t->site_set_count++;
+}
+
+void attach__free_site_sets(struct tracer *t)
+{
+	for (size_t i = 0; i < t->site_set_count; i++) {
+		free(t->site_sets[i].path);
+		free(t->site_sets[i].offsets);
+		free(t->site_sets[i].ref_ctr_offsets);
+		free(t->site_sets[i].cookies);
+	}
+	free(t->site_sets);
+	t->site_sets = NULL;
+	t->site_set_count = 0;
+}
+
 /* Links prog to count sites of path and keeps the link until tracer__close. */
 static int link_sites(struct tracer *t, struct bpf_program *prog, const char *path,
 		      const __u64 *offsets, const __u64 *ref_ctr_offsets, const __u64 *cookies,
 		      __u32 count)
 {
-	return keep_link(t, compat__uprobe_multi_link(bpf_program__fd(prog), path, offsets,
-						      ref_ctr_offsets, cookies, count, t->pid));
+	int err = keep_link(t, compat__uprobe_multi_link(bpf_program__fd(prog), path, offsets,
+							 ref_ctr_offsets, cookies, count, t->pid));
+
+	if (!err && prog == t->skel->progs.kh_usdt)
+		keep_site_set(t, bpf_program__fd(prog), path, offsets, ref_ctr_offsets, cookies,
+			      count);
+	return err;
+}
+
+static bool child_exited(const struct protected_child *c)
+{
+	struct pollfd p = { .fd = c->pid_fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) != 0; /* readable once it exited (or an error) */
+}
+
+/*
+ * Closing a child's links while it runs breaks it: a site it has not hit
+ * since the fork is left invalid (measured: SIGILL at the site once khprof
+ * had exited).  So the links of children still running are handed to a
+ * process of khprof's own that waits for them to exit.
+ */
+static void hold_until_children_exit(struct tracer *t)
+{
+	struct protected_child *c;
+	pid_t pid;
+
+	for (c = t->children; c && child_exited(c); c = c->next)
+		;
+	if (!c)
+		return;
+	pid = fork();
+	if (pid == 0) {
+		int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		/* Whoever reads khprof's output must not wait for this process. */
+		for (int fd = 0; fd < 3; fd++)
+			dup2(null_fd, fd);
+		for (c = t->children; c; c = c->next) {
+			struct pollfd p = { .fd = c->pid_fd, .events = POLLIN };
+
+			while (poll(&p, 1, -1) < 0 && errno == EINTR)
+				;
+		}
+		_exit(0);
+	}
+	if (pid < 0)
+		log__warn("cannot keep the probe sites of the processes PID %d forked working: "
+			  "fork failed: %s", t->pid, strerror(errno));
+}
+
+void attach__stop_watching_forks(struct tracer *t, bool closing)
+{
+	if (t->fork_link_fd >= 0) {
+		for (size_t i = 0; i < t->link_fd_count; i++)
+			if (t->link_fds[i] == t->fork_link_fd)
+				t->link_fds[i] = -1;
+		close(t->fork_link_fd);
+		t->fork_link_fd = -1;
+		/* A fork already stopped is in the ring buffer: resumed here, never left stopped. */
+		if (t->rb) {
+			t->closing = closing;
+			ring_buffer__consume(t->rb);
+		}
+	}
+	attach__release_children(t, true);
+}
+
+static void *close_child(void *arg)
+{
+	struct protected_child *c = arg;
+
+	for (size_t i = 0; i < c->link_fd_count; i++)
+		close(c->link_fds[i]);
+	free(c->link_fds);
+	close(c->pid_fd);
+	free(c);
+	return NULL;
+}
+
+/*
+ * Each link's detach waits for an RCU-tasks grace period (about 80 ms
+ * here): not while the next forked child waits stopped.
+ */
+static void close_child_later(struct protected_child *c)
+{
+	pthread_attr_t attr;
+	pthread_t thread;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&thread, &attr, close_child, c) != 0)
+		close_child(c);
+	pthread_attr_destroy(&attr);
+}
+
+void attach__release_children(struct tracer *t, bool all)
+{
+	struct protected_child **link = &t->children;
+
+	if (all)
+		hold_until_children_exit(t);
+
+	while (*link) {
+		struct protected_child *c = *link;
+
+		if (!all && !child_exited(c)) {
+			link = &c->next;
+			continue;
+		}
+		*link = c->next;
+		close_child_later(c);
+	}
+}
+
+/*
+ * A child forked by the traced process, stopped before its first
+ * instruction.  On Linux 6.18 a hot (nop5) site the parent has hit is a
+ * call into the parent's [uprobes-trampoline] page, which fork does not
+ * copy: the child would take SIGSEGV there.  Registering the sites for the
+ * child's process puts the kernel's breakpoint back over that call in the
+ * child's memory (a hit then maps a trampoline of the child's own).  The
+ * link must stay while the child runs: closing it at once leaves the call
+ * in place (measured: the child still crashes).  Its program, kh_untraced,
+ * does nothing, so the child's hits are in no record.
+ */
+void attach__protect_child(struct tracer *t, pid_t child)
+{
+	uint64_t begin = tracer__now_ns();
+	struct protected_child *c;
+	size_t failed = 0;
+
+	attach__release_children(t, false);
+	if (!t->site_set_count)
+		return;
+	c = calloc(1, sizeof(*c));
+	if (c)
+		c->link_fds = calloc(t->site_set_count, sizeof(*c->link_fds));
+	if (c && c->link_fds)
+		c->pid_fd = (int)syscall(SYS_pidfd_open, child, 0);
+	if (!c || !c->link_fds || c->pid_fd < 0) {
+		bool gone = c && c->link_fds && errno == ESRCH;
+
+		if (c)
+			free(c->link_fds);
+		free(c);
+		if (!gone)
+			log__warn("PID %d forked by PID %d may crash at a probe site: %s", child,
+				  t->pid, strerror(errno));
+		return;
+	}
+	for (size_t i = 0; i < t->site_set_count; i++) {
+		const struct site_set *s = &t->site_sets[i];
+		int fd = compat__uprobe_multi_link(bpf_program__fd(t->skel->progs.kh_untraced),
+						   s->path, s->offsets, s->ref_ctr_offsets,
+						   s->cookies, s->count, child);
+
+		if (fd < 0)
+			failed++;
+		else
+			c->link_fds[c->link_fd_count++] = fd;
+	}
+	c->next = t->children;
+	t->children = c;
+	log__debug("PID %d forked by PID %d: its %zu probed files linked in %.2f ms", child, t->pid,
+		   c->link_fd_count, (double)(tracer__now_ns() - begin) / 1e6);
+	if (failed && !child_exited(c))
+		log__warn("PID %d forked by PID %d may crash at a probe site: cannot link %zu of "
+			  "its %zu probed files", child, t->pid, failed, t->site_set_count);
 }
 
 /*
@@ -173,12 +392,17 @@ static int watch_peaks(struct tracer *t, pid_t pid)
 /* --follow-forks: the new processes pid forks (bpf/follow.bpf.h). */
 static int watch_forks(struct tracer *t, pid_t pid)
 {
-	int err = keep_link(t, bpf_raw_tracepoint_open(NULL,
-							bpf_program__fd(t->skel->progs.kh_follow_fork)));
+	int fd, err;
 
-	if (err)
-		log__error("cannot follow the processes PID %d forks: %s", pid, strerror(-err));
-	return err;
+	t->skel->bss->protect_forks = !t->opts.on_fork;
+	fd = bpf_raw_tracepoint_open(NULL, bpf_program__fd(t->skel->progs.kh_follow_fork));
+	err = keep_link(t, fd < 0 ? -errno : fd);
+	if (err) {
+		log__error("cannot watch the processes PID %d forks: %s", pid, strerror(-err));
+		return err;
+	}
+	t->fork_link_fd = fd;
+	return 0;
 }
 
 /*
@@ -432,8 +656,8 @@ int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path)
 	err = open_sched_clocks(t);
 	if (!err)
 		err = watch_peaks(t, pid);
-	if (!err && t->opts.follow_forks)
-		err = watch_forks(t, pid);
+	if (!err)
+		err = watch_forks(t, pid); /* a forked child is followed, or made safe */
 	if (!err)
 		err = attach__process_end(t);
 	if (err)

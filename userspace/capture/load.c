@@ -144,6 +144,8 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 		return err;
 	libbpf_set_print(libbpf_print);
 	t = calloc(1, sizeof(*t));
+	if (t)
+		t->fork_link_fd = -1;
 	if (!t)
 		return -ENOMEM;
 	t->opts = *opts;
@@ -173,10 +175,10 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
 	bpf_program__set_expected_attach_type(t->skel->progs.kh_loader_state,
 					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(t->skel->progs.kh_untraced,
+					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
 	/* Only batch mode keeps spans in the process: the rest needs no syscall hook. */
 	bpf_program__set_autoload(t->skel->progs.kh_exec_check, t->opts.mode == KH_MODE_BATCH);
-	/* --follow-forks only: nothing to load or verify otherwise. */
-	bpf_program__set_autoload(t->skel->progs.kh_follow_fork, t->opts.follow_forks);
 	err = latency__configure(t->skel, t->ncpus);
 	if (err)
 		goto fail;
@@ -210,6 +212,8 @@ void tracer__close_in_background(struct tracer *t)
 	pid_t pid;
 	char c;
 
+	if (t)
+		attach__stop_watching_forks(t, true);
 	if (!t || t->link_fd_count == 0 || pipe(hold) != 0) {
 		tracer__close(t);
 		return;
@@ -239,6 +243,7 @@ void tracer__close(struct tracer *t)
 {
 	if (!t)
 		return;
+	attach__stop_watching_forks(t, true);
 	ring_buffer__free(t->rb);
 	for (size_t i = 0; i < sizeof(t->end_links) / sizeof(t->end_links[0]); i++)
 		bpf_link__destroy(t->end_links[i]);
@@ -247,6 +252,8 @@ void tracer__close(struct tracer *t)
 	for (size_t i = 0; i < t->link_fd_count; i++)
 		close(t->link_fds[i]);
 	free(t->link_fds);
+	attach__free_site_sets(t);
+	attach__release_children(t, true);
 	sessions__free(&t->sessions);
 	for (int i = 0; i < KH_MAX_SLOTS; i++)
 		kh_latency__free(&t->pending_latency[i]);

@@ -130,7 +130,7 @@ static int handle_event(void *ctx, void *data, size_t len)
 	const struct kh_event *e = data;
 	struct kh_slot_stats totals;
 
-	if (len < sizeof(*e))
+	if (len < sizeof(*e) || (t->closing && e->type != KH_EVENT_FORK))
 		return 0;
 	if (e->type == KH_EVENT_LOADER_STATE && t->on_start) {
 		/* A watcher's hook is a file's start, not the loader (attach.c). */
@@ -142,10 +142,13 @@ static int handle_event(void *ctx, void *data, size_t len)
 		 * Stopped until someone resumes it, even after an execve, whose
 		 * new image is not traced, and neither are its children.
 		 */
-		if (t->opts.on_fork && !t->ended)
+		if (t->opts.on_fork && !t->ended) {
 			t->opts.on_fork((pid_t)e->pid, (pid_t)e->arg0, t->opts.fork_ctx);
-		else
-			kill((pid_t)e->arg0, SIGCONT);
+			return 0;
+		}
+		if (!t->ended)
+			attach__protect_child(t, (pid_t)e->arg0);
+		kill((pid_t)e->arg0, SIGCONT);
 		return 0;
 	}
 	if (e->type == KH_EVENT_THREAD_BUFFER && !t->ended) {
@@ -258,6 +261,7 @@ void tracer__detach(struct tracer *t)
 {
 	uint64_t detach_ns = tracer__now_ns();
 
+	attach__stop_watching_forks(t, false);
 	for (size_t i = 0; i < t->link_fd_count; i++)
 		close(t->link_fds[i]);
 	t->link_fd_count = 0;

@@ -73,7 +73,9 @@ struct trace_options {
 	/*
 	 * record --follow-forks: every process the traced one forks (not a
 	 * thread, not a vfork) is stopped before its first instruction and
-	 * passed to on_fork, which must SIGCONT it, traced or not.
+	 * passed to on_fork, which must SIGCONT it, traced or not.  Without
+	 * on_fork, such a process (and its own forks) is made safe to run the
+	 * probe sites it inherited and resumed, untraced (docs/PROBES.md).
 	 */
 	bool follow_forks;
 	void (*on_fork)(pid_t parent, pid_t child, void *ctx);
