@@ -26,6 +26,7 @@
 #include "compat.h"
 #include "khprof.skel.h"
 #include "latency.h"
+#include "fileio.h"
 #include "log.h"
 #include "tracer_impl.h"
 #include "usdt_notes.h"
@@ -191,13 +192,8 @@ static void hold_until_children_exit(struct tracer *t)
 		;
 	if (!c)
 		return;
-	pid = fork();
+	pid = process__fork_quiet();
 	if (pid == 0) {
-		int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-		/* Whoever reads khprof's output must not wait for this process. */
-		for (int fd = 0; fd < 3; fd++)
-			dup2(null_fd, fd);
 		for (c = t->children; c; c = c->next) {
 			struct pollfd p = { .fd = c->pid_fd, .events = POLLIN };
 

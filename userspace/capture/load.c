@@ -19,6 +19,7 @@
 #include "compat.h"
 #include "khprof.skel.h"
 #include "latency.h"
+#include "fileio.h"
 #include "log.h"
 #include "tracer_impl.h"
 #include "tsc.h"
@@ -218,13 +219,8 @@ void tracer__close_in_background(struct tracer *t)
 		tracer__close(t);
 		return;
 	}
-	pid = fork();
+	pid = process__fork_quiet();
 	if (pid == 0) {
-		/* Whoever reads khprof's output must not wait for this child. */
-		int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-		for (int fd = 0; fd < 3; fd++)
-			dup2(null_fd, fd);
 		close(hold[1]);
 		/* EOF once khprof has exited and dropped its references. */
 		while (read(hold[0], &c, 1) > 0)

@@ -203,3 +203,16 @@ int file__read_all(const char *path, char **out, size_t *len)
 	close(fd);
 	return err;
 }
+
+pid_t process__fork_quiet(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		for (int fd = 0; fd < 3; fd++)
+			dup2(null_fd, fd);
+	}
+	return pid;
+}

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fileio.h - whole-file reads and crash-safe whole-file writes.
+ * fileio.h - whole-file reads, crash-safe whole-file writes, and quiet
+ * background helpers.
  */
 #ifndef KHPROF_FILEIO_H
 #define KHPROF_FILEIO_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Largest file file__read_all() accepts; profile records are far smaller. */
 #define FILE_READ_MAX (64u << 20)
@@ -25,5 +27,12 @@ int file__write_atomic(const char *path, const void *data, size_t len);
  * pipes).  0, -errno, or -EFBIG past FILE_READ_MAX.
  */
 int file__read_all(const char *path, char **out, size_t *len);
+
+/*
+ * fork() for a background helper that outlives its work: in the child,
+ * standard input, output and error are /dev/null, so whoever reads the
+ * parent's output never waits for the helper to exit.
+ */
+pid_t process__fork_quiet(void);
 
 #endif /* KHPROF_FILEIO_H */
