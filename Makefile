@@ -87,7 +87,10 @@ all: $(BUILD)/khprof $(EXAMPLES) $(UNIT_BINS) $(ITEST_BINS)
 
 # --- dependencies -----------------------------------------------------------
 deps: $(DEPS_STAMP)
-$(DEPS_STAMP):
+# Rechecked when the Makefile changes, so a package added to the lists is
+# installed on a machine that built before it (objects wait on the stamp
+# order-only: nothing rebuilds).
+$(DEPS_STAMP): Makefile
 	@./scripts/install-deps.sh $(PACKAGES)
 	@mkdir -p $(BUILD) && touch $@
 
