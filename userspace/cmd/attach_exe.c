@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +21,6 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "attach_exe.h"
@@ -30,19 +28,11 @@
 #include "commands.h"
 #include "live_metrics.h"
 #include "log.h"
+#include "process_trace.h"
 #include "trace.h"
 
 /* Pids the watcher reported, attached once its ring buffer is drained. */
 #define PENDING_MAX 256
-
-struct process {
-	pid_t pid;
-	int pid_fd;
-	struct tracer *tracer;
-	struct output_state out;
-	char path[PATH_MAX];   /* -o PATH with ".PID" before the extension */
-	struct process *next;
-};
 
 struct exe_attach {
 	const struct exe_attach_options *o;
@@ -50,27 +40,24 @@ struct exe_attach {
 	ino_t ino;
 	char real[PATH_MAX];
 	struct tracer *watcher;
-	int epoll_fd;
+	struct process_set set; /* the traced processes; set.epoll_fd is the loop's */
 	int signal_fd;
-	struct process *processes;
 	pid_t pending[PENDING_MAX];
 	size_t pending_count;
 	size_t traced_total;
-	bool write_failed;
 	bool calibrated;
 	struct tracer_calibration calibration; /* the first tracer's, for all */
 	/*
 	 * A tracer opened and loaded ahead of need: loading takes 20-70 ms,
 	 * attaching a few, so a new process is attached that much sooner.
 	 */
-	struct process *spare;
-	struct live_metrics *metrics; /* --serve, or NULL */
+	struct process_trace *spare;
 };
 
 /* epoll tags: which descriptor of what is ready. */
 enum tag_kind { TAG_SIGNAL, TAG_WATCHER, TAG_METRICS, TAG_RING, TAG_EXIT };
 
-static uint64_t tag(enum tag_kind kind, struct process *p)
+static uint64_t tag(enum tag_kind kind, struct process_trace *p)
 {
 	return (uint64_t)(uintptr_t)p | kind; /* malloc'd: the low 3 bits are free */
 }
@@ -89,70 +76,16 @@ static void on_start(pid_t pid, void *ctx)
 		kill(pid, SIGCONT);
 }
 
-static struct process *find_process(struct exe_attach *ea, pid_t pid)
-{
-	for (struct process *p = ea->processes; p; p = p->next)
-		if (p->pid == pid)
-			return p;
-	return NULL;
-}
-
-/* Detaching waits for the kernel (tens of ms per link): not in the loop. */
-static void *close_tracer(void *t)
-{
-	tracer__close(t);
-	return NULL;
-}
-
-static void close_tracer_later(struct tracer *t)
-{
-	pthread_attr_t attr;
-	pthread_t thread;
-
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&thread, &attr, close_tracer, t) != 0)
-		tracer__close(t);
-	pthread_attr_destroy(&attr);
-}
-
-/* Ends one process's trace: its sessions become records; exited or detached. */
-static void process_end(struct exe_attach *ea, struct process *p, bool exited)
-{
-	struct process **link;
-
-	tracer__poll(p->tracer, 0);
-	/* A live process: detach first, then read what its threads still buffer. */
-	if (!exited)
-		tracer__detach(p->tracer);
-	tracer__finish(p->tracer, exited ? 1 : -1);
-	if (p->out.write_failed)
-		ea->write_failed = true;
-	live_metrics__remove_tracer(ea->metrics, p->tracer);
-	epoll_ctl(ea->epoll_fd, EPOLL_CTL_DEL, tracer__epoll_fd(p->tracer), NULL);
-	epoll_ctl(ea->epoll_fd, EPOLL_CTL_DEL, p->pid_fd, NULL);
-	close(p->pid_fd);
-	if (exited)
-		close_tracer_later(p->tracer);
-	else
-		tracer__close(p->tracer);
-	for (link = &ea->processes; *link != p; link = &(*link)->next)
-		;
-	*link = p->next;
-	free(p);
-}
-
 /* A process record with its tracer opened and loaded, not yet attached. */
-static struct process *process_open(struct exe_attach *ea)
+static struct process_trace *process_open(struct exe_attach *ea)
 {
 	struct trace_options opts = ea->o->trace;
-	struct process *p = calloc(1, sizeof(*p));
+	struct process_trace *p = process_trace__new();
 
 	if (!p)
 		return NULL;
-	p->pid_fd = -1;
 	p->out.quiet = ea->o->quiet;
-	p->out.metrics = ea->metrics;
+	p->out.metrics = ea->set.metrics;
 	opts.on_profile = output__on_profile;
 	opts.ctx = &p->out;
 	opts.calibration = ea->calibrated ? &ea->calibration : NULL;
@@ -169,65 +102,35 @@ static struct process *process_open(struct exe_attach *ea)
 	return p;
 }
 
-static void process_discard(struct process *p)
-{
-	tracer__close(p->tracer);
-	if (p->pid_fd >= 0)
-		close(p->pid_fd);
-	free(p);
-}
-
 static void process_start(struct exe_attach *ea, pid_t pid)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
 	uint64_t begin = tracer__now_ns();
-	char exe[64];
-	struct process *p;
+	struct process_trace *p;
 	int err;
 
-	if (pid == getpid() || find_process(ea, pid))
+	if (pid == getpid() || process_set__find(&ea->set, pid))
 		return;
 	p = ea->spare ? ea->spare : process_open(ea);
 	ea->spare = NULL;
 	if (!p)
 		return;
-	p->pid = pid;
-	p->pid_fd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (p->pid_fd < 0) { /* gone already */
+	err = process_set__attach(&ea->set, p, pid, ea->o->output, tag(TAG_RING, p),
+				  tag(TAG_EXIT, p));
+	if (err == -ECHILD) { /* gone already */
 		ea->spare = p;
 		return;
 	}
-	if (ea->o->output) {
-		char tag[24];
-
-		snprintf(tag, sizeof(tag), ".%d", pid);
-		path_with_tag(ea->o->output, tag, p->path, sizeof(p->path));
-		p->out.path = p->path;
-	}
-	snprintf(exe, sizeof(exe), "/proc/%d/exe", pid);
-	err = tracer__attach(p->tracer, pid, exe);
-	if (!err)
-		err = tracer__attach_mapped(p->tracer);
-	if (!err)
-		err = tracer__poll(p->tracer, 0) < 0 ? -EIO : 0;
 	if (err) {
 		if (err != -ESRCH)
 			log__warn("PID %d runs '%s' but cannot be traced; going on without it", pid,
 				  ea->o->path);
-		process_discard(p);
+		process_trace__discard(p);
 		return;
 	}
 	if (!ea->calibrated) {
 		tracer__calibration(p->tracer, &ea->calibration);
 		ea->calibrated = true;
 	}
-	ev.data.u64 = tag(TAG_RING, p);
-	epoll_ctl(ea->epoll_fd, EPOLL_CTL_ADD, tracer__epoll_fd(p->tracer), &ev);
-	ev.data.u64 = tag(TAG_EXIT, p);
-	epoll_ctl(ea->epoll_fd, EPOLL_CTL_ADD, p->pid_fd, &ev);
-	live_metrics__add_tracer(ea->metrics, p->tracer, pid);
-	p->next = ea->processes;
-	ea->processes = p;
 	ea->traced_total++;
 	log__note("attached to PID %d (%zu probe sites)", pid, tracer__probe_count(p->tracer));
 	log__debug("attaching to PID %d took %.1f ms", pid, (double)(tracer__now_ns() - begin) / 1e6);
@@ -317,18 +220,18 @@ static int setup(struct exe_attach *ea, sigset_t *old_mask)
 	sigaddset(&stop, SIGQUIT);
 	sigprocmask(SIG_BLOCK, &stop, old_mask);
 	ea->signal_fd = signalfd(-1, &stop, SFD_CLOEXEC);
-	ea->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	if (ea->signal_fd < 0 || ea->epoll_fd < 0) {
+	ea->set.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (ea->signal_fd < 0 || ea->set.epoll_fd < 0) {
 		log__error("cannot wait for events: %s", strerror(errno));
 		return -errno;
 	}
 	ev.data.u64 = tag(TAG_SIGNAL, NULL);
-	epoll_ctl(ea->epoll_fd, EPOLL_CTL_ADD, ea->signal_fd, &ev);
+	epoll_ctl(ea->set.epoll_fd, EPOLL_CTL_ADD, ea->signal_fd, &ev);
 	ev.data.u64 = tag(TAG_WATCHER, NULL);
-	epoll_ctl(ea->epoll_fd, EPOLL_CTL_ADD, tracer__epoll_fd(ea->watcher), &ev);
-	if (ea->metrics) {
+	epoll_ctl(ea->set.epoll_fd, EPOLL_CTL_ADD, tracer__epoll_fd(ea->watcher), &ev);
+	if (ea->set.metrics) {
 		ev.data.u64 = tag(TAG_METRICS, NULL);
-		epoll_ctl(ea->epoll_fd, EPOLL_CTL_ADD, live_metrics__fd(ea->metrics), &ev);
+		epoll_ctl(ea->set.epoll_fd, EPOLL_CTL_ADD, live_metrics__fd(ea->set.metrics), &ev);
 	}
 	return 0;
 }
@@ -338,7 +241,7 @@ static uint64_t sample_due(struct exe_attach *ea, uint64_t now)
 {
 	uint64_t wake = 0;
 
-	for (struct process *p = ea->processes; p; p = p->next) {
+	for (struct process_trace *p = ea->set.list; p; p = p->next) {
 		uint64_t next = tracer__next_sample_ns(p->tracer);
 
 		if (next && now >= next) {
@@ -365,12 +268,13 @@ static void run(struct exe_attach *ea, uint64_t deadline_ns)
 			wake = deadline_ns;
 		if (wake)
 			timeout = wake > now ? (int)((wake - now + 999999) / 1000000) : 0;
-		n = epoll_wait(ea->epoll_fd, events, 16, timeout);
+		n = epoll_wait(ea->set.epoll_fd, events, 16, timeout);
 		if (n < 0 && errno != EINTR)
 			return;
 		for (int i = 0; i < n; i++) {
 			enum tag_kind kind = (enum tag_kind)(events[i].data.u64 & 7);
-			struct process *p = (struct process *)(uintptr_t)(events[i].data.u64 & ~7ull);
+			struct process_trace *p =
+				(struct process_trace *)(uintptr_t)(events[i].data.u64 & ~7ull);
 
 			if (kind == TAG_SIGNAL) {
 				struct signalfd_siginfo si;
@@ -383,11 +287,11 @@ static void run(struct exe_attach *ea, uint64_t deadline_ns)
 			if (kind == TAG_WATCHER)
 				tracer__poll(ea->watcher, 0);
 			else if (kind == TAG_METRICS)
-				live_metrics__service(ea->metrics);
+				live_metrics__service(ea->set.metrics);
 			else if (kind == TAG_RING)
 				tracer__poll(p->tracer, 0);
 			else if (kind == TAG_EXIT) {
-				process_end(ea, p, true);
+				process_set__end(&ea->set, p, true);
 				/* Later events of this batch may name p: take them again. */
 				break;
 			}
@@ -405,13 +309,13 @@ static void run(struct exe_attach *ea, uint64_t deadline_ns)
 
 int attach_exe(const struct exe_attach_options *o)
 {
-	struct exe_attach ea = { .o = o, .epoll_fd = -1, .signal_fd = -1 };
+	struct exe_attach ea = { .o = o, .set.epoll_fd = -1, .signal_fd = -1 };
 	sigset_t old_mask;
 	uint64_t deadline = 0;
 	int err;
 
 	if (o->serve) {
-		err = live_metrics__open(&ea.metrics, o->serve);
+		err = live_metrics__open(&ea.set.metrics, o->serve);
 		if (err)
 			return err == -EINVAL ? KHPROF_EXIT_USAGE : KHPROF_EXIT_FAILURE;
 	}
@@ -425,14 +329,14 @@ int attach_exe(const struct exe_attach_options *o)
 			deadline = tracer__now_ns() + (uint64_t)(o->duration_s * 1e9);
 		run(&ea, deadline);
 	}
-	while (ea.processes)
-		process_end(&ea, ea.processes, false);
+	while (ea.set.list)
+		process_set__end(&ea.set, ea.set.list, false);
 	if (ea.spare)
-		process_discard(ea.spare);
+		process_trace__discard(ea.spare);
 	tracer__close(ea.watcher);
-	live_metrics__close(ea.metrics);
-	if (ea.epoll_fd >= 0)
-		close(ea.epoll_fd);
+	live_metrics__close(ea.set.metrics);
+	if (ea.set.epoll_fd >= 0)
+		close(ea.set.epoll_fd);
 	if (ea.signal_fd >= 0)
 		close(ea.signal_fd);
 	sigprocmask(SIG_SETMASK, &old_mask, NULL);
@@ -440,5 +344,5 @@ int attach_exe(const struct exe_attach_options *o)
 		return err == -EINVAL ? KHPROF_EXIT_USAGE : KHPROF_EXIT_FAILURE;
 	if (ea.traced_total == 0)
 		log__note("no process ran '%s': no record written", ea.real);
-	return ea.write_failed ? KHPROF_EXIT_FAILURE : KHPROF_EXIT_OK;
+	return ea.set.write_failed ? KHPROF_EXIT_FAILURE : KHPROF_EXIT_OK;
 }

@@ -10,47 +10,32 @@
  * the child's record starts.  Followed processes follow their own forks.
  */
 #include <errno.h>
-#include <limits.h>
-#include <pthread.h>
-#include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "follow.h"
-#include "live_metrics.h"
 #include "log.h"
-
-struct followed {
-	pid_t pid;
-	int pid_fd;
-	struct tracer *tracer;
-	struct output_state out;
-	char path[PATH_MAX];   /* -o PATH with ".PID" before the extension */
-	struct followed *next;
-};
+#include "process_trace.h"
 
 struct follow {
 	const struct trace_cli *cli;
-	struct live_metrics *metrics;
 	struct tracer_calibration calibration;
 	bool calibrated;
-	int epoll_fd;
-	struct followed *list;
-	bool write_failed;
+	struct process_set set; /* the followed processes, in set.epoll_fd */
 	/*
 	 * A tracer opened and loaded ahead of the next fork: loading is most
 	 * of the 41-68 ms a child otherwise waits stopped.
 	 */
-	struct followed *spare;
+	struct process_trace *spare;
 };
 
 enum tag_kind { TAG_RING, TAG_EXIT };
 
-static uint64_t tag(enum tag_kind kind, struct followed *p)
+static uint64_t tag(enum tag_kind kind, struct process_trace *p)
 {
 	return (uint64_t)(uintptr_t)p | kind; /* malloc'd: the low bits are free */
 }
@@ -63,9 +48,9 @@ int follow__open(struct follow **out, const struct trace_cli *cli, struct live_m
 	if (!f)
 		return -ENOMEM;
 	f->cli = cli;
-	f->metrics = metrics;
-	f->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	if (f->epoll_fd < 0) {
+	f->set.metrics = metrics;
+	f->set.epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (f->set.epoll_fd < 0) {
 		log__error("cannot follow forks: epoll_create1 failed: %s", strerror(errno));
 		free(f);
 		return -errno;
@@ -76,12 +61,12 @@ int follow__open(struct follow **out, const struct trace_cli *cli, struct live_m
 
 int follow__epoll_fd(const struct follow *f)
 {
-	return f->epoll_fd;
+	return f->set.epoll_fd;
 }
 
 bool follow__write_failed(const struct follow *f)
 {
-	return f->write_failed;
+	return f->set.write_failed;
 }
 
 void follow__set_calibration(struct follow *f, struct tracer *first)
@@ -90,7 +75,7 @@ void follow__set_calibration(struct follow *f, struct tracer *first)
 	f->calibrated = true;
 }
 
-static struct followed *followed_open(struct follow *f);
+static struct process_trace *followed_open(struct follow *f);
 
 void follow__prepare(struct follow *f)
 {
@@ -107,36 +92,16 @@ void follow__configure(struct follow *f, struct trace_options *opts)
 	opts->fork_ctx = f;
 }
 
-/* Detaching waits for the kernel (tens of ms per link): not in the loop. */
-static void *close_tracer(void *t)
-{
-	tracer__close(t);
-	return NULL;
-}
-
-static void close_tracer_later(struct tracer *t)
-{
-	pthread_attr_t attr;
-	pthread_t thread;
-
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&thread, &attr, close_tracer, t) != 0)
-		tracer__close(t);
-	pthread_attr_destroy(&attr);
-}
-
 /* A followed process's tracer, opened and loaded, not yet attached. */
-static struct followed *followed_open(struct follow *f)
+static struct process_trace *followed_open(struct follow *f)
 {
 	struct trace_options opts = { 0 };
-	struct followed *p = calloc(1, sizeof(*p));
+	struct process_trace *p = process_trace__new();
 
 	if (!p)
 		return NULL;
-	p->pid_fd = -1;
 	trace_options_from(f->cli, NULL, &p->out, &opts);
-	p->out.metrics = f->metrics;
+	p->out.metrics = f->set.metrics;
 	/* The series needs the event loop's timer, which samples the first process only. */
 	opts.interval_ns = 0;
 	opts.on_interval = NULL;
@@ -151,58 +116,28 @@ static struct followed *followed_open(struct follow *f)
 	return p;
 }
 
-static void followed_discard(struct followed *p)
-{
-	tracer__close(p->tracer);
-	if (p->pid_fd >= 0)
-		close(p->pid_fd);
-	free(p);
-}
-
 /* The child runs on, stopped or not: its tracer is attached, or it never will be. */
 static void attach_child(struct follow *f, pid_t parent, pid_t child)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
-	struct followed *p = f->spare ? f->spare : followed_open(f);
-	char exe[64];
+	struct process_trace *p = f->spare ? f->spare : followed_open(f);
 	int err;
 
 	f->spare = NULL;
 	if (!p)
 		goto untraced;
-	p->pid = child;
-	p->pid_fd = (int)syscall(SYS_pidfd_open, child, 0);
-	if (p->pid_fd < 0) {
+	err = process_set__attach(&f->set, p, child, f->cli->output, tag(TAG_RING, p),
+				  tag(TAG_EXIT, p));
+	if (err == -ECHILD) {
 		f->spare = p; /* gone already (killed while stopped) */
 		return;
 	}
-	if (f->cli->output) {
-		char suffix[24];
-
-		snprintf(suffix, sizeof(suffix), ".%d", child);
-		path_with_tag(f->cli->output, suffix, p->path, sizeof(p->path));
-		p->out.path = p->path;
-	}
-	snprintf(exe, sizeof(exe), "/proc/%d/exe", child);
-	err = tracer__attach(p->tracer, child, exe);
-	if (!err)
-		err = tracer__attach_mapped(p->tracer);
-	if (!err)
-		err = tracer__poll(p->tracer, 0) < 0 ? -EIO : 0;
 	if (err) {
 		if (err != -ESRCH)
 			log__warn("PID %d forked by PID %d cannot be traced; going on without it",
 				  child, parent);
-		followed_discard(p);
+		process_trace__discard(p);
 		goto untraced;
 	}
-	ev.data.u64 = tag(TAG_RING, p);
-	epoll_ctl(f->epoll_fd, EPOLL_CTL_ADD, tracer__epoll_fd(p->tracer), &ev);
-	ev.data.u64 = tag(TAG_EXIT, p);
-	epoll_ctl(f->epoll_fd, EPOLL_CTL_ADD, p->pid_fd, &ev);
-	live_metrics__add_tracer(f->metrics, p->tracer, child);
-	p->next = f->list;
-	f->list = p;
 	log__debug("following PID %d, forked by PID %d", child, parent);
 untraced:
 	kill(child, SIGCONT);
@@ -221,45 +156,21 @@ static void on_fork(pid_t parent, pid_t child, void *ctx)
 	follow__prepare(f);
 }
 
-/* One followed process's trace ends: exited, or detached (still running). */
-static void followed_end(struct follow *f, struct followed *p, bool exited)
-{
-	struct followed **link;
-
-	tracer__poll(p->tracer, 0);
-	if (!exited)
-		tracer__detach(p->tracer);
-	tracer__finish(p->tracer, exited ? 1 : -1);
-	if (p->out.write_failed)
-		f->write_failed = true;
-	live_metrics__remove_tracer(f->metrics, p->tracer);
-	epoll_ctl(f->epoll_fd, EPOLL_CTL_DEL, tracer__epoll_fd(p->tracer), NULL);
-	epoll_ctl(f->epoll_fd, EPOLL_CTL_DEL, p->pid_fd, NULL);
-	close(p->pid_fd);
-	if (exited)
-		close_tracer_later(p->tracer);
-	else
-		tracer__close(p->tracer);
-	for (link = &f->list; *link != p; link = &(*link)->next)
-		;
-	*link = p->next;
-	free(p);
-}
-
 void follow__service(struct follow *f)
 {
 	struct epoll_event events[16];
-	int n = epoll_wait(f->epoll_fd, events, 16, 0);
+	int n = epoll_wait(f->set.epoll_fd, events, 16, 0);
 
 	for (int i = 0; i < n; i++) {
 		enum tag_kind kind = (enum tag_kind)(events[i].data.u64 & 1);
-		struct followed *p = (struct followed *)(uintptr_t)(events[i].data.u64 & ~1ull);
+		struct process_trace *p =
+			(struct process_trace *)(uintptr_t)(events[i].data.u64 & ~1ull);
 
 		if (kind == TAG_RING) {
 			tracer__poll(p->tracer, 0);
 			continue;
 		}
-		followed_end(f, p, true);
+		process_set__end(&f->set, p, true);
 		return; /* later events of this batch may name p: epoll says again */
 	}
 }
@@ -273,11 +184,11 @@ void follow__wait(struct follow *f, int signal_fd)
 		goto detach;
 	ev.data.fd = signal_fd;
 	epoll_ctl(epoll_fd, EPOLL_CTL_ADD, signal_fd, &ev);
-	ev.data.fd = f->epoll_fd;
-	epoll_ctl(epoll_fd, EPOLL_CTL_ADD, f->epoll_fd, &ev);
-	if (f->list)
+	ev.data.fd = f->set.epoll_fd;
+	epoll_ctl(epoll_fd, EPOLL_CTL_ADD, f->set.epoll_fd, &ev);
+	if (f->set.list)
 		log__debug("the command exited; waiting for the processes it forked");
-	while (f->list) {
+	while (f->set.list) {
 		struct epoll_event got;
 		int n = epoll_wait(epoll_fd, &got, 1, -1);
 
@@ -296,18 +207,18 @@ void follow__wait(struct follow *f, int signal_fd)
 	}
 	close(epoll_fd);
 detach:
-	while (f->list)
-		followed_end(f, f->list, false);
+	while (f->set.list)
+		process_set__end(&f->set, f->set.list, false);
 }
 
 void follow__close(struct follow *f)
 {
 	if (!f)
 		return;
-	while (f->list)
-		followed_end(f, f->list, false);
+	while (f->set.list)
+		process_set__end(&f->set, f->set.list, false);
 	if (f->spare)
-		followed_discard(f->spare);
-	close(f->epoll_fd);
+		process_trace__discard(f->spare);
+	close(f->set.epoll_fd);
 	free(f);
 }
