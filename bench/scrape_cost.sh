@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/scrape_cost.sh KHPROF WORKLOAD SCRAPE OUTDIR [SPAN_COST]: what
 # --serve costs.  Attaches `khprof attach --serve` to the workload's serve
-# loop with a session open, then prints
+# loop with a session open and spans of all 25 stages, then prints
 #   scrape_us=   khprof CPU (user + system) per /metrics scrape, over N scrapes
 #   idle_pct=    khprof CPU while attached to the quiet process, % of one CPU
 #   bytes=       size of one exposition
@@ -33,9 +33,11 @@ for _ in $(seq 600); do
 	kill -0 "$kpid" 2>/dev/null || { cat "$out/khprof.err" >&2; exit 1; }
 	sleep 0.1
 done
-# A session open, with spans, so the scrape reads a live slot as well.
+# A session open, with spans of all 25 stages, so every scrape reads a live
+# slot and folds 25 latency histograms from each CPU's block.
 echo begin >&7
 echo spans >&7
+echo stages >&7
 
 # Idle: attached, nobody scraping, the process quiet.
 t0=$(cpu_ticks "$kpid")

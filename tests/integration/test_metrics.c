@@ -25,7 +25,9 @@
 #include <time.h>
 
 #include "fileio.h"
+#include "hist.h"
 #include "httpd.h"
+#include "json.h"
 #include "khchild.h"
 #include "khtest.h"
 
@@ -111,6 +113,112 @@ static void test_export_openmetrics_to_stdout(void **state)
 	assert_non_null(strstr(r.out, "khprof_sessions_started_total 1\n"));
 	run_result_free(&r);
 	free(a);
+}
+
+/* The value of the sample whose line starts with prefix ("name{labels} "), or fails. */
+static double sample_value(const char *text, const char *prefix)
+{
+	const char *at = strstr(text, prefix);
+
+	if (!at)
+		fail_msg("no sample '%s'", prefix);
+	return strtod(at + strlen(prefix), NULL);
+}
+
+/* An exposition's seconds value "S.NNNNNNNNN" as whole ns. */
+static uint64_t sample_ns(const char *text, const char *prefix)
+{
+	const char *at = strstr(text, prefix);
+	unsigned long long whole, frac;
+
+	if (!at || sscanf(at + strlen(prefix), "%llu.%9llu", &whole, &frac) != 2)
+		fail_msg("no seconds sample '%s'", prefix);
+	return whole * 1000000000ull + frac;
+}
+
+/*
+ * A real record's latency histogram, exported: each bound's count is the
+ * record's buckets up to that bound exactly (worked out here bucket by
+ * bucket from their edges), +Inf and _count are the spans, _sum is the
+ * stage's elapsed time; promtool accepts it.
+ */
+static void test_export_histogram_is_the_records_buckets(void **state)
+{
+	char record[512], out[512], prefix[160], err[256], le[32];
+	char *rec_argv[] = { khprof, "record", "-q", "-o", record, "--", WORKLOAD, "mix", "300",
+			     NULL };
+	char *exp_argv[] = { khprof, "export", "--format", "prometheus", "-o", out, record, NULL };
+	const char *stage = "confirmed-patterns";
+	const struct kh_stage_dist *d;
+	struct run_result r;
+	struct kh_profile p;
+	char *text = NULL;
+	size_t len;
+
+	(void)state;
+	snprintf(record, sizeof(record), "%s/mix.json", tmpdir);
+	snprintf(out, sizeof(out), "%s/mix.prom", tmpdir);
+	r = run_here(rec_argv);
+	assert_int_equal(r.exit_code, 0);
+	run_result_free(&r);
+	r = run_here(exp_argv);
+	assert_int_equal(r.exit_code, 0);
+	run_result_free(&r);
+	assert_int_equal(profile__read_file(record, &p, err, sizeof(err)), 0);
+	assert_int_equal(file__read_all(out, &text, &len), 0);
+	d = &p.ext.latency.stages[KH_STAGE_CONFIRMED_PATTERNS];
+	assert_true(d->present && d->spans == 300);
+	for (unsigned int j = 0; j < KH_SPAN_BOUNDS; j++) {
+		uint64_t expected = 0;
+
+		for (uint32_t i = 0; i < KH_HIST_BUCKETS; i++)
+			if (kh_hist_bucket_low(i) + kh_hist_bucket_width(i) - 1 <= kh_span_bound_ns(j))
+				expected += d->counts[i];
+		/* le as Prometheus reads it: the bound in seconds. */
+		snprintf(prefix, sizeof(prefix), "khprof_stage_span_seconds_bucket{stage=\"%s\",le=\"",
+			 stage);
+		{
+			const char *at = strstr(text, prefix);
+			double bound_s = (double)kh_span_bound_ns(j) / 1e9;
+
+			/* Find this bound's line among the stage's 17. */
+			while (at && (sscanf(at + strlen(prefix), "%31[^\"]", le) != 1 ||
+				      strtod(le, NULL) != bound_s))
+				at = strstr(at + 1, prefix);
+			if (!at)
+				fail_msg("no bucket of %s at %llu ns", stage,
+					 (unsigned long long)kh_span_bound_ns(j));
+			snprintf(prefix, sizeof(prefix),
+				 "khprof_stage_span_seconds_bucket{stage=\"%s\",le=\"%s\"} ", stage, le);
+			if (sample_value(text, prefix) != (double)expected)
+				fail_msg("%s: %g, the record's buckets say %llu", prefix,
+					 sample_value(text, prefix), (unsigned long long)expected);
+		}
+	}
+	snprintf(prefix, sizeof(prefix), "khprof_stage_span_seconds_bucket{stage=\"%s\",le=\"+Inf\"} ",
+		 stage);
+	assert_true(sample_value(text, prefix) == 300);
+	snprintf(prefix, sizeof(prefix), "khprof_stage_span_seconds_count{stage=\"%s\"} ", stage);
+	assert_true(sample_value(text, prefix) == 300);
+	snprintf(prefix, sizeof(prefix), "khprof_stage_span_seconds_sum{stage=\"%s\"} ", stage);
+	{
+		uint64_t sum = sample_ns(text, prefix), elapsed = 0;
+		char root[160], decoded[160];
+
+		snprintf(root, sizeof(root), "khprof_stage_elapsed_seconds_total{stage=\"%s\","
+			 "attribution=\"root\"} ", stage);
+		snprintf(decoded, sizeof(decoded), "khprof_stage_elapsed_seconds_total{stage=\"%s\","
+			 "attribution=\"decoded\"} ", stage);
+		for (size_t i = 0; i < p.stage_count; i++)
+			if (p.stages[i].stage == KH_STAGE_CONFIRMED_PATTERNS)
+				elapsed = p.stages[i].elapsed_ns;
+		assert_true(elapsed > 0);
+		assert_int_equal(sum, elapsed);
+		assert_int_equal(sum, sample_ns(text, root) + sample_ns(text, decoded));
+	}
+	assert_promtool_accepts(out);
+	profile__free(&p);
+	free(text);
 }
 
 static void test_export_bad_input(void **state)
@@ -261,9 +369,10 @@ static struct prometheus start_prometheus(int target_port)
 	int log_fd;
 
 	snprintf(config, sizeof(config), "%s/prometheus.yml", tmpdir);
-	snprintf(data, sizeof(data), "%s/tsdb", tmpdir);
-	snprintf(log, sizeof(log), "%s/prometheus.log", tmpdir);
 	p.port = free_port();
+	/* A TSDB of its own: an earlier test's series would still be in the lookback. */
+	snprintf(data, sizeof(data), "%s/tsdb-%d", tmpdir, p.port);
+	snprintf(log, sizeof(log), "%s/prometheus.log", tmpdir);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", p.port);
 	if (asprintf(&config_text,
 		     "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
@@ -504,6 +613,128 @@ static void test_prometheus_scrapes_live_totals(void **state)
 	stop_traced(&t);
 }
 
+static size_t lines_starting(const char *text, const char *prefix)
+{
+	size_t n = 0;
+
+	for (const char *at = strstr(text, prefix); at; at = strstr(at + 1, prefix))
+		if (at == text || at[-1] == '\n')
+			n++;
+	return n;
+}
+
+/* Bucket of v on the histogram's bounds: (lo, hi] in seconds; hi +Inf above the top. */
+static void bound_bucket(uint64_t v, double *lo, double *hi)
+{
+	*lo = 0;
+	for (unsigned int j = 0; j < KH_SPAN_BOUNDS; j++) {
+		*hi = (double)kh_span_bound_ns(j) / 1e9;
+		if (v <= kh_span_bound_ns(j))
+			return;
+		*lo = *hi;
+	}
+	*hi = 1.0 / 0.0;
+}
+
+/* Polls promql until it has one series, and returns its value. */
+static double prometheus_value(int port, const char *promql)
+{
+	uint64_t deadline = now_ns() + PROMETHEUS_DEADLINE_S * 1000000000ull;
+	double value;
+
+	while (now_ns() < deadline) {
+		if (query_one(port, promql, &value, NULL))
+			return value;
+		poll_pause();
+	}
+	fail_msg("Prometheus found no single series for %s", promql);
+	return -1;
+}
+
+/*
+ * The histogram through a real Prometheus: the workload times 40 spans
+ * itself, 30 short and 10 long around the 16383 ns bound, in an open
+ * session (read live from the BPF maps); Prometheus's bucket for that
+ * bound must hold what the workload counted below it, and
+ * histogram_quantile must fall in the bucket of the true quantile.  When
+ * the session ends its spans move to the finished record: the series
+ * keep their values.
+ */
+static void test_prometheus_histogram_matches_workload(void **state)
+{
+	const char *bucket = "khprof_stage_span_seconds_bucket{stage=\"confirmed-patterns\","
+			     "le=\"1.6383e-05\"}";
+	unsigned long long inner20, outer20, inner36, outer36;
+	long below, above, straddle;
+	char line[512], promql[320];
+	struct prometheus prom;
+	double got, lo, hi, unused;
+	struct traced t;
+	uint64_t deadline;
+
+	(void)state;
+	t = start_traced();
+	serve_loop_command(&t.workload, "begin\n");
+	child_send(&t.workload, "hist\n");
+	child_read_line(&t.workload, "hist below=", line, sizeof(line));
+	assert_int_equal(sscanf(line, "hist below=%ld above=%ld straddle=%ld", &below, &above,
+				&straddle), 3);
+	child_read_line(&t.workload, "hist_rank ", line, sizeof(line));
+	assert_int_equal(sscanf(line, "hist_rank inner20=%llu outer20=%llu inner36=%llu "
+				"outer36=%llu", &inner20, &outer20, &inner36, &outer36), 4);
+	child_wait_for_line(&t.workload, "done");
+	assert_int_equal(below + above + straddle, 40);
+
+	prom = start_prometheus(t.port);
+	deadline = now_ns() + PROMETHEUS_DEADLINE_S * 1000000000ull;
+	while (!target_is_up(prom.port) && now_ns() < deadline)
+		poll_pause();
+	assert_prometheus_value(prom.port, "khprof_stage_span_seconds_count"
+				"{stage=\"confirmed-patterns\"}", 40);
+	assert_prometheus_value(prom.port, "khprof_stage_span_seconds_bucket"
+				"{stage=\"confirmed-patterns\",le=\"+Inf\"}", 40);
+	/* The scrape that has all 40 spans has this bucket too (one scrape, one commit). */
+	got = prometheus_value(prom.port, bucket);
+	if (straddle == 0 && got != below)
+		fail_msg("%s = %g, the workload counted %ld spans below 16383 ns", bucket, got, below);
+	if (got < below || got > below + straddle)
+		fail_msg("%s = %g, the workload counted %ld below and %ld either side", bucket, got,
+			 below, straddle);
+	/* histogram_quantile lands in the bucket of the 20th and 36th shortest span. */
+	got = prometheus_value(prom.port, "histogram_quantile(0.5, khprof_stage_span_seconds_bucket"
+			       "{stage=\"confirmed-patterns\"})");
+	bound_bucket(inner20, &lo, &unused);
+	bound_bucket(outer20, &unused, &hi);
+	if (!(got >= lo && got <= hi))
+		fail_msg("p50 %g s outside [%g, %g] (own %llu..%llu ns)", got, lo, hi, inner20, outer20);
+	got = prometheus_value(prom.port, "histogram_quantile(0.9, khprof_stage_span_seconds_bucket"
+			       "{stage=\"confirmed-patterns\"})");
+	bound_bucket(inner36, &lo, &unused);
+	bound_bucket(outer36, &unused, &hi);
+	if (!(got >= lo && got <= hi))
+		fail_msg("p90 %g s outside [%g, %g] (own %llu..%llu ns)", got, lo, hi, inner36, outer36);
+	/* docs/FLEET.md's p99 query runs and selects one series. */
+	assert_prometheus_found(prom.port, "histogram_quantile(0.99, sum by (instance, stage, le) "
+			       "(rate(khprof_stage_span_seconds_bucket{stage=\"confirmed-patterns\"}"
+			       "[1m])))");
+
+	/* The session ends: the same spans now come from its record. */
+	got = prometheus_value(prom.port, bucket);
+	serve_loop_command(&t.workload, "end\n");
+	assert_prometheus_value(prom.port, "khprof_sessions_ended_total{status=\"completed\"}", 1);
+	assert_prometheus_value(prom.port, bucket, got);
+	assert_prometheus_value(prom.port, "khprof_stage_span_seconds_count"
+				"{stage=\"confirmed-patterns\"}", 40);
+	/* _sum is the stage's elapsed time, both attributions. */
+	snprintf(promql, sizeof(promql), "sum by (stage) (khprof_stage_span_seconds_sum{stage="
+		 "\"confirmed-patterns\"}) - sum by (stage) (khprof_stage_elapsed_seconds_total"
+		 "{stage=\"confirmed-patterns\"})");
+	assert_prometheus_value(prom.port, promql, 0);
+
+	stop_prometheus(&prom);
+	stop_traced(&t);
+}
+
 /* The same exposition in both formats, and promtool accepts the text one. */
 static void test_served_metrics_pass_promtool(void **state)
 {
@@ -513,9 +744,21 @@ static void test_served_metrics_pass_promtool(void **state)
 	(void)state;
 	t = start_traced();
 	serve_loop_command(&t.workload, "session\n");
+	/* An open session with 10 spans of every stage: all 25 histograms, read live. */
+	serve_loop_command(&t.workload, "begin\n");
+	serve_loop_command(&t.workload, "stages\n");
 	text = http_get(t.port, "/metrics");
 	assert_non_null(text);
-	assert_non_null(strstr(text, "khprof_stage_calls_total{stage=\"hot-patterns\"} 10\n"));
+	assert_non_null(strstr(text, "khprof_stage_calls_total{stage=\"hot-patterns\"} 20\n"));
+	assert_non_null(strstr(text, "# TYPE khprof_stage_span_seconds histogram\n"));
+	assert_int_equal(lines_starting(text, "khprof_stage_span_seconds_count{"), KH_STAGE_COUNT);
+	assert_int_equal(lines_starting(text, "khprof_stage_span_seconds_bucket{"),
+			 KH_STAGE_COUNT * (KH_SPAN_BOUNDS + 1));
+	assert_non_null(strstr(text, "khprof_stage_span_seconds_bucket{stage=\"hot-patterns\","
+				     "le=\"+Inf\"} 20\n"
+				     "khprof_stage_span_seconds_count{stage=\"hot-patterns\"} 20\n"));
+	assert_non_null(strstr(text, "khprof_stage_span_seconds_count{stage=\"scanner-queue-wait\"} "
+				     "10\n"));
 	snprintf(path, sizeof(path), "%s/served.prom", tmpdir);
 	assert_int_equal(file__write_atomic(path, text, strlen(text)), 0);
 	assert_promtool_accepts(path);
@@ -530,7 +773,11 @@ static void test_served_metrics_pass_promtool(void **state)
 		om = strstr(answer, "\r\n\r\n");
 		assert_non_null(om);
 		assert_true(has_suffix(om, "# EOF\n"));
-		assert_non_null(strstr(om, "khprof_stage_calls_total{stage=\"hot-patterns\"} 10\n"));
+		assert_non_null(strstr(om, "khprof_stage_calls_total{stage=\"hot-patterns\"} 20\n"));
+		assert_non_null(strstr(om, "# TYPE khprof_stage_span_seconds histogram\n"
+					   "# UNIT khprof_stage_span_seconds seconds\n"));
+		assert_int_equal(lines_starting(om, "khprof_stage_span_seconds_count{"),
+				 KH_STAGE_COUNT);
 		free(answer);
 	}
 	free(text);
@@ -707,12 +954,14 @@ int main(void)
 		cmocka_unit_test(test_export_prometheus_text_passes_promtool),
 		cmocka_unit_test(test_export_openmetrics_to_stdout),
 		cmocka_unit_test(test_export_bad_input),
+		cmocka_unit_test(test_export_histogram_is_the_records_buckets),
 		cmocka_unit_test(test_serve_address_errors),
 		cmocka_unit_test(test_served_metrics_pass_promtool),
 		cmocka_unit_test(test_record_serves_while_the_command_runs),
 		cmocka_unit_test(test_server_answers_bad_and_slow_clients),
 		cmocka_unit_test(test_server_bounds_clients),
 		cmocka_unit_test(test_prometheus_scrapes_live_totals),
+		cmocka_unit_test(test_prometheus_histogram_matches_workload),
 	};
 
 	khprof = tool_path("KH_KHPROF", "build/khprof");

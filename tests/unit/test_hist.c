@@ -271,6 +271,83 @@ static void test_latency_bad_bucket_is_refused(void **state)
 	}
 }
 
+/* The fold index a span of v ns must land in, by the bounds' definition. */
+static unsigned int slow_fold_index(uint64_t v)
+{
+	for (unsigned int j = 0; j < KH_SPAN_BOUNDS; j++)
+		if (v <= kh_span_bound_ns(j))
+			return j;
+	return KH_SPAN_BOUNDS;
+}
+
+/* Each bound is 4^k - 1 ns, the last value of a bucket; 4^k starts the next. */
+static void test_span_bounds_are_bucket_edges(void **state)
+{
+	(void)state;
+	assert_int_equal(kh_span_bound_ns(0), 255);
+	assert_int_equal(kh_span_bound_ns(KH_SPAN_BOUNDS - 1), 274877906943ull); /* 4^19 - 1 */
+	for (unsigned int j = 0; j < KH_SPAN_BOUNDS; j++) {
+		uint64_t bound = kh_span_bound_ns(j);
+
+		if (j)
+			assert_true(bound == 4 * kh_span_bound_ns(j - 1) + 3);
+		assert_int_equal(kh_hist_bucket(bound), KH_SPAN_EDGE(j) - 1);
+		assert_int_equal(kh_hist_bucket(bound + 1), KH_SPAN_EDGE(j));
+		assert_int_equal(kh_hist_bucket_low(KH_SPAN_EDGE(j)), bound + 1);
+		assert_int_equal(kh_hist_bucket_low(KH_SPAN_EDGE(j) - 1) +
+					 kh_hist_bucket_width(KH_SPAN_EDGE(j) - 1),
+				 bound + 1);
+	}
+}
+
+/*
+ * Spans on a bound, one past it, 0 ns, and in the last open-ended bucket
+ * land where "le" says, in both the u64 (record) and u32 (BPF) folds.
+ */
+static void test_span_fold_edges(void **state)
+{
+	static uint64_t counts[KH_HIST_BUCKETS];
+	static uint32_t counts32[KH_HIST_BUCKETS];
+	uint64_t values[3 * KH_SPAN_BOUNDS + 6];
+	struct kh_span_fold f = { 0 }, f32 = { 0 }, expected = { 0 };
+	size_t n = 0;
+
+	(void)state;
+	values[n++] = 0;
+	values[n++] = 1;
+	values[n++] = 63;
+	values[n++] = 64;
+	values[n++] = KH_HIST_MAX_VALUE;     /* the last bucket */
+	values[n++] = KH_HIST_MAX_VALUE * 9; /* beyond it: also the last */
+	for (unsigned int j = 0; j < KH_SPAN_BOUNDS; j++) {
+		values[n++] = kh_span_bound_ns(j) - 1;
+		values[n++] = kh_span_bound_ns(j);     /* exactly on the bound: in it */
+		values[n++] = kh_span_bound_ns(j) + 1; /* 4^k ns: in the next one */
+	}
+	for (size_t i = 0; i < n; i++) {
+		counts[kh_hist_bucket(values[i])] += i + 1; /* distinct weights */
+		counts32[kh_hist_bucket(values[i])] += (uint32_t)(i + 1);
+		expected.counts[slow_fold_index(values[i])] += i + 1;
+	}
+	kh_span_fold__add(&f, counts);
+	kh_span_fold__add_u32(&f32, counts32);
+	assert_memory_equal(&f, &expected, sizeof(f));
+	assert_memory_equal(&f32, &expected, sizeof(f));
+	/* The top two values are above every bound: +Inf only. */
+	assert_int_equal(slow_fold_index(KH_HIST_MAX_VALUE), KH_SPAN_BOUNDS);
+	assert_int_equal(f.counts[KH_SPAN_BOUNDS], 5 + 6 + n); /* and 4^19 ns, last */
+	assert_int_equal(kh_span_fold__total(&f), n * (n + 1) / 2);
+	/* 0 ns and the values under 255 ns: the first bound. */
+	assert_int_equal(f.counts[0], 1 + 2 + 3 + 4 + 7 + 8);
+	/* Merging adds; an empty stage folds to nothing. */
+	kh_span_fold__merge(&f, &f32);
+	assert_int_equal(kh_span_fold__total(&f), n * (n + 1));
+	memset(counts, 0, sizeof(counts));
+	memset(&f, 0, sizeof(f));
+	kh_span_fold__add(&f, counts);
+	assert_int_equal(kh_span_fold__total(&f), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -284,6 +361,8 @@ int main(void)
 		cmocka_unit_test(test_copy_is_deep),
 		cmocka_unit_test(test_latency_round_trip_and_report),
 		cmocka_unit_test(test_latency_bad_bucket_is_refused),
+		cmocka_unit_test(test_span_bounds_are_bucket_edges),
+		cmocka_unit_test(test_span_fold_edges),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -126,6 +126,7 @@ static void test_counters_sum_records(void **state)
 static void test_counters_add_live_slots(void **state)
 {
 	struct kh_slot_stats slot = { 0 };
+	struct kh_span_fold spans[KH_STAGE_COUNT] = { 0 };
 	struct om_counters c = { 0 }, total = { 0 };
 
 	(void)state;
@@ -133,7 +134,7 @@ static void test_counters_add_live_slots(void **state)
 	slot.input_bytes = 10;
 	slot.probe_hits = 5;
 	slot.drops[KH_DROP_LATE_BATCH] = 1;
-	om_counters__add_slot(&c, &slot);
+	om_counters__add_slot(&c, &slot, spans);
 	om_counters__add(&total, &c);
 	om_counters__add(&total, &c);
 	assert_int_equal(total.elapsed_ns[KH_STAGE_HOT_PATTERNS][OM_ATTR_ROOT], 1200);
@@ -264,6 +265,111 @@ static void test_help_texts_need_no_escaping(void **state)
 	free(text);
 }
 
+/*
+ * Spans of decode at known lengths, as a record's khprof.latency has them:
+ * bucket counts of raw lengths, elapsed_ns (bias removed) beside them.
+ */
+static void add_decode_latency(struct kh_profile *p, const uint64_t *lengths, size_t n)
+{
+	struct kh_stage_dist *d = &p->ext.latency.stages[KH_STAGE_DECODE];
+
+	assert_int_equal(kh_dist__alloc(d), 0);
+	for (size_t i = 0; i < n; i++)
+		d->counts[kh_hist_bucket(lengths[i])]++;
+	d->present = true;
+	d->spans = n;
+	p->ext.latency.present = true;
+}
+
+static void test_span_histogram_from_records(void **state)
+{
+	/* 0 ns, 255 ns (on the first bound), 256 ns, 1 ms, 2 min, 3 h (above the top). */
+	static const uint64_t lengths[] = { 0, 255, 256, 1000000, 120000000000ull,
+					    10800000000000ull };
+	static const char *const le[KH_SPAN_BOUNDS] = {
+		"2.55e-07", "1.023e-06", "4.095e-06", "1.6383e-05", "6.5535e-05", "0.000262143",
+		"0.001048575", "0.004194303", "0.016777215", "0.067108863", "0.268435455",
+		"1.073741823", "4.294967295", "17.179869183", "68.719476735", "274.877906943",
+	};
+	static const uint64_t cumulative[KH_SPAN_BOUNDS] = { 4, 6, 6, 6, 6, 6, 8, 8,
+							     8, 8, 8, 8, 8, 8, 8, 10 };
+	struct om_counters c = { 0 };
+	struct kh_profile p, old;
+	char line[160], *text;
+
+	(void)state;
+	sample_profile(&p, "1.0", KH_STATE_COMPLETED);
+	add_decode_latency(&p, lengths, 6);
+	om_counters__add_profile(&c, &p);
+	om_counters__add_profile(&c, &p);
+	/* A record without khprof.latency: its calls count, its stage not in the histogram. */
+	sample_profile(&old, "1.0", KH_STATE_COMPLETED);
+	om_counters__add_profile(&c, &old);
+	profile__free(&old);
+	profile__free(&p);
+	assert_int_equal(c.calls[KH_STAGE_DECODE], 21);
+	for (int f = 0; f < 2; f++) {
+		text = om__render(&c, NULL, NULL, f ? OM_FORMAT_PROMETHEUS : OM_FORMAT_OPENMETRICS);
+		assert_non_null(text);
+		assert_non_null(strstr(text, "# TYPE khprof_stage_span_seconds histogram\n"));
+		for (unsigned int j = 0; j < KH_SPAN_BOUNDS; j++) {
+			snprintf(line, sizeof(line), "khprof_stage_span_seconds_bucket{stage="
+				 "\"decode\",le=\"%s\"} %llu\n", le[j],
+				 (unsigned long long)cumulative[j]);
+			if (!strstr(text, line))
+				fail_msg("no line %s", line);
+			/* The label is the bound, read back exactly. */
+			assert_true(strtod(le[j], NULL) == (double)kh_span_bound_ns(j) / 1e9);
+		}
+		assert_non_null(strstr(text, "khprof_stage_span_seconds_bucket{stage=\"decode\","
+					     "le=\"+Inf\"} 12\n"
+					     "khprof_stage_span_seconds_count{stage=\"decode\"} 12\n"
+					     "khprof_stage_span_seconds_sum{stage=\"decode\"} "
+					     "6.000000000\n"));
+		/* Only stages with spans: entropy has calls but no histogram. */
+		assert_int_equal(count_of(text, "khprof_stage_span_seconds_count{"), 1);
+		assert_int_equal(count_of(text, "khprof_stage_span_seconds_bucket{"),
+				 KH_SPAN_BOUNDS + 1);
+		assert_null(strstr(text, "span_seconds_total"));
+		if (f == 0)
+			assert_non_null(strstr(text, "# UNIT khprof_stage_span_seconds seconds\n"));
+		free(text);
+	}
+}
+
+/* A live slot's folded spans join the histogram with the slot's elapsed time. */
+static void test_span_histogram_from_live_slots(void **state)
+{
+	struct kh_slot_stats slot = { 0 };
+	struct kh_span_fold spans[KH_STAGE_COUNT] = { 0 };
+	struct om_counters c = { 0 };
+	char *text;
+
+	(void)state;
+	slot.stages[KH_STAGE_HOT_PATTERNS] = (struct kh_stage_stats){ 1500000, 3, 0, 0 };
+	spans[KH_STAGE_HOT_PATTERNS].counts[2] = 2;
+	spans[KH_STAGE_HOT_PATTERNS].counts[KH_SPAN_BOUNDS] = 1;
+	om_counters__add_slot(&c, &slot, spans);
+	text = om__render(&c, NULL, NULL, OM_FORMAT_PROMETHEUS);
+	assert_non_null(strstr(text, "khprof_stage_span_seconds_bucket{stage=\"hot-patterns\","
+				     "le=\"1.023e-06\"} 0\n"));
+	assert_non_null(strstr(text, "khprof_stage_span_seconds_bucket{stage=\"hot-patterns\","
+				     "le=\"4.095e-06\"} 2\n"));
+	assert_non_null(strstr(text, "khprof_stage_span_seconds_bucket{stage=\"hot-patterns\","
+				     "le=\"274.877906943\"} 2\n"));
+	assert_non_null(strstr(text, "khprof_stage_span_seconds_count{stage=\"hot-patterns\"} 3\n"
+				     "khprof_stage_span_seconds_sum{stage=\"hot-patterns\"} "
+				     "0.001500000\n"));
+	assert_int_equal(count_of(text, "khprof_stage_span_seconds_count{"), 1);
+	free(text);
+	/* No spans anywhere: the family's metadata alone. */
+	memset(&c, 0, sizeof(c));
+	text = om__render(&c, NULL, NULL, OM_FORMAT_OPENMETRICS);
+	assert_non_null(strstr(text, "# TYPE khprof_stage_span_seconds histogram\n"));
+	assert_null(strstr(text, "khprof_stage_span_seconds_bucket"));
+	free(text);
+}
+
 static void test_content_negotiation(void **state)
 {
 	(void)state;
@@ -291,6 +397,8 @@ int main(void)
 		cmocka_unit_test(test_prometheus_text_layout),
 		cmocka_unit_test(test_help_texts_need_no_escaping),
 		cmocka_unit_test(test_content_negotiation),
+		cmocka_unit_test(test_span_histogram_from_records),
+		cmocka_unit_test(test_span_histogram_from_live_slots),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

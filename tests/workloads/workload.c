@@ -12,6 +12,7 @@
  *   workload library N         N spans inside the linked library, then N in a dlopen'ed one
  *   workload redzone N         leaf function with red-zone locals around probe sites
  *   workload serve             for attach: "ready", then one session per "session" line
+ *                              (and "begin", "spans", "hist", "stages", "end": see serve)
  *   workload nosession N       spans without any session probes
  *   workload deep N            one chain of N nested spans (deeper than the bounds)
  *   workload mix N             N spans: 99% of 10 us, 1% of 1 ms; own percentiles
@@ -230,6 +231,9 @@ static int redzone(long n)
 	return wrong ? 1 : 0;
 }
 
+static void serve_hist(void);
+static void serve_stages(void);
+
 static int serve(void)
 {
 	char line[64];
@@ -250,6 +254,10 @@ static int serve(void)
 			}
 		} else if (strncmp(line, "end", 3) == 0) {
 			KH_SESSION_FINISH(KH_STATE_COMPLETED);
+		} else if (strncmp(line, "hist", 4) == 0) {
+			serve_hist();
+		} else if (strncmp(line, "stages", 6) == 0) {
+			serve_stages();
 		}
 		printf("done\n");
 		fflush(stdout);
@@ -367,6 +375,54 @@ static int mix(long n)
 	free(inner);
 	free(outer);
 	return 0;
+}
+
+/*
+ * serve's "hist": 40 confirmed-patterns spans, 30 of 2 us and 10 of 100 us
+ * interleaved, each timed inside and outside the probes, against 16383 ns,
+ * one of the bounds of khprof_stage_span_seconds (4^7 - 1 ns).  Prints
+ *   hist below=B above=A straddle=S
+ * (spans whose outer time is at most the bound, whose inner time is above
+ * it, and the rest, which khprof may put either side), then the 20th and
+ * 36th shortest inner and outer times (ranks of the 0.5 and 0.9 quantiles):
+ *   hist_rank inner20=.. outer20=.. inner36=.. outer36=..
+ * A span khprof measured lies between its inner and outer time.
+ */
+#define SERVE_HIST_BOUND_NS 16383ull
+#define SERVE_HIST_SPANS 40
+
+static void serve_hist(void)
+{
+	unsigned long long inner[SERVE_HIST_SPANS], outer[SERVE_HIST_SPANS];
+	long below = 0, above = 0, straddle = 0;
+	struct own_span o;
+
+	for (int i = 0; i < SERVE_HIST_SPANS; i++) {
+		own_span(KH_STAGE_CONFIRMED_PATTERNS, i % 4 == 3 ? 100 : 2, 0, &o);
+		inner[i] = o.inner_ns;
+		outer[i] = o.outer_ns;
+		if (o.outer_ns <= SERVE_HIST_BOUND_NS)
+			below++;
+		else if (o.inner_ns > SERVE_HIST_BOUND_NS)
+			above++;
+		else
+			straddle++;
+	}
+	qsort(inner, SERVE_HIST_SPANS, sizeof(*inner), compare_ull);
+	qsort(outer, SERVE_HIST_SPANS, sizeof(*outer), compare_ull);
+	printf("hist below=%ld above=%ld straddle=%ld\n", below, above, straddle);
+	printf("hist_rank inner20=%llu outer20=%llu inner36=%llu outer36=%llu\n", inner[19],
+	       outer[19], inner[35], outer[35]);
+}
+
+/* serve's "stages": a span of every stage of 1 to 10 us, 10 times: all 25 histograms. */
+static void serve_stages(void)
+{
+	for (int round = 0; round < 10; round++)
+		for (int st = 0; st < KH_STAGE_COUNT; st++) {
+			KH_SPAN_SCOPE(st);
+			spin_us(1 + round);
+		}
 }
 
 struct split_totals {

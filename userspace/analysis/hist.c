@@ -104,3 +104,49 @@ uint64_t kh_exact_percentile(const uint64_t *sorted, uint64_t n, unsigned int pe
 		return 0;
 	return sorted[nearest_rank(n, permille) - 1];
 }
+
+uint64_t kh_span_bound_ns(unsigned int j)
+{
+	return (1ull << (2 * (j + KH_SPAN_FIRST_LOG4))) - 1;
+}
+
+/*
+ * One loop per bound over its run of buckets: 1,216 adds for a stage, the
+ * only work a scrape does per stage and CPU besides the map read.
+ */
+#define FOLD(f, counts)                                                                   \
+	do {                                                                              \
+		uint32_t i_ = 0;                                                          \
+		for (unsigned int j_ = 0; j_ <= KH_SPAN_BOUNDS; j_++) {                     \
+			uint32_t end_ = j_ < KH_SPAN_BOUNDS ? KH_SPAN_EDGE(j_) : KH_HIST_BUCKETS; \
+			uint64_t sum_ = 0;                                                \
+			for (; i_ < end_; i_++)                                           \
+				sum_ += (counts)[i_];                                     \
+			(f)->counts[j_] += sum_;                                          \
+		}                                                                         \
+	} while (0)
+
+void kh_span_fold__add(struct kh_span_fold *f, const uint64_t *counts)
+{
+	FOLD(f, counts);
+}
+
+void kh_span_fold__add_u32(struct kh_span_fold *f, const uint32_t *counts)
+{
+	FOLD(f, counts);
+}
+
+void kh_span_fold__merge(struct kh_span_fold *into, const struct kh_span_fold *f)
+{
+	for (unsigned int j = 0; j <= KH_SPAN_BOUNDS; j++)
+		into->counts[j] += f->counts[j];
+}
+
+uint64_t kh_span_fold__total(const struct kh_span_fold *f)
+{
+	uint64_t total = 0;
+
+	for (unsigned int j = 0; j <= KH_SPAN_BOUNDS; j++)
+		total += f->counts[j];
+	return total;
+}

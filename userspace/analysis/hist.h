@@ -64,6 +64,41 @@ void kh_dist__free(struct kh_stage_dist *d);
 /* Deep copy; 0 or -ENOMEM. */
 int kh_dist__copy(struct kh_stage_dist *dst, const struct kh_stage_dist *src);
 
+/*
+ * The fixed bounds of the OpenMetrics histogram khprof_stage_span_seconds
+ * (docs/FLEET.md): spans of at most 4^k - 1 ns, k = 4..19, from 255 ns to
+ * 274.9 s.  Span lengths are whole nanoseconds, so "at most 4^k - 1 ns" is
+ * "below 4^k ns", and 4^k ns is the lower edge of log-linear bucket
+ * KH_SPAN_EDGE(j): a bound's count is a sum of whole buckets, exact, never
+ * interpolated (an le of 4^k ns itself would wrongly leave out spans of
+ * exactly 4^k ns, which share a bucket with longer ones).
+ */
+#define KH_SPAN_BOUNDS 16
+#define KH_SPAN_FIRST_LOG4 4
+/* First bucket above bound j: 4^(j+4) = 2^(2j+8), whose bucket is 32 * (2j + 8 - 4). */
+#define KH_SPAN_EDGE(j) (64u * (j) + 128u)
+_Static_assert(KH_SPAN_EDGE(KH_SPAN_BOUNDS - 1) < KH_HIST_BUCKETS - 1,
+	       "the top bound lies below the last, open-ended bucket");
+
+/* Bound j (< KH_SPAN_BOUNDS) in ns: 4^(j + 4) - 1. */
+uint64_t kh_span_bound_ns(unsigned int j);
+
+/*
+ * A stage's spans folded onto those bounds: counts[j] spans longer than
+ * bound j - 1 and at most bound j; counts[KH_SPAN_BOUNDS] the spans above
+ * the top bound.  Not cumulative: the writer sums them up.
+ */
+struct kh_span_fold {
+	uint64_t counts[KH_SPAN_BOUNDS + 1];
+};
+
+/* Adds KH_HIST_BUCKETS bucket counts (a record's, or one CPU's u32 ones). */
+void kh_span_fold__add(struct kh_span_fold *f, const uint64_t *counts);
+void kh_span_fold__add_u32(struct kh_span_fold *f, const uint32_t *counts);
+void kh_span_fold__merge(struct kh_span_fold *into, const struct kh_span_fold *f);
+/* Spans folded in: the histogram's _count. */
+uint64_t kh_span_fold__total(const struct kh_span_fold *f);
+
 /* Exact nearest-rank percentile of sorted values, for tests and workloads. */
 uint64_t kh_exact_percentile(const uint64_t *sorted, uint64_t n, unsigned int permille);
 

@@ -6,7 +6,8 @@
  * the families; no libbpf, no root.
  *
  * Cardinality is fixed by the wire enums: stage (25) x attribution (2),
- * session status and macro state (8 each), drop reason (6); identities are
+ * session status and macro state (8 each), drop reason (8), histogram
+ * series (19 per stage with spans: 16 bounds, +Inf, _count, _sum); identities are
  * capped at OM_INFO_MAX series, the sessions of any other counted in one
  * counter.  No label
  * carries a process id or run id, so a long-running daemon's series do not
@@ -52,6 +53,13 @@ struct om_counters {
 	uint64_t probe_hits;
 	uint64_t drops[KH_DROP_COUNT];
 	uint64_t identity_unreadable; /* identity probes whose strings could not be read */
+	/*
+	 * khprof_stage_span_seconds: the spans of every histogram added, on
+	 * the fixed bounds (hist.h), and the same spans' elapsed time (bias
+	 * removed, both attributions) as its _sum.
+	 */
+	struct kh_span_fold spans[KH_STAGE_COUNT];
+	uint64_t span_sum_ns[KH_STAGE_COUNT];
 };
 
 /* Distinct identities, each an escaped, bounded label set (owned). */
@@ -77,9 +85,10 @@ struct om_live {
 void om_counters__add_profile(struct om_counters *c, const struct kh_profile *p);
 /*
  * A live session slot, summed over CPUs, with the span bias already taken
- * off elapsed and attributed time.
+ * off elapsed and attributed time, and its histograms folded (spans).
  */
-void om_counters__add_slot(struct om_counters *c, const struct kh_slot_stats *s);
+void om_counters__add_slot(struct om_counters *c, const struct kh_slot_stats *s,
+			   const struct kh_span_fold spans[KH_STAGE_COUNT]);
 void om_counters__add(struct om_counters *dst, const struct om_counters *src);
 
 /*

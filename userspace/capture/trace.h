@@ -142,13 +142,16 @@ void tracer__close_in_background(struct tracer *t);
  * One session slot as it stands, for live metrics: profile is the session
  * being assembled (NULL for the slot of spans outside any session), state
  * its current macro state, sum the slot's counters over all CPUs with the
- * calibrated span bias taken off as in records.  In batch mode, spans a
- * thread still buffers (at most 63 each) are not in it yet.
+ * calibrated span bias taken off as in records, spans its histograms
+ * folded onto the fixed bounds (hist.h; raw span lengths, as records keep
+ * them).  In batch mode, spans a thread still buffers (at most 63 each)
+ * are not in it yet.
  */
 struct tracer_live_slot {
 	const struct kh_profile *profile;
 	uint32_t state;
 	struct kh_slot_stats sum;
+	struct kh_span_fold spans[KH_STAGE_COUNT];
 };
 typedef void (*tracer_live_fn)(const struct tracer_live_slot *slot, void *ctx);
 /* Calls fn for the outside slot and every open session; reads, never resets. */

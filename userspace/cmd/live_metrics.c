@@ -36,7 +36,7 @@ static void add_live_slot(const struct tracer_live_slot *slot, void *ctx)
 {
 	struct scrape *s = ctx;
 
-	om_counters__add_slot(&s->counters, &slot->sum);
+	om_counters__add_slot(&s->counters, &slot->sum, slot->spans);
 	if (!slot->profile)
 		return;
 	s->counters.sessions_started++;
