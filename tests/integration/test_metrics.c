@@ -599,8 +599,8 @@ static void test_prometheus_scrapes_live_totals(void **state)
 	assert_prometheus_found(prom.port, "topk(1, sum by (instance, stage) "
 			       "(rate(khprof_stage_elapsed_seconds_total[1m])))");
 	assert_prometheus_found(prom.port, "sum by (instance, stage) (rate("
-			       "khprof_stage_elapsed_seconds_total{stage=\"entropy\"}[1m])) / "
-			       "sum by (instance, stage) (rate(khprof_stage_calls_total"
+			       "khprof_stage_span_seconds_sum{stage=\"entropy\"}[1m])) / "
+			       "sum by (instance, stage) (rate(khprof_stage_span_seconds_count"
 			       "{stage=\"entropy\"}[1m]))");
 	assert_prometheus_found(prom.port, "rate(khprof_input_bytes_total[1m]) / 2^20");
 	assert_prometheus_found(prom.port, "rate(khprof_input_bytes_total[1m]) * on (instance) "
