@@ -830,8 +830,8 @@ program's own ns per span (spans are untouched by a scrape, which only
 reads the maps; ≤1.1× counts as within noise).
 Every scrape renders all 25 stages × 2 attributions and reads every open
 slot's per-CPU values; the open session has spans of all 25 stages, so
-the scrape also reads each CPU's histogram block of the slot (122.6 KB)
-and folds all 25 histograms onto the 16 bounds of
+the scrape also reads each CPU's histogram block of the slot (122.6 KB,
+in place through a mapping) and folds all 25 histograms onto the 16 bounds of
 `khprof_stage_span_seconds`: the most a scrape of one session does.
 Targets (issue 12): ≤5 ms per scrape, ≤0.5% of one CPU idle.
 Row 10, context switches. `switch_cost N`: two threads pinned to one CPU

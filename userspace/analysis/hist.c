@@ -111,29 +111,49 @@ uint64_t kh_span_bound_ns(unsigned int j)
 }
 
 /*
- * One loop per bound over its run of buckets: 1,216 adds for a stage, the
- * only work a scrape does per stage and CPU besides the map read.
+ * Consecutive bounds are two octaves, 64 buckets, apart; below the first
+ * lie 128 buckets and above the last 128 more.  Sums of a constant 64
+ * buckets are what GCC vectorizes at -O2: folding one CPU's 25 stages of
+ * u32 counts takes 3.4 us, against 14 us with one loop per bound running
+ * to each edge (best of 10 runs of 20,000 folds, cache-hot, here).
  */
-#define FOLD(f, counts)                                                                   \
-	do {                                                                              \
-		uint32_t i_ = 0;                                                          \
-		for (unsigned int j_ = 0; j_ <= KH_SPAN_BOUNDS; j_++) {                     \
-			uint32_t end_ = j_ < KH_SPAN_BOUNDS ? KH_SPAN_EDGE(j_) : KH_HIST_BUCKETS; \
-			uint64_t sum_ = 0;                                                \
-			for (; i_ < end_; i_++)                                           \
-				sum_ += (counts)[i_];                                     \
-			(f)->counts[j_] += sum_;                                          \
-		}                                                                         \
-	} while (0)
+_Static_assert(KH_SPAN_EDGE(0) == 128 && KH_HIST_BUCKETS - KH_SPAN_EDGE(KH_SPAN_BOUNDS - 1) == 128,
+	       "the fold below assumes 128 buckets under the first bound and over the last");
+
+static inline uint64_t sum64_u64(const uint64_t *p)
+{
+	uint64_t s = 0;
+
+	for (int i = 0; i < 64; i++)
+		s += p[i];
+	return s;
+}
+
+static inline uint64_t sum64_u32(const uint32_t *p)
+{
+	uint64_t s = 0;
+
+	for (int i = 0; i < 64; i++)
+		s += p[i];
+	return s;
+}
 
 void kh_span_fold__add(struct kh_span_fold *f, const uint64_t *counts)
 {
-	FOLD(f, counts);
+	f->counts[0] += sum64_u64(counts) + sum64_u64(counts + 64);
+	for (unsigned int j = 1; j < KH_SPAN_BOUNDS; j++)
+		f->counts[j] += sum64_u64(counts + KH_SPAN_EDGE(j - 1));
+	counts += KH_SPAN_EDGE(KH_SPAN_BOUNDS - 1);
+	f->counts[KH_SPAN_BOUNDS] += sum64_u64(counts) + sum64_u64(counts + 64);
 }
 
 void kh_span_fold__add_u32(struct kh_span_fold *f, const uint32_t *counts)
 {
-	FOLD(f, counts);
+	f->counts[0] += sum64_u32(counts) + sum64_u32(counts + 64);
+	for (unsigned int j = 1; j < KH_SPAN_BOUNDS; j++)
+		f->counts[j] += sum64_u32(counts + KH_SPAN_EDGE(j - 1));
+	counts += KH_SPAN_EDGE(KH_SPAN_BOUNDS - 1);
+	f->counts[KH_SPAN_BOUNDS] += sum64_u32(counts) + sum64_u32(counts + 64);
 }
 
 void kh_span_fold__merge(struct kh_span_fold *into, const struct kh_span_fold *f)

@@ -16,6 +16,7 @@
 #include <bpf/libbpf.h>
 
 #include "khprof.skel.h"
+#include "log.h"
 #include "tracer_impl.h"
 
 static bool has_calls(const struct kh_slot_stats *sum)
@@ -27,28 +28,69 @@ static bool has_calls(const struct kh_slot_stats *sum)
 }
 
 /*
+ * The histogram blocks of every (CPU, slot), mapped read-only once per
+ * tracer (latency.c makes the map mappable): a scrape then reads only the
+ * stages it folds, in place.  NULL when mapping failed; the caller looks
+ * the blocks up instead.
+ */
+static const struct kh_hist_block *hist_view(struct tracer *t)
+{
+	struct bpf_map *map = t->skel->maps.hist_blocks;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t len = (size_t)bpf_map__max_entries(map) * sizeof(struct kh_hist_block);
+	void *view;
+
+	_Static_assert(sizeof(struct kh_hist_block) % 8 == 0,
+		       "the kernel lays array elements out 8-byte aligned");
+	if (t->hist_view || t->hist_view_failed)
+		return t->hist_view;
+	len = (len + page - 1) / page * page;
+	view = mmap(NULL, len, PROT_READ, MAP_SHARED, bpf_map__fd(map), 0);
+	if (view == MAP_FAILED) {
+		log__debug("cannot map the latency histograms (%s): scrapes copy them",
+			   strerror(errno));
+		t->hist_view_failed = true;
+		return NULL;
+	}
+	t->hist_view = view;
+	t->hist_view_len = len;
+	return t->hist_view;
+}
+
+void live__unmap(struct tracer *t)
+{
+	if (t->hist_view)
+		munmap((void *)t->hist_view, t->hist_view_len);
+	t->hist_view = NULL;
+}
+
+/*
  * slot's histograms folded onto the bounds of khprof_stage_span_seconds,
  * summed over the CPUs, without resetting them, and the spans khprof read
  * from ended threads' buffers itself (sum has those already).  Each CPU's
- * block is one lookup (122.6 KB copied), and only stages with spans on that
- * CPU are folded: about 10 us per CPU for a slot with all 25 stages
- * (docs/FLEET.md).  A slot without calls, such as the outside slot
- * usually, is not read at all; spans that arrive after its totals were
- * read show at the next scrape.
+ * block is read in place, only the stages with spans on that CPU: 4.5 us
+ * a scrape for a slot with all 25 stages on this 2-CPU machine, against
+ * 19.4 us when each block is looked up (copied), the fallback, and 27.5 us
+ * with lookups and one fold loop per bound (docs/FLEET.md).  A slot
+ * without calls, such as the outside slot usually, is not read at all;
+ * spans that arrive after its totals were read show at the next scrape.
  */
 static int read_spans(struct tracer *t, uint32_t slot, const struct kh_slot_stats *sum,
-		      struct kh_hist_block *block, struct kh_span_fold spans[KH_STAGE_COUNT])
+		      struct kh_hist_block *copy, struct kh_span_fold spans[KH_STAGE_COUNT])
 {
 	int fd = bpf_map__fd(t->skel->maps.hist_blocks);
 	const struct kh_latency *pending = &t->pending_latency[slot];
+	const struct kh_hist_block *view;
 
 	memset(spans, 0, KH_STAGE_COUNT * sizeof(*spans));
 	if (!has_calls(sum))
 		return 0;
+	view = hist_view(t);
 	for (int cpu = 0; cpu < t->ncpus; cpu++) {
 		__u32 key = (__u32)cpu * KH_SLOT_MAP_ENTRIES + slot;
+		const struct kh_hist_block *block = view ? &view[key] : copy;
 
-		if (bpf_map_lookup_elem(fd, &key, block))
+		if (!view && bpf_map_lookup_elem(fd, &key, copy))
 			return -errno;
 		for (int st = 0; st < KH_STAGE_COUNT; st++) {
 			const struct kh_stage_hist *h = &block->stages[st];

@@ -253,6 +253,7 @@ void tracer__close(struct tracer *t)
 	sessions__free(&t->sessions);
 	for (int i = 0; i < KH_MAX_SLOTS; i++)
 		kh_latency__free(&t->pending_latency[i]);
+	live__unmap(t);
 	khprof_bpf__destroy(t->skel);
 	free(t->seen);
 	free(t);

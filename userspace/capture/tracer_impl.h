@@ -70,6 +70,10 @@ struct tracer {
 	tracer_start_fn on_start;
 	void *start_ctx;
 	struct bpf_link *sched_links[KH_LATENCY_LINKS]; /* the off-CPU log's programs (latency.c) */
+	/* live.c: hist_blocks mapped read-only at the first scrape, or NULL. */
+	const struct kh_hist_block *hist_view;
+	size_t hist_view_len;
+	bool hist_view_failed;         /* mapping failed once: lookups instead */
 };
 
 /* attach.c: all wanted keyhog sites of one file, in one uprobe-multi link. */
@@ -99,6 +103,8 @@ void tracer__buffer_clock(const struct tracer *t, uint64_t anchor_ticks, uint64_
 			  struct buffer_clock *clock);
 /* drain.c: reads the threads' buffers of a process khprof has detached from. */
 void drain__detached(struct tracer *t, uint64_t detach_ns);
+/* live.c: unmaps what tracer__read_live mapped (tracer__close). */
+void live__unmap(struct tracer *t);
 /* calibrate.c: learns span cost and bias by tracing khprof itself. */
 int calibrate__run(struct tracer *t);
 /* trace.c: one slot's totals over the CPUs; with reset, zeroed afterwards. */
