@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The tracer as it stands, for live metrics (--serve): open sessions' slots
- * read without resetting them, and the event ring buffer's fill.  Nothing
- * here stops or slows the traced program: per-CPU map lookups and two
- * read-only page mappings, in khprof's own time.
+ * and latency histograms read without resetting them, and the event ring
+ * buffer's fill.  Nothing here stops or slows the traced program: per-CPU
+ * map lookups and read-only mappings, in khprof's own time.
  */
 #include <errno.h>
 #include <stdbool.h>
