@@ -52,7 +52,7 @@ int BPF_PROG(kh_follow_fork, struct task_struct *parent, struct task_struct *chi
 		return 0;
 	if (protect_forks)
 		bpf_map_update_elem(&untraced_family, &child_tgid, &one, BPF_ANY);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	e = bpf_ringbuf_reserve(&control, sizeof(*e), 0);
 	if (!e) {
 		/* khprof would never resume it: leave the child running, untraced. */
 		count_drop(KH_OUTSIDE_SLOT, KH_DROP_RINGBUF_FULL);

@@ -64,6 +64,12 @@ struct {
 	__uint(max_entries, KH_RINGBUF_BYTES);
 } events SEC(".maps");
 
+/* KH_EVENT_FORK and KH_EVENT_LOADER_STATE only (KH_CONTROL_RINGBUF_BYTES). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, KH_CONTROL_RINGBUF_BYTES);
+} control SEC(".maps");
+
 /* Pair mode's open spans; task storage is freed by the kernel at thread exit. */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -701,17 +707,10 @@ __noinline int kh_sample_task(struct kh_event *e)
 	return 0;
 }
 
-static __always_inline struct kh_event *event_reserve(__u32 type, __u32 slot)
+static __always_inline void fill_event(struct kh_event *e, __u32 type, __u32 slot)
 {
-	struct kh_event *e;
-	__u64 id;
+	__u64 id = bpf_get_current_pid_tgid();
 
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count_drop(slot, KH_DROP_RINGBUF_FULL);
-		return NULL;
-	}
-	id = bpf_get_current_pid_tgid();
 	e->type = type;
 	e->pid = id >> 32;
 	e->tid = (__u32)id;
@@ -733,6 +732,18 @@ static __always_inline struct kh_event *event_reserve(__u32 type, __u32 slot)
 	if (type == KH_EVENT_SESSION_START || type == KH_EVENT_TRANSITION ||
 	    type == KH_EVENT_SESSION_FINISH)
 		kh_sample_task(e);
+}
+
+static __always_inline struct kh_event *event_reserve(__u32 type, __u32 slot)
+{
+	struct kh_event *e;
+
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_drop(slot, KH_DROP_RINGBUF_FULL);
+		return NULL;
+	}
+	fill_event(e, type, slot);
 	return e;
 }
 
@@ -938,11 +949,20 @@ int kh_loader_state(struct pt_regs *ctx)
 				(const void *)(bpf_get_func_ip(ctx) + r_state_from_hook)) == 0 &&
 	    r_state != RT_CONSISTENT)
 		return 0;
-	e = event_reserve(KH_EVENT_LOADER_STATE, active_slot);
+	/*
+	 * Stopped only when khprof is sure to hear of it: a lost event would
+	 * leave the process stopped for good.  Unheard, it runs on, and the
+	 * library's probes wait for the next loader event (counted).
+	 */
+	e = bpf_ringbuf_reserve(&control, sizeof(*e), 0);
+	if (!e) {
+		count_drop(active_slot, KH_DROP_RINGBUF_FULL);
+		return 0;
+	}
+	fill_event(e, KH_EVENT_LOADER_STATE, active_slot);
 	if (stop_on_loader_event)
 		bpf_send_signal(SIGSTOP);
-	if (e)
-		event_submit(e);
+	event_submit(e);
 	return 0;
 }
 

@@ -28,6 +28,13 @@
 #define KH_IDENTITY_KEY_MAX 32
 #define KH_IDENTITY_VALUE_MAX 128
 #define KH_RINGBUF_BYTES (256 * 1024)
+/*
+ * Events a process is stopped on until khprof answers (a fork to protect,
+ * a library to attach before it runs) have a ring of their own, so that a
+ * burst of other events cannot drop one and leave the process stopped or
+ * its child unprotected.  16 pages hold 64 such events waiting at once.
+ */
+#define KH_CONTROL_RINGBUF_BYTES (16 * 4096)
 
 /* How spans reach the kernel (docs/PROBES.md). */
 enum kh_trace_mode {

@@ -197,10 +197,18 @@ static int handle_event(void *ctx, void *data, size_t len)
 int tracer__poll(struct tracer *t, int timeout_ms)
 {
 	if (!t->rb) {
+		int err;
+
 		t->rb = ring_buffer__new(bpf_map__fd(t->skel->maps.events), handle_event, t, NULL);
 		if (!t->rb) {
 			log__error("cannot open the event ring buffer: %s", strerror(errno));
 			return -errno;
+		}
+		/* Forks and loader stops, which a burst of events must not crowd out. */
+		err = ring_buffer__add(t->rb, bpf_map__fd(t->skel->maps.control), handle_event, t);
+		if (err) {
+			log__error("cannot open the control ring buffer: %s", strerror(-err));
+			return err;
 		}
 	}
 	return ring_buffer__poll(t->rb, timeout_ms);
