@@ -161,7 +161,7 @@ static __always_inline void count_drop(__u32 slot, enum kh_drop drop)
 }
 
 /*
- * Minimum and maximum of two values less than 2^63 apart, without a
+ * Minimum of two values less than 2^63 apart, without a
  * branch: in the unrolled batch walk every branch is one more fork for the
  * verifier to follow at every start.
  */
@@ -170,13 +170,6 @@ static __always_inline __u64 min_no_branch(__u64 a, __u64 b)
 	__u64 d = b - a;
 
 	return a + (d & (__u64)((__s64)d >> 63));
-}
-
-static __always_inline __u64 max_no_branch(__u64 a, __u64 b)
-{
-	__u64 d = b - a;
-
-	return b - (d & (__u64)((__s64)d >> 63));
 }
 
 /* Latency histograms and off-CPU split: a file of its own, for its length. */
