@@ -440,7 +440,8 @@ static __always_inline __u64 batch_min_start_ns(const struct batch_walk *walk)
 
 /*
  * 8: the verifier walks 8,200 instructions of kh_usdt at 8, 5,500 at 4 and
- * 12,400 at 16, and 8 saves about 0.5 ns a batched span over 4 here.
+ * 12,400 at 16; 8 saves about 1 ns a batched span over 4 here (40.7
+ * against 41.9 ns, medians of 21 alternating runs).
  */
 #define BATCH_STRIDE 8
 _Static_assert(KH_BATCH_CAPACITY % BATCH_STRIDE == 0, "whole strides");
