@@ -94,6 +94,23 @@ else
 	sed 's/^/  /' "$tmp/rust-build.log" >&2
 fi
 
+# khprof before the latency histograms, the reference issue 10 sets for
+# batch mode (within 5%), built from git with its own header and its own
+# span_cost into $B/prewave.
+PREWAVE_REV=1598a32
+PREWAVE=""
+say "building khprof at $PREWAVE_REV (row 2's reference from before the latency histograms)"
+if git cat-file -e "$PREWAVE_REV^{commit}" 2>/dev/null &&
+	rm -rf "$B/prewave" && mkdir -p "$B/prewave" &&
+	git archive "$PREWAVE_REV" | tar -x -C "$B/prewave" &&
+	make -C "$B/prewave" -j2 build/khprof >"$tmp/prewave-build.log" 2>&1 &&
+	gcc -O2 -I"$B/prewave/include" -pthread -o "$B/prewave/span_cost" "$B/prewave/bench/span_cost.c"; then
+	PREWAVE=$root/$B/prewave
+else
+	say "khprof at $PREWAVE_REV did not build (no git history?); its row is n/a"
+	if [ -f "$tmp/prewave-build.log" ]; then sed 's/^/  /' "$tmp/prewave-build.log" >&2; fi
+fi
+
 # --- statistics -------------------------------------------------------------
 median() { # numbers on stdin, one per line
 	sort -g | awk '{ v[NR] = $1 } END {
@@ -243,6 +260,10 @@ bt_pair "$SC" "$BT2"
 declare -A N2=([batch]=2000000 [span]=200000 [pair]=100000)
 for r in 1 2 3 4 5; do
 	span_ns probes "$SC" probes $N1 >>"$tmp/r2.untraced"
+	if [ -n "$PREWAVE" ]; then
+		span_ns "khprof $PREWAVE_REV" "$PREWAVE/build/khprof" record --mode batch -- \
+			"$PREWAVE/span_cost" probes "${N2[batch]}" >>"$tmp/r2.prewave"
+	fi
 	for mode in batch span pair; do
 		span_ns "khprof $mode" "$KHPROF" record --mode $mode -- "$SC" probes "${N2[$mode]}" >>"$tmp/r2.$mode"
 	done
@@ -270,6 +291,11 @@ done
 row 2 "traced cost, ns/span over untraced ($untraced): batch (default)" "${cost[batch]}" \
 	"bpftrace @start[tid] pair: ${cost[bpftrace]}" "$(calc %.2f× "${cost[batch]} / ${cost[bpftrace]}")" \
 	"≤300 ns; ≤0.6×" "$(ok "${cost[batch]} <= 300 && ${cost[batch]} <= 0.6 * ${cost[bpftrace]}")"
+prewave=n/a
+if [ -n "$PREWAVE" ]; then prewave=$(calc %.1f "$(median <"$tmp/r2.prewave") - $untraced"); fi
+row 2 "traced cost, ns/span: batch vs khprof $PREWAVE_REV (before the latency histograms)" \
+	"${cost[batch]}" "khprof $PREWAVE_REV: $prewave" "$(calc %.2f× "${cost[batch]} / $prewave")" \
+	"≤1.05×" "$(ok "${cost[batch]} <= 1.05 * $prewave")"
 row 2 "traced cost, ns/span: span mode" "${cost[span]}" "bpftrace ${cost[bpftrace]}" \
 	"$(calc %.2f× "${cost[span]} / ${cost[bpftrace]}")" "—" "—"
 row 2 "traced cost, ns/span: pair mode (same probes as bpftrace)" "${cost[pair]}" "bpftrace ${cost[bpftrace]}" \
@@ -728,8 +754,11 @@ bpftrace 0.17 on the same binary doing the same per-stage aggregation with a
 `@ns[arg0] = sum(nsecs - @s[tid]); @n[arg0] = count(); delete(@s[tid])`),
 and the in-process design enabled (`span_cost inproc-on` minus `inproc-off`;
 the seed's `seed-overhead` enabled minus disabled). Five rounds, each
-running every variant once. Targets: default mode ≤300 ns/span and ≤0.6×
-bpftrace; the lowest-overhead mode ≤1.3× the in-process enabled cost.
+running every variant once. The line against khprof 1598a32 is issue
+10's reference: the khprof from before the latency histograms, built by
+the script from git with its own header and span_cost (n/a without the
+history), in the same rounds; target ≤1.05×. Targets: default mode ≤300
+ns/span and ≤0.6× bpftrace; the lowest-overhead mode ≤1.3× the in-process enabled cost.
 Batch mode comes in under the in-process design because its spans read
 the TSC (~10 ns here) where the in-process design, like the seed, reads
 `clock_gettime` (~24 ns) at both edges; the BPF side converts ticks with a
