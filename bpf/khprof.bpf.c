@@ -550,9 +550,17 @@ static __always_inline void on_batch(__u64 entries, __u64 count, __u64 input_byt
 	walk.flush_ticks = flush_tsc & ~KH_TIME_TSC;
 	walk.tsc_ok = (flush_tsc & KH_TIME_TSC) && tsc_mult;
 
+	/*
+	 * From the copy into this CPU's scratch buffer on: another traced
+	 * thread preempting this one on the CPU would flush into the same
+	 * buffer.
+	 */
+	bpf_preempt_disable();
 	walk.buf = bpf_map_lookup_elem(&batch_scratch, &zero);
-	if (!walk.buf)
+	if (!walk.buf) {
+		bpf_preempt_enable();
 		return;
+	}
 	if (count > KH_BATCH_CAPACITY)
 		count = KH_BATCH_CAPACITY;
 	if (bpf_probe_read_user(walk.buf->entries, count * sizeof(struct kh_batch_entry),
@@ -563,7 +571,6 @@ static __always_inline void on_batch(__u64 entries, __u64 count, __u64 input_byt
 	*(volatile __u32 *)&walk.buf->count = count;
 	count = *(volatile __u32 *)&walk.buf->count;
 
-	bpf_preempt_disable();
 	slot = active_slot;
 	walk.stats = stats_of(slot);
 	walk.hist = hist_of(slot);
