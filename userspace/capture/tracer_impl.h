@@ -13,6 +13,7 @@
 #include "latency.h"
 #include "session.h"
 #include "trace.h"
+#include "warmer.h"
 
 struct seen_object {
 	dev_t dev;
@@ -70,6 +71,8 @@ struct tracer {
 	tracer_start_fn on_start;
 	void *start_ctx;
 	struct bpf_link *sched_links[KH_LATENCY_LINKS]; /* the off-CPU log's programs (latency.c) */
+	struct warmer warmer;          /* until attached (opts.attach_at_once) */
+	uint64_t open_ns;              /* tracer__open began: start-up phase times (-v) */
 };
 
 /* attach.c: all wanted keyhog sites of one file, in one uprobe-multi link. */
