@@ -6,8 +6,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/capability.h>
 
 #include <bpf/bpf.h>
 
@@ -47,6 +50,28 @@ static void close_all_but(int a, int b, int c)
 }
 
 /*
+ * The helper keeps only what a uprobe-multi link needs (CAP_BPF and
+ * CAP_PERFMON, if khprof has them): the raw system call, as libcap is not
+ * async-signal-safe.  Failing leaves it with khprof's own set.
+ */
+static void drop_to_links_only(void)
+{
+	struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { { 0 } }, keep[2] = { { 0 } };
+	const int kept[] = { CAP_BPF, CAP_PERFMON };
+
+	if (syscall(SYS_capget, &header, data) != 0)
+		return;
+	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
+		__u32 bit = 1u << (kept[i] % 32), word = (__u32)kept[i] / 32;
+
+		keep[word].permitted |= data[word].permitted & bit;
+		keep[word].effective |= data[word].effective & bit;
+	}
+	syscall(SYS_capset, &header, keep);
+}
+
+/*
  * The helper, after fork: only async-signal-safe calls (khprof may have
  * threads).  Its links stay until it exits.
  */
@@ -54,6 +79,8 @@ static void __attribute__((noreturn)) keep_warm(int prog_fd, const char *path, i
 {
 	__u64 offset = 0, no_semaphore = 0, cookie = 0;
 	struct pollfd stop = { .fd = stop_fd, .events = POLLIN };
+
+	drop_to_links_only();
 
 	for (int n = 0; n < WARMER_MAX_LINKS; n++) {
 		if (compat__uprobe_multi_link(prog_fd, path, &offset, &no_semaphore, &cookie, 1, 0) < 0)
