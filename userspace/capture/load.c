@@ -163,11 +163,15 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 	if (getenv("KHPROF_LIBBPF_DEBUG"))
 		libbpf_debug_since_ns = t->open_ns;
 	t->fork_link_fd = -1;
-	t->warmer.stop_fd = -1;
+	t->warmer.stop_fd = t->warmer.quiet_fd = -1;
+	t->warmer.pid = -1;
 	t->opts = *opts;
 	/* First: its wait for a grace period runs while the programs load. */
-	if (opts->attach_at_once)
+	if (opts->attach_at_once) {
 		warmer__start(&t->warmer);
+		log__debug("start-up: uprobe warmer started in %.2f ms",
+			   (double)(tracer__now_ns() - t->open_ns) / 1e6);
+	}
 	tsc__sample(&tsc_start);
 	choose_mode(t);
 	t->ncpus = libbpf_num_possible_cpus();

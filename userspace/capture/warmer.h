@@ -22,8 +22,12 @@
 #ifndef KHPROF_WARMER_H
 #define KHPROF_WARMER_H
 
+#include <sys/types.h>
+
 struct warmer {
 	int stop_fd; /* the helper runs until this is closed; -1: not running */
+	int quiet_fd; /* EOF once the helper holds none of khprof's descriptors */
+	pid_t pid;   /* the helper's parent, reaped by warmer__stop; -1: none */
 };
 
 /* Starts the helper; leaves w->stop_fd at -1 (debug message) if it cannot. */
