@@ -28,7 +28,7 @@
 #define WARMER_INTERVAL_MS 2
 #define WARMER_MAX_LINKS 128
 
-/* stdin, stdout and stderr to /dev/null: whoever reads khprof's output never waits for the helper. */
+/* stdin, stdout and stderr to /dev/null: no reader of khprof's output waits for the helper. */
 static void quiet_stdio(void)
 {
 	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);

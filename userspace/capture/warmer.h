@@ -15,7 +15,7 @@
  * process can hit it), from before the load until khprof has attached:
  * its first registration waits for the grace period while the programs
  * load, and khprof's links find the semaphore warm.  It holds its links
- * and exits when told to (or after WARMER_MAX_MS), leaving the kernel's
+ * and exits when told to (or after ~0.26 s), leaving the kernel's
  * slow unregistration (an RCU-tasks grace period per link) to its exit,
  * not khprof's.  Best effort: without it, start-up only takes longer.
  */
