@@ -879,9 +879,16 @@ waits on a fifo. No target: the issue asks that it be measured.
   registers uprobes on a memfd of its own every 2 ms while the programs
   load, so khprof's own links find it warm (docs/ARCHITECTURE.md,
   "Start-up"). On this shared machine other tracers often keep it warm
-  anyway, so the helper's gain shows mostly in the fastest runs. When
+  anyway, so the helper's gain shows mostly in the fastest runs (21
+  alternating runs at load 3: median 40.3 ms with it, 49.3 without). When
   successive start-ups hit the slow uprobe registration described under
-  row 3, it is 0.3–1 s.
+  row 3, it is 0.3–1 s. Against the build before the wave (1598a32), with
+  this row's method (`bench/launch`, 21 rounds each running 1598a32, the
+  wave's end 94b6bec and this build, 1 s apart; medians): 45.9, 70.0 and
+  52.0 ms at load 3.0 (1.13× 1598a32); 57.6, 79.4 and 60.6 ms at load 4.6
+  (1.05×); 48.6, 103.5 and 82.5 ms in a spell of heavier load (1.70×). The
+  load is khprof's own CPU time, so it stretches with the machine's load
+  where 1598a32's grace-period wait did not.
 - Row 4, whole command ≤1.01×. The scan takes about 40 ms; khprof's fixed
   start-up (row 3) and teardown are about as long again, so timing
   `khprof record` as a whole can never come within 1% of a scan this short.
