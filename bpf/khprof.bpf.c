@@ -29,8 +29,8 @@
 
 /*
  * bpf_usdt_arg as a global function: the verifier checks it once for any
- * arguments instead of again at each call (kh_usdt has seven; they were
- * 980 of its 7651 processed instructions).  The same call at run time.
+ * arguments instead of again at each call (kh_usdt has seven: 8147
+ * processed instructions before, 7116 after).  The same call at run time.
  */
 __noinline int kh_usdt_arg(struct pt_regs *ctx, __u64 arg_num, long *res)
 {
