@@ -912,18 +912,42 @@ waits on a fifo. No target: the issue asks that it be measured.
   lands so that it takes two cycles per iteration instead of one (about
   0.55 ns against 0.27 ns); aligned, it runs at the bare loop's speed, so
   that half nanosecond is code placement, not the span.
-- Row 3, ≤50 ms. Start-up is mostly kernel work: loading the BPF
-  programs (about 16 ms since the batch walk uses bpf_loop; the unrolled
-  walk took 21 ms of verification alone and put the median at 49–55 ms),
-  then about 16 ms registering the uprobes on khprof's own calibration
-  sites, then the target's. When successive start-ups hit the slow uprobe
-  registration described under row 3, it is 0.3–1 s. Taking resource
-  samples in the kernel (exact CPU time, true peaks, identity strings on
-  untouched pages) added about 8 ms to loading: libbpf 1.1 finds every
-  kfunc and kernel struct a program uses by a linear search of the
-  kernel's BTF, about 1 ms each, and the peak watchers and the sleepable
-  identity program are three more programs to load (best of 10 loads of
-  the object: 20.2 ms before, 28.1 ms after).
+- Row 3, ≤50 ms. Start-up is mostly the BPF load, and most of that is
+  libbpf 1.1's work in khprof's own process (`khprof record -v` prints the
+  start-up's phases; `KHPROF_LIBBPF_DEBUG=1` stamps each of libbpf's steps
+  with the time since the tracer was opened). Medians of 7 alternating runs
+  at load 7, before → after this wave's start-up work: parsing the
+  kernel's BTF 13.4 → 13.1 ms (mostly page faults: libbpf holds two copies
+  of its 5.5 MB); resolving the kfuncs 1.8 → 1.5 ms and creating the maps
+  2.2 → 1.8 ms; the CO-RE searches 10.1 → 6.1 ms (libbpf scans the
+  kernel's 126,000 types once for every kernel struct a program names,
+  ~0.85 ms each: 10 structs before, 7 after); the kernel's verification
+  ~15.6 → ~11.6 ms; the first uprobe registration 11.4 → 0.8 ms; launch to
+  the traced main 61.4 → 44.0 ms. The structs that went: `bpf_array`
+  (its element offset is learned from an array of khprof's own),
+  `bpf_event_entry` (its first member is read directly) and `pt_regs`
+  (only in usdt.bpf.h's branch for kernels without BPF cookies, which the
+  verifier drops). Verification: `kh_follow_fork` compares two `mm`
+  pointers as values (loading a pointer from a trusted one costs the
+  verifier searches of the kernel's BTF by name: 3.2 → 0.3 ms), and
+  `bpf_usdt_arg` is checked once as a global function instead of at each
+  of `kh_usdt`'s seven calls (8147 → 7116 processed instructions; about
+  half of what remains is the batch walk, `add_batch_stride`). The first
+  uprobe registration after a quiet spell waits for an RCU grace period
+  (the kernel's `dup_mmap_sem`, 4–28 ms here): a helper process now
+  registers uprobes on a memfd of its own every 2 ms while the programs
+  load, so khprof's own links find it warm (docs/ARCHITECTURE.md,
+  "Start-up"). On this shared machine other tracers often keep it warm
+  anyway, so the helper's gain shows mostly in the fastest runs (21
+  alternating runs at load 3: median 40.3 ms with it, 49.3 without). When
+  successive start-ups hit the slow uprobe registration described under
+  row 3, it is 0.3–1 s. Against the build before the wave (1598a32), with
+  this row's method (`bench/launch`, 21 rounds each running 1598a32, the
+  wave's end 94b6bec and this build, 1 s apart; medians): 45.9, 70.0 and
+  52.0 ms at load 3.0 (1.13× 1598a32); 57.6, 79.4 and 60.6 ms at load 4.6
+  (1.05×); 48.6, 103.5 and 82.5 ms in a spell of heavier load (1.70×). The
+  load is khprof's own CPU time, so it stretches with the machine's load
+  where 1598a32's grace-period wait did not.
 - Row 4, whole command ≤1.01×. The scan takes about 40 ms; khprof's fixed
   start-up (row 3) and teardown are about as long again, so timing
   `khprof record` as a whole can never come within 1% of a scan this short.

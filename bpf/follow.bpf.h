@@ -48,7 +48,7 @@ int BPF_PROG(kh_follow_fork, struct task_struct *parent, struct task_struct *chi
 	 * A child sharing the parent's memory (vfork, posix_spawn) only
 	 * execs or exits; its new program would not be traced anyway.
 	 */
-	if (child->mm == parent->mm)
+	if (BPF_CORE_READ(child, mm) == BPF_CORE_READ(parent, mm))
 		return 0;
 	if (protect_forks)
 		bpf_map_update_elem(&untraced_family, &child_tgid, &one, BPF_ANY);

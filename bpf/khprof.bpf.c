@@ -11,7 +11,34 @@
 #define BPF_USDT_MAX_SPEC_CNT KH_MAX_PROBE_SITES
 #include "khprof_shared.h"
 #include "khprof_hist.h"
+/*
+ * usdt.bpf.h finds a site by its address only without BPF cookies (before
+ * Linux 5.15; khprof needs 6.6 for uprobe-multi links), a branch the
+ * verifier drops since LINUX_HAS_BPF_COOKIE is a constant.  Its table of
+ * addresses is kept at one entry (16384 preallocated cost 0.4 ms at every
+ * start), and its PT_REGS_IP reads ip as the 17th word of x86-64's pt_regs,
+ * a user ABI: as a CO-RE field it cost libbpf 1.1 a linear search of the
+ * kernel's BTF for struct pt_regs at every start (~0.85 ms here).
+ */
+#define BPF_USDT_MAX_IP_CNT 1
+#pragma push_macro("PT_REGS_IP")
+#undef PT_REGS_IP
+#define PT_REGS_IP(x) (((const unsigned long *)(x))[16])
 #include <bpf/usdt.bpf.h>
+#pragma pop_macro("PT_REGS_IP")
+
+/*
+ * bpf_usdt_arg as a global function: the verifier checks it once for any
+ * arguments instead of again at each call (kh_usdt has seven: 8147
+ * processed instructions before, 7116 after).  The same call at run time.
+ */
+__noinline int kh_usdt_arg(struct pt_regs *ctx, __u64 arg_num, long *res)
+{
+	if (!res)
+		return -1;
+	return bpf_usdt_arg(ctx, arg_num, res);
+}
+#define bpf_usdt_arg kh_usdt_arg
 
 _Static_assert(sizeof(struct kh_usdt_spec) == sizeof(struct __bpf_usdt_spec),
 	       "khprof_shared.h must mirror libbpf's USDT spec");
@@ -710,10 +737,43 @@ static long learn_cpu_offset(__u64 cpu, void *ctx)
 	return 0;
 }
 
+/*
+ * Where an array map's elements start in its struct bpf_array (value, ptrs
+ * and pptrs share one union, so the same for every array type), learned
+ * from a one-element array of our own rather than by a CO-RE relocation:
+ * every kernel type a program names costs libbpf 1.1 a linear search of
+ * the kernel's BTF at each start (~0.7 ms here; bpf_array and
+ * bpf_event_entry were two of ten).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8);
+} array_layout_probe SEC(".maps");
+__u64 array_value_offset; /* 0 until learned: struct bpf_map comes first */
+
+/* The address of map's first element (or of its ptrs[0], pptrs[0]); 0 if unknown. */
+static __always_inline __u64 array_elements_of(const void *map)
+{
+	__u32 zero = 0;
+	void *first;
+
+	if (!array_value_offset) {
+		first = bpf_map_lookup_elem(&array_layout_probe, &zero);
+		if (!first)
+			return 0;
+		array_value_offset = address_of(first) - address_of(&array_layout_probe);
+	}
+	return address_of(map) + array_value_offset;
+}
+
 static __always_inline __u32 learn_cpu_offsets(void)
 {
-	struct bpf_array *array = (void *)address_of(&cpu_offset_probe);
-	__u64 base = address_of(BPF_CORE_READ(array, pptrs[0]));
+	__u64 pptrs = array_elements_of(&cpu_offset_probe), base = 0;
+
+	if (!pptrs || bpf_probe_read_kernel(&base, sizeof(base), (void *)pptrs))
+		return 0;
 
 	bpf_loop(KH_MAX_CPUS, learn_cpu_offset, &base, 0);
 	return cpu_offset_count;
@@ -780,17 +840,22 @@ static __always_inline __u64 resident_pages_of(struct mm_struct *mm)
 /* local_clock() on this CPU now, or 0 when the loader opened no clock. */
 static __always_inline __u64 sched_clock_now(void)
 {
-	struct bpf_array *array = (void *)address_of(&sched_clocks);
+	__u64 ptrs = array_elements_of(&sched_clocks);
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct bpf_perf_event_value value;
-	struct bpf_event_entry *entry = NULL;
+	struct perf_event *event = NULL;
+	void *entry = NULL;
 	__u64 now = 0;
 
-	if (bpf_perf_event_read_value(&sched_clocks, BPF_F_CURRENT_CPU, &value, sizeof(value)))
+	if (!ptrs || bpf_perf_event_read_value(&sched_clocks, BPF_F_CURRENT_CPU, &value,
+					       sizeof(value)))
 		return 0;
-	bpf_probe_read_kernel(&entry, sizeof(entry), &array->ptrs[0] + cpu);
+	bpf_probe_read_kernel(&entry, sizeof(entry), (void *)(ptrs + cpu * sizeof(void *)));
+	/* struct bpf_event_entry's first member: no relocation to resolve */
 	if (entry)
-		bpf_probe_read_kernel(&now, sizeof(now), &BPF_CORE_READ(entry, event)->hw.prev_count);
+		bpf_probe_read_kernel(&event, sizeof(event), entry);
+	if (event)
+		bpf_probe_read_kernel(&now, sizeof(now), &event->hw.prev_count);
 	return now;
 }
 

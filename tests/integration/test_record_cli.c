@@ -2,9 +2,12 @@
 /*
  * khprof record's command line with real tracing: a rerun replaces an
  * earlier run's records, a shell wrapper gets the hint about children, and
- * `report DIR` prints what `record --repeat` printed.  Needs root; never
- * skips when CI=true.
+ * `report DIR` prints what `record --repeat` printed, and the helper
+ * processes khprof leaves behind keep none of its output open.  Needs
+ * root; never skips when CI=true.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -120,6 +124,42 @@ static void test_report_dir_prints_the_series_spread(void **state)
 	run_result_free(&rep);
 }
 
+/*
+ * khprof's helpers outlive it (the start-up's uprobe warmer, the process
+ * that releases the probe links): once khprof has exited, a pipe that was
+ * its stdout and stderr must be at EOF, or whoever reads khprof's output
+ * (a shell's $(...), a CI step) waits for the helpers too.
+ */
+static void test_helpers_keep_no_output_open(void **state)
+{
+	char *argv[] = { khprof, "record", "--", WORKLOAD, "sessions", "1", NULL };
+	char buf[4096];
+	int out[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (dup2(out[1], STDOUT_FILENO) < 0 || dup2(out[1], STDERR_FILENO) < 0)
+			_exit(RUN_SETUP_FAILED);
+		execv(argv[0], argv);
+		_exit(RUN_EXEC_FAILED);
+	}
+	close(out[1]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(exit_code_of_status(status), 0);
+	/* Everything khprof wrote is in the pipe; then EOF, not "try again". */
+	assert_int_equal(fcntl(out[0], F_SETFL, O_NONBLOCK), 0);
+	while ((n = read(out[0], buf, sizeof(buf))) > 0)
+		;
+	if (n < 0)
+		fail_msg("khprof's output is still open after it exited: %s", strerror(errno));
+	close(out[0]);
+}
+
 int main(void)
 {
 	static const struct root_tests rt = {
@@ -132,6 +172,7 @@ int main(void)
 		cmocka_unit_test(test_rerun_replaces_earlier_series),
 		cmocka_unit_test(test_shell_wrapper_hint),
 		cmocka_unit_test(test_report_dir_prints_the_series_spread),
+		cmocka_unit_test(test_helpers_keep_no_output_open),
 	};
 
 	khprof = tool_path("KH_KHPROF", "build/khprof");

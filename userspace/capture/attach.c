@@ -628,7 +628,22 @@ static void forget_own_thread(struct tracer *t)
 	bpf_map_delete_elem(bpf_map__fd(t->skel->maps.thread_list), &tid);
 }
 
+static int attach_process(struct tracer *t, pid_t pid, const char *exe_path);
+
 int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path)
+{
+	uint64_t begin = tracer__now_ns();
+	int err = attach_process(t, pid, exe_path);
+
+	/* Every link of the start-up exists (libraries mapped later follow within ms). */
+	warmer__stop(&t->warmer);
+	log__debug("start-up: attached in %.1f ms, %.1f ms after the tracer was opened",
+		   (double)(tracer__now_ns() - begin) / 1e6,
+		   (double)(tracer__now_ns() - t->open_ns) / 1e6);
+	return err;
+}
+
+static int attach_process(struct tracer *t, pid_t pid, const char *exe_path)
 {
 	int err;
 

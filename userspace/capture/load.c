@@ -33,8 +33,20 @@ static int64_t realtime_minus_monotonic(void)
 	return ((int64_t)rt.tv_sec - mono.tv_sec) * 1000000000ll + (rt.tv_nsec - mono.tv_nsec);
 }
 
+/*
+ * KHPROF_LIBBPF_DEBUG=1: libbpf's debug messages too, each stamped with the
+ * ms since the tracer was opened, to see where a start-up's time goes
+ * (docs/PERFORMANCE.md, row 3).
+ */
+static uint64_t libbpf_debug_since_ns;
+
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
+	if (libbpf_debug_since_ns) {
+		fprintf(stderr, "[%8.3f ms] ",
+			(double)(tracer__now_ns() - libbpf_debug_since_ns) / 1e6);
+		return vfprintf(stderr, fmt, ap);
+	}
 	if (!khprof_verbose || level == LIBBPF_DEBUG)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
@@ -145,11 +157,21 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 		return err;
 	libbpf_set_print(libbpf_print);
 	t = calloc(1, sizeof(*t));
-	if (t)
-		t->fork_link_fd = -1;
 	if (!t)
 		return -ENOMEM;
+	t->open_ns = tracer__now_ns();
+	if (getenv("KHPROF_LIBBPF_DEBUG"))
+		libbpf_debug_since_ns = t->open_ns;
+	t->fork_link_fd = -1;
+	t->warmer.stop_fd = t->warmer.quiet_fd = -1;
+	t->warmer.pid = -1;
 	t->opts = *opts;
+	/* First: its wait for a grace period runs while the programs load. */
+	if (opts->attach_at_once) {
+		warmer__start(&t->warmer);
+		log__debug("start-up: uprobe warmer started in %.2f ms",
+			   (double)(tracer__now_ns() - t->open_ns) / 1e6);
+	}
 	tsc__sample(&tsc_start);
 	choose_mode(t);
 	t->ncpus = libbpf_num_possible_cpus();
@@ -188,7 +210,8 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 		report_load_error(err);
 		goto fail;
 	}
-	log__debug("BPF programs loaded in %.1f ms",
+	log__debug("start-up: BPF object opened in %.1f ms, programs loaded in %.1f ms",
+		   (double)(t->trace_start_ns - t->open_ns) / 1e6,
 		   (double)(tracer__now_ns() - t->trace_start_ns) / 1e6);
 	err = set_tsc_scale(t, &tsc_start);
 	if (err)
@@ -240,6 +263,7 @@ void tracer__close(struct tracer *t)
 	if (!t)
 		return;
 	attach__stop_watching_forks(t, true);
+	warmer__stop(&t->warmer);
 	ring_buffer__free(t->rb);
 	for (size_t i = 0; i < sizeof(t->end_links) / sizeof(t->end_links[0]); i++)
 		bpf_link__destroy(t->end_links[i]);

@@ -13,6 +13,7 @@
 #include "latency.h"
 #include "session.h"
 #include "trace.h"
+#include "warmer.h"
 
 struct seen_object {
 	dev_t dev;
@@ -74,6 +75,8 @@ struct tracer {
 	const struct kh_hist_block *hist_view;
 	size_t hist_view_len;
 	bool hist_view_failed;         /* mapping failed once: lookups instead */
+	struct warmer warmer;          /* until attached (opts.attach_at_once) */
+	uint64_t open_ns;              /* tracer__open began: start-up phase times (-v) */
 };
 
 /* attach.c: all wanted keyhog sites of one file, in one uprobe-multi link. */

@@ -136,6 +136,7 @@ int cmd_attach(int argc, char **argv)
 
 	trace_options_from(&cli, cli.output, &out, &opts);
 	opts.joins_running_process = true;
+	opts.attach_at_once = true;
 	code = serve_open(&cli, &out, &loop);
 	if (code)
 		return code;

@@ -221,6 +221,7 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 
 	trace_options_from(cli, output, &out, &opts);
 	opts.stop_on_loader = true;
+	opts.attach_at_once = true;
 	code = serve_open(cli, &out, &loop);
 	if (code)
 		return code;

@@ -206,13 +206,32 @@ int file__read_all(const char *path, char **out, size_t *len)
 
 pid_t process__fork_quiet(void)
 {
-	pid_t pid = fork();
+	int redirected[2];
+	pid_t pid;
+	char c;
 
+	/*
+	 * The parent returns only once the child has let go of its stdio:
+	 * otherwise a parent that exits at once (the link releaser) left the
+	 * child holding them for a moment, and a reader of the parent's
+	 * output missed its EOF (tests/integration/test_record_cli.c).
+	 */
+	if (pipe2(redirected, O_CLOEXEC) != 0)
+		return -1;
+	pid = fork();
 	if (pid == 0) {
 		int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 
 		for (int fd = 0; fd < 3; fd++)
 			dup2(null_fd, fd);
+		close(redirected[0]);
+		close(redirected[1]); /* the parent's read sees EOF */
+		return 0;
 	}
+	close(redirected[1]);
+	if (pid > 0)
+		while (read(redirected[0], &c, 1) < 0 && errno == EINTR)
+			;
+	close(redirected[0]);
 	return pid;
 }

@@ -30,8 +30,9 @@ int file__read_all(const char *path, char **out, size_t *len);
 
 /*
  * fork() for a background helper that outlives its work: in the child,
- * standard input, output and error are /dev/null, so whoever reads the
- * parent's output never waits for the helper to exit.
+ * standard input, output and error are /dev/null (already when the parent
+ * returns), so whoever reads the parent's output never waits for the
+ * helper to exit.  -1 with errno set if it cannot.
  */
 pid_t process__fork_quiet(void);
 
