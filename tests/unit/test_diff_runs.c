@@ -329,6 +329,44 @@ static void test_starved_runs(void **state)
 	free_set(&c);
 }
 
+/* Threads that waited longer for a CPU, short of starved: the wall they lost is not the code's. */
+static void test_wall_waiting_for_cpu(void **state)
+{
+	struct run rb[RUNS], rc[RUNS];
+	struct set b, c;
+	struct kh_diff d;
+
+	(void)state;
+	for (int i = 0; i < RUNS; i++) {
+		rb[i] = plain(i);
+		rc[i] = plain(i);
+		/* 28 % of the span time runnable instead of 20 %: 1.11 times the wall. */
+		rc[i].runnable = 0.28;
+		rc[i].wall = steady[i] * 0.8 / 0.72;
+	}
+	make_set(&b, rb);
+	make_set(&c, rc);
+	assert_true(fabs(diff_run__wait_factor(&c.rec[0]) - 1 / 0.72) < 1e-6);
+	compare(&b, &c, &d);
+	assert_int_equal(d.warning_count, 0);
+	assert_int_equal(find(&d, KH_DIFF_M_WALL, 0)->verdict, KH_DIFF_OK);
+	assert_true(find(&d, KH_DIFF_M_WALL, 0)->change_pct > 10);
+	diff__free(&d);
+	free_set(&c);
+
+	/* The same wall with the usual wait: the code's, and regressed. */
+	for (int i = 0; i < RUNS; i++)
+		rc[i].runnable = 0.2;
+	make_set(&c, rc);
+	compare(&b, &c, &d);
+	assert_int_equal(find(&d, KH_DIFF_M_WALL, 0)->verdict, KH_DIFF_REGRESSED);
+	diff__free(&d);
+	b.rec[0].ext.latency.present = false;
+	assert_true(diff_run__wait_factor(&b.rec[0]) == 1.0);
+	free_set(&b);
+	free_set(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -338,6 +376,7 @@ int main(void)
 		cmocka_unit_test(test_change_caught_among_slowed_runs),
 		cmocka_unit_test(test_machine_slowdown_between_sides_is_no_regression),
 		cmocka_unit_test(test_starved_runs),
+		cmocka_unit_test(test_wall_waiting_for_cpu),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

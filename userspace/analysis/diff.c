@@ -418,12 +418,39 @@ static bool item__below_floor(const struct kh_diff *d, const struct kh_diff_item
 }
 
 /*
+ * The wall times' factor for the time a run's threads waited for a CPU:
+ * 1 / (1 - runnable share), against the median over both sides' runs
+ * used, so that a run that waited as usual keeps its value.  factor[s][i]
+ * is multiplied by it.  0 or -ENOMEM.
+ */
+static int wait_factors(const struct kh_diff_side *const sides[2], const size_t *index[2],
+			const size_t n[2], double *factor[2])
+{
+	double *w = malloc((n[0] + n[1] + 1) * sizeof(*w)), median;
+	size_t k = 0;
+
+	if (!w)
+		return -ENOMEM;
+	for (int s = 0; s < 2; s++)
+		for (size_t i = 0; i < n[s]; i++)
+			w[k++] = diff_run__wait_factor(&sides[s]->records[index[s][i]]);
+	median = k ? stats__median(w, k) : 1.0;
+	k = 0;
+	for (int s = 0; s < 2; s++)
+		for (size_t i = 0; i < n[s]; i++)
+			factor[s][i] *= median > 0 ? w[k++] / median : 1.0;
+	free(w);
+	return 0;
+}
+
+/*
  * The values an item's interval uses, in vb and vc (which hold the plain
  * values on entry), and their counts (docs/CI.md, "Runs the machine
  * slowed").  Speed-adjusted items divide each run's value by its speed
- * index raised to the stage's sensitivity (1 for the wall times, which
- * span every stage); the wall times also leave out runs starved of CPU,
- * and are not judged when too few runs are left for an interval.
+ * index raised to the stage's sensitivity; the wall times, which span
+ * every stage, by the index and by their wait factor, leave out runs
+ * starved of CPU, and are not judged when too few runs are left for an
+ * interval.
  */
 static int item__run_values(struct kh_diff_item *it, const struct diff_runs *runs,
 			    const struct kh_diff_side *base, const struct kh_diff_side *cand,
@@ -433,7 +460,7 @@ static int item__run_values(struct kh_diff_item *it, const struct diff_runs *run
 	const struct kh_diff_side *const sides[2] = { base, cand };
 	bool leave_starved = diff_metric__leaves_starved(it->metric);
 	double *v[2] = { vb, vc }, *speed[2], *used[2], beta = 1.0;
-	size_t n[2] = { 0, 0 }, k;
+	size_t n[2] = { 0, 0 }, *index[2], k;
 	int err = 0;
 
 	*nb = it->base_n;
@@ -444,7 +471,9 @@ static int item__run_values(struct kh_diff_item *it, const struct diff_runs *run
 	speed[1] = malloc(cand->count * sizeof(double));
 	used[0] = malloc(base->count * sizeof(double));
 	used[1] = malloc(cand->count * sizeof(double));
-	if (!speed[0] || !speed[1] || !used[0] || !used[1]) {
+	index[0] = malloc(base->count * sizeof(size_t));
+	index[1] = malloc(cand->count * sizeof(size_t));
+	if (!speed[0] || !speed[1] || !used[0] || !used[1] || !index[0] || !index[1]) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -460,14 +489,23 @@ static int item__run_values(struct kh_diff_item *it, const struct diff_runs *run
 			if (!record_value(&sides[s]->records[i], it->metric, it->stage, &x))
 				continue;
 			v[s][n[s]] = x;
+			index[s][n[s]] = i;
 			used[s][n[s]++] = speed[s][i];
 		}
 	}
 	if (it->metric == KH_DIFF_M_P50)
 		beta = diff_run__sensitivity(v[0], used[0], n[0], v[1], used[1], n[1]);
 	for (int s = 0; s < 2; s++)
+		for (size_t i = 0; i < n[s]; i++)
+			used[s][i] = pow(used[s][i], beta);
+	if (leave_starved) {
+		err = wait_factors(sides, (const size_t **)index, n, used);
+		if (err)
+			goto out;
+	}
+	for (int s = 0; s < 2; s++)
 		for (size_t i = 0; i < n[s]; i++) {
-			double f = pow(used[s][i], beta);
+			double f = used[s][i];
 
 			v[s][i] = it->metric == KH_DIFF_M_THROUGHPUT ? v[s][i] * f : v[s][i] / f;
 		}
@@ -482,6 +520,7 @@ out:
 	for (int s = 0; s < 2; s++) {
 		free(speed[s]);
 		free(used[s]);
+		free(index[s]);
 	}
 	return err;
 }

@@ -128,6 +128,11 @@ double diff_run__sensitivity(const double *vb, const double *ub, size_t m, const
 
 /* A record's runnable (waiting for a CPU) share of its stages' time; -1 when unmeasured. */
 double diff_run__starved_share(const struct kh_profile *p);
+/*
+ * How much longer the record's threads took for waiting for a CPU:
+ * 1 / (1 - its runnable share), 1 when unmeasured.
+ */
+double diff_run__wait_factor(const struct kh_profile *p);
 
 /* diff_bind.c: how messages name record i of a side. */
 const char *diff_side__name(const struct kh_diff_side *s, size_t i);

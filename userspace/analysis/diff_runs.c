@@ -68,6 +68,13 @@ double diff_run__starved_share(const struct kh_profile *p)
 	return total > 0 ? runnable / total : -1;
 }
 
+double diff_run__wait_factor(const struct kh_profile *p)
+{
+	double share = diff_run__starved_share(p);
+
+	return share >= 0 && share < 1 ? 1.0 / (1.0 - share) : 1.0;
+}
+
 static int compare_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
