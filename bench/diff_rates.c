@@ -172,7 +172,7 @@ static int compare(const size_t *idx, bool alternated, int stage, enum outlier o
 					continue;
 				if (stage < 0 || stage == KH_STAGE_COUNT ||
 				    (it->stage == (uint32_t)stage && it->metric >= KH_DIFF_M_ELAPSED &&
-						  it->metric <= KH_DIFF_M_DECODED))
+				     it->metric <= KH_DIFF_M_DECODED))
 					hit = 1;
 				if (stage < 0 && getenv("DIFF_RATES_VERBOSE")) {
 					fprintf(stderr, "false alarm: %s %s.%s %+.1f%% [%+.1f%%, %+.1f%%]\n",
@@ -228,7 +228,7 @@ int main(int argc, char **argv)
 	if (argc > 3)
 		SIDE = atoi(argv[3]) < 2 ? 2 : atoi(argv[3]) > MAX_SIDE ? MAX_SIDE : atoi(argv[3]);
 	if (argc < 2 || load_dir(argv[1]) || record_count < (size_t)(2 * SIDE)) {
-		fprintf(stderr, "usage: diff_rates DIR [DRAWS [SIDE]] (DIR: 2 x SIDE records or more)\n");
+		fprintf(stderr, "usage: diff_rates DIR [DRAWS [SIDE]] (DIR: 2 x SIDE records)\n");
 		return 2;
 	}
 	diff_options__init(&opts);

@@ -151,9 +151,10 @@ static void test_sensitivity(void **state)
 	}
 	assert_true(fabs(diff_run__sensitivity(vb, ub, 4, vc, uc, 4) - 1.5) < 1e-9);
 	/* No pair of one side 5 % apart: 1, even though the sides differ by 1.3. */
-	assert_true(diff_run__sensitivity((const double[]){ 10, 10 }, (const double[]){ 1, 1.02 }, 2,
-					  (const double[]){ 13, 13 }, (const double[]){ 1.3, 1.3 },
-					  2) == 1.0);
+	assert_true(diff_run__sensitivity((const double[]){ 10, 10 },
+					  (const double[]){ 1, 1.02 }, 2,
+					  (const double[]){ 13, 13 },
+					  (const double[]){ 1.3, 1.3 }, 2) == 1.0);
 	/* Clamped: a stage that gets faster as the machine slows is not sped up further. */
 	assert_true(diff_run__sensitivity((const double[]){ 10, 5 }, (const double[]){ 1, 1.5 }, 2,
 					  NULL, NULL, 0) == 0.0);

@@ -221,7 +221,7 @@ static size_t item__trim(const struct kh_diff_item *it, size_t n)
 
 /*
  * The item's interval of the shift, of the nb and nc values given (those
- * of diff__run_values); none with fewer than two values on a side (a
+ * of item__run_values); none with fewer than two values on a side (a
  * single run says nothing about the spread) or too few for the
  * confidence.  For the latency and state items, with 5 runs or more a
  * side, each side's runs farthest from its median are left out first (one,
@@ -239,7 +239,8 @@ static int item__interval(struct kh_diff_item *it, const struct kh_diff_options 
 		return 0;
 	it->base_used = nb;
 	it->cand_used = nc;
-	if (nb >= DIFF_TRIM_MIN_RUNS && nc >= DIFF_TRIM_MIN_RUNS && diff_metric__trims(it->metric)) {
+	if (nb >= DIFF_TRIM_MIN_RUNS && nc >= DIFF_TRIM_MIN_RUNS &&
+	    diff_metric__trims(it->metric)) {
 		tb = malloc(nb * sizeof(*tb));
 		tc = malloc(nc * sizeof(*tc));
 		if (!tb || !tc) {
@@ -479,8 +480,9 @@ static int item__run_values(struct kh_diff_item *it, const struct diff_runs *run
 	}
 	for (int s = 0; s < 2; s++) {
 		/* A stage's own spans stay out of the index its median span is divided by. */
-		diff_runs__speed(runs, sides[s], it->metric == KH_DIFF_M_P50 ? it->stage : KH_STAGE_COUNT,
-				 speed[s]);
+		uint32_t skip = it->metric == KH_DIFF_M_P50 ? it->stage : KH_STAGE_COUNT;
+
+		diff_runs__speed(runs, sides[s], skip, speed[s]);
 		for (size_t i = 0; i < sides[s]->count; i++) {
 			double x;
 

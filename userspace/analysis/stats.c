@@ -304,9 +304,12 @@ size_t stats__drop_farthest_k(const double *values, size_t n, size_t k, double *
 	for (size_t j = 0; j < k; j++) {
 		size_t far = n;
 
-		for (size_t i = 0; i < n; i++)
-			if (!drop[i] && (far == n || fabs(values[i] - median) > fabs(values[far] - median)))
+		for (size_t i = 0; i < n; i++) {
+			if (drop[i])
+				continue;
+			if (far == n || fabs(values[i] - median) > fabs(values[far] - median))
 				far = i;
+		}
 		drop[far] = true;
 	}
 	for (size_t i = 0; i < n; i++)
