@@ -618,20 +618,27 @@ static bool has_state(const struct kh_profile *p, uint32_t state)
 	return find_state(p, state) != NULL;
 }
 
-/* One warning naming the runs starved of CPU, which the wall times leave out. */
+/*
+ * One warning naming the runs starved of CPU, which the wall times leave
+ * out, after the items: it says when too few were left to judge them.
+ */
 static int diff__warn_starved(struct kh_diff *d, const struct diff_runs *runs,
 			      const struct kh_diff_side *base, const struct kh_diff_side *cand)
 {
 	struct kh_diff_warning *w;
+	bool unjudged = false;
 	char *message;
 
 	if (!runs->starved_count[0] && !runs->starved_count[1])
 		return 0;
+	for (size_t i = 0; i < d->item_count; i++)
+		unjudged |= d->items[i].starved_out;
 	message = diff__format("%zu of %zu base and %zu of %zu candidate runs were starved of CPU "
 			       "(waiting for a CPU over %.1f times as long as usual): left out of "
-			       "the wall, throughput and state wall times",
+			       "the wall, throughput and state wall times%s",
 			       runs->starved_count[0], base->count, runs->starved_count[1],
-			       cand->count, DIFF_STARVED_FACTOR);
+			       cand->count, DIFF_STARVED_FACTOR,
+			       unjudged ? ", too few left to judge them (noisy at most)" : "");
 	w = message ? realloc(d->warnings, (d->warning_count + 1) * sizeof(*w)) : NULL;
 	if (!w) {
 		free(message);
@@ -659,10 +666,7 @@ static int diff__items(struct kh_diff *d, const struct kh_diff_side *base,
 		free(vc);
 		return err;
 	}
-	err = diff__warn_starved(d, &runs, base, cand);
-
-	if (!err)
-		err = diff__add_item(d, &runs, base, cand, KH_DIFF_M_WALL, 0, vb, vc);
+	err = diff__add_item(d, &runs, base, cand, KH_DIFF_M_WALL, 0, vb, vc);
 	if (!err && (any_record(base, has_input, 0) || any_record(cand, has_input, 0)))
 		err = diff__add_item(d, &runs, base, cand, KH_DIFF_M_THROUGHPUT, 0, vb, vc);
 	if (!err)
@@ -682,6 +686,8 @@ static int diff__items(struct kh_diff *d, const struct kh_diff_side *base,
 		if (!err)
 			err = diff__add_item(d, &runs, base, cand, KH_DIFF_M_STATE_CPU, st, vb, vc);
 	}
+	if (!err)
+		err = diff__warn_starved(d, &runs, base, cand);
 	diff_runs__free(&runs);
 	free(vb);
 	free(vc);
