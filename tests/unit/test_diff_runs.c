@@ -44,6 +44,9 @@ struct run {
 	double wall;      /* wall time factor */
 };
 
+/* Spans a run of the decode stage (the others: SPANS). */
+static uint64_t decode_spans = SPANS;
+
 static struct run plain(int i)
 {
 	return (struct run){ steady[i], 1.0, KH_STAGE_DECODE, 0.2, steady[i] };
@@ -60,15 +63,16 @@ static void make_record(struct kh_profile *p, struct run r)
 	for (int s = 0; s < STAGES; s++) {
 		struct kh_stage_dist *d = &p->ext.latency.stages[stages[s]];
 		double f = r.machine * (stages[s] == r.which ? r.stage : 1.0);
-		uint64_t ns = (uint64_t)llround((double)span_ns[s] * f), total = ns * SPANS;
+		uint64_t spans = stages[s] == KH_STAGE_DECODE ? decode_spans : SPANS;
+		uint64_t ns = (uint64_t)llround((double)span_ns[s] * f), total = ns * spans;
 
 		assert_int_equal(kh_dist__alloc(d), 0);
 		d->present = true;
-		d->counts[kh_hist_bucket(ns)] = SPANS;
-		d->spans = SPANS;
+		d->counts[kh_hist_bucket(ns)] = spans;
+		d->spans = spans;
 		d->min_ns = d->max_ns = ns;
 		d->runnable_ns = d->off_cpu_ns = (uint64_t)llround((double)total * r.runnable);
-		assert_int_equal(profile__set_stage(p, stages[s], total, SPANS, 0), 0);
+		assert_int_equal(profile__set_stage(p, stages[s], total, spans, 0), 0);
 		total_all += total;
 	}
 	assert_int_equal(profile__add_transition(p, KH_STATE_SCANNING, 0, NULL), 0);
@@ -370,6 +374,41 @@ static void test_wall_waiting_for_cpu(void **state)
 	free_set(&c);
 }
 
+/* A stage of one span a run: its p50 is judged like its elapsed time, on every run. */
+static void test_few_spans_judged_on_every_run(void **state)
+{
+	struct run rb[RUNS], rc[RUNS];
+	const struct kh_diff_item *p50, *other;
+	struct set b, c;
+	struct kh_diff d;
+
+	(void)state;
+	for (int i = 0; i < RUNS; i++) {
+		rb[i] = plain(i);
+		rc[i] = plain(i);
+	}
+	decode_spans = 1;
+	make_set(&b, rb);
+	make_set(&c, rc);
+	decode_spans = SPANS;
+	compare(&b, &c, &d);
+	p50 = find(&d, KH_DIFF_M_P50, KH_STAGE_DECODE);
+	assert_true(p50->few_spans);
+	assert_false(p50->speed_adjusted);
+	assert_int_equal(p50->base_used, RUNS);
+	assert_int_equal(find(&d, KH_DIFF_M_P99, KH_STAGE_DECODE)->base_used, RUNS);
+	/* A stage of many spans leaves a quarter of its runs out. */
+	other = find(&d, KH_DIFF_M_P50, KH_STAGE_SOURCE_READ);
+	assert_false(other->few_spans);
+	assert_true(other->speed_adjusted);
+	assert_int_equal(other->base_used, RUNS - RUNS / 4);
+	/* and its p99 one. */
+	assert_int_equal(find(&d, KH_DIFF_M_P99, KH_STAGE_SOURCE_READ)->base_used, RUNS - 1);
+	diff__free(&d);
+	free_set(&b);
+	free_set(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -380,6 +419,7 @@ int main(void)
 		cmocka_unit_test(test_machine_slowdown_between_sides_is_no_regression),
 		cmocka_unit_test(test_starved_runs),
 		cmocka_unit_test(test_wall_waiting_for_cpu),
+		cmocka_unit_test(test_few_spans_judged_on_every_run),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -169,6 +169,7 @@ struct kh_diff_item {
 	size_t base_used, cand_used; /* runs the interval used (outliers and starved runs left out) */
 	bool speed_adjusted; /* the interval is of values divided by each run's speed (docs/CI.md) */
 	bool starved_out;  /* too few runs not starved of CPU: not judged, noisy at most */
+	bool few_spans;    /* p50, p99 of a stage of few spans a run: every run judged */
 	double calls_base, calls_cand; /* p50, p99: median calls, for the floor */
 	double noise;      /* pooled MAD of the runs the interval used, item's unit */
 	double noise_pct;  /* the noise bound: DIFF_NOISE_K MADs in % of the base median */

@@ -95,7 +95,8 @@ bool diff_options__valid(const struct kh_diff_options *o);
 #define DIFF_STARVED_FACTOR 1.5
 
 struct diff_runs {
-	bool reference[KH_STAGE_COUNT]; /* stages the speed index reads */
+	bool many_spans[KH_STAGE_COUNT]; /* DIFF_SPEED_MIN_SPANS spans in every record */
+	bool reference[KH_STAGE_COUNT]; /* stages the speed index reads: many spans, no queue wait */
 	double median[KH_STAGE_COUNT];  /* their median span over both sides' runs */
 	size_t reference_count;
 	bool *starved[2];               /* per record of base [0] and candidate [1] */
@@ -106,6 +107,9 @@ struct diff_runs {
 int diff_runs__init(struct diff_runs *r, const struct kh_diff_side *base,
 		    const struct kh_diff_side *cand);
 void diff_runs__free(struct diff_runs *r);
+
+/* Whether every record of both sides has DIFF_SPEED_MIN_SPANS spans of the stage. */
+bool diff_runs__many_spans(const struct diff_runs *r, uint32_t stage);
 
 /*
  * Each record's speed index: the median, over the reference stages but

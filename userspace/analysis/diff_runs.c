@@ -33,16 +33,11 @@ static bool run_p50(const struct kh_profile *p, uint32_t stage, double *out)
 	return *out > 0;
 }
 
-/*
- * A reference stage: not a queue wait (its spans measure scheduling, not
- * code), and a median span in every record of both sides.
- */
-static bool reference_stage(const struct kh_diff_side *const sides[2], uint32_t stage)
+/* A median span of the stage in every record of both sides. */
+static bool many_spans(const struct kh_diff_side *const sides[2], uint32_t stage)
 {
 	double v;
 
-	if (diff_stage__is_queue_wait(stage))
-		return false;
 	for (int s = 0; s < 2; s++)
 		for (size_t i = 0; i < sides[s]->count; i++)
 			if (!run_p50(&sides[s]->records[i], stage, &v))
@@ -138,7 +133,9 @@ int diff_runs__init(struct diff_runs *r, const struct kh_diff_side *base,
 	for (uint32_t st = 0; st < KH_STAGE_COUNT; st++) {
 		size_t n = 0;
 
-		r->reference[st] = reference_stage(sides, st);
+		r->many_spans[st] = many_spans(sides, st);
+		/* Queue waits' spans measure scheduling, not code. */
+		r->reference[st] = r->many_spans[st] && !diff_stage__is_queue_wait(st);
 		if (!r->reference[st])
 			continue;
 		for (int s = 0; s < 2; s++)
@@ -152,6 +149,11 @@ int diff_runs__init(struct diff_runs *r, const struct kh_diff_side *base,
 	if (err)
 		diff_runs__free(r);
 	return err;
+}
+
+bool diff_runs__many_spans(const struct diff_runs *r, uint32_t stage)
+{
+	return stage < KH_STAGE_COUNT && r->many_spans[stage];
 }
 
 void diff_runs__free(struct diff_runs *r)
