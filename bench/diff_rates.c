@@ -5,20 +5,22 @@
  * series of records of the same binary (docs/CI.md, "False alarms and
  * detection").  Built and run by bench/diff-rates.sh.
  *
- *   diff_rates DIR [DRAWS]
+ *   diff_rates DIR [DRAWS [SIDE]]
  *
- * Each draw takes 10 distinct runs of DIR at random (a fixed xorshift
- * seed: the figures reproduce) in recording order, and splits them two
+ * Each draw takes 2 x SIDE (default 5, at most 12) distinct runs of DIR at
+ * random (a fixed xorshift seed: the figures reproduce) in recording order, and splits them two
  * ways: alternated (1st, 3rd... base; 2nd, 4th... candidate, as a job
- * that alternates builds records them) and back to back (the first five
- * base, the last five candidate).  Identical builds: every gating item is
+ * that alternates builds records them) and back to back (the first SIDE
+ * base, the last SIDE candidate).  Identical builds: every gating item is
  * judged as in a real job, and a draw fails when diff__compare says
  * regressed.  Injected: the candidate's spans of one stage are made 33%
  * longer (its elapsed, attributed time, histogram, minimum and maximum;
  * off-CPU time unchanged), optionally with one run of one side made an
  * outlier (that stage 1.9x, as in the report this answers); caught when
- * any gating item of that stage regressed.  DIFF_RATES_P99=PCT tries
- * another p99 threshold, DIFF_RATES_VERBOSE=1 names each false alarm.
+ * any gating item of that stage regressed; with every stage 33% slower,
+ * when any gating item regressed.  DIFF_RATES_P99=PCT tries another p99
+ * threshold, DIFF_RATES_VERBOSE=1 names each false alarm,
+ * DIFF_RATES_MISSES=1 prints the stage's gating items of each miss.
  */
 #include <dirent.h>
 #include <math.h>
@@ -31,7 +33,7 @@
 #include "json.h"
 #include "record.h"
 
-#define MAX_SIDE 8
+#define MAX_SIDE 12
 static int SIDE = 5;
 #define MAX_RECORDS 512
 
@@ -118,20 +120,41 @@ static void free_copy(struct kh_profile *p)
 
 enum outlier { NONE, BASE_OUTLIER, CAND_OUTLIER };
 
+/* DIFF_RATES_MISSES: why a comparison missed the injected slowdown. */
+static void print_miss(const struct kh_diff *d, uint32_t stage, bool alternated,
+		       enum outlier outlier)
+{
+	static const char *const outliers[] = { "none", "base", "cand" };
+
+	for (size_t i = 0; i < d->item_count; i++) {
+		const struct kh_diff_item *it = &d->items[i];
+
+		if (it->stage != stage || !it->gating || it->metric < KH_DIFF_M_ELAPSED ||
+		    it->metric > KH_DIFF_M_DECODED)
+			continue;
+		fprintf(stderr, "miss %s %s: %s.%s %+.1f%% [%+.1f%%, %+.1f%%] noise %.1f%% %s\n",
+			alternated ? "alt" : "b2b", outliers[outlier], it->name,
+			diff_metric__name(it->metric), it->change_pct, it->interval_low_pct,
+			it->interval_high_pct, it->noise_pct, diff_mark__name(it->verdict));
+	}
+}
+
 /* One comparison: 1 when it failed (identical) or caught the stage (injected). */
 static int compare(const size_t *idx, bool alternated, int stage, enum outlier outlier,
 		   const struct kh_diff_options *opts)
 {
 	struct kh_profile base[MAX_SIDE], cand[MAX_SIDE];
-	const char *names[MAX_SIDE] = { "a", "b", "c", "d", "e", "f", "g", "h" };
+	const char *names[MAX_SIDE] = { "a", "b", "c", "d", "e", "f",
+					"g", "h", "i", "j", "k", "l" };
 	struct kh_diff d;
 	int hit = 0;
 
 	for (int i = 0; i < SIDE; i++) {
 		copy_record(&base[i], &records[idx[alternated ? 2 * i : i]]);
 		copy_record(&cand[i], &records[idx[alternated ? 2 * i + 1 : SIDE + i]]);
-		if (stage >= 0)
-			slow_stage(&cand[i], (uint32_t)stage, 1.33);
+		for (uint32_t st = 0; stage >= 0 && st < KH_STAGE_COUNT; st++)
+			if (st == (uint32_t)stage || stage == KH_STAGE_COUNT)
+				slow_stage(&cand[i], st, 1.33);
 	}
 	if (stage >= 0 && outlier == BASE_OUTLIER)
 		slow_stage(&base[next_random() % SIDE], (uint32_t)stage, 1.9);
@@ -147,8 +170,9 @@ static int compare(const size_t *idx, bool alternated, int stage, enum outlier o
 
 				if (!it->gating || it->verdict != KH_DIFF_REGRESSED)
 					continue;
-				if (stage < 0 || (it->stage == (uint32_t)stage && it->metric >= KH_DIFF_M_ELAPSED &&
-						  it->metric <= KH_DIFF_M_DECODED))
+				if (stage < 0 || stage == KH_STAGE_COUNT ||
+				    (it->stage == (uint32_t)stage && it->metric >= KH_DIFF_M_ELAPSED &&
+				     it->metric <= KH_DIFF_M_DECODED))
 					hit = 1;
 				if (stage < 0 && getenv("DIFF_RATES_VERBOSE")) {
 					fprintf(stderr, "false alarm: %s %s.%s %+.1f%% [%+.1f%%, %+.1f%%]\n",
@@ -157,6 +181,8 @@ static int compare(const size_t *idx, bool alternated, int stage, enum outlier o
 						it->interval_low_pct, it->interval_high_pct);
 				}
 			}
+			if (stage >= 0 && !hit && getenv("DIFF_RATES_MISSES"))
+				print_miss(&d, (uint32_t)stage, alternated, outlier);
 			diff__free(&d);
 		}
 	}
@@ -202,7 +228,7 @@ int main(int argc, char **argv)
 	if (argc > 3)
 		SIDE = atoi(argv[3]) < 2 ? 2 : atoi(argv[3]) > MAX_SIDE ? MAX_SIDE : atoi(argv[3]);
 	if (argc < 2 || load_dir(argv[1]) || record_count < (size_t)(2 * SIDE)) {
-		fprintf(stderr, "usage: diff_rates DIR [DRAWS] (DIR: 10 records or more)\n");
+		fprintf(stderr, "usage: diff_rates DIR [DRAWS [SIDE]] (DIR: 2 x SIDE records)\n");
 		return 2;
 	}
 	diff_options__init(&opts);
@@ -235,5 +261,19 @@ int main(int argc, char **argv)
 				       alt ? "alternated" : "back to back", caught, draws,
 				       100.0 * caught / draws);
 			}
+	/*
+	 * Every stage 33% slower (every span of the program): caught when any
+	 * gating item regressed.  The speed-adjusted items cannot see it.
+	 */
+	for (int alt = 1; alt >= 0; alt--) {
+		int caught = 0;
+
+		for (int k = 0; k < draws; k++) {
+			draw(idx);
+			caught += compare(idx, alt, KH_STAGE_COUNT, NONE, &opts);
+		}
+		printf("every stage +33%%, %s: caught %d of %d (%.1f%%)\n",
+		       alt ? "alternated" : "back to back", caught, draws, 100.0 * caught / draws);
+	}
 	return 0;
 }

@@ -212,39 +212,61 @@ static size_t side_values(const struct kh_diff_side *s, enum kh_diff_metric metr
 }
 
 /*
- * The item's interval of the shift; none with fewer than two values on a
- * side (a single run says nothing about the spread) or too few for the
+ * Runs each side leaves out of an item's interval: its farthest from the
+ * median; a quarter for the median span of a stage of many spans a run.
+ */
+static size_t item__trim(const struct kh_diff_item *it, size_t n)
+{
+	if (it->metric == KH_DIFF_M_P50 && it->speed_adjusted &&
+	    n / DIFF_TRIM_P50_DIVISOR > 1)
+		return n / DIFF_TRIM_P50_DIVISOR;
+	return 1;
+}
+
+/*
+ * The item's interval of the shift, of the nb and nc values given (those
+ * of item__run_values); none with fewer than two values on a side (a
+ * single run says nothing about the spread) or too few for the
  * confidence.  For the latency and state items, with 5 runs or more a
- * side, each side's run farthest from its median is left out first, so
- * that one disturbed run cannot hide a regression; the older items keep
- * every run, which failed identical builds less often (docs/CI.md).
+ * side, each side's runs farthest from its median are left out first (one,
+ * a quarter for the median spans), so that disturbed runs cannot hide a
+ * regression; the older items keep every run, which failed identical
+ * builds less often (docs/CI.md).
  */
 static int item__interval(struct kh_diff_item *it, const struct kh_diff_options *o,
-			  const double *vb, const double *vc)
+			  const double *vb, size_t nb, const double *vc, size_t nc)
 {
 	double *tb = NULL, *tc = NULL;
 	int err;
 
-	if (it->base_n < 2 || it->cand_n < 2)
+	if (nb < 2 || nc < 2)
 		return 0;
-	it->base_used = it->base_n;
-	it->cand_used = it->cand_n;
+	it->base_used = nb;
+	it->cand_used = nc;
 	/* The spread of all runs: one outlier hardly moves a MAD. */
-	it->noise = stats__pooled_mad(vb, it->base_n, vc, it->cand_n);
-	if (it->base_n >= DIFF_TRIM_MIN_RUNS && it->cand_n >= DIFF_TRIM_MIN_RUNS &&
-	    diff_metric__trims(it->metric)) {
-		tb = malloc(it->base_n * sizeof(*tb));
-		tc = malloc(it->cand_n * sizeof(*tc));
+	it->noise = stats__pooled_mad(vb, nb, vc, nc);
+	if (nb >= DIFF_TRIM_MIN_RUNS && nc >= DIFF_TRIM_MIN_RUNS &&
+	    diff_metric__trims(it->metric) && !it->few_spans) {
+		tb = malloc(nb * sizeof(*tb));
+		tc = malloc(nc * sizeof(*tc));
 		if (!tb || !tc) {
 			free(tb);
 			free(tc);
 			return -ENOMEM;
 		}
-		it->base_used = stats__drop_farthest(vb, it->base_n, tb);
-		it->cand_used = stats__drop_farthest(vc, it->cand_n, tc);
+		it->base_used = stats__drop_farthest_k(vb, nb, item__trim(it, nb), tb);
+		it->cand_used = stats__drop_farthest_k(vc, nc, item__trim(it, nc), tc);
 		vb = tb;
 		vc = tc;
 	}
+	/*
+	 * For the adjusted median spans, the spread of the runs the interval
+	 * uses: with two disturbed runs among 8, a MAD of all of them hid a
+	 * +33 % change.  A stage of a few spans a run keeps the spread of all
+	 * runs, for its one span is often slow (docs/CI.md).
+	 */
+	if (it->speed_adjusted && it->metric == KH_DIFF_M_P50)
+		it->noise = stats__pooled_mad(vb, it->base_used, vc, it->cand_used);
 	err = stats__shift_interval(vb, it->base_used, vc, it->cand_used, o->confidence,
 				    &it->interval_low, &it->interval_high);
 	free(tb);
@@ -268,7 +290,7 @@ static int item__interval(struct kh_diff_item *it, const struct kh_diff_options 
  * increase is beyond every threshold.
  */
 static int item__judge(struct kh_diff_item *it, const struct kh_diff_options *o,
-		       const double *vb, const double *vc)
+		       const double *vb, size_t nb, const double *vc, size_t nc)
 {
 	const struct kh_diff_threshold *t = diff_options__threshold(o, it->metric, it->stage);
 	double b = it->base_median, c = it->cand_median, limit, least_bad, most_bad;
@@ -293,7 +315,7 @@ static int item__judge(struct kh_diff_item *it, const struct kh_diff_options *o,
 	 */
 	it->gating = it->metric != KH_DIFF_M_PER_CALL && it->metric != KH_DIFF_M_OFF_CPU &&
 		     it->metric != KH_DIFF_M_STATE_CPU;
-	err = item__interval(it, o, vb, vc);
+	err = item__interval(it, o, vb, nb, vc, nc);
 	if (err)
 		return err;
 	if (t->off) {
@@ -306,6 +328,10 @@ static int item__judge(struct kh_diff_item *it, const struct kh_diff_options *o,
 	if (it->below_floor) {
 		it->verdict = KH_DIFF_OK;
 		it->floor_only = worse || better;
+		return 0;
+	}
+	if (it->starved_out) {
+		it->verdict = worse || better ? KH_DIFF_NOISY : KH_DIFF_OK;
 		return 0;
 	}
 	if (!it->has_interval) {
@@ -404,12 +430,130 @@ static bool item__below_floor(const struct kh_diff *d, const struct kh_diff_item
 	}
 }
 
-/* Adds one item when both sides have a value for it; 0 or -errno. */
-static int diff__add_item(struct kh_diff *d, const struct kh_diff_side *base,
-			  const struct kh_diff_side *cand, enum kh_diff_metric metric,
-			  uint32_t stage, double *vb, double *vc)
+/*
+ * The wall times' factor for the time a run's threads waited for a CPU:
+ * 1 / (1 - runnable share), against the median over both sides' runs
+ * used, so that a run that waited as usual keeps its value.  factor[s][i]
+ * is multiplied by it.  0 or -ENOMEM.
+ */
+static int wait_factors(const struct kh_diff_side *const sides[2], const size_t *index[2],
+			const size_t n[2], double *factor[2])
 {
-	struct kh_diff_item *it = &d->items[d->item_count];
+	double *w = malloc((n[0] + n[1] + 1) * sizeof(*w)), median;
+	size_t k = 0;
+
+	if (!w)
+		return -ENOMEM;
+	for (int s = 0; s < 2; s++)
+		for (size_t i = 0; i < n[s]; i++)
+			w[k++] = diff_run__wait_factor(&sides[s]->records[index[s][i]]);
+	median = k ? stats__median(w, k) : 1.0;
+	k = 0;
+	for (int s = 0; s < 2; s++)
+		for (size_t i = 0; i < n[s]; i++)
+			factor[s][i] *= median > 0 ? w[k++] / median : 1.0;
+	free(w);
+	return 0;
+}
+
+/*
+ * The values an item's interval uses, in vb and vc (which hold the plain
+ * values on entry), and their counts (docs/CI.md, "Runs the machine
+ * slowed").  Speed-adjusted items divide each run's value by its speed
+ * index raised to the stage's sensitivity; the wall times, which span
+ * every stage, by the index and by their wait factor, leave out runs
+ * starved of CPU, and are not judged when too few runs are left for an
+ * interval.
+ */
+static int item__run_values(struct kh_diff_item *it, const struct diff_runs *runs,
+			    const struct kh_diff_side *base, const struct kh_diff_side *cand,
+			    const struct kh_diff_options *o, double *vb, size_t *nb, double *vc,
+			    size_t *nc)
+{
+	const struct kh_diff_side *const sides[2] = { base, cand };
+	bool leave_starved = diff_metric__leaves_starved(it->metric);
+	double *v[2] = { vb, vc }, *speed[2], *used[2], beta = 1.0;
+	size_t n[2] = { 0, 0 }, *index[2], k;
+	int err = 0;
+
+	*nb = it->base_n;
+	*nc = it->cand_n;
+	/*
+	 * A percentile of a few spans a run is one slow span or not, as noisy
+	 * as the stage's elapsed time, and judged like it: every run, no
+	 * adjustment (reporting.p50 failed 4 % of identical comparisons with
+	 * runs left out, docs/CI.md).
+	 */
+	it->few_spans = (it->metric == KH_DIFF_M_P50 || it->metric == KH_DIFF_M_P99) &&
+			!diff_runs__many_spans(runs, it->stage);
+	if (!diff_metric__speed_adjusted(it->metric) || it->few_spans)
+		return 0;
+	speed[0] = malloc(base->count * sizeof(double));
+	speed[1] = malloc(cand->count * sizeof(double));
+	used[0] = malloc(base->count * sizeof(double));
+	used[1] = malloc(cand->count * sizeof(double));
+	index[0] = malloc(base->count * sizeof(size_t));
+	index[1] = malloc(cand->count * sizeof(size_t));
+	if (!speed[0] || !speed[1] || !used[0] || !used[1] || !index[0] || !index[1]) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (int s = 0; s < 2; s++) {
+		/* A stage's own spans stay out of the index its median span is divided by. */
+		uint32_t skip = it->metric == KH_DIFF_M_P50 ? it->stage : KH_STAGE_COUNT;
+
+		diff_runs__speed(runs, sides[s], skip, speed[s]);
+		for (size_t i = 0; i < sides[s]->count; i++) {
+			double x;
+
+			if (leave_starved && runs->starved[s][i])
+				continue;
+			if (!record_value(&sides[s]->records[i], it->metric, it->stage, &x))
+				continue;
+			v[s][n[s]] = x;
+			index[s][n[s]] = i;
+			used[s][n[s]++] = speed[s][i];
+		}
+	}
+	if (it->metric == KH_DIFF_M_P50)
+		beta = diff_run__sensitivity(v[0], used[0], n[0], v[1], used[1], n[1]);
+	for (int s = 0; s < 2; s++)
+		for (size_t i = 0; i < n[s]; i++)
+			used[s][i] = pow(used[s][i], beta);
+	if (leave_starved) {
+		err = wait_factors(sides, (const size_t **)index, n, used);
+		if (err)
+			goto out;
+	}
+	for (int s = 0; s < 2; s++)
+		for (size_t i = 0; i < n[s]; i++) {
+			double f = used[s][i];
+
+			v[s][i] = it->metric == KH_DIFF_M_THROUGHPUT ? v[s][i] * f : v[s][i] / f;
+		}
+	it->speed_adjusted = true;
+	*nb = n[0];
+	*nc = n[1];
+	if (leave_starved && runs->starved_count[0] + runs->starved_count[1] &&
+	    (n[0] < 2 || n[1] < 2 ||
+	     stats__shift_rank(n[0], n[1], o->confidence, STATS_RANK_AUTO, &k) == -ERANGE))
+		it->starved_out = true;
+out:
+	for (int s = 0; s < 2; s++) {
+		free(speed[s]);
+		free(used[s]);
+		free(index[s]);
+	}
+	return err;
+}
+
+/* Adds one item when both sides have a value for it; 0 or -errno. */
+static int diff__add_item(struct kh_diff *d, const struct diff_runs *runs,
+			  const struct kh_diff_side *base, const struct kh_diff_side *cand,
+			  enum kh_diff_metric metric, uint32_t stage, double *vb, double *vc)
+{
+	struct kh_diff_item *it = &d->items[d->item_count], adjusted;
+	size_t nb, nc;
 	int err;
 
 	memset(it, 0, sizeof(*it));
@@ -433,8 +577,20 @@ static int diff__add_item(struct kh_diff *d, const struct kh_diff_side *base,
 	it->cand_median = stats__median(vc, it->cand_n);
 	if (isnan(it->base_median) || isnan(it->cand_median))
 		return -ENOMEM;
-	it->below_floor = metric != KH_DIFF_M_CALLS && item__below_floor(d, it, base);
-	err = item__judge(it, &d->opts, vb, vc);
+	err = item__run_values(it, runs, base, cand, &d->opts, vb, &nb, vc, &nc);
+	if (err)
+		return err;
+	/*
+	 * The floor, like the interval, reads the values the interval uses;
+	 * those of all runs when too few were left to judge.
+	 */
+	adjusted = *it;
+	if (it->speed_adjusted && !it->starved_out && nb && nc) {
+		adjusted.base_median = stats__median(vb, nb);
+		adjusted.cand_median = stats__median(vc, nc);
+	}
+	it->below_floor = metric != KH_DIFF_M_CALLS && item__below_floor(d, &adjusted, base);
+	err = item__judge(it, &d->opts, vb, nb, vc, nc);
 	if (err)
 		return err;
 	d->item_count++;
@@ -482,6 +638,37 @@ static bool has_state(const struct kh_profile *p, uint32_t state)
 	return find_state(p, state) != NULL;
 }
 
+/*
+ * One warning naming the runs starved of CPU, which the wall times leave
+ * out, after the items: it says when too few were left to judge them.
+ */
+static int diff__warn_starved(struct kh_diff *d, const struct diff_runs *runs,
+			      const struct kh_diff_side *base, const struct kh_diff_side *cand)
+{
+	struct kh_diff_warning *w;
+	bool unjudged = false;
+	char *message;
+
+	if (!runs->starved_count[0] && !runs->starved_count[1])
+		return 0;
+	for (size_t i = 0; i < d->item_count; i++)
+		unjudged |= d->items[i].starved_out;
+	message = diff__format("%zu of %zu base and %zu of %zu candidate runs were starved of CPU "
+			       "(waiting for a CPU over %.1f times as long as usual): left out of "
+			       "the wall, throughput and state wall times%s",
+			       runs->starved_count[0], base->count, runs->starved_count[1],
+			       cand->count, DIFF_STARVED_FACTOR,
+			       unjudged ? ", too few left to judge them (noisy at most)" : "");
+	w = message ? realloc(d->warnings, (d->warning_count + 1) * sizeof(*w)) : NULL;
+	if (!w) {
+		free(message);
+		return -ENOMEM;
+	}
+	d->warnings = w;
+	d->warnings[d->warning_count++] = (struct kh_diff_warning){ KH_DIFF_WARN_STARVED, message };
+	return 0;
+}
+
 static int diff__items(struct kh_diff *d, const struct kh_diff_side *base,
 		       const struct kh_diff_side *cand)
 {
@@ -489,29 +676,39 @@ static int diff__items(struct kh_diff *d, const struct kh_diff_side *base,
 							 KH_DIFF_M_PER_CALL, KH_DIFF_M_P50,
 							 KH_DIFF_M_P99, KH_DIFF_M_OFF_CPU };
 	double *vb = malloc(base->count * sizeof(*vb)), *vc = malloc(cand->count * sizeof(*vc));
+	struct diff_runs runs;
 	int err = vb && vc ? 0 : -ENOMEM;
 
 	if (!err)
-		err = diff__add_item(d, base, cand, KH_DIFF_M_WALL, 0, vb, vc);
+		err = diff_runs__init(&runs, base, cand);
+	if (err) {
+		free(vb);
+		free(vc);
+		return err;
+	}
+	err = diff__add_item(d, &runs, base, cand, KH_DIFF_M_WALL, 0, vb, vc);
 	if (!err && (any_record(base, has_input, 0) || any_record(cand, has_input, 0)))
-		err = diff__add_item(d, base, cand, KH_DIFF_M_THROUGHPUT, 0, vb, vc);
+		err = diff__add_item(d, &runs, base, cand, KH_DIFF_M_THROUGHPUT, 0, vb, vc);
 	if (!err)
-		err = diff__add_item(d, base, cand, KH_DIFF_M_PEAK_RSS, 0, vb, vc);
+		err = diff__add_item(d, &runs, base, cand, KH_DIFF_M_PEAK_RSS, 0, vb, vc);
 	for (uint32_t s = 0; !err && s < KH_STAGE_COUNT; s++) {
 		if (!any_record(base, has_stage, s) && !any_record(cand, has_stage, s))
 			continue;
 		for (size_t m = 0; !err && m < sizeof(per_stage) / sizeof(per_stage[0]); m++)
-			err = diff__add_item(d, base, cand, per_stage[m], s, vb, vc);
+			err = diff__add_item(d, &runs, base, cand, per_stage[m], s, vb, vc);
 		if (!err && (any_record(base, has_decoded, s) || any_record(cand, has_decoded, s)))
-			err = diff__add_item(d, base, cand, KH_DIFF_M_DECODED, s, vb, vc);
+			err = diff__add_item(d, &runs, base, cand, KH_DIFF_M_DECODED, s, vb, vc);
 	}
 	for (uint32_t st = 0; !err && st < KH_STATE_COUNT; st++) {
 		if (!any_record(base, has_state, st) || !any_record(cand, has_state, st))
 			continue;
-		err = diff__add_item(d, base, cand, KH_DIFF_M_STATE_WALL, st, vb, vc);
+		err = diff__add_item(d, &runs, base, cand, KH_DIFF_M_STATE_WALL, st, vb, vc);
 		if (!err)
-			err = diff__add_item(d, base, cand, KH_DIFF_M_STATE_CPU, st, vb, vc);
+			err = diff__add_item(d, &runs, base, cand, KH_DIFF_M_STATE_CPU, st, vb, vc);
 	}
+	if (!err)
+		err = diff__warn_starved(d, &runs, base, cand);
+	diff_runs__free(&runs);
 	free(vb);
 	free(vc);
 	return err;

@@ -166,7 +166,10 @@ struct kh_diff_item {
 	bool gating;       /* a regression here fails the comparison */
 	bool below_floor;  /* the medians differ by less than the minimum change */
 	bool floor_only;   /* ok only because of the floor: beyond the threshold otherwise */
-	size_t base_used, cand_used; /* runs the interval used (one outlier left out) */
+	size_t base_used, cand_used; /* runs the interval used (outliers and starved runs left out) */
+	bool speed_adjusted; /* the interval is of values divided by each run's speed (docs/CI.md) */
+	bool starved_out;  /* too few runs not starved of CPU: not judged, noisy at most */
+	bool few_spans;    /* p50, p99 of a stage of few spans a run: every run judged */
 	double calls_base, calls_cand; /* p50, p99: median calls, for the floor */
 	double noise;      /* pooled MAD of the runs the interval used, item's unit */
 	double noise_pct;  /* the noise bound: DIFF_NOISE_K MADs in % of the base median */
@@ -187,6 +190,7 @@ enum kh_diff_warning_kind {
 	KH_DIFF_WARN_DROPS,       /* a record lost spans or events */
 	KH_DIFF_WARN_STARTED_MID, /* a record misses the start of its session */
 	KH_DIFF_WARN_ENDED_MID,   /* a record misses the end of its session */
+	KH_DIFF_WARN_STARVED,     /* runs starved of CPU, left out of the wall items */
 };
 
 struct kh_diff_warning {

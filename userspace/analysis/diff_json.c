@@ -130,6 +130,7 @@ static cJSON *warning_json(const struct kh_diff_warning *w)
 		[KH_DIFF_WARN_DROPS] = "drops",
 		[KH_DIFF_WARN_STARTED_MID] = "started-mid-session",
 		[KH_DIFF_WARN_ENDED_MID] = "ended-mid-session",
+		[KH_DIFF_WARN_STARVED] = "starved",
 	};
 	cJSON *o = cJSON_CreateObject();
 
@@ -185,6 +186,8 @@ static cJSON *item_json(const struct kh_diff_item *it)
 				it->noise_pct) &&
 	     add_pair_or_null(o, "runs_used", it->has_interval, (double)it->base_used,
 			      (double)it->cand_used) &&
+	     cJSON_AddBoolToObject(o, "speed_adjusted", it->speed_adjusted) &&
+	     cJSON_AddBoolToObject(o, "starved_out", it->starved_out) &&
 	     cJSON_AddStringToObject(o, "verdict", diff_mark__name(it->verdict));
 	if (!ok) {
 		cJSON_Delete(o);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -287,20 +288,34 @@ size_t stats__shift_runs_needed(double confidence)
 
 size_t stats__drop_farthest(const double *values, size_t n, double *out)
 {
-	double median = n >= 2 ? stats__median(values, n) : NAN;
-	size_t far = 0, used = 0;
+	return stats__drop_farthest_k(values, n, 1, out);
+}
 
-	if (isnan(median)) {
+size_t stats__drop_farthest_k(const double *values, size_t n, size_t k, double *out)
+{
+	double median = n >= 2 ? stats__median(values, n) : NAN;
+	size_t used = 0;
+	bool *drop;
+
+	if (isnan(median) || k == 0 || k >= n || !(drop = calloc(n, sizeof(*drop)))) {
 		memcpy(out, values, n * sizeof(*out));
 		return n;
 	}
-	for (size_t i = 1; i < n; i++)
-		if (fabs(values[i] - median) > fabs(values[far] - median))
-			far = i;
+	for (size_t j = 0; j < k; j++) {
+		size_t far = n;
 
+		for (size_t i = 0; i < n; i++) {
+			if (drop[i])
+				continue;
+			if (far == n || fabs(values[i] - median) > fabs(values[far] - median))
+				far = i;
+		}
+		drop[far] = true;
+	}
 	for (size_t i = 0; i < n; i++)
-		if (i != far)
+		if (!drop[i])
 			out[used++] = values[i];
+	free(drop);
 	return used;
 }
 

@@ -97,6 +97,13 @@ size_t stats__shift_runs_needed(double confidence);
 size_t stats__drop_farthest(const double *values, size_t n, double *out);
 
 /*
+ * The same for the k values farthest from the median (the median of all n),
+ * dropped one by one, of equally far ones the first; returns n - k, or n
+ * (all copied) when k is 0, k >= n or there is no memory.
+ */
+size_t stats__drop_farthest_k(const double *values, size_t n, size_t k, double *out);
+
+/*
  * The pooled median absolute deviation of two samples: the median of
  * every value's distance from its own sample's median.  NAN when a sample
  * is empty or there is no memory.
