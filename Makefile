@@ -122,8 +122,13 @@ $(BUILD)/userspace/cmd/%.o: userspace/cmd/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(INC_ALL) -c $< -o $@
 
+# The BPF object's identity, which names its CO-RE target cache
+# (userspace/capture/btf_cache.h): a new object never reads an old cache.
+$(BUILD)/khprof_object_id.h: $(BUILD)/bpf/khprof.bpf.o
+	printf '#define KH_BPF_OBJECT_ID "%s"\n' "$$(sha256sum $< | cut -c1-16)" > $@.tmp && mv $@.tmp $@
+
 # Modules that include the skeleton must wait for it.
-$(CAPTURE_BPF_OBJS): $(BUILD)/khprof.skel.h
+$(CAPTURE_BPF_OBJS): $(BUILD)/khprof.skel.h $(BUILD)/khprof_object_id.h
 
 $(BUILD)/khprof: $(KHPROF_OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS)

@@ -53,6 +53,20 @@ char LICENSE[] SEC("license") = "GPL";
 /* Set by the loader before load. */
 const volatile __u64 trace_start_ns = 0;
 const volatile __u32 stop_on_loader_event = 0;
+/*
+ * Kernel BTF type ids for bpf_rdonly_cast: from a CO-RE relocation, or,
+ * when the CO-RE targets come from khprof's cache (a small BTF of just the
+ * types this object uses, whose ids are not the kernel's:
+ * userspace/capture/btf_cache.c), the kernel's ids kept in the cache.  The
+ * loader sets core_ids_given before the load, so the verifier follows one
+ * branch.
+ */
+const volatile __u32 core_ids_given = 0;
+const volatile __u32 kernel_id_task_struct = 0;
+const volatile __u32 kernel_id_mm_struct = 0;
+const volatile __u32 kernel_id_signal_struct = 0;
+#define KERNEL_TYPE_ID(name) \
+	(core_ids_given ? kernel_id_##name : bpf_core_type_id_kernel(struct name))
 
 /* Session slot bookkeeping; the loader clears slot_busy after reading a slot. */
 __u32 active_slot = KH_OUTSIDE_SLOT;
@@ -818,7 +832,7 @@ static __always_inline __u64 resident_pages_of(struct mm_struct *mm)
 	 * program uses anyway, since every new kernel type costs libbpf a
 	 * search of the kernel's BTF at load (~1 ms here).
 	 */
-	struct rss_walk w = { .btf_id = bpf_core_type_id_kernel(struct signal_struct) };
+	struct rss_walk w = { .btf_id = KERNEL_TYPE_ID(signal_struct) };
 	/*
 	 * Read through an untrusted copy of the pointer: the same plain loads,
 	 * but each pointer loaded from a trusted one costs the verifier up to
@@ -827,7 +841,7 @@ static __always_inline __u64 resident_pages_of(struct mm_struct *mm)
 	 * kh_rss_stat took 0.43 ms instead of 1.14, kh_usdt 9.7 instead of 10.5
 	 * (medians of 9 loads, log_level 4 statistics).
 	 */
-	struct mm_struct *m = bpf_rdonly_cast(mm, bpf_core_type_id_kernel(struct mm_struct));
+	struct mm_struct *m = bpf_rdonly_cast(mm, KERNEL_TYPE_ID(mm_struct));
 
 	for (int i = 0; i < 3; i++) {
 		w.pages += m->rss_stat[members[i]].count;
@@ -935,7 +949,7 @@ __noinline int kh_sample_task(struct kh_event *e)
 	struct task_struct *task = bpf_get_current_task_btf();
 	/* Untrusted for the same reason as in resident_pages_of. */
 	struct task_struct *untrusted =
-		bpf_rdonly_cast(task, bpf_core_type_id_kernel(struct task_struct));
+		bpf_rdonly_cast(task, KERNEL_TYPE_ID(task_struct));
 	struct mm_struct *mm = untrusted->mm;
 	__u64 threads, pages = 0;
 
@@ -1225,7 +1239,7 @@ int BPF_PROG(kh_rss_stat, struct mm_struct *mm, int member)
 	if (!traced_tgid || (__u32)(bpf_get_current_pid_tgid() >> 32) != traced_tgid)
 		return 0;
 	task = bpf_rdonly_cast(bpf_get_current_task_btf(),
-			       bpf_core_type_id_kernel(struct task_struct));
+			       KERNEL_TYPE_ID(task_struct));
 	if (mm != task->mm)
 		return 0; /* a page fault the traced process took in another one's memory */
 	pages = resident_pages_of(mm);

@@ -3,10 +3,12 @@
  * khprof record's command line with real tracing: a rerun replaces an
  * earlier run's records, a shell wrapper gets the hint about children, and
  * `report DIR` prints what `record --repeat` printed, and the helper
- * processes khprof leaves behind keep none of its output open.  Needs
- * root; never skips when CI=true.
+ * processes khprof leaves behind keep none of its output open, and the
+ * CO-RE target cache is written, used, and rebuilt when it does not load.
+ * Needs root; never skips when CI=true.
  */
 #include <errno.h>
+#include <glob.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -16,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -160,6 +164,104 @@ static void test_helpers_keep_no_output_open(void **state)
 	close(out[0]);
 }
 
+/* Waits for every process left behind (this process is their subreaper). */
+static void reap_helpers(void)
+{
+	while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+		;
+}
+
+/* The number of cache files (*.btf) in dir. */
+static size_t cached_btf_files(const char *dir)
+{
+	char pattern[PATH_MAX + 8];
+	glob_t found;
+	size_t n;
+
+	snprintf(pattern, sizeof(pattern), "%s/*.btf", dir);
+	if (glob(pattern, 0, NULL, &found) != 0)
+		return 0;
+	n = found.gl_pathc;
+	globfree(&found);
+	return n;
+}
+
+/*
+ * One traced run of the workload; its record's calls must be the first
+ * run's.  Returns whether it loaded with the cache.
+ */
+static bool traced_run(const char *out, const struct kh_profile *first, bool *fell_back)
+{
+	char *argv[] = { khprof, "record", "-v", "-q", "-o", (char *)out, "--", WORKLOAD,
+			 "sessions", "1", NULL };
+	struct run_result r = run_here(argv);
+	struct kh_profile p;
+	bool cached;
+
+	if (r.exit_code != 0)
+		fail_msg("khprof exited %d: %s", r.exit_code, r.err);
+	cached = strstr(r.err, "(CO-RE targets from the cache)") != NULL;
+	*fell_back = strstr(r.err, "failed: loading without it") != NULL;
+	load_record(out, &p);
+	for (uint32_t stage = 0; first && stage < KH_STAGE_COUNT; stage++)
+		assert_int_equal(calls_of(&p, stage), calls_of(first, stage));
+	profile__free(&p);
+	run_result_free(&r);
+	reap_helpers();
+	return cached;
+}
+
+/*
+ * The first run on a kernel writes the cache as it closes, the next ones
+ * load with it, a cache that does not load is dropped and written again,
+ * and a directory others may write is neither read nor written.
+ */
+static void test_btf_cache(void **state)
+{
+	char dir[PATH_MAX / 2], out[PATH_MAX / 2], btf[PATH_MAX];
+	struct kh_profile first;
+	const char *outer = getenv("KHPROF_CACHE_DIR");
+	char *saved = outer ? strdup(outer) : NULL;
+	bool fell_back;
+	glob_t found;
+	FILE *f;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/cache", tmpdir);
+	snprintf(out, sizeof(out), "%s/cached.json", tmpdir);
+	assert_int_equal(setenv("KHPROF_CACHE_DIR", dir, 1), 0);
+	assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+
+	assert_false(traced_run(out, NULL, &fell_back));
+	load_record(out, &first);
+	assert_int_equal(cached_btf_files(dir), 1);
+	assert_true(traced_run(out, &first, &fell_back));
+
+	/* A cache that does not load: this run falls back, the next is cached again. */
+	snprintf(btf, sizeof(btf), "%s/*.btf", dir);
+	assert_int_equal(glob(btf, 0, NULL, &found), 0);
+	f = fopen(found.gl_pathv[0], "w");
+	assert_non_null(f);
+	fputs("not BTF\n", f);
+	fclose(f);
+	globfree(&found);
+	assert_false(traced_run(out, &first, &fell_back));
+	assert_true(fell_back);
+	assert_true(traced_run(out, &first, &fell_back));
+
+	/* Writable by others: not trusted, so neither used nor written. */
+	assert_int_equal(remove_tree(dir), 0);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(chmod(dir, 0777), 0);
+	assert_false(traced_run(out, &first, &fell_back));
+	assert_int_equal(cached_btf_files(dir), 0);
+
+	profile__free(&first);
+	assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
+	assert_int_equal(saved ? setenv("KHPROF_CACHE_DIR", saved, 1) : unsetenv("KHPROF_CACHE_DIR"), 0);
+	free(saved);
+}
+
 int main(void)
 {
 	static const struct root_tests rt = {
@@ -173,6 +275,7 @@ int main(void)
 		cmocka_unit_test(test_shell_wrapper_hint),
 		cmocka_unit_test(test_report_dir_prints_the_series_spread),
 		cmocka_unit_test(test_helpers_keep_no_output_open),
+		cmocka_unit_test(test_btf_cache),
 	};
 
 	khprof = tool_path("KH_KHPROF", "build/khprof");

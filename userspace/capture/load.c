@@ -16,6 +16,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "btf_cache.h"
 #include "compat.h"
 #include "khprof.skel.h"
 #include "latency.h"
@@ -145,6 +146,53 @@ static void configure_sessions(struct tracer *t, int64_t realtime_offset_ns)
 	sessions__init(&t->sessions, &cfg);
 }
 
+/*
+ * Open, configure and load: with the CO-RE target cache when there is one
+ * (btf_cache.h).  A failure is reported here, once.
+ */
+static int open_and_load(struct tracer *t)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, open_opts,
+		    .btf_custom_path = t->btf_cache.usable ? t->btf_cache.btf_path : NULL);
+	int err;
+
+	t->skel = khprof_bpf__open_opts(&open_opts);
+	if (!t->skel) {
+		err = -errno;
+		log__error("cannot open BPF object: %s", strerror(errno));
+		return err;
+	}
+	t->trace_start_ns = tracer__now_ns();
+	configure_sessions(t, realtime_minus_monotonic());
+	t->skel->rodata->trace_start_ns = t->trace_start_ns;
+	t->skel->rodata->stop_on_loader_event = t->opts.stop_on_loader;
+	if (t->btf_cache.usable) {
+		t->skel->rodata->core_ids_given = 1;
+		t->skel->rodata->kernel_id_task_struct = t->btf_cache.ids[BTF_ID_TASK_STRUCT];
+		t->skel->rodata->kernel_id_mm_struct = t->btf_cache.ids[BTF_ID_MM_STRUCT];
+		t->skel->rodata->kernel_id_signal_struct = t->btf_cache.ids[BTF_ID_SIGNAL_STRUCT];
+	}
+
+	bpf_program__set_expected_attach_type(t->skel->progs.kh_usdt,
+					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(t->skel->progs.kh_usdt_identity,
+					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(t->skel->progs.kh_loader_state,
+					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(t->skel->progs.kh_untraced,
+					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
+	/* Only batch mode keeps spans in the process: the rest needs no syscall hook. */
+	bpf_program__set_autoload(t->skel->progs.kh_exec_check, t->opts.mode == KH_MODE_BATCH);
+	err = latency__configure(t->skel, t->ncpus);
+	if (err)
+		return err;
+	err = khprof_bpf__load(t->skel);
+	/* With the cache, a failure is tried again without it before it is reported. */
+	if (err && !t->btf_cache.usable)
+		report_load_error(err);
+	return err;
+}
+
 int tracer__open(struct tracer **out, const struct trace_options *opts)
 {
 	struct tsc_sample tsc_start;
@@ -181,38 +229,26 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 		goto fail;
 	}
 
-	t->skel = khprof_bpf__open();
-	if (!t->skel) {
-		err = -errno;
-		log__error("cannot open BPF object: %s", strerror(errno));
-		goto fail;
+	btf_cache__find(&t->btf_cache);
+	err = open_and_load(t);
+	if (err && t->btf_cache.usable) {
+		/* A cache that no longer fits: rebuilt when this run closes. */
+		log__debug("loading with the CO-RE target cache '%s' failed: loading without it",
+			   t->btf_cache.btf_path);
+		khprof_bpf__destroy(t->skel);
+		t->skel = NULL;
+		btf_cache__forget(&t->btf_cache);
+		sessions__free(&t->sessions);
+		err = open_and_load(t);
 	}
-	t->trace_start_ns = tracer__now_ns();
-	configure_sessions(t, realtime_minus_monotonic());
-	t->skel->rodata->trace_start_ns = t->trace_start_ns;
-	t->skel->rodata->stop_on_loader_event = opts->stop_on_loader;
-
-	bpf_program__set_expected_attach_type(t->skel->progs.kh_usdt,
-					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(t->skel->progs.kh_usdt_identity,
-					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(t->skel->progs.kh_loader_state,
-					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(t->skel->progs.kh_untraced,
-					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
-	/* Only batch mode keeps spans in the process: the rest needs no syscall hook. */
-	bpf_program__set_autoload(t->skel->progs.kh_exec_check, t->opts.mode == KH_MODE_BATCH);
-	err = latency__configure(t->skel, t->ncpus);
-	if (err)
-		goto fail;
-	err = khprof_bpf__load(t->skel);
 	if (err) {
-		report_load_error(err);
+		t->btf_cache.fillable = false;
 		goto fail;
 	}
-	log__debug("start-up: BPF object opened in %.1f ms, programs loaded in %.1f ms",
+	log__debug("start-up: BPF object opened in %.1f ms, programs loaded in %.1f ms%s",
 		   (double)(t->trace_start_ns - t->open_ns) / 1e6,
-		   (double)(tracer__now_ns() - t->trace_start_ns) / 1e6);
+		   (double)(tracer__now_ns() - t->trace_start_ns) / 1e6,
+		   t->btf_cache.usable ? " (CO-RE targets from the cache)" : "");
 	err = set_tsc_scale(t, &tsc_start);
 	if (err)
 		goto fail;
@@ -230,14 +266,25 @@ fail:
  * When the traced process is gone the probes cannot fire any more: a child
  * inherits the links and releases them after khprof has exited.
  */
+/* After the first successful load on a kernel: the cache for the next start. */
+static void fill_btf_cache(struct tracer *t)
+{
+	size_t len;
+	const void *object = khprof_bpf__elf_bytes(&len);
+
+	btf_cache__fill(&t->btf_cache, object, len);
+}
+
 void tracer__close_in_background(struct tracer *t)
 {
 	int hold[2];
 	pid_t pid;
 	char c;
 
-	if (t)
+	if (t) {
 		attach__stop_watching_forks(t, true);
+		fill_btf_cache(t);
+	}
 	if (!t || t->link_fd_count == 0 || pipe(hold) != 0) {
 		tracer__close(t);
 		return;
@@ -264,6 +311,7 @@ void tracer__close(struct tracer *t)
 		return;
 	attach__stop_watching_forks(t, true);
 	warmer__stop(&t->warmer);
+	fill_btf_cache(t);
 	ring_buffer__free(t->rb);
 	for (size_t i = 0; i < sizeof(t->end_links) / sizeof(t->end_links[0]); i++)
 		bpf_link__destroy(t->end_links[i]);

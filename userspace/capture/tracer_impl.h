@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "btf_cache.h"
 #include "latency.h"
 #include "session.h"
 #include "trace.h"
@@ -76,6 +77,7 @@ struct tracer {
 	size_t hist_view_len;
 	bool hist_view_failed;         /* mapping failed once: lookups instead */
 	struct warmer warmer;          /* until attached (opts.attach_at_once) */
+	struct btf_cache btf_cache;    /* CO-RE targets kept between runs (btf_cache.h) */
 	uint64_t open_ns;              /* tracer__open began: start-up phase times (-v) */
 };
 
