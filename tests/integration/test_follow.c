@@ -218,8 +218,9 @@ static void test_control_ring(void **state)
 {
 	static const char *modes[] = { "batch", "span", "pair" };
 	char out[512], line[512];
-	char *argv[] = { khprof, "record", "-q", "--mode", NULL, "-o", out, "--", FORKS, "flood",
-			 NULL };
+	/* --user root: the program must be allowed to stop khprof, even under sudo. */
+	char *argv[] = { khprof, "record", "-q", "--user", "root", "--mode", NULL, "-o", out, "--",
+			 FORKS, "flood", NULL };
 
 	(void)state;
 	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
@@ -230,7 +231,7 @@ static void test_control_ring(void **state)
 		size_t used = 0, count;
 		long pid;
 
-		argv[4] = (char *)modes[m];
+		argv[6] = (char *)modes[m];
 		snprintf(out, sizeof(out), "%s/flood-%s.json", tmpdir, modes[m]);
 		c = child_spawn(argv, false);
 		child_read_line(&c, "loading ", line, sizeof(line));

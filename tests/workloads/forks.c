@@ -24,6 +24,7 @@
  * lost to the full ring.  Exits 0, its counts said as above.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -120,7 +121,10 @@ static int flood(int identities)
 	KH_SESSION_START();
 	KH_TRANSITION(KH_STATE_SCANNING);
 	spans(KH_STAGE_DECODE, 200);
-	kill(tracer, SIGSTOP);
+	if (kill(tracer, SIGSTOP) != 0) {
+		dprintf(STDERR_FILENO, "forks: cannot stop khprof: %s\n", strerror(errno));
+		exit(2);
+	}
 	wait_stopped(tracer);
 	/* Some 300 bytes each: several times the 256 KiB ring. */
 	for (int i = 0; i < identities; i++)
