@@ -154,6 +154,18 @@ static char *record_creds(const char *name, const char *extra[])
 	return text;
 }
 
+/* tmpdir/name belongs to uid:gid. */
+static void assert_owned_by(const char *name, uid_t uid, gid_t gid)
+{
+	char path[512];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_uid, uid);
+	assert_int_equal(st.st_gid, gid);
+}
+
 /* COMMAND runs without a capability, unable to gain one by exec. */
 static void assert_unprivileged(const char *creds)
 {
@@ -201,6 +213,7 @@ static void test_root_without_sudo_stays_root(void **state)
 	(void)state;
 	clear_sudo();
 	creds = record_creds("default", NULL);
+	assert_owned_by("default.json", 0, 0);
 	ids(0, root_ids, sizeof(root_ids));
 	assert_field(creds, "Uid", root_ids);
 	assert_field(creds, "Gid", root_ids);
@@ -231,6 +244,8 @@ static void test_sudo_runs_as_the_invoking_user(void **state)
 	creds = record_creds("sudo", NULL);
 	clear_sudo();
 	assert_runs_as(creds, "daemon", pw->pw_uid, pw->pw_gid);
+	/* The record is the invoking user's, as if they had run khprof. */
+	assert_owned_by("sudo.json", pw->pw_uid, pw->pw_gid);
 	assert_unprivileged(creds);
 	assert_khprof_kept_little(creds);
 	free(creds);

@@ -18,6 +18,7 @@
 
 #include "cmd_trace.h"
 #include "commands.h"
+#include "fileio.h"
 #include "follow.h"
 #include "json.h"
 #include "live_metrics.h"
@@ -51,7 +52,8 @@ static const char record_usage[] =
 	"--user USER, else under sudo as the user who ran sudo (SUDO_UID, SUDO_GID),\n"
 	"else as khprof's own user, with that user's groups, every capability\n"
 	"dropped and no_new_privs set.  Root without sudo or --user stays root, and\n"
-	"--user root keeps root when it is really wanted.\n"
+	"--user root keeps root when it is really wanted.  Under sudo, the records\n"
+	"and directories khprof writes belong to the user who ran sudo.\n"
 	"\n"
 	"Each run replaces the records of the previous run to the same PATH: PATH.2,\n"
 	"PATH.3 ... beyond this run's sessions are removed (and named on stderr)\n"
@@ -366,10 +368,11 @@ static int prepare_repeat_dir(const char *dir, bool append, unsigned *first)
 	struct stat st;
 	glob_t found = { 0 };
 	unsigned last = 0;
+	int err = dir__create(dir, 0777);
 
-	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-		log__error("cannot create directory '%s': %s", dir, strerror(errno));
-		return -errno;
+	if (err && err != -EEXIST) {
+		log__error("cannot create directory '%s': %s", dir, strerror(-err));
+		return err;
 	}
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
 		log__error("cannot write records to '%s': not a directory (--repeat takes a "

@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "keyhog_profile.h"
 #include "log.h"
+#include "privileges.h"
 #include "record.h"
 
 #ifndef CAP_PERFMON
@@ -148,6 +149,7 @@ int main(int argc, char **argv)
 		log__error("'%s' is not a khprof command (see 'khprof --help')", argv[first]);
 		return KHPROF_EXIT_USAGE;
 	}
+	privileges__give_files_to_sudo_user();
 	if (!cmd->run)
 		return run_help(argc - first, argv + first);
 	if (cmd->needs_root && !wants_help(argc - first, argv + first) && !privileged()) {

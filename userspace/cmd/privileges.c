@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "log.h"
 #include "privileges.h"
 #include "record.h"
@@ -199,11 +200,13 @@ int run_as__apply(const struct run_as *r, const char **step)
  * libraries the program dlopens later (BPF links: CAP_BPF, CAP_PERFMON),
  * read the /proc files of a process that runs as another user
  * (CAP_SYS_PTRACE), read those libraries and write records wherever the
- * user who ran it may (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), and pass
- * signals on to the command (CAP_KILL).
+ * user who ran it may (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), give them to
+ * the user who ran sudo (CAP_CHOWN), and pass signals on to the command
+ * (CAP_KILL).
  */
 static const cap_value_t kept[] = {
 	CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_KILL,
+	CAP_CHOWN,
 };
 
 int privileges__drop_own(void)
@@ -237,4 +240,13 @@ out:
 	cap_free(now);
 	cap_free(keep);
 	return err;
+}
+
+void privileges__give_files_to_sudo_user(void)
+{
+	uint32_t uid, gid;
+
+	if (getuid() != 0 || parse_id(getenv("SUDO_UID"), &uid) || parse_id(getenv("SUDO_GID"), &gid))
+		return;
+	file__give_new_to((uid_t)uid, (gid_t)gid);
 }

@@ -56,4 +56,11 @@ void run_as__describe(const struct run_as *r, char *out, size_t len);
  */
 int privileges__drop_own(void);
 
+/*
+ * Run by root under sudo: the records and directories khprof creates are
+ * given to whoever ran sudo (SUDO_UID, SUDO_GID), as if they had run it.
+ * Nothing to do otherwise.
+ */
+void privileges__give_files_to_sudo_user(void);
+
 #endif

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "log.h"
 
 /* Attempts at a fresh temporary name before giving up. */
 #define TEMP_ATTEMPTS 100
@@ -51,6 +52,38 @@ static int path__split(const char *path, char **dir, char **base)
 	return 0;
 }
 
+/* file__give_new_to's owner; -1: files stay khprof's. */
+static uid_t new_owner_uid = (uid_t)-1;
+static gid_t new_owner_gid = (gid_t)-1;
+
+void file__give_new_to(uid_t uid, gid_t gid)
+{
+	new_owner_uid = uid;
+	new_owner_gid = gid;
+}
+
+/* Best effort: a file that cannot be given away is still written. */
+static void give_away(int fd)
+{
+	if (new_owner_uid != (uid_t)-1 && fchown(fd, new_owner_uid, new_owner_gid) != 0)
+		log__debug("cannot give a new file to uid %u: %s", (unsigned)new_owner_uid,
+			   strerror(errno));
+}
+
+int dir__create(const char *path, mode_t mode)
+{
+	int fd;
+
+	if (mkdir(path, mode) != 0)
+		return -errno;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		give_away(fd);
+		close(fd);
+	}
+	return 0;
+}
+
 /*
  * O_EXCL on a name of our own rather than mkstemp(): mkstemp creates mode
  * 0600, and fixing that needs the umask, which cannot be read safely.
@@ -67,6 +100,8 @@ static int temp__create(const char *dir, const char *base, char *name, size_t si
 				     n) >= size)
 			return -ENAMETOOLONG;
 		fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd >= 0)
+			give_away(fd);
 		if (fd >= 0 || errno != EEXIST)
 			return fd >= 0 ? fd : -errno;
 	}

@@ -36,4 +36,14 @@ int file__read_all(const char *path, char **out, size_t *len);
  */
 pid_t process__fork_quiet(void);
 
+/*
+ * Files and directories khprof creates from here on (file__write_atomic,
+ * dir__create) are given to uid:gid: under sudo, the records belong to
+ * whoever ran sudo, as if they had run khprof.  Giving one away needs
+ * CAP_CHOWN; without it, it stays khprof's.
+ */
+void file__give_new_to(uid_t uid, gid_t gid);
+/* mkdir(2), the new directory given away as above; 0 or -errno. */
+int dir__create(const char *path, mode_t mode);
+
 #endif /* KHPROF_FILEIO_H */
