@@ -149,6 +149,9 @@ static bool run_min_core_btf(const char *out, const char *object)
 	if (pid == 0) {
 		execlp("bpftool", "bpftool", "gen", "min_core_btf", VMLINUX_BTF, out, object,
 		       (char *)NULL);
+		/* Debian's, when PATH has no sbin (a cron job, a service). */
+		execl("/usr/sbin/bpftool", "bpftool", "gen", "min_core_btf", VMLINUX_BTF, out,
+		      object, (char *)NULL);
 		_exit(127);
 	}
 	return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
