@@ -259,13 +259,6 @@ fail:
 	return err;
 }
 
-/*
- * Each uprobe link's detach waits for an RCU-tasks grace period, serialised
- * in the kernel (about 80 ms per link here, one link per traced file), which
- * would keep `khprof record` alive after the traced program exited.
- * When the traced process is gone the probes cannot fire any more: a child
- * inherits the links and releases them after khprof has exited.
- */
 /* After the first successful load on a kernel: the cache for the next start. */
 static void fill_btf_cache(struct tracer *t)
 {
@@ -275,6 +268,13 @@ static void fill_btf_cache(struct tracer *t)
 	btf_cache__fill(&t->btf_cache, object, len);
 }
 
+/*
+ * Each uprobe link's detach waits for an RCU-tasks grace period, serialised
+ * in the kernel (about 80 ms per link here, one link per traced file), which
+ * would keep `khprof record` alive after the traced program exited.
+ * When the traced process is gone the probes cannot fire any more: a child
+ * inherits the links and releases them after khprof has exited.
+ */
 void tracer__close_in_background(struct tracer *t)
 {
 	int hold[2];

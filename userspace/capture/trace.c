@@ -207,7 +207,10 @@ int tracer__poll(struct tracer *t, int timeout_ms)
 		/* Forks and loader stops, which a burst of events must not crowd out. */
 		err = ring_buffer__add(t->rb, bpf_map__fd(t->skel->maps.control), handle_event, t);
 		if (err) {
+			/* Not half a reader: the next poll would run without the control ring. */
 			log__error("cannot open the control ring buffer: %s", strerror(-err));
+			ring_buffer__free(t->rb);
+			t->rb = NULL;
 			return err;
 		}
 	}
