@@ -123,18 +123,16 @@ void btf_cache__forget(struct btf_cache *c)
 	c->fillable = true;
 }
 
-/* Writes all of len bytes to path (new, 0600); false on any failure. */
+/*
+ * Writes all of len bytes to path (new, 0600); false on any failure.  Not
+ * file__write_atomic: under sudo that gives new files to the invoking user,
+ * and the cache must stay root's.
+ */
 static bool write_new(const char *path, const void *data, size_t len)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	bool ok = fd >= 0;
+	bool ok = fd >= 0 && fd__write_all(fd, data, len) == 0;
 
-	for (size_t done = 0; ok && done < len;) {
-		ssize_t n = write(fd, (const char *)data + done, len - done);
-
-		ok = n > 0;
-		done += ok ? (size_t)n : 0;
-	}
 	if (fd >= 0 && close(fd) != 0)
 		ok = false;
 	return ok;

@@ -14,8 +14,10 @@
 /* Attempts at a fresh temporary name before giving up. */
 #define TEMP_ATTEMPTS 100
 
-static int write_all(int fd, const char *data, size_t len)
+int fd__write_all(int fd, const void *buf, size_t len)
 {
+	const char *data = buf;
+
 	while (len > 0) {
 		ssize_t n = write(fd, data, len);
 
@@ -124,7 +126,7 @@ static int dir__sync(const char *dir)
 
 static int temp__fill(int fd, const void *data, size_t len)
 {
-	int err = write_all(fd, data, len);
+	int err = fd__write_all(fd, data, len);
 
 	if (!err && fsync(fd) < 0)
 		err = -errno;

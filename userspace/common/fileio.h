@@ -20,6 +20,8 @@
  * temporary file is left behind.
  */
 int file__write_atomic(const char *path, const void *data, size_t len);
+/* write(2) until all of len is written, through EINTR; 0 or -errno. */
+int fd__write_all(int fd, const void *data, size_t len);
 
 /*
  * Reads all of path into a malloc'd, NUL-terminated buffer (*len excludes
