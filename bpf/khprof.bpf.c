@@ -677,7 +677,7 @@ static __always_inline void on_batch(__u64 entries, __u64 count, __u64 input_byt
  * argument the site does not have is 0 (the generation, before ABI 3, and
  * the flush TSC, before ABI 2).
  */
-static __always_inline void on_batch_probe(struct pt_regs *ctx)
+static __noinline void on_batch_probe(struct pt_regs *ctx)
 {
 	__u64 a[KH_BATCH_ARGS] = {}, regs[KH_PT_REGS_WORDS];
 	struct __bpf_usdt_spec *spec;
