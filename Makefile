@@ -247,6 +247,9 @@ $(SEED_READER) $(SEED_UNBUILDABLE): $(SEED_SRCS) scripts/build-seed-render.sh
 # reader checking every record khprof writes when ../shared/seed is there.
 test: all seed-render
 	@./scripts/install-deps.sh $(TEST_PACKAGES)
+	@# The seed reader's packages bring Debian's rustc after this Makefile
+	@# was read: build the crate with it too (test_rust expects it then).
+	@if [ -x /usr/bin/rustc ]; then $(MAKE) --no-print-directory $(BUILD)/rust-debian/workload-rs; fi
 	@./tests/run-all.sh
 
 demo: $(BUILD)/khprof $(EXAMPLES)

@@ -9,9 +9,6 @@
  * Included by khprof.bpf.c.
  */
 
-extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type,
-				__u64 value) __ksym;
-
 /*
  * Without --follow-forks (protect_forks set): the processes descending
  * from the traced one, whose forks are stopped too, since a grandchild
@@ -26,6 +23,37 @@ struct {
 } untraced_family SEC(".maps");
 
 __u32 protect_forks;
+
+/*
+ * Kernels without bpf_send_signal_task (before Linux 6.13): children to be
+ * stopped by kh_fork_stop, in their own context, as they first return to
+ * user space.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u8);
+} fork_stops SEC(".maps");
+
+static __always_inline struct kh_event *fork_event(__u32 child_tgid)
+{
+	struct kh_event *e = bpf_ringbuf_reserve(&control, sizeof(*e), 0);
+
+	if (!e) {
+		/* khprof would never resume it: leave the child running, untraced. */
+		count_drop(KH_OUTSIDE_SLOT, KH_DROP_RINGBUF_FULL);
+		return NULL;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = KH_EVENT_FORK;
+	e->pid = traced_tgid;
+	e->tid = (__u32)bpf_get_current_pid_tgid();
+	e->slot = KH_OUTSIDE_SLOT;
+	e->ts_ns = bpf_ktime_get_ns();
+	e->arg0 = child_tgid;
+	return e;
+}
 
 /*
  * sched_process_fork fires in kernel_clone() after copy_process() and
@@ -52,20 +80,45 @@ int BPF_PROG(kh_follow_fork, struct task_struct *parent, struct task_struct *chi
 		return 0;
 	if (protect_forks)
 		bpf_map_update_elem(&untraced_family, &child_tgid, &one, BPF_ANY);
-	e = bpf_ringbuf_reserve(&control, sizeof(*e), 0);
-	if (!e) {
-		/* khprof would never resume it: leave the child running, untraced. */
-		count_drop(KH_OUTSIDE_SLOT, KH_DROP_RINGBUF_FULL);
+	if (!have_send_signal_task) {
+		/* Named to khprof once it has stopped (kh_fork_stop). */
+		if (bpf_map_update_elem(&fork_stops, &child_tgid, &one, BPF_ANY))
+			count_drop(KH_OUTSIDE_SLOT, KH_DROP_RINGBUF_FULL);
 		return 0;
 	}
-	__builtin_memset(e, 0, sizeof(*e));
-	e->type = KH_EVENT_FORK;
-	e->pid = traced_tgid;
-	e->tid = (__u32)bpf_get_current_pid_tgid();
-	e->slot = KH_OUTSIDE_SLOT;
-	e->ts_ns = bpf_ktime_get_ns();
-	e->arg0 = (__u64)child->tgid;
+	e = fork_event(child_tgid);
+	if (!e)
+		return 0;
 	if (bpf_send_signal_task(child, SIGSTOP, PIDTYPE_TGID, 0) != 0) {
+		bpf_ringbuf_discard(e, 0);
+		return 0;
+	}
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/*
+ * Before Linux 6.13, no BPF program can signal another task, so a child
+ * kh_follow_fork marked stops itself: every task returning from a system
+ * call passes sys_exit while a program is attached there, the child first
+ * as it returns from fork, before its first user instruction.  The event
+ * goes out after the stop is pending, so khprof's SIGCONT cannot come
+ * before it.  Loaded only on those kernels (features.c): attached, every
+ * system call of every process takes the tracepoint's slow path.
+ */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(kh_fork_stop, struct pt_regs *regs, long ret)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct kh_event *e;
+
+	if (!bpf_map_lookup_elem(&fork_stops, &tgid))
+		return 0;
+	bpf_map_delete_elem(&fork_stops, &tgid);
+	e = fork_event(tgid);
+	if (!e)
+		return 0;
+	if (bpf_send_signal(SIGSTOP) != 0) {
 		bpf_ringbuf_discard(e, 0);
 		return 0;
 	}

@@ -68,6 +68,9 @@ const volatile __u32 kernel_id_signal_struct = 0;
 #define KERNEL_TYPE_ID(name) \
 	(core_ids_given ? kernel_id_##name : bpf_core_type_id_kernel(struct name))
 
+/* Kernel features that khprof's floor (Linux 6.1) lacks, behind the loader's flags. */
+#include "compat.bpf.h"
+
 /* Session slot bookkeeping; the loader clears slot_busy after reading a slot. */
 __u32 active_slot = KH_OUTSIDE_SLOT;
 __u32 slot_busy[KH_MAX_SLOTS];
@@ -158,26 +161,6 @@ struct {
 	__type(value, struct batch_buffer);
 } batch_scratch SEC(".maps");
 
-/*
- * Uprobe programs run with migration disabled but preemption enabled, so a
- * per-CPU read-modify-write could interleave with another traced thread on
- * the same CPU.  Disabling preemption around the update keeps every count
- * exact without atomic instructions.
- */
-extern void bpf_preempt_disable(void) __ksym;
-extern void bpf_preempt_enable(void) __ksym;
-
-/*
- * kh_usdt_identity is sleepable so that identity strings on pages the
- * program never touched are faulted in (bpf_copy_from_user_str, Linux 6.12).
- */
-extern int bpf_copy_from_user_str(void *dst, __u32 dst__sz, const void *unsafe_ptr__ign,
-				  __u64 flags) __ksym;
-/*
- * Few kfuncs: libbpf 1.1 finds each one by a linear search of the kernel's
- * BTF, about 1 ms apiece here, paid at every start (loops use bpf_loop).
- */
-extern void *bpf_rdonly_cast(const void *obj__ign, __u32 btf_id__k) __ksym;
 
 /*
  * Each CPU's per-CPU offset (__per_cpu_offset[cpu]), to find the CPUs'
@@ -219,11 +202,11 @@ static __always_inline void count_drop(__u32 slot, enum kh_drop drop)
 {
 	struct kh_slot_stats *stats;
 
-	bpf_preempt_disable();
+	kh_preempt_disable();
 	stats = stats_of(slot);
 	if (stats)
 		stats->drops[drop] += 1;
-	bpf_preempt_enable();
+	kh_preempt_enable();
 }
 
 /*
@@ -306,7 +289,7 @@ static __always_inline void record_span(__u32 stage, __u64 start_ns, __u64 end_n
 	struct kh_hist_block *hist;
 	__u32 slot;
 
-	bpf_preempt_disable();
+	kh_preempt_disable();
 	slot = active_slot;
 	stats = stats_of(slot);
 	hist = hist_of(slot);
@@ -315,7 +298,7 @@ static __always_inline void record_span(__u32 stage, __u64 start_ns, __u64 end_n
 		if (account_span(stats, hist, stage, start_ns, end_ns, attribution, 0))
 			add_offcpu(hist, stage, start_ns, end_ns);
 	}
-	bpf_preempt_enable();
+	kh_preempt_enable();
 }
 
 static __always_inline void on_span_enter(__u64 stage)
@@ -576,20 +559,31 @@ int kh_thread_batch(__u64 state_addr, __u64 flushes, __u32 abi3, __u32 count,
 		    struct kh_inputs *inputs);
 
 /*
- * Completed spans, and the input counted since the thread's last batch.
+ * Completed spans, and the input counted since the thread's last batch:
+ * args are the batch probe's (entries, count, input bytes, input units,
+ * flush TSC, flushes).  Out of line: its walk (208 bytes of stack) and the
+ * registers' copy in batch_args are never on the stack at once.
  * With probe ABI 3 (abi3: flushes given), the thread's buffer is marked as
  * counted, so that it is not counted again if the thread dies before the
  * program resets it, and the part an execve that failed drained is skipped.
  */
-static __always_inline void on_batch(__u64 entries, __u64 count, __u64 input_bytes,
-				     __u64 input_units, __u64 flush_tsc, __u64 flushes, bool abi3)
+static __noinline void on_batch(const __u64 *args, bool abi3)
 {
-	struct kh_inputs inputs = { input_bytes, input_units };
+	__u64 entries, count, flush_tsc, flushes;
+	struct kh_inputs inputs;
 	struct batch_walk walk;
 	struct task_struct *task;
 	__u64 born, switches, min_start;
 	__u32 zero = 0, slot;
 
+	if (!args)
+		return;
+	entries = args[0];
+	count = args[1];
+	inputs.bytes = args[2];
+	inputs.units = args[3];
+	flush_tsc = args[4];
+	flushes = args[5];
 	task = bpf_get_current_task_btf();
 	born = task->start_time;
 	switches = task->nvcsw + task->nivcsw;
@@ -597,23 +591,37 @@ static __always_inline void on_batch(__u64 entries, __u64 count, __u64 input_byt
 	walk.flush_ticks = flush_tsc & ~KH_TIME_TSC;
 	walk.tsc_ok = (flush_tsc & KH_TIME_TSC) && tsc_mult;
 
+	if (count > KH_BATCH_CAPACITY)
+		count = KH_BATCH_CAPACITY;
+	/*
+	 * Before preemption goes off: the verifier of Linux 6.12 refuses a
+	 * global function's call with preemption disabled, and this one only
+	 * touches the thread's own storage.
+	 */
+	walk.first = kh_thread_batch(entries - KH_TS_BATCH_OFF, flushes, abi3, count, &inputs);
 	/*
 	 * From the copy into this CPU's scratch buffer on: another traced
 	 * thread preempting this one on the CPU would flush into the same
 	 * buffer.
 	 */
-	bpf_preempt_disable();
+	kh_preempt_disable();
 	walk.buf = bpf_map_lookup_elem(&batch_scratch, &zero);
 	if (!walk.buf) {
-		bpf_preempt_enable();
+		kh_preempt_enable();
 		return;
 	}
-	if (count > KH_BATCH_CAPACITY)
-		count = KH_BATCH_CAPACITY;
+	/*
+	 * The thread wrote these entries just now, so the read fails only
+	 * for a buffer that is not the thread's any more: its spans are lost,
+	 * and counted as unread.
+	 */
 	if (bpf_probe_read_user(walk.buf->entries, count * sizeof(struct kh_batch_entry),
-				(const void *)entries))
+				(const void *)entries)) {
+		walk.stats = stats_of(active_slot);
+		if (walk.stats && count > walk.first)
+			walk.stats->drops[KH_DROP_EXIT_UNREAD] += count - walk.first;
 		count = 0;
-	walk.first = kh_thread_batch(entries - KH_TS_BATCH_OFF, flushes, abi3, count, &inputs);
+	}
 	/* Through the map value (struct batch_buffer says why). */
 	*(volatile __u32 *)&walk.buf->count = count;
 	count = *(volatile __u32 *)&walk.buf->count;
@@ -665,7 +673,7 @@ static __always_inline void on_batch(__u64 entries, __u64 count, __u64 input_byt
 	/* Branch-free: a branch here doubled the states the verifier walks. */
 	walk.buf->anchor_ticks = walk.flush_ticks;
 	walk.buf->anchor_ns = walk.now_ns * walk.tsc_ok;
-	bpf_preempt_enable();
+	kh_preempt_enable();
 }
 
 #define KH_BATCH_ARGS 6
@@ -675,19 +683,24 @@ static __always_inline void on_batch(__u64 entries, __u64 count, __u64 input_byt
  * lookup and one read of the registers for all six: bpf_usdt_arg costs a
  * lookup and a helper call per argument, 1.2 ns a batched span here.  An
  * argument the site does not have is 0 (the generation, before ABI 3, and
- * the flush TSC, before ABI 2).
+ * the flush TSC, before ABI 2).  Returns the site's argument count, or -1.
+ * Out of line, so that the registers' copy (168 bytes) and the batch's
+ * walk (on_batch) are never on the stack together: every program stays
+ * within the 512 bytes a kernel without private stacks allows to the
+ * deepest chain of calls, bpf_loop's callbacks included (Linux 6.1
+ * counted kh_usdt's at 544 with both in one frame).
  */
-static __noinline void on_batch_probe(struct pt_regs *ctx)
+static __noinline int batch_args(struct pt_regs *ctx, __u64 *a)
 {
-	__u64 a[KH_BATCH_ARGS] = {}, regs[KH_PT_REGS_WORDS];
+	__u64 regs[KH_PT_REGS_WORDS];
 	struct __bpf_usdt_spec *spec;
 	int id = __bpf_usdt_spec_id(ctx);
 
-	if (id < 0)
-		return;
+	if (id < 0 || !a)
+		return -1;
 	spec = bpf_map_lookup_elem(&__bpf_usdt_specs, &id);
 	if (!spec || bpf_probe_read_kernel(regs, sizeof(regs), ctx))
-		return;
+		return -1;
 #pragma unroll
 	for (int i = 0; i < KH_BATCH_ARGS; i++) {
 		struct __bpf_usdt_arg_spec *arg = &spec->args[i];
@@ -700,7 +713,13 @@ static __noinline void on_batch_probe(struct pt_regs *ctx)
 		} else {
 			__u32 reg = (__u16)arg->reg_off / 8;
 
-			v = reg < KH_PT_REGS_WORDS ? regs[reg] : 0;
+			v = 0;
+			if (reg < KH_PT_REGS_WORDS) {
+				/* The load must stay after the test the verifier bounds it by. */
+				asm volatile("" : "+r"(reg));
+				if (reg < KH_PT_REGS_WORDS)
+					v = regs[reg];
+			}
 			if (arg->arg_type == BPF_USDT_ARG_REG_DEREF &&
 			    bpf_probe_read_user(&v, sizeof(v), (void *)(v + arg->val_off)))
 				v = 0;
@@ -709,14 +728,28 @@ static __noinline void on_batch_probe(struct pt_regs *ctx)
 		a[i] = arg->arg_signed ? (__u64)((__s64)v >> arg->arg_bitshift)
 				       : v >> arg->arg_bitshift;
 	}
-	on_batch(a[0], a[1], a[2], a[3], a[4], a[5], spec->arg_cnt >= KH_BATCH_ARGS);
+	return spec->arg_cnt;
+}
+
+/*
+ * Out of line for the same reason, and so is on_batch: kh_usdt's own frame
+ * stays small, and this one holds only the arguments.
+ */
+static __noinline void on_batch_probe(struct pt_regs *ctx)
+{
+	__u64 a[KH_BATCH_ARGS] = {};
+	int args = batch_args(ctx, a);
+
+	if (args < 0)
+		return;
+	on_batch(a, args >= KH_BATCH_ARGS);
 }
 
 static __always_inline void add_input(bool units, __u64 n)
 {
 	struct kh_slot_stats *stats;
 
-	bpf_preempt_disable();
+	kh_preempt_disable();
 	stats = stats_of(active_slot);
 	if (stats) {
 		stats->probe_hits += 1;
@@ -725,7 +758,7 @@ static __always_inline void add_input(bool units, __u64 n)
 		else
 			stats->input_bytes += n;
 	}
-	bpf_preempt_enable();
+	kh_preempt_enable();
 }
 
 /* A pointer's value as a number (the verifier keeps pointer types apart). */
@@ -805,12 +838,36 @@ static long add_cpu_rss(__u64 cpu, void *ctx)
 	__u64 off = cpu_offsets[cpu & (KH_MAX_CPUS - 1)];
 
 	for (int i = 0; i < 3; i++) {
-		struct signal_struct *part =
-			bpf_rdonly_cast((void *)(w->counters[i] + off), w->btf_id);
+		struct signal_struct *part;
+		__s32 v = 0;
 
-		w->pages += part->sigcnt.refs.counter;
+		if (have_rdonly_cast) {
+			part = bpf_rdonly_cast((void *)(w->counters[i] + off), w->btf_id);
+			v = part->sigcnt.refs.counter;
+		} else {
+			bpf_probe_read_kernel(&v, sizeof(v), (void *)(w->counters[i] + off));
+		}
+		w->pages += v;
 	}
 	return 0;
+}
+
+/* Linux before 6.2: one atomic_long_t per counter in a struct, no per-CPU parts. */
+struct mm_rss_stat___old {
+	atomic_long_t count[4];
+} __attribute__((preserve_access_index));
+struct mm_struct___old {
+	struct mm_rss_stat___old rss_stat;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u64 resident_pages_old(struct mm_struct *mm)
+{
+	struct mm_struct___old *old = (void *)mm;
+	__s64 pages = BPF_CORE_READ(old, rss_stat.count[MM_FILEPAGES].counter) +
+		      BPF_CORE_READ(old, rss_stat.count[MM_ANONPAGES].counter) +
+		      BPF_CORE_READ(old, rss_stat.count[MM_SHMEMPAGES].counter);
+
+	return pages > 0 ? pages : 0;
 }
 
 /*
@@ -841,11 +898,21 @@ static __always_inline __u64 resident_pages_of(struct mm_struct *mm)
 	 * kh_rss_stat took 0.43 ms instead of 1.14, kh_usdt 9.7 instead of 10.5
 	 * (medians of 9 loads, log_level 4 statistics).
 	 */
-	struct mm_struct *m = bpf_rdonly_cast(mm, KERNEL_TYPE_ID(mm_struct));
+	struct mm_struct *m;
 
-	for (int i = 0; i < 3; i++) {
-		w.pages += m->rss_stat[members[i]].count;
-		w.counters[i] = (__u64)m->rss_stat[members[i]].counters;
+	if (!have_percpu_rss)
+		return resident_pages_old(mm);
+	if (have_rdonly_cast) {
+		m = bpf_rdonly_cast(mm, KERNEL_TYPE_ID(mm_struct));
+		for (int i = 0; i < 3; i++) {
+			w.pages += m->rss_stat[members[i]].count;
+			w.counters[i] = (__u64)m->rss_stat[members[i]].counters;
+		}
+	} else {
+		for (int i = 0; i < 3; i++) {
+			w.pages += BPF_CORE_READ(mm, rss_stat[members[i]].count);
+			w.counters[i] = (__u64)BPF_CORE_READ(mm, rss_stat[members[i]].counters);
+		}
 	}
 	bpf_loop(cpus, add_cpu_rss, &w, 0);
 	return w.pages > 0 ? w.pages : 0;
@@ -947,10 +1014,7 @@ static __always_inline __u64 process_cpu_ns(struct task_struct *task)
 __noinline int kh_sample_task(struct kh_event *e)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	/* Untrusted for the same reason as in resident_pages_of. */
-	struct task_struct *untrusted =
-		bpf_rdonly_cast(task, KERNEL_TYPE_ID(task_struct));
-	struct mm_struct *mm = untrusted->mm;
+	struct mm_struct *mm = kh_task_mm(task);
 	__u64 threads, pages = 0;
 
 	if (!e)
@@ -1082,9 +1146,9 @@ static __always_inline void on_identity(__u64 key, __u64 value)
 	/* Faults the pages in when needed: kh_usdt_identity is sleepable. */
 	e->arg0 = key;
 	e->arg1 = value;
-	err = bpf_copy_from_user_str(e->key, sizeof(e->key), (const void *)key, 0);
+	err = kh_read_user_str(e->key, sizeof(e->key), (const void *)key);
 	e->key_err = err < 0 ? err : 0;
-	err = bpf_copy_from_user_str(e->value, sizeof(e->value), (const void *)value, 0);
+	err = kh_read_user_str(e->value, sizeof(e->value), (const void *)value);
 	e->value_err = err < 0 ? err : 0;
 	event_submit_lazily(e);
 }
@@ -1205,7 +1269,7 @@ int kh_loader_state(struct pt_regs *ctx)
 	/* Before the map changes there is nothing new to attach to yet. */
 	if (r_state_from_hook &&
 	    bpf_probe_read_user(&r_state, sizeof(r_state),
-				(const void *)(bpf_get_func_ip(ctx) + r_state_from_hook)) == 0 &&
+				(const void *)(kh_probe_ip(ctx) + r_state_from_hook)) == 0 &&
 	    r_state != RT_CONSISTENT)
 		return 0;
 	/*
@@ -1238,9 +1302,8 @@ int BPF_PROG(kh_rss_stat, struct mm_struct *mm, int member)
 
 	if (!traced_tgid || (__u32)(bpf_get_current_pid_tgid() >> 32) != traced_tgid)
 		return 0;
-	task = bpf_rdonly_cast(bpf_get_current_task_btf(),
-			       KERNEL_TYPE_ID(task_struct));
-	if (mm != task->mm)
+	task = bpf_get_current_task_btf();
+	if (mm != kh_task_mm(task))
 		return 0; /* a page fault the traced process took in another one's memory */
 	pages = resident_pages_of(mm);
 	if (pages > peak_resident_pages)

@@ -127,11 +127,11 @@ static __always_inline void count_drops(__u32 slot, enum kh_drop drop, __u64 n)
 {
 	struct kh_slot_stats *stats;
 
-	bpf_preempt_disable();
+	kh_preempt_disable();
 	stats = stats_of(slot);
 	if (stats)
 		stats->drops[drop] += n;
-	bpf_preempt_enable();
+	kh_preempt_enable();
 }
 
 /*
@@ -215,39 +215,93 @@ static __always_inline void send_buffer(struct kh_thread_info *info, bool mark)
 }
 
 /*
- * Every thread's end: normal exit, exit_group from any thread, a fatal
- * signal, the other threads of an execve.  The one sched_process_exit
- * program: it also drops the thread's switch log (latency.bpf.h), which
- * a second program on the tracepoint would cost every exit another call.  On this kernel the tracepoint
- * fires before the thread lets go of its memory (exit_mm).
+ * Before Linux 6.16 sched_process_exit fires after exit_mm(): the thread's
+ * memory is gone there, so its buffer is read at the start of do_exit()
+ * instead (kh_exit_drain, an fentry program, loaded only there), and the
+ * tracepoint's program does the rest.
  */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(kh_thread_exit, struct task_struct *task, bool group_dead)
+const volatile bool drain_at_do_exit = 0;
+
+static __always_inline void thread_end(struct task_struct *task, bool group_dead, bool drain)
 {
 	struct kh_thread_info *info;
 	struct kh_event *e;
 	__u32 tid;
 
 	if (!traced_tgid || task->tgid != traced_tgid)
-		return 0;
+		return;
 	tid = task->pid;
 	offcpu_thread_end(task);
 	info = bpf_task_storage_get(&thread_store, task, 0, 0);
 	if (info && info->state_addr) {
-		send_buffer(info, false);
+		if (drain)
+			send_buffer(info, false);
 		bpf_map_delete_elem(&thread_list, &tid);
 	} else if (bpf_map_delete_elem(&thread_list, &tid) == 0 || abi2_batch_traced) {
 		/* Listed without a record (thread_info_learn), or ABI 2: its buffer is unknown. */
 		count_drop(active_slot, KH_DROP_EXIT_UNKNOWN);
 	}
 	if (!group_dead)
-		return 0;
+		return;
 	e = event_reserve(KH_EVENT_PROCESS_EXIT, active_slot);
 	if (!e)
-		return 0;
+		return;
 	e->arg0 = task->exit_code;
 	event_submit(e);
+}
+
+/*
+ * Every thread's end: normal exit, exit_group from any thread, a fatal
+ * signal, the other threads of an execve.  The one sched_process_exit
+ * program: it also drops the thread's switch log (latency.bpf.h), which
+ * a second program on the tracepoint would cost every exit another call.
+ * Since Linux 6.16 the tracepoint fires before the thread lets go of its
+ * memory (exit_mm).
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(kh_thread_exit, struct task_struct *task, bool group_dead)
+{
+	thread_end(task, group_dead, true);
 	return 0;
+}
+
+/*
+ * The same before Linux 6.16, whose tracepoint has no group_dead: do_exit
+ * took the thread off signal->live before it, so the last one finds 0.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(kh_thread_exit_old, struct task_struct *task)
+{
+	bool group_dead = BPF_CORE_READ(task, signal, live.counter) == 0;
+
+	thread_end(task, group_dead, !drain_at_do_exit);
+	return 0;
+}
+
+/* Kernels before 6.16: the buffer while the thread still has its memory. */
+SEC("fentry/do_exit")
+int BPF_PROG(kh_exit_drain, long code)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct kh_thread_info *info;
+
+	if (!traced_tgid || task->tgid != traced_tgid)
+		return 0;
+	info = bpf_task_storage_get(&thread_store, task, 0, 0);
+	if (info && info->state_addr)
+		send_buffer(info, false);
+	return 0;
+}
+
+static __always_inline void exec_check(struct task_struct *task)
+{
+	struct kh_thread_info *info;
+
+	if (!traced_tgid || task->tgid != traced_tgid)
+		return;
+	info = bpf_task_storage_get(&thread_store, task, 0, 0);
+	if (info && info->state_addr)
+		send_buffer(info, true);
 }
 
 /*
@@ -263,13 +317,18 @@ int BPF_PROG(kh_thread_exit, struct task_struct *task, bool group_dead)
 SEC("tp_btf/sched_prepare_exec")
 int BPF_PROG(kh_exec_check, struct task_struct *task, struct linux_binprm *bprm)
 {
-	struct kh_thread_info *info;
+	exec_check(task);
+	return 0;
+}
 
-	if (!traced_tgid || task->tgid != traced_tgid)
-		return 0;
-	info = bpf_task_storage_get(&thread_store, task, 0, 0);
-	if (info && info->state_addr)
-		send_buffer(info, true);
+/*
+ * Before Linux 6.10: the start of begin_new_exec(), where that tracepoint
+ * fires now, with the old image still mapped.
+ */
+SEC("fentry/begin_new_exec")
+int BPF_PROG(kh_exec_check_old, struct linux_binprm *bprm)
+{
+	exec_check(bpf_get_current_task_btf());
 	return 0;
 }
 

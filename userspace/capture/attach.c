@@ -24,6 +24,7 @@
 
 #include "calibrate.h"
 #include "compat.h"
+#include "kfeatures.h"
 #include "khprof.skel.h"
 #include "latency.h"
 #include "fileio.h"
@@ -156,13 +157,39 @@ void attach__free_site_sets(struct tracer *t)
 	t->site_set_count = 0;
 }
 
-/* Links prog to count sites of path and keeps the link until tracer__close. */
+/*
+ * Links prog_fd to count sites of path in process pid: one uprobe-multi
+ * link, or on kernels without them one perf-event uprobe per site
+ * (compat.h).  Each link's fd goes to keep(ctx, fd), which takes a
+ * negative errno too; the first error is returned.
+ */
+static int link_sites_with(struct tracer *t, int prog_fd, const char *path, const __u64 *offsets,
+			   const __u64 *ref_ctr_offsets, const __u64 *cookies, __u32 count,
+			   pid_t pid, int (*keep)(void *ctx, int fd), void *ctx)
+{
+	int err = 0;
+
+	if (features__has(&t->features, KH_FEAT_UPROBE_MULTI))
+		return keep(ctx, compat__uprobe_multi_link(prog_fd, path, offsets, ref_ctr_offsets,
+							   cookies, count, pid));
+	for (__u32 i = 0; i < count && !err; i++)
+		err = keep(ctx, compat__uprobe_perf_link(prog_fd, path, offsets[i],
+							 ref_ctr_offsets[i], cookies[i], pid));
+	return err;
+}
+
+static int keep_tracer_link(void *ctx, int fd)
+{
+	return keep_link(ctx, fd);
+}
+
+/* Links prog to count sites of path and keeps the links until tracer__close. */
 static int link_sites(struct tracer *t, struct bpf_program *prog, const char *path,
 		      const __u64 *offsets, const __u64 *ref_ctr_offsets, const __u64 *cookies,
 		      __u32 count)
 {
-	int err = keep_link(t, compat__uprobe_multi_link(bpf_program__fd(prog), path, offsets,
-							 ref_ctr_offsets, cookies, count, t->pid));
+	int err = link_sites_with(t, bpf_program__fd(prog), path, offsets, ref_ctr_offsets, cookies,
+				  count, t->pid, keep_tracer_link, t);
 
 	if (!err && prog == t->skel->progs.kh_usdt)
 		keep_site_set(t, bpf_program__fd(prog), path, offsets, ref_ctr_offsets, cookies,
@@ -385,14 +412,27 @@ static int watch_peaks(struct tracer *t, pid_t pid)
 	return 0;
 }
 
-/* --follow-forks: the new processes pid forks (bpf/follow.bpf.h). */
+/*
+ * --follow-forks: the new processes pid forks (bpf/follow.bpf.h).  Without
+ * it, only kernels that rewrite probe sites into calls (optimized uprobes)
+ * need their forks stopped, to be made safe (attach__protect_child).
+ */
 static int watch_forks(struct tracer *t, pid_t pid)
 {
 	int fd, err;
 
+	if (!t->opts.on_fork && !features__has(&t->features, KH_FEAT_OPTIMIZED_UPROBES))
+		return 0;
 	t->skel->bss->protect_forks = !t->opts.on_fork;
 	fd = bpf_raw_tracepoint_open(NULL, bpf_program__fd(t->skel->progs.kh_follow_fork));
 	err = keep_link(t, fd < 0 ? -errno : fd);
+	if (!err && bpf_program__autoload(t->skel->progs.kh_fork_stop)) {
+		/* Before Linux 6.13 the child stops itself (kh_fork_stop). */
+		int stop_fd = bpf_raw_tracepoint_open(NULL,
+						      bpf_program__fd(t->skel->progs.kh_fork_stop));
+
+		err = keep_link(t, stop_fd < 0 ? -errno : stop_fd);
+	}
 	if (err) {
 		log__error("cannot watch the processes PID %d forks: %s", pid, strerror(-err));
 		return err;
@@ -452,8 +492,8 @@ static void report_attach_error(const char *path, int err)
 		log__error("cannot attach to '%s': permission denied "
 			   "(run as root or grant CAP_BPF and CAP_PERFMON)", path);
 	else if (err == -EINVAL || err == -EOPNOTSUPP)
-		log__error("cannot attach to '%s': %s (khprof needs uprobe-multi links, "
-			   "Linux 6.6 or later)", path, strerror(-err));
+		log__error("cannot attach to '%s': %s (khprof needs uprobes with BPF cookies, "
+			   "Linux 5.15 or later)", path, strerror(-err));
 	else
 		log__error("cannot attach to '%s': %s", path, strerror(-err));
 }
@@ -587,11 +627,18 @@ static int hook_loader(struct tracer *t, const char *exe)
 	return 0;
 }
 
-static const char *const end_program_names[] = { "thread exit", "execve check", "exec" };
+static const char *const end_program_names[] = { "thread exit", "thread exit",
+						 "thread exit",  "execve check",
+						 "execve check", "exec" };
 
 int attach__process_end(struct tracer *t)
 {
-	struct bpf_program *progs[] = { t->skel->progs.kh_thread_exit, t->skel->progs.kh_exec_check,
+	/* One of each kind loads, as the kernel allows (load.c, configure_features). */
+	struct bpf_program *progs[] = { t->skel->progs.kh_thread_exit,
+					 t->skel->progs.kh_thread_exit_old,
+					 t->skel->progs.kh_exit_drain,
+					 t->skel->progs.kh_exec_check,
+					 t->skel->progs.kh_exec_check_old,
 					 t->skel->progs.kh_exec };
 
 	_Static_assert(sizeof(progs) / sizeof(progs[0]) ==
@@ -841,4 +888,9 @@ int tracer__watch_starts(struct tracer *t, const char *path, tracer_start_fn fn,
 	t->on_start = fn;
 	t->start_ctx = ctx;
 	return 0;
+}
+
+bool tracer__attach_needs_admin(const struct tracer *t)
+{
+	return !features__has(&t->features, KH_FEAT_UPROBE_MULTI);
 }

@@ -13,6 +13,7 @@
 #include <bpf/btf.h>
 
 #include "btf_cache.h"
+#include "kfeatures.h"
 #include "fileio.h"
 #include "khprof_object_id.h"
 #include "log.h"
@@ -68,7 +69,7 @@ static int kernel_build_id(char *hex, size_t len)
 	return -ENOENT;
 }
 
-static bool read_ids(const char *path, __u32 *ids)
+static bool read_ids(const char *path, __u32 *ids, __u32 *features)
 {
 	char text[256];
 	struct stat st;
@@ -82,8 +83,8 @@ static bool read_ids(const char *path, __u32 *ids)
 	if (n <= 0)
 		return false;
 	text[n] = '\0';
-	return sscanf(text, "task_struct=%u mm_struct=%u signal_struct=%u", &ids[0], &ids[1],
-		      &ids[2]) == 3 && ids[0] && ids[1] && ids[2];
+	return sscanf(text, "task_struct=%u mm_struct=%u signal_struct=%u features=%x", &ids[0],
+		      &ids[1], &ids[2], features) == 4 && ids[0] && ids[1] && ids[2];
 }
 
 void btf_cache__find(struct btf_cache *c)
@@ -109,7 +110,7 @@ void btf_cache__find(struct btf_cache *c)
 		return;
 	}
 	c->fillable = true;
-	if (lstat(c->btf_path, &st) != 0 || !trusted(&st, S_IFREG) || !read_ids(c->ids_path, c->ids))
+	if (lstat(c->btf_path, &st) != 0 || !trusted(&st, S_IFREG) || !read_ids(c->ids_path, c->ids, &c->features))
 		return;
 	c->usable = true;
 	c->fillable = false;
@@ -160,6 +161,7 @@ static bool write_ids(const char *path)
 {
 	struct btf *vmlinux = btf__load_vmlinux_btf();
 	__s32 ids[BTF_ID_COUNT];
+	__u32 features;
 	char text[256];
 	int n;
 
@@ -171,8 +173,10 @@ static bool write_ids(const char *path)
 	for (int i = 0; i < BTF_ID_COUNT; i++)
 		if (ids[i] <= 0)
 			return false;
-	n = snprintf(text, sizeof(text), "task_struct=%d mm_struct=%d signal_struct=%d\n", ids[0],
-		     ids[1], ids[2]);
+	if (features__scan_btf(VMLINUX_BTF, &features) != 0)
+		return false;
+	n = snprintf(text, sizeof(text), "task_struct=%d mm_struct=%d signal_struct=%d features=%x\n",
+		     ids[0], ids[1], ids[2], features);
 	return write_new(path, text, (size_t)n);
 }
 

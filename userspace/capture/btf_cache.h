@@ -34,6 +34,7 @@ struct btf_cache {
 	char btf_path[PATH_MAX]; /* the small BTF; "" when there is no cache to use */
 	char ids_path[PATH_MAX];
 	__u32 ids[BTF_ID_COUNT]; /* the kernel's ids of those structs */
+	__u32 features;          /* the kernel's features found in its BTF (kfeatures.h) */
 	bool usable;             /* both files are there and trusted: load with them */
 	bool fillable;           /* no cache yet, but one may be written */
 };

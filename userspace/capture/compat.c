@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <linux/bpf.h>
+#include <linux/perf_event.h>
 
 #include "compat.h"
+#include "log.h"
 
 /* union bpf_attr's link_create as Linux 6.6 lays it out for uprobe-multi. */
 struct uprobe_multi_attr {
@@ -42,4 +46,62 @@ int compat__uprobe_multi_link(int prog_fd, const char *path, const __u64 *offset
 	attr.pid = (__u32)pid;
 	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 	return fd < 0 ? -errno : fd;
+}
+
+/* An integer from a sysfs file of the uprobe PMU, or -1. */
+static int uprobe_pmu_value(const char *file, const char *format)
+{
+	char path[128];
+	int value = -1, hi;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/bus/event_source/devices/uprobe/%s", file);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	if (fscanf(f, format, &value, &hi) < 1)
+		value = -1;
+	fclose(f);
+	return value;
+}
+
+int compat__uprobe_perf_link(int prog_fd, const char *path, __u64 offset, __u64 ref_ctr_offset,
+			     __u64 cookie, pid_t pid)
+{
+	static int type = -2, ref_ctr_shift = -2;
+	struct perf_event_attr attr;
+	LIBBPF_OPTS(bpf_link_create_opts, opts, .perf_event.bpf_cookie = cookie);
+	int pfd, fd, err;
+
+	if (type == -2) {
+		type = uprobe_pmu_value("type", "%d");
+		/* "config:32-63": where the semaphore's offset goes in config */
+		ref_ctr_shift = uprobe_pmu_value("format/ref_ctr_offset", "config:%d-%d");
+	}
+	if (type < 0 || (ref_ctr_offset && ref_ctr_shift < 0))
+		return -EOPNOTSUPP;
+	memset(&attr, 0, sizeof(attr));
+	attr.size = sizeof(attr);
+	attr.type = (__u32)type;
+	if (ref_ctr_offset)
+		attr.config = ref_ctr_offset << ref_ctr_shift;
+	attr.config1 = (__u64)(unsigned long)path; /* uprobe_path */
+	attr.config2 = offset;                      /* probe_offset */
+	/* pid 0 is every process here, as for uprobe-multi links: perf's -1 on one CPU. */
+	pfd = (int)syscall(__NR_perf_event_open, &attr, pid > 0 ? pid : -1, pid > 0 ? -1 : 0, -1,
+			   PERF_FLAG_FD_CLOEXEC);
+	if (pfd < 0) {
+		err = -errno;
+		log__debug("cannot open a uprobe at 0x%llx of '%s': %s", (unsigned long long)offset,
+			   path, strerror(-err));
+		return err;
+	}
+	fd = bpf_link_create(prog_fd, pfd, BPF_PERF_EVENT, &opts);
+	err = fd < 0 ? -errno : 0;
+	if (err)
+		log__debug("cannot link the uprobe at 0x%llx of '%s': %s",
+			   (unsigned long long)offset, path, strerror(-err));
+	/* The link holds the event: its descriptor is not needed any more. */
+	close(pfd);
+	return err ? err : fd;
 }

@@ -5,7 +5,8 @@
  * uprobe-multi links (Linux 6.6) attach every probe site of a file with one
  * link; libbpf 1.1 knows neither the attach type nor its link_create
  * fields, so they are created with the raw bpf(2) command here (as
- * libbpf-tools' compat.c bridges what older libbpfs lack).
+ * libbpf-tools' compat.c bridges what older libbpfs lack); on kernels
+ * without them, one perf-event uprobe per site.
  */
 #ifndef KHPROF_COMPAT_H
 #define KHPROF_COMPAT_H
@@ -24,5 +25,16 @@
 int compat__uprobe_multi_link(int prog_fd, const char *path, const __u64 *offsets,
 			      const __u64 *ref_ctr_offsets, const __u64 *cookies, __u32 count,
 			      pid_t pid);
+
+/*
+ * Kernels without uprobe-multi links (before Linux 6.6, or with their
+ * first, per-thread PID filter): one perf-event uprobe at offset of path,
+ * linked to prog_fd with cookie (BPF cookies, Linux 5.15), in process pid
+ * (0: every process).  Returns the link's fd or -errno.  Written here, not
+ * with libbpf's bpf_program__attach_uprobe_opts, because khprof keeps bare
+ * link descriptors for every traced file, as for the multi links.
+ */
+int compat__uprobe_perf_link(int prog_fd, const char *path, __u64 offset, __u64 ref_ctr_offset,
+			     __u64 cookie, pid_t pid);
 
 #endif

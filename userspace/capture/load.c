@@ -128,6 +128,71 @@ static void report_load_error(int err)
 			   "run with -v for the verifier's log)", strerror(-err));
 }
 
+/*
+ * The kernel's features as .rodata flags (bpf/compat.bpf.h) and as the
+ * programs loaded: a program a kernel cannot load is not loaded there.
+ */
+static void configure_features(struct tracer *t)
+{
+	const struct kh_features *f = &t->features;
+	struct bpf_program *uprobes[] = { t->skel->progs.kh_usdt, t->skel->progs.kh_usdt_identity,
+					  t->skel->progs.kh_loader_state,
+					  t->skel->progs.kh_untraced };
+	bool multi = features__has(f, KH_FEAT_UPROBE_MULTI);
+
+	t->skel->rodata->have_preempt_kfuncs = features__has(f, KH_FEAT_PREEMPT_KFUNCS);
+	t->skel->rodata->have_rdonly_cast = features__has(f, KH_FEAT_RDONLY_CAST);
+	t->skel->rodata->have_copy_from_user_str = features__has(f, KH_FEAT_COPY_FROM_USER_STR);
+	t->skel->rodata->have_send_signal_task = features__has(f, KH_FEAT_SEND_SIGNAL_TASK);
+	t->skel->rodata->have_uprobe_func_ip = features__has(f, KH_FEAT_UPROBE_FUNC_IP);
+	t->skel->rodata->have_percpu_rss = features__has(f, KH_FEAT_PERCPU_RSS);
+	t->skel->rodata->filter_tgid = !multi;
+	for (size_t i = 0; i < sizeof(uprobes) / sizeof(uprobes[0]); i++)
+		if (multi)
+			bpf_program__set_expected_attach_type(
+				uprobes[i], (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
+	/*
+	 * Only batch mode keeps spans in the process: the rest needs no hook
+	 * at exec, and kernels before 6.10 have none to give (kfeatures.h).
+	 */
+	bool batch = t->opts.mode == KH_MODE_BATCH;
+	bool early_exit = features__has(f, KH_FEAT_EXIT_BEFORE_MM);
+	bool fentry = features__has(f, KH_FEAT_FENTRY);
+
+	bpf_program__set_autoload(t->skel->progs.kh_exec_check,
+				  batch && features__has(f, KH_FEAT_PREPARE_EXEC));
+	bpf_program__set_autoload(t->skel->progs.kh_exec_check_old,
+				  batch && !features__has(f, KH_FEAT_PREPARE_EXEC) && fentry);
+	/* Where sched_process_exit comes after exit_mm() (kernels before 6.16). */
+	bpf_program__set_autoload(t->skel->progs.kh_thread_exit, early_exit);
+	bpf_program__set_autoload(t->skel->progs.kh_thread_exit_old, !early_exit);
+	bpf_program__set_autoload(t->skel->progs.kh_exit_drain, !early_exit && fentry);
+	t->skel->rodata->drain_at_do_exit = !early_exit && fentry;
+	bpf_program__set_autoload(t->skel->progs.kh_fork_stop,
+				  t->opts.on_fork && !features__has(f, KH_FEAT_SEND_SIGNAL_TASK));
+}
+
+/*
+ * What this kernel's missing features cost the record, said once per
+ * khprof process (a --repeat series opens a tracer per run).
+ */
+static void report_features(const struct tracer *t)
+{
+	static bool said;
+
+	if (said)
+		return;
+	said = true;
+	for (int i = 0; i < KH_FEAT_COUNT; i++) {
+		const char *cost = features__cost(&t->features, (enum kh_kernel_feature)i);
+
+		if (cost)
+			log__note("kernel %s has no %s (%s): %s", t->features.release,
+				  features__name((enum kh_kernel_feature)i),
+				  features__since((enum kh_kernel_feature)i), cost);
+	}
+}
+
 static void configure_sessions(struct tracer *t, int64_t realtime_offset_ns)
 {
 	struct session_config cfg = {
@@ -173,16 +238,7 @@ static int open_and_load(struct tracer *t)
 		t->skel->rodata->kernel_id_signal_struct = t->btf_cache.ids[BTF_ID_SIGNAL_STRUCT];
 	}
 
-	bpf_program__set_expected_attach_type(t->skel->progs.kh_usdt,
-					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(t->skel->progs.kh_usdt_identity,
-					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(t->skel->progs.kh_loader_state,
-					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(t->skel->progs.kh_untraced,
-					      (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
-	/* Only batch mode keeps spans in the process: the rest needs no syscall hook. */
-	bpf_program__set_autoload(t->skel->progs.kh_exec_check, t->opts.mode == KH_MODE_BATCH);
+	configure_features(t);
 	err = latency__configure(t->skel, t->ncpus);
 	if (err)
 		return err;
@@ -230,6 +286,8 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 	}
 
 	btf_cache__find(&t->btf_cache);
+	features__probe(&t->features, t->btf_cache.usable, t->btf_cache.features);
+	report_features(t);
 	err = open_and_load(t);
 	if (err && t->btf_cache.usable) {
 		/* A cache that no longer fits: rebuilt when this run closes. */

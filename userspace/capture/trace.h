@@ -135,6 +135,11 @@ typedef void (*tracer_start_fn)(pid_t pid, void *ctx);
 int tracer__watch_starts(struct tracer *t, const char *path, tracer_start_fn fn, void *ctx);
 /* Number of keyhog probe sites attached so far. */
 size_t tracer__probe_count(const struct tracer *t);
+/*
+ * Whether attaching a library later needs CAP_SYS_ADMIN: perf-event
+ * uprobes do (kernels without uprobe-multi links), the links do not.
+ */
+bool tracer__attach_needs_admin(const struct tracer *t);
 size_t tracer__records_emitted(const struct tracer *t);
 void tracer__close(struct tracer *t);
 /*

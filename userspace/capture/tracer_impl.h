@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "btf_cache.h"
+#include "kfeatures.h"
 #include "latency.h"
 #include "session.h"
 #include "trace.h"
@@ -56,7 +57,7 @@ struct tracer {
 	uint32_t spec_count;
 	size_t probe_count;
 	struct session_table sessions;
-	struct bpf_link *end_links[3]; /* thread exit, execve check, exec */
+	struct bpf_link *end_links[6]; /* thread exit (3 kinds), execve check (2), exec */
 	bool ended;                    /* the records are written (exec) */
 	bool detached;
 	uint64_t detach_ns;            /* when tracer__detach began */
@@ -78,6 +79,7 @@ struct tracer {
 	bool hist_view_failed;         /* mapping failed once: lookups instead */
 	struct warmer warmer;          /* until attached (opts.attach_at_once) */
 	struct btf_cache btf_cache;    /* CO-RE targets kept between runs (btf_cache.h) */
+	struct kh_features features;   /* what the running kernel offers (kfeatures.h) */
 	uint64_t open_ns;              /* tracer__open began: start-up phase times (-v) */
 };
 

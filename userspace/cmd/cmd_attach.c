@@ -157,7 +157,7 @@ int cmd_attach(int argc, char **argv)
 	if (err)
 		goto out;
 	/* Loaded and attached: from here khprof needs far less. */
-	privileges__drop_own();
+	privileges__drop_own(tracer__attach_needs_admin(t));
 	if (tracer__probe_count(t) == 0)
 		log__warn("PID %d has no keyhog probes in its executable or libraries; "
 			  "waiting for one to be loaded", cli.pid);

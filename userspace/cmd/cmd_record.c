@@ -273,7 +273,7 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 		goto out;
 	}
 	/* Loaded and attached: from here khprof needs far less. */
-	privileges__drop_own();
+	privileges__drop_own(tracer__attach_needs_admin(t));
 	if (write(ready[1], "x", 1) != 1) {
 		log__error("cannot start '%s': %s", path, strerror(errno));
 		code = KHPROF_EXIT_FAILURE;

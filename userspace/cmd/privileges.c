@@ -209,7 +209,7 @@ static const cap_value_t kept[] = {
 	CAP_CHOWN,
 };
 
-int privileges__drop_own(void)
+int privileges__drop_own(bool keep_admin)
 {
 	cap_t now = cap_get_proc(), keep = cap_init();
 	cap_flag_value_t v;
@@ -225,6 +225,13 @@ int privileges__drop_own(void)
 			continue;
 		cap_set_flag(keep, CAP_PERMITTED, 1, &kept[i], CAP_SET);
 		cap_set_flag(keep, CAP_EFFECTIVE, 1, &kept[i], CAP_SET);
+	}
+	if (keep_admin && cap_get_flag(now, CAP_SYS_ADMIN, CAP_PERMITTED, &v) == 0 &&
+	    v == CAP_SET) {
+		cap_value_t admin = CAP_SYS_ADMIN;
+
+		cap_set_flag(keep, CAP_PERMITTED, 1, &admin, CAP_SET);
+		cap_set_flag(keep, CAP_EFFECTIVE, 1, &admin, CAP_SET);
 	}
 	/* The bounding set needs CAP_SETPCAP, which goes with the rest. */
 	if (has_capability(CAP_SETPCAP))

@@ -51,10 +51,11 @@ void run_as__describe(const struct run_as *r, char *out, size_t len);
 /*
  * After load and attach: khprof keeps only the capabilities it still needs
  * (docs/PRIVILEGES.md), in effective and permitted, and clears the
- * bounding, inheritable and ambient sets.  Nothing to do without
- * capabilities.  0, or -errno (khprof keeps what it had, with a warning).
+ * bounding, inheritable and ambient sets; with keep_admin CAP_SYS_ADMIN
+ * too, which attaching perf-event uprobes needs (kernels without
+ * uprobe-multi links).  Nothing to do without capabilities.  0, or -errno (khprof keeps what it had, with a warning).
  */
-int privileges__drop_own(void);
+int privileges__drop_own(bool keep_admin);
 
 /*
  * Run by root under sudo: the records and directories khprof creates are
