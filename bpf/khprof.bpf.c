@@ -1182,16 +1182,18 @@ static __always_inline void on_session_finish(__u64 status)
  * one uprobe-multi link.  Not sleepable: sleepable programs may not read
  * the perf events the CPU-time sample needs (sched_clocks).
  */
-SEC("uprobe")
-int kh_usdt(struct pt_regs *ctx)
+/*
+ * Every probe but the batch one.  Out of line, so that kh_usdt's own frame
+ * stays at a few bytes: the batch path's chain of calls (on_batch_probe,
+ * on_batch, its bpf_loop callbacks and theirs) then needs 448 bytes of
+ * the 512 a kernel without private stacks allows (test_kernels checks it).
+ */
+static __noinline void on_probe(struct pt_regs *ctx, long kind)
 {
 	long a0 = 0, a1 = 0, a2 = 0;
-	long kind = bpf_usdt_cookie(ctx);
 
-	if (kind == KH_PROBE_BATCH) {
-		on_batch_probe(ctx);
-		return 0;
-	}
+	if (!ctx)
+		return;
 	bpf_usdt_arg(ctx, 0, &a0);
 	bpf_usdt_arg(ctx, 1, &a1);
 	switch (kind) {
@@ -1224,6 +1226,19 @@ int kh_usdt(struct pt_regs *ctx)
 		on_session_finish(a0);
 		break;
 	}
+}
+
+SEC("uprobe")
+int kh_usdt(struct pt_regs *ctx)
+{
+	long kind = bpf_usdt_cookie(ctx);
+
+	if (filter_tgid && traced_tgid && (__u32)(bpf_get_current_pid_tgid() >> 32) != traced_tgid)
+		return 0; /* another tracer's process (compat.bpf.h) */
+	if (kind == KH_PROBE_BATCH)
+		on_batch_probe(ctx);
+	else
+		on_probe(ctx, kind);
 	return 0;
 }
 
@@ -1248,6 +1263,8 @@ int kh_usdt_identity(struct pt_regs *ctx)
 {
 	long key = 0, value = 0;
 
+	if (filter_tgid && traced_tgid && (__u32)(bpf_get_current_pid_tgid() >> 32) != traced_tgid)
+		return 0;
 	bpf_usdt_arg(ctx, 0, &key);
 	bpf_usdt_arg(ctx, 1, &value);
 	on_identity(key, value);
@@ -1265,6 +1282,9 @@ int kh_loader_state(struct pt_regs *ctx)
 {
 	struct kh_event *e;
 	int r_state = RT_CONSISTENT;
+
+	if (filter_tgid && traced_tgid && (__u32)(bpf_get_current_pid_tgid() >> 32) != traced_tgid)
+		return 0;
 
 	/* Before the map changes there is nothing new to attach to yet. */
 	if (r_state_from_hook &&

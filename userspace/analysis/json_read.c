@@ -755,6 +755,37 @@ static int parse__ext_samples(struct parse *ps, const struct jnode *ext_node,
 	return ps->failed ? -EINVAL : 0;
 }
 
+/* "kernel": {"release": "...", "degraded": ["...", ...]}, or absent. */
+static int parse__kernel(struct parse *ps, const struct jnode *ext_node, struct kh_profile_ext *ext)
+{
+	const struct jnode *node, *list;
+	size_t saved, i = 0;
+	int err;
+
+	if (parse__member(ps, ext_node, "kernel", false, &node))
+		return -EINVAL;
+	if (!node || node->type == J_NULL)
+		return 0;
+	if (node->type != J_OBJECT)
+		return parse__fail_field(ps, "kernel", "expected an object", node);
+	saved = path__push_field(ps, "kernel");
+	err = parse__opt_string(ps, node, "release", &ext->kernel_release) ||
+	      parse__member(ps, node, "degraded", false, &list);
+	if (!err && list && list->type != J_ARRAY)
+		err = parse__fail_field(ps, "degraded", "expected an array", list);
+	if (!err && list && list->count) {
+		ext->kernel_degraded = calloc(list->count, sizeof(*ext->kernel_degraded));
+		if (!ext->kernel_degraded)
+			err = parse__fail(ps, "out of memory");
+		for (const struct jnode *c = list->child; !err && c; c = c->next, i++) {
+			err = parse__string_value(ps, c, "degraded", &ext->kernel_degraded[i]);
+			ext->kernel_degraded_count = i + !err;
+		}
+	}
+	path__pop(ps, saved);
+	return err ? -EINVAL : 0;
+}
+
 static int parse__ext(struct parse *ps, const struct jnode *root, struct kh_profile_ext *ext)
 {
 	const struct jnode *node;
@@ -789,7 +820,7 @@ static int parse__ext(struct parse *ps, const struct jnode *root, struct kh_prof
 	      parse__ext_u64(ps, node, "refused_session_starts", &ext->refused_session_starts) ||
 	      parse__opt_u64(ps, node, "observed_from_unix_ns", &ext->observed_from_unix_ns) ||
 	      parse__opt_string(ps, node, "attach_state", &ext->attach_state) ||
-	      parse__latency(ps, node, &ext->latency);
+	      parse__latency(ps, node, &ext->latency) || parse__kernel(ps, node, ext);
 	path__pop(ps, saved);
 	return err ? -EINVAL : 0;
 }

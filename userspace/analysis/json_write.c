@@ -437,6 +437,17 @@ static void writer__ext(struct writer *w, const struct kh_profile *p)
 	writer__str(w, "attach_state", ext->attach_state);
 	if (ext->latency.present)
 		writer__latency(w, p);
+	if (ext->kernel_release) {
+		writer__open_member(w, "kernel", '{');
+		writer__str(w, "release", ext->kernel_release);
+		writer__open_member(w, "degraded", '[');
+		for (size_t i = 0; i < ext->kernel_degraded_count; i++) {
+			writer__next(w);
+			writer__string(w, ext->kernel_degraded[i]);
+		}
+		writer__close(w, ']');
+		writer__close(w, '}');
+	}
 	writer__close(w, '}');
 }
 

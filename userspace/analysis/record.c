@@ -254,6 +254,10 @@ void profile__free(struct kh_profile *p)
 	free(p->ext.samples);
 	free(p->ext.process_end);
 	free(p->ext.attach_state);
+	free(p->ext.kernel_release);
+	for (size_t i = 0; i < p->ext.kernel_degraded_count; i++)
+		free(p->ext.kernel_degraded[i]);
+	free(p->ext.kernel_degraded);
 	kh_latency__free(&p->ext.latency);
 	memset(p, 0, sizeof(*p));
 }

@@ -229,6 +229,14 @@ struct kh_profile_ext {
 	struct kh_opt_u64 observed_from_unix_ns;
 	char *attach_state;              /* a state name; NULL: not known */
 	struct kh_latency latency; /* per-stage distributions, off-CPU split (hist.h) */
+	/*
+	 * The kernel that was traced on, and each feature it lacked with what
+	 * that cost this record ("name: cost"); written when kernel_release
+	 * is set (docs/SCHEMA.md, docs/KERNELS.md).
+	 */
+	char *kernel_release;
+	char **kernel_degraded;
+	size_t kernel_degraded_count;
 };
 
 /* RunProfile */

@@ -92,20 +92,26 @@ static enum kh_probe_kind wanted_kind(const struct tracer *t, const struct usdt_
 }
 
 /* Keeps a link (or closes it on failure) until tracer__close. */
-static int keep_link(struct tracer *t, int fd)
+/* Appends fd to *fds (closed when memory runs out); passes a negative errno on. */
+static int append_fd(int **fds, size_t *count, int fd)
 {
 	int *grown;
 
 	if (fd < 0)
 		return fd;
-	grown = realloc(t->link_fds, (t->link_fd_count + 1) * sizeof(*grown));
+	grown = realloc(*fds, (*count + 1) * sizeof(*grown));
 	if (!grown) {
 		close(fd);
 		return -ENOMEM;
 	}
-	t->link_fds = grown;
-	t->link_fds[t->link_fd_count++] = fd;
+	*fds = grown;
+	grown[(*count)++] = fd;
 	return 0;
+}
+
+static int keep_link(struct tracer *t, int fd)
+{
+	return append_fd(&t->link_fds, &t->link_fd_count, fd);
 }
 
 static void *copy_of(const void *p, size_t n)
@@ -309,6 +315,13 @@ void attach__release_children(struct tracer *t, bool all)
  * in place (measured: the child still crashes).  Its program, kh_untraced,
  * does nothing, so the child's hits are in no record.
  */
+static int keep_child_link(void *ctx, int fd)
+{
+	struct protected_child *c = ctx;
+
+	return append_fd(&c->link_fds, &c->link_fd_count, fd);
+}
+
 void attach__protect_child(struct tracer *t, pid_t child)
 {
 	uint64_t begin = tracer__now_ns();
@@ -336,14 +349,11 @@ void attach__protect_child(struct tracer *t, pid_t child)
 	}
 	for (size_t i = 0; i < t->site_set_count; i++) {
 		const struct site_set *s = &t->site_sets[i];
-		int fd = compat__uprobe_multi_link(bpf_program__fd(t->skel->progs.kh_untraced),
-						   s->path, s->offsets, s->ref_ctr_offsets,
-						   s->cookies, s->count, child);
 
-		if (fd < 0)
+		if (link_sites_with(t, bpf_program__fd(t->skel->progs.kh_untraced), s->path,
+				    s->offsets, s->ref_ctr_offsets, s->cookies, s->count, child,
+				    keep_child_link, c))
 			failed++;
-		else
-			c->link_fds[c->link_fd_count++] = fd;
 	}
 	c->next = t->children;
 	t->children = c;

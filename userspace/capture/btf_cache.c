@@ -71,6 +71,7 @@ static int kernel_build_id(char *hex, size_t len)
 
 static bool read_ids(const char *path, __u32 *ids, __u32 *features)
 {
+	__u32 known = 0;
 	char text[256];
 	struct stat st;
 	ssize_t n;
@@ -83,8 +84,10 @@ static bool read_ids(const char *path, __u32 *ids, __u32 *features)
 	if (n <= 0)
 		return false;
 	text[n] = '\0';
-	return sscanf(text, "task_struct=%u mm_struct=%u signal_struct=%u features=%x", &ids[0],
-		      &ids[1], &ids[2], features) == 4 && ids[0] && ids[1] && ids[2];
+	/* Features found by an older khprof, which knew fewer, are looked for again. */
+	return sscanf(text, "task_struct=%u mm_struct=%u signal_struct=%u features=%x/%x", &ids[0],
+		      &ids[1], &ids[2], features, &known) == 5 && ids[0] && ids[1] && ids[2] &&
+	       known == KH_FEAT_BTF_MASK;
 }
 
 void btf_cache__find(struct btf_cache *c)
@@ -175,8 +178,9 @@ static bool write_ids(const char *path)
 			return false;
 	if (features__scan_btf(VMLINUX_BTF, &features) != 0)
 		return false;
-	n = snprintf(text, sizeof(text), "task_struct=%d mm_struct=%d signal_struct=%d features=%x\n",
-		     ids[0], ids[1], ids[2], features);
+	n = snprintf(text, sizeof(text),
+		     "task_struct=%d mm_struct=%d signal_struct=%d features=%x/%x\n", ids[0], ids[1],
+		     ids[2], features, (unsigned)KH_FEAT_BTF_MASK);
 	return write_new(path, text, (size_t)n);
 }
 

@@ -23,7 +23,7 @@ static const struct {
 	const char *cost;
 } table[] = {
 	[KH_FEAT_UPROBE_MULTI] = {
-		"uprobe_multi", "Linux 6.6 (kernels filtering by thread: none)",
+		"uprobe_multi", "Linux 6.6",
 		"one perf-event uprobe per probe site: attaching costs a system call "
 		"or two per site instead of one per file" },
 	[KH_FEAT_PREEMPT_KFUNCS] = { "bpf_preempt_disable", "Linux 6.10", NULL },
@@ -37,8 +37,9 @@ static const struct {
 		"khprof from the process's memory after the probe" },
 	[KH_FEAT_SEND_SIGNAL_TASK] = {
 		"bpf_send_signal_task", "Linux 6.13",
-		"--follow-forks stops each child from a sys_exit tracepoint: while it "
-		"follows, every system call on the machine takes the tracepoint's slow path" },
+		"forked children are stopped from a sys_exit tracepoint: while khprof "
+		"watches forks, every system call on the machine takes the tracepoint's "
+		"slow path" },
 	[KH_FEAT_PREPARE_EXEC] = {
 		"sched_prepare_exec", "Linux 6.10",
 		"spans a thread still buffers when the program calls execve are lost, and "
@@ -51,6 +52,9 @@ static const struct {
 		"spans a thread still buffers when it ends are lost, and counted as "
 		"exit_unknown (batch mode)" },
 	[KH_FEAT_FENTRY] = { "fentry", "Linux 5.5 with ftrace direct calls", NULL },
+	[KH_FEAT_BPF_LOOP] = { "bpf_loop", "Linux 5.17", "required: khprof does not load" },
+	[KH_FEAT_TASK_STORAGE] = { "task_storage", "Linux 5.11", "required: khprof does not load" },
+	[KH_FEAT_BPF_COOKIE] = { "bpf_cookie", "Linux 5.15", "required: khprof does not load" },
 };
 _Static_assert(sizeof(table) / sizeof(table[0]) == KH_FEAT_COUNT, "one row per feature");
 
@@ -75,8 +79,6 @@ const char *features__cost(const struct kh_features *f, enum kh_kernel_feature f
 		return "this kernel may preempt a BPF program (preempt=full or unknown): two "
 		       "traced threads interleaving on one CPU can lose a count";
 	}
-	if (feat == KH_FEAT_SEND_SIGNAL_TASK && features__has(f, KH_FEAT_OPTIMIZED_UPROBES))
-		return "forked children cannot be kept from crashing at a rewritten probe site";
 	/* Read at the start of do_exit() and begin_new_exec() instead (fentry). */
 	if ((feat == KH_FEAT_EXIT_BEFORE_MM || feat == KH_FEAT_PREPARE_EXEC) &&
 	    features__has(f, KH_FEAT_FENTRY))
@@ -159,6 +161,27 @@ static uint32_t exit_bits(const struct btf *btf, const struct btf_type *typedef_
 		       ? 1u << KH_FEAT_EXIT_BEFORE_MM : 0;
 }
 
+/* An fentry program on do_exit loaded and attached: trampolines work. */
+static bool probe_fentry(__s32 btf_id)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_FENTRY,
+		    .attach_btf_id = (__u32)btf_id);
+	int prog_fd, link_fd;
+
+	prog_fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "kh_probe_fentry", "GPL", insns, 2, &opts);
+	if (prog_fd < 0)
+		return false;
+	link_fd = bpf_raw_tracepoint_open(NULL, prog_fd);
+	if (link_fd >= 0)
+		close(link_fd);
+	close(prog_fd);
+	return link_fd >= 0;
+}
+
 int features__scan_btf(const char *path, uint32_t *bits)
 {
 	static const struct {
@@ -174,9 +197,14 @@ int features__scan_btf(const char *path, uint32_t *bits)
 		{ "arch_uprobe_optimize", BTF_KIND_FUNC, KH_FEAT_OPTIMIZED_UPROBES },
 		/* Trampolines attach through ftrace's direct calls. */
 		{ "register_ftrace_direct", BTF_KIND_FUNC, KH_FEAT_FENTRY },
+		/* Helpers, by the kernel functions that implement them. */
+		{ "bpf_loop", BTF_KIND_FUNC, KH_FEAT_BPF_LOOP },
+		{ "bpf_task_storage_get", BTF_KIND_FUNC, KH_FEAT_TASK_STORAGE },
+		{ "bpf_get_attach_cookie_trace", BTF_KIND_FUNC, KH_FEAT_BPF_COOKIE },
 	};
 	struct btf *btf = btf__parse(path, NULL);
 	bool preempt_enable = false;
+	__s32 do_exit_id = -1;
 	__u32 n;
 
 	*bits = 0;
@@ -197,6 +225,8 @@ int features__scan_btf(const char *path, uint32_t *bits)
 			preempt_enable = true;
 		if (btf_is_typedef(t) && strcmp(name, "btf_trace_sched_process_exit") == 0)
 			*bits |= exit_bits(btf, t);
+		if (btf_is_func(t) && strcmp(name, "do_exit") == 0)
+			do_exit_id = (__s32)id;
 		for (size_t i = 0; i < sizeof(funcs) / sizeof(funcs[0]); i++)
 			if (btf_kind(t) == funcs[i].kind && strcmp(name, funcs[i].name) == 0)
 				*bits |= 1u << funcs[i].feat;
@@ -204,6 +234,9 @@ int features__scan_btf(const char *path, uint32_t *bits)
 	if (!preempt_enable)
 		*bits &= ~(1u << KH_FEAT_PREEMPT_KFUNCS);
 	btf__free(btf);
+	/* ftrace's symbols are there on builds that cannot attach trampolines too. */
+	if ((*bits & (1u << KH_FEAT_FENTRY)) && (do_exit_id <= 0 || !probe_fentry(do_exit_id)))
+		*bits &= ~(1u << KH_FEAT_FENTRY);
 	return 0;
 }
 
@@ -360,6 +393,14 @@ void features__probe(struct kh_features *f, bool btf_bits_known, uint32_t btf_bi
 	f->have &= ~f->disabled;
 }
 
+enum kh_kernel_feature features__floor_missing(const struct kh_features *f)
+{
+	for (int i = 0; i < KH_FEAT_COUNT; i++)
+		if ((KH_FEAT_FLOOR_MASK & (1u << i)) && !features__has(f, (enum kh_kernel_feature)i))
+			return (enum kh_kernel_feature)i;
+	return KH_FEAT_COUNT;
+}
+
 void features__print(const struct kh_features *f, FILE *out)
 {
 	static const char *const preempt_names[] = { "unknown", "none", "voluntary", "full" };
@@ -369,7 +410,9 @@ void features__print(const struct kh_features *f, FILE *out)
 	for (int i = 0; i < KH_FEAT_COUNT; i++) {
 		const char *cost = features__cost(f, (enum kh_kernel_feature)i);
 		const char *found = features__has(f, (enum kh_kernel_feature)i) ? "yes"
-				    : (f->disabled & (1u << i)) ? "disabled" : "no";
+				    : (f->disabled & (1u << i))                 ? "disabled"
+				    : i == KH_FEAT_UPROBE_MULTI && geteuid() != 0 ? "unknown"
+										  : "no";
 
 		fprintf(out, "%-24s %-9s %-38s %s\n", table[i].name, found, table[i].since,
 			features__has(f, (enum kh_kernel_feature)i) ? "-"

@@ -30,6 +30,10 @@ enum kh_kernel_feature {
 	KH_FEAT_OPTIMIZED_UPROBES = 8,  /* probe sites rewritten into calls (x86-64) */
 	KH_FEAT_EXIT_BEFORE_MM = 9,     /* sched_process_exit before exit_mm(), with group_dead */
 	KH_FEAT_FENTRY = 10,            /* fentry programs (BPF trampolines on ftrace) */
+	/* khprof's floor: without these nothing loads (Linux 5.17). */
+	KH_FEAT_BPF_LOOP = 11,          /* the bpf_loop helper */
+	KH_FEAT_TASK_STORAGE = 12,      /* BPF task-local storage */
+	KH_FEAT_BPF_COOKIE = 13,        /* BPF cookies for uprobes */
 	KH_FEAT_COUNT
 };
 
@@ -39,7 +43,11 @@ enum kh_kernel_feature {
 	 (1u << KH_FEAT_COPY_FROM_USER_STR) | (1u << KH_FEAT_SEND_SIGNAL_TASK) |               \
 	 (1u << KH_FEAT_PREPARE_EXEC) | (1u << KH_FEAT_UPROBE_FUNC_IP) |                       \
 	 (1u << KH_FEAT_PERCPU_RSS) | (1u << KH_FEAT_OPTIMIZED_UPROBES) |                     \
-	 (1u << KH_FEAT_EXIT_BEFORE_MM) | (1u << KH_FEAT_FENTRY))
+	 (1u << KH_FEAT_EXIT_BEFORE_MM) | (1u << KH_FEAT_FENTRY) | (1u << KH_FEAT_BPF_LOOP) |  \
+	 (1u << KH_FEAT_TASK_STORAGE) | (1u << KH_FEAT_BPF_COOKIE))
+/* What khprof cannot do without. */
+#define KH_FEAT_FLOOR_MASK                                                                   \
+	((1u << KH_FEAT_BPF_LOOP) | (1u << KH_FEAT_TASK_STORAGE) | (1u << KH_FEAT_BPF_COOKIE))
 
 /* How the kernel preempts kernel code (its preempt= mode). */
 enum kh_preempt_mode { KH_PREEMPT_UNKNOWN, KH_PREEMPT_NONE, KH_PREEMPT_VOLUNTARY, KH_PREEMPT_FULL };
@@ -78,6 +86,8 @@ const char *features__since(enum kh_kernel_feature feat);
  * costs nothing (khprof reads the same some other way).
  */
 const char *features__cost(const struct kh_features *f, enum kh_kernel_feature feat);
+/* The first feature of khprof's floor that the kernel lacks, or KH_FEAT_COUNT. */
+enum kh_kernel_feature features__floor_missing(const struct kh_features *f);
 /* The table `khprof features` prints: every feature, found or not. */
 void features__print(const struct kh_features *f, FILE *out);
 

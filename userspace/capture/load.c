@@ -41,8 +41,50 @@ static int64_t realtime_minus_monotonic(void)
  */
 static uint64_t libbpf_debug_since_ns;
 
+/*
+ * The end of libbpf's messages while loading, every level, so that a
+ * failure is reported by what failed (report_load_error): the program and
+ * the verifier's last words, or the kfunc this kernel lacks.
+ */
+#define LOAD_LOG_BYTES 8192
+static char load_log[LOAD_LOG_BYTES];
+static size_t load_log_len;
+static bool load_log_on;
+
+static void load_log_add(const char *fmt, va_list ap)
+{
+	char line[1024];
+	int n = vsnprintf(line, sizeof(line), fmt, ap);
+
+	if (n <= 0)
+		return;
+	if ((size_t)n >= sizeof(line))
+		n = sizeof(line) - 1;
+	if (load_log_len + (size_t)n >= LOAD_LOG_BYTES) {
+		/* Keep the newer half. */
+		size_t keep = LOAD_LOG_BYTES / 2;
+
+		if (load_log_len > keep) {
+			memmove(load_log, load_log + load_log_len - keep, keep);
+			load_log_len = keep;
+		}
+		if ((size_t)n >= LOAD_LOG_BYTES - load_log_len)
+			return;
+	}
+	memcpy(load_log + load_log_len, line, (size_t)n);
+	load_log_len += (size_t)n;
+	load_log[load_log_len] = '\0';
+}
+
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
+	if (load_log_on) {
+		va_list copy;
+
+		va_copy(copy, ap);
+		load_log_add(fmt, copy);
+		va_end(copy);
+	}
 	if (libbpf_debug_since_ns) {
 		fprintf(stderr, "[%8.3f ms] ",
 			(double)(tracer__now_ns() - libbpf_debug_since_ns) / 1e6);
@@ -117,15 +159,55 @@ static int set_tsc_scale(struct tracer *t, const struct tsc_sample *start)
 	return 0;
 }
 
-static void report_load_error(int err)
+/* The line of text that ends before end (exclusive), copied to out. */
+static void line_before(const char *start, const char *end, char *out, size_t len)
 {
-	/* The verifier rejects with EACCES too; privileges were checked before. */
-	if (err == -EPERM)
+	const char *b = end;
+
+	while (b > start && (b[-1] == '\n' || b[-1] == ' '))
+		b--;
+	end = b;
+	while (b > start && b[-1] != '\n')
+		b--;
+	snprintf(out, len, "%.*s", (int)(end - b), b);
+}
+
+/*
+ * One line that says what failed: the kfunc or tracepoint libbpf found
+ * missing, or the program the verifier refused with its last line (a
+ * refusal comes back as EACCES or EINVAL, which is no permission problem
+ * for root), else the errno.
+ */
+static void report_load_error(const struct tracer *t, int err)
+{
+	const char *kfunc = strstr(load_log, "extern (func ksym) '");
+	const char *prog = strstr(load_log, "prog '");
+	const char *end = strstr(load_log, "-- END PROG LOAD LOG --");
+	char name[64] = "", last[256] = "";
+
+	if (kfunc) {
+		sscanf(kfunc, "extern (func ksym) '%63[^']'", name);
+		log__error("cannot load BPF programs: kernel %s has no kfunc '%s' "
+			   "(see 'khprof features')", t->features.release, name);
+		return;
+	}
+	while (prog && !strstr(prog, "BPF program load failed"))
+		prog = strstr(prog + 1, "prog '");
+	if (prog && sscanf(prog, "prog '%63[^']'", name) == 1 && end) {
+		const char *stop = strstr(load_log, "processed ");
+
+		line_before(load_log, stop && stop < end ? stop : end, last, sizeof(last));
+		log__error("cannot load BPF program '%s': the kernel's verifier refused it: %s "
+			   "(kernel %s; run with -v for the verifier's log)", name, last,
+			   t->features.release);
+		return;
+	}
+	if (err == -EPERM && geteuid() != 0)
 		log__error("cannot load BPF programs: permission denied "
 			   "(run as root or grant CAP_BPF and CAP_PERFMON)");
 	else
-		log__error("cannot load BPF programs: %s (the kernel rejected them; "
-			   "run with -v for the verifier's log)", strerror(-err));
+		log__error("cannot load BPF programs: %s (kernel %s; run with -v for "
+			   "libbpf's messages)", strerror(-err), t->features.release);
 }
 
 /*
@@ -168,8 +250,10 @@ static void configure_features(struct tracer *t)
 	bpf_program__set_autoload(t->skel->progs.kh_thread_exit_old, !early_exit);
 	bpf_program__set_autoload(t->skel->progs.kh_exit_drain, !early_exit && fentry);
 	t->skel->rodata->drain_at_do_exit = !early_exit && fentry;
+	/* Forks are stopped to be followed, or to be made safe (attach.c, watch_forks). */
 	bpf_program__set_autoload(t->skel->progs.kh_fork_stop,
-				  t->opts.on_fork && !features__has(f, KH_FEAT_SEND_SIGNAL_TASK));
+				  (t->opts.on_fork || features__has(f, KH_FEAT_OPTIMIZED_UPROBES)) &&
+					  !features__has(f, KH_FEAT_SEND_SIGNAL_TASK));
 }
 
 /*
@@ -186,10 +270,39 @@ static void report_features(const struct tracer *t)
 	for (int i = 0; i < KH_FEAT_COUNT; i++) {
 		const char *cost = features__cost(&t->features, (enum kh_kernel_feature)i);
 
-		if (cost)
+		if (cost && (t->features.disabled & (1u << i)))
+			log__note("%s disabled by KHPROF_DISABLE_FEATURES: %s",
+				  features__name((enum kh_kernel_feature)i), cost);
+		else if (cost)
 			log__note("kernel %s has no %s (%s): %s", t->features.release,
 				  features__name((enum kh_kernel_feature)i),
 				  features__since((enum kh_kernel_feature)i), cost);
+	}
+}
+
+static bool uses_fentry(const struct tracer *t)
+{
+	return bpf_program__autoload(t->skel->progs.kh_exit_drain) ||
+	       bpf_program__autoload(t->skel->progs.kh_exec_check_old);
+}
+
+/* What the record will say of this kernel (kh_profile_ext's kernel_*). */
+static void list_degraded(struct tracer *t)
+{
+	t->degraded_count = 0;
+	for (int i = 0; i < KH_FEAT_COUNT; i++) {
+		const char *cost = features__cost(&t->features, (enum kh_kernel_feature)i);
+		char *line = t->degraded[t->degraded_count];
+
+		if (!cost)
+			continue;
+		snprintf(line, sizeof(t->degraded[0]), "%s (%s%s): %s",
+			 features__name((enum kh_kernel_feature)i),
+			 features__since((enum kh_kernel_feature)i),
+			 (t->features.disabled & (1u << i)) ? ", disabled by KHPROF_DISABLE_FEATURES"
+							    : "",
+			 cost);
+		t->degraded_list[t->degraded_count++] = line;
 	}
 }
 
@@ -206,7 +319,12 @@ static void configure_sessions(struct tracer *t, int64_t realtime_offset_ns)
 		.ctx = t->opts.ctx,
 		.interval_ns = t->opts.interval_ns,
 		.on_interval = t->opts.on_interval,
+		.kernel_release = t->features.release,
+		.kernel_degraded = t->degraded_list,
 	};
+
+	list_degraded(t);
+	cfg.kernel_degraded_count = t->degraded_count;
 
 	sessions__init(&t->sessions, &cfg);
 }
@@ -242,15 +360,24 @@ static int open_and_load(struct tracer *t)
 	err = latency__configure(t->skel, t->ncpus);
 	if (err)
 		return err;
+	load_log_len = 0;
+	load_log[0] = '\0';
+	load_log_on = true;
 	err = khprof_bpf__load(t->skel);
-	/* With the cache, a failure is tried again without it before it is reported. */
-	if (err && !t->btf_cache.usable)
-		report_load_error(err);
+	load_log_on = false;
+	/*
+	 * With the cache, or with fentry programs that a kernel's BTF promised
+	 * (trampolines need ftrace, which some builds leave out), a failure is
+	 * tried again without them before it is reported.
+	 */
+	if (err && !t->btf_cache.usable && !uses_fentry(t))
+		report_load_error(t, err);
 	return err;
 }
 
 int tracer__open(struct tracer **out, const struct trace_options *opts)
 {
+	enum kh_kernel_feature floor;
 	struct tsc_sample tsc_start;
 	struct tracer *t;
 	int err;
@@ -287,7 +414,14 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 
 	btf_cache__find(&t->btf_cache);
 	features__probe(&t->features, t->btf_cache.usable, t->btf_cache.features);
-	report_features(t);
+	floor = features__floor_missing(&t->features);
+	if (floor != KH_FEAT_COUNT) {
+		log__error("kernel %s has no %s (%s): khprof needs Linux 6.1 or later "
+			   "(see 'khprof features')", t->features.release, features__name(floor),
+			   features__since(floor));
+		err = -ENOTSUP;
+		goto fail;
+	}
 	err = open_and_load(t);
 	if (err && t->btf_cache.usable) {
 		/* A cache that no longer fits: rebuilt when this run closes. */
@@ -299,10 +433,19 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 		sessions__free(&t->sessions);
 		err = open_and_load(t);
 	}
+	if (err && t->skel && uses_fentry(t)) {
+		log__debug("loading with fentry programs failed: loading without them");
+		t->features.have &= ~(1u << KH_FEAT_FENTRY);
+		khprof_bpf__destroy(t->skel);
+		t->skel = NULL;
+		sessions__free(&t->sessions);
+		err = open_and_load(t);
+	}
 	if (err) {
 		t->btf_cache.fillable = false;
 		goto fail;
 	}
+	report_features(t);
 	log__debug("start-up: BPF object opened in %.1f ms, programs loaded in %.1f ms%s",
 		   (double)(t->trace_start_ns - t->open_ns) / 1e6,
 		   (double)(tracer__now_ns() - t->trace_start_ns) / 1e6,

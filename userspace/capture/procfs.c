@@ -10,7 +10,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "procfs.h"
@@ -170,4 +172,33 @@ int procfs__sample(pid_t pid, struct kh_resource_snapshot *out)
 	if (!status_err)
 		procfs__parse_status(status, out);
 	return stat_err ? stat_err : status_err;
+}
+
+int procfs__read_string(pid_t pid, uint64_t addr, char *buf, size_t len)
+{
+	size_t done = 0;
+
+	if (!len)
+		return -EINVAL;
+	/* Page by page: a short string may end just before an unmapped page. */
+	while (done < len) {
+		size_t chunk = 4096 - ((addr + done) & 4095);
+		struct iovec local, remote;
+		ssize_t n;
+
+		if (chunk > len - done)
+			chunk = len - done;
+		local.iov_base = buf + done;
+		local.iov_len = chunk;
+		remote.iov_base = (void *)(uintptr_t)(addr + done);
+		remote.iov_len = chunk;
+		n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+		if (n <= 0)
+			return n < 0 ? -errno : -EFAULT;
+		if (memchr(buf + done, '\0', (size_t)n))
+			return 0;
+		done += (size_t)n;
+	}
+	buf[len - 1] = '\0'; /* cut as the BPF side cuts a long string */
+	return 0;
 }

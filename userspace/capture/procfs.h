@@ -9,6 +9,8 @@
 #ifndef KHPROF_PROCFS_H
 #define KHPROF_PROCFS_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "record.h"
@@ -29,5 +31,12 @@ int procfs__parse_stat(const char *stat, long ticks_per_sec, struct kh_opt_u64 *
 
 /* VmRSS and VmSize (kB, scaled to bytes) and Threads of a status file. */
 void procfs__parse_status(const char *status, struct kh_resource_snapshot *out);
+
+/*
+ * A NUL-terminated string of at most len - 1 bytes at addr in process pid,
+ * read with process_vm_readv (faulting its pages in, as the process would).
+ * 0 (a longer string cut to len - 1 bytes, as the BPF side cuts it), or -errno.
+ */
+int procfs__read_string(pid_t pid, uint64_t addr, char *buf, size_t len);
 
 #endif /* KHPROF_PROCFS_H */

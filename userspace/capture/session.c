@@ -131,6 +131,24 @@ static uint64_t logical_cpus_of(pid_t pid, uint64_t fallback)
 	return CPU_COUNT(&set) > 0 ? (uint64_t)CPU_COUNT(&set) : fallback;
 }
 
+/* The kernel's release and degradations, copied into the record (or none). */
+static void profile_kernel(struct kh_profile *p, const struct session_config *cfg)
+{
+	struct kh_profile_ext *ext = &p->ext;
+
+	if (!cfg->kernel_release)
+		return;
+	ext->kernel_release = strdup(cfg->kernel_release);
+	if (cfg->kernel_degraded_count)
+		ext->kernel_degraded = calloc(cfg->kernel_degraded_count, sizeof(char *));
+	for (size_t i = 0; ext->kernel_degraded && i < cfg->kernel_degraded_count; i++) {
+		ext->kernel_degraded[i] = strdup(cfg->kernel_degraded[i]);
+		if (!ext->kernel_degraded[i])
+			break;
+		ext->kernel_degraded_count = i + 1;
+	}
+}
+
 static void session_begin(struct session_table *tbl, struct open_session *s, uint64_t start_ns,
 			  const char *sequence, bool mid_session, const struct kh_event *e)
 {
@@ -144,6 +162,7 @@ static void session_begin(struct session_table *tbl, struct open_session *s, uin
 			     (uint64_t)((int64_t)start_ns + tbl->cfg.realtime_offset_ns), sequence);
 	s->profile.identity.logical_cpus =
 		logical_cpus_of(tbl->cfg.pid, s->profile.identity.logical_cpus);
+	profile_kernel(&s->profile, &tbl->cfg);
 	/* A session khprof opens itself starts when tracing did. */
 	add_transition(tbl, s, KH_STATE_CREATED, 0, e,
 		       !e && tbl->have_first_sample ? &tbl->first_sample : NULL);
@@ -377,6 +396,36 @@ static void identity_unreadable(struct open_session *s, const struct kh_event *e
 			  strerror(-e->value_err));
 }
 
+/*
+ * An identity probe's strings.  A kernel without bpf_copy_from_user_str
+ * (before Linux 6.12) cannot fault a string's page in from the probe, so
+ * khprof reads it from the process itself (the strings are literals and
+ * long-lived buffers, still there).
+ */
+static void identity_event(struct session_table *tbl, struct open_session *s,
+			   const struct kh_event *e)
+{
+	char key[sizeof(e->key)], value[sizeof(e->value)];
+	struct kh_event reread;
+
+	if (e->key_err || e->value_err) {
+		memcpy(key, e->key, sizeof(key));
+		memcpy(value, e->value, sizeof(value));
+		if ((e->key_err && procfs__read_string(tbl->cfg.pid, e->arg0, key, sizeof(key))) ||
+		    (e->value_err &&
+		     procfs__read_string(tbl->cfg.pid, e->arg1, value, sizeof(value)))) {
+			identity_unreadable(s, e);
+			return;
+		}
+		reread = *e;
+		memcpy(reread.key, key, sizeof(key));
+		memcpy(reread.value, value, sizeof(value));
+		e = &reread;
+	}
+	if (identity__set(&s->profile.identity, e->key, e->value) != 0)
+		warn_unknown_key_once(tbl, e->key);
+}
+
 bool sessions__event_ends_session(const struct kh_event *e)
 {
 	return e->type == KH_EVENT_SESSION_FINISH;
@@ -409,10 +458,7 @@ void sessions__event(struct session_table *tbl, const struct kh_event *e,
 		break;
 	case KH_EVENT_IDENTITY:
 		s = session_for(tbl, slot);
-		if (e->key_err || e->value_err)
-			identity_unreadable(s, e);
-		else if (identity__set(&s->profile.identity, e->key, e->value) != 0)
-			warn_unknown_key_once(tbl, e->key);
+		identity_event(tbl, s, e);
 		break;
 	case KH_EVENT_TRANSITION:
 		s = session_for(tbl, slot);

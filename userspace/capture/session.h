@@ -42,6 +42,10 @@ struct session_config {
 	 */
 	uint64_t observed_from_ns;
 	bool off_cpu;               /* context switches are watched (latency.c) */
+	/* The kernel, and what its missing features cost each record (kfeatures.h). */
+	const char *kernel_release;
+	const char *const *kernel_degraded;
+	size_t kernel_degraded_count;
 };
 
 /* How the traced process ended, once it has (sessions__process_ended). */

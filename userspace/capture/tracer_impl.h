@@ -80,6 +80,10 @@ struct tracer {
 	struct warmer warmer;          /* until attached (opts.attach_at_once) */
 	struct btf_cache btf_cache;    /* CO-RE targets kept between runs (btf_cache.h) */
 	struct kh_features features;   /* what the running kernel offers (kfeatures.h) */
+	/* "name (since): cost" of each missing feature that costs the record something. */
+	char degraded[KH_FEAT_COUNT][384];
+	const char *degraded_list[KH_FEAT_COUNT];
+	size_t degraded_count;
 	uint64_t open_ns;              /* tracer__open began: start-up phase times (-v) */
 };
 

@@ -12,6 +12,7 @@ int cmd_report(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_probes(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_features(int argc, char **argv);
 
 /* Whether argv holds -h or --help before any "--". */
 int wants_help(int argc, char **argv);

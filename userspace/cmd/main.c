@@ -41,6 +41,7 @@ static const struct command commands[] = {
 	{ "diff", cmd_diff, false, "compare records or series of runs and flag regressions" },
 	{ "probes", cmd_probes, false, "list the USDT probes of an ELF file" },
 	{ "export", cmd_export, false, "write records as OpenMetrics for Prometheus" },
+	{ "features", cmd_features, false, "print what the running kernel offers khprof" },
 	{ "help", NULL, false, "describe khprof or one of its commands" },
 };
 

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Kernels (docs/KERNELS.md): every BPF program fits the 512 bytes of stack
+ * that a kernel without private stacks allows its deepest chain of calls,
+ * with the features of this kernel and with every fallback; `khprof
+ * features` names each feature; and with the fallbacks forced
+ * (KHPROF_DISABLE_FEATURES, as on Linux 6.1), a record is exact, keeps its
+ * identity and names what its kernel lacked.  The fallbacks' every mode
+ * and fault are covered again by tests/run-all.sh, which runs test_trace,
+ * test_faults and test_follow a second time with them forced.  Needs root.
+ */
+#include <limits.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "khchild.h"
+#include "khprof.skel.h"
+#include "kfeatures.h"
+#include "khtest.h"
+#include "record.h"
+
+#define WORKLOAD "build/workloads/workload"
+/*
+ * Every feature a newer kernel adds that khprof can do without, as
+ * KHPROF_DISABLE_FEATURES names them: what Linux 6.1 lacks, and fentry.
+ */
+#define FALLBACKS                                                                            \
+	"uprobe_multi,bpf_preempt_disable,bpf_rdonly_cast,bpf_copy_from_user_str,"           \
+	"bpf_send_signal_task,sched_prepare_exec,uprobe_func_ip,exit_before_mm,fentry"
+
+static char *khprof;
+static char *tmpdir;
+
+#define LOG_BYTES (1u << 20)
+#define MAX_SUBPROGS 64
+
+/* The verifier rounds each frame up to 32 bytes when it adds a chain. */
+static unsigned int frame_of(unsigned int depth)
+{
+	return ((depth ? depth : 1) + 31) / 32 * 32;
+}
+
+/* The subprogram whose instructions include insn: the last start at or before it. */
+static int subprog_at(const size_t *starts, int n, size_t insn)
+{
+	int at = 0;
+
+	for (int i = 0; i < n; i++)
+		if (starts[i] <= insn)
+			at = i;
+	return at;
+}
+
+static void add_start(size_t *starts, int *n, size_t insn)
+{
+	for (int i = 0; i < *n; i++)
+		if (starts[i] == insn)
+			return;
+	assert_true(*n < MAX_SUBPROGS);
+	starts[(*n)++] = insn;
+	for (int i = *n - 1; i > 0 && starts[i] < starts[i - 1]; i--) {
+		size_t s = starts[i];
+
+		starts[i] = starts[i - 1];
+		starts[i - 1] = s;
+	}
+}
+
+/*
+ * The deepest chain of frames from subprogram at, callbacks included (the
+ * kernel counts a bpf_loop callback as a call of the function that passes
+ * it), each frame as the verifier rounds it.
+ */
+static unsigned int deepest(const struct bpf_insn *insns, size_t count, const size_t *starts,
+			    int n, const unsigned int *depth, int at, int level)
+{
+	size_t end = at + 1 < n ? starts[at + 1] : count;
+	unsigned int below = 0;
+
+	assert_true(level < 16);
+	for (size_t i = starts[at]; i < end; i++) {
+		const struct bpf_insn *in = &insns[i];
+		size_t target;
+		unsigned int d;
+
+		if (in->code == (BPF_JMP | BPF_CALL) && in->src_reg == BPF_PSEUDO_CALL)
+			target = i + 1 + in->imm;
+		else if (in->code == (BPF_LD | BPF_IMM | BPF_DW) && in->src_reg == BPF_PSEUDO_FUNC)
+			target = i + 1 + in->imm;
+		else
+			continue;
+		d = deepest(insns, count, starts, n, depth, subprog_at(starts, n, target),
+			    level + 1);
+		below = d > below ? d : below;
+	}
+	return frame_of(depth[at]) + below;
+}
+
+/* "stack depth 96+16+48": each subprogram's frame, in the order of their starts. */
+static int parse_depths(const char *log, unsigned int *depth, int max)
+{
+	const char *p = strstr(log, "stack depth ");
+	int n = 0;
+
+	assert_non_null(p);
+	p += strlen("stack depth ");
+	while (n < max) {
+		char *end;
+
+		depth[n++] = (unsigned int)strtoul(p, &end, 10);
+		if (*end != '+')
+			break;
+		p = end + 1;
+	}
+	return n;
+}
+
+/* Loads the object with fallbacks or not and checks each loaded program's deepest chain. */
+static void check_stacks(bool fallbacks)
+{
+	struct khprof_bpf *skel = khprof_bpf__open();
+	struct bpf_program *prog;
+	char *logs[64];
+	int nprogs = 0, err;
+
+	assert_non_null(skel);
+	skel->rodata->have_preempt_kfuncs = !fallbacks;
+	skel->rodata->have_rdonly_cast = !fallbacks;
+	skel->rodata->have_copy_from_user_str = !fallbacks;
+	skel->rodata->have_send_signal_task = !fallbacks;
+	skel->rodata->have_uprobe_func_ip = !fallbacks;
+	skel->rodata->have_percpu_rss = true; /* a layout: this kernel's */
+	skel->rodata->filter_tgid = fallbacks;
+	/* fentry programs need ftrace, which some kernels lack: the rest still load. */
+	bpf_program__set_autoload(skel->progs.kh_exit_drain, false);
+	bpf_program__set_autoload(skel->progs.kh_exec_check_old, false);
+	bpf_object__for_each_program(prog, skel->obj) {
+		assert_true(nprogs < 64);
+		logs[nprogs] = calloc(1, LOG_BYTES);
+		assert_non_null(logs[nprogs]);
+		bpf_program__set_log_buf(prog, logs[nprogs], LOG_BYTES);
+		bpf_program__set_log_level(prog, 4); /* statistics: the frames */
+		nprogs++;
+	}
+	err = khprof_bpf__load(skel);
+	if (err)
+		fail_msg("the BPF object does not load (%s): run khprof -v record for the log",
+			 strerror(-err));
+	nprogs = 0;
+	bpf_object__for_each_program(prog, skel->obj) {
+		const struct bpf_insn *insns = bpf_program__insns(prog);
+		size_t count = bpf_program__insn_cnt(prog), starts[MAX_SUBPROGS] = { 0 };
+		unsigned int depth[MAX_SUBPROGS], total;
+		int n = 1, frames;
+
+		if (!bpf_program__autoload(prog)) {
+			free(logs[nprogs++]);
+			continue;
+		}
+		for (size_t i = 0; i < count; i++)
+			if ((insns[i].code == (BPF_JMP | BPF_CALL) &&
+			     insns[i].src_reg == BPF_PSEUDO_CALL) ||
+			    (insns[i].code == (BPF_LD | BPF_IMM | BPF_DW) &&
+			     insns[i].src_reg == BPF_PSEUDO_FUNC))
+				add_start(starts, &n, i + 1 + insns[i].imm);
+		frames = parse_depths(logs[nprogs], depth, MAX_SUBPROGS);
+		if (frames != n)
+			fail_msg("'%s': %d frames in the verifier's statistics, %d subprograms",
+				 bpf_program__name(prog), frames, n);
+		total = deepest(insns, count, starts, n, depth, 0, 0);
+		if (total > 512)
+			fail_msg("'%s' needs %u bytes of stack in its deepest chain of calls "
+				 "(fallbacks %s): kernels without private stacks allow 512",
+				 bpf_program__name(prog), total, fallbacks ? "on" : "off");
+		free(logs[nprogs++]);
+	}
+	khprof_bpf__destroy(skel);
+}
+
+static void test_programs_fit_512_bytes_of_stack(void **state)
+{
+	(void)state;
+	check_stacks(false);
+	check_stacks(true);
+}
+
+static void test_features_command_names_every_feature(void **state)
+{
+	char *argv[] = { khprof, "features", NULL };
+	char *extra[] = { khprof, "features", "now", NULL };
+	struct run_result r;
+
+	(void)state;
+	r = run_here(argv);
+	assert_int_equal(r.exit_code, 0);
+	assert_true(strncmp(r.out, "kernel ", 7) == 0);
+	for (int i = 0; i < KH_FEAT_COUNT; i++) {
+		char row[64];
+
+		snprintf(row, sizeof(row), "\n%s ", features__name((enum kh_kernel_feature)i));
+		if (!strstr(r.out, row))
+			fail_msg("no row for '%s' in:\n%s", row + 1, r.out);
+	}
+	run_result_free(&r);
+	assert_run_exits(extra, 2, "khprof: unexpected argument 'now' (see 'khprof features --help')\n");
+}
+
+/*
+ * With every fallback forced: exact counts, input and identity in every
+ * mode, and the record names each missing feature that cost it something.
+ */
+static void test_fallbacks_record_exactly(void **state)
+{
+	static const char *const modes[] = { "batch", "span", "pair" };
+	static const char *const named[] = { "uprobe_multi (", "bpf_rdonly_cast (",
+					     "bpf_copy_from_user_str (" };
+
+	(void)state;
+	setenv("KHPROF_DISABLE_FEATURES", FALLBACKS, 1);
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		char out[PATH_MAX];
+		char *argv[] = { khprof, "record", "--mode", (char *)modes[m], "-o", out,
+				 "--", WORKLOAD, "nested", "30", NULL };
+		struct run_result r;
+		struct kh_profile p;
+
+		path_in(out, sizeof(out), tmpdir, "fallback-%s.json", modes[m]);
+		r = run_here(argv);
+		if (r.exit_code != 0)
+			fail_msg("%s mode: exit %d: %s", modes[m], r.exit_code, r.err);
+		load_record(out, &p);
+		assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 30);
+		assert_int_equal(calls_of(&p, KH_STAGE_ENTROPY), 60);
+		assert_int_equal(calls_of(&p, KH_STAGE_DECODE), 30);
+		assert_int_equal(p.input_bytes, 30 * 4096);
+		assert_string_equal(p.identity.binary_version, "workload 1.0");
+		assert_int_equal(p.identity.scanner_threads, 4);
+		for (int d = 0; d < KH_DROP_COUNT; d++)
+			assert_int_equal(p.ext.drops[d], 0);
+		assert_non_null(p.ext.kernel_release);
+		for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+			bool found = false;
+
+			for (size_t k = 0; k < p.ext.kernel_degraded_count; k++)
+				found = found || !strncmp(p.ext.kernel_degraded[k], named[i],
+							  strlen(named[i]));
+			if (!found)
+				fail_msg("%s mode: the record does not name '%s'", modes[m], named[i]);
+		}
+		/* Said once on stderr too. */
+		assert_non_null(strstr(r.err, "uprobe_multi disabled by KHPROF_DISABLE_FEATURES"));
+		profile__free(&p);
+		assert_seed_conformance_of(khprof, out);
+		run_result_free(&r);
+	}
+	unsetenv("KHPROF_DISABLE_FEATURES");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_programs_fit_512_bytes_of_stack),
+		cmocka_unit_test(test_features_command_names_every_feature),
+		cmocka_unit_test(test_fallbacks_record_exactly),
+	};
+	const struct root_tests rt = { "test_kernels", "BPF tests need root", "khprof-kernels",
+				       &tmpdir, 0, true };
+
+	khprof = tool_path("KHPROF", "build/khprof");
+	return run_root_tests(&rt, tests);
+}

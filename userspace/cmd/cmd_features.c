@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+/* khprof features: what the running kernel offers khprof, as bpftrace --info does. */
+#include <stdio.h>
+
+#include "commands.h"
+#include "kfeatures.h"
+#include "log.h"
+
+static const char features_usage[] =
+	"usage: khprof features\n"
+	"\n"
+	"Prints what the running kernel offers khprof's BPF programs: each kernel\n"
+	"feature khprof uses, whether this kernel has it, the release that brought\n"
+	"it, and what khprof does without it (docs/KERNELS.md).  Kfuncs,\n"
+	"tracepoints and layouts are read from the kernel's BTF; uprobe-multi\n"
+	"links are tried, which needs root (\"unknown\" otherwise).  Records name\n"
+	"the features their kernel lacked in their khprof extension.\n"
+	"\n"
+	"KHPROF_DISABLE_FEATURES=NAME,... makes khprof behave as on a kernel\n"
+	"without them (for tests and benchmarks of the fallbacks).\n"
+	"\n"
+	"example:\n"
+	"   khprof features\n";
+
+int cmd_features(int argc, char **argv)
+{
+	struct kh_features f;
+
+	if (wants_help(argc, argv)) {
+		fputs(features_usage, stdout);
+		return KHPROF_EXIT_OK;
+	}
+	if (argc != 1) {
+		log__error("unexpected argument '%s' (see 'khprof features --help')", argv[1]);
+		return KHPROF_EXIT_USAGE;
+	}
+	features__probe(&f, false, 0);
+	features__print(&f, stdout);
+	if (features__floor_missing(&f) != KH_FEAT_COUNT) {
+		log__error("this kernel lacks %s (%s): khprof needs Linux 6.1 or later",
+			   features__name(features__floor_missing(&f)),
+			   features__since(features__floor_missing(&f)));
+		return KHPROF_EXIT_FAILURE;
+	}
+	return KHPROF_EXIT_OK;
+}
