@@ -244,4 +244,15 @@ struct kh_buffer_event {
 	unsigned char state[KH_TS_READ_BYTES];
 };
 
+/*
+ * Kernel internals bpf/layout.bpf.h reads by their layout, a bit each in
+ * its layout_failed when a check of one fails (append only).
+ */
+enum kh_layout {
+	KH_LAYOUT_ARRAY_VALUE = 0, /* where a bpf_array's elements start */
+	KH_LAYOUT_CPU_OFFSETS = 1, /* each CPU's per-CPU offset */
+	KH_LAYOUT_SCHED_CLOCK = 2, /* the scheduler's clock in a cpu-clock perf_event */
+	KH_LAYOUT_COUNT
+};
+
 #endif /* KHPROF_SHARED_H */

@@ -306,6 +306,33 @@ static void list_degraded(struct tracer *t)
 	}
 }
 
+void tracer__note_layout(struct tracer *t)
+{
+	static const char *const what[KH_LAYOUT_COUNT] = {
+		[KH_LAYOUT_ARRAY_VALUE] = "where a bpf_array's elements start: CPU time is read up "
+					  "to the scheduler's last tick and RSS without its "
+					  "per-CPU parts",
+		[KH_LAYOUT_CPU_OFFSETS] = "each CPU's per-CPU offset: RSS is read without its "
+					  "per-CPU parts (it may trail /proc by 32 pages per CPU "
+					  "and counter)",
+		[KH_LAYOUT_SCHED_CLOCK] = "the scheduler's clock in a perf event: CPU time is read "
+					  "up to the scheduler's last tick",
+	};
+	uint32_t bits = t->skel ? t->skel->bss->layout_failed & ~t->layout_said : 0;
+
+	for (int i = 0; bits && i < KH_LAYOUT_COUNT; i++) {
+		char *line = t->degraded[t->degraded_count];
+
+		if (!(bits & (1u << i)))
+			continue;
+		t->layout_said |= 1u << i;
+		log__warn("kernel %s: cannot read %s", t->features.release, what[i]);
+		snprintf(line, sizeof(t->degraded[0]), "layout (kernel internals): %s", what[i]);
+		t->degraded_list[t->degraded_count++] = line;
+		t->sessions.cfg.kernel_degraded_count = t->degraded_count;
+	}
+}
+
 static void configure_sessions(struct tracer *t, int64_t realtime_offset_ns)
 {
 	struct session_config cfg = {

@@ -162,7 +162,6 @@ static void session_begin(struct session_table *tbl, struct open_session *s, uin
 			     (uint64_t)((int64_t)start_ns + tbl->cfg.realtime_offset_ns), sequence);
 	s->profile.identity.logical_cpus =
 		logical_cpus_of(tbl->cfg.pid, s->profile.identity.logical_cpus);
-	profile_kernel(&s->profile, &tbl->cfg);
 	/* A session khprof opens itself starts when tracing did. */
 	add_transition(tbl, s, KH_STATE_CREATED, 0, e,
 		       !e && tbl->have_first_sample ? &tbl->first_sample : NULL);
@@ -350,6 +349,8 @@ static void session_emit(struct session_table *tbl, struct open_session *s,
 	memset(&tbl->latency, 0, sizeof(tbl->latency));
 
 	tbl->records_emitted++;
+	/* At the end: what the kernel cost the record includes what it showed while tracing. */
+	profile_kernel(p, cfg);
 	if (cfg->on_profile)
 		cfg->on_profile(p, cfg->ctx);
 	profile__free(p);

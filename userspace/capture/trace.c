@@ -162,6 +162,7 @@ static int handle_event(void *ctx, void *data, size_t len)
 			kill(t->pid, SIGCONT);
 		return 0;
 	}
+	tracer__note_layout(t);
 	if (e->type == KH_EVENT_PROCESS_EXIT) {
 		sessions__process_ended(&t->sessions, (int)e->arg0);
 		return 0;

@@ -81,9 +81,10 @@ struct tracer {
 	struct btf_cache btf_cache;    /* CO-RE targets kept between runs (btf_cache.h) */
 	struct kh_features features;   /* what the running kernel offers (kfeatures.h) */
 	/* "name (since): cost" of each missing feature that costs the record something. */
-	char degraded[KH_FEAT_COUNT][384];
-	const char *degraded_list[KH_FEAT_COUNT];
+	char degraded[KH_FEAT_COUNT + KH_LAYOUT_COUNT][384];
+	const char *degraded_list[KH_FEAT_COUNT + KH_LAYOUT_COUNT];
 	size_t degraded_count;
+	uint32_t layout_said;          /* layout_failed bits already named (load.c) */
 	uint64_t open_ns;              /* tracer__open began: start-up phase times (-v) */
 };
 
@@ -118,6 +119,11 @@ void drain__detached(struct tracer *t, uint64_t detach_ns);
 void live__unmap(struct tracer *t);
 /* calibrate.c: learns span cost and bias by tracing khprof itself. */
 int calibrate__run(struct tracer *t);
+/*
+ * load.c: names, once each, the kernel internals the BPF side could not
+ * read by layout (bpf/layout.bpf.h), on stderr and in the records to come.
+ */
+void tracer__note_layout(struct tracer *t);
 /* trace.c: one slot's totals over the CPUs; with reset, zeroed afterwards. */
 int tracer__read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum, bool reset);
 /*
