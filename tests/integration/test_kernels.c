@@ -19,15 +19,18 @@
 #include "kfeatures.h"
 #include "khtest.h"
 #include "record.h"
+#include "tracer_impl.h"
 
 #define WORKLOAD "build/workloads/workload"
 /*
- * Every feature a newer kernel adds that khprof can do without, as
- * KHPROF_DISABLE_FEATURES names them: what Linux 6.1 lacks, and fentry.
+ * Every feature a newer kernel adds that khprof can do without: what Linux
+ * 6.1 lacks, and fentry (tests/run-all.sh names the same).
  */
-#define FALLBACKS                                                                            \
-	"uprobe_multi,bpf_preempt_disable,bpf_rdonly_cast,bpf_copy_from_user_str,"           \
-	"bpf_send_signal_task,sched_prepare_exec,uprobe_func_ip,exit_before_mm,fentry"
+#define FALLBACK_BITS                                                                        \
+	((1u << KH_FEAT_UPROBE_MULTI) | (1u << KH_FEAT_PREEMPT_KFUNCS) |                       \
+	 (1u << KH_FEAT_RDONLY_CAST) | (1u << KH_FEAT_COPY_FROM_USER_STR) |                    \
+	 (1u << KH_FEAT_SEND_SIGNAL_TASK) | (1u << KH_FEAT_PREPARE_EXEC) |                     \
+	 (1u << KH_FEAT_UPROBE_FUNC_IP) | (1u << KH_FEAT_EXIT_BEFORE_MM) | (1u << KH_FEAT_FENTRY))
 
 static char *khprof;
 static char *tmpdir;
@@ -116,25 +119,24 @@ static int parse_depths(const char *log, unsigned int *depth, int max)
 	return n;
 }
 
-/* Loads the object with fallbacks or not and checks each loaded program's deepest chain. */
+/*
+ * Loads the object as khprof would on this kernel in batch mode following
+ * forks (the most programs), with every fallback or none, and checks each
+ * loaded program's deepest chain.
+ */
 static void check_stacks(bool fallbacks)
 {
 	struct khprof_bpf *skel = khprof_bpf__open();
 	struct bpf_program *prog;
+	struct kh_features f;
 	char *logs[64];
 	int nprogs = 0, err;
 
 	assert_non_null(skel);
-	skel->rodata->have_preempt_kfuncs = !fallbacks;
-	skel->rodata->have_rdonly_cast = !fallbacks;
-	skel->rodata->have_copy_from_user_str = !fallbacks;
-	skel->rodata->have_send_signal_task = !fallbacks;
-	skel->rodata->have_uprobe_func_ip = !fallbacks;
-	skel->rodata->have_percpu_rss = true; /* a layout: this kernel's */
-	skel->rodata->filter_tgid = fallbacks;
-	/* fentry programs need ftrace, which some kernels lack: the rest still load. */
-	bpf_program__set_autoload(skel->progs.kh_exit_drain, false);
-	bpf_program__set_autoload(skel->progs.kh_exec_check_old, false);
+	features__probe(&f, false, 0);
+	if (fallbacks)
+		f.have &= ~FALLBACK_BITS;
+	tracer__configure_features(skel, &f, true, true);
 	bpf_object__for_each_program(prog, skel->obj) {
 		assert_true(nprogs < 64);
 		logs[nprogs] = calloc(1, LOG_BYTES);
@@ -216,8 +218,14 @@ static void test_fallbacks_record_exactly(void **state)
 	static const char *const named[] = { "uprobe_multi (", "bpf_rdonly_cast (",
 					     "bpf_copy_from_user_str (" };
 
+	char names[512] = "";
+
 	(void)state;
-	setenv("KHPROF_DISABLE_FEATURES", FALLBACKS, 1);
+	for (int i = 0; i < KH_FEAT_COUNT; i++)
+		if (FALLBACK_BITS & (1u << i))
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 *names ? "," : "", features__name((enum kh_kernel_feature)i));
+	setenv("KHPROF_DISABLE_FEATURES", names, 1);
 	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
 		char out[PATH_MAX];
 		char *argv[] = { khprof, "record", "--mode", (char *)modes[m], "-o", out,

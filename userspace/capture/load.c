@@ -214,45 +214,41 @@ static void report_load_error(const struct tracer *t, int err)
  * The kernel's features as .rodata flags (bpf/compat.bpf.h) and as the
  * programs loaded: a program a kernel cannot load is not loaded there.
  */
-static void configure_features(struct tracer *t)
+void tracer__configure_features(struct khprof_bpf *skel, const struct kh_features *f,
+				bool batch, bool follow_forks)
 {
-	const struct kh_features *f = &t->features;
-	struct bpf_program *uprobes[] = { t->skel->progs.kh_usdt, t->skel->progs.kh_usdt_identity,
-					  t->skel->progs.kh_loader_state,
-					  t->skel->progs.kh_untraced };
+	struct bpf_program *uprobes[] = { skel->progs.kh_usdt, skel->progs.kh_usdt_identity,
+					  skel->progs.kh_loader_state, skel->progs.kh_untraced };
 	bool multi = features__has(f, KH_FEAT_UPROBE_MULTI);
+	bool early_exit = features__has(f, KH_FEAT_EXIT_BEFORE_MM);
+	bool fentry = features__has(f, KH_FEAT_FENTRY);
 
-	t->skel->rodata->have_preempt_kfuncs = features__has(f, KH_FEAT_PREEMPT_KFUNCS);
-	t->skel->rodata->have_rdonly_cast = features__has(f, KH_FEAT_RDONLY_CAST);
-	t->skel->rodata->have_copy_from_user_str = features__has(f, KH_FEAT_COPY_FROM_USER_STR);
-	t->skel->rodata->have_send_signal_task = features__has(f, KH_FEAT_SEND_SIGNAL_TASK);
-	t->skel->rodata->have_uprobe_func_ip = features__has(f, KH_FEAT_UPROBE_FUNC_IP);
-	t->skel->rodata->have_percpu_rss = features__has(f, KH_FEAT_PERCPU_RSS);
-	t->skel->rodata->filter_tgid = !multi;
+	skel->rodata->have_preempt_kfuncs = features__has(f, KH_FEAT_PREEMPT_KFUNCS);
+	skel->rodata->have_rdonly_cast = features__has(f, KH_FEAT_RDONLY_CAST);
+	skel->rodata->have_copy_from_user_str = features__has(f, KH_FEAT_COPY_FROM_USER_STR);
+	skel->rodata->have_send_signal_task = features__has(f, KH_FEAT_SEND_SIGNAL_TASK);
+	skel->rodata->have_uprobe_func_ip = features__has(f, KH_FEAT_UPROBE_FUNC_IP);
+	skel->rodata->have_percpu_rss = features__has(f, KH_FEAT_PERCPU_RSS);
+	skel->rodata->filter_tgid = !multi;
 	for (size_t i = 0; i < sizeof(uprobes) / sizeof(uprobes[0]); i++)
-		if (multi)
-			bpf_program__set_expected_attach_type(
-				uprobes[i], (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(
+			uprobes[i], multi ? (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI : 0);
 	/*
 	 * Only batch mode keeps spans in the process: the rest needs no hook
 	 * at exec, and kernels before 6.10 have none to give (kfeatures.h).
 	 */
-	bool batch = t->opts.mode == KH_MODE_BATCH;
-	bool early_exit = features__has(f, KH_FEAT_EXIT_BEFORE_MM);
-	bool fentry = features__has(f, KH_FEAT_FENTRY);
-
-	bpf_program__set_autoload(t->skel->progs.kh_exec_check,
+	bpf_program__set_autoload(skel->progs.kh_exec_check,
 				  batch && features__has(f, KH_FEAT_PREPARE_EXEC));
-	bpf_program__set_autoload(t->skel->progs.kh_exec_check_old,
+	bpf_program__set_autoload(skel->progs.kh_exec_check_old,
 				  batch && !features__has(f, KH_FEAT_PREPARE_EXEC) && fentry);
 	/* Where sched_process_exit comes after exit_mm() (kernels before 6.16). */
-	bpf_program__set_autoload(t->skel->progs.kh_thread_exit, early_exit);
-	bpf_program__set_autoload(t->skel->progs.kh_thread_exit_old, !early_exit);
-	bpf_program__set_autoload(t->skel->progs.kh_exit_drain, !early_exit && fentry);
-	t->skel->rodata->drain_at_do_exit = !early_exit && fentry;
+	bpf_program__set_autoload(skel->progs.kh_thread_exit, early_exit);
+	bpf_program__set_autoload(skel->progs.kh_thread_exit_old, !early_exit);
+	bpf_program__set_autoload(skel->progs.kh_exit_drain, !early_exit && fentry);
+	skel->rodata->drain_at_do_exit = !early_exit && fentry;
 	/* Forks are stopped to be followed, or to be made safe (attach.c, watch_forks). */
-	bpf_program__set_autoload(t->skel->progs.kh_fork_stop,
-				  (t->opts.on_fork || features__has(f, KH_FEAT_OPTIMIZED_UPROBES)) &&
+	bpf_program__set_autoload(skel->progs.kh_fork_stop,
+				  (follow_forks || features__has(f, KH_FEAT_OPTIMIZED_UPROBES)) &&
 					  !features__has(f, KH_FEAT_SEND_SIGNAL_TASK));
 }
 
@@ -383,7 +379,8 @@ static int open_and_load(struct tracer *t)
 		t->skel->rodata->kernel_id_signal_struct = t->btf_cache.ids[BTF_ID_SIGNAL_STRUCT];
 	}
 
-	configure_features(t);
+	tracer__configure_features(t->skel, &t->features, t->opts.mode == KH_MODE_BATCH,
+				   t->opts.on_fork);
 	err = latency__configure(t->skel, t->ncpus);
 	if (err)
 		return err;

@@ -119,6 +119,14 @@ void drain__detached(struct tracer *t, uint64_t detach_ns);
 void live__unmap(struct tracer *t);
 /* calibrate.c: learns span cost and bias by tracing khprof itself. */
 int calibrate__run(struct tracer *t);
+struct khprof_bpf;
+/*
+ * load.c: the kernel's features as .rodata flags (bpf/compat.bpf.h) and as
+ * the programs that load, before the load: a program a kernel cannot load
+ * is not loaded there.
+ */
+void tracer__configure_features(struct khprof_bpf *skel, const struct kh_features *f,
+				bool batch, bool follow_forks);
 /*
  * load.c: names, once each, the kernel internals the BPF side could not
  * read by layout (bpf/layout.bpf.h), on stderr and in the records to come.
