@@ -79,7 +79,7 @@ enum kh_attribution {
 };
 
 /* Version of the probe ABI described in docs/PROBES.md. */
-#define KH_PROBE_ABI_VERSION 3
+#define KH_PROBE_ABI_VERSION 4
 /* Depth of the per-thread span stack kept in the traced program. */
 #define KH_USER_SPAN_DEPTH 32
 /* Completed spans buffered per thread in batch mode before one probe hands them over. */
@@ -137,17 +137,22 @@ struct kh_thread_state {
  * USDT semaphores.  The kernel increments `span` for each attached
  * span-mode or pair-mode probe and `batch` for the batch probe.  They share
  * one aligned 32-bit word so that a span edge tests both with one load.
- * Hidden: the kernel counts per mapped file, so every module must read its
- * own copy.
+ * Probe ABI 4: `monotonic`, after that word, is the semaphore of the
+ * `clock_monotonic` site, which khprof attaches when it does not trust the
+ * TSC: batched spans are then timed with CLOCK_MONOTONIC.  Only the traced
+ * path reads it.  Hidden: the kernel counts per mapped file, so every
+ * module must read its own copy.
  */
 union kh_semaphores {
 	struct {
 		volatile uint16_t span;
 		volatile uint16_t batch;
+		volatile uint16_t monotonic;
+		volatile uint16_t reserved;
 	} s;
 	volatile uint32_t any;
 };
-__attribute__((weak, visibility("hidden"), section(".probes"), aligned(4)))
+__attribute__((weak, visibility("hidden"), section(".probes"), aligned(8)))
 union kh_semaphores keyhog_semaphores;
 
 __attribute__((weak)) __thread struct kh_thread_state kh_thread_state;
@@ -214,6 +219,29 @@ __attribute__((weak)) volatile uint32_t kh_current_state = KH_STATE_COUNT;
 #define KH__SEMA_NONE ".8byte 0\n\t"
 #define KH__SEMA_SPAN ".8byte keyhog_semaphores\n\t"
 #define KH__SEMA_BATCH ".8byte keyhog_semaphores+2\n\t"
+#define KH__SEMA_MONOTONIC ".8byte keyhog_semaphores+4\n\t"
+
+/*
+ * Probe ABI 4: the `clock_monotonic` site is jumped over, never hit.  It
+ * exists for its semaphore: attaching it is how khprof asks this module
+ * for CLOCK_MONOTONIC times, the kernel setting and clearing the word as
+ * it does every semaphore (so a tracer that dies leaves nothing behind).
+ * It lives in kh__batch_register, run once per thread, so that the
+ * linker keeps it wherever batch mode can run.
+ */
+#define KH__CLOCK_SITE()                                                       \
+	__asm__ __volatile__("jmp 995f\n\t"                                     \
+			     "990: nop\n"                                       \
+			     "995:\n\t"                                         \
+			     ".pushsection .note.stapsdt, \"?\", \"note\"\n\t"    \
+			     ".balign 4\n\t"                                     \
+			     ".4byte 992f-991f, 994f-993f, 3\n"                  \
+			     "991: .asciz \"stapsdt\"\n"                          \
+			     "992: .balign 4\n"                                   \
+			     "993: .8byte 990b\n\t"                               \
+			     ".8byte _.stapsdt.base\n\t"                          \
+			     KH__SEMA_MONOTONIC KH__SITE_END("clock_monotonic", "") \
+			     ::: "memory")
 
 #define KH__PROBE1(nop, name, sema, a1)                                        \
 	__asm__ __volatile__(KH__SITE_BEGIN(nop) sema KH__SITE_END(name, "8@%0") \
@@ -261,6 +289,13 @@ static inline uint64_t kh__now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+/*
+ * The start of a batched span: the TSC (~11 ns here), unless khprof asked
+ * for CLOCK_MONOTONIC (vDSO, ~26 ns) because it does not trust the TSC on
+ * this machine.  The exit reads the clock its start did.
+ */
+#define KH__BATCH_START() (keyhog_semaphores.s.monotonic ? kh__now_ns() : kh__tsc())
 
 /* Not serialising: a few cycles of reordering at the edges, far below the bias the tracer removes. */
 static inline uint64_t kh__tsc(void)
@@ -321,6 +356,7 @@ __attribute__((unused)) static void kh__batch_key_create(void)
 __attribute__((noinline, unused)) static void kh__batch_register(struct kh_thread_state *t)
 {
 	KH__PROBE2(KH__NOP_RARE, "batch_register", KH__SEMA_NONE, t, KH_PROBE_ABI_VERSION);
+	KH__CLOCK_SITE();
 	t->batch_registered = 1;
 	pthread_once(&kh_batch_key_once, kh__batch_key_create);
 	pthread_setspecific(kh_batch_key, t);
@@ -353,7 +389,8 @@ __attribute__((unused)) static inline void kh__span_complete(uint32_t stage, uin
 /*
  * A span's enter edge with tracing on: the pair-mode probe and its start.
  * Span mode compares the start with the kernel's clock, so it gets
- * CLOCK_MONOTONIC; batch mode alone only needs lengths, so it gets the TSC.
+ * CLOCK_MONOTONIC; batch mode alone only needs lengths, so it gets the TSC
+ * where khprof trusts it (KH__BATCH_START).
  */
 __attribute__((noinline, cold, unused)) static uint64_t kh__span_start(uint32_t stage)
 {
@@ -361,7 +398,7 @@ __attribute__((noinline, cold, unused)) static uint64_t kh__span_start(uint32_t 
 		KH__PROBE1(KH__NOP_HOT, "span_enter", KH__SEMA_SPAN, stage);
 		return kh__now_ns();
 	}
-	return kh__tsc();
+	return KH__BATCH_START();
 }
 
 __attribute__((noinline, cold, unused)) static void kh__span_enter_slow(uint32_t stage)

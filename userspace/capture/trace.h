@@ -38,11 +38,10 @@ struct tracer_calibration {
 
 struct trace_options {
 	enum kh_trace_mode mode;
-	/*
-	 * Nobody asked for the mode: where batch mode's TSC cannot be trusted,
-	 * span mode is used instead of failing.
-	 */
+	/* Nobody asked for the mode (the default, batch). */
 	bool mode_is_default;
+	/* -q: no note about the span clock (span_clock.h) either. */
+	bool quiet;
 	/*
 	 * Stop the process whenever the dynamic loader maps objects so their
 	 * probes are attached before their code runs.  Only where khprof is

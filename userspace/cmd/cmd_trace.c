@@ -359,6 +359,7 @@ void trace_options_from(const struct trace_cli *cli, const char *output,
 	out->quiet = cli->quiet;
 	opts->mode = cli->mode;
 	opts->mode_is_default = cli->mode_is_default;
+	opts->quiet = cli->quiet;
 	opts->overrides = cli->overrides;
 	opts->override_count = cli->override_count;
 	opts->on_profile = output__on_profile;
