@@ -68,16 +68,27 @@ static int check_kernel_support(void)
 	return 0;
 }
 
-/* Once per khprof process, however many tracers it opens (--repeat, --follow-forks). */
-static void note_clock_once(const struct tracer *t)
+/* Once per khprof process and its forks, however many tracers they open. */
+static void note_clock_once(const char *reason, bool quiet)
 {
 	static bool noted;
 
-	if (noted || t->opts.quiet)
+	if (noted || quiet)
 		return;
 	noted = true;
 	log__note("batch mode times spans with CLOCK_MONOTONIC (~15 ns a span more than the "
-		  "TSC): %s", t->span_clock_reason);
+		  "TSC): %s", reason);
+}
+
+void tracer__decide_clock(enum kh_trace_mode mode, bool quiet)
+{
+	const struct span_clock_verdict *v;
+
+	if (mode != KH_MODE_BATCH)
+		return;
+	v = span_clock__verdict();
+	if (!v->tsc_trusted)
+		note_clock_once(v->reason, quiet);
 }
 
 /*
@@ -107,7 +118,7 @@ static void choose_clock(struct tracer *t)
 		return;
 	}
 	t->monotonic_clock = true;
-	note_clock_once(t);
+	note_clock_once(t->span_clock_reason, t->opts.quiet);
 }
 
 /*
@@ -131,7 +142,7 @@ static int set_tsc_scale(struct tracer *t, const struct tsc_sample *start)
 		t->monotonic_clock = true;
 		snprintf(t->span_clock_reason, sizeof(t->span_clock_reason),
 			 "the TSC did not advance with CLOCK_MONOTONIC_RAW while khprof loaded");
-		note_clock_once(t);
+		note_clock_once(t->span_clock_reason, t->opts.quiet);
 		sessions__set_clock(&t->sessions, t->span_clock, t->span_clock_reason);
 	}
 	if (err)

@@ -521,6 +521,8 @@ static int record_repeat(const struct trace_cli *cli, const struct run_as *run_a
 
 	if (prepare_repeat_dir(cli->output, cli->append, &number))
 		return KHPROF_EXIT_BAD_INPUT;
+	/* Once for the series: each run's khprof is a fork of this one and inherits it. */
+	tracer__decide_clock(cli->mode, cli->quiet_asked);
 	stop_signals(&signals);
 	sigaddset(&signals, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &signals, &old_mask);
