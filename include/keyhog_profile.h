@@ -278,7 +278,24 @@ __attribute__((weak)) volatile uint32_t kh_current_state = KH_STATE_COUNT;
  * Hidden, like the semaphores, because a site must test its own module's
  * semaphore.
  */
-#define KH__ONE_PER_MODULE __attribute__((weak, visibility("hidden"), noinline, unused))
+/*
+ * A weak function alone leaves every source file's copy in the binary, and
+ * with it a copy of each of its probe sites: kh-scan had each probe four
+ * times, four uprobes to register and four first hits to pay where one is
+ * hit.  GCC puts each such function in a COMDAT group of its own, so the
+ * linker keeps one copy, and the site's note (".note.stapsdt" pushed with
+ * "?", the function's group) goes with it.  GCC has no attribute for a
+ * group: the section name carries the group's flags, and the "#" makes
+ * the flags GCC appends after the name a comment to the assembler.  Clang
+ * would take the whole string for a name, so it keeps a copy per file.
+ */
+#if defined(__GNUC__) && !defined(__clang__)
+#define KH__GROUP(name) __attribute__((section(".text." #name ",\"axG\",@progbits," #name ",comdat#")))
+#else
+#define KH__GROUP(name)
+#endif
+#define KH__ONE_PER_MODULE(name)                                               \
+	__attribute__((weak, visibility("hidden"), noinline, unused)) KH__GROUP(name)
 /* True while any tracer has span or batch probes attached to this module. */
 #define KH_TRACING() KH__UNLIKELY(keyhog_semaphores.any != 0)
 
@@ -307,7 +324,7 @@ static inline uint64_t kh__tsc(void)
  * Hands this thread's buffered spans to the tracer.  The probe fires even
  * with no tracer left so that a detaching tracer loses nothing it saw.
  */
-KH__ONE_PER_MODULE void kh__batch_flush(void)
+KH__ONE_PER_MODULE(kh__batch_flush) void kh__batch_flush(void)
 {
 	struct kh_thread_state *t = &kh_thread_state;
 
@@ -353,7 +370,7 @@ __attribute__((unused)) static void kh__batch_key_create(void)
  * probe tells the tracer where the buffer is, so that it can read what is
  * left in it when the thread dies, execs or the tracer detaches.
  */
-__attribute__((noinline, unused)) static void kh__batch_register(struct kh_thread_state *t)
+KH__ONE_PER_MODULE(kh__batch_register) __attribute__((cold)) void kh__batch_register(struct kh_thread_state *t)
 {
 	KH__PROBE2(KH__NOP_RARE, "batch_register", KH__SEMA_NONE, t, KH_PROBE_ABI_VERSION);
 	KH__CLOCK_SITE();
@@ -363,7 +380,7 @@ __attribute__((noinline, unused)) static void kh__batch_register(struct kh_threa
 }
 
 /* Called on a span's exit edge with tracing on; start_ns 0 means unknown. */
-__attribute__((unused)) static inline void kh__span_complete(uint32_t stage, uint64_t start_ns)
+KH__ONE_PER_MODULE(kh__span_complete) __attribute__((cold)) void kh__span_complete(uint32_t stage, uint64_t start_ns)
 {
 	struct kh_thread_state *t = &kh_thread_state;
 
@@ -392,7 +409,7 @@ __attribute__((unused)) static inline void kh__span_complete(uint32_t stage, uin
  * CLOCK_MONOTONIC; batch mode alone only needs lengths, so it gets the TSC
  * where khprof trusts it (KH__BATCH_START).
  */
-__attribute__((noinline, cold, unused)) static uint64_t kh__span_start(uint32_t stage)
+KH__ONE_PER_MODULE(kh__span_start) __attribute__((cold)) uint64_t kh__span_start(uint32_t stage)
 {
 	if (keyhog_semaphores.s.span) {
 		KH__PROBE1(KH__NOP_HOT, "span_enter", KH__SEMA_SPAN, stage);
@@ -401,7 +418,7 @@ __attribute__((noinline, cold, unused)) static uint64_t kh__span_start(uint32_t 
 	return KH__BATCH_START();
 }
 
-__attribute__((noinline, cold, unused)) static void kh__span_enter_slow(uint32_t stage)
+KH__ONE_PER_MODULE(kh__span_enter_slow) __attribute__((cold)) void kh__span_enter_slow(uint32_t stage)
 {
 	struct kh_thread_state *t = &kh_thread_state;
 	uint64_t start_ns = kh__span_start(stage);
@@ -413,7 +430,7 @@ __attribute__((noinline, cold, unused)) static void kh__span_enter_slow(uint32_t
 	t->depth++;
 }
 
-__attribute__((noinline, cold, unused)) static void kh__span_exit_slow(uint32_t stage)
+KH__ONE_PER_MODULE(kh__span_exit_slow) __attribute__((cold)) void kh__span_exit_slow(uint32_t stage)
 {
 	struct kh_thread_state *t = &kh_thread_state;
 	uint64_t start_ns = 0;
@@ -442,11 +459,6 @@ struct kh__scope {
 	uint64_t start_ns;
 };
 
-/* By value, so the scope never has to live in memory on the fast path. */
-__attribute__((noinline, cold, unused)) static void kh__scope_exit_slow(uint32_t stage, uint64_t start_ns)
-{
-	kh__span_complete(stage, start_ns);
-}
 
 __attribute__((always_inline, unused)) static inline struct kh__scope kh__scope_enter(uint32_t stage)
 {
@@ -465,7 +477,7 @@ __attribute__((always_inline, unused)) static inline struct kh__scope kh__scope_
 __attribute__((always_inline, unused)) static inline void kh__scope_exit(struct kh__scope *scope)
 {
 	if (KH__UNLIKELY(scope->start_ns != 0))
-		kh__scope_exit_slow(scope->stage, scope->start_ns);
+		kh__span_complete(scope->stage, scope->start_ns); /* by value: no scope in memory */
 }
 
 #define KH_SPAN_ENTER(stage)                                                   \
@@ -513,7 +525,7 @@ __attribute__((always_inline, unused)) static inline void kh__scope_exit(struct 
  * carry only registers, so they need no semaphore.  Buffered spans are
  * flushed first so the tracer sees every span before the boundary.
  */
-KH__ONE_PER_MODULE void kh__session_start(void)
+KH__ONE_PER_MODULE(kh__session_start) void kh__session_start(void)
 {
 	uint64_t sequence = kh_session_sequence++;
 
@@ -525,21 +537,21 @@ KH__ONE_PER_MODULE void kh__session_start(void)
 		   KH_PROBE_ABI_VERSION);
 }
 
-KH__ONE_PER_MODULE void kh__transition(uint32_t state)
+KH__ONE_PER_MODULE(kh__transition) void kh__transition(uint32_t state)
 {
 	kh__batch_flush();
 	kh_current_state = state;
 	KH__PROBE1(KH__NOP_RARE, "transition", KH__SEMA_NONE, state);
 }
 
-KH__ONE_PER_MODULE void kh__session_finish(uint32_t status)
+KH__ONE_PER_MODULE(kh__session_finish) void kh__session_finish(uint32_t status)
 {
 	kh__batch_flush();
 	kh_current_state = KH_STATE_COUNT;
 	KH__PROBE1(KH__NOP_RARE, "session_finish", KH__SEMA_NONE, status);
 }
 
-KH__ONE_PER_MODULE void kh__identity(const char *key, const char *value)
+KH__ONE_PER_MODULE(kh__identity) void kh__identity(const char *key, const char *value)
 {
 	KH__PROBE2(KH__NOP_RARE, "identity", KH__SEMA_NONE, key, value);
 }
