@@ -867,6 +867,14 @@ stage's sums and latency histogram; docs/PROBES.md ("What the kernel does
 per batched span") says how that was brought back to what a span cost
 before the histograms (khprof of 1598a32 against this one, alternating:
 39.7 against 39.7 ns per span).
+The "default as chosen here" line runs `khprof record` without `--mode`
+and names the mode and clock its record says (`khprof.mode`,
+`span_clock`): batch with the TSC wherever the once-per-boot evidence
+trusts it, on VMs too (docs/PROBES.md). Targets: ≤40 ns and ≤0.65× the C
+port enabled. The CLOCK_MONOTONIC line forces the clock batch mode falls
+back to where the TSC is not trusted (`KHPROF_TEST_TSC=untrusted`): the
+program reads the vDSO's `clock_gettime` at both edges, as the in-process
+design does, and still skips its shared counters. Target: ≤0.9×.
 
 Row 3, start-up. `bench/launch` reads CLOCK_MONOTONIC, then fork+execs
 `khprof record -- first_probe` (or `bpftrace -c first_probe` with the same
@@ -935,6 +943,12 @@ the record as written. The raw bias per span is what every span carries
 beyond the program's own timing: the clock reads and probe work between
 the span's edges and the workload's own clock reads. Median of 3 runs.
 Targets: within 2% for spans of 10 µs and more; the 1 µs rows state the bias.
+The migrating rows run `workload migrate 10 2000`: each span is entered
+on one CPU and, half way, the thread moves itself to the other
+(`sched_setaffinity`), so its two clock readings come from two CPUs; the
+forced rows run `workload timed 10 5000` with `KHPROF_TEST_TSC=untrusted`
+(batch mode then times with CLOCK_MONOTONIC; span and pair mode always
+do). Each row names the clock its records say timed the spans.
 
 Row 6, scaling. `span_cost probes N THREADS` under khprof with 1 and 2
 threads (each thread runs N spans; the figure is the worst thread's). The
