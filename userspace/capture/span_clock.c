@@ -7,6 +7,7 @@
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/sysinfo.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +116,8 @@ static int kernel_vouches_for_tsc(void)
 struct warp_line {
 	atomic_int turn; /* index of the thread whose turn it is */
 	atomic_int done;
+	atomic_int go;   /* every thread is started: threads is final */
+	int threads;
 	uint64_t last;
 	uint64_t backwards;
 } __attribute__((aligned(64)));
@@ -127,7 +130,6 @@ struct warp_thread {
 	bool started;
 	uint64_t turns;
 	uint64_t deadline_ns;
-	int threads;
 };
 
 static void *warp_run(void *arg)
@@ -135,7 +137,12 @@ static void *warp_run(void *arg)
 	struct warp_thread *w = arg;
 	struct warp_line *line = w->line;
 	uint64_t spins = 0;
+	int threads;
 
+	while (!atomic_load_explicit(&line->go, memory_order_acquire))
+		if (atomic_load(&line->done))
+			return NULL;
+	threads = line->threads;
 	while (!atomic_load_explicit(&line->done, memory_order_relaxed)) {
 		uint64_t now;
 
@@ -154,53 +161,60 @@ static void *warp_run(void *arg)
 		line->last = now;
 		w->turns++;
 		/* The last thread of the ring ends a round; TURNS_ENOUGH rounds end the check. */
-		if (w->index == w->threads - 1 && w->turns >= TURNS_ENOUGH)
+		if (w->index == threads - 1 && w->turns >= TURNS_ENOUGH)
 			atomic_store(&line->done, 1);
-		atomic_store_explicit(&line->turn, (w->index + 1) % w->threads,
-				      memory_order_release);
+		atomic_store_explicit(&line->turn, (w->index + 1) % threads, memory_order_release);
 	}
 	return NULL;
 }
 
+/*
+ * Every CPU the system has, not only those khprof may run on: `taskset -c 0
+ * khprof record` must not vouch for the CPU the program runs on.  A CPU a
+ * thread cannot be pinned to (offline, outside the cpuset) is skipped.
+ */
 int span_clock__warp_check(uint64_t max_ns, uint64_t *backwards, uint64_t *turns_min, int *cpus)
 {
 	static struct warp_line line;
 	struct warp_thread *threads;
-	cpu_set_t allowed;
-	int n = 0, err = 0;
+	int n = 0, err = 0, possible = get_nprocs_conf();
+	uint64_t deadline = monotonic_ns() + max_ns;
 
 	memset(&line, 0, sizeof(line));
 	*backwards = 0;
 	*turns_min = 0;
 	*cpus = 0;
-	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
-		return -errno;
-	threads = calloc(MAX_CHECKED_CPUS, sizeof(*threads));
+	if (possible > MAX_CHECKED_CPUS)
+		possible = MAX_CHECKED_CPUS;
+	threads = calloc((size_t)(possible > 0 ? possible : 1), sizeof(*threads));
 	if (!threads)
 		return -ENOMEM;
-	for (int cpu = 0; cpu < CPU_SETSIZE && n < MAX_CHECKED_CPUS; cpu++)
-		if (CPU_ISSET(cpu, &allowed))
-			threads[n++].cpu = cpu;
-	for (int i = 0; i < n; i++) {
+	for (int cpu = 0; cpu < possible; cpu++) {
+		struct warp_thread *w = &threads[n];
 		pthread_attr_t attr;
 		cpu_set_t one;
 
-		threads[i].line = &line;
-		threads[i].index = i;
-		threads[i].threads = n;
-		threads[i].deadline_ns = monotonic_ns() + max_ns;
+		w->line = &line;
+		w->index = n;
+		w->cpu = cpu;
+		w->deadline_ns = deadline;
 		CPU_ZERO(&one);
-		CPU_SET(threads[i].cpu, &one);
+		CPU_SET(cpu, &one);
 		pthread_attr_init(&attr);
 		pthread_attr_setaffinity_np(&attr, sizeof(one), &one);
-		err = -pthread_create(&threads[i].thread, &attr, warp_run, &threads[i]);
+		err = -pthread_create(&w->thread, &attr, warp_run, w);
 		pthread_attr_destroy(&attr);
+		if (err == -EINVAL)
+			continue; /* not a CPU this thread may run on */
 		if (err) {
 			atomic_store(&line.done, 1);
 			break;
 		}
-		threads[i].started = true;
+		w->started = true;
+		n++;
 	}
+	line.threads = n;
+	atomic_store_explicit(&line.go, 1, memory_order_release);
 	*turns_min = UINT64_MAX;
 	for (int i = 0; i < n; i++) {
 		if (!threads[i].started)
@@ -238,6 +252,8 @@ static void gather(struct span_clock_verdict *v, bool *conclusive)
 		return;
 	}
 	err = span_clock__warp_check(WARP_CHECK_NS, &backwards, &turns, &cpus);
+	if (!err && cpus == 0)
+		err = -ESRCH;
 	if (err) {
 		snprintf(v->reason, sizeof(v->reason), "the cross-CPU TSC check could not run: %s",
 			 strerror(-err));
@@ -264,13 +280,19 @@ static void gather(struct span_clock_verdict *v, bool *conclusive)
 			 "%d needed in 20 ms)", (unsigned long long)turns, TURNS_NEEDED);
 		return;
 	}
-	*conclusive = true;
+	/* Kept for the boot only when every online CPU was checked. */
+	*conclusive = cpus >= get_nprocs();
 	v->tsc_trusted = true;
-	snprintf(v->reason, sizeof(v->reason),
-		 "invariant TSC, in step across %d CPUs (none of %llu+ cross-CPU readings went "
-		 "backwards); the kernel does not vouch for it (%s)", cpus,
-		 (unsigned long long)turns * (unsigned long long)cpus,
-		 kernel == 0 ? "no perf cap_user_time" : "no perf mmap page");
+	if (cpus == 1)
+		snprintf(v->reason, sizeof(v->reason),
+			 "invariant TSC, and one CPU to read it on; the kernel does not vouch for "
+			 "it (%s)", kernel == 0 ? "no perf cap_user_time" : "no perf mmap page");
+	else
+		snprintf(v->reason, sizeof(v->reason),
+			 "invariant TSC, in step across %d CPUs (none of %llu+ cross-CPU readings "
+			 "went backwards); the kernel does not vouch for it (%s)", cpus,
+			 (unsigned long long)turns * (unsigned long long)cpus,
+			 kernel == 0 ? "no perf cap_user_time" : "no perf mmap page");
 }
 
 static bool boot_id(char *id, size_t len)
