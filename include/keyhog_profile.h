@@ -277,8 +277,7 @@ __attribute__((weak)) volatile uint32_t kh_current_state = KH_STATE_COUNT;
  * (docs/PERFORMANCE.md), so every call should reach the same few sites.
  * Hidden, like the semaphores, because a site must test its own module's
  * semaphore.
- */
-/*
+ *
  * A weak function alone leaves every source file's copy in the binary, and
  * with it a copy of each of its probe sites: kh-scan had each probe four
  * times, four uprobes to register and four first hits to pay where one is
@@ -290,7 +289,8 @@ __attribute__((weak)) volatile uint32_t kh_current_state = KH_STATE_COUNT;
  * would take the whole string for a name, so it keeps a copy per file.
  */
 #if defined(__GNUC__) && !defined(__clang__)
-#define KH__GROUP(name) __attribute__((section(".text." #name ",\"axG\",@progbits," #name ",comdat#")))
+#define KH__GROUP(name)                                                        \
+	__attribute__((section(".text." #name ",\"axG\",@progbits," #name ",comdat#")))
 #else
 #define KH__GROUP(name)
 #endif
@@ -370,7 +370,8 @@ __attribute__((unused)) static void kh__batch_key_create(void)
  * probe tells the tracer where the buffer is, so that it can read what is
  * left in it when the thread dies, execs or the tracer detaches.
  */
-KH__ONE_PER_MODULE(kh__batch_register) __attribute__((cold)) void kh__batch_register(struct kh_thread_state *t)
+KH__ONE_PER_MODULE(kh__batch_register) __attribute__((cold))
+void kh__batch_register(struct kh_thread_state *t)
 {
 	KH__PROBE2(KH__NOP_RARE, "batch_register", KH__SEMA_NONE, t, KH_PROBE_ABI_VERSION);
 	KH__CLOCK_SITE();
@@ -380,7 +381,8 @@ KH__ONE_PER_MODULE(kh__batch_register) __attribute__((cold)) void kh__batch_regi
 }
 
 /* Called on a span's exit edge with tracing on; start_ns 0 means unknown. */
-KH__ONE_PER_MODULE(kh__span_complete) __attribute__((cold)) void kh__span_complete(uint32_t stage, uint64_t start_ns)
+KH__ONE_PER_MODULE(kh__span_complete) __attribute__((cold))
+void kh__span_complete(uint32_t stage, uint64_t start_ns)
 {
 	struct kh_thread_state *t = &kh_thread_state;
 
@@ -418,7 +420,8 @@ KH__ONE_PER_MODULE(kh__span_start) __attribute__((cold)) uint64_t kh__span_start
 	return KH__BATCH_START();
 }
 
-KH__ONE_PER_MODULE(kh__span_enter_slow) __attribute__((cold)) void kh__span_enter_slow(uint32_t stage)
+KH__ONE_PER_MODULE(kh__span_enter_slow) __attribute__((cold))
+void kh__span_enter_slow(uint32_t stage)
 {
 	struct kh_thread_state *t = &kh_thread_state;
 	uint64_t start_ns = kh__span_start(stage);

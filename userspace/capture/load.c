@@ -76,7 +76,7 @@ static void note_clock_once(const char *reason, bool quiet)
 	if (noted || quiet)
 		return;
 	noted = true;
-	log__note("batch mode times spans with CLOCK_MONOTONIC (~15 ns a span more than the "
+	log__note("batch mode times spans with CLOCK_MONOTONIC (~30 ns a span more than the "
 		  "TSC): %s", reason);
 }
 
