@@ -79,7 +79,7 @@ enum kh_attribution {
 };
 
 /* Version of the probe ABI described in docs/PROBES.md. */
-#define KH_PROBE_ABI_VERSION 3
+#define KH_PROBE_ABI_VERSION 4
 /* Depth of the per-thread span stack kept in the traced program. */
 #define KH_USER_SPAN_DEPTH 32
 /* Completed spans buffered per thread in batch mode before one probe hands them over. */
@@ -137,17 +137,22 @@ struct kh_thread_state {
  * USDT semaphores.  The kernel increments `span` for each attached
  * span-mode or pair-mode probe and `batch` for the batch probe.  They share
  * one aligned 32-bit word so that a span edge tests both with one load.
- * Hidden: the kernel counts per mapped file, so every module must read its
- * own copy.
+ * Probe ABI 4: `monotonic`, after that word, is the semaphore of the
+ * `clock_monotonic` site, which khprof attaches when it does not trust the
+ * TSC: batched spans are then timed with CLOCK_MONOTONIC.  Only the traced
+ * path reads it.  Hidden: the kernel counts per mapped file, so every
+ * module must read its own copy.
  */
 union kh_semaphores {
 	struct {
 		volatile uint16_t span;
 		volatile uint16_t batch;
+		volatile uint16_t monotonic;
+		volatile uint16_t reserved;
 	} s;
 	volatile uint32_t any;
 };
-__attribute__((weak, visibility("hidden"), section(".probes"), aligned(4)))
+__attribute__((weak, visibility("hidden"), section(".probes"), aligned(8)))
 union kh_semaphores keyhog_semaphores;
 
 __attribute__((weak)) __thread struct kh_thread_state kh_thread_state;
@@ -214,6 +219,29 @@ __attribute__((weak)) volatile uint32_t kh_current_state = KH_STATE_COUNT;
 #define KH__SEMA_NONE ".8byte 0\n\t"
 #define KH__SEMA_SPAN ".8byte keyhog_semaphores\n\t"
 #define KH__SEMA_BATCH ".8byte keyhog_semaphores+2\n\t"
+#define KH__SEMA_MONOTONIC ".8byte keyhog_semaphores+4\n\t"
+
+/*
+ * Probe ABI 4: the `clock_monotonic` site is jumped over, never hit.  It
+ * exists for its semaphore: attaching it is how khprof asks this module
+ * for CLOCK_MONOTONIC times, the kernel setting and clearing the word as
+ * it does every semaphore (so a tracer that dies leaves nothing behind).
+ * It lives in kh__batch_register, run once per thread, so that the
+ * linker keeps it wherever batch mode can run.
+ */
+#define KH__CLOCK_SITE()                                                       \
+	__asm__ __volatile__("jmp 995f\n\t"                                     \
+			     "990: nop\n"                                       \
+			     "995:\n\t"                                         \
+			     ".pushsection .note.stapsdt, \"?\", \"note\"\n\t"    \
+			     ".balign 4\n\t"                                     \
+			     ".4byte 992f-991f, 994f-993f, 3\n"                  \
+			     "991: .asciz \"stapsdt\"\n"                          \
+			     "992: .balign 4\n"                                   \
+			     "993: .8byte 990b\n\t"                               \
+			     ".8byte _.stapsdt.base\n\t"                          \
+			     KH__SEMA_MONOTONIC KH__SITE_END("clock_monotonic", "") \
+			     ::: "memory")
 
 #define KH__PROBE1(nop, name, sema, a1)                                        \
 	__asm__ __volatile__(KH__SITE_BEGIN(nop) sema KH__SITE_END(name, "8@%0") \
@@ -249,8 +277,25 @@ __attribute__((weak)) volatile uint32_t kh_current_state = KH_STATE_COUNT;
  * (docs/PERFORMANCE.md), so every call should reach the same few sites.
  * Hidden, like the semaphores, because a site must test its own module's
  * semaphore.
+ *
+ * A weak function alone leaves every source file's copy in the binary, and
+ * with it a copy of each of its probe sites: kh-scan had each probe four
+ * times, four uprobes to register and four first hits to pay where one is
+ * hit.  GCC puts each such function in a COMDAT group of its own, so the
+ * linker keeps one copy, and the site's note (".note.stapsdt" pushed with
+ * "?", the function's group) goes with it.  GCC has no attribute for a
+ * group: the section name carries the group's flags, and the "#" makes
+ * the flags GCC appends after the name a comment to the assembler.  Clang
+ * would take the whole string for a name, so it keeps a copy per file.
  */
-#define KH__ONE_PER_MODULE __attribute__((weak, visibility("hidden"), noinline, unused))
+#if defined(__GNUC__) && !defined(__clang__)
+#define KH__GROUP(name)                                                        \
+	__attribute__((section(".text." #name ",\"axG\",@progbits," #name ",comdat#")))
+#else
+#define KH__GROUP(name)
+#endif
+#define KH__ONE_PER_MODULE(name)                                               \
+	__attribute__((weak, visibility("hidden"), noinline, unused)) KH__GROUP(name)
 /* True while any tracer has span or batch probes attached to this module. */
 #define KH_TRACING() KH__UNLIKELY(keyhog_semaphores.any != 0)
 
@@ -262,6 +307,13 @@ static inline uint64_t kh__now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * The start of a batched span: the TSC (~11 ns here), unless khprof asked
+ * for CLOCK_MONOTONIC (vDSO, ~26 ns) because it does not trust the TSC on
+ * this machine.  The exit reads the clock its start did.
+ */
+#define KH__BATCH_START() (keyhog_semaphores.s.monotonic ? kh__now_ns() : kh__tsc())
+
 /* Not serialising: a few cycles of reordering at the edges, far below the bias the tracer removes. */
 static inline uint64_t kh__tsc(void)
 {
@@ -272,7 +324,7 @@ static inline uint64_t kh__tsc(void)
  * Hands this thread's buffered spans to the tracer.  The probe fires even
  * with no tracer left so that a detaching tracer loses nothing it saw.
  */
-KH__ONE_PER_MODULE void kh__batch_flush(void)
+KH__ONE_PER_MODULE(kh__batch_flush) void kh__batch_flush(void)
 {
 	struct kh_thread_state *t = &kh_thread_state;
 
@@ -318,16 +370,19 @@ __attribute__((unused)) static void kh__batch_key_create(void)
  * probe tells the tracer where the buffer is, so that it can read what is
  * left in it when the thread dies, execs or the tracer detaches.
  */
-__attribute__((noinline, unused)) static void kh__batch_register(struct kh_thread_state *t)
+KH__ONE_PER_MODULE(kh__batch_register) __attribute__((cold))
+void kh__batch_register(struct kh_thread_state *t)
 {
 	KH__PROBE2(KH__NOP_RARE, "batch_register", KH__SEMA_NONE, t, KH_PROBE_ABI_VERSION);
+	KH__CLOCK_SITE();
 	t->batch_registered = 1;
 	pthread_once(&kh_batch_key_once, kh__batch_key_create);
 	pthread_setspecific(kh_batch_key, t);
 }
 
 /* Called on a span's exit edge with tracing on; start_ns 0 means unknown. */
-__attribute__((unused)) static inline void kh__span_complete(uint32_t stage, uint64_t start_ns)
+KH__ONE_PER_MODULE(kh__span_complete) __attribute__((cold))
+void kh__span_complete(uint32_t stage, uint64_t start_ns)
 {
 	struct kh_thread_state *t = &kh_thread_state;
 
@@ -353,18 +408,20 @@ __attribute__((unused)) static inline void kh__span_complete(uint32_t stage, uin
 /*
  * A span's enter edge with tracing on: the pair-mode probe and its start.
  * Span mode compares the start with the kernel's clock, so it gets
- * CLOCK_MONOTONIC; batch mode alone only needs lengths, so it gets the TSC.
+ * CLOCK_MONOTONIC; batch mode alone only needs lengths, so it gets the TSC
+ * where khprof trusts it (KH__BATCH_START).
  */
-__attribute__((noinline, cold, unused)) static uint64_t kh__span_start(uint32_t stage)
+KH__ONE_PER_MODULE(kh__span_start) __attribute__((cold)) uint64_t kh__span_start(uint32_t stage)
 {
 	if (keyhog_semaphores.s.span) {
 		KH__PROBE1(KH__NOP_HOT, "span_enter", KH__SEMA_SPAN, stage);
 		return kh__now_ns();
 	}
-	return kh__tsc();
+	return KH__BATCH_START();
 }
 
-__attribute__((noinline, cold, unused)) static void kh__span_enter_slow(uint32_t stage)
+KH__ONE_PER_MODULE(kh__span_enter_slow) __attribute__((cold))
+void kh__span_enter_slow(uint32_t stage)
 {
 	struct kh_thread_state *t = &kh_thread_state;
 	uint64_t start_ns = kh__span_start(stage);
@@ -376,7 +433,7 @@ __attribute__((noinline, cold, unused)) static void kh__span_enter_slow(uint32_t
 	t->depth++;
 }
 
-__attribute__((noinline, cold, unused)) static void kh__span_exit_slow(uint32_t stage)
+KH__ONE_PER_MODULE(kh__span_exit_slow) __attribute__((cold)) void kh__span_exit_slow(uint32_t stage)
 {
 	struct kh_thread_state *t = &kh_thread_state;
 	uint64_t start_ns = 0;
@@ -405,11 +462,6 @@ struct kh__scope {
 	uint64_t start_ns;
 };
 
-/* By value, so the scope never has to live in memory on the fast path. */
-__attribute__((noinline, cold, unused)) static void kh__scope_exit_slow(uint32_t stage, uint64_t start_ns)
-{
-	kh__span_complete(stage, start_ns);
-}
 
 __attribute__((always_inline, unused)) static inline struct kh__scope kh__scope_enter(uint32_t stage)
 {
@@ -428,7 +480,7 @@ __attribute__((always_inline, unused)) static inline struct kh__scope kh__scope_
 __attribute__((always_inline, unused)) static inline void kh__scope_exit(struct kh__scope *scope)
 {
 	if (KH__UNLIKELY(scope->start_ns != 0))
-		kh__scope_exit_slow(scope->stage, scope->start_ns);
+		kh__span_complete(scope->stage, scope->start_ns); /* by value: no scope in memory */
 }
 
 #define KH_SPAN_ENTER(stage)                                                   \
@@ -476,7 +528,7 @@ __attribute__((always_inline, unused)) static inline void kh__scope_exit(struct 
  * carry only registers, so they need no semaphore.  Buffered spans are
  * flushed first so the tracer sees every span before the boundary.
  */
-KH__ONE_PER_MODULE void kh__session_start(void)
+KH__ONE_PER_MODULE(kh__session_start) void kh__session_start(void)
 {
 	uint64_t sequence = kh_session_sequence++;
 
@@ -488,21 +540,21 @@ KH__ONE_PER_MODULE void kh__session_start(void)
 		   KH_PROBE_ABI_VERSION);
 }
 
-KH__ONE_PER_MODULE void kh__transition(uint32_t state)
+KH__ONE_PER_MODULE(kh__transition) void kh__transition(uint32_t state)
 {
 	kh__batch_flush();
 	kh_current_state = state;
 	KH__PROBE1(KH__NOP_RARE, "transition", KH__SEMA_NONE, state);
 }
 
-KH__ONE_PER_MODULE void kh__session_finish(uint32_t status)
+KH__ONE_PER_MODULE(kh__session_finish) void kh__session_finish(uint32_t status)
 {
 	kh__batch_flush();
 	kh_current_state = KH_STATE_COUNT;
 	KH__PROBE1(KH__NOP_RARE, "session_finish", KH__SEMA_NONE, status);
 }
 
-KH__ONE_PER_MODULE void kh__identity(const char *key, const char *value)
+KH__ONE_PER_MODULE(kh__identity) void kh__identity(const char *key, const char *value)
 {
 	KH__PROBE2(KH__NOP_RARE, "identity", KH__SEMA_NONE, key, value);
 }

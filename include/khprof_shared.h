@@ -144,6 +144,8 @@ enum kh_probe_kind {
 	KH_PROBE_TRANSITION = 9,
 	KH_PROBE_SESSION_FINISH = 10,
 	KH_PROBE_BATCH_REGISTER = 11, /* probe ABI 3 */
+	/* probe ABI 4: never hit; attached for its semaphore (keyhog_profile.h) */
+	KH_PROBE_CLOCK_MONOTONIC = 12,
 };
 
 /* Argument specs of all attached sites (libbpf's __bpf_usdt_specs map). */

@@ -177,7 +177,7 @@ static void test_version_and_help_command(void **state)
 	r = run_here(version);
 	assert_int_equal(r.exit_code, 0);
 	assert_int_equal(strncmp(r.out, "khprof version ", 15), 0);
-	assert_non_null(strstr(r.out, "\nprobe ABI 3 "));
+	assert_non_null(strstr(r.out, "\nprobe ABI 4 "));
 	assert_non_null(strstr(r.out, "\nrecord schema keyhog-profile-v1\n"));
 	run_result_free(&r);
 

@@ -202,9 +202,10 @@ static void test_nested_all_modes(void **state)
 }
 
 /*
- * Batched spans carry TSC ticks with bit 63 set, span and pair mode
- * CLOCK_MONOTONIC: either way each span khprof measured lies between the
- * program's own clock reads inside the span and outside its probes
+ * Batched spans carry TSC ticks with bit 63 set (or, with the TSC not
+ * trusted, CLOCK_MONOTONIC: simulated by KHPROF_TEST_TSC), span and pair
+ * mode CLOCK_MONOTONIC: either way each span khprof measured lies between
+ * the program's own clock reads inside the span and outside its probes
  * (assert_between_own_clocks, as test_trace checks the C workload).
  */
 static void test_times_match_workload_clock(void **state)
@@ -212,18 +213,25 @@ static void test_times_match_workload_clock(void **state)
 	char *argv[] = { WORKLOAD_RS, "timed", "100", "200", NULL };
 
 	(void)state;
-	for (size_t i = 0; i < N_MODES; i++) {
-		char out[PATH_MAX], what[32];
-		struct kh_profile p;
-		struct run_result r;
+	for (int forced = 0; forced < 2; forced++) {
+		if (forced)
+			setenv("KHPROF_TEST_TSC", "untrusted", 1);
+		for (size_t i = 0; i < N_MODES; i++) {
+			char out[PATH_MAX], what[48];
+			struct kh_profile p;
+			struct run_result r;
 
-		path_in(out, sizeof(out), tmpdir, "timed-%s.json", modes[i]);
-		r = record(modes[i], out, argv);
-		load_record(out, &p);
-		snprintf(what, sizeof(what), "%s mode", modes[i]);
-		assert_between_own_clocks(what, &p, r.out, 200);
-		profile__free(&p);
-		run_result_free(&r);
+			path_in(out, sizeof(out), tmpdir, "timed-%s-%d.json", modes[i], forced);
+			r = record(modes[i], out, argv);
+			load_record(out, &p);
+			snprintf(what, sizeof(what), "%s mode, %s clock", modes[i], p.ext.span_clock);
+			assert_between_own_clocks(what, &p, r.out, 200);
+			if (forced)
+				assert_string_equal(p.ext.span_clock, "monotonic");
+			profile__free(&p);
+			run_result_free(&r);
+		}
+		unsetenv("KHPROF_TEST_TSC");
 	}
 }
 
@@ -398,6 +406,9 @@ static int compare_strings(const void *a, const void *b)
  * line per distinct kind of site, sorted; *sema_span and *sema_batch get
  * the semaphore addresses (the same for every site of a module).
  */
+/* probe_kinds: the last binary's clock_monotonic semaphore (probe ABI 4). */
+static unsigned long long last_sema_monotonic;
+
 static char *probe_kinds(const char *binary, unsigned long long *sema_span,
 			 unsigned long long *sema_batch)
 {
@@ -425,6 +436,8 @@ static char *probe_kinds(const char *binary, unsigned long long *sema_span,
 			nargs++;
 		if (!strcmp(name, "batch"))
 			*sema_batch = strtoull(sema, NULL, 16);
+		else if (!strcmp(name, "clock_monotonic"))
+			last_sema_monotonic = strtoull(sema, NULL, 16);
 		else if (strcmp(sema, "-"))
 			*sema_span = strtoull(sema, NULL, 16);
 		snprintf(kind, sizeof(kind), "%s %s %d", name, strcmp(sema, "-") ? "sema" : "-",
@@ -453,15 +466,21 @@ static void test_probes_match_c_header(void **state)
 {
 	unsigned long long c_span, c_batch, rs_span, rs_batch;
 	char *c = probe_kinds(WORKLOAD_C, &c_span, &c_batch);
+	unsigned long long c_monotonic = last_sema_monotonic;
 	char *rs = probe_kinds(WORKLOAD_RS, &rs_span, &rs_batch);
 
 	(void)state;
 	assert_string_equal(rs, c);
-	/* Eleven kinds: four span/batch sites with a semaphore, seven without. */
-	assert_int_equal(count_lines(rs), 11);
-	/* One word per module: span half at +0, batch half at +2. */
+	/*
+	 * Twelve kinds: four span/batch sites and clock_monotonic with a
+	 * semaphore, seven without.
+	 */
+	assert_int_equal(count_lines(rs), 12);
+	/* One word per module: span half at +0, batch half at +2, monotonic at +4. */
 	assert_true(rs_span != 0);
 	assert_int_equal(rs_batch, rs_span + 2);
+	assert_int_equal(last_sema_monotonic, rs_span + 4);
+	assert_int_equal(c_monotonic, c_span + 4);
 	assert_int_equal(c_batch, c_span + 2);
 	free(c);
 	free(rs);

@@ -165,6 +165,36 @@ static void test_extension_round_trips(void **state)
 	profile__free(&p);
 }
 
+/*
+ * The span clock and its reason round-trip; a record without them (an
+ * older khprof's) is written back without them, byte for byte.
+ */
+static void test_span_clock_round_trips(void **state)
+{
+	struct kh_profile p, again;
+	char err[256], *json, *json_again;
+
+	(void)state;
+	golden_load("unknown_fields", ".json", &p);
+	assert_null(p.ext.span_clock);
+	json = profile__to_json(&p);
+	assert_null(strstr(json, "span_clock"));
+	free(json);
+	assert_int_equal(profile__set_span_clock(&p, "monotonic", "the TSC went \"back\""), 0);
+	json = profile__to_json(&p);
+	assert_non_null(strstr(json, "\"span_clock\": \"monotonic\""));
+	assert_non_null(strstr(json, "\"span_clock_reason\": \"the TSC went \\\"back\\\"\""));
+	assert_int_equal(profile__from_json(json, &again, err, sizeof(err)), 0);
+	assert_string_equal(again.ext.span_clock, "monotonic");
+	assert_string_equal(again.ext.span_clock_reason, "the TSC went \"back\"");
+	json_again = profile__to_json(&again);
+	assert_string_equal(json_again, json);
+	free(json_again);
+	free(json);
+	profile__free(&again);
+	profile__free(&p);
+}
+
 /* An older khprof record may lack extension members: they default to zero. */
 static void test_extension_members_are_optional(void **state)
 {
@@ -872,6 +902,7 @@ int main(void)
 		cmocka_unit_test(test_goldens_match_seed_json),
 		cmocka_unit_test(test_seed_json_is_a_fixed_point),
 		cmocka_unit_test(test_extension_round_trips),
+		cmocka_unit_test(test_span_clock_round_trips),
 		cmocka_unit_test(test_extension_members_are_optional),
 		cmocka_unit_test(test_read_file),
 		cmocka_unit_test(test_u64_beyond_double_precision),

@@ -68,36 +68,12 @@ static void test_samples_follow_the_clock(void **state)
 	assert_true(llabs(converted - (int64_t)(b.raw_ns - a.raw_ns)) < 1000);
 }
 
-static void clocksource_is(const char *content, bool expected, const char *name)
-{
-	char *path = write_temp(content), got[64];
-
-	assert_non_null(path);
-	assert_int_equal(tsc__reliable_at(path, got, sizeof(got)), expected);
-	assert_string_equal(got, name);
-	unlink(path);
-	free(path);
-}
-
-static void test_only_a_tsc_clocksource_is_trusted(void **state)
-{
-	char got[64];
-
-	(void)state;
-	clocksource_is("tsc\n", true, "tsc");
-	clocksource_is("kvm-clock\n", false, "kvm-clock");
-	clocksource_is("hpet\n", false, "hpet");
-	assert_false(tsc__reliable_at("/no/such/clocksource", got, sizeof(got)));
-	assert_string_equal(got, "unknown");
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scale_of_a_known_rate),
 		cmocka_unit_test(test_scale_rejects_short_or_backward_intervals),
 		cmocka_unit_test(test_samples_follow_the_clock),
-		cmocka_unit_test(test_only_a_tsc_clocksource_is_trusted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

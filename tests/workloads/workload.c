@@ -19,9 +19,13 @@
  *   workload sleep N MS        N spans of 1 ms of work then a sleep of MS ms; own off-CPU
  *   workload compute N US      N spans of US us of work; own off-CPU
  *   workload sleep2 N MS       sleep N MS in two threads, one stage each
+ *   workload migrate N US      as timed, but each span moves to another CPU half way;
+ *                              also how many did and the clock the probes were asked for
  */
+#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +183,68 @@ static int timed(long us, long n)
 	}
 	KH_SESSION_FINISH(KH_STATE_COMPLETED);
 	printf("own_total_ns=%llu\nouter_total_ns=%llu\n", own_total, outer_total);
+	return 0;
+}
+
+/* Pins the calling thread to one CPU; false when it may not run there. */
+static int pin_to(int cpu)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	return sched_setaffinity(0, sizeof(one), &one) == 0;
+}
+
+/*
+ * timed's spans, each entered on one CPU and left on another (the first
+ * two this thread may run on, in turn each way), so that the span's two
+ * clock readings come from different CPUs.  migrated: spans that did end
+ * on another CPU (0 where only one is allowed).  monotonic_clock: whether
+ * the probes were asked for CLOCK_MONOTONIC instead of the TSC while
+ * traced (probe ABI 4's semaphore), read inside the first span.
+ */
+static int migrate(long n, long us)
+{
+	unsigned long long own_total = 0, outer_total = 0;
+	int cpus[2] = { -1, -1 }, found = 0;
+	unsigned int monotonic = 0;
+	long migrated = 0;
+	cpu_set_t allowed;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
+		return 2;
+	for (int c = 0; c < CPU_SETSIZE && found < 2; c++)
+		if (CPU_ISSET(c, &allowed))
+			cpus[found++] = c;
+	if (found < 2)
+		cpus[1] = cpus[0];
+	KH_SESSION_START();
+	KH_TRANSITION(KH_STATE_SCANNING);
+	for (long i = 0; i < n; i++) {
+		unsigned long long o0, t0, t1, o1;
+		int from = cpus[i % 2], to = cpus[(i + 1) % 2], started;
+
+		pin_to(from);
+		o0 = now_ns();
+		KH_SPAN_ENTER(KH_STAGE_CONFIRMED_PATTERNS);
+		t0 = now_ns();
+		started = sched_getcpu();
+		if (i == 0)
+			monotonic = keyhog_semaphores.s.monotonic;
+		spin_us(us / 2);
+		pin_to(to);
+		spin_us(us - us / 2);
+		migrated += sched_getcpu() != started;
+		t1 = now_ns();
+		KH_SPAN_EXIT(KH_STAGE_CONFIRMED_PATTERNS);
+		o1 = now_ns();
+		own_total += t1 - t0;
+		outer_total += o1 - o0;
+	}
+	KH_SESSION_FINISH(KH_STATE_COMPLETED);
+	printf("own_total_ns=%llu\nouter_total_ns=%llu\nmigrated=%ld\nmonotonic_clock=%u\n",
+	       own_total, outer_total, migrated, monotonic != 0);
 	return 0;
 }
 
@@ -520,6 +586,8 @@ int main(int argc, char **argv)
 		return split(1, a, b, 0);
 	if (!strcmp(scenario, "sleep2"))
 		return split(2, a, 1000, b);
+	if (!strcmp(scenario, "migrate"))
+		return migrate(a, b);
 	fprintf(stderr, "usage: workload nested|threads|sessions|timed|library|redzone|serve|nosession ...\n");
 	return 2;
 }

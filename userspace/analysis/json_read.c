@@ -801,6 +801,8 @@ static int parse__ext(struct parse *ps, const struct jnode *root, struct kh_prof
 	ext->present = true;
 	saved = path__push_field(ps, "khprof");
 	err = parse__opt_string(ps, node, "mode", &ext->mode) ||
+	      parse__opt_string(ps, node, "span_clock", &ext->span_clock) ||
+	      parse__opt_string(ps, node, "span_clock_reason", &ext->span_clock_reason) ||
 	      parse__ext_bool(ps, node, "started_mid_session", &ext->started_mid_session) ||
 	      parse__ext_bool(ps, node, "ended_mid_session", &ext->ended_mid_session) ||
 	      parse__ext_drops(ps, node, ext->drops) ||

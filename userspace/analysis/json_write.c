@@ -402,6 +402,11 @@ static void writer__ext(struct writer *w, const struct kh_profile *p)
 
 	writer__open_member(w, "khprof", '{');
 	writer__str(w, "mode", ext->mode);
+	/* Only when known: records of older khprof versions round-trip unchanged. */
+	if (ext->span_clock) {
+		writer__str(w, "span_clock", ext->span_clock);
+		writer__str(w, "span_clock_reason", ext->span_clock_reason);
+	}
 	writer__bool(w, "started_mid_session", ext->started_mid_session);
 	writer__bool(w, "ended_mid_session", ext->ended_mid_session);
 	writer__open_member(w, "drops", '{');

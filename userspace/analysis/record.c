@@ -250,6 +250,8 @@ void profile__free(struct kh_profile *p)
 	free(p->states);
 	free(p->resource_samples);
 	free(p->ext.mode);
+	free(p->ext.span_clock);
+	free(p->ext.span_clock_reason);
 	series__free(&p->ext.series);
 	free(p->ext.samples);
 	free(p->ext.process_end);
@@ -573,6 +575,23 @@ int profile__set_mode(struct kh_profile *p, uint32_t mode)
 		return -ENOMEM;
 	free(p->ext.mode);
 	p->ext.mode = copy;
+	p->ext.present = true;
+	return 0;
+}
+
+int profile__set_span_clock(struct kh_profile *p, const char *clock, const char *reason)
+{
+	char *c = strdup(clock), *r = strdup(reason);
+
+	if (!c || !r) {
+		free(c);
+		free(r);
+		return -ENOMEM;
+	}
+	free(p->ext.span_clock);
+	free(p->ext.span_clock_reason);
+	p->ext.span_clock = c;
+	p->ext.span_clock_reason = r;
 	p->ext.present = true;
 	return 0;
 }

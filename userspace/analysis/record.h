@@ -205,6 +205,13 @@ struct kh_sample_ext {
 struct kh_profile_ext {
 	bool present;
 	char *mode;               /* "span", "pair" or "batch"; NULL is null */
+	/*
+	 * The clock that timed the spans: "tsc" (the program's TSC readings,
+	 * batch mode) or "monotonic" (CLOCK_MONOTONIC), and why; NULL in
+	 * records of a khprof that did not say (then not written).
+	 */
+	char *span_clock;
+	char *span_clock_reason;
 	bool started_mid_session; /* attached after session_start */
 	bool ended_mid_session;   /* detached or target died before finish */
 	uint64_t drops[KH_DROP_COUNT];
@@ -366,6 +373,8 @@ void profile__fold_peaks(struct kh_profile *p);
 
 /* Extension mode from an enum kh_trace_mode; marks the extension present. */
 int profile__set_mode(struct kh_profile *p, uint32_t mode);
+/* Extension span_clock and its reason (copied); 0 or -ENOMEM. */
+int profile__set_span_clock(struct kh_profile *p, const char *clock, const char *reason);
 
 /* The seed's derivations, exposed for tests. */
 struct kh_opt_f64 kh_cpu_percent(struct kh_opt_u64 start_ms, struct kh_opt_u64 finish_ms,

@@ -70,18 +70,24 @@ static const struct {
 	{ "identity", KH_PROBE_IDENTITY, ALL_MODES },
 	{ "transition", KH_PROBE_TRANSITION, ALL_MODES },
 	{ "session_finish", KH_PROBE_SESSION_FINISH, ALL_MODES },
+	/* Probe ABI 4: attached only for its semaphore (wanted_kind). */
+	{ "clock_monotonic", KH_PROBE_CLOCK_MONOTONIC, MODE_BIT(KH_MODE_BATCH) },
 };
 
 /* The probes that carry spans: all that calibration needs of khprof itself. */
 static bool is_span_kind(enum kh_probe_kind kind)
 {
 	return kind == KH_PROBE_SPAN || kind == KH_PROBE_SPAN_ENTER || kind == KH_PROBE_SPAN_EXIT ||
-	       kind == KH_PROBE_BATCH || kind == KH_PROBE_BATCH_REGISTER;
+	       kind == KH_PROBE_BATCH || kind == KH_PROBE_BATCH_REGISTER ||
+	       kind == KH_PROBE_CLOCK_MONOTONIC;
 }
 
 static enum kh_probe_kind wanted_kind(const struct tracer *t, const struct usdt_note *note)
 {
 	if (strcmp(note->provider, PROVIDER) != 0)
+		return 0;
+	/* Its semaphore asks the program for CLOCK_MONOTONIC instead of the TSC. */
+	if (!t->monotonic_clock && strcmp(note->name, "clock_monotonic") == 0)
 		return 0;
 	for (size_t i = 0; i < sizeof(probe_kinds) / sizeof(probe_kinds[0]); i++)
 		if (strcmp(note->name, probe_kinds[i].name) == 0)
@@ -563,6 +569,12 @@ int attach__object(struct tracer *t, const char *path)
 	err = store_specs(t, specs, ids, nspecs);
 	if (err)
 		goto out;
+	/* Probe ABI 3 and older: no clock word; their batches keep the TSC. */
+	if (t->monotonic_clock && usdt_notes__has(&notes, PROVIDER, "batch") &&
+	    !usdt_notes__has(&notes, PROVIDER, "clock_monotonic"))
+		log__warn("'%s' predates probe ABI 4: its batched spans are timed with the TSC, "
+			  "which khprof does not trust here (rebuild it with this khprof's header "
+			  "or crate, or use --mode span)", path);
 	/* Probe ABI 2: khprof cannot learn where its threads keep their buffers. */
 	if (t->opts.mode == KH_MODE_BATCH && usdt_notes__has(&notes, PROVIDER, "batch") &&
 	    !usdt_notes__has(&notes, PROVIDER, "batch_register"))

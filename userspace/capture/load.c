@@ -23,6 +23,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "tracer_impl.h"
+#include "span_clock.h"
 #include "tsc.h"
 
 static int64_t realtime_minus_monotonic(void)
@@ -109,27 +110,57 @@ static int check_kernel_support(void)
 	return 0;
 }
 
-/*
- * Batch mode times spans with the TSC, which only a TSC clocksource vouches
- * for: elsewhere the TSCs of two CPUs may disagree, and a span that moves
- * between them is mistimed.  Counts stay exact, so an explicit request is
- * honoured with a warning; the default turns to span mode.
- */
-static void choose_mode(struct tracer *t)
+/* Once per khprof process and its forks, however many tracers they open. */
+static void note_clock_once(const char *reason, bool quiet)
 {
-	char clocksource[64];
+	static bool noted;
 
-	if (t->opts.mode != KH_MODE_BATCH || tsc__reliable(clocksource, sizeof(clocksource)))
+	if (noted || quiet)
 		return;
-	if (t->opts.mode_is_default) {
-		log__note("the kernel does not keep time with the TSC (clocksource '%s'): "
-			  "tracing in span mode", clocksource);
-		t->opts.mode = KH_MODE_SPAN;
+	noted = true;
+	log__note("batch mode times spans with CLOCK_MONOTONIC (~30 ns a span more than the "
+		  "TSC): %s", reason);
+}
+
+void tracer__decide_clock(enum kh_trace_mode mode, bool quiet)
+{
+	const struct span_clock_verdict *v;
+
+	if (mode != KH_MODE_BATCH)
+		return;
+	v = span_clock__verdict();
+	if (!v->tsc_trusted)
+		note_clock_once(v->reason, quiet);
+}
+
+/*
+ * Batch mode times spans in the traced program with the TSC where the
+ * evidence says two CPUs' readings compare (span_clock.h), else with
+ * CLOCK_MONOTONIC, which the program reads once khprof attaches its
+ * clock_monotonic sites (include/keyhog_profile.h).  The other modes use
+ * CLOCK_MONOTONIC, the kernel's at least at one edge.
+ */
+static void choose_clock(struct tracer *t)
+{
+	const struct span_clock_verdict *v;
+
+	t->span_clock = "monotonic";
+	if (t->opts.mode != KH_MODE_BATCH) {
+		snprintf(t->span_clock_reason, sizeof(t->span_clock_reason), "%s",
+			 t->opts.mode == KH_MODE_SPAN
+				 ? "span mode: the program's CLOCK_MONOTONIC at the enter, the "
+				   "kernel's at the exit"
+				 : "pair mode: the kernel's CLOCK_MONOTONIC at both edges");
 		return;
 	}
-	log__warn("batch mode times spans with the TSC, which this kernel does not keep time "
-		  "with (clocksource '%s'): spans that move between CPUs may be mistimed "
-		  "(--mode span avoids it)", clocksource);
+	v = span_clock__verdict();
+	snprintf(t->span_clock_reason, sizeof(t->span_clock_reason), "%s", v->reason);
+	if (v->tsc_trusted) {
+		t->span_clock = "tsc";
+		return;
+	}
+	t->monotonic_clock = true;
+	note_clock_once(t->span_clock_reason, t->opts.quiet);
 }
 
 /*
@@ -146,10 +177,18 @@ static int set_tsc_scale(struct tracer *t, const struct tsc_sample *start)
 		tsc__sample(&now);
 		err = tsc__scale(start, &now, &mult, &shift);
 	} while (err && now.raw_ns - start->raw_ns < 10000000ull);
-	if (err) {
-		log__error("cannot measure the TSC's rate: it did not advance with the clock");
-		return err;
+	if (err && t->opts.mode == KH_MODE_BATCH && !t->monotonic_clock) {
+		/* The TSC's rate is evidence too: a TSC that does not keep up is not used. */
+		log__debug("the TSC did not advance with CLOCK_MONOTONIC_RAW: spans use that clock");
+		t->span_clock = "monotonic";
+		t->monotonic_clock = true;
+		snprintf(t->span_clock_reason, sizeof(t->span_clock_reason),
+			 "the TSC did not advance with CLOCK_MONOTONIC_RAW while khprof loaded");
+		note_clock_once(t->span_clock_reason, t->opts.quiet);
+		sessions__set_clock(&t->sessions, t->span_clock, t->span_clock_reason);
 	}
+	if (err)
+		return 0; /* tsc_mult stays 0: TSC times of old programs are not placed */
 	t->skel->bss->tsc_mult = mult;
 	t->skel->bss->tsc_shift = shift;
 	/* Where a dying thread's TSC times are placed when its CPU never saw a flush. */
@@ -333,6 +372,8 @@ static void configure_sessions(struct tracer *t, int64_t realtime_offset_ns)
 {
 	struct session_config cfg = {
 		.mode = t->opts.mode,
+		.span_clock = t->span_clock,
+		.span_clock_reason = t->span_clock_reason,
 		.trace_start_ns = t->trace_start_ns,
 		.realtime_offset_ns = realtime_offset_ns,
 		.page_size = (uint64_t)sysconf(_SC_PAGESIZE),
@@ -428,7 +469,7 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 			   (double)(tracer__now_ns() - t->open_ns) / 1e6);
 	}
 	tsc__sample(&tsc_start);
-	choose_mode(t);
+	choose_clock(t);
 	t->ncpus = libbpf_num_possible_cpus();
 	if (t->ncpus <= 0) {
 		log__error("cannot count possible CPUs: %s", strerror(-t->ncpus));

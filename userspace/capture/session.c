@@ -29,6 +29,12 @@ void sessions__init(struct session_table *tbl, const struct session_config *cfg)
 	tbl->cfg = *cfg;
 }
 
+void sessions__set_clock(struct session_table *tbl, const char *clock, const char *reason)
+{
+	tbl->cfg.span_clock = clock;
+	tbl->cfg.span_clock_reason = reason;
+}
+
 void sessions__free(struct session_table *tbl)
 {
 	for (uint32_t slot = 0; slot < KH_MAX_SLOTS; slot++)
@@ -334,6 +340,8 @@ static void session_emit(struct session_table *tbl, struct open_session *s,
 	profile__fold_peaks(p);
 
 	profile__set_mode(p, cfg->mode);
+	if (cfg->span_clock)
+		profile__set_span_clock(p, cfg->span_clock, cfg->span_clock_reason);
 	p->ext.started_mid_session = s->started_mid_session;
 	p->ext.ended_mid_session = ended_mid_session;
 	memcpy(p->ext.drops, sum->drops, sizeof(p->ext.drops));

@@ -24,6 +24,8 @@
 struct session_config {
 	pid_t pid;                  /* the traced process */
 	enum kh_trace_mode mode;
+	const char *span_clock;        /* "tsc" or "monotonic" (record.h) */
+	const char *span_clock_reason; /* why: the evidence (span_clock.h) */
 	uint64_t trace_start_ns;    /* CLOCK_MONOTONIC when tracing began */
 	int64_t realtime_offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC, for run ids */
 	uint64_t page_size;
@@ -90,6 +92,8 @@ struct session_table {
 uint64_t sessions__unbias(uint64_t elapsed_ns, uint64_t calls, uint64_t bias_ns);
 
 void sessions__init(struct session_table *tbl, const struct session_config *cfg);
+/* The span clock changed before attach (the TSC's rate could not be measured). */
+void sessions__set_clock(struct session_table *tbl, const char *clock, const char *reason);
 /* Frees the sessions still open, without records. */
 void sessions__free(struct session_table *tbl);
 

@@ -38,11 +38,10 @@ struct tracer_calibration {
 
 struct trace_options {
 	enum kh_trace_mode mode;
-	/*
-	 * Nobody asked for the mode: where batch mode's TSC cannot be trusted,
-	 * span mode is used instead of failing.
-	 */
+	/* Nobody asked for the mode (the default, batch). */
 	bool mode_is_default;
+	/* -q: no note about the span clock (span_clock.h) either. */
+	bool quiet;
 	/*
 	 * Stop the process whenever the dynamic loader maps objects so their
 	 * probes are attached before their code runs.  Only where khprof is
@@ -87,6 +86,15 @@ struct trace_options {
 	 */
 	bool attach_at_once;
 };
+
+/*
+ * Decides batch mode's span clock for this process and the khprof
+ * processes it forks later, and notes on stderr (unless quiet) when it is
+ * not the TSC: once, however many tracers open after it (span_clock.h).
+ * tracer__open does it too; a command that forks a khprof per run calls
+ * it first so that the check runs and the note prints once.
+ */
+void tracer__decide_clock(enum kh_trace_mode mode, bool quiet);
 
 /* open -> configure -> load; prints one line and returns -errno on failure. */
 int tracer__open(struct tracer **out, const struct trace_options *opts);

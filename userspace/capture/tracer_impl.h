@@ -14,6 +14,7 @@
 #include "kfeatures.h"
 #include "latency.h"
 #include "session.h"
+#include "span_clock.h"
 #include "trace.h"
 #include "warmer.h"
 
@@ -68,6 +69,14 @@ struct tracer {
 	struct kh_slot_stats pending[KH_MAX_SLOTS];
 	struct kh_latency pending_latency[KH_MAX_SLOTS]; /* their spans' raw lengths */
 	bool abi2_batch;               /* a traced file has ABI 2 batch probes */
+	/*
+	 * Batch mode asks each traced file for CLOCK_MONOTONIC by attaching
+	 * its clock_monotonic site (the TSC is not trusted here); the record's
+	 * span_clock and reason.
+	 */
+	bool monotonic_clock;
+	const char *span_clock;
+	char span_clock_reason[SPAN_CLOCK_REASON_MAX + 64];
 	bool spans_only;               /* calibration: only the span sites of khprof itself */
 	/* tracer__watch_starts: processes reaching the watched file's start. */
 	tracer_start_fn on_start;

@@ -54,22 +54,3 @@ int tsc__scale(const struct tsc_sample *a, const struct tsc_sample *b, uint32_t 
 	*shift = SCALE_SHIFT;
 	return 0;
 }
-
-bool tsc__reliable(char *clocksource, size_t len)
-{
-	return tsc__reliable_at("/sys/devices/system/clocksource/clocksource0/current_clocksource",
-				clocksource, len);
-}
-
-bool tsc__reliable_at(const char *path, char *clocksource, size_t len)
-{
-	FILE *f = fopen(path, "r");
-
-	snprintf(clocksource, len, "unknown");
-	if (!f)
-		return false;
-	if (fgets(clocksource, (int)len, f))
-		clocksource[strcspn(clocksource, "\n")] = '\0';
-	fclose(f);
-	return strcmp(clocksource, "tsc") == 0;
-}

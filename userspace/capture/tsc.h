@@ -5,7 +5,8 @@
  * Probe sites read the TSC for batched spans (include/keyhog_profile.h);
  * the BPF side turns ticks into nanoseconds with a scale measured here
  * against CLOCK_MONOTONIC_RAW, which the kernel itself derives from the TSC
- * whenever the TSC is its clocksource.
+ * whenever the TSC is its clocksource.  Whether the TSC may be used at all
+ * is span_clock.h's question.
  */
 #ifndef KHPROF_TSC_H
 #define KHPROF_TSC_H
@@ -29,14 +30,5 @@ void tsc__sample(struct tsc_sample *s);
  */
 int tsc__scale(const struct tsc_sample *a, const struct tsc_sample *b, uint32_t *mult,
 	       uint32_t *shift);
-
-/*
- * Whether TSC readings from any CPU can be compared: the kernel keeps time
- * with the TSC only after checking that.  The clocksource's name goes to
- * clocksource (for messages).
- */
-bool tsc__reliable(char *clocksource, size_t len);
-/* The same test on a clocksource file given by path (tests use their own). */
-bool tsc__reliable_at(const char *path, char *clocksource, size_t len);
 
 #endif

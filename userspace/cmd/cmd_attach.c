@@ -48,7 +48,7 @@ static const char attach_usage[] =
 	"                        into the record and print a line per interval on stderr\n"
 	"   --serve [ADDR:]PORT  serve live metrics at http://ADDR:PORT/metrics while\n"
 	"                        tracing (ADDR defaults to 127.0.0.1; docs/FLEET.md)\n"
-	"   -q, --quiet          do not print the text reports or interval lines\n"
+	"   -q, --quiet          do not print the text reports, interval lines or the clock note\n"
 	"   -v, --verbose        debug messages\n"
 	"\n"
 	"examples:\n"

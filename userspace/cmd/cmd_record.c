@@ -77,7 +77,7 @@ static const char record_usage[] =
 	"   --append             with --repeat: add to the runs already in DIR, so that\n"
 	"                        runs of two builds can alternate (docs/CI.md)\n"
 	"   --user USER          run COMMAND as USER (a name or uid) with USER's groups\n"
-	"   -q, --quiet          do not print the text reports or interval lines\n"
+	"   -q, --quiet          do not print the text reports, interval lines or the clock note\n"
 	"   --interval DURATION  also sample stage time, calls, input, CPU and RSS every\n"
 	"                        DURATION (10ms to 1h: 100ms, 1s) into the record, and\n"
 	"                        print a line per interval (docs/SCHEMA.md, series)\n"
@@ -521,6 +521,8 @@ static int record_repeat(const struct trace_cli *cli, const struct run_as *run_a
 
 	if (prepare_repeat_dir(cli->output, cli->append, &number))
 		return KHPROF_EXIT_BAD_INPUT;
+	/* Once for the series: each run's khprof is a fork of this one and inherits it. */
+	tracer__decide_clock(cli->mode, cli->quiet_asked);
 	stop_signals(&signals);
 	sigaddset(&signals, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &signals, &old_mask);

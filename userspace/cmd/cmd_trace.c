@@ -287,6 +287,7 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 			break;
 		case 'q':
 			cli->quiet = true;
+			cli->quiet_asked = true;
 			break;
 		case 'v':
 			khprof_verbose = true;
@@ -359,6 +360,7 @@ void trace_options_from(const struct trace_cli *cli, const char *output,
 	out->quiet = cli->quiet;
 	opts->mode = cli->mode;
 	opts->mode_is_default = cli->mode_is_default;
+	opts->quiet = cli->quiet_asked;
 	opts->overrides = cli->overrides;
 	opts->override_count = cli->override_count;
 	opts->on_profile = output__on_profile;

@@ -30,6 +30,7 @@ struct trace_cli {
 	bool append;     /* --repeat adds to the runs already in its directory */
 	const char *user; /* --user: whom COMMAND runs as (NULL: the default) */
 	bool quiet;
+	bool quiet_asked; /* -q itself, not --repeat's: silences notes too */
 	uint64_t interval_ns; /* --interval; 0: no series */
 	const char *serve; /* --serve ADDR:PORT, or NULL */
 	const char *exe;   /* attach --exe PATH, or NULL */

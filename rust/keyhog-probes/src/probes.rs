@@ -1,4 +1,4 @@
-//! khprof's probe ABI, version 3 (docs/PROBES.md; the C twin is
+//! khprof's probe ABI, version 4 (docs/PROBES.md; the C twin is
 //! include/keyhog_profile.h): the semaphore word, the probe sites and their
 //! stapsdt notes, and the clocks the sites pass.
 //!
@@ -8,7 +8,7 @@
 
 /// Version of the probe ABI this crate emits (`KH_PROBE_ABI_VERSION`),
 /// passed by every `session_start` probe.
-pub const ABI_VERSION: u64 = 3;
+pub const ABI_VERSION: u64 = 4;
 
 /// Completed spans a thread buffers in batch mode before one `batch` probe
 /// hands them over (`KH_BATCH_CAPACITY`).
@@ -55,8 +55,10 @@ mod sites {
         ".weak keyhog_semaphores",
         ".hidden keyhog_semaphores",
         ".type keyhog_semaphores, @object",
-        ".size keyhog_semaphores, 4",
-        "keyhog_semaphores: .4byte 0",
+        // Probe ABI 4: 8 bytes, the `monotonic` half-word at +4 after
+        // the span and batch ones (`clock_monotonic`, below).
+        ".size keyhog_semaphores, 8",
+        "keyhog_semaphores: .8byte 0",
         ".popsection",
         ".pushsection .bss.kh_session_sequence, \"aw\", @nobits",
         ".balign 8",
@@ -131,6 +133,63 @@ mod sites {
             );
         }
         word
+    }
+
+    /// Probe ABI 4: the `monotonic` semaphore at +4, set while khprof has
+    /// the `clock_monotonic` site attached because it does not trust the
+    /// TSC here: batched spans are then timed with CLOCK_MONOTONIC.  Read
+    /// on the traced path only.
+    #[inline(always)]
+    pub(crate) fn monotonic_requested() -> bool {
+        let word: u32;
+        // SAFETY: reads the upper 4 bytes of the 8-byte semaphore word.
+        unsafe {
+            core::arch::asm!(
+                "movzwl keyhog_semaphores+4(%rip), {0:e}",
+                out(reg) word,
+                options(att_syntax, nostack, preserves_flags, readonly)
+            );
+        }
+        word != 0
+    }
+
+    /// Probe ABI 4: the `clock_monotonic` site, jumped over and never hit.
+    /// Its note names the `monotonic` semaphore, so attaching it is how
+    /// khprof asks this module for CLOCK_MONOTONIC (the kernel sets and
+    /// clears the word, as for every semaphore).  Called where a thread
+    /// registers its buffer, so it exists wherever batch mode can run.
+    #[inline(always)]
+    pub(crate) fn clock_site() {
+        // SAFETY: a jump over a nop; the note goes to a non-allocated section.
+        unsafe {
+            core::arch::asm!(
+                "jmp 995f",
+                "990: nop",
+                "995:",
+                ".pushsection .note.stapsdt, \"?\", @note",
+                ".balign 4",
+                ".4byte 992f-991f, 994f-993f, 3",
+                "991: .asciz \"stapsdt\"",
+                "992: .balign 4",
+                "993: .8byte 990b",
+                ".8byte _.stapsdt.base",
+                ".8byte keyhog_semaphores+4",
+                ".asciz \"keyhog\"",
+                ".asciz \"clock_monotonic\"",
+                ".asciz \"\"",
+                "994: .balign 4",
+                ".popsection",
+                ".ifndef _.stapsdt.base",
+                ".pushsection .stapsdt.base, \"aG\", @progbits, .stapsdt.base, comdat",
+                ".weak _.stapsdt.base",
+                ".hidden _.stapsdt.base",
+                "_.stapsdt.base: .space 1",
+                ".size _.stapsdt.base, 1",
+                ".popsection",
+                ".endif",
+                options(att_syntax, nostack, preserves_flags)
+            );
+        }
     }
 
     /// Sessions started by this process so far, then one more: the
@@ -213,6 +272,10 @@ mod sites {
     pub(crate) fn tsc() -> u64 {
         super::TIME_TSC
     }
+    pub(crate) fn monotonic_requested() -> bool {
+        false
+    }
+    pub(crate) fn clock_site() {}
     pub(crate) fn set_current_state(_state: u32) {}
     pub(crate) fn current_state() -> u32 {
         super::STATE_COUNT
@@ -220,9 +283,21 @@ mod sites {
 }
 
 pub(crate) use sites::{
-    current_state, next_session_sequence, now_ns, peek_session_sequence, semaphores,
-    set_current_state, tsc,
+    clock_site, current_state, monotonic_requested, next_session_sequence, now_ns,
+    peek_session_sequence, semaphores, set_current_state, tsc,
 };
+
+/// The start of a batched span: the TSC (~11 ns here), or CLOCK_MONOTONIC
+/// (vDSO, ~26 ns) where khprof asked for it; the exit reads the clock its
+/// start did.
+#[inline(always)]
+pub(crate) fn batch_start() -> u64 {
+    if monotonic_requested() {
+        now_ns()
+    } else {
+        tsc()
+    }
+}
 
 /// `kh_current_state` while no session is open (`KH_STATE_COUNT`).
 pub(crate) const STATE_COUNT: u32 = 8;

@@ -135,6 +135,7 @@ fn batch_register(t: &ThreadState) {
     // Probe ABI 3: where this thread's buffer is, so that the tracer can
     // read what is left in it when the thread dies, execs or it detaches.
     site::batch_register(t as *const ThreadState as u64, probes::ABI_VERSION);
+    probes::clock_site();
     t.registered.set(1);
     // try_with: a span completed by another thread-local destructor, after
     // this one has run, must not panic; its spans wait for process exit.
@@ -147,7 +148,8 @@ fn batch_register(t: &ThreadState) {
 
 /// A span's enter edge with tracing on: the pair-mode probe and its start.
 /// Span mode compares the start with the kernel's clock, so it gets
-/// CLOCK_MONOTONIC; batch mode alone only needs lengths, so it gets the TSC.
+/// CLOCK_MONOTONIC; batch mode alone only needs lengths, so it gets the TSC
+/// where khprof trusts it (`probes::batch_start`).
 #[cold]
 #[inline(never)]
 pub(crate) fn span_start(stage: u32) -> u64 {
@@ -155,7 +157,7 @@ pub(crate) fn span_start(stage: u32) -> u64 {
         site::span_enter(u64::from(stage));
         return probes::now_ns();
     }
-    probes::tsc()
+    probes::batch_start()
 }
 
 /// A span's exit edge when its enter was timed (start != 0).
