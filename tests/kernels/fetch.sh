@@ -129,7 +129,10 @@ config=$(find "$dir.tmp/root" \( -name "config-$kver" -o -path "*/modules/$kver/
 # Modules are not needed: the guest boots from an initramfs and talks over
 # the 8250 serial ports, built in on every Debian kernel.
 rm -rf "$dir.tmp/root" "$dir"
-echo "$pkgs" >"$dir.tmp/packages"
+for p in $pkgs; do
+	echo "$p $(dpkg-deb -f "$(ls "$debs/${p}_"*.deb | sort -V | tail -n 1)" Version)"
+done >"$dir.tmp/packages"
+echo "$suites" >"$dir.tmp/suites"
 touch "$dir.tmp/.unpacked"
 mv "$dir.tmp" "$dir"
 echo "$kver"
