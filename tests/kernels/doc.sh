@@ -8,7 +8,12 @@ cd "$(dirname "$0")/../.."
 kernels=$1 secs=$2
 
 fact() { # fact KVER NAME: the value of NAME, from the guest or the BTF
-	v=$(sed -n "s/^$2 //p" "build/kernels/$1/facts" "build/kernels/$1/btf-facts" 2>/dev/null | head -n 1)
+	v=$(cat "build/kernels/$1/facts" "build/kernels/$1/btf-facts" 2>/dev/null |
+		awk -v n="$2" '$1 == n { sub(/^[^ ]* /, ""); print; exit }')
+	# A mode's failure by khprof's message alone, without its hint.
+	case $v in
+	"fails: khprof: "*) v=${v#fails: khprof: } v="fails: ${v%% (*}" ;;
+	esac
 	echo "${v:-?}"
 }
 kvers=$(awk '{ print $2 }' "$kernels")

@@ -58,8 +58,18 @@ for m in batch span pair; do
 		>/dev/null 2>/tmp/mode.out && [ -s "/tmp/mode-$m.json" ]; then
 		fact "mode:$m" ok
 	else
-		why=$(grep -v 'warning:' /tmp/mode.out | grep -m 1 -v '^$')
+		why=$(grep -v -e 'warning:' -e 'note:' /tmp/mode.out | grep -m 1 -v '^$')
 		fact "mode:$m" "fails: ${why:-no record}"
+		# The first failure once more with -v: libbpf's and the
+		# verifier's own lines, for whoever fixes it.
+		if [ -z "${verbose_done:-}" ]; then
+			verbose_done=1
+			echo "@@ begin khprof-v $m" >&3
+			build/khprof -v record -q --mode "$m" -o /tmp/mode-v.json -- build/workloads/workload nested 5 \
+				>/dev/null 2>/tmp/mode.v
+			tail -n 60 /tmp/mode.v >&3
+			printf '\n@@ end khprof-v %s\n' "$m" >&3
+		fi
 	fi
 done
 rm -f /tmp/mode-*.json /tmp/mode.out
@@ -79,4 +89,9 @@ done </kh/plan
 echo "kmatrix: $(cut -d' ' -f1 /proc/uptime)s: done" >/dev/console
 echo "@@ done" >&3
 sync
+# run.sh --shell: a shell on the console, with everything mounted.
+if grep -q 'kh\.shell' /proc/cmdline; then
+	echo "kmatrix: the repo is in /repo; exit powers off" >/dev/console
+	setsid cttyhack sh
+fi
 poweroff -f
