@@ -50,7 +50,16 @@ fi
 
 echo "kmatrix: $(cut -d' ' -f1 /proc/uptime)s: facts done" >/dev/console
 cd /repo
+# How many test runs the host must see end: a guest that stops early, or a
+# plan that lost lines, cannot pass for a clean run.
+fact planned "$(grep -c -v -e '^#' -e '^[[:space:]]*$' /kh/plan)"
 export CI=true KHPROF_CACHE_DIR=/repo/build/tests/khprof-cache
+# run.sh --shell boots with kh.shell: no modes, no tests, a shell.
+if grep -q 'kh\.shell' /proc/cmdline; then
+	echo "kmatrix: the repo is in /repo (build/tests/BIN runs a test); exit powers off" >/dev/console
+	setsid cttyhack sh
+	poweroff -f
+fi
 # Which modes record at all on this kernel: one short record each, its
 # exit code and the first line khprof printed when it failed.
 for m in batch span pair; do
@@ -89,9 +98,4 @@ done </kh/plan
 echo "kmatrix: $(cut -d' ' -f1 /proc/uptime)s: done" >/dev/console
 echo "@@ done" >&3
 sync
-# run.sh --shell: a shell on the console, with everything mounted.
-if grep -q 'kh\.shell' /proc/cmdline; then
-	echo "kmatrix: the repo is in /repo; exit powers off" >/dev/console
-	setsid cttyhack sh
-fi
 poweroff -f

@@ -21,7 +21,8 @@
 #                   kvm when /dev/kvm can be opened)
 #   --timeout S     seconds a boot may take before it is killed (default 900)
 #   --jobs N        guests booted at once (default 2)
-#   --shell         boot the first kernel with a shell on the console, no tests
+#   --shell         boot the first kernel with a shell on the console instead
+#                   of the tests (their binaries are in /repo/build/tests)
 #   --no-build      do not run make first
 #
 # Each boot leaves build/kernels/KVER/console.log (the kernel's console) and
@@ -99,6 +100,12 @@ done
 
 run=$top/build/kernels/run
 mkdir -p "$run"
+# One run at a time: they share build/kernels/run and each kernel's logs.
+exec 9>"$top/build/kernels/.lock"
+if ! flock -n 9; then
+	echo "run.sh: another tests/kernels/run.sh is running (build/kernels/.lock)" >&2
+	exit 1
+fi
 plan=$run/plan
 if [ -n "$tests" ]; then
 	for t in $tests; do
@@ -128,9 +135,6 @@ if [ "$build" = 1 ]; then
 		tail -n 5 "$run/make.log" >&2
 		exit 1
 	}
-fi
-if [ "$shell" = 1 ]; then
-	: >"$plan"
 fi
 if ! "$here/initramfs.sh" "$plan" "$run/initramfs.gz"; then
 	echo "run.sh: cannot build the initramfs" >&2
@@ -247,6 +251,12 @@ test_kernel() {
 	[ -f "$results" ] || : >"$results"
 	set -- $(count "$results")
 	tp=${1:-0} tf=${2:-0} ts=${3:-0}
+	planned=$(tr -d '\r' <"$results" | sed -n 's/^@@ fact planned //p')
+	ended=$(tr -d '\r' <"$results" | grep -c '^@@ end [^k]')
+	if [ "$verdict" = done ] && [ "${planned:-0}" -ne "$ended" ]; then
+		tf=$((tf + 1))
+		echo "guest: ran $ended of ${planned:-?} planned tests" >>"$dir/failures"
+	fi
 	if [ "$verdict" != done ]; then
 		# A guest that never ran a test (or stopped between two) fails.
 		[ "$tf" -eq 0 ] && tf=1
@@ -268,7 +278,7 @@ test_kernel() {
 		if [ "$tf" -ne 0 ]; then
 			if [ -s "$dir/load-v.log" ]; then
 				echo "  khprof -v record's last lines (all: $dir/load-v.log):"
-				tail -n 4 "$dir/load-v.log" | sed 's/^/    /'
+				grep -v "^$" "$dir/load-v.log" | tail -n 4 | sed "s/^/    /"
 			fi
 			sed 's/^/  /' "$dir/failures"
 			echo "  console: $console"
