@@ -5,6 +5,8 @@
 #                 report, and build/demo-report.html)
 #   make test     unit and integration tests (BPF tests need root)
 #   make bench    overhead benchmarks, written to docs/PERFORMANCE.md
+#   make test-kernels  the integration tests in Debian's own kernels under
+#                 QEMU (docs/KERNELS.md; K=6.1 for one, T=test_trace for one test)
 #
 # Every output goes to build/.  Missing Debian packages are installed first.
 
@@ -40,6 +42,10 @@ PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev lib
 # (tests/integration/test_metrics.c).
 TEST_PACKAGES := chromium prometheus
 BENCH_PACKAGES := bpftrace hyperfine
+# The kernel matrix (tests/kernels/): QEMU, the guest's busybox, the
+# initramfs's cpio, and what unpacks Debian's kernels (lz4 for 5.10 and
+# 6.1, zstd after) to read their BTF on the host.
+KERNEL_PACKAGES := qemu-system-x86 busybox-static cpio file lz4 zstd xz-utils gzip
 # The seed conformance reader (../shared/seed/conformance) builds offline
 # from Debian's packaged crates.
 SEED_PACKAGES := cargo librust-serde-dev librust-serde-derive-dev \
@@ -80,7 +86,7 @@ ITEST_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(ITEST_SRCS))
 
 EXAMPLES   := $(BUILD)/kh-scan $(BUILD)/kh-corpus
 
-.PHONY: all deps demo test bench clean vmlinux seed-render
+.PHONY: all deps demo test test-kernels bench clean vmlinux seed-render
 .DEFAULT_GOAL := all
 
 all: $(BUILD)/khprof $(EXAMPLES) $(UNIT_BINS) $(ITEST_BINS)
@@ -245,12 +251,19 @@ $(SEED_READER) $(SEED_UNBUILDABLE): $(SEED_SRCS) scripts/build-seed-render.sh
 
 # Unit tests, then the BPF integration tests (root), with the seed's own
 # reader checking every record khprof writes when ../shared/seed is there.
+# The kernel matrix runs last, and its tests count in the closing line.
 test: all seed-render
-	@./scripts/install-deps.sh $(TEST_PACKAGES)
+	@./scripts/install-deps.sh $(TEST_PACKAGES) $(KERNEL_PACKAGES)
 	@# The seed reader's packages bring Debian's rustc after this Makefile
 	@# was read: build the crate with it too (test_rust expects it then).
 	@if [ -x /usr/bin/rustc ]; then $(MAKE) --no-print-directory $(BUILD)/rust-debian/workload-rs; fi
-	@./tests/run-all.sh
+	@KH_KERNELS="$(K)" KH_KERNEL_TESTS="$(T)" ./tests/run-all.sh
+
+# Debian's 6.1, 6.12, newest backports and 5.10 kernels (tests/kernels/):
+# K=6.1 (or K=6.1,backports) for some, T=BIN[:PATTERN] for other tests.
+test-kernels: all seed-render
+	@./scripts/install-deps.sh $(KERNEL_PACKAGES)
+	@KH_KERNELS="$(K)" KH_KERNEL_TESTS="$(T)" ./tests/kernels/run.sh --no-build
 
 demo: $(BUILD)/khprof $(EXAMPLES)
 	@./scripts/demo.sh

@@ -64,6 +64,27 @@ for name in test_trace test_faults test_follow; do
 	[ -x "build/tests/$name" ] && run_binary "build/tests/$name" " (fallbacks: $fallbacks)"
 done
 unset KHPROF_DISABLE_FEATURES
+# Last, the kernel matrix (tests/kernels/run.sh: the integration tests in
+# Debian's own kernels under QEMU), its tests counted with the host's.
+# KH_KERNELS=none leaves it out, but not when CI=true.
+if [ "${KH_KERNELS:-}" = none ] && [ "${CI:-}" != true ]; then
+	echo "== tests/kernels/run.sh: skipped (KH_KERNELS=none)"
+	skipped=$((skipped + 1))
+else
+	echo "== tests/kernels/run.sh"
+	./tests/kernels/run.sh --no-build 2>&1 | tee "$log"
+	counts=$(sed -n 's/^kernel-tests: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1 \2 \3/p' "$log" | tail -n 1)
+	if [ -n "$counts" ]; then
+		set -- $counts
+		passed=$((passed + $1)) failed=$((failed + $2)) skipped=$((skipped + $3))
+	fi
+	# A matrix that failed without a test failing (a kernel that could not
+	# be fetched, a usage error) still fails.
+	if ! grep -q '^kernels: [0-9]* passed, 0 failed$' "$log" && [ "${2:-0}" -eq 0 ]; then
+		failed=$((failed + 1))
+		broken="$broken tests/kernels/run.sh"
+	fi
+fi
 rm -f "$log"
 [ -n "$broken" ] && echo "crashed or failed to start:$broken"
 echo "tests: $passed passed, $failed failed, $skipped skipped"

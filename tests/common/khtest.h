@@ -460,4 +460,20 @@ static inline int run_root_test_group(const struct root_tests *rt,
 
 #define run_root_tests(rt, tests) run_root_test_group(rt, tests, sizeof(tests) / sizeof((tests)[0]))
 
+/*
+ * KH_TEST_FILTER=PATTERN runs only the tests whose names match PATTERN
+ * (cmocka's pattern: '*' and '?'), the rest are not run and not counted:
+ * the kernel matrix runs its subset this way (tests/kernels/run.sh
+ * --test test_trace:test_nested_all_modes).  Unset or empty, every test
+ * runs, as make test runs them.  A constructor, so that no test's main()
+ * has to remember to call it.
+ */
+__attribute__((constructor)) static void khtest_filter_from_env(void)
+{
+	const char *pattern = getenv("KH_TEST_FILTER");
+
+	if (pattern && *pattern)
+		cmocka_set_test_filter(pattern);
+}
+
 #endif /* KHPROF_TEST_KHTEST_H */

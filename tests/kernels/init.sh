@@ -1,0 +1,101 @@
+#!/bin/sh
+# /init of the kernel matrix's guest (tests/kernels/initramfs.sh packs it):
+# mounts what khprof needs, reports the kernel's facts, runs the tests of
+# /kh/plan from /repo (the tests find build/... relative to the repo root,
+# as under make test) and powers off.
+#
+# Everything the host reads goes to the second serial port, /dev/ttyS1, as
+# lines the host parses (tests/kernels/run.sh):
+#   @@ fact NAME VALUE        a kernel fact (uname, BTF kfuncs, tracepoints)
+#   @@ begin BIN PATTERN      a test run starts; its output follows
+#   @@ end BIN PATTERN RC     it ended with exit code RC
+#   @@ done                   every test ran
+# The console (ttyS0) keeps the kernel's own messages, for panics.
+/bin/busybox mkdir -p /proc /sys /dev /tmp /run /usr/bin /usr/sbin /sbin
+/bin/busybox --install -s /bin
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /dev/shm
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
+mount -t bpf bpf /sys/fs/bpf 2>/dev/null
+ulimit -l unlimited 2>/dev/null
+
+out=/dev/ttyS1
+# Raw lines: no \r added to each \n by the tty.
+stty -F "$out" raw -echo 2>/dev/null
+exec 3>"$out"
+fact() { echo "@@ fact $1 $2" >&3; }
+fact uname "$(uname -r)"
+fact clocksource "$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
+fact cpus "$(grep -c ^processor /proc/cpuinfo)"
+
+# The kernel's BTF facts are read on the host (tests/kernels/btf-facts.sh,
+# ~2 s there, ~37 s here under TCG); its tracepoints here, from tracefs.
+if [ -r /sys/kernel/btf/vmlinux ]; then fact btf yes; else fact btf no; fi
+for t in sched/sched_prepare_exec sched/sched_process_exec sched/sched_process_fork \
+	sched/sched_switch kmem/rss_stat; do
+	if [ -d "/sys/kernel/tracing/events/$t" ]; then fact "tracepoint:$t" yes; else fact "tracepoint:$t" no; fi
+done
+if [ -x /repo/build/khprof ] && /repo/build/khprof help features >/dev/null 2>&1; then
+	echo "@@ begin khprof-features -" >&3
+	/repo/build/khprof features >&3 2>&1
+	echo "@@ end khprof-features - $?" >&3
+fi
+
+echo "kmatrix: $(cut -d' ' -f1 /proc/uptime)s: facts done" >/dev/console
+cd /repo
+# How many test runs the host must see end: a guest that stops early, or a
+# plan that lost lines, cannot pass for a clean run.
+fact planned "$(grep -c -v -e '^#' -e '^[[:space:]]*$' /kh/plan)"
+export CI=true KHPROF_CACHE_DIR=/repo/build/tests/khprof-cache
+# run.sh --shell boots with kh.shell: no modes, no tests, a shell.
+if grep -q 'kh\.shell' /proc/cmdline; then
+	echo "kmatrix: the repo is in /repo (build/tests/BIN runs a test); exit powers off" >/dev/console
+	setsid cttyhack sh
+	poweroff -f
+fi
+# Which modes record at all on this kernel: one short record each, its
+# exit code and the first line khprof printed when it failed.
+for m in batch span pair; do
+	if build/khprof record -q --mode "$m" -o "/tmp/mode-$m.json" -- build/workloads/workload nested 5 \
+		>/dev/null 2>/tmp/mode.out && [ -s "/tmp/mode-$m.json" ]; then
+		fact "mode:$m" ok
+	else
+		why=$(grep -v -e 'warning:' -e 'note:' /tmp/mode.out | grep -m 1 -v '^$')
+		fact "mode:$m" "fails: ${why:-no record}"
+		# The first failure once more with -v: libbpf's and the
+		# verifier's own lines, for whoever fixes it.
+		if [ -z "${verbose_done:-}" ]; then
+			verbose_done=1
+			echo "@@ begin khprof-v $m" >&3
+			build/khprof -v record -q --mode "$m" -o /tmp/mode-v.json -- build/workloads/workload nested 5 \
+				>/dev/null 2>/tmp/mode.v
+			tail -n 60 /tmp/mode.v >&3
+			printf '\n@@ end khprof-v %s\n' "$m" >&3
+		fi
+	fi
+done
+rm -f /tmp/mode-*.json /tmp/mode.out
+while read -r bin pattern; do
+	case $bin in '' | '#'*) continue ;; esac
+	echo "@@ begin $bin $pattern" >&3
+	echo "kmatrix: $(cut -d' ' -f1 /proc/uptime)s: $bin $pattern" >/dev/console
+	if [ "$pattern" = "*" ]; then
+		"build/tests/$bin" >&3 2>&1
+	else
+		KH_TEST_FILTER="$pattern" "build/tests/$bin" >&3 2>&1
+	fi
+	rc=$?
+	# A newline first: the output may end without one.
+	printf "\n@@ end %s %s %s\n" "$bin" "$pattern" "$rc" >&3
+done </kh/plan
+echo "kmatrix: $(cut -d' ' -f1 /proc/uptime)s: done" >/dev/console
+echo "@@ done" >&3
+sync
+poweroff -f
