@@ -338,6 +338,41 @@ static inline void load_record(const char *path, struct kh_profile *p)
 }
 
 /* Calls and summed time of one stage in a record; 0 when it has none. */
+/*
+ * khprof record [--mode MODE] -o OUT TAIL..., where the NULL-terminated
+ * tail is any further khprof options, then "--", the workload and its
+ * arguments (mode NULL: khprof's default), with the khprof binary at
+ * khprof.  Fails unless khprof exits 0, then loads OUT into *p.  Returns
+ * the run, so callers can check what khprof and the workload printed;
+ * free it with run_result_free().
+ */
+static inline struct run_result record_run(const char *khprof, const char *mode,
+					   const char *out, struct kh_profile *p, ...)
+{
+	char *argv[24];
+	size_t argc = 0;
+	struct run_result r;
+	va_list ap;
+
+	argv[argc++] = (char *)khprof;
+	argv[argc++] = "record";
+	if (mode) {
+		argv[argc++] = "--mode";
+		argv[argc++] = (char *)mode;
+	}
+	argv[argc++] = "-o";
+	argv[argc++] = (char *)out;
+	va_start(ap, p);
+	while ((argv[argc] = va_arg(ap, char *)))
+		assert_true(++argc < sizeof(argv) / sizeof(argv[0]));
+	va_end(ap);
+	r = run_here(argv);
+	if (r.exit_code != 0)
+		fail_msg("khprof record -o %s exited %d: %s", out, r.exit_code, r.err);
+	load_record(out, p);
+	return r;
+}
+
 static inline uint64_t calls_of(const struct kh_profile *p, uint32_t stage)
 {
 	const struct kh_stage_measurement *m = profile__find_stage(p, stage);

@@ -35,39 +35,8 @@ static char *khprof;
 /* This run's records, under $TMPDIR; made and removed by run_root_tests(). */
 static char *tmpdir;
 
-/*
- * khprof record [--mode MODE] -o OUT TAIL..., where the NULL-terminated
- * tail is any further khprof options, then "--", the workload and its
- * arguments (mode NULL: khprof's default).  Fails unless khprof exits 0,
- * then loads OUT into *p.  Returns the run, so callers can check what
- * khprof and the workload printed; free it with run_result_free().
- */
-static struct run_result record_workload(const char *mode, const char *out,
-					 struct kh_profile *p, ...)
-{
-	char *argv[24];
-	size_t argc = 0;
-	struct run_result r;
-	va_list ap;
-
-	argv[argc++] = khprof;
-	argv[argc++] = "record";
-	if (mode) {
-		argv[argc++] = "--mode";
-		argv[argc++] = (char *)mode;
-	}
-	argv[argc++] = "-o";
-	argv[argc++] = (char *)out;
-	va_start(ap, p);
-	while ((argv[argc] = va_arg(ap, char *)))
-		assert_true(++argc < sizeof(argv) / sizeof(argv[0]));
-	va_end(ap);
-	r = run_here(argv);
-	if (r.exit_code != 0)
-		fail_msg("khprof record -o %s exited %d: %s", out, r.exit_code, r.err);
-	load_record(out, p);
-	return r;
-}
+/* khtest.h's record_run with this test's khprof. */
+#define record_workload(mode, out, p, ...) record_run(khprof, mode, out, p, __VA_ARGS__)
 
 static const char *const modes[] = { "span", "pair", "batch" };
 
