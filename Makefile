@@ -32,13 +32,16 @@ BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
               -I/usr/include/$(MULTIARCH) -Wall -Werror
 
 # Debian packages the build, the tests, the demo and the benchmarks use.
+# systemtap-sdt-dev: <sys/sdt.h>, whose STAP_PROBE macros a test workload
+# fires instead of the header's (tests/workloads/sdt.c).
 PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev libcap-dev \
-            libcmocka-dev libpcre2-dev libpng-dev pkg-config make gcc
+            libcmocka-dev libpcre2-dev libpng-dev pkg-config make gcc systemtap-sdt-dev
 # What make test needs besides the build: the browser the HTML reports are
 # opened in (tests/integration/test_html.c), and the Prometheus server and
 # promtool the OpenMetrics exposition is checked with
-# (tests/integration/test_metrics.c).
-TEST_PACKAGES := chromium prometheus
+# (tests/integration/test_metrics.c) and the Pushgateway `khprof export` is
+# pushed to (tests/integration/test_pushgateway.c).
+TEST_PACKAGES := chromium prometheus prometheus-pushgateway
 BENCH_PACKAGES := bpftrace hyperfine
 # The seed conformance reader (../shared/seed/conformance) builds offline
 # from Debian's packaged crates.

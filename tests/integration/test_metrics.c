@@ -6,6 +6,7 @@
  * folder), whose HTTP API must give back what the workload did; and the
  * server's answers to bad, slow and excess clients.
  */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -517,11 +518,12 @@ struct traced {
 /* The workload's serve loop with `khprof attach --serve` on it. */
 static struct traced start_traced(void)
 {
-	char pid_text[16], serve[32];
+	char pid_text[16], serve[32], out[PATH_MAX];
 	char *khprof_argv[] = { khprof, "attach", "--mode", "span", "-q", "-p", pid_text,
-				"--serve", serve, NULL };
+				"--serve", serve, "-o", out, NULL };
 	struct traced t;
 
+	path_in(out, sizeof(out), tmpdir, "attach-serve.json");
 	t.workload = serve_loop_start_pid(WORKLOAD, pid_text, sizeof(pid_text));
 	t.port = free_port();
 	snprintf(serve, sizeof(serve), "127.0.0.1:%d", t.port);
@@ -787,13 +789,14 @@ static void test_served_metrics_pass_promtool(void **state)
 /* record --serve: the same server while record runs its command. */
 static void test_record_serves_while_the_command_runs(void **state)
 {
-	char serve[32], *text;
-	char *argv[] = { khprof, "record", "--mode", "span", "-q", "--serve", serve, "--",
-			 WORKLOAD, "serve", NULL };
+	char serve[32], *text, out[PATH_MAX];
+	char *argv[] = { khprof, "record", "--mode", "span", "-q", "--serve", serve, "-o", out,
+			 "--", WORKLOAD, "serve", NULL };
 	struct child k;
 	int port = free_port();
 
 	(void)state;
+	path_in(out, sizeof(out), tmpdir, "record-serve.json");
 	snprintf(serve, sizeof(serve), "127.0.0.1:%d", port);
 	/* The command reads khprof's stdin and writes to its stdout. */
 	k = child_spawn(argv, false);

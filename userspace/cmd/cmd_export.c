@@ -68,15 +68,11 @@ int cmd_export(int argc, char **argv)
 			log__error("unknown format '%s' (openmetrics or prometheus)", optarg);
 			return KHPROF_EXIT_USAGE;
 		} else {
-			log__error("unknown option '%s'", argv[optind - 1]);
-			fputs(export_usage, stderr);
-			return KHPROF_EXIT_USAGE;
+			return usage_error("export", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind >= argc) {
-		log__error("export needs at least one record");
-		fputs(export_usage, stderr);
-		return KHPROF_EXIT_USAGE;
+		return usage_error("export", "export needs at least one record");
 	}
 	for (int i = optind; i < argc; i++) {
 		struct kh_profile p;

@@ -48,6 +48,11 @@ static const char record_usage[] =
 	"An instrumented program that execs another ends its records there; the new\n"
 	"program is not traced.\n"
 	"\n"
+	"Ctrl-C reaches COMMAND from the terminal.  SIGINT, SIGTERM, SIGHUP and\n"
+	"SIGQUIT sent to khprof alone (kill) are passed on to COMMAND, as perf record\n"
+	"ends its workload: khprof traces until COMMAND exits, then writes its\n"
+	"records, which say how it ended.\n"
+	"\n"
 	"COMMAND does not get khprof's privileges (docs/PRIVILEGES.md): it runs as\n"
 	"--user USER, else under sudo as the user who ran sudo (SUDO_UID, SUDO_GID),\n"
 	"else as khprof's own user, with that user's groups, every capability\n"
@@ -71,7 +76,12 @@ static const char record_usage[] =
 	"DIR as one side.\n"
 	"\n"
 	"   -o PATH              write the JSON record to PATH; a second session goes to\n"
-	"                        PATH with .2 before the extension, and so on\n"
+	"                        PATH with .2 before the extension, and so on.  Without\n"
+	"                        -o: khprof.json in the current directory (said on\n"
+	"                        stderr), the previous one kept as khprof.json.old, as\n"
+	"                        perf keeps perf.data.old; 'khprof report' reads it.\n"
+	"                        PATH's directory must exist and be writable: checked\n"
+	"                        before COMMAND runs (exit code 2 if not)\n"
 	"   --repeat N           run COMMAND N times (1 to 10000); -o names a directory\n"
 	"   --warmup K           with --repeat: K traced runs first, not recorded\n"
 	"   --append             with --repeat: add to the runs already in DIR, so that\n"
@@ -79,7 +89,8 @@ static const char record_usage[] =
 	"   --user USER          run COMMAND as USER (a name or uid) with USER's groups\n"
 	"   -q, --quiet          do not print the text reports or interval lines\n"
 	"   --interval DURATION  also sample stage time, calls, input, CPU and RSS every\n"
-	"                        DURATION (10ms to 1h: 100ms, 1s) into the record, and\n"
+	"                        DURATION (10ms to 1h: 100ms, 1s, 2 for two seconds)\n"
+	"                        into the record, and\n"
 	"                        print a line per interval (docs/SCHEMA.md, series)\n"
 	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
 	"   --mode MODE          batch (default: spans buffered per thread, one kernel\n"
@@ -400,8 +411,8 @@ static int prepare_repeat_dir(const char *dir, bool append, unsigned *first)
 
 /*
  * Waits for the run's khprof child.  Signals for the series come here
- * (blocked, read with sigwaitinfo); SIGINT already reached the child through
- * the terminal's process group, the others are passed on.  *stop is the
+ * (blocked, read with sigwaitinfo); the terminal's SIGINT already reached
+ * the child through the process group, the others are passed on.  *stop is the
  * signal that should end the series after this run, or 0.
  */
 static int wait_run(pid_t child, const sigset_t *signals, int *stop)
@@ -419,7 +430,7 @@ static int wait_run(pid_t child, const sigset_t *signals, int *stop)
 		if (sigwaitinfo(signals, &si) < 0 || si.si_signo == SIGCHLD)
 			continue;
 		*stop = si.si_signo;
-		if (si.si_signo != SIGINT)
+		if (!signal_reached_group(si.si_signo, si.si_code))
 			kill(child, si.si_signo);
 	}
 }
@@ -583,9 +594,12 @@ int cmd_record(int argc, char **argv)
 		fputs(record_usage, stdout);
 		return KHPROF_EXIT_OK;
 	}
-	if (parse_cli(argc, argv, false, record_usage, &cli))
+	if (parse_cli(argc, argv, false, &cli))
 		return KHPROF_EXIT_USAGE;
 	if (run_as__resolve(cli.user, &run_as))
+		return KHPROF_EXIT_USAGE;
+	/* Before COMMAND runs, not after: a profile must not be lost to a typo in -o. */
+	if (!cli.repeat && output__prepare(&cli))
 		return KHPROF_EXIT_USAGE;
 	err = resolve_command(argv[cli.first_arg], path, sizeof(path));
 	if (err) {

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <libgen.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -83,11 +84,57 @@ static void remove_earlier_series(const char *path)
 			  removed, first, last, path);
 }
 
+int output__prepare(struct trace_cli *cli)
+{
+	const char *hint = "";
+	char *dir;
+	int err;
+
+	if (!cli->output) {
+		cli->output = KH_DEFAULT_RECORD;
+		cli->default_output = true;
+		hint = " (-o PATH writes the record elsewhere)";
+	}
+	err = file__check_writable(cli->output);
+	if (!err)
+		return 0;
+	if (err == -EISDIR) {
+		log__error("cannot write record '%s': it is a directory (-o takes a file; "
+			   "'--repeat N -o DIR' a directory)", cli->output);
+		return -1;
+	}
+	dir = strdup(cli->output);
+	if (err == -ENOENT && dir)
+		log__error("cannot write record '%s': directory '%s' does not exist (create it "
+			   "first)", cli->output, dirname(dir));
+	else
+		log__error("cannot write record '%s': %s%s", cli->output, strerror(-err), hint);
+	free(dir);
+	return -1;
+}
+
+/*
+ * The default file's previous record is kept as PATH.old, as perf keeps
+ * perf.data.old: a second run in the same directory does not lose the
+ * first.  Done when this run's first record is written, so a run without
+ * one leaves both as they were.
+ */
+static void keep_previous(const char *path, char *old, size_t len)
+{
+	snprintf(old, len, "%s.old", path);
+	if (rename(path, old) == 0)
+		return;
+	if (errno != ENOENT)
+		log__warn("cannot keep the previous '%s' as '%s': %s (replacing it)", path, old,
+			  strerror(errno));
+	old[0] = '\0';
+}
+
 void output__on_profile(const struct kh_profile *p, void *ctx)
 {
 	struct output_state *out = ctx;
 	char *text = profile__render_report(p);
-	char path[PATH_MAX];
+	char path[PATH_MAX], old[PATH_MAX + 8] = "";
 	char *json;
 	int err;
 
@@ -100,6 +147,8 @@ void output__on_profile(const struct kh_profile *p, void *ctx)
 	profile__print_notes(p);
 	if (!out->path)
 		return;
+	if (out->records == 1 && out->keep_old)
+		keep_previous(out->path, old, sizeof(old));
 	if (out->records == 1)
 		remove_earlier_series(out->path);
 	record_path(out->path, out->records, path, sizeof(path));
@@ -114,6 +163,10 @@ void output__on_profile(const struct kh_profile *p, void *ctx)
 	if (err) {
 		log__error("cannot write record '%s': %s", path, strerror(-err));
 		out->write_failed = true;
+	} else if (out->keep_old) {
+		/* Nobody named the file: say where it is, as perf does. */
+		log__note("record written to '%s'%s%s%s", path, old[0] ? " (the previous one is "
+			  "now '" : "", old, old[0] ? "')" : "");
 	}
 }
 
@@ -145,6 +198,10 @@ static int parse_identity(struct trace_cli *cli, char *arg)
 	return 0;
 }
 
+/* attach --duration's bounds (the same syntax as --interval's). */
+#define KH_DURATION_MIN_NS 1000000ull
+#define KH_DURATION_MAX_NS (1000ull * 3600 * 1000000000)
+
 /* Strict decimal in [min, max] for option: "5", not "5x", "-1" or " 5". */
 static int parse_count(const char *option, const char *text, unsigned min, unsigned max,
 		       unsigned *out)
@@ -160,8 +217,9 @@ static int parse_count(const char *option, const char *text, unsigned min, unsig
 	return 0;
 }
 
-int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trace_cli *cli)
+int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 {
+	const char *command = attach ? "attach" : "record";
 	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP, OPT_APPEND,
 	       OPT_USER, OPT_INTERVAL, OPT_SERVE, OPT_EXE, OPT_FROM_START, OPT_FOLLOW_FORKS };
 	static const struct option options[] = {
@@ -183,6 +241,7 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
+	uint64_t duration_ns;
 	uint32_t mode;
 	char *end;
 	int c;
@@ -194,8 +253,7 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:o:p:qv", options, NULL)) != -1) {
 		if (c == ':') {
-			log__error("option '%s' needs a value", argv[optind - 1]);
-			fputs(usage, stderr);
+			usage_error(command, "option '%s' needs a value", argv[optind - 1]);
 			return -EINVAL;
 		}
 		if (optarg && option_value_refused(argv, optind, optarg))
@@ -217,13 +275,13 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 		case OPT_DURATION:
 			if (!attach)
 				goto bad_option;
-			errno = 0;
-			cli->duration_s = strtod(optarg, &end);
-			if (errno || *end || !(cli->duration_s > 0)) {
-				log__error("bad duration '%s': expected a positive number of seconds",
-					   optarg);
+			if (kh_parse_duration_ns(optarg, KH_DURATION_MIN_NS, KH_DURATION_MAX_NS,
+						 &duration_ns)) {
+				log__error("bad duration '%s': expected a duration, 1ms to 1000h "
+					   "(5s, 100ms, 1m, or 5 for five seconds)", optarg);
 				return -EINVAL;
 			}
+			cli->duration_s = (double)duration_ns / 1e9;
 			break;
 		case OPT_IDENTITY:
 			if (parse_identity(cli, optarg))
@@ -262,8 +320,8 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 		case OPT_INTERVAL:
 			if (kh_parse_duration_ns(optarg, KH_INTERVAL_MIN_NS, KH_INTERVAL_MAX_NS,
 						 &cli->interval_ns)) {
-				log__error("bad interval '%s': expected a duration with its unit, "
-					   "10ms to 1h (100ms, 1s, 2.5s)", optarg);
+				log__error("bad interval '%s': expected a duration, 10ms to 1h "
+					   "(100ms, 1s, 2.5s, or 2 for two seconds)", optarg);
 				return -EINVAL;
 			}
 			break;
@@ -322,20 +380,19 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 		return -EINVAL;
 	}
 	if (attach && ((cli->pid == 0 && !cli->exe) || optind != argc)) {
-		log__error(optind == argc ? "attach needs -p PID or --exe PATH"
-					  : "unexpected argument '%s'", argv[optind]);
-		fputs(usage, stderr);
+		if (optind == argc)
+			usage_error(command, "attach needs -p PID or --exe PATH");
+		else
+			usage_error(command, "unexpected argument '%s'", argv[optind]);
 		return -EINVAL;
 	}
 	if (!attach && optind >= argc) {
-		log__error("record needs a command to run after '--'");
-		fputs(usage, stderr);
+		usage_error(command, "record needs a command to run after '--'");
 		return -EINVAL;
 	}
 	return 0;
 bad_option:
-	log__error("unknown option '%s'", argv[optind - 1]);
-	fputs(usage, stderr);
+	usage_error(command, "unknown option '%s'", argv[optind - 1]);
 	return -EINVAL;
 }
 
@@ -356,6 +413,7 @@ void trace_options_from(const struct trace_cli *cli, const char *output,
 			struct output_state *out, struct trace_options *opts)
 {
 	out->path = output;
+	out->keep_old = output && cli->default_output && output == cli->output;
 	out->quiet = cli->quiet;
 	opts->mode = cli->mode;
 	opts->mode_is_default = cli->mode_is_default;
@@ -466,6 +524,17 @@ void loop__close(struct event_loop *loop, const sigset_t *old)
 	sigprocmask(SIG_SETMASK, old, NULL);
 }
 
+bool signal_reached_group(int signo, int code)
+{
+	/*
+	 * Ctrl-C: the terminal sent SIGINT to the whole foreground group, the
+	 * command included (the kernel's SI_KERNEL).  Sent to khprof alone
+	 * (kill, SI_USER), it is passed on like SIGTERM, as perf record ends
+	 * its workload: the command decides, and its end ends the trace.
+	 */
+	return signo == SIGINT && code == SI_KERNEL;
+}
+
 enum loop_end loop__run(struct event_loop *loop, struct tracer *t, pid_t forward_to,
 			uint64_t deadline_ns)
 {
@@ -502,8 +571,7 @@ enum loop_end loop__run(struct event_loop *loop, struct tracer *t, pid_t forward
 					continue;
 				if (!forward_to)
 					return LOOP_SIGNALLED;
-				/* The terminal already sent SIGINT to the whole group. */
-				if (si.ssi_signo != SIGINT)
+				if (!signal_reached_group(si.ssi_signo, (int)si.ssi_code))
 					kill(forward_to, si.ssi_signo);
 				continue;
 			}

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: MIT
+/*
+ * khprof record as CI jobs and operators run it: an -o that cannot be
+ * written is refused before the command runs, the default record file
+ * (khprof.json, the previous one kept as .old) that `report` reads back,
+ * SIGINT sent to khprof alone, and attach --duration in the syntax of
+ * --interval.  Needs root; never skips when CI=true.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "khchild.h"
+#include "khtest.h"
+#include "record.h"
+
+static char *khprof;   /* absolute: some tests run in their own directory */
+static char *workload; /* absolute, likewise */
+static char *tmpdir;
+
+/*
+ * -o into a missing directory, onto a directory or into a read-only one:
+ * one line and exit 2 before COMMAND ran (its marker file is absent).
+ */
+static void test_bad_output_refused_before_the_command_runs(void **state)
+{
+	char marker[PATH_MAX], script[PATH_MAX + 64], missing[PATH_MAX], locked[PATH_MAX];
+	char in_locked[PATH_MAX + 16], expected[2 * PATH_MAX + 128];
+	char *into_missing[] = { khprof, "record", "-q", "-o", missing, "--", "/bin/sh", "-c",
+				 script, NULL };
+	char *onto_dir[] = { khprof, "record", "-q", "-o", tmpdir, "--", "/bin/sh", "-c", script,
+			     NULL };
+	char *into_locked[] = { khprof, "record", "-q", "-o", in_locked, "--", "/bin/sh", "-c",
+				script, NULL };
+	char *attach[] = { khprof, "attach", "-p", "1", "-o", missing, NULL };
+	struct run_result r;
+
+	(void)state;
+	path_in(marker, sizeof(marker), tmpdir, "marker");
+	snprintf(script, sizeof(script), "touch %s; exec %s sessions 1", marker, workload);
+	path_in(missing, sizeof(missing), tmpdir, "nodir/sub/r.json");
+	r = run_here(into_missing);
+	assert_int_equal(r.exit_code, 2);
+	snprintf(expected, sizeof(expected), "khprof: cannot write record '%s': directory "
+		 "'%s/nodir/sub' does not exist (create it first)\n", missing, tmpdir);
+	assert_string_equal(r.err, expected);
+	assert_int_equal(access(marker, F_OK), -1);
+	run_result_free(&r);
+
+	r = run_here(onto_dir);
+	assert_int_equal(r.exit_code, 2);
+	assert_int_equal(count_lines(r.err), 1);
+	assert_non_null(strstr(r.err, "it is a directory"));
+	assert_int_equal(access(marker, F_OK), -1);
+	run_result_free(&r);
+
+	/* A path through a file (root may write anywhere else). */
+	path_in(locked, sizeof(locked), tmpdir, "file");
+	assert_int_equal(file__write_atomic(locked, "x", 1), 0);
+	snprintf(in_locked, sizeof(in_locked), "%s/r.json", locked);
+	r = run_here(into_locked);
+	assert_int_equal(r.exit_code, 2);
+	snprintf(expected, sizeof(expected), "khprof: cannot write record '%s': Not a "
+		 "directory\n", in_locked);
+	assert_string_equal(r.err, expected);
+	assert_int_equal(access(marker, F_OK), -1);
+	run_result_free(&r);
+
+	/* attach checks -o before it attaches, too. */
+	r = run_here(attach);
+	assert_int_equal(r.exit_code, 2);
+	assert_non_null(strstr(r.err, "does not exist (create it first)"));
+	assert_int_equal(count_lines(r.err), 1);
+	run_result_free(&r);
+}
+
+/*
+ * Without -o, record writes khprof.json here and says so; a second run
+ * keeps the first as khprof.json.old; report with no PATH reads it.
+ */
+static void test_default_record_file(void **state)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16], old[PATH_MAX + 32], second[PATH_MAX + 16];
+	uint64_t first_pid;
+	char *once[] = { khprof, "record", "-q", "--", workload, "sessions", "1", NULL };
+	char *twice[] = { khprof, "record", "-q", "--", workload, "sessions", "2", NULL };
+	char *none[] = { khprof, "record", "-q", "--", "/bin/true", NULL };
+	char *report[] = { khprof, "report", "--format", "seed", NULL };
+	struct run_result r;
+	struct kh_profile p;
+
+	(void)state;
+	path_in(dir, sizeof(dir), tmpdir, "default");
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/khprof.json", dir);
+	snprintf(old, sizeof(old), "%s/khprof.json.old", dir);
+	snprintf(second, sizeof(second), "%s/khprof.2.json", dir);
+
+	r = run_cmd(dir, -1, once);
+	assert_int_equal(r.exit_code, 0);
+	assert_non_null(strstr(r.err, "khprof: note: record written to 'khprof.json'\n"));
+	assert_int_equal(access(old, F_OK), -1);
+	load_record(path, &p);
+	assert_string_equal(p.identity.binary_version, "session-0");
+	first_pid = p.ext.traced_pid;
+	profile__free(&p);
+	run_result_free(&r);
+
+	/* Two sessions: khprof.json and khprof.2.json; the first run's is .old. */
+	r = run_cmd(dir, -1, twice);
+	assert_int_equal(r.exit_code, 0);
+	assert_non_null(strstr(r.err, "khprof: note: record written to 'khprof.json' (the "
+				      "previous one is now 'khprof.json.old')\n"));
+	assert_non_null(strstr(r.err, "khprof: note: record written to 'khprof.2.json'\n"));
+	load_record(old, &p);
+	assert_int_equal(p.ext.traced_pid, first_pid);
+	profile__free(&p);
+	load_record(path, &p);
+	assert_int_not_equal(p.ext.traced_pid, first_pid);
+	profile__free(&p);
+	load_record(second, &p);
+	assert_int_equal(calls_of(&p, KH_STAGE_PREPROCESS), 2);
+	profile__free(&p);
+	run_result_free(&r);
+
+	/* A run without a record leaves both as they were. */
+	r = run_cmd(dir, -1, none);
+	assert_int_equal(r.exit_code, 0);
+	assert_null(strstr(r.err, "record written"));
+	load_record(old, &p);
+	assert_int_equal(p.ext.traced_pid, first_pid);
+	profile__free(&p);
+	run_result_free(&r);
+
+	r = run_cmd(dir, -1, report);
+	assert_int_equal(r.exit_code, 0);
+	assert_non_null(strstr(r.out, "KeyHog profile "));
+	assert_non_null(strstr(r.out, "version=session-0 "));
+	run_result_free(&r);
+}
+
+/*
+ * SIGINT sent to khprof alone (not the terminal's, which reaches the whole
+ * group) is passed on to COMMAND, as SIGTERM is: the command ends, and its
+ * record, ended by the signal, is written with every span it completed.
+ */
+static void test_sigint_to_khprof_alone(void **state)
+{
+	char out[PATH_MAX];
+	char *argv[] = { khprof, "record", "-q", "--mode", "span", "-o", out, "--", workload,
+			 "serve", NULL };
+	struct child k;
+	struct kh_profile p;
+
+	(void)state;
+	path_in(out, sizeof(out), tmpdir, "sigint.json");
+	k = child_spawn(argv, false); /* the workload's stdin and stdout */
+	child_wait_for_line(&k, "ready");
+	child_send(&k, "begin\n");
+	child_wait_for_line(&k, "done");
+	child_send(&k, "spans\n");
+	child_wait_for_line(&k, "done");
+	/* The workload keeps running until khprof passes SIGINT on. */
+	assert_int_equal(kill(k.pid, SIGINT), 0);
+	assert_int_equal(child_wait(&k), 128 + SIGINT);
+	load_record(out, &p);
+	assert_string_equal(p.ext.process_end, "signal");
+	assert_true(p.ext.exit_signal.present);
+	assert_int_equal(p.ext.exit_signal.value, SIGINT);
+	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 5);
+	profile__free(&p);
+}
+
+/* attach --duration takes --interval's syntax: "1s", "500ms", or seconds. */
+static void test_duration_syntax(void **state)
+{
+	char pid_text[16], out[PATH_MAX];
+	char *bad[] = { khprof, "attach", "-p", "1", "--duration", "5x", NULL };
+	char *zero[] = { khprof, "attach", "-p", "1", "--duration", "0", NULL };
+	struct child w;
+
+	(void)state;
+	assert_run_exits(bad, 2, "bad duration '5x': expected a duration, 1ms to 1000h");
+	assert_run_exits(zero, 2, "bad duration '0'");
+	path_in(out, sizeof(out), tmpdir, "duration.json");
+	w = serve_loop_start_pid(workload, pid_text, sizeof(pid_text));
+	{
+		const char *durations[] = { "300ms", "0.3", "1s" };
+
+		for (size_t i = 0; i < sizeof(durations) / sizeof(durations[0]); i++) {
+			char *argv[] = { khprof, "attach", "-q", "-p", pid_text, "--duration",
+					 (char *)durations[i], "-o", out, NULL };
+			struct run_result r = run_here(argv);
+
+			/* The deadline ended it, and the serve loop still runs. */
+			if (r.exit_code != 0)
+				fail_msg("--duration %s: exit %d: %s", durations[i], r.exit_code,
+					 r.err);
+			assert_int_equal(kill(w.pid, 0), 0);
+			run_result_free(&r);
+		}
+	}
+	serve_loop_stop(&w);
+}
+
+int main(void)
+{
+	static const struct root_tests rt = {
+		.name = "test_workflows",
+		.need = "BPF integration tests need root",
+		.tmp_prefix = "khprof-workflows",
+		.tmpdir = &tmpdir,
+	};
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bad_output_refused_before_the_command_runs),
+		cmocka_unit_test(test_default_record_file),
+		cmocka_unit_test(test_sigint_to_khprof_alone),
+		cmocka_unit_test(test_duration_syntax),
+	};
+	char *k = tool_path("KH_KHPROF", "build/khprof"), *w = tool_path("KH_WORKLOAD",
+									"build/workloads/workload");
+
+	khprof = realpath(k, NULL);
+	workload = realpath(w, NULL);
+	if (!khprof || !workload) {
+		fprintf(stderr, "test_workflows: cannot find %s or %s: %s\n", k, w, strerror(errno));
+		return 1;
+	}
+	free(k);
+	free(w);
+	return run_root_tests(&rt, tests);
+}
