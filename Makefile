@@ -40,8 +40,8 @@ PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev lib
 # opened in (tests/integration/test_html.c), and the Prometheus server and
 # promtool the OpenMetrics exposition is checked with
 # (tests/integration/test_metrics.c) and the Pushgateway `khprof export` is
-# pushed to (tests/integration/test_pushgateway.c).
-TEST_PACKAGES := chromium prometheus prometheus-pushgateway
+# pushed to with curl (tests/integration/test_pushgateway.c).
+TEST_PACKAGES := chromium prometheus prometheus-pushgateway curl
 BENCH_PACKAGES := bpftrace hyperfine
 # The seed conformance reader (../shared/seed/conformance) builds offline
 # from Debian's packaged crates.
@@ -198,7 +198,12 @@ $(BUILD)/workloads/%: tests/workloads/%.c include/keyhog_profile.h $(BUILD)/work
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARNINGS) -Iinclude -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -ldl -lkhwork
 
-all: $(WORKLOADS)
+# The <sys/sdt.h> workload once more, without semaphores: its probes always fire.
+$(BUILD)/workloads/sdt-nosem: tests/workloads/sdt.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARNINGS) -DKH_SDT_NO_SEMAPHORES -o $@ $<
+
+all: $(WORKLOADS) $(BUILD)/workloads/sdt-nosem
 
 # --- Rust: the probe crate and its workload ---------------------------------
 # rust/keyhog-probes emits the header's probes from Rust with the seed's API;

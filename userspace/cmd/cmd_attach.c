@@ -140,6 +140,7 @@ int cmd_attach(int argc, char **argv)
 	if (check_traceable(cli.pid))
 		return KHPROF_EXIT_FAILURE;
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", cli.pid);
+	choose_mode_for(exe, &cli);
 
 	trace_options_from(&cli, cli.output, &out, &opts);
 	opts.joins_running_process = true;

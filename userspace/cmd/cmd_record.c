@@ -607,6 +607,7 @@ int cmd_record(int argc, char **argv)
 			   err == -ENOENT ? "command not found" : strerror(-err));
 		return err == -ENOENT ? KHPROF_EXIT_NOT_FOUND : KHPROF_EXIT_CANNOT_EXEC;
 	}
+	choose_mode_for(path, &cli);
 	if (cli.repeat) {
 		cli.quiet = true; /* N reports would bury the spread table */
 		return record_repeat(&cli, &run_as, argv + cli.first_arg, path);

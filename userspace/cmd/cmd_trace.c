@@ -30,6 +30,7 @@
 #include "log.h"
 #include "notes.h"
 #include "text.h"
+#include "usdt_notes.h"
 
 void path_with_tag(const char *path, const char *tag, char *out, size_t len)
 {
@@ -394,6 +395,35 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 bad_option:
 	usage_error(command, "unknown option '%s'", argv[optind - 1]);
 	return -EINVAL;
+}
+
+void choose_mode_for(const char *path, struct trace_cli *cli)
+{
+	struct usdt_note_list notes;
+	bool spans, batch;
+
+	if (usdt_notes__read(path, &notes) != 0)
+		return; /* attaching reads it again and says what is wrong */
+	spans = usdt_notes__has(&notes, "keyhog", "span") ||
+		usdt_notes__has(&notes, "keyhog", "span_enter");
+	batch = usdt_notes__has(&notes, "keyhog", "batch");
+	usdt_notes__free(&notes);
+	/*
+	 * A program that fires the probes by hand (<sys/sdt.h>, another
+	 * language) has span probes but no header buffer to batch from: in
+	 * batch mode it would be recorded without a single span.
+	 */
+	if (!spans || batch || cli->mode != KH_MODE_BATCH)
+		return;
+	if (cli->mode_is_default) {
+		log__note("'%s' has span probes but no batch probe (not built with "
+			  "keyhog_profile.h): tracing in span mode", path);
+		cli->mode = KH_MODE_SPAN;
+		cli->mode_is_default = false;
+		return;
+	}
+	log__warn("'%s' has span probes but no batch probe (not built with keyhog_profile.h): "
+		  "--mode batch sees none of its spans (--mode span or pair does)", path);
 }
 
 /* The live line of --interval, so that a long trace is not silent until its end. */

@@ -66,6 +66,13 @@ int output__prepare(struct trace_cli *cli);
 /* Parses record's (attach false) or attach's options; one line on a mistake. */
 int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli);
 
+/*
+ * The default batch mode turns to span mode for an executable with span
+ * probes and no batch probe (a <sys/sdt.h> program: docs/PROBES.md), with
+ * a note; an explicit --mode batch gets a warning instead.
+ */
+void choose_mode_for(const char *path, struct trace_cli *cli);
+
 /* Records go to out, written to output (NULL: not written). */
 void trace_options_from(const struct trace_cli *cli, const char *output,
 			struct output_state *out, struct trace_options *opts);
