@@ -19,7 +19,7 @@ static const char attach_usage[] =
 	"usage: khprof attach -p PID [-o PATH] [--duration DURATION] [--identity KEY=VALUE]...\n"
 	"                     [--mode MODE] [--interval DURATION] [--serve [ADDR:]PORT]\n"
 	"                     [-q] [-v]\n"
-	"       khprof attach --exe PATH [--from-start] [same options]\n"
+	"       khprof attach --exe PATH [--no-stop] [same options]\n"
 	"\n"
 	"Profiles a running process until Ctrl-C (SIGINT), SIGTERM, the duration or\n"
 	"the process's exit, and leaves the process running.  A session that was already running when khprof attached\n"
@@ -33,12 +33,13 @@ static const char attach_usage[] =
 	"   -p PID               the process to trace\n"
 	"   --exe PATH           every process running the executable PATH or with the\n"
 	"                        library PATH loaded, those running now and those that\n"
-	"                        start later (attached within milliseconds of their\n"
-	"                        start, not stopped: work before that is not seen)\n"
-	"   --from-start         with --exe: stop each new process at its first\n"
-	"                        instruction until it is attached, so nothing is missed\n"
-	"                        (a job-control shell sees its job stop: for daemons\n"
-	"                        and worker pools)\n"
+	"                        start later; a new one is stopped at its first\n"
+	"                        instruction until it is attached (1-40 ms), so even\n"
+	"                        a process of a few milliseconds is recorded whole\n"
+	"   --no-stop            with --exe: do not stop new processes (an interactive\n"
+	"                        shell with job control reports its foreground job as\n"
+	"                        stopped); what a process does before it is attached\n"
+	"                        is not seen.  --from-start, the default, is accepted\n"
 	"   -o PATH              write the JSON record(s) to PATH (as for record; without\n"
 	"                        -o, khprof.json here, the previous one kept as\n"
 	"                        khprof.json.old); with --exe, PATH with .PID before the\n"
@@ -106,7 +107,7 @@ static int attach_exe_cli(const struct trace_cli *cli)
 {
 	struct exe_attach_options o = { .path = cli->exe, .output = cli->output,
 					 .quiet = cli->quiet, .duration_s = cli->duration_s,
-					 .from_start = cli->from_start, .serve = cli->serve };
+					 .from_start = !cli->no_stop, .serve = cli->serve };
 	struct output_state unused = { 0 };
 
 	trace_options_from(cli, NULL, &unused, &o.trace);
@@ -132,7 +133,11 @@ int cmd_attach(int argc, char **argv)
 	}
 	if (parse_cli(argc, argv, true, &cli))
 		return KHPROF_EXIT_USAGE;
-	/* attach --exe writes PATH.PID.json per process only when -o names PATH. */
+	/*
+	 * attach --exe writes PATH.PID.json only when -o names PATH: a watch
+	 * runs as a service, often in /, for many processes, and would litter
+	 * its working directory.
+	 */
 	if ((cli.output || !cli.exe) && output__prepare(&cli))
 		return KHPROF_EXIT_USAGE;
 	if (cli.exe)

@@ -222,7 +222,8 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 {
 	const char *command = attach ? "attach" : "record";
 	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP, OPT_APPEND,
-	       OPT_USER, OPT_INTERVAL, OPT_SERVE, OPT_EXE, OPT_FROM_START, OPT_FOLLOW_FORKS };
+	       OPT_USER, OPT_INTERVAL, OPT_SERVE, OPT_EXE, OPT_FROM_START, OPT_FOLLOW_FORKS,
+	       OPT_NO_STOP };
 	static const struct option options[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -237,6 +238,7 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		{ "serve", required_argument, NULL, OPT_SERVE },
 		{ "exe", required_argument, NULL, OPT_EXE },
 		{ "from-start", no_argument, NULL, OPT_FROM_START },
+		{ "no-stop", no_argument, NULL, OPT_NO_STOP },
 		{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -339,6 +341,11 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 				goto bad_option;
 			cli->from_start = true;
 			break;
+		case OPT_NO_STOP:
+			if (!attach)
+				goto bad_option;
+			cli->no_stop = true;
+			break;
 		case OPT_FOLLOW_FORKS:
 			if (attach)
 				goto bad_option;
@@ -376,8 +383,12 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		log__error("attach takes -p PID or --exe PATH, not both");
 		return -EINVAL;
 	}
-	if (cli->from_start && !cli->exe) {
-		log__error("--from-start needs --exe");
+	if ((cli->from_start || cli->no_stop) && !cli->exe) {
+		log__error("%s needs --exe", cli->from_start ? "--from-start" : "--no-stop");
+		return -EINVAL;
+	}
+	if (cli->from_start && cli->no_stop) {
+		log__error("--from-start and --no-stop contradict each other");
 		return -EINVAL;
 	}
 	if (attach && ((cli->pid == 0 && !cli->exe) || optind != argc)) {

@@ -33,7 +33,8 @@ struct trace_cli {
 	uint64_t interval_ns; /* --interval; 0: no series */
 	const char *serve; /* --serve ADDR:PORT, or NULL */
 	const char *exe;   /* attach --exe PATH, or NULL */
-	bool from_start;   /* attach --exe --from-start */
+	bool from_start;   /* attach --exe --from-start (the default) */
+	bool no_stop;      /* attach --exe --no-stop: new processes are not stopped */
 	bool follow_forks; /* record --follow-forks (follow.h) */
 	bool default_output; /* no -o: output is KH_DEFAULT_RECORD */
 	int first_arg;
