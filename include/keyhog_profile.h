@@ -130,6 +130,30 @@ struct kh_thread_state {
 	uint64_t flushes;
 };
 
+/*
+ * The open session's identity, kept where a tracer that attaches in the
+ * middle of the session finds it (the symbol kh_identity_table, read with
+ * process_vm_readv; docs/PROBES.md): the identity probes fired before it
+ * was there.  KH_IDENTITY copies each string into it, KH_SESSION_START
+ * empties it.  generation is odd while an entry is written, so that a
+ * reader retries instead of taking half a string.  Identity is set from
+ * one thread at a time, as the seed's Session::start(identity) sets it.
+ */
+#define KH_IDENTITY_TABLE_VERSION 1
+#define KH_IDENTITY_TABLE_SLOTS 16
+#define KH_IDENTITY_TABLE_KEY 32    /* bytes, the NUL included: as the probe's key */
+#define KH_IDENTITY_TABLE_VALUE 128 /* likewise for the value */
+
+struct kh_identity_table {
+	uint32_t version; /* KH_IDENTITY_TABLE_VERSION once written */
+	uint32_t count;   /* entries in use, the latest value of a key in its entry */
+	uint64_t generation;
+	struct {
+		char key[KH_IDENTITY_TABLE_KEY];
+		char value[KH_IDENTITY_TABLE_VALUE];
+	} entries[KH_IDENTITY_TABLE_SLOTS];
+};
+
 #if defined(__x86_64__) && !defined(KH_PROBES_DISABLED)
 #define KH_PROBES_ENABLED 1
 
@@ -160,6 +184,8 @@ __attribute__((weak)) uint64_t kh_session_sequence;
  * session events.
  */
 __attribute__((weak)) volatile uint32_t kh_current_state = KH_STATE_COUNT;
+/* Weak: one per process, as kh_current_state.  2.5 KiB of .bss. */
+__attribute__((weak)) struct kh_identity_table kh_identity_table;
 
 #define KH__STR_(x) #x
 #define KH__STR(x) KH__STR_(x)
@@ -482,8 +508,17 @@ KH__ONE_PER_MODULE void kh__session_start(void)
 
 	kh__batch_flush();
 	/* As the seed: a start while a session is open is refused, the state stays. */
-	if (kh_current_state == KH_STATE_COUNT)
+	if (kh_current_state == KH_STATE_COUNT) {
 		kh_current_state = KH_STATE_CREATED;
+		/* A new session's identity starts empty. */
+		__atomic_store_n(&kh_identity_table.generation, kh_identity_table.generation + 1,
+				 __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		kh_identity_table.count = 0;
+		__atomic_thread_fence(__ATOMIC_RELEASE);
+		__atomic_store_n(&kh_identity_table.generation, kh_identity_table.generation + 1,
+				 __ATOMIC_RELAXED);
+	}
 	KH__PROBE2(KH__NOP_RARE, "session_start", KH__SEMA_NONE, sequence,
 		   KH_PROBE_ABI_VERSION);
 }
@@ -502,8 +537,42 @@ KH__ONE_PER_MODULE void kh__session_finish(uint32_t status)
 	KH__PROBE1(KH__NOP_RARE, "session_finish", KH__SEMA_NONE, status);
 }
 
+/* Bounded copy that always ends with a NUL (strncpy does not). */
+static inline void kh__copy_string(char *to, const char *from, size_t size)
+{
+	size_t i = 0;
+
+	for (; from && i + 1 < size && from[i]; i++)
+		to[i] = from[i];
+	to[i] = '\0';
+}
+
+/*
+ * Kept in kh_identity_table whether traced or not (an attach may come
+ * later), at the cost of copying two short strings per identity key: a
+ * few per session.
+ */
 KH__ONE_PER_MODULE void kh__identity(const char *key, const char *value)
 {
+	struct kh_identity_table *t = &kh_identity_table;
+	uint32_t i = 0;
+
+	if (key) {
+		while (i < t->count && __builtin_strncmp(t->entries[i].key, key,
+							 KH_IDENTITY_TABLE_KEY) != 0)
+			i++;
+		if (i < KH_IDENTITY_TABLE_SLOTS) {
+			__atomic_store_n(&t->generation, t->generation + 1, __ATOMIC_RELAXED);
+			__atomic_thread_fence(__ATOMIC_RELEASE);
+			kh__copy_string(t->entries[i].key, key, KH_IDENTITY_TABLE_KEY);
+			kh__copy_string(t->entries[i].value, value, KH_IDENTITY_TABLE_VALUE);
+			if (i == t->count)
+				t->count = i + 1;
+			t->version = KH_IDENTITY_TABLE_VERSION;
+			__atomic_thread_fence(__ATOMIC_RELEASE);
+			__atomic_store_n(&t->generation, t->generation + 1, __ATOMIC_RELAXED);
+		}
+	}
 	KH__PROBE2(KH__NOP_RARE, "identity", KH__SEMA_NONE, key, value);
 }
 

@@ -182,6 +182,63 @@ static void test_sigint_to_khprof_alone(void **state)
 	profile__free(&p);
 }
 
+/* attach -p PID -o out, once its probes are live. */
+static struct child attach_to(const char *pid_text, const char *out)
+{
+	char *argv[] = { khprof, "attach", "-q", "--mode", "span", "-p", (char *)pid_text, "-o",
+			 (char *)out, NULL };
+
+	return attach_spawn(argv);
+}
+
+/*
+ * Attaching mid-session keeps the identity the program set before khprof
+ * was there (its kh_identity_table), a value from a stack buffer and the
+ * latest value of a key included; the next session starts without it.
+ */
+static void test_mid_session_attach_keeps_identity(void **state)
+{
+	char out[PATH_MAX], second[PATH_MAX], pid_text[16];
+	struct child w, k;
+	struct kh_profile p;
+
+	(void)state;
+	path_in(out, sizeof(out), tmpdir, "mid-identity.json");
+	path_in(second, sizeof(second), tmpdir, "mid-identity-next.json");
+	w = serve_loop_start_pid(workload, pid_text, sizeof(pid_text));
+	serve_loop_command(&w, "begin\n");
+	serve_loop_command(&w, "identity\n");
+	k = attach_to(pid_text, out);
+	serve_loop_command(&w, "spans\n");
+	serve_loop_command(&w, "end\n");
+	assert_int_equal(kill(k.pid, SIGTERM), 0);
+	assert_int_equal(child_wait(&k), 0);
+
+	load_record(out, &p);
+	assert_true(p.ext.started_mid_session);
+	assert_int_equal(p.status, KH_STATE_COMPLETED);
+	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 5);
+	assert_string_equal(p.identity.binary_version, "serve 2.1");
+	assert_string_equal(p.identity.source_kind, "git");
+	assert_int_equal(p.identity.scanner_threads, 4);
+	profile__free(&p);
+	assert_seed_conformance_of(khprof, out);
+
+	/* A session begun after that one has no identity yet: none is carried over. */
+	serve_loop_command(&w, "begin\n");
+	k = attach_to(pid_text, second);
+	serve_loop_command(&w, "spans\n");
+	serve_loop_command(&w, "end\n");
+	assert_int_equal(kill(k.pid, SIGTERM), 0);
+	assert_int_equal(child_wait(&k), 0);
+	load_record(second, &p);
+	assert_true(p.ext.started_mid_session);
+	assert_string_equal(p.identity.binary_version, "unknown");
+	assert_int_equal(p.identity.scanner_threads, 0);
+	profile__free(&p);
+	serve_loop_stop(&w);
+}
+
 /* attach --duration takes --interval's syntax: "1s", "500ms", or seconds. */
 static void test_duration_syntax(void **state)
 {
@@ -227,6 +284,7 @@ int main(void)
 		cmocka_unit_test(test_default_record_file),
 		cmocka_unit_test(test_sigint_to_khprof_alone),
 		cmocka_unit_test(test_duration_syntax),
+		cmocka_unit_test(test_mid_session_attach_keeps_identity),
 	};
 	char *k = tool_path("KH_KHPROF", "build/khprof"), *w = tool_path("KH_WORKLOAD",
 									"build/workloads/workload");
