@@ -7,6 +7,8 @@
  * --interval.  Needs root; never skips when CI=true.
  */
 #include <errno.h>
+#include <glob.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -137,7 +139,7 @@ static void test_default_record_file(void **state)
 	/* A run without a record leaves both as they were. */
 	r = run_cmd(dir, -1, none);
 	assert_int_equal(r.exit_code, 0);
-	assert_null(strstr(r.err, "record written"));
+	assert_null(strstr(r.err, "record written to"));
 	load_record(old, &p);
 	assert_int_equal(p.ext.traced_pid, first_pid);
 	profile__free(&p);
@@ -180,6 +182,105 @@ static void test_sigint_to_khprof_alone(void **state)
 	assert_int_equal(p.ext.exit_signal.value, SIGINT);
 	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 5);
 	profile__free(&p);
+}
+
+/* The records dir/GLOB, exactly want of them, each one session of `workload sessions 1`. */
+static void assert_one_session_records(const char *dir, const char *glob_name, size_t want)
+{
+	char pattern[PATH_MAX];
+	uint64_t pids[8] = { 0 };
+	struct kh_profile p;
+	glob_t found;
+
+	path_in(pattern, sizeof(pattern), dir, "%s", glob_name);
+	assert_int_equal(glob(pattern, 0, NULL, &found), want ? 0 : GLOB_NOMATCH);
+	assert_int_equal(found.gl_pathc, want);
+	for (size_t i = 0; i < found.gl_pathc; i++) {
+		load_record(found.gl_pathv[i], &p);
+		assert_string_equal(p.identity.binary_version, "session-0");
+		assert_int_equal(calls_of(&p, KH_STAGE_PREPROCESS), 1);
+		assert_int_equal(p.status, KH_STATE_COMPLETED);
+		assert_false(p.ext.started_mid_session);
+		/* One record per process, named after it. */
+		pids[i] = p.ext.traced_pid;
+		for (size_t j = 0; j < i; j++)
+			assert_int_not_equal(pids[j], pids[i]);
+		{
+			char tag[32];
+
+			snprintf(tag, sizeof(tag), ".%" PRIu64 ".json", p.ext.traced_pid);
+			assert_true(has_suffix(found.gl_pathv[i], tag));
+		}
+		profile__free(&p);
+		assert_seed_conformance_of(khprof, found.gl_pathv[i]);
+	}
+	globfree(&found);
+}
+
+/*
+ * A CI job's scanner run through a script (dash, which vforks), a bash
+ * test runner (which forks) and a Makefile target: each instrumented
+ * process the wrapper starts gets its record, PATH.PID.json, without a
+ * flag; --no-follow-forks records none.
+ */
+static void test_wrappers_are_followed(void **state)
+{
+	char dir[PATH_MAX], out[PATH_MAX + 16], script[2 * PATH_MAX], makefile[PATH_MAX + 16];
+	char runner[2 * PATH_MAX], expected[PATH_MAX + 128], text[PATH_MAX + 64];
+	char *sh[] = { khprof, "record", "-q", "-o", out, "--", "/bin/sh", "-c", script, NULL };
+	char *bash[] = { khprof, "record", "-q", "-o", out, "--", "/bin/bash", "-c", runner, NULL };
+	char *make[] = { khprof, "record", "-q", "-o", out, "--", "/usr/bin/make", "-s", "-C", dir,
+			 "scan", NULL };
+	char *none[] = { khprof, "record", "-q", "--no-follow-forks", "-o", out, "--", "/bin/sh",
+			 "-c", script, NULL };
+	struct run_result r;
+
+	(void)state;
+	snprintf(script, sizeof(script), "%s sessions 1; %s sessions 1; true", workload,
+		 workload);
+	snprintf(runner, sizeof(runner), "for t in 1 2 3; do ( %s sessions 1 ) || exit 1; done",
+		 workload);
+
+	path_in(dir, sizeof(dir), tmpdir, "script");
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(out, sizeof(out), "%s/scan.json", dir);
+	r = run_here(sh);
+	assert_int_equal(r.exit_code, 0);
+	snprintf(expected, sizeof(expected), "khprof: note: 2 records of the processes '/bin/sh' "
+		 "started written as '%s/scan.PID.json'\n", dir);
+	assert_non_null(strstr(r.err, expected));
+	assert_int_equal(access(out, F_OK), -1); /* the shell itself has no probes */
+	run_result_free(&r);
+	assert_one_session_records(dir, "scan.*.json", 2);
+
+	path_in(dir, sizeof(dir), tmpdir, "runner");
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(out, sizeof(out), "%s/scan.json", dir);
+	r = run_here(bash);
+	assert_int_equal(r.exit_code, 0);
+	run_result_free(&r);
+	assert_one_session_records(dir, "scan.*.json", 3);
+
+	path_in(dir, sizeof(dir), tmpdir, "make");
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(makefile, sizeof(makefile), "%s/Makefile", dir);
+	snprintf(text, sizeof(text), "scan:\n\t%s sessions 1\n\t%s sessions 1\n", workload,
+		 workload);
+	assert_int_equal(file__write_atomic(makefile, text, strlen(text)), 0);
+	snprintf(out, sizeof(out), "%s/scan.json", dir);
+	r = run_here(make);
+	assert_int_equal(r.exit_code, 0);
+	run_result_free(&r);
+	assert_one_session_records(dir, "scan.*.json", 2);
+
+	path_in(dir, sizeof(dir), tmpdir, "unfollowed");
+	assert_int_equal(mkdir(dir, 0755), 0);
+	snprintf(out, sizeof(out), "%s/scan.json", dir);
+	r = run_here(none);
+	assert_int_equal(r.exit_code, 0);
+	assert_non_null(strstr(r.err, "it ran untraced"));
+	run_result_free(&r);
+	assert_one_session_records(dir, "scan*.json", 0);
 }
 
 /* attach -p PID -o out, once its probes are live. */
@@ -285,6 +386,7 @@ int main(void)
 		cmocka_unit_test(test_sigint_to_khprof_alone),
 		cmocka_unit_test(test_duration_syntax),
 		cmocka_unit_test(test_mid_session_attach_keeps_identity),
+		cmocka_unit_test(test_wrappers_are_followed),
 	};
 	char *k = tool_path("KH_KHPROF", "build/khprof"), *w = tool_path("KH_WORKLOAD",
 									"build/workloads/workload");

@@ -399,7 +399,15 @@ static int watch_forks(struct tracer *t, pid_t pid)
 		return err;
 	}
 	t->fork_link_fd = fd;
-	return 0;
+	if (!t->opts.on_fork)
+		return 0;
+	/* A vforked child is followed from its execve (dash and make vfork). */
+	fd = bpf_raw_tracepoint_open(NULL, bpf_program__fd(t->skel->progs.kh_follow_exec));
+	err = keep_link(t, fd < 0 ? -errno : fd);
+	if (err)
+		log__error("cannot watch the programs PID %d's children exec: %s", pid,
+			   strerror(-err));
+	return err;
 }
 
 /*

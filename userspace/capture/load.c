@@ -75,19 +75,25 @@ static int check_kernel_support(void)
  */
 static void choose_mode(struct tracer *t)
 {
+	/* Said once: --follow-forks and attach --exe open a tracer per process. */
+	static bool said;
 	char clocksource[64];
 
 	if (t->opts.mode != KH_MODE_BATCH || tsc__reliable(clocksource, sizeof(clocksource)))
 		return;
 	if (t->opts.mode_is_default) {
-		log__note("the kernel does not keep time with the TSC (clocksource '%s'): "
-			  "tracing in span mode", clocksource);
+		if (!said)
+			log__note("the kernel does not keep time with the TSC (clocksource '%s'): "
+				  "tracing in span mode", clocksource);
+		said = true;
 		t->opts.mode = KH_MODE_SPAN;
 		return;
 	}
-	log__warn("batch mode times spans with the TSC, which this kernel does not keep time "
-		  "with (clocksource '%s'): spans that move between CPUs may be mistimed "
-		  "(--mode span avoids it)", clocksource);
+	if (!said)
+		log__warn("batch mode times spans with the TSC, which this kernel does not keep "
+			  "time with (clocksource '%s'): spans that move between CPUs may be "
+			  "mistimed (--mode span avoids it)", clocksource);
+	said = true;
 }
 
 /*

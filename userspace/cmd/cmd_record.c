@@ -311,12 +311,24 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	reaped = true;
 	if (loop.follow) /* the processes it forked may outlive it */
 		follow__wait(loop.follow, loop.signal_fd);
-	if (tracer__probe_count(t) == 0 && !cli->follow_forks)
+	if (loop.follow && follow__records(loop.follow)) {
+		char pattern[PATH_MAX];
+
+		path_with_tag(output ? output : KH_DEFAULT_RECORD, ".PID", pattern,
+			      sizeof(pattern));
+		log__note("%zu record%s of the processes '%s' started written as '%s'",
+			  follow__records(loop.follow), follow__records(loop.follow) == 1 ? "" : "s",
+			  path, pattern);
+	} else if (tracer__probe_count(t) == 0 && !cli->follow_forks) {
 		log__warn("'%s' and its libraries have no keyhog probes: it ran untraced (the "
-			  "children it forks are followed only with --follow-forks; a shell should "
-			  "'exec' the instrumented program)", path);
-	else if (tracer__records_emitted(t) == 0)
+			  "children it forks are followed unless --no-follow-forks; a shell may "
+			  "also 'exec' the instrumented program)", path);
+	} else if (tracer__records_emitted(t) == 0 && cli->follow_forks) {
+		log__note("neither '%s' nor the processes it started reached a keyhog probe: no "
+			  "record written", path);
+	} else if (tracer__records_emitted(t) == 0) {
 		log__note("'%s' reached no keyhog probe: no record written", path);
+	}
 	code = finish_output(&out, exit_code_of(status));
 	if (loop.follow && follow__write_failed(loop.follow) && code == KHPROF_EXIT_OK)
 		code = KHPROF_EXIT_FAILURE;
@@ -608,6 +620,7 @@ int cmd_record(int argc, char **argv)
 		return err == -ENOENT ? KHPROF_EXIT_NOT_FOUND : KHPROF_EXIT_CANNOT_EXEC;
 	}
 	choose_mode_for(path, &cli);
+	choose_follow_for(path, &cli);
 	if (cli.repeat) {
 		cli.quiet = true; /* N reports would bury the spread table */
 		return record_repeat(&cli, &run_as, argv + cli.first_arg, path);

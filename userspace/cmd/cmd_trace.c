@@ -223,7 +223,7 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 	const char *command = attach ? "attach" : "record";
 	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP, OPT_APPEND,
 	       OPT_USER, OPT_INTERVAL, OPT_SERVE, OPT_EXE, OPT_FROM_START, OPT_FOLLOW_FORKS,
-	       OPT_NO_STOP };
+	       OPT_NO_STOP, OPT_NO_FOLLOW_FORKS };
 	static const struct option options[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -239,6 +239,7 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		{ "exe", required_argument, NULL, OPT_EXE },
 		{ "from-start", no_argument, NULL, OPT_FROM_START },
 		{ "no-stop", no_argument, NULL, OPT_NO_STOP },
+		{ "no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW_FORKS },
 		{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -346,6 +347,11 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 				goto bad_option;
 			cli->no_stop = true;
 			break;
+		case OPT_NO_FOLLOW_FORKS:
+			if (attach)
+				goto bad_option;
+			cli->no_follow_forks = true;
+			break;
 		case OPT_FOLLOW_FORKS:
 			if (attach)
 				goto bad_option;
@@ -367,6 +373,10 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 	}
 	if (cli->repeat && cli->serve) {
 		log__error("--serve cannot be used with --repeat (each run is its own process)");
+		return -EINVAL;
+	}
+	if (cli->follow_forks && cli->no_follow_forks) {
+		log__error("--follow-forks and --no-follow-forks contradict each other");
 		return -EINVAL;
 	}
 	if (cli->repeat && cli->follow_forks) {
@@ -406,6 +416,36 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 bad_option:
 	usage_error(command, "unknown option '%s'", argv[optind - 1]);
 	return -EINVAL;
+}
+
+void choose_follow_for(const char *path, struct trace_cli *cli)
+{
+	struct usdt_note_list notes;
+	bool probes = false;
+	char pattern[PATH_MAX];
+
+	if (cli->follow_forks || cli->no_follow_forks || cli->repeat)
+		return;
+	/* A script is no ELF file: it has no probes either. */
+	if (usdt_notes__read(path, &notes) == 0) {
+		for (size_t i = 0; i < notes.count && !probes; i++)
+			probes = strcmp(notes.notes[i].provider, "keyhog") == 0;
+		usdt_notes__free(&notes);
+	}
+	if (probes)
+		return;
+	/*
+	 * A wrapper (sh -c, make, a test runner) runs the instrumented
+	 * program in a child: follow them, as perf follows children, so that
+	 * the common CI case is recorded without a flag.  A scanner with
+	 * probes of its own keeps to its own process: its children are
+	 * rarely instrumented, and each followed one costs a tracer.
+	 */
+	cli->follow_forks = cli->follow_chosen = true;
+	path_with_tag(cli->output ? cli->output : KH_DEFAULT_RECORD, ".PID", pattern,
+		      sizeof(pattern));
+	log__note("'%s' has no keyhog probes: following the processes it starts, each "
+		  "instrumented one recorded as '%s' (--no-follow-forks: not)", path, pattern);
 }
 
 void choose_mode_for(const char *path, struct trace_cli *cli)

@@ -35,7 +35,9 @@ struct trace_cli {
 	const char *exe;   /* attach --exe PATH, or NULL */
 	bool from_start;   /* attach --exe --from-start (the default) */
 	bool no_stop;      /* attach --exe --no-stop: new processes are not stopped */
-	bool follow_forks; /* record --follow-forks (follow.h) */
+	bool follow_forks; /* record --follow-forks (follow.h), or chosen for a wrapper */
+	bool follow_chosen; /* follow_forks set because COMMAND has no probes */
+	bool no_follow_forks; /* record --no-follow-forks */
 	bool default_output; /* no -o: output is KH_DEFAULT_RECORD */
 	int first_arg;
 };
@@ -66,6 +68,13 @@ int output__prepare(struct trace_cli *cli);
 
 /* Parses record's (attach false) or attach's options; one line on a mistake. */
 int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli);
+
+/*
+ * Without --follow-forks or --no-follow-forks, and not with --repeat: a
+ * COMMAND without keyhog probes (a shell, make, a script) has the
+ * processes it starts followed, with a note (docs/PROBES.md).
+ */
+void choose_follow_for(const char *path, struct trace_cli *cli);
 
 /*
  * The default batch mode turns to span mode for an executable with span
