@@ -34,13 +34,16 @@ BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
               -I/usr/include/$(MULTIARCH) -Wall -Werror
 
 # Debian packages the build, the tests, the demo and the benchmarks use.
+# systemtap-sdt-dev: <sys/sdt.h>, whose STAP_PROBE macros a test workload
+# fires instead of the header's (tests/workloads/sdt.c).
 PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev libcap-dev \
-            libcmocka-dev libpcre2-dev libpng-dev pkg-config make gcc
+            libcmocka-dev libpcre2-dev libpng-dev pkg-config make gcc systemtap-sdt-dev
 # What make test needs besides the build: the browser the HTML reports are
 # opened in (tests/integration/test_html.c), and the Prometheus server and
 # promtool the OpenMetrics exposition is checked with
-# (tests/integration/test_metrics.c).
-TEST_PACKAGES := chromium prometheus
+# (tests/integration/test_metrics.c) and the Pushgateway `khprof export` is
+# pushed to with curl (tests/integration/test_pushgateway.c).
+TEST_PACKAGES := chromium prometheus prometheus-pushgateway curl
 BENCH_PACKAGES := bpftrace hyperfine
 # The kernel matrix (tests/kernels/): QEMU, the guest's busybox, the
 # initramfs's cpio, and what unpacks Debian's kernels (lz4 for 5.10 and
@@ -201,7 +204,12 @@ $(BUILD)/workloads/%: tests/workloads/%.c include/keyhog_profile.h $(BUILD)/work
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARNINGS) -Iinclude -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -ldl -lkhwork
 
-all: $(WORKLOADS)
+# The <sys/sdt.h> workload once more, without semaphores: its probes always fire.
+$(BUILD)/workloads/sdt-nosem: tests/workloads/sdt.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARNINGS) -DKH_SDT_NO_SEMAPHORES -o $@ $<
+
+all: $(WORKLOADS) $(BUILD)/workloads/sdt-nosem
 
 # --- Rust: the probe crate and its workload ---------------------------------
 # rust/keyhog-probes emits the header's probes from Rust with the seed's API;

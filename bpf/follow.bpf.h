@@ -25,6 +25,18 @@ struct {
 __u32 protect_forks;
 
 /*
+ * Following: children the traced process vforked (dash, make and
+ * posix_spawn do), named at their execve instead of their fork; until the
+ * exec they share the parent's memory and only exec or exit.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} vfork_children SEC(".maps");
+
+/*
  * Kernels without bpf_send_signal_task (before Linux 6.13): children to be
  * stopped by kh_fork_stop, in their own context, as they first return to
  * user space.
@@ -74,10 +86,14 @@ int BPF_PROG(kh_follow_fork, struct task_struct *parent, struct task_struct *chi
 		return 0;
 	/*
 	 * A child sharing the parent's memory (vfork, posix_spawn) only
-	 * execs or exits; its new program would not be traced anyway.
+	 * execs or exits: unprotected it runs no site of the parent's, and
+	 * followed it is named at its exec (kh_follow_exec).
 	 */
-	if (BPF_CORE_READ(child, mm) == BPF_CORE_READ(parent, mm))
+	if (BPF_CORE_READ(child, mm) == BPF_CORE_READ(parent, mm)) {
+		if (!protect_forks)
+			bpf_map_update_elem(&vfork_children, &child_tgid, &one, BPF_ANY);
 		return 0;
+	}
 	if (protect_forks)
 		bpf_map_update_elem(&untraced_family, &child_tgid, &one, BPF_ANY);
 	if (!have_send_signal_task) {
@@ -90,6 +106,31 @@ int BPF_PROG(kh_follow_fork, struct task_struct *parent, struct task_struct *chi
 	if (!e)
 		return 0;
 	if (bpf_send_signal_task(child, SIGSTOP, PIDTYPE_TGID, 0) != 0) {
+		bpf_ringbuf_discard(e, 0);
+		return 0;
+	}
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/*
+ * A vforked child's execve succeeded: stopped before the new program's
+ * first instruction, and followed from there like a forked child.  It is
+ * the current task here, so bpf_send_signal stops it on every kernel.
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(kh_follow_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = (__u32)task->tgid;
+	struct kh_event *e;
+
+	if (!bpf_map_lookup_elem(&vfork_children, &tgid))
+		return 0;
+	bpf_map_delete_elem(&vfork_children, &tgid);
+	e = fork_event(tgid);
+	if (!e)
+		return 0;
+	if (bpf_send_signal(SIGSTOP) != 0) {
 		bpf_ringbuf_discard(e, 0);
 		return 0;
 	}

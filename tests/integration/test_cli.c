@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -329,6 +330,140 @@ static void test_probes_align_long_names(void **state)
 	run_result_free(&r);
 }
 
+/*
+ * Mistakes get one line and a pointer to --help, as git and perf say them,
+ * and a mistyped command the nearest one.
+ */
+static void test_one_line_usage_errors(void **state)
+{
+	char *bogus[] = { khprof, "report", "--bogus", NULL };
+	char *two[] = { khprof, "report", "a.json", "b.json", NULL };
+	char *export_none[] = { khprof, "export", NULL };
+	char *probes_none[] = { khprof, "probes", NULL };
+	char *diff_one[] = { khprof, "diff", "a.json", NULL };
+	char *record_bogus[] = { khprof, "record", "--bogus", "--", "/bin/true", NULL };
+	char *typo[] = { khprof, "recrod", "--", "/bin/true", NULL };
+	char *prefix[] = { khprof, "rep", NULL };
+	char *help_typo[] = { khprof, "help", "exprot", NULL };
+	char *global[] = { khprof, "--bogus", NULL };
+	struct run_result r;
+
+	(void)state;
+	r = run_here(bogus);
+	assert_int_equal(r.exit_code, 2);
+	assert_string_equal(r.err, "khprof: unknown option '--bogus' (see 'khprof report "
+				   "--help')\n");
+	assert_string_equal(r.out, "");
+	run_result_free(&r);
+	assert_run_exits(two, 2, "unexpected argument 'b.json' (report takes one PATH) (see "
+				 "'khprof report --help')");
+	assert_run_exits(export_none, 2, "(see 'khprof export --help')");
+	assert_run_exits(probes_none, 2, "(see 'khprof probes --help')");
+	assert_run_exits(diff_one, 2, "(see 'khprof diff --help')");
+	assert_run_exits(record_bogus, 2, "unknown option '--bogus' (see 'khprof record "
+					  "--help')");
+	r = run_here(typo);
+	assert_int_equal(r.exit_code, 2);
+	assert_string_equal(r.err, "khprof: 'recrod' is not a khprof command; did you mean "
+				   "'record'? (see 'khprof --help')\n");
+	run_result_free(&r);
+	assert_run_exits(prefix, 2, "did you mean 'report'?");
+	assert_run_exits(help_typo, 2, "did you mean 'export'?");
+	assert_run_exits(global, 2, "unknown option '--bogus' (see 'khprof --help')");
+	/* Every one of them is a single line. */
+	{
+		char *const *all[] = { bogus, two, export_none, probes_none, diff_one, record_bogus,
+				       typo, prefix, help_typo, global };
+
+		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+			r = run_here(all[i]);
+			if (count_lines(r.err) != 1)
+				fail_msg("%s %s: %zu lines on stderr: %s", all[i][1],
+					 all[i][2] ? all[i][2] : "", count_lines(r.err), r.err);
+			run_result_free(&r);
+		}
+	}
+}
+
+/*
+ * report without PATH reads khprof.json here (what record writes without
+ * -o), and says so when there is none.
+ */
+static void test_report_reads_the_default_record(void **state)
+{
+	char *dir = make_temp_dir("khprof-cli"), *tool = realpath(khprof, NULL);
+	char *golden = realpath("tests/golden/seed_workload.json", NULL);
+	char *bare[] = { tool, "report", NULL };
+	char *seed[] = { tool, "report", "--format", "seed", NULL };
+	char *named[] = { tool, "report", "--format", "seed", golden, NULL };
+	char path[PATH_MAX], *text;
+	struct run_result r, expected;
+	size_t len;
+
+	(void)state;
+	assert_non_null(dir);
+	assert_non_null(tool);
+	assert_non_null(golden);
+	r = run_cmd(dir, -1, bare);
+	assert_int_equal(r.exit_code, 2);
+	assert_string_equal(r.err, "khprof: cannot read record 'khprof.json': No such file or "
+				   "directory (no PATH given: 'khprof record' writes khprof.json in "
+				   "the directory it runs in)\n");
+	assert_string_equal(r.out, "");
+	run_result_free(&r);
+
+	assert_int_equal(file__read_all(golden, &text, &len), 0);
+	path_in(path, sizeof(path), dir, "khprof.json");
+	assert_int_equal(file__write_atomic(path, text, len), 0);
+	free(text);
+	r = run_cmd(dir, -1, seed);
+	expected = run_here(named);
+	assert_int_equal(r.exit_code, 0);
+	assert_int_equal(expected.exit_code, 0);
+	assert_string_equal(r.out, expected.out);
+	run_result_free(&r);
+	run_result_free(&expected);
+	assert_int_equal(remove_tree(dir), 0);
+	free(dir);
+	free(tool);
+	free(golden);
+}
+
+/* A record of a schema this khprof does not know is refused, by every reader. */
+static void test_unknown_schema_is_refused(void **state)
+{
+	char *text, *v2, *pos;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(file__read_all("tests/golden/seed_workload.json", &text, &len), 0);
+	pos = strstr(text, "keyhog-profile-v1");
+	assert_non_null(pos);
+	pos[strlen("keyhog-profile-v")] = '2';
+	v2 = write_temp(text);
+	assert_non_null(v2);
+	{
+		char *report[] = { khprof, "report", v2, NULL };
+		char *export[] = { khprof, "export", v2, NULL };
+		char *diff[] = { khprof, "diff", v2, v2, NULL };
+		char expected[PATH_MAX + 256];
+		struct run_result r = run_here(report);
+
+		snprintf(expected, sizeof(expected),
+			 "khprof: cannot read record '%s': schema 'keyhog-profile-v2' is not one "
+			 "this khprof reads (it reads keyhog-profile-v1; a newer khprof may)\n", v2);
+		assert_int_equal(r.exit_code, 2);
+		assert_string_equal(r.err, expected);
+		assert_string_equal(r.out, "");
+		run_result_free(&r);
+		assert_run_exits(export, 2, "schema 'keyhog-profile-v2' is not one this khprof reads");
+		assert_run_exits(diff, 2, "schema 'keyhog-profile-v2'");
+	}
+	unlink(v2);
+	free(v2);
+	free(text);
+}
+
 /* Tracing without privileges fails with one line and a hint. */
 static void test_unprivileged_tracing_is_refused(void **state)
 {
@@ -360,6 +495,9 @@ int main(void)
 		cmocka_unit_test(test_report_rejects_bad_records),
 		cmocka_unit_test(test_every_command_has_help),
 		cmocka_unit_test(test_usage_errors),
+		cmocka_unit_test(test_one_line_usage_errors),
+		cmocka_unit_test(test_report_reads_the_default_record),
+		cmocka_unit_test(test_unknown_schema_is_refused),
 		cmocka_unit_test(test_unprivileged_tracing_is_refused),
 		cmocka_unit_test(test_version_and_help_command),
 		cmocka_unit_test(test_option_value_that_looks_like_an_option),

@@ -6,6 +6,7 @@
  * folder), whose HTTP API must give back what the workload did; and the
  * server's answers to bad, slow and excess clients.
  */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +27,7 @@
 
 #include "fileio.h"
 #include "hist.h"
+#include "khhttp.h"
 #include "httpd.h"
 #include "json.h"
 #include "khchild.h"
@@ -101,10 +103,18 @@ static void test_export_prometheus_text_passes_promtool(void **state)
 static void test_export_openmetrics_to_stdout(void **state)
 {
 	char *a = golden("seed_workload.json");
-	char *argv[] = { khprof, "export", a, NULL };
+	char *argv[] = { khprof, "export", "--format", "openmetrics", a, NULL };
+	char *plain[] = { khprof, "export", a, NULL };
 	struct run_result r;
 
 	(void)state;
+	/* The default is the Prometheus text format: a gauge, no # EOF. */
+	r = run_here(plain);
+	assert_int_equal(r.exit_code, 0);
+	assert_non_null(strstr(r.out, "# TYPE khprof_run_info gauge\n"));
+	assert_null(strstr(r.out, "# EOF"));
+	assert_null(strstr(r.out, " info\n"));
+	run_result_free(&r);
 	r = run_here(argv);
 	assert_int_equal(r.exit_code, 0);
 	assert_true(has_suffix(r.out, "\n# EOF\n"));
@@ -246,96 +256,6 @@ static void test_export_bad_input(void **state)
 }
 
 /* --- HTTP from the test's side ------------------------------------------ */
-
-/* A port free on loopback now (the kernel's pick for port 0). */
-static int free_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	port = ntohs(a.sin_port);
-	close(fd);
-	return port;
-}
-
-static int connect_loopback(int port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	/* A bound on every wait, so a server that hangs fails the test instead. */
-	struct timeval limit = { .tv_sec = 30 };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	assert_true(fd >= 0);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* Reads until the server closes; the text (malloc'd). */
-static char *read_to_end(int fd)
-{
-	size_t len = 0, cap = 4096;
-	char *text = malloc(cap);
-	ssize_t n;
-
-	assert_non_null(text);
-	while ((n = recv(fd, text + len, cap - len - 1, 0)) > 0) {
-		len += (size_t)n;
-		if (cap - len < 1024) {
-			cap *= 2;
-			text = realloc(text, cap);
-			assert_non_null(text);
-		}
-	}
-	text[len] = '\0';
-	return text;
-}
-
-/* One exchange with 127.0.0.1:port; the whole answer, or NULL if refused. */
-static char *http_exchange(int port, const char *request, size_t len)
-{
-	int fd = connect_loopback(port);
-	char *answer;
-
-	if (fd < 0)
-		return NULL;
-	assert_int_equal(send(fd, request, len, MSG_NOSIGNAL), (ssize_t)len);
-	answer = read_to_end(fd);
-	close(fd);
-	return answer;
-}
-
-static int http_status(const char *answer)
-{
-	int status = 0;
-
-	if (!answer || sscanf(answer, "HTTP/1.%*d %d", &status) != 1)
-		return 0;
-	return status;
-}
-
-/* GET path; the body when the status is 200, else NULL. */
-static char *http_get(int port, const char *path)
-{
-	char request[2048], *answer, *body = NULL;
-
-	snprintf(request, sizeof(request), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-		 "Connection: close\r\n\r\n", path);
-	answer = http_exchange(port, request, strlen(request));
-	if (http_status(answer) == 200 && strstr(answer, "\r\n\r\n"))
-		body = strdup(strstr(answer, "\r\n\r\n") + 4);
-	free(answer);
-	return body;
-}
 
 static uint64_t now_ns(void)
 {
@@ -517,11 +437,12 @@ struct traced {
 /* The workload's serve loop with `khprof attach --serve` on it. */
 static struct traced start_traced(void)
 {
-	char pid_text[16], serve[32];
+	char pid_text[16], serve[32], out[PATH_MAX];
 	char *khprof_argv[] = { khprof, "attach", "--mode", "span", "-q", "-p", pid_text,
-				"--serve", serve, NULL };
+				"--serve", serve, "-o", out, NULL };
 	struct traced t;
 
+	path_in(out, sizeof(out), tmpdir, "attach-serve.json");
 	t.workload = serve_loop_start_pid(WORKLOAD, pid_text, sizeof(pid_text));
 	t.port = free_port();
 	snprintf(serve, sizeof(serve), "127.0.0.1:%d", t.port);
@@ -787,13 +708,14 @@ static void test_served_metrics_pass_promtool(void **state)
 /* record --serve: the same server while record runs its command. */
 static void test_record_serves_while_the_command_runs(void **state)
 {
-	char serve[32], *text;
-	char *argv[] = { khprof, "record", "--mode", "span", "-q", "--serve", serve, "--",
-			 WORKLOAD, "serve", NULL };
+	char serve[32], *text, out[PATH_MAX];
+	char *argv[] = { khprof, "record", "--mode", "span", "-q", "--serve", serve, "-o", out,
+			 "--", WORKLOAD, "serve", NULL };
 	struct child k;
 	int port = free_port();
 
 	(void)state;
+	path_in(out, sizeof(out), tmpdir, "record-serve.json");
 	snprintf(serve, sizeof(serve), "127.0.0.1:%d", port);
 	/* The command reads khprof's stdin and writes to its stdout. */
 	k = child_spawn(argv, false);

@@ -8,6 +8,7 @@
  * when CI=true.
  */
 #include <grp.h>
+#include <limits.h>
 #include <pwd.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -365,7 +366,9 @@ static void test_unknown_user_is_refused(void **state)
  */
 static void test_attach_unreadable_process_says_why(void **state)
 {
-	char pid_text[16], *argv[] = { khprof, "attach", "-p", pid_text, "--duration", "1", NULL };
+	char out[PATH_MAX];
+	char pid_text[16], *argv[] = { khprof, "attach", "-p", pid_text, "--duration", "1", "-o",
+				       out, NULL };
 	struct run_result r;
 	pid_t target, tracer;
 	char *err = NULL;
@@ -374,6 +377,7 @@ static void test_attach_unreadable_process_says_why(void **state)
 	int fd;
 
 	(void)state;
+	path_in(out, sizeof(out), tmpdir, "unreadable.json");
 	target = fork();
 	assert_true(target >= 0);
 	if (target == 0) {

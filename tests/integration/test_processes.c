@@ -135,6 +135,52 @@ static void check_from_start(const char *target, const char *name)
 	profile__free(&p);
 }
 
+/*
+ * Without a flag: three short runs started after the watch began, each
+ * stopped at its start until traced, give three whole records.
+ */
+static void test_later_short_processes_by_default(void **state)
+{
+	char dir[512], out[600];
+	char *argv[] = { WORKLOAD, "timed", "200", "10", NULL };
+	char *watch[] = { khprof, "attach", "--exe", WORKLOAD, "--mode", "span", "-q", "-o", out,
+			  NULL };
+	pid_t pids[3];
+	struct kh_profile p;
+	struct child k;
+	glob_t found;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/later-short", tmpdir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(out, sizeof(out), "%s/exe.json", dir);
+	k = child_spawn(watch, true);
+	child_wait_for_line(&k, "watching");
+	for (int i = 0; i < 3; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			execv(argv[0], argv);
+			_exit(RUN_EXEC_FAILED);
+		}
+		assert_int_equal(wait_exit(pids[i]), 0);
+	}
+	stop_watch(&k);
+
+	snprintf(out, sizeof(out), "%s/*.json", dir);
+	assert_int_equal(glob(out, 0, NULL, &found), 0);
+	assert_int_equal(found.gl_pathc, 3);
+	globfree(&found);
+	for (int i = 0; i < 3; i++) {
+		load_process_record(dir, pids[i], &p);
+		assert_false(p.ext.started_mid_session);
+		assert_false(p.ext.ended_mid_session);
+		assert_int_equal(p.status, KH_STATE_COMPLETED);
+		assert_int_equal(calls_of(&p, KH_STAGE_CONFIRMED_PATTERNS), 10);
+		profile__free(&p);
+	}
+}
+
 static void test_from_start_executable(void **state)
 {
 	(void)state;
@@ -194,12 +240,17 @@ static void test_exe_errors(void **state)
 	char *missing[] = { khprof, "attach", "--exe", "/nonexistent/scanner", NULL };
 	char *both[] = { khprof, "attach", "-p", "1", "--exe", WORKLOAD, NULL };
 	char *lone[] = { khprof, "attach", "-p", "1", "--from-start", NULL };
+	char *lone_no_stop[] = { khprof, "attach", "-p", "1", "--no-stop", NULL };
+	char *both_stops[] = { khprof, "attach", "--exe", WORKLOAD, "--from-start", "--no-stop",
+			       NULL };
 	char *record[] = { khprof, "record", "--exe", WORKLOAD, "--", "/bin/true", NULL };
 
 	(void)state;
 	assert_run_exits(missing, 2, "cannot watch '/nonexistent/scanner'");
 	assert_run_exits(both, 2, "not both");
 	assert_run_exits(lone, 2, "--from-start needs --exe");
+	assert_run_exits(lone_no_stop, 2, "--no-stop needs --exe");
+	assert_run_exits(both_stops, 2, "--from-start and --no-stop contradict each other");
 	assert_run_exits(record, 2, NULL);
 }
 
@@ -213,6 +264,7 @@ int main(void)
 	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_running_and_later_processes),
+		cmocka_unit_test(test_later_short_processes_by_default),
 		cmocka_unit_test(test_from_start_executable),
 		cmocka_unit_test(test_from_start_library),
 		cmocka_unit_test(test_exe_interval),

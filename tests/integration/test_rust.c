@@ -557,7 +557,8 @@ static void test_attach_all_modes(void **state)
 /*
  * khprof attaches while the Rust program is inside a session: the record
  * starts in the state the program's kh_current_state says, from the
- * moment the probes went live, and holds the spans that came after.
+ * moment the probes went live, holds the spans that came after, and the
+ * identity the session set before.
  */
 static void test_attach_mid_session(void **state)
 {
@@ -583,6 +584,11 @@ static void test_attach_mid_session(void **state)
 	assert_int_equal(p.status, KH_STATE_COMPLETED);
 	assert_int_equal(calls_of(&p, KH_STAGE_DECODE), 10);
 	assert_int_equal(p.input_bytes, 100);
+	/* The identity Session::start sent before the attach (kh_identity_table). */
+	assert_string_equal(p.identity.binary_version, "workload-rs 1.0");
+	assert_string_equal(p.identity.detector_digest, "det-test");
+	assert_string_equal(p.identity.backend_selected, "cpu");
+	assert_int_equal(p.identity.scanner_threads, 2);
 	profile__free(&p);
 	assert_seed_conformance_of(khprof, out);
 }

@@ -232,7 +232,7 @@ static void check_interval(const char *mode, bool quiet)
 static void test_interval_series(void **state)
 {
 	char out[PATH_MAX], *text;
-	char *bad[] = { khprof, "record", "--interval", "5", "--", WORKLOAD, "nested", "1", NULL };
+	char *bad[] = { khprof, "record", "--interval", "5ms", "--", WORKLOAD, "nested", "1", NULL };
 	struct kh_profile p;
 	struct run_result r;
 	size_t len;
@@ -250,8 +250,8 @@ static void test_interval_series(void **state)
 	free(text);
 	profile__free(&p);
 	run_result_free(&r);
-	/* A duration without its unit is refused, saying how to write one. */
-	assert_run_exits(bad, 2, "bad interval '5'");
+	/* Below 10 ms is refused, saying how to write one. */
+	assert_run_exits(bad, 2, "bad interval '5ms': expected a duration, 10ms to 1h");
 }
 
 static void test_shared_library_and_dlopen(void **state)

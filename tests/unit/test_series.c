@@ -102,9 +102,11 @@ static void test_parse_duration(void **state)
 	static const struct { const char *text; uint64_t ns; } good[] = {
 		{ "100ms", 100000000 }, { "1s", 1000000000 }, { "2.5s", 2500000000 },
 		{ "10ms", 10000000 },   { "1m", 60000000000 }, { "20000us", 20000000 },
+		{ "30", 30000000000 },  { "0.5", 500000000 }, { "0.01h", 36000000000 },
 	};
+	/* "100" is 100 s, "1h" an hour: both beyond this test's 60 s bound. */
 	static const char *const bad[] = { "", "100", "ms", "-1s", "1h", "5ms", "2m", "1 s",
-					   "1sec", "1e400s", "nans", "0x10ms" };
+					   "1sec", "1e400s", "nans", "0x10ms", "5x", "." };
 	uint64_t ns;
 
 	(void)state;

@@ -12,7 +12,8 @@
  *   workload library N         N spans inside the linked library, then N in a dlopen'ed one
  *   workload redzone N         leaf function with red-zone locals around probe sites
  *   workload serve             for attach: "ready", then one session per "session" line
- *                              (and "begin", "spans", "hist", "stages", "end": see serve)
+ *                              (and "begin", "identity", "spans", "hist", "stages", "end":
+ *                              see serve)
  *   workload nosession N       spans without any session probes
  *   workload deep N            one chain of N nested spans (deeper than the bounds)
  *   workload mix N             N spans: 99% of 10 us, 1% of 1 ms; own percentiles
@@ -313,6 +314,15 @@ static int serve(void)
 			/* Leaves a session open for a mid-session attach. */
 			KH_SESSION_START();
 			KH_TRANSITION(KH_STATE_SCANNING);
+		} else if (strncmp(line, "identity", 8) == 0) {
+			/* A value in a stack buffer, gone before a later attach reads it. */
+			char threads[8];
+
+			snprintf(threads, sizeof(threads), "%d", 4);
+			KH_IDENTITY("binary_version", "serve 2.0");
+			KH_IDENTITY("source_kind", "git");
+			KH_IDENTITY("scanner_threads", threads);
+			KH_IDENTITY("binary_version", "serve 2.1"); /* the latest wins */
 		} else if (strncmp(line, "spans", 5) == 0) {
 			for (int i = 0; i < 5; i++) {
 				KH_SPAN_SCOPE(KH_STAGE_HOT_PATTERNS);

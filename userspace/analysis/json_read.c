@@ -831,8 +831,17 @@ static int parse__profile(struct parse *ps, const struct jnode *root, struct kh_
 {
 	if (root->type != J_OBJECT)
 		return parse__fail(ps, "expected a JSON object, found %s", json_type_name(root));
-	if (parse__string(ps, root, "schema", &p->schema) ||
-	    parse__identity(ps, root, &p->identity) ||
+	if (parse__string(ps, root, "schema", &p->schema))
+		return -EINVAL;
+	/*
+	 * Refused, not read: a new schema name is the seed's way of saying the
+	 * fields changed meaning, so reading one as v1 could print, export or
+	 * diff wrong figures without a word.
+	 */
+	if (strcmp(p->schema, KH_PROFILE_SCHEMA) != 0)
+		return parse__fail(ps, "schema '%s' is not one this khprof reads (it reads "
+				   KH_PROFILE_SCHEMA "; a newer khprof may)", p->schema);
+	if (parse__identity(ps, root, &p->identity) ||
 	    parse__enum(ps, root, "status", kh_run_state__parse, &p->status) ||
 	    parse__u64(ps, root, "wall_time_ns", &p->wall_time_ns) ||
 	    parse__u64(ps, root, "input_bytes", &p->input_bytes) ||

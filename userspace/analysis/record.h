@@ -173,8 +173,9 @@ void series__free(struct kh_series *s);
 #define KH_INTERVAL_MAX_NS 3600000000000ull
 
 /*
- * A duration with its unit: "100ms", "1s", "2.5s", "500us", "1m".  0, or
- * -EINVAL for a malformed text, a missing unit, or outside [min, max].
+ * A duration, the one syntax of --duration and --interval: "100ms", "1s",
+ * "2.5s", "500us", "1m", "1h", or a bare number of seconds ("5", "0.5").
+ * 0, or -EINVAL for a malformed text or one outside [min, max].
  */
 int kh_parse_duration_ns(const char *text, uint64_t min, uint64_t max, uint64_t *out);
 

@@ -89,7 +89,9 @@ void series__free(struct kh_series *s)
 int kh_parse_duration_ns(const char *text, uint64_t min, uint64_t max, uint64_t *out)
 {
 	static const struct { const char *unit; double ns; } units[] = {
-		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "m", 60e9 },
+		/* "": a bare number is seconds, as sleep(1) and timeout(1) read it. */
+		{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "", 1e9 },
+		{ "m", 60e9 }, { "h", 3600e9 },
 	};
 	char *end;
 	double v;

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -454,7 +455,15 @@ static int watch_forks(struct tracer *t, pid_t pid)
 		return err;
 	}
 	t->fork_link_fd = fd;
-	return 0;
+	if (!t->opts.on_fork)
+		return 0;
+	/* A vforked child is followed from its execve (dash and make vfork). */
+	fd = bpf_raw_tracepoint_open(NULL, bpf_program__fd(t->skel->progs.kh_follow_exec));
+	err = keep_link(t, fd < 0 ? -errno : fd);
+	if (err)
+		log__error("cannot watch the programs PID %d's children exec: %s", pid,
+			   strerror(-err));
+	return err;
 }
 
 /*
@@ -856,6 +865,65 @@ static uint32_t read_current_state(struct tracer *t)
 	return state <= KH_STATE_COUNT ? state : STATE_UNKNOWN;
 }
 
+/* Reads attempts before a table the program keeps rewriting is given up. */
+#define IDENTITY_READS 8
+
+/*
+ * The identity the open session set before khprof was there, from the
+ * program's kh_identity_table (keyhog_profile.h), read as a whole and
+ * taken when its generation was even and unchanged across the read.  The
+ * executable's copy, as for kh_current_state.  Returns the keys taken; a
+ * program whose header predates the table has none.
+ */
+static size_t read_identity_table(struct tracer *t, uint32_t slot)
+{
+	struct kh_identity_table *table = malloc(sizeof(*table));
+	char exe_link[64], exe[PATH_MAX];
+	uint64_t vaddr, offset, address, before;
+	struct iovec local, remote;
+	size_t taken = 0;
+	ssize_t len;
+	int attempt;
+
+	snprintf(exe_link, sizeof(exe_link), "/proc/%d/exe", t->pid);
+	len = readlink(exe_link, exe, sizeof(exe) - 1);
+	if (!table || len <= 0 || elf__symbol(exe_link, "kh_identity_table", &vaddr, &offset)) {
+		free(table);
+		return 0;
+	}
+	exe[len] = '\0';
+	address = runtime_address(t, exe, offset);
+	for (attempt = 0; address && attempt < IDENTITY_READS; attempt++) {
+		local = (struct iovec){ &before, sizeof(before) };
+		remote = (struct iovec){ (void *)(uintptr_t)(address + offsetof(struct
+			kh_identity_table, generation)), sizeof(before) };
+		if (process_vm_readv(t->pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(before))
+			break;
+		local = (struct iovec){ table, sizeof(*table) };
+		remote = (struct iovec){ (void *)(uintptr_t)address, sizeof(*table) };
+		if (process_vm_readv(t->pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(*table))
+			break;
+		if (!(before & 1) && table->generation == before)
+			break; /* a consistent copy */
+	}
+	if (attempt == IDENTITY_READS)
+		log__warn("PID %d kept rewriting its identity while khprof read it: the record "
+			  "lacks the identity set before the attach", t->pid);
+	else if (address && attempt < IDENTITY_READS &&
+		 table->version == KH_IDENTITY_TABLE_VERSION &&
+		 table->count <= KH_IDENTITY_TABLE_SLOTS) {
+		for (uint32_t i = 0; i < table->count; i++) {
+			table->entries[i].key[KH_IDENTITY_TABLE_KEY - 1] = '\0';
+			table->entries[i].value[KH_IDENTITY_TABLE_VALUE - 1] = '\0';
+			sessions__set_identity(&t->sessions, slot, table->entries[i].key,
+					       table->entries[i].value);
+			taken++;
+		}
+	}
+	free(table);
+	return taken;
+}
+
 void attach__join_session(struct tracer *t)
 {
 	const uint32_t slot = 1;
@@ -875,6 +943,8 @@ void attach__join_session(struct tracer *t)
 	t->skel->bss->active_slot = slot;
 	sessions__open_partial(&t->sessions, slot, state);
 	t->sessions.saw_session = true;
+	log__debug("PID %d: %zu identity keys set before the attach", t->pid,
+		   read_identity_table(t, slot));
 }
 
 size_t tracer__probe_count(const struct tracer *t)

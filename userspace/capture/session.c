@@ -542,6 +542,13 @@ void sessions__open_partial(struct session_table *tbl, uint32_t slot, uint32_t s
 		session_transition(tbl, s, state, observation_start(tbl), NULL);
 }
 
+void sessions__set_identity(struct session_table *tbl, uint32_t slot, const char *key,
+			    const char *value)
+{
+	if (identity__set(&tbl->slots[slot].profile.identity, key, value) != 0)
+		warn_unknown_key_once(tbl, key);
+}
+
 bool sessions__none_seen(const struct session_table *tbl)
 {
 	return !tbl->saw_session && tbl->records_emitted == 0;

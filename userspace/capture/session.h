@@ -129,6 +129,12 @@ void sessions__process_execed(struct session_table *tbl);
  */
 void sessions__open_partial(struct session_table *tbl, uint32_t slot, uint32_t state);
 /*
+ * An identity key the session in slot set before khprof attached (the
+ * program's kh_identity_table), taken as its identity probe would be.
+ */
+void sessions__set_identity(struct session_table *tbl, uint32_t slot, const char *key,
+			    const char *value);
+/*
  * Ends the open session of slot at now: failed if the process exited
  * (exit_status >= 0), else in the state it was in (khprof detached).
  */

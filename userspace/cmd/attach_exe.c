@@ -5,10 +5,12 @@
  * that start later, each traced as under `attach -p` by a tracer of its own
  * (the BPF side keeps one process's session state per object).  A watcher
  * links PATH's first code for every process; its hits name new processes.
- * With from_start the watcher's BPF program also stops each one there
- * (SIGSTOP) until its tracer is attached (SIGCONT), as record does at
- * dlopen; otherwise a new process runs on for the few milliseconds that
- * attaching takes (8 ms measured here, the tracer already loaded).
+ * With from_start (the default; --no-stop clears it) the watcher's BPF
+ * program also stops each one there (SIGSTOP) until its tracer is attached
+ * (SIGCONT), as record does at dlopen, so that a scanner run of a few
+ * milliseconds is recorded whole; otherwise a new process runs on for the
+ * few milliseconds that attaching takes (8 ms measured here, the tracer
+ * already loaded).
  */
 #include <dirent.h>
 #include <errno.h>

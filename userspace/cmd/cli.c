@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Command-line helpers shared by the subcommands. */
 #include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "commands.h"
@@ -39,4 +41,16 @@ bool option_value_refused(char **argv, int optind, const char *value)
 		log__error("option '%s' needs a value, not '%s' (write %s%s if that is meant)",
 			   option, value, option, value);
 	return true;
+}
+
+int usage_error(const char *command, const char *fmt, ...)
+{
+	char message[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(message, sizeof(message), fmt, ap);
+	va_end(ap);
+	log__error("%s (see 'khprof %s --help')", message, command);
+	return KHPROF_EXIT_USAGE;
 }

@@ -16,13 +16,13 @@
 #include "privileges.h"
 
 static const char attach_usage[] =
-	"usage: khprof attach -p PID [-o PATH] [--duration SECONDS] [--identity KEY=VALUE]...\n"
+	"usage: khprof attach -p PID [-o PATH] [--duration DURATION] [--identity KEY=VALUE]...\n"
 	"                     [--mode MODE] [--interval DURATION] [--serve [ADDR:]PORT]\n"
 	"                     [-q] [-v]\n"
-	"       khprof attach --exe PATH [--from-start] [same options]\n"
+	"       khprof attach --exe PATH [--no-stop] [same options]\n"
 	"\n"
-	"Profiles a running process until Ctrl-C, SIGTERM, the duration or the\n"
-	"process's exit.  A session that was already running when khprof attached\n"
+	"Profiles a running process until Ctrl-C (SIGINT), SIGTERM, the duration or\n"
+	"the process's exit, and leaves the process running.  A session that was already running when khprof attached\n"
 	"is recorded from the moment the probes are live, in the state the program\n"
 	"says it is in, and marked as started mid-session.  khprof detaches first,\n"
 	"then reads the spans the threads still buffer (batch mode): every span\n"
@@ -33,18 +33,23 @@ static const char attach_usage[] =
 	"   -p PID               the process to trace\n"
 	"   --exe PATH           every process running the executable PATH or with the\n"
 	"                        library PATH loaded, those running now and those that\n"
-	"                        start later (attached within milliseconds of their\n"
-	"                        start, not stopped: work before that is not seen)\n"
-	"   --from-start         with --exe: stop each new process at its first\n"
-	"                        instruction until it is attached, so nothing is missed\n"
-	"                        (a job-control shell sees its job stop: for daemons\n"
-	"                        and worker pools)\n"
-	"   -o PATH              write the JSON record(s) to PATH (as for record); with\n"
-	"                        --exe, PATH with .PID before the extension per process\n"
-	"   --duration SECONDS   stop after SECONDS (decimals allowed)\n"
+	"                        start later; a new one is stopped at its first\n"
+	"                        instruction until it is attached (1-40 ms), so even\n"
+	"                        a process of a few milliseconds is recorded whole\n"
+	"   --no-stop            with --exe: do not stop new processes (an interactive\n"
+	"                        shell with job control reports its foreground job as\n"
+	"                        stopped); what a process does before it is attached\n"
+	"                        is not seen.  --from-start, the default, is accepted\n"
+	"   -o PATH              write the JSON record(s) to PATH (as for record; without\n"
+	"                        -o, khprof.json here, the previous one kept as\n"
+	"                        khprof.json.old); with --exe, PATH with .PID before the\n"
+	"                        extension per process, and no record without -o\n"
+	"   --duration DURATION  stop after DURATION (5s, 100ms, 1m; a bare number is\n"
+	"                        seconds: 2.5)\n"
 	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
 	"   --mode MODE          batch (default), span or pair\n"
-	"   --interval DURATION  sample the session every DURATION (10ms to 1h: 100ms, 1s)\n"
+	"   --interval DURATION  sample the session every DURATION (10ms to 1h: 100ms, 1s,\n"
+	"                        or 2 for two seconds)\n"
 	"                        into the record and print a line per interval on stderr\n"
 	"   --serve [ADDR:]PORT  serve live metrics at http://ADDR:PORT/metrics while\n"
 	"                        tracing (ADDR defaults to 127.0.0.1; docs/FLEET.md)\n"
@@ -53,7 +58,7 @@ static const char attach_usage[] =
 	"\n"
 	"examples:\n"
 	"   khprof attach -p $(pidof kh-scan) -o live.json\n"
-	"   khprof attach -p 4242 --duration 30\n"
+	"   khprof attach -p 4242 --duration 30s\n"
 	"   khprof attach -p $(pidof scannerd) --interval 1s -o hour.json\n"
 	"   khprof attach --exe /usr/bin/scanner -o worker.json\n"
 	"   khprof attach -p $(pidof scanner) --serve 127.0.0.1:9464 -q\n";
@@ -102,7 +107,7 @@ static int attach_exe_cli(const struct trace_cli *cli)
 {
 	struct exe_attach_options o = { .path = cli->exe, .output = cli->output,
 					 .quiet = cli->quiet, .duration_s = cli->duration_s,
-					 .from_start = cli->from_start, .serve = cli->serve };
+					 .from_start = !cli->no_stop, .serve = cli->serve };
 	struct output_state unused = { 0 };
 
 	trace_options_from(cli, NULL, &unused, &o.trace);
@@ -126,13 +131,21 @@ int cmd_attach(int argc, char **argv)
 		fputs(attach_usage, stdout);
 		return KHPROF_EXIT_OK;
 	}
-	if (parse_cli(argc, argv, true, attach_usage, &cli))
+	if (parse_cli(argc, argv, true, &cli))
+		return KHPROF_EXIT_USAGE;
+	/*
+	 * attach --exe writes PATH.PID.json only when -o names PATH: a watch
+	 * runs as a service, often in /, for many processes, and would litter
+	 * its working directory.
+	 */
+	if ((cli.output || !cli.exe) && output__prepare(&cli))
 		return KHPROF_EXIT_USAGE;
 	if (cli.exe)
 		return attach_exe_cli(&cli);
 	if (check_traceable(cli.pid))
 		return KHPROF_EXIT_FAILURE;
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", cli.pid);
+	choose_mode_for(exe, &cli);
 
 	trace_options_from(&cli, cli.output, &out, &opts);
 	opts.joins_running_process = true;

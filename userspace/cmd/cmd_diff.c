@@ -324,12 +324,6 @@ static int exit_code(enum kh_diff_verdict verdict)
 	return KHPROF_EXIT_FAILURE;
 }
 
-static int usage_error(void)
-{
-	fputs(diff_usage, stderr);
-	return KHPROF_EXIT_USAGE;
-}
-
 /* Compares the two sides and prints the result; a KHPROF_EXIT_* code. */
 static int diff_sides(const struct side *base, const struct side *cand,
 		      const struct kh_diff_options *opts, const char *format)
@@ -429,11 +423,9 @@ int cmd_diff(int argc, char **argv)
 			format = optarg;
 			continue;
 		case ':':
-			log__error("option '%s' needs a value", argv[optind - 1]);
-			return usage_error();
+			return usage_error("diff", "option '%s' needs a value", argv[optind - 1]);
 		default:
-			log__error("unknown option '%s'", argv[optind - 1]);
-			return usage_error();
+			return usage_error("diff", "unknown option '%s'", argv[optind - 1]);
 		}
 		if (diff_options__set(&flags, key, optarg, problem, sizeof(problem))) {
 			log__error("bad --%s '%s': %s", flag, optarg, problem);
@@ -446,10 +438,9 @@ int cmd_diff(int argc, char **argv)
 		return KHPROF_EXIT_USAGE;
 	}
 	if (argc - optind != 2) {
-		log__error("diff needs BASE and CANDIDATE, a record or a directory of records "
-			   "each (got %d argument%s)", argc - optind,
-			   argc - optind == 1 ? "" : "s");
-		return usage_error();
+		return usage_error("diff", "diff needs BASE and CANDIDATE, a record or a directory "
+				   "of records each (got %d argument%s)", argc - optind,
+				   argc - optind == 1 ? "" : "s");
 	}
 
 	diff_options__init(&opts);

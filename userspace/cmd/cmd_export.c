@@ -15,7 +15,7 @@
 #include "openmetrics.h"
 
 static const char export_usage[] =
-	"usage: khprof export [--format openmetrics|prometheus] [-o PATH] RECORD...\n"
+	"usage: khprof export [--format prometheus|openmetrics] [-o PATH] RECORD...\n"
 	"\n"
 	"Sums the records' stage times and calls, span-length histograms, input,\n"
 	"sessions by status, CPU, peak RSS and khprof's own counts into metric\n"
@@ -25,17 +25,20 @@ static const char export_usage[] =
 	"distinct ones; run ids are left out).  Exit code 2 for a bad command\n"
 	"line or a record that cannot be read.\n"
 	"\n"
-	"   --format openmetrics OpenMetrics 1.0 text (default; what a Pushgateway\n"
-	"                        and Prometheus scrapes take)\n"
-	"   --format prometheus  Prometheus text format 0.0.4 (the textfile collector,\n"
-	"                        promtool check metrics)\n"
+	"   --format prometheus  Prometheus text format 0.0.4 (default): what a\n"
+	"                        Pushgateway, the node exporter's textfile collector\n"
+	"                        and 'promtool check metrics' read; the identity is a\n"
+	"                        khprof_run_info gauge of value 1\n"
+	"   --format openmetrics OpenMetrics 1.0 text (# UNIT, an info family, # EOF),\n"
+	"                        for readers of OpenMetrics; Debian 12's Pushgateway 1.5\n"
+	"                        and promtool 2.42 refuse it (unknown metric type info)\n"
 	"   -o PATH              write to PATH instead of standard output\n"
 	"\n"
 	"examples:\n"
 	"   khprof export profile.json\n"
 	"   khprof export --format prometheus -o /var/lib/node_exporter/khprof.prom runs/*.json\n"
-	"   khprof export profile.json | curl --data-binary @- \\\n"
-	"       http://pushgateway:9091/metrics/job/scan\n";
+	"   khprof export profile.json | curl --fail-with-body --data-binary @- \\\n"
+	"       http://pushgateway:9091/metrics/job/scan    # fails the job on a refusal\n";
 
 int cmd_export(int argc, char **argv)
 {
@@ -44,7 +47,12 @@ int cmd_export(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 },
 	};
-	enum om_format format = OM_FORMAT_OPENMETRICS;
+	/*
+	 * Prometheus text by default: what the tools a push or a file goes to
+	 * read (Pushgateway 1.5 and promtool 2.42 reject OpenMetrics' info
+	 * type with HTTP 400).  A live scrape negotiates instead (--serve).
+	 */
+	enum om_format format = OM_FORMAT_PROMETHEUS;
 	struct om_counters counters = { 0 };
 	struct om_info_set info = { 0 };
 	const char *output = NULL;
@@ -68,15 +76,11 @@ int cmd_export(int argc, char **argv)
 			log__error("unknown format '%s' (openmetrics or prometheus)", optarg);
 			return KHPROF_EXIT_USAGE;
 		} else {
-			log__error("unknown option '%s'", argv[optind - 1]);
-			fputs(export_usage, stderr);
-			return KHPROF_EXIT_USAGE;
+			return usage_error("export", "unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind >= argc) {
-		log__error("export needs at least one record");
-		fputs(export_usage, stderr);
-		return KHPROF_EXIT_USAGE;
+		return usage_error("export", "export needs at least one record");
 	}
 	for (int i = optind; i < argc; i++) {
 		struct kh_profile p;

@@ -46,10 +46,12 @@ int cmd_probes(int argc, char **argv)
 		fputs(probes_usage, stdout);
 		return KHPROF_EXIT_OK;
 	}
-	if (argc != 2 || argv[1][0] == '-') {
-		fputs(probes_usage, stderr);
-		return KHPROF_EXIT_USAGE;
-	}
+	if (argc < 2)
+		return usage_error("probes", "probes needs the path of an ELF file");
+	if (argv[1][0] == '-')
+		return usage_error("probes", "unknown option '%s'", argv[1]);
+	if (argc > 2)
+		return usage_error("probes", "unexpected argument '%s'", argv[2]);
 	err = usdt_notes__read(argv[1], &notes);
 	if (err == -ENOEXEC) {
 		log__error("cannot read probes of '%s': not an ELF file", argv[1]);

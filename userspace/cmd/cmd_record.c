@@ -28,7 +28,8 @@
 
 static const char record_usage[] =
 	"usage: khprof record [-o PATH] [--identity KEY=VALUE]... [--mode MODE] [--user USER]\n"
-	"                     [--interval DURATION] [--serve [ADDR:]PORT] [--follow-forks]\n"
+	"                     [--interval DURATION] [--serve [ADDR:]PORT]\n"
+	"                     [--follow-forks | --no-follow-forks]\n"
 	"                     [-q] [-v]\n"
 	"                     -- COMMAND [ARG...]\n"
 	"       khprof record --repeat N [--warmup K] [--append] -o DIR [...]\n"
@@ -39,14 +40,22 @@ static const char record_usage[] =
 	"report of each session to stderr and exits with COMMAND's status (128+N\n"
 	"when killed by signal N, 127 when it is not found, 126 when it cannot run).\n"
 	"Every span that completed is recorded however COMMAND ends (exit from any\n"
-	"thread, a fatal signal, execve); the record says how it ended.  Only\n"
-	"COMMAND's own process is traced unless --follow-forks is given (perf follows\n"
-	"children by default; khprof does not: a scanner's children are usually not\n"
-	"instrumented, and each followed process costs a tracer: ~50 ms of BPF load,\n"
-	"done ahead, and 1-20 ms stopped): a shell wrapper should 'exec' the\n"
-	"instrumented program.\n"
+	"thread, a fatal signal, execve); the record says how it ended.\n"
+	"\n"
+	"A COMMAND without keyhog probes (a shell script, make, a test runner) has\n"
+	"the processes it starts followed, as perf follows children: each one that\n"
+	"runs an instrumented program gets records of its own, PATH with .PID before\n"
+	"the extension (khprof.PID.json by default).  An instrumented COMMAND is\n"
+	"traced alone unless --follow-forks is given: a scanner's children are rarely\n"
+	"instrumented, and each followed process costs a tracer (~50 ms of BPF load,\n"
+	"done ahead, and 1-20 ms stopped).\n"
 	"An instrumented program that execs another ends its records there; the new\n"
 	"program is not traced.\n"
+	"\n"
+	"Ctrl-C reaches COMMAND from the terminal.  SIGINT, SIGTERM, SIGHUP and\n"
+	"SIGQUIT sent to khprof alone (kill) are passed on to COMMAND, as perf record\n"
+	"ends its workload: khprof traces until COMMAND exits, then writes its\n"
+	"records, which say how it ended.\n"
 	"\n"
 	"COMMAND does not get khprof's privileges (docs/PRIVILEGES.md): it runs as\n"
 	"--user USER, else under sudo as the user who ran sudo (SUDO_UID, SUDO_GID),\n"
@@ -71,7 +80,12 @@ static const char record_usage[] =
 	"DIR as one side.\n"
 	"\n"
 	"   -o PATH              write the JSON record to PATH; a second session goes to\n"
-	"                        PATH with .2 before the extension, and so on\n"
+	"                        PATH with .2 before the extension, and so on.  Without\n"
+	"                        -o: khprof.json in the current directory (said on\n"
+	"                        stderr), the previous one kept as khprof.json.old, as\n"
+	"                        perf keeps perf.data.old; 'khprof report' reads it.\n"
+	"                        PATH's directory must exist and be writable: checked\n"
+	"                        before COMMAND runs (exit code 2 if not)\n"
 	"   --repeat N           run COMMAND N times (1 to 10000); -o names a directory\n"
 	"   --warmup K           with --repeat: K traced runs first, not recorded\n"
 	"   --append             with --repeat: add to the runs already in DIR, so that\n"
@@ -79,19 +93,23 @@ static const char record_usage[] =
 	"   --user USER          run COMMAND as USER (a name or uid) with USER's groups\n"
 	"   -q, --quiet          do not print the text reports, interval lines or the clock note\n"
 	"   --interval DURATION  also sample stage time, calls, input, CPU and RSS every\n"
-	"                        DURATION (10ms to 1h: 100ms, 1s) into the record, and\n"
+	"                        DURATION (10ms to 1h: 100ms, 1s, 2 for two seconds)\n"
+	"                        into the record, and\n"
 	"                        print a line per interval (docs/SCHEMA.md, series)\n"
 	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
 	"   --mode MODE          batch (default: spans buffered per thread, one kernel\n"
 	"                        entry per 64 spans), span (one kernel entry per span)\n"
 	"                        or pair (enter and exit probes, as bpftrace scripts)\n"
 	"   --follow-forks       also trace the processes COMMAND forks, and theirs, each\n"
-	"                        from its first instruction after fork, its records to\n"
-	"                        PATH with .PID before the extension (PATH.PID.json,\n"
-	"                        PATH.PID.2.json ...); khprof waits for them after\n"
-	"                        COMMAND exits and still exits with COMMAND's status;\n"
-	"                        --interval samples COMMAND's own process only; not with\n"
-	"                        --repeat (docs/PROBES.md, \"Following forks\")\n"
+	"                        from its first instruction after fork (a vforked one\n"
+	"                        from its execve), its records to PATH with .PID before\n"
+	"                        the extension (PATH.PID.json, PATH.PID.2.json ...);\n"
+	"                        khprof waits for them after COMMAND exits and still\n"
+	"                        exits with COMMAND's status; --interval samples\n"
+	"                        COMMAND's own process only; not with --repeat\n"
+	"                        (docs/PROBES.md, \"Following forks\").  The default for\n"
+	"                        a COMMAND without keyhog probes\n"
+	"   --no-follow-forks    trace COMMAND's own process only, even without probes\n"
 	"   --serve [ADDR:]PORT  serve live metrics at http://ADDR:PORT/metrics while\n"
 	"                        tracing (OpenMetrics or Prometheus text; ADDR defaults\n"
 	"                        to 127.0.0.1; docs/FLEET.md); not with --repeat\n"
@@ -102,6 +120,7 @@ static const char record_usage[] =
 	"   sudo khprof record -o profile.json -- ./scanner repo/    # runs as you\n"
 	"   khprof record --user nobody --identity workload_class=nightly -- ./scanner repo/\n"
 	"   khprof record -- sh -c 'cd repo && exec ../scanner .'\n"
+	"   khprof record -o ci/scan.json -- make scan    # ci/scan.PID.json per scanner run\n"
 	"   khprof record --repeat 5 --warmup 1 -o runs/ -- build/kh-scan --threads 2 src/\n"
 	"   khprof record --interval 1s -o long.json -- ./scanner monorepo/\n"
 	"   khprof record --follow-forks -o pool.json -- ./scanner --workers 4 repo/\n"
@@ -300,12 +319,24 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	reaped = true;
 	if (loop.follow) /* the processes it forked may outlive it */
 		follow__wait(loop.follow, loop.signal_fd);
-	if (tracer__probe_count(t) == 0 && !cli->follow_forks)
+	if (loop.follow && follow__records(loop.follow)) {
+		char pattern[PATH_MAX];
+
+		path_with_tag(output ? output : KH_DEFAULT_RECORD, ".PID", pattern,
+			      sizeof(pattern));
+		log__note("%zu record%s of the processes '%s' started written as '%s'",
+			  follow__records(loop.follow), follow__records(loop.follow) == 1 ? "" : "s",
+			  path, pattern);
+	} else if (tracer__probe_count(t) == 0 && !cli->follow_forks) {
 		log__warn("'%s' and its libraries have no keyhog probes: it ran untraced (the "
-			  "children it forks are followed only with --follow-forks; a shell should "
-			  "'exec' the instrumented program)", path);
-	else if (tracer__records_emitted(t) == 0)
+			  "children it forks are followed unless --no-follow-forks; a shell may "
+			  "also 'exec' the instrumented program)", path);
+	} else if (tracer__records_emitted(t) == 0 && cli->follow_forks) {
+		log__note("neither '%s' nor the processes it started reached a keyhog probe: no "
+			  "record written", path);
+	} else if (tracer__records_emitted(t) == 0) {
 		log__note("'%s' reached no keyhog probe: no record written", path);
+	}
 	code = finish_output(&out, exit_code_of(status));
 	if (loop.follow && follow__write_failed(loop.follow) && code == KHPROF_EXIT_OK)
 		code = KHPROF_EXIT_FAILURE;
@@ -400,8 +431,8 @@ static int prepare_repeat_dir(const char *dir, bool append, unsigned *first)
 
 /*
  * Waits for the run's khprof child.  Signals for the series come here
- * (blocked, read with sigwaitinfo); SIGINT already reached the child through
- * the terminal's process group, the others are passed on.  *stop is the
+ * (blocked, read with sigwaitinfo); the terminal's SIGINT already reached
+ * the child through the process group, the others are passed on.  *stop is the
  * signal that should end the series after this run, or 0.
  */
 static int wait_run(pid_t child, const sigset_t *signals, int *stop)
@@ -419,7 +450,7 @@ static int wait_run(pid_t child, const sigset_t *signals, int *stop)
 		if (sigwaitinfo(signals, &si) < 0 || si.si_signo == SIGCHLD)
 			continue;
 		*stop = si.si_signo;
-		if (si.si_signo != SIGINT)
+		if (!signal_reached_group(si.si_signo, si.si_code))
 			kill(child, si.si_signo);
 	}
 }
@@ -585,9 +616,12 @@ int cmd_record(int argc, char **argv)
 		fputs(record_usage, stdout);
 		return KHPROF_EXIT_OK;
 	}
-	if (parse_cli(argc, argv, false, record_usage, &cli))
+	if (parse_cli(argc, argv, false, &cli))
 		return KHPROF_EXIT_USAGE;
 	if (run_as__resolve(cli.user, &run_as))
+		return KHPROF_EXIT_USAGE;
+	/* Before COMMAND runs, not after: a profile must not be lost to a typo in -o. */
+	if (!cli.repeat && output__prepare(&cli))
 		return KHPROF_EXIT_USAGE;
 	err = resolve_command(argv[cli.first_arg], path, sizeof(path));
 	if (err) {
@@ -595,6 +629,8 @@ int cmd_record(int argc, char **argv)
 			   err == -ENOENT ? "command not found" : strerror(-err));
 		return err == -ENOENT ? KHPROF_EXIT_NOT_FOUND : KHPROF_EXIT_CANNOT_EXEC;
 	}
+	choose_mode_for(path, &cli);
+	choose_follow_for(path, &cli);
 	if (cli.repeat) {
 		cli.quiet = true; /* N reports would bury the spread table */
 		return record_repeat(&cli, &run_as, argv + cli.first_arg, path);

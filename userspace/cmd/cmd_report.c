@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "html.h"
@@ -20,9 +21,11 @@
 #include "spread.h"
 
 static const char report_usage[] =
-	"usage: khprof report PATH [--format text|seed|json|html|perfetto]\n"
+	"usage: khprof report [PATH] [--format text|seed|json|html|perfetto]\n"
 	"       khprof report DIR [--format text|html]\n"
 	"\n"
+	"Without PATH, reads khprof.json in the current directory: the record\n"
+	"'khprof record' writes there without -o (as 'perf report' reads perf.data).\n"
 	"Reads a keyhog-profile-v1 record and prints it: text is exactly the seed's\n"
 	"report for that record, then khprof's tables of per-stage latency\n"
 	"percentiles and on-CPU/off-CPU time; seed is the seed's report alone (for\n"
@@ -39,10 +42,11 @@ static const char report_usage[] =
 	"the runs in name order, and their spread.  Each run is a record of its\n"
 	"own: 'khprof report DIR/run-001.json'.\n"
 	"\n"
-	"Exit code 2 for a bad command line or a record that cannot be read or is\n"
-	"malformed.\n"
+	"Exit code 2 for a bad command line or a record that cannot be read, is\n"
+	"malformed or has a schema other than keyhog-profile-v1 (a newer khprof's).\n"
 	"\n"
 	"examples:\n"
+	"   khprof report                      # khprof.json, after 'khprof record -- CMD'\n"
 	"   khprof report build/demo-profile.json\n"
 	"   khprof report profile.json --format json\n"
 	"   khprof report profile.json --format html > report.html\n"
@@ -167,7 +171,7 @@ int cmd_report(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *format = "text";
+	const char *format = "text", *path;
 	struct kh_profile profile;
 	char problem[256], *rendered;
 	struct stat st;
@@ -179,14 +183,13 @@ int cmd_report(int argc, char **argv)
 	}
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "f:", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":f:", options, NULL)) != -1) {
 		if (c == 'f' && option_value_refused(argv, optind, optarg))
 			return KHPROF_EXIT_USAGE;
-		if (c != 'f') {
-			log__error("unknown option '%s'", argv[optind - 1]);
-			fputs(report_usage, stderr);
-			return KHPROF_EXIT_USAGE;
-		}
+		if (c == ':')
+			return usage_error("report", "option '%s' needs a value", argv[optind - 1]);
+		if (c != 'f')
+			return usage_error("report", "unknown option '%s'", argv[optind - 1]);
 		format = optarg;
 	}
 	if (strcmp(format, "text") && strcmp(format, "seed") && strcmp(format, "json") &&
@@ -194,22 +197,28 @@ int cmd_report(int argc, char **argv)
 		log__error("unknown format '%s' (text, seed, json, html or perfetto)", format);
 		return KHPROF_EXIT_USAGE;
 	}
-	if (optind + 1 != argc) {
-		fputs(report_usage, stderr);
-		return KHPROF_EXIT_USAGE;
-	}
-	if (stat(argv[optind], &st) == 0 && S_ISDIR(st.st_mode)) {
+	if (optind + 1 < argc)
+		return usage_error("report", "unexpected argument '%s' (report takes one PATH)",
+				   argv[optind + 1]);
+	/* As `perf report` reads perf.data: the record `khprof record` wrote here. */
+	path = optind < argc ? argv[optind] : KH_DEFAULT_RECORD;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		if (strcmp(format, "text") == 0)
-			return report_runs(argv[optind]);
+			return report_runs(path);
 		if (strcmp(format, "html") == 0)
-			return report_dir_html(argv[optind]);
+			return report_dir_html(path);
 		log__error("cannot print '%s' as %s: it is a directory of runs, printed as a "
 			   "table or, with --format html, a page (report one run's record for %s)",
-			   argv[optind], format, format);
+			   path, format, format);
 		return KHPROF_EXIT_USAGE;
 	}
-	if (profile__read_file(argv[optind], &profile, problem, sizeof(problem)) != 0) {
-		log__error("cannot read record '%s': %s", argv[optind], problem);
+	if (optind == argc && access(path, F_OK) != 0) {
+		log__error("cannot read record '%s': %s (no PATH given: 'khprof record' writes "
+			   KH_DEFAULT_RECORD " in the directory it runs in)", path, strerror(errno));
+		return KHPROF_EXIT_BAD_INPUT;
+	}
+	if (profile__read_file(path, &profile, problem, sizeof(problem)) != 0) {
+		log__error("cannot read record '%s': %s", path, problem);
 		return KHPROF_EXIT_BAD_INPUT;
 	}
 	if (strcmp(format, "json") == 0)

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <libgen.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -29,6 +30,7 @@
 #include "log.h"
 #include "notes.h"
 #include "text.h"
+#include "usdt_notes.h"
 
 void path_with_tag(const char *path, const char *tag, char *out, size_t len)
 {
@@ -83,11 +85,57 @@ static void remove_earlier_series(const char *path)
 			  removed, first, last, path);
 }
 
+int output__prepare(struct trace_cli *cli)
+{
+	const char *hint = "";
+	char *dir;
+	int err;
+
+	if (!cli->output) {
+		cli->output = KH_DEFAULT_RECORD;
+		cli->default_output = true;
+		hint = " (-o PATH writes the record elsewhere)";
+	}
+	err = file__check_writable(cli->output);
+	if (!err)
+		return 0;
+	if (err == -EISDIR) {
+		log__error("cannot write record '%s': it is a directory (-o takes a file; "
+			   "'--repeat N -o DIR' a directory)", cli->output);
+		return -1;
+	}
+	dir = strdup(cli->output);
+	if (err == -ENOENT && dir)
+		log__error("cannot write record '%s': directory '%s' does not exist (create it "
+			   "first)", cli->output, dirname(dir));
+	else
+		log__error("cannot write record '%s': %s%s", cli->output, strerror(-err), hint);
+	free(dir);
+	return -1;
+}
+
+/*
+ * The default file's previous record is kept as PATH.old, as perf keeps
+ * perf.data.old: a second run in the same directory does not lose the
+ * first.  Done when this run's first record is written, so a run without
+ * one leaves both as they were.
+ */
+static void keep_previous(const char *path, char *old, size_t len)
+{
+	snprintf(old, len, "%s.old", path);
+	if (rename(path, old) == 0)
+		return;
+	if (errno != ENOENT)
+		log__warn("cannot keep the previous '%s' as '%s': %s (replacing it)", path, old,
+			  strerror(errno));
+	old[0] = '\0';
+}
+
 void output__on_profile(const struct kh_profile *p, void *ctx)
 {
 	struct output_state *out = ctx;
 	char *text = profile__render_report(p);
-	char path[PATH_MAX];
+	char path[PATH_MAX], old[PATH_MAX + 8] = "";
 	char *json;
 	int err;
 
@@ -100,6 +148,8 @@ void output__on_profile(const struct kh_profile *p, void *ctx)
 	profile__print_notes(p);
 	if (!out->path)
 		return;
+	if (out->records == 1 && out->keep_old)
+		keep_previous(out->path, old, sizeof(old));
 	if (out->records == 1)
 		remove_earlier_series(out->path);
 	record_path(out->path, out->records, path, sizeof(path));
@@ -114,6 +164,10 @@ void output__on_profile(const struct kh_profile *p, void *ctx)
 	if (err) {
 		log__error("cannot write record '%s': %s", path, strerror(-err));
 		out->write_failed = true;
+	} else if (out->keep_old) {
+		/* Nobody named the file: say where it is, as perf does. */
+		log__note("record written to '%s'%s%s%s", path, old[0] ? " (the previous one is "
+			  "now '" : "", old, old[0] ? "')" : "");
 	}
 }
 
@@ -145,6 +199,10 @@ static int parse_identity(struct trace_cli *cli, char *arg)
 	return 0;
 }
 
+/* attach --duration's bounds (the same syntax as --interval's). */
+#define KH_DURATION_MIN_NS 1000000ull
+#define KH_DURATION_MAX_NS (1000ull * 3600 * 1000000000)
+
 /* Strict decimal in [min, max] for option: "5", not "5x", "-1" or " 5". */
 static int parse_count(const char *option, const char *text, unsigned min, unsigned max,
 		       unsigned *out)
@@ -160,10 +218,12 @@ static int parse_count(const char *option, const char *text, unsigned min, unsig
 	return 0;
 }
 
-int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trace_cli *cli)
+int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 {
+	const char *command = attach ? "attach" : "record";
 	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP, OPT_APPEND,
-	       OPT_USER, OPT_INTERVAL, OPT_SERVE, OPT_EXE, OPT_FROM_START, OPT_FOLLOW_FORKS };
+	       OPT_USER, OPT_INTERVAL, OPT_SERVE, OPT_EXE, OPT_FROM_START, OPT_FOLLOW_FORKS,
+	       OPT_NO_STOP, OPT_NO_FOLLOW_FORKS };
 	static const struct option options[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -178,11 +238,14 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 		{ "serve", required_argument, NULL, OPT_SERVE },
 		{ "exe", required_argument, NULL, OPT_EXE },
 		{ "from-start", no_argument, NULL, OPT_FROM_START },
+		{ "no-stop", no_argument, NULL, OPT_NO_STOP },
+		{ "no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW_FORKS },
 		{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
+	uint64_t duration_ns;
 	uint32_t mode;
 	char *end;
 	int c;
@@ -194,8 +257,7 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:o:p:qv", options, NULL)) != -1) {
 		if (c == ':') {
-			log__error("option '%s' needs a value", argv[optind - 1]);
-			fputs(usage, stderr);
+			usage_error(command, "option '%s' needs a value", argv[optind - 1]);
 			return -EINVAL;
 		}
 		if (optarg && option_value_refused(argv, optind, optarg))
@@ -217,13 +279,13 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 		case OPT_DURATION:
 			if (!attach)
 				goto bad_option;
-			errno = 0;
-			cli->duration_s = strtod(optarg, &end);
-			if (errno || *end || !(cli->duration_s > 0)) {
-				log__error("bad duration '%s': expected a positive number of seconds",
-					   optarg);
+			if (kh_parse_duration_ns(optarg, KH_DURATION_MIN_NS, KH_DURATION_MAX_NS,
+						 &duration_ns)) {
+				log__error("bad duration '%s': expected a duration, 1ms to 1000h "
+					   "(5s, 100ms, 1m, or 5 for five seconds)", optarg);
 				return -EINVAL;
 			}
+			cli->duration_s = (double)duration_ns / 1e9;
 			break;
 		case OPT_IDENTITY:
 			if (parse_identity(cli, optarg))
@@ -262,8 +324,8 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 		case OPT_INTERVAL:
 			if (kh_parse_duration_ns(optarg, KH_INTERVAL_MIN_NS, KH_INTERVAL_MAX_NS,
 						 &cli->interval_ns)) {
-				log__error("bad interval '%s': expected a duration with its unit, "
-					   "10ms to 1h (100ms, 1s, 2.5s)", optarg);
+				log__error("bad interval '%s': expected a duration, 10ms to 1h "
+					   "(100ms, 1s, 2.5s, or 2 for two seconds)", optarg);
 				return -EINVAL;
 			}
 			break;
@@ -279,6 +341,16 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 			if (!attach)
 				goto bad_option;
 			cli->from_start = true;
+			break;
+		case OPT_NO_STOP:
+			if (!attach)
+				goto bad_option;
+			cli->no_stop = true;
+			break;
+		case OPT_NO_FOLLOW_FORKS:
+			if (attach)
+				goto bad_option;
+			cli->no_follow_forks = true;
 			break;
 		case OPT_FOLLOW_FORKS:
 			if (attach)
@@ -304,6 +376,10 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 		log__error("--serve cannot be used with --repeat (each run is its own process)");
 		return -EINVAL;
 	}
+	if (cli->follow_forks && cli->no_follow_forks) {
+		log__error("--follow-forks and --no-follow-forks contradict each other");
+		return -EINVAL;
+	}
 	if (cli->repeat && cli->follow_forks) {
 		log__error("--follow-forks cannot be used with --repeat (a run's records would "
 			   "not be one file)");
@@ -318,26 +394,88 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 		log__error("attach takes -p PID or --exe PATH, not both");
 		return -EINVAL;
 	}
-	if (cli->from_start && !cli->exe) {
-		log__error("--from-start needs --exe");
+	if ((cli->from_start || cli->no_stop) && !cli->exe) {
+		log__error("%s needs --exe", cli->from_start ? "--from-start" : "--no-stop");
+		return -EINVAL;
+	}
+	if (cli->from_start && cli->no_stop) {
+		log__error("--from-start and --no-stop contradict each other");
 		return -EINVAL;
 	}
 	if (attach && ((cli->pid == 0 && !cli->exe) || optind != argc)) {
-		log__error(optind == argc ? "attach needs -p PID or --exe PATH"
-					  : "unexpected argument '%s'", argv[optind]);
-		fputs(usage, stderr);
+		if (optind == argc)
+			usage_error(command, "attach needs -p PID or --exe PATH");
+		else
+			usage_error(command, "unexpected argument '%s'", argv[optind]);
 		return -EINVAL;
 	}
 	if (!attach && optind >= argc) {
-		log__error("record needs a command to run after '--'");
-		fputs(usage, stderr);
+		usage_error(command, "record needs a command to run after '--'");
 		return -EINVAL;
 	}
 	return 0;
 bad_option:
-	log__error("unknown option '%s'", argv[optind - 1]);
-	fputs(usage, stderr);
+	usage_error(command, "unknown option '%s'", argv[optind - 1]);
 	return -EINVAL;
+}
+
+void choose_follow_for(const char *path, struct trace_cli *cli)
+{
+	struct usdt_note_list notes;
+	bool probes = false;
+	char pattern[PATH_MAX];
+
+	if (cli->follow_forks || cli->no_follow_forks || cli->repeat)
+		return;
+	/* A script is no ELF file: it has no probes either. */
+	if (usdt_notes__read(path, &notes) == 0) {
+		for (size_t i = 0; i < notes.count && !probes; i++)
+			probes = strcmp(notes.notes[i].provider, "keyhog") == 0;
+		usdt_notes__free(&notes);
+	}
+	if (probes)
+		return;
+	/*
+	 * A wrapper (sh -c, make, a test runner) runs the instrumented
+	 * program in a child: follow them, as perf follows children, so that
+	 * the common CI case is recorded without a flag.  A scanner with
+	 * probes of its own keeps to its own process: its children are
+	 * rarely instrumented, and each followed one costs a tracer.
+	 */
+	cli->follow_forks = cli->follow_chosen = true;
+	path_with_tag(cli->output ? cli->output : KH_DEFAULT_RECORD, ".PID", pattern,
+		      sizeof(pattern));
+	log__note("'%s' has no keyhog probes: following the processes it starts, each "
+		  "instrumented one recorded as '%s' (--no-follow-forks: not)", path, pattern);
+}
+
+void choose_mode_for(const char *path, struct trace_cli *cli)
+{
+	struct usdt_note_list notes;
+	bool spans, batch;
+
+	if (usdt_notes__read(path, &notes) != 0)
+		return; /* attaching reads it again and says what is wrong */
+	spans = usdt_notes__has(&notes, "keyhog", "span") ||
+		usdt_notes__has(&notes, "keyhog", "span_enter");
+	batch = usdt_notes__has(&notes, "keyhog", "batch");
+	usdt_notes__free(&notes);
+	/*
+	 * A program that fires the probes by hand (<sys/sdt.h>, another
+	 * language) has span probes but no header buffer to batch from: in
+	 * batch mode it would be recorded without a single span.
+	 */
+	if (!spans || batch || cli->mode != KH_MODE_BATCH)
+		return;
+	if (cli->mode_is_default) {
+		log__note("'%s' has span probes but no batch probe (not built with "
+			  "keyhog_profile.h): tracing in span mode", path);
+		cli->mode = KH_MODE_SPAN;
+		cli->mode_is_default = false;
+		return;
+	}
+	log__warn("'%s' has span probes but no batch probe (not built with keyhog_profile.h): "
+		  "--mode batch sees none of its spans (--mode span or pair does)", path);
 }
 
 /* The live line of --interval, so that a long trace is not silent until its end. */
@@ -357,6 +495,7 @@ void trace_options_from(const struct trace_cli *cli, const char *output,
 			struct output_state *out, struct trace_options *opts)
 {
 	out->path = output;
+	out->keep_old = output && cli->default_output && output == cli->output;
 	out->quiet = cli->quiet;
 	opts->mode = cli->mode;
 	opts->mode_is_default = cli->mode_is_default;
@@ -468,6 +607,17 @@ void loop__close(struct event_loop *loop, const sigset_t *old)
 	sigprocmask(SIG_SETMASK, old, NULL);
 }
 
+bool signal_reached_group(int signo, int code)
+{
+	/*
+	 * Ctrl-C: the terminal sent SIGINT to the whole foreground group, the
+	 * command included (the kernel's SI_KERNEL).  Sent to khprof alone
+	 * (kill, SI_USER), it is passed on like SIGTERM, as perf record ends
+	 * its workload: the command decides, and its end ends the trace.
+	 */
+	return signo == SIGINT && code == SI_KERNEL;
+}
+
 enum loop_end loop__run(struct event_loop *loop, struct tracer *t, pid_t forward_to,
 			uint64_t deadline_ns)
 {
@@ -504,8 +654,7 @@ enum loop_end loop__run(struct event_loop *loop, struct tracer *t, pid_t forward
 					continue;
 				if (!forward_to)
 					return LOOP_SIGNALLED;
-				/* The terminal already sent SIGINT to the whole group. */
-				if (si.ssi_signo != SIGINT)
+				if (!signal_reached_group(si.ssi_signo, (int)si.ssi_code))
 					kill(forward_to, si.ssi_signo);
 				continue;
 			}

@@ -34,8 +34,12 @@ struct trace_cli {
 	uint64_t interval_ns; /* --interval; 0: no series */
 	const char *serve; /* --serve ADDR:PORT, or NULL */
 	const char *exe;   /* attach --exe PATH, or NULL */
-	bool from_start;   /* attach --exe --from-start */
-	bool follow_forks; /* record --follow-forks (follow.h) */
+	bool from_start;   /* attach --exe --from-start (the default) */
+	bool no_stop;      /* attach --exe --no-stop: new processes are not stopped */
+	bool follow_forks; /* record --follow-forks (follow.h), or chosen for a wrapper */
+	bool follow_chosen; /* follow_forks set because COMMAND has no probes */
+	bool no_follow_forks; /* record --no-follow-forks */
+	bool default_output; /* no -o: output is KH_DEFAULT_RECORD */
 	int first_arg;
 };
 
@@ -43,6 +47,7 @@ struct live_metrics;
 
 struct output_state {
 	const char *path;
+	bool keep_old;   /* the default file: the previous one becomes PATH.old */
 	bool quiet;
 	size_t records;
 	bool write_failed;
@@ -56,8 +61,28 @@ void record_path(const char *path, size_t n, char *out, size_t len);
 /* PATH with tag (".4242") before its extension, or at its end. */
 void path_with_tag(const char *path, const char *tag, char *out, size_t len);
 
-/* Parses record's (attach false) or attach's options; usage on a mistake. */
-int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trace_cli *cli);
+/*
+ * cli->output, or KH_DEFAULT_RECORD without -o, must be writable before
+ * anything runs: 0, or -1 after one line saying why (exit code 2).
+ */
+int output__prepare(struct trace_cli *cli);
+
+/* Parses record's (attach false) or attach's options; one line on a mistake. */
+int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli);
+
+/*
+ * Without --follow-forks or --no-follow-forks, and not with --repeat: a
+ * COMMAND without keyhog probes (a shell, make, a script) has the
+ * processes it starts followed, with a note (docs/PROBES.md).
+ */
+void choose_follow_for(const char *path, struct trace_cli *cli);
+
+/*
+ * The default batch mode turns to span mode for an executable with span
+ * probes and no batch probe (a <sys/sdt.h> program: docs/PROBES.md), with
+ * a note; an explicit --mode batch gets a warning instead.
+ */
+void choose_mode_for(const char *path, struct trace_cli *cli);
 
 /* Records go to out, written to output (NULL: not written). */
 void trace_options_from(const struct trace_cli *cli, const char *output,
@@ -84,6 +109,12 @@ struct event_loop {
  * that is not one).
  */
 int serve_open(const struct trace_cli *cli, struct output_state *out, struct event_loop *loop);
+
+/*
+ * Whether a stop signal (code: its si_code) already reached the traced
+ * command with khprof: SIGINT from the terminal.  Any other is forwarded.
+ */
+bool signal_reached_group(int signo, int code);
 
 /* Watches pid, the stop signals (blocked; old mask in *old) and t's events. */
 int loop__open(struct event_loop *loop, struct tracer *t, pid_t pid, sigset_t *old);

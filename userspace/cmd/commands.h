@@ -14,6 +14,21 @@ int cmd_probes(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_features(int argc, char **argv);
 
+/*
+ * Where record and attach -p write without -o, and what report reads
+ * without a PATH, as perf's perf.data: in the working directory; record
+ * keeps the previous one as khprof.json.old.
+ */
+#define KH_DEFAULT_RECORD "khprof.json"
+
+/*
+ * A bad command line, as git and perf say it: one line, the mistake and a
+ * pointer to the command's --help ("khprof: unknown option '--bogus' (see
+ * 'khprof report --help')"), not the whole help.  Returns 2.
+ */
+int usage_error(const char *command, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* Whether argv holds -h or --help before any "--". */
 int wants_help(int argc, char **argv);
 

@@ -69,6 +69,11 @@ bool follow__write_failed(const struct follow *f)
 	return f->set.write_failed;
 }
 
+size_t follow__records(const struct follow *f)
+{
+	return f->set.records;
+}
+
 void follow__set_calibration(struct follow *f, struct tracer *first)
 {
 	tracer__calibration(first, &f->calibration);

@@ -38,6 +38,8 @@ void follow__service(struct follow *f);
 void follow__wait(struct follow *f, int signal_fd);
 /* Whether any followed process's record could not be written. */
 bool follow__write_failed(const struct follow *f);
+/* Records written for the followed processes that have ended. */
+size_t follow__records(const struct follow *f);
 void follow__close(struct follow *f);
 
 #endif

@@ -81,6 +81,58 @@ static const struct command *find_command(const char *name)
 	return NULL;
 }
 
+/* Levenshtein distance of two short words (command names); 99 past 31 bytes. */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), row[32];
+
+	if (la >= 32 || lb >= 32)
+		return 99;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+
+			best = up + 1 < best ? up + 1 : best;
+			best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[lb];
+}
+
+/*
+ * Not a command: one line, with the nearest command as git says it ("did
+ * you mean"), when one is within two edits or starts with what was typed.
+ */
+static int unknown_command(const char *name)
+{
+	const struct command *near = NULL;
+	size_t best = 3;
+
+	for (size_t i = 0; i < COMMAND_COUNT; i++) {
+		size_t d = edit_distance(name, commands[i].name);
+
+		if (strlen(name) >= 2 && !strncmp(commands[i].name, name, strlen(name)))
+			d = 1;
+		if (d < best) {
+			best = d;
+			near = &commands[i];
+		}
+	}
+	if (near)
+		log__error("'%s' is not a khprof command; did you mean '%s'? (see 'khprof "
+			   "--help')", name, near->name);
+	else
+		log__error("'%s' is not a khprof command (see 'khprof --help')", name);
+	return KHPROF_EXIT_USAGE;
+}
+
 /* khprof help [COMMAND]: as git and perf, the command's --help. */
 static int run_help(int argc, char **argv)
 {
@@ -96,10 +148,8 @@ static int run_help(int argc, char **argv)
 		return KHPROF_EXIT_USAGE;
 	}
 	cmd = find_command(argv[1]);
-	if (!cmd) {
-		log__error("'%s' is not a khprof command (see 'khprof --help')", argv[1]);
-		return KHPROF_EXIT_USAGE;
-	}
+	if (!cmd)
+		return unknown_command(argv[1]);
 	help_argv[0] = argv[1];
 	return cmd->run(2, help_argv);
 }
@@ -135,8 +185,7 @@ int main(int argc, char **argv)
 			print_version();
 			return KHPROF_EXIT_OK;
 		} else {
-			log__error("unknown option '%s'", argv[first]);
-			usage(stderr);
+			log__error("unknown option '%s' (see 'khprof --help')", argv[first]);
 			return KHPROF_EXIT_USAGE;
 		}
 		first++;
@@ -146,10 +195,8 @@ int main(int argc, char **argv)
 		return KHPROF_EXIT_USAGE;
 	}
 	cmd = find_command(argv[first]);
-	if (!cmd) {
-		log__error("'%s' is not a khprof command (see 'khprof --help')", argv[first]);
-		return KHPROF_EXIT_USAGE;
-	}
+	if (!cmd)
+		return unknown_command(argv[first]);
 	privileges__give_files_to_sudo_user();
 	if (!cmd->run)
 		return run_help(argc - first, argv + first);

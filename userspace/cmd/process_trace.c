@@ -92,6 +92,8 @@ void process_set__end(struct process_set *s, struct process_trace *p, bool exite
 	tracer__finish(p->tracer, exited ? 1 : -1);
 	if (p->out.write_failed)
 		s->write_failed = true;
+	if (p->out.path)
+		s->records += p->out.records;
 	live_metrics__remove_tracer(s->metrics, p->tracer);
 	epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, tracer__epoll_fd(p->tracer), NULL);
 	epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, p->pid_fd, NULL);

@@ -34,6 +34,7 @@ struct process_set {
 	struct live_metrics *metrics; /* --serve, or NULL */
 	struct process_trace *list;
 	bool write_failed;            /* some process's record could not be written */
+	size_t records;               /* records of the processes that ended */
 };
 
 /* A process_trace whose tracer is yet to be opened (pid_fd -1). */

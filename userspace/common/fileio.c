@@ -171,6 +171,45 @@ out:
 	return err;
 }
 
+int file__check_writable(const char *path)
+{
+	char *dir, *base, *temp = NULL;
+	size_t temp_size;
+	struct stat st;
+	int fd, err;
+
+	if (!path || !*path)
+		return -EINVAL;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return -EISDIR;
+	err = path__split(path, &dir, &base);
+	if (err)
+		return err;
+	temp_size = strlen(dir) + strlen(base) + 64;
+	temp = malloc(temp_size);
+	if (!temp) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/*
+	 * What file__write_atomic will do, done now: a real temporary file is
+	 * the one test that sees a missing or read-only directory, a read-only
+	 * mount and permissions (access(2) answers yes to root everywhere).
+	 */
+	fd = temp__create(dir, base, temp, temp_size);
+	if (fd < 0) {
+		err = fd;
+		goto out;
+	}
+	close(fd);
+	unlink(temp);
+out:
+	free(temp);
+	free(dir);
+	free(base);
+	return err;
+}
+
 /* Reads at most FILE_READ_MAX + 1 bytes: one more than allowed proves too big. */
 static int read_fd(int fd, char **out, size_t *len)
 {

@@ -20,6 +20,13 @@
  * temporary file is left behind.
  */
 int file__write_atomic(const char *path, const void *data, size_t len);
+/*
+ * Whether file__write_atomic(path) could write now: a temporary file is
+ * created in path's directory and removed.  0, -EISDIR when path is a
+ * directory, or the -errno of the create (-ENOENT: the directory is
+ * missing, -ENOTDIR, -EACCES, -EROFS).
+ */
+int file__check_writable(const char *path);
 /* write(2) until all of len is written, through EINTR; 0 or -errno. */
 int fd__write_all(int fd, const void *data, size_t len);
 

@@ -78,8 +78,95 @@ mod sites {
         ".size kh_current_state, 4",
         "kh_current_state: .4byte 8",
         ".popsection",
+        // The open session's identity for a tracer that attaches later
+        // (the header's `struct kh_identity_table`, 2,576 bytes): weak with
+        // default visibility, one per process.
+        ".pushsection .bss.kh_identity_table, \"aw\", @nobits",
+        ".balign 8",
+        ".weak kh_identity_table",
+        ".type kh_identity_table, @object",
+        ".size kh_identity_table, 2576",
+        "kh_identity_table: .zero 2576",
+        ".popsection",
         options(att_syntax)
     );
+
+    /// The address of `kh_identity_table`, through the GOT as the symbol
+    /// has default visibility (a C module's copy wins).
+    fn identity_table() -> *mut u8 {
+        let address: *mut u8;
+        // SAFETY: only takes the symbol's address.
+        unsafe {
+            core::arch::asm!(
+                "movq kh_identity_table@GOTPCREL(%rip), {0}",
+                out(reg) address,
+                options(att_syntax, nostack, preserves_flags, pure, nomem)
+            );
+        }
+        address
+    }
+
+    /// Bumps the table's generation: odd while an entry is being written.
+    ///
+    /// SAFETY: table is kh_identity_table.
+    unsafe fn bump_generation(table: *mut u8) {
+        let generation = table.add(super::IDENTITY_GENERATION) as *mut u64;
+        let next = core::ptr::read_volatile(generation).wrapping_add(1);
+        core::sync::atomic::fence(core::sync::atomic::Ordering::Release);
+        core::ptr::write_volatile(generation, next);
+        core::sync::atomic::fence(core::sync::atomic::Ordering::Release);
+    }
+
+    /// Empties the table at a session's start, as the header does.
+    pub(crate) fn clear_identity() {
+        let table = identity_table();
+        // SAFETY: the table is the 2,576 bytes defined above (or a C
+        // module's identical one); session events come from one thread.
+        unsafe {
+            bump_generation(table);
+            core::ptr::write_volatile(table.add(super::IDENTITY_COUNT) as *mut u32, 0);
+            bump_generation(table);
+        }
+    }
+
+    /// Keeps key = value (both NUL-free, key with its NUL) in the table:
+    /// the latest value of a key in its entry, 16 keys at most.
+    pub(crate) fn keep_identity(key: &[u8], value: &[u8]) {
+        use super::{IDENTITY_ENTRY, IDENTITY_KEY, IDENTITY_SLOTS, IDENTITY_VALUE};
+        let table = identity_table();
+        let key = key.split(|&b| b == 0).next().unwrap_or(&[]);
+        if key.len() >= IDENTITY_KEY || value.len() >= IDENTITY_VALUE {
+            return; // longer than the tracer reads from the probe, too
+        }
+        // SAFETY: as in clear_identity; every offset is inside the table.
+        unsafe {
+            let count_at = table.add(super::IDENTITY_COUNT) as *mut u32;
+            let count = (core::ptr::read_volatile(count_at) as usize).min(IDENTITY_SLOTS);
+            let entries = table.add(super::IDENTITY_ENTRIES);
+            let mut slot = 0;
+            while slot < count {
+                let stored = core::slice::from_raw_parts(entries.add(slot * IDENTITY_ENTRY),
+                                                         IDENTITY_KEY);
+                if stored.split(|&b| b == 0).next() == Some(key) {
+                    break;
+                }
+                slot += 1;
+            }
+            if slot >= IDENTITY_SLOTS {
+                return;
+            }
+            let entry = entries.add(slot * IDENTITY_ENTRY);
+            bump_generation(table);
+            core::ptr::write_bytes(entry, 0, IDENTITY_ENTRY);
+            core::ptr::copy_nonoverlapping(key.as_ptr(), entry, key.len());
+            core::ptr::copy_nonoverlapping(value.as_ptr(), entry.add(IDENTITY_KEY), value.len());
+            if slot == count {
+                core::ptr::write_volatile(count_at, (slot + 1) as u32);
+            }
+            core::ptr::write_volatile(table as *mut u32, super::IDENTITY_TABLE_VERSION);
+            bump_generation(table);
+        }
+    }
 
     /// Sets `kh_current_state` (probe ABI 3).  Through the GOT, as the
     /// symbol has default visibility; a plain store, like the header's to
@@ -280,11 +367,13 @@ mod sites {
     pub(crate) fn current_state() -> u32 {
         super::STATE_COUNT
     }
+    pub(crate) fn clear_identity() {}
+    pub(crate) fn keep_identity(_key: &[u8], _value: &[u8]) {}
 }
 
 pub(crate) use sites::{
-    clock_site, current_state, monotonic_requested, next_session_sequence, now_ns,
-    peek_session_sequence, semaphores, set_current_state, tsc,
+    clear_identity, clock_site, current_state, keep_identity, monotonic_requested,
+    next_session_sequence, now_ns, peek_session_sequence, semaphores, set_current_state, tsc,
 };
 
 /// The start of a batched span: the TSC (~11 ns here), or CLOCK_MONOTONIC
@@ -298,6 +387,18 @@ pub(crate) fn batch_start() -> u64 {
         tsc()
     }
 }
+
+// `struct kh_identity_table` (keyhog_profile.h): version u32, count u32,
+// generation u64, then 16 entries of a 32-byte key and a 128-byte value.
+const IDENTITY_TABLE_VERSION: u32 = 1;
+const IDENTITY_COUNT: usize = 4;
+const IDENTITY_GENERATION: usize = 8;
+const IDENTITY_ENTRIES: usize = 16;
+const IDENTITY_SLOTS: usize = 16;
+const IDENTITY_KEY: usize = 32;
+const IDENTITY_VALUE: usize = 128;
+const IDENTITY_ENTRY: usize = IDENTITY_KEY + IDENTITY_VALUE;
+const _: () = assert!(IDENTITY_ENTRIES + IDENTITY_SLOTS * IDENTITY_ENTRY == 2576);
 
 /// `kh_current_state` while no session is open (`KH_STATE_COUNT`).
 pub(crate) const STATE_COUNT: u32 = 8;

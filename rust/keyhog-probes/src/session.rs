@@ -196,6 +196,7 @@ fn fire_session_start() -> u64 {
     // As the header: a C session of the process already open keeps its state.
     if probes::current_state() == probes::STATE_COUNT {
         probes::set_current_state(RunState::Created as u32);
+        probes::clear_identity();
     }
     site::session_start(sequence, probes::ABI_VERSION);
     sequence
@@ -220,6 +221,8 @@ fn fire_identity(key: &'static [u8], value: &str) {
     // A value with a NUL is cut there, as C would read it.
     let value = CString::new(value.split('\0').next().unwrap_or("")).unwrap_or_default();
     site::identity(key.as_ptr() as u64, value.as_ptr() as u64);
+    // For a tracer that attaches later (docs/PROBES.md, kh_identity_table).
+    probes::keep_identity(key, value.as_bytes());
 }
 
 impl Session {
