@@ -275,9 +275,48 @@ static void test_fallbacks_record_exactly(void **state)
 	unsetenv("KHPROF_DISABLE_FEATURES");
 }
 
+/*
+ * Below khprof's floor (Debian 11's 5.10: no bpf_loop, task storage or BPF
+ * cookies) a record is refused in one line that names the missing feature
+ * and the kernel khprof needs, exit 1; from the floor on, khprof features
+ * says the kernel is fine.  The kernel matrix runs only this test there.
+ */
+static void test_kernel_below_floor_refused(void **state)
+{
+	char out[PATH_MAX];
+	char *features[] = { khprof, "features", NULL };
+	char *argv[] = { khprof, "record", "-o", out, "--", WORKLOAD, "nested", "1", NULL };
+	struct kh_features f;
+	struct run_result r;
+	const char *line;
+
+	(void)state;
+	features__probe(&f, false, 0);
+	r = run_here(features);
+	if (features__floor_missing(&f) == KH_FEAT_COUNT) {
+		assert_int_equal(r.exit_code, 0);
+		run_result_free(&r);
+		return;
+	}
+	assert_int_equal(r.exit_code, 1);
+	run_result_free(&r);
+	path_in(out, sizeof(out), tmpdir, "below-floor.json");
+	r = run_here(argv);
+	assert_int_equal(r.exit_code, 1);
+	line = strstr(r.err, "khprof: kernel ");
+	assert_non_null(line);
+	assert_non_null(strstr(line, features__name(features__floor_missing(&f))));
+	assert_non_null(strstr(line, "khprof needs Linux 6.1 or later"));
+	/* Nothing else failed: the one error line is the only one. */
+	assert_null(strstr(line + 1, "\nkhprof: "));
+	assert_int_equal(access(out, F_OK), -1);
+	run_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_kernel_below_floor_refused),
 		cmocka_unit_test(test_programs_fit_512_bytes_of_stack),
 		cmocka_unit_test(test_features_command_names_every_feature),
 		cmocka_unit_test(test_fallbacks_record_exactly),

@@ -52,7 +52,13 @@ echo "kmatrix: $(cut -d' ' -f1 /proc/uptime)s: facts done" >/dev/console
 cd /repo
 # How many test runs the host must see end: a guest that stops early, or a
 # plan that lost lines, cannot pass for a clean run.
-fact planned "$(grep -c -v -e '^#' -e '^[[:space:]]*$' /kh/plan)"
+plan=/kh/plan
+# Below khprof's floor (5.10) nothing loads: only the test that says so, in one line.
+if ! /repo/build/khprof features >/dev/null 2>&1; then
+	echo "test_kernels test_kernel_below_floor_refused" >/tmp/plan
+	plan=/tmp/plan
+fi
+fact planned "$(grep -c -v -e '^#' -e '^[[:space:]]*$' "$plan")"
 export CI=true KHPROF_CACHE_DIR=/repo/build/tests/khprof-cache
 # run.sh --shell boots with kh.shell: no modes, no tests, a shell.
 if grep -q 'kh\.shell' /proc/cmdline; then
@@ -94,7 +100,7 @@ while read -r bin pattern; do
 	rc=$?
 	# A newline first: the output may end without one.
 	printf "\n@@ end %s %s %s\n" "$bin" "$pattern" "$rc" >&3
-done </kh/plan
+done <"$plan"
 echo "kmatrix: $(cut -d' ' -f1 /proc/uptime)s: done" >/dev/console
 echo "@@ done" >&3
 sync
