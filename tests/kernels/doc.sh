@@ -60,7 +60,9 @@ panics is booted once more (\`console.2.log\`). Only a full run rewrites
 this file.
 
 Last full run: $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'),
-QEMU with ${accel:-?}, 2 vCPUs, 2 GiB; the whole matrix took ${secs} s.
+QEMU with ${accel:-?}, 2 vCPUs, 2 GiB, $(cat build/kernels/run/jobs 2>/dev/null || echo 2) guests at a time; the whole matrix took
+${secs} s, on a host with $(nproc) CPUs at load $(cat build/kernels/run/load 2>/dev/null || echo '?') when it began (a guest's
+times grow with the host's load).
 
 ## Results
 
@@ -157,25 +159,28 @@ cat <<'EOF'
 
 Booted under TCG with a host thread per vCPU (`-accel tcg,thread=multi`,
 QEMU's default for an x86 guest on x86), 7.3.4 oopsed with `Oops: int3`
-in kernel code in 3 of 4 boots of the subset here (2 of 6 in the runs
-issue 23 describes): twice at `mm_trace_rss_stat+0xa`, once at
-`ttwu_do_activate+0x93` on both vCPUs at the same instant, in a kworker
-freeing a BPF map and in khprof writing to a pipe. Each time the int3 sits
-on the jump of a tracepoint's static key, `rss_stat` or `sched_wakeup`, two
-of the tracepoints khprof's programs attach to, and the bytes shown there
-are already the new instruction: the kernel patches a key with an int3
+in kernel code in each of 5 boots of the subset here (2 of 6 in the runs
+issue 23 describes), 1 to 4 minutes in: three times at
+`mm_trace_rss_stat+0xa` (in a page fault of a process khprof had just
+forked), twice at `ttwu_do_activate+0x93` (once on both vCPUs at the same
+instant, in a kworker freeing a BPF map and in khprof writing to a pipe;
+once in `rcu_preempt`). Each time the int3 sits on the jump of a
+tracepoint's static key, `rss_stat` or `sched_wakeup`, two of the
+tracepoints khprof's programs attach to, and the bytes shown there are
+already the new instruction: the kernel patches a key with an int3
 first, then the new bytes, then a sync of every CPU, and had finished,
 yet a vCPU still ran the int3. On a real CPU the sync makes that
 impossible (and neither vCPU of the double oops was patching); a
 multi-threaded TCG vCPU can still run code it translated before another
 vCPU's write. With one TCG thread for both vCPUs, the matrix's default
-since, no boot has oopsed (the boots above, and two earlier boots of the subset
-on 7.3.4). khprof's part is that it flips those keys, as any tracer
-attaching to the tracepoints does. 8,000 flips of the same two keys
-through tracefs without khprof (two multi-threaded boots) did not oops,
-so the cause is likely, not proven: a boot under KVM would settle it
+since, no boot has oopsed (the boots above, and three earlier boots of
+the subset on 7.3.4). khprof's part is that it flips those keys, as any
+tracer attaching to the tracepoints does. 8,000 flips of the same two
+keys through tracefs without khprof (two multi-threaded boots, exec
+loops on the other vCPU) did not oops, so the cause is likely, not
+proven: a boot under KVM would settle it
 (`tests/kernels/run.sh --kernel backports --accel tcg,thread=multi`
-repeats the experiment).
+repeats the experiment; the retried boot is reported as such).
 
 One boot of 5.10 panicked before init, "IO-APIC + timer doesn't work":
 the check of the timer interrupt at boot has a window that a TCG guest

@@ -296,6 +296,8 @@ summary=$run/summary
 : >"$summary"
 : >"$run/kernels"
 matrix_start=$(date +%s)
+cut -d' ' -f1 /proc/loadavg >"$run/load"
+echo "$jobs" >"$run/jobs"
 for k in $kernels; do
 	kver=$(resolve "$k") || kver=""
 	if [ -z "$kver" ]; then
