@@ -299,7 +299,8 @@ static void report_features(const struct tracer *t)
 {
 	static bool said;
 
-	if (said)
+	/* -q: the record still names them (kernel.degraded). */
+	if (said || t->opts.quiet)
 		return;
 	said = true;
 	for (int i = 0; i < KH_FEAT_COUNT; i++) {

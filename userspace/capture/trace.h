@@ -40,7 +40,7 @@ struct trace_options {
 	enum kh_trace_mode mode;
 	/* Nobody asked for the mode (the default, batch). */
 	bool mode_is_default;
-	/* -q: no note about the span clock (span_clock.h) either. */
+	/* -q: no note about the span clock (span_clock.h) or the kernel's missing features. */
 	bool quiet;
 	/*
 	 * Stop the process whenever the dynamic loader maps objects so their
