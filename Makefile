@@ -26,14 +26,14 @@ INC_CAPTURE  := $(INC_ANALYSIS) -Iusdt -Iuserspace/capture -I$(BUILD)
 INC_ALL      := $(INC_CAPTURE) -Iuserspace/cmd
 CPPFLAGS   := -MMD -MP -D_GNU_SOURCE
 USER_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 $(CPPFLAGS)
-NOBPF_LIBS := -lelf -lz -lcjson -lm -pthread
+NOBPF_LIBS := -ldw -lelf -lz -lcjson -lm -pthread
 LIBS       := -lbpf -lcap $(NOBPF_LIBS)
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
               -I/usr/include/$(MULTIARCH) -Wall -Werror
 
 # Debian packages the build, the tests, the demo and the benchmarks use.
 PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev libcap-dev \
-            libcmocka-dev libpcre2-dev libpng-dev pkg-config make gcc
+            libcmocka-dev libpcre2-dev libpng-dev libdw-dev pkg-config make gcc
 # What make test needs besides the build: the browser the HTML reports are
 # opened in (tests/integration/test_html.c), and the Prometheus server and
 # promtool the OpenMetrics exposition is checked with
@@ -102,6 +102,14 @@ $(BUILD)/bpf/khprof.bpf.o: bpf/khprof.bpf.c | $(DEPS_STAMP)
 $(BUILD)/khprof.skel.h: $(BUILD)/bpf/khprof.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
+# The stack sampler (--sample): an object of its own, loaded only when asked.
+$(BUILD)/bpf/sample.bpf.o: bpf/sample.bpf.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/sample.skel.h: $(BUILD)/bpf/sample.bpf.o
+	$(BPFTOOL) gen skeleton $< name sample_bpf > $@.tmp && mv $@.tmp $@
+
 $(BUILD)/userspace/common/%.o: userspace/common/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(INC_COMMON) -c $< -o $@
@@ -128,7 +136,7 @@ $(BUILD)/khprof_object_id.h: $(BUILD)/bpf/khprof.bpf.o
 	printf '#define KH_BPF_OBJECT_ID "%s"\n' "$$(sha256sum $< | cut -c1-16)" > $@.tmp && mv $@.tmp $@
 
 # Modules that include the skeleton must wait for it.
-$(CAPTURE_BPF_OBJS): $(BUILD)/khprof.skel.h $(BUILD)/khprof_object_id.h
+$(CAPTURE_BPF_OBJS): $(BUILD)/khprof.skel.h $(BUILD)/sample.skel.h $(BUILD)/khprof_object_id.h
 
 $(BUILD)/khprof: $(KHPROF_OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS)
@@ -194,6 +202,9 @@ $(BUILD)/workloads/libkhplugin.so: $(BUILD)/workloads/libkhwork.so
 $(BUILD)/workloads/%: tests/workloads/%.c include/keyhog_profile.h $(BUILD)/workloads/libkhwork.so $(BUILD)/workloads/libkhplugin.so | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARNINGS) -Iinclude -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -ldl -lkhwork
+
+# The stack sampler's workload unwinds by frame pointers (tests/integration/test_stacks.c).
+$(BUILD)/workloads/stackwork: private CFLAGS += -fno-omit-frame-pointer
 
 all: $(WORKLOADS)
 

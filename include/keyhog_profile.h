@@ -79,7 +79,7 @@ enum kh_attribution {
 };
 
 /* Version of the probe ABI described in docs/PROBES.md. */
-#define KH_PROBE_ABI_VERSION 3
+#define KH_PROBE_ABI_VERSION 4
 /* Depth of the per-thread span stack kept in the traced program. */
 #define KH_USER_SPAN_DEPTH 32
 /* Completed spans buffered per thread in batch mode before one probe hands them over. */
@@ -355,37 +355,47 @@ __attribute__((unused)) static inline void kh__span_complete(uint32_t stage, uin
  * Span mode compares the start with the kernel's clock, so it gets
  * CLOCK_MONOTONIC; batch mode alone only needs lengths, so it gets the TSC.
  */
+/*
+ * Probe ABI 4: every traced span, scoped or not, is on the thread's stack
+ * from its enter to its exit, and a thread registers its state at its first
+ * traced span in every mode, so that a sampler reading the stack (`khprof
+ * --sample`) finds the innermost open stage without a kernel entry.  Only
+ * traced paths changed: the untraced site is the same load and branch.
+ */
 __attribute__((noinline, cold, unused)) static uint64_t kh__span_start(uint32_t stage)
 {
+	struct kh_thread_state *t = &kh_thread_state;
+	uint64_t start_ns;
+
+	if (KH__UNLIKELY(!t->batch_registered))
+		kh__batch_register(t);
 	if (keyhog_semaphores.s.span) {
 		KH__PROBE1(KH__NOP_HOT, "span_enter", KH__SEMA_SPAN, stage);
-		return kh__now_ns();
+		start_ns = kh__now_ns();
+	} else {
+		start_ns = kh__tsc();
 	}
-	return kh__tsc();
-}
-
-__attribute__((noinline, cold, unused)) static void kh__span_enter_slow(uint32_t stage)
-{
-	struct kh_thread_state *t = &kh_thread_state;
-	uint64_t start_ns = kh__span_start(stage);
-
 	if (t->depth < KH_USER_SPAN_DEPTH) {
 		t->stage[t->depth] = stage;
 		t->start_ns[t->depth] = start_ns;
 	}
+	/* A sample taken in between sees the frame whole or not at all. */
+	__asm__ __volatile__("" ::: "memory");
 	t->depth++;
+	return start_ns;
 }
 
-__attribute__((noinline, cold, unused)) static void kh__span_exit_slow(uint32_t stage)
+/*
+ * Takes the innermost frame off the stack if it is stage's; returns its
+ * start, 0 if it is not.  A span entered before the tracer attached has no
+ * frame: its exit leaves the stack alone and reports start 0, which the
+ * tracer counts as unmatched instead of pairing it with an outer frame.
+ */
+__attribute__((unused)) static inline uint64_t kh__span_pop(uint32_t stage)
 {
 	struct kh_thread_state *t = &kh_thread_state;
 	uint64_t start_ns = 0;
 
-	/*
-	 * A span entered before the tracer attached has no frame: its exit
-	 * leaves the stack alone and reports start 0, which the tracer counts
-	 * as unmatched instead of pairing it with an outer frame.
-	 */
 	if (t->depth > 0) {
 		uint32_t top = t->depth - 1;
 
@@ -396,7 +406,17 @@ __attribute__((noinline, cold, unused)) static void kh__span_exit_slow(uint32_t 
 			t->depth--;
 		}
 	}
-	kh__span_complete(stage, start_ns);
+	return start_ns;
+}
+
+__attribute__((noinline, cold, unused)) static void kh__span_enter_slow(uint32_t stage)
+{
+	kh__span_start(stage);
+}
+
+__attribute__((noinline, cold, unused)) static void kh__span_exit_slow(uint32_t stage)
+{
+	kh__span_complete(stage, kh__span_pop(stage));
 }
 
 /* Scoped spans keep their start in a local; no per-thread stack needed. */
@@ -408,6 +428,7 @@ struct kh__scope {
 /* By value, so the scope never has to live in memory on the fast path. */
 __attribute__((noinline, cold, unused)) static void kh__scope_exit_slow(uint32_t stage, uint64_t start_ns)
 {
+	kh__span_pop(stage);
 	kh__span_complete(stage, start_ns);
 }
 

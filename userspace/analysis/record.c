@@ -255,6 +255,7 @@ void profile__free(struct kh_profile *p)
 	free(p->ext.process_end);
 	free(p->ext.attach_state);
 	kh_latency__free(&p->ext.latency);
+	kh_stacks__free(&p->ext.stacks);
 	memset(p, 0, sizeof(*p));
 }
 

@@ -15,6 +15,7 @@
 #ifndef KHPROF_RECORD_H
 #define KHPROF_RECORD_H
 
+#include "stacks.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -229,6 +230,7 @@ struct kh_profile_ext {
 	struct kh_opt_u64 observed_from_unix_ns;
 	char *attach_state;              /* a state name; NULL: not known */
 	struct kh_latency latency; /* per-stage distributions, off-CPU split (hist.h) */
+	struct kh_stacks stacks;   /* --sample: stacks tagged with their stage (stacks.h) */
 };
 
 /* RunProfile */

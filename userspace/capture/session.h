@@ -42,6 +42,12 @@ struct session_config {
 	 */
 	uint64_t observed_from_ns;
 	bool off_cpu;               /* context switches are watched (latency.c) */
+	/*
+	 * --sample: fills a record's stacks with the samples of its time
+	 * span, just before on_profile (the tracer's sampler); NULL: none.
+	 */
+	void (*fill_stacks)(struct kh_profile *p, uint64_t start_ns, uint64_t end_ns, void *ctx);
+	void *stacks_ctx;
 };
 
 /* How the traced process ended, once it has (sessions__process_ended). */

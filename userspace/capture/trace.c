@@ -18,6 +18,7 @@
 #include "khprof.skel.h"
 #include "latency.h"
 #include "log.h"
+#include "sampler.h"
 #include "slots.h"
 #include "tracer_impl.h"
 
@@ -60,6 +61,18 @@ static void take_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *tot
 			     t->sessions.cfg.span_bias_ns);
 	if (slot != KH_OUTSIDE_SLOT)
 		t->skel->bss->slot_busy[slot] = 0;
+}
+
+void tracer__fill_stacks(struct kh_profile *p, uint64_t start_ns, uint64_t end_ns, void *ctx)
+{
+	struct tracer *t = ctx;
+
+	if (!t->sampler)
+		return;
+	/* The samples up to the record's end may still wait in their ring. */
+	sampler__drain(t->sampler);
+	stack_store__fill(sampler__store(t->sampler), start_ns, end_ns,
+			  sampler__ring_full(t->sampler), &p->ext.stacks);
 }
 
 uint64_t tracer__next_sample_ns(const struct tracer *t)
@@ -213,6 +226,13 @@ int tracer__poll(struct tracer *t, int timeout_ms)
 			t->rb = NULL;
 			return err;
 		}
+		err = t->sampler ? sampler__add_ring(t->sampler, t->rb) : 0;
+		if (err) {
+			log__error("cannot open the sample ring buffer: %s", strerror(-err));
+			ring_buffer__free(t->rb);
+			t->rb = NULL;
+			return err;
+		}
 	}
 	return ring_buffer__poll(t->rb, timeout_ms);
 }
@@ -286,6 +306,7 @@ void tracer__detach(struct tracer *t)
 	}
 	if (t->rb)
 		ring_buffer__consume(t->rb);
+	sampler__detach(t->sampler);
 	t->detached = true;
 	t->detach_ns = detach_ns;
 	drain__detached(t, detach_ns);

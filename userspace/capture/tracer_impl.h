@@ -79,6 +79,7 @@ struct tracer {
 	struct warmer warmer;          /* until attached (opts.attach_at_once) */
 	struct btf_cache btf_cache;    /* CO-RE targets kept between runs (btf_cache.h) */
 	uint64_t open_ns;              /* tracer__open began: start-up phase times (-v) */
+	struct sampler *sampler;       /* --sample, or NULL (sampler.h) */
 };
 
 /* attach.c: all wanted keyhog sites of one file, in one uprobe-multi link. */
@@ -112,6 +113,8 @@ void drain__detached(struct tracer *t, uint64_t detach_ns);
 void live__unmap(struct tracer *t);
 /* calibrate.c: learns span cost and bias by tracing khprof itself. */
 int calibrate__run(struct tracer *t);
+/* trace.c: session_config.fill_stacks, from the sampler's store. */
+void tracer__fill_stacks(struct kh_profile *p, uint64_t start_ns, uint64_t end_ns, void *ctx);
 /* trace.c: one slot's totals over the CPUs; with reset, zeroed afterwards. */
 int tracer__read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum, bool reset);
 /*

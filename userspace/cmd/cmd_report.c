@@ -18,9 +18,10 @@
 #include "trace_event.h"
 #include "record.h"
 #include "spread.h"
+#include "stacks.h"
 
 static const char report_usage[] =
-	"usage: khprof report PATH [--format text|seed|json|html|perfetto]\n"
+	"usage: khprof report PATH [--format text|seed|json|html|perfetto|folded]\n"
 	"       khprof report DIR [--format text|html]\n"
 	"\n"
 	"Reads a keyhog-profile-v1 record and prints it: text is exactly the seed's\n"
@@ -29,8 +30,11 @@ static const char report_usage[] =
 	"byte comparisons); json is the record re-serialised; html is a\n"
 	"self-contained page (charts inline, nothing loaded from the network) to\n"
 	"open in a browser or print; perfetto is Chrome trace-event JSON for\n"
-	"ui.perfetto.dev or chrome://tracing (docs/REPORTS.md).  Notes (a profile\n"
-	"that started or ended mid-session, dropped counts) go to stderr.\n"
+	"ui.perfetto.dev or chrome://tracing (docs/REPORTS.md); folded is the stack\n"
+	"samples of a record made with --sample, one line per distinct stack,\n"
+	"'STAGE;outermost;...;innermost COUNT' ((no stage) outside every span), for\n"
+	"flamegraph.pl, inferno or speedscope.  Notes (a profile that started or\n"
+	"ended mid-session, dropped counts) go to stderr.\n"
 	"\n"
 	"DIR, a directory written by 'khprof record --repeat N -o DIR', prints the\n"
 	"table the series printed: how much its runs varied (median, min, max and\n"
@@ -47,8 +51,22 @@ static const char report_usage[] =
 	"   khprof report profile.json --format json\n"
 	"   khprof report profile.json --format html > report.html\n"
 	"   khprof report profile.json --format perfetto > run.json\n"
+	"   khprof report profile.json --format folded | flamegraph.pl > stages.svg\n"
 	"   khprof report runs/\n"
 	"   khprof report runs/ --format html > trend.html\n";
+
+/*
+ * Folded stacks of a record made with --sample; a record without samples
+ * has none to print, and says so (an empty output would read as "no CPU").
+ */
+static char *render_folded(const struct kh_profile *p)
+{
+	struct outbuf out;
+
+	outbuf__init(&out);
+	kh_stacks__folded(&p->ext.stacks, &out);
+	return outbuf__finish(&out);
+}
 
 /* As the shell's "*.json": no hidden files (atomic writes' temporaries). */
 static int is_record_name(const struct dirent *e)
@@ -190,8 +208,9 @@ int cmd_report(int argc, char **argv)
 		format = optarg;
 	}
 	if (strcmp(format, "text") && strcmp(format, "seed") && strcmp(format, "json") &&
-	    strcmp(format, "html") && strcmp(format, "perfetto")) {
-		log__error("unknown format '%s' (text, seed, json, html or perfetto)", format);
+	    strcmp(format, "html") && strcmp(format, "perfetto") && strcmp(format, "folded")) {
+		log__error("unknown format '%s' (text, seed, json, html, perfetto or folded)",
+			   format);
 		return KHPROF_EXIT_USAGE;
 	}
 	if (optind + 1 != argc) {
@@ -212,6 +231,12 @@ int cmd_report(int argc, char **argv)
 		log__error("cannot read record '%s': %s", argv[optind], problem);
 		return KHPROF_EXIT_BAD_INPUT;
 	}
+	if (strcmp(format, "folded") == 0 && !profile.ext.stacks.present) {
+		log__error("cannot print '%s' as folded stacks: the record has no stack samples "
+			   "(record it with --sample)", argv[optind]);
+		profile__free(&profile);
+		return KHPROF_EXIT_BAD_INPUT;
+	}
 	if (strcmp(format, "json") == 0)
 		rendered = profile__to_json(&profile);
 	else if (strcmp(format, "html") == 0)
@@ -220,6 +245,8 @@ int cmd_report(int argc, char **argv)
 		rendered = profile__to_trace_events(&profile);
 	else if (strcmp(format, "seed") == 0)
 		rendered = profile__render_text(&profile);
+	else if (strcmp(format, "folded") == 0)
+		rendered = render_folded(&profile);
 	else
 		rendered = profile__render_report(&profile);
 	if (rendered) {

@@ -28,6 +28,7 @@
 #include "latency_text.h"
 #include "log.h"
 #include "notes.h"
+#include "sampler.h"
 #include "text.h"
 
 void path_with_tag(const char *path, const char *tag, char *out, size_t len)
@@ -160,10 +161,22 @@ static int parse_count(const char *option, const char *text, unsigned min, unsig
 	return 0;
 }
 
+/* --sample=HZ: a whole number of samples per second per thread. */
+static int parse_sample_rate(const char *text, uint64_t *hz)
+{
+	if (kh_parse_u64(text, hz) || *hz == 0 || *hz > KH_SAMPLE_MAX_HZ) {
+		log__error("bad sampling rate '%s': expected 1 to %d samples per second "
+			   "(--sample=99)", text, KH_SAMPLE_MAX_HZ);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trace_cli *cli)
 {
 	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP, OPT_APPEND,
-	       OPT_USER, OPT_INTERVAL, OPT_SERVE, OPT_EXE, OPT_FROM_START, OPT_FOLLOW_FORKS };
+	       OPT_USER, OPT_INTERVAL, OPT_SERVE, OPT_EXE, OPT_FROM_START, OPT_FOLLOW_FORKS,
+	       OPT_SAMPLE };
 	static const struct option options[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -179,6 +192,7 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 		{ "exe", required_argument, NULL, OPT_EXE },
 		{ "from-start", no_argument, NULL, OPT_FROM_START },
 		{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
+		{ "sample", optional_argument, NULL, OPT_SAMPLE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
@@ -285,6 +299,11 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 				goto bad_option;
 			cli->follow_forks = true;
 			break;
+		case OPT_SAMPLE:
+			cli->sample_hz = KH_SAMPLE_DEFAULT_HZ;
+			if (optarg && parse_sample_rate(optarg, &cli->sample_hz))
+				return -EINVAL;
+			break;
 		case 'q':
 			cli->quiet = true;
 			break;
@@ -365,6 +384,7 @@ void trace_options_from(const struct trace_cli *cli, const char *output,
 	opts->ctx = out;
 	opts->interval_ns = cli->interval_ns;
 	opts->on_interval = on_interval;
+	opts->sample_hz = cli->sample_hz;
 }
 
 void stop_signals(sigset_t *set)

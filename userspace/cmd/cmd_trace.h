@@ -35,6 +35,7 @@ struct trace_cli {
 	const char *exe;   /* attach --exe PATH, or NULL */
 	bool from_start;   /* attach --exe --from-start */
 	bool follow_forks; /* record --follow-forks (follow.h) */
+	uint64_t sample_hz; /* --sample[=HZ]; 0: no stack samples */
 	int first_arg;
 };
 

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Traced workload for tests/integration/test_stacks.c (khprof --sample),
+ * built like an outside program: only include/keyhog_profile.h, with
+ * frame pointers.  Its stages spend their CPU in known functions in known
+ * proportions:
+ *
+ *   phase1-triggers  work_alpha and work_beta, 3:1 (an explicit span)
+ *   decode           work_gamma alone (a scoped span, attribution decoded)
+ *   (no stage)       work_delta, between the spans
+ *
+ *   stackwork ROUNDS [late-thread|exit]
+ *     late-thread: a thread started after the session began does the
+ *             rounds, the main thread waits for it; exit: the program
+ *             exits from inside a decode span half-way, without finishing
+ *             its session
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keyhog_profile.h"
+
+static volatile uint64_t sink;
+
+/* Own loops with different constants: noipa keeps the compiler from merging them. */
+#define SPIN(n, k)                                                             \
+	do {                                                                   \
+		uint64_t x = sink;                                             \
+		for (uint64_t i = 0; i < (n); i++)                             \
+			x = x * (k) + i;                                       \
+		sink = x;                                                      \
+	} while (0)
+
+#define UNIT 200000ull
+
+__attribute__((noinline, noipa)) void work_alpha(uint64_t n) { SPIN(n, 6364136223846793005ull); }
+__attribute__((noinline, noipa)) void work_beta(uint64_t n) { SPIN(n, 2862933555777941757ull); }
+__attribute__((noinline, noipa)) void work_gamma(uint64_t n) { SPIN(n, 3202034522624059733ull); }
+__attribute__((noinline, noipa)) void work_delta(uint64_t n) { SPIN(n, 1181783497276652981ull); }
+
+static unsigned rounds;
+static int exit_mid_run;
+
+__attribute__((noinline, noipa)) static void one_round(unsigned r)
+{
+	KH_SPAN_ENTER(KH_STAGE_PHASE1_TRIGGERS);
+	work_alpha(3 * UNIT);
+	work_beta(UNIT);
+	KH_SPAN_EXIT(KH_STAGE_PHASE1_TRIGGERS);
+	{
+		enum kh_attribution prev = kh_set_attribution(KH_ATTRIBUTION_DECODED);
+		KH_SPAN_SCOPE(KH_STAGE_DECODE);
+
+		work_gamma(2 * UNIT);
+		if (exit_mid_run && r == rounds / 2)
+			exit(0); /* no session finish: the record ends with the process */
+		kh_set_attribution(prev);
+	}
+	work_delta(UNIT);
+}
+
+static void *worker(void *unused)
+{
+	(void)unused;
+	for (unsigned r = 0; r < rounds; r++)
+		one_round(r);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t thread;
+	int threaded;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: stackwork ROUNDS [late-thread|exit]\n");
+		return 2;
+	}
+	rounds = (unsigned)strtoul(argv[1], NULL, 10);
+	threaded = argc > 2 && !strcmp(argv[2], "late-thread");
+	exit_mid_run = argc > 2 && !strcmp(argv[2], "exit");
+	KH_SESSION_START();
+	KH_TRANSITION(KH_STATE_SCANNING);
+	if (threaded) {
+		if (pthread_create(&thread, NULL, worker, NULL) || pthread_join(thread, NULL))
+			return 1;
+	} else {
+		worker(NULL);
+	}
+	KH_SESSION_FINISH(KH_STATE_COMPLETED);
+	return 0;
+}
