@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "json.h"
+#include "khchild.h"
 #include "khtest.h"
 #include "record.h"
 
@@ -208,6 +209,41 @@ static void test_threads_started_later(void **state)
 	}
 }
 
+/*
+ * attach -p to a process inside its session, which then starts the thread
+ * that does the work: the thread is sampled (inherited from the threads
+ * sampled at the attach), tagged as in record.
+ */
+static void test_attach_samples_later_threads(void **state)
+{
+	char out[PATH_MAX], pid_text[16];
+	char *wargv[] = { STACKWORK, ROUNDS, "wait", NULL };
+	char *kargv[] = { khprof, "attach", "-q", "--sample=999", "-p", pid_text, "-o", out, NULL };
+	struct folded_counts c;
+	struct kh_profile p;
+	struct child w, k;
+
+	(void)state;
+	path_in(out, sizeof(out), tmpdir, "attach.json");
+	w = child_spawn(wargv, false);
+	child_wait_for_line(&w, "ready");
+	snprintf(pid_text, sizeof(pid_text), "%d", (int)w.pid);
+	k = child_spawn(kargv, true);
+	child_wait_for_line(&k, "khprof: note: attached to PID");
+	child_send(&w, "go\n");
+	assert_int_equal(wait_exit(w.pid), 0);
+	/* khprof stops by itself when the process is gone. */
+	assert_int_equal(wait_exit(k.pid), 0);
+	child_close(&w);
+	child_close(&k);
+	load_record(out, &p);
+	assert_true(p.ext.stacks.present && p.ext.started_mid_session);
+	read_folded(out, &c);
+	assert_workload_shape(&c);
+	assert_record_consistent(out, &p, &c);
+	profile__free(&p);
+}
+
 /* The program exits from inside a span half-way: the samples until then are in the record. */
 static void test_exit_mid_run(void **state)
 {
@@ -255,6 +291,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stages_in_every_mode),
 		cmocka_unit_test(test_threads_started_later),
+		cmocka_unit_test(test_attach_samples_later_threads),
 		cmocka_unit_test(test_exit_mid_run),
 		cmocka_unit_test(test_bad_input),
 	};

@@ -9,11 +9,12 @@
  *   decode           work_gamma alone (a scoped span, attribution decoded)
  *   (no stage)       work_delta, between the spans
  *
- *   stackwork ROUNDS [late-thread|exit]
+ *   stackwork ROUNDS [late-thread|exit|wait]
  *     late-thread: a thread started after the session began does the
  *             rounds, the main thread waits for it; exit: the program
  *             exits from inside a decode span half-way, without finishing
- *             its session
+ *             its session; wait: prints "ready", waits for a line on stdin
+ *             (a tracer attaching meanwhile), then as late-thread
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -73,17 +74,25 @@ static void *worker(void *unused)
 int main(int argc, char **argv)
 {
 	pthread_t thread;
-	int threaded;
+	int threaded, waits;
+	char line[16];
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: stackwork ROUNDS [late-thread|exit]\n");
+		fprintf(stderr, "usage: stackwork ROUNDS [late-thread|exit|wait]\n");
 		return 2;
 	}
 	rounds = (unsigned)strtoul(argv[1], NULL, 10);
-	threaded = argc > 2 && !strcmp(argv[2], "late-thread");
+	waits = argc > 2 && !strcmp(argv[2], "wait");
+	threaded = waits || (argc > 2 && !strcmp(argv[2], "late-thread"));
 	exit_mid_run = argc > 2 && !strcmp(argv[2], "exit");
 	KH_SESSION_START();
 	KH_TRANSITION(KH_STATE_SCANNING);
+	if (waits) {
+		printf("ready\n");
+		fflush(stdout);
+		if (!fgets(line, sizeof(line), stdin))
+			return 1;
+	}
 	if (threaded) {
 		if (pthread_create(&thread, NULL, worker, NULL) || pthread_join(thread, NULL))
 			return 1;
