@@ -81,6 +81,7 @@ int kh_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct kh_sample_event *e;
+	struct pt_regs *regs;
 	long n;
 
 	if (!traced_tgid || (__u32)(id >> 32) != traced_tgid)
@@ -101,6 +102,11 @@ int kh_sample(struct bpf_perf_event_data *ctx)
 	 */
 	e->in_kernel = (((const __u64 *)&ctx->regs)[17] & 3) != 3;
 	tag_of(e);
+	/* The user registers, also when the sample interrupted the kernel. */
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	e->sp = regs ? regs->sp : 0;
+	if (!e->sp || bpf_probe_read_user(e->words, sizeof(e->words), (const void *)e->sp))
+		e->sp = 0;
 	n = bpf_get_stack(ctx, e->ips, sizeof(e->ips), BPF_F_USER_STACK);
 	e->frames = n < 0 ? (__s32)n : (__s32)(n / sizeof(__u64));
 	bpf_ringbuf_submit(e, 0);

@@ -34,6 +34,16 @@ enum kh_sample_tag {
 	KH_SAMPLE_TAG_COUNT
 };
 
+/*
+ * Words of the user stack copied from the stack pointer up: a function that
+ * has not pushed a frame pointer (a leaf; any function in its prologue)
+ * keeps its return address within them, where the frame-pointer walk
+ * skips its caller.  khprof finds it with the function's CFI
+ * (userspace/capture/stackstore.c); 8 words cover a leaf that saved up to
+ * seven registers.
+ */
+#define KH_SAMPLE_STACK_WORDS 8
+
 struct kh_sample_event {
 	__u64 ts_ns;       /* bpf_ktime_get_ns at the sample */
 	__u32 tid;
@@ -42,6 +52,8 @@ struct kh_sample_event {
 	__u32 attribution; /* the thread's attribution then */
 	__s32 frames;      /* user frames in ips, innermost first; < 0: -errno of bpf_get_stack */
 	__u32 in_kernel;   /* the sample interrupted a system call or fault */
+	__u64 sp;          /* the user stack pointer; 0: words unread */
+	__u64 words[KH_SAMPLE_STACK_WORDS]; /* the user stack at sp */
 	__u64 ips[KH_SAMPLE_MAX_FRAMES];
 };
 

@@ -815,6 +815,7 @@ static int parse__stacks(struct parse *ps, const struct jnode *ext, struct kh_st
 	      parse__ext_u64(ps, node, "in_kernel", &s->in_kernel) ||
 	      parse__ext_u64(ps, node, "truncated", &s->truncated) ||
 	      parse__ext_u64(ps, node, "unwind_failed", &s->unwind_failed) ||
+	      parse__ext_u64(ps, node, "leaf_restored", &s->leaf_restored) ||
 	      parse__ext_u64(ps, node, "ring_full", &s->ring_full) ||
 	      parse__ext_u64(ps, node, "threads_missed", &s->threads_missed) ||
 	      parse__container(ps, node, "names", true, true, &names) ||

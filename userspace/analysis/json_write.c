@@ -410,6 +410,7 @@ static void writer__stacks(struct writer *w, const struct kh_stacks *s)
 	writer__u64(w, "in_kernel", s->in_kernel);
 	writer__u64(w, "truncated", s->truncated);
 	writer__u64(w, "unwind_failed", s->unwind_failed);
+	writer__u64(w, "leaf_restored", s->leaf_restored);
 	writer__u64(w, "ring_full", s->ring_full);
 	writer__u64(w, "threads_missed", s->threads_missed);
 	writer__open_member(w, "names", '[');

@@ -38,6 +38,7 @@ struct kh_stacks {
 	uint64_t in_kernel;   /* taken in a system call or fault: the user stack is the caller's */
 	uint64_t truncated;   /* cut at KH_SAMPLE_MAX_FRAMES, innermost frames kept */
 	uint64_t unwind_failed; /* no user frame at all (counted under [unknown]) */
+	uint64_t leaf_restored; /* a caller the frame-pointer walk skipped, put back from CFI */
 	uint64_t ring_full;   /* lost for want of ring-buffer room */
 	uint64_t threads_missed; /* threads no sampling event could be opened for */
 	char **names;

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 
@@ -28,6 +30,7 @@ struct stack_entry {
 	uint32_t tag, stage, attribution;
 	uint32_t frames;   /* ips kept */
 	bool truncated, unwind_failed, in_kernel;
+	bool leaf_restored; /* its second frame came from the CFI (restore_leaf_caller) */
 	uint64_t *ips;     /* innermost first */
 };
 
@@ -92,6 +95,7 @@ void stack_store__free(struct stack_store *s)
 	free(s->buckets);
 	free(s->samples);
 	free(s->maps);
+	free(s->cfa_cache);
 	symbols__free(s->symbols);
 	memset(s, 0, sizeof(*s));
 }
@@ -203,12 +207,103 @@ void stack_store__read_maps(struct stack_store *s)
 	fclose(f);
 }
 
+static struct symbol_file *symbol_file(struct stack_store *s, const struct mapping *m);
+static bool vaddr_of(Elf *elf, uint64_t offset, uint64_t *vaddr);
+
+/*
+ * Where a function keeps its return address at ip, from its CFI
+ * (.eh_frame): the CFA's offset from the stack pointer when the CFA is
+ * rsp-based (the function has not set up a frame pointer: a leaf, or a
+ * prologue), else 0.  Cached per address: a hot loop asks again and again.
+ */
+static int64_t rsp_cfa_offset(struct stack_store *s, uint64_t ip)
+{
+	const struct mapping *m = mapping_of(s, ip);
+	struct symbol_file *f;
+	Dwarf_Frame *frame = NULL;
+	Dwarf_CFI *cfi;
+	Dwarf_Addr bias;
+	Dwarf_Op *ops;
+	uint64_t vaddr;
+	int64_t offset = 0;
+	size_t nops, at;
+	Elf *elf;
+
+	if (s->cfa_count && s->cfa_cache) {
+		for (at = mix(0, ip) & (s->cfa_count - 1); s->cfa_cache[at].ip;
+		     at = (at + 1) & (s->cfa_count - 1))
+			if (s->cfa_cache[at].ip == ip)
+				return s->cfa_cache[at].offset;
+	}
+	if (m && m->path && m->path[0] == '/' && (f = symbol_file(s, m)) && !f->failed &&
+	    (elf = dwfl_module_getelf(f->mod, &f->bias)) &&
+	    vaddr_of(elf, ip - m->start + m->pgoff, &vaddr) &&
+	    (cfi = dwfl_module_eh_cfi(f->mod, &bias)) &&
+	    dwarf_cfi_addrframe(cfi, vaddr + f->bias - bias, &frame) == 0 &&
+	    dwarf_frame_cfa(frame, &ops, &nops) == 0 && nops == 1 &&
+	    ops[0].atom == DW_OP_bregx && ops[0].number == 7 /* rsp */)
+		offset = (int64_t)ops[0].number2;
+	free(frame);
+	if ((s->cfa_used + 1) * 2 > s->cfa_count) {
+		size_t n = s->cfa_count ? s->cfa_count * 2 : 256;
+		struct cfa_entry *grown = calloc(n, sizeof(*grown));
+
+		if (!grown)
+			return offset;
+		for (size_t i = 0; i < s->cfa_count; i++) {
+			if (!s->cfa_cache[i].ip)
+				continue;
+			for (at = mix(0, s->cfa_cache[i].ip) & (n - 1); grown[at].ip;
+			     at = (at + 1) & (n - 1))
+				;
+			grown[at] = s->cfa_cache[i];
+		}
+		free(s->cfa_cache);
+		s->cfa_cache = grown;
+		s->cfa_count = n;
+	}
+	for (at = mix(0, ip) & (s->cfa_count - 1); s->cfa_cache[at].ip;
+	     at = (at + 1) & (s->cfa_count - 1))
+		;
+	s->cfa_cache[at] = (struct cfa_entry){ ip, offset };
+	s->cfa_used++;
+	return offset;
+}
+
+/*
+ * The frame-pointer walk misses the caller of a function that has not
+ * pushed a frame pointer (a leaf, or any function in its prologue): rbp is
+ * still its caller's, so the walk's second frame is the caller's caller.
+ * The CFI says where the return address is; the copied stack words hold
+ * it.  Returns whether the caller was put back.
+ */
+static bool restore_leaf_caller(struct stack_store *s, struct kh_sample_event *e)
+{
+	int64_t off;
+	uint64_t ret;
+
+	if (e->frames < 1 || !e->sp)
+		return false;
+	off = rsp_cfa_offset(s, e->ips[0]);
+	if (off < 8 || off > 8 * KH_SAMPLE_STACK_WORDS || off % 8)
+		return false;
+	ret = e->words[off / 8 - 1];
+	if (e->frames > 1 && e->ips[1] == ret)
+		return false;
+	if (e->frames == KH_SAMPLE_MAX_FRAMES)
+		e->frames--; /* the outermost frame gives way: the stack was cut anyway */
+	memmove(&e->ips[2], &e->ips[1], (size_t)(e->frames - 1) * sizeof(e->ips[0]));
+	e->ips[1] = ret;
+	e->frames++;
+	return true;
+}
+
 static uint64_t entry_hash(const struct kh_sample_event *e, uint32_t frames)
 {
 	uint64_t h = mix(mix(mix(1, e->tag), e->tag == KH_SAMPLE_TAG_STAGE ? e->stage : 0),
 			 e->attribution);
 
-	h = mix(h, (uint64_t)frames << 1 | (e->frames < 0));
+	h = mix(h, (uint64_t)frames << 1 | (e->frames <= 0));
 	for (uint32_t i = 0; i < frames; i++)
 		h = mix(h, e->ips[i]);
 	return h;
@@ -220,7 +315,7 @@ static bool entry_equal(const struct stack_entry *x, const struct kh_sample_even
 	return x->hash == hash && x->tag == e->tag &&
 	       x->stage == (e->tag == KH_SAMPLE_TAG_STAGE ? e->stage : 0) &&
 	       x->attribution == e->attribution && x->frames == frames &&
-	       x->unwind_failed == (e->frames < 0) && x->in_kernel == (e->in_kernel != 0) &&
+	       x->unwind_failed == (e->frames <= 0) && x->in_kernel == (e->in_kernel != 0) &&
 	       !memcmp(x->ips, e->ips, frames * sizeof(*x->ips));
 }
 
@@ -245,7 +340,7 @@ static int rehash(struct stack_store *s)
 }
 
 /* The index of e's stack, added if new; -1 without memory. */
-static long stack_index(struct stack_store *s, const struct kh_sample_event *e)
+static long stack_index(struct stack_store *s, const struct kh_sample_event *e, bool leaf_restored)
 {
 	uint32_t frames = e->frames < 0 ? 0 : (uint32_t)e->frames;
 	struct stack_entry *x;
@@ -281,6 +376,7 @@ static long stack_index(struct stack_store *s, const struct kh_sample_event *e)
 	x->attribution = e->attribution;
 	x->frames = frames;
 	x->truncated = e->frames >= KH_SAMPLE_MAX_FRAMES;
+	x->leaf_restored = leaf_restored;
 	x->unwind_failed = e->frames <= 0;
 	x->in_kernel = e->in_kernel != 0;
 	s->buckets[at] = (uint32_t)s->stack_count + 1;
@@ -293,9 +389,15 @@ static long stack_index(struct stack_store *s, const struct kh_sample_event *e)
 	return (long)s->stack_count++;
 }
 
-void stack_store__add(struct stack_store *s, const struct kh_sample_event *e)
+void stack_store__add(struct stack_store *s, const struct kh_sample_event *sample)
 {
-	long stack = stack_index(s, e);
+	struct kh_sample_event copy = *sample, *e = &copy;
+	long stack;
+
+	/* The walk may have met a function the maps do not show yet. */
+	if (e->frames > 0 && !mapping_of(s, e->ips[0]))
+		stack_store__read_maps(s);
+	stack = stack_index(s, e, restore_leaf_caller(s, e));
 
 	if (stack < 0) {
 		s->dropped_nomem++;
@@ -570,6 +672,7 @@ void stack_store__fill(struct stack_store *s, uint64_t start_ns, uint64_t end_ns
 		out->in_kernel += x->in_kernel ? counts[i] : 0;
 		out->truncated += x->truncated ? counts[i] : 0;
 		out->unwind_failed += x->unwind_failed ? counts[i] : 0;
+		out->leaf_restored += x->leaf_restored ? counts[i] : 0;
 		/* A stage that could not be read is counted, not filed under a guess. */
 		if (x->tag == KH_SAMPLE_TAG_UNREADABLE || x->tag == KH_SAMPLE_TAG_TOO_DEEP)
 			continue;

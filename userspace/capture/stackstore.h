@@ -44,6 +44,11 @@ struct stack_store {
 	uint64_t dropped_nomem;         /* samples not kept for want of memory */
 	uint64_t ring_full_seen;        /* ring_full at the last record, for the next one's share */
 	uint64_t threads_missed;
+	struct cfa_entry {
+		uint64_t ip;
+		int64_t offset;
+	} *cfa_cache;                   /* rsp_cfa_offset's answers by address */
+	size_t cfa_count, cfa_used;
 };
 
 void stack_store__init(struct stack_store *s, pid_t pid, uint64_t rate_hz);

@@ -18,7 +18,7 @@
 static const char attach_usage[] =
 	"usage: khprof attach -p PID [-o PATH] [--duration SECONDS] [--identity KEY=VALUE]...\n"
 	"                     [--mode MODE] [--interval DURATION] [--serve [ADDR:]PORT]\n"
-	"                     [-q] [-v]\n"
+	"                     [--sample[=HZ]] [-q] [-v]\n"
 	"       khprof attach --exe PATH [--from-start] [same options]\n"
 	"\n"
 	"Profiles a running process until Ctrl-C, SIGTERM, the duration or the\n"
@@ -46,6 +46,10 @@ static const char attach_usage[] =
 	"   --mode MODE          batch (default), span or pair\n"
 	"   --interval DURATION  sample the session every DURATION (10ms to 1h: 100ms, 1s)\n"
 	"                        into the record and print a line per interval on stderr\n"
+	"   --sample[=HZ]        also sample every thread's user stack HZ times per second\n"
+	"                        of its CPU time (default 99), tagged with the open stage\n"
+	"                        (docs/SAMPLING.md); threads started later too; not with\n"
+	"                        --exe\n"
 	"   --serve [ADDR:]PORT  serve live metrics at http://ADDR:PORT/metrics while\n"
 	"                        tracing (ADDR defaults to 127.0.0.1; docs/FLEET.md)\n"
 	"   -q, --quiet          do not print the text reports or interval lines\n"
@@ -54,6 +58,7 @@ static const char attach_usage[] =
 	"examples:\n"
 	"   khprof attach -p $(pidof kh-scan) -o live.json\n"
 	"   khprof attach -p 4242 --duration 30\n"
+	"   khprof attach -p 4242 --duration 30 --sample=999 -o hot.json\n"
 	"   khprof attach -p $(pidof scannerd) --interval 1s -o hour.json\n"
 	"   khprof attach --exe /usr/bin/scanner -o worker.json\n"
 	"   khprof attach -p $(pidof scanner) --serve 127.0.0.1:9464 -q\n";

@@ -314,6 +314,13 @@ int parse_cli(int argc, char **argv, bool attach, const char *usage, struct trac
 			goto bad_option;
 		}
 	}
+	/* Their tracers are per process and loaded ahead: the sampler is not wired to them yet. */
+	if (cli->sample_hz && (cli->follow_forks || cli->exe)) {
+		log__error("--sample is not available with %s yet (sample one process: "
+			   "record -- COMMAND or attach -p PID)",
+			   cli->exe ? "attach --exe" : "--follow-forks");
+		return -EINVAL;
+	}
 	if ((cli->warmup || cli->append) && !cli->repeat) {
 		log__error("%s needs --repeat", cli->warmup ? "--warmup" : "--append");
 		return -EINVAL;
