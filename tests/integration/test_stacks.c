@@ -109,8 +109,15 @@ static void read_folded(const char *record, struct folded_counts *c)
 		if (has_frame(line, len, "work_delta"))
 			assert_ptr_equal(stage, &c->none);
 		/* The innermost frame is the one the sample spent its time in. */
-		if (has_frame(line, len, "work_alpha") && !memcmp(space - 10, "work_alpha", 10))
+		if (has_frame(line, len, "work_alpha") && !memcmp(space - 10, "work_alpha", 10)) {
+			/*
+			 * work_alpha is a leaf: its caller, which the frame-pointer
+			 * walk skips, is put back from its CFI.
+			 */
+			if (!memmem(line, len, ";one_round;work_alpha ", 22))
+				fail_msg("work_alpha without its caller: %.*s", (int)len, line);
 			c->alpha += count;
+		}
 		if (has_frame(line, len, "work_beta") && !memcmp(space - 9, "work_beta", 9))
 			c->beta += count;
 		if (has_frame(line, len, "work_gamma") && !memcmp(space - 10, "work_gamma", 10))

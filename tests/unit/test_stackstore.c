@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Sampled stacks without a kernel: the record's stacks (JSON both ways,
+ * folded lines, the top-functions table) and the store that keeps and
+ * symbolizes samples (userspace/capture/stackstore.c), fed samples of this
+ * very binary's functions.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "latency_text.h"
+#include "outbuf.h"
+#include "record.h"
+#include "stacks.h"
+#include "stackstore.h"
+
+/* A record with three stacks: two share a stack in both attributions. */
+static void make_profile(struct kh_profile *p)
+{
+	struct kh_stacks *s = &p->ext.stacks;
+	uint32_t main_id, scan, match, idle;
+
+	assert_int_equal(profile__init(p), 0);
+	p->ext.present = true;
+	s->present = true;
+	s->rate_hz = 99;
+	s->unwinding = strdup("frame-pointer");
+	main_id = kh_stacks__name(s, "main");
+	scan = kh_stacks__name(s, "scan_chunk");
+	match = kh_stacks__name(s, "pcre2_match_8");
+	idle = kh_stacks__name(s, "[unknown]");
+	assert_int_equal(kh_stacks__name(s, "scan_chunk"), scan); /* interned once */
+	{
+		uint32_t a[] = { main_id, scan, match }, b[] = { main_id, scan }, c[] = { idle };
+
+		assert_int_equal(kh_stacks__add(s, KH_STAGE_HOT_PATTERNS, KH_ATTRIBUTION_ROOT, a, 3, 30), 0);
+		assert_int_equal(kh_stacks__add(s, KH_STAGE_HOT_PATTERNS, KH_ATTRIBUTION_DECODED, a, 3, 10), 0);
+		assert_int_equal(kh_stacks__add(s, KH_STAGE_HOT_PATTERNS, KH_ATTRIBUTION_ROOT, b, 2, 20), 0);
+		assert_int_equal(kh_stacks__add(s, KH_NO_STAGE, KH_ATTRIBUTION_ROOT, c, 1, 5), 0);
+	}
+	s->samples = 65;
+	s->tags[KH_SAMPLE_TAG_STAGE] = 60;
+	s->tags[KH_SAMPLE_TAG_NO_STAGE] = 5;
+	s->leaf_restored = 40;
+}
+
+static void test_json_round_trip(void **state)
+{
+	struct kh_profile p, back;
+	char *json, *again, err[256];
+
+	(void)state;
+	make_profile(&p);
+	json = profile__to_json(&p);
+	assert_non_null(json);
+	assert_non_null(strstr(json, "\"stacks\": {"));
+	assert_non_null(strstr(json, "\"frames\": [0, 1, 2]"));
+	assert_int_equal(profile__from_json(json, &back, err, sizeof(err)), 0);
+	assert_true(back.ext.stacks.present);
+	assert_int_equal(back.ext.stacks.stack_count, 4);
+	assert_int_equal(back.ext.stacks.name_count, 4);
+	assert_int_equal(back.ext.stacks.stacks[1].attribution, KH_ATTRIBUTION_DECODED);
+	assert_int_equal(back.ext.stacks.stacks[3].stage, KH_NO_STAGE);
+	assert_int_equal(back.ext.stacks.leaf_restored, 40);
+	again = profile__to_json(&back);
+	assert_string_equal(again, json);
+	free(again);
+	free(json);
+	profile__free(&back);
+	profile__free(&p);
+}
+
+static void test_json_rejects_bad_frames(void **state)
+{
+	struct kh_profile p, back;
+	char *json, *at, err[256];
+
+	(void)state;
+	make_profile(&p);
+	json = profile__to_json(&p);
+	at = strstr(json, "[0, 1, 2]");
+	memcpy(at, "[0, 1, 9]", 9);
+	assert_int_equal(profile__from_json(json, &back, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "khprof.stacks.stacks[0]"));
+	assert_non_null(strstr(err, "frame out of range"));
+	free(json);
+	profile__free(&p);
+}
+
+static void test_folded_lines(void **state)
+{
+	struct kh_profile p;
+	struct outbuf out;
+	char *text;
+
+	(void)state;
+	make_profile(&p);
+	outbuf__init(&out);
+	kh_stacks__folded(&p.ext.stacks, &out);
+	text = outbuf__finish(&out);
+	/* Sorted; both attributions of one stack on one line; (no stage) as the root. */
+	assert_string_equal(text, "(no stage);[unknown] 5\n"
+				  "hot-patterns;main;scan_chunk 20\n"
+				  "hot-patterns;main;scan_chunk;pcre2_match_8 40\n");
+	free(text);
+	profile__free(&p);
+}
+
+static void test_top_functions_table(void **state)
+{
+	struct kh_profile p;
+	struct kh_stack_fn *fns;
+	char *report;
+	size_t n;
+
+	(void)state;
+	make_profile(&p);
+	n = kh_stacks__functions(&p.ext.stacks, KH_STAGE_HOT_PATTERNS, &fns);
+	assert_int_equal(n, 3);
+	assert_string_equal(p.ext.stacks.names[fns[0].name], "pcre2_match_8");
+	assert_int_equal(fns[0].self, 40);
+	assert_string_equal(p.ext.stacks.names[fns[1].name], "scan_chunk");
+	assert_int_equal(fns[1].self, 20);
+	assert_int_equal(fns[1].total, 60);
+	free(fns);
+	/* After the seed's text and khprof's other tables. */
+	report = profile__render_report(&p);
+	assert_non_null(report);
+	assert_non_null(strstr(report, "stack samples: 65 at 99 Hz (frame-pointer)\n"));
+	assert_non_null(strstr(report, "  hot-patterns                   60  92.3%  pcre2_match_8 66.7%, "
+				       "scan_chunk 33.3%\n"));
+	assert_non_null(strstr(report, "  (no stage)                      5   7.7%  [unknown] 100.0%\n"));
+	free(report);
+	profile__free(&p);
+}
+
+__attribute__((noinline, noipa)) int known_function(int x)
+{
+	return x * 3 + 1;
+}
+
+static struct kh_sample_event sample_at(uint64_t ts, uint64_t ip0, uint64_t ip1)
+{
+	struct kh_sample_event e;
+
+	memset(&e, 0, sizeof(e));
+	e.ts_ns = ts;
+	e.tag = KH_SAMPLE_TAG_STAGE;
+	e.stage = KH_STAGE_DECODE;
+	e.frames = ip1 ? 2 : 1;
+	e.ips[0] = ip0;
+	e.ips[1] = ip1;
+	return e;
+}
+
+/*
+ * The store names this binary's own function through libdwfl, anonymous
+ * executable memory as [jit] and an address in no mapping as [unknown],
+ * and a record gets only the samples of its time span.
+ */
+static void test_store_symbolizes(void **state)
+{
+	struct stack_store store;
+	struct kh_stacks out = { 0 };
+	struct kh_sample_event e;
+	uint64_t fn = (uint64_t)(uintptr_t)&known_function;
+	void *jit = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool saw_fn = false, saw_jit = false, saw_unknown = false;
+
+	(void)state;
+	assert_true(jit != MAP_FAILED);
+	stack_store__init(&store, getpid(), 99);
+	stack_store__read_maps(&store);
+	e = sample_at(100, fn + 2, 0);
+	stack_store__add(&store, &e);
+	stack_store__add(&store, &e);
+	e = sample_at(200, (uint64_t)(uintptr_t)jit + 16, fn + 4);
+	stack_store__add(&store, &e);
+	e = sample_at(300, 8, 0);
+	stack_store__add(&store, &e);
+	e = sample_at(900, fn + 2, 0); /* after the record's end */
+	stack_store__add(&store, &e);
+	assert_int_equal(store.stack_count, 3);
+	stack_store__fill(&store, 50, 500, 0, &out);
+	assert_int_equal(out.samples, 4);
+	assert_int_equal(out.tags[KH_SAMPLE_TAG_STAGE], 4);
+	for (size_t i = 0; i < out.stack_count; i++) {
+		const struct kh_stack *st = &out.stacks[i];
+		const char *inner = out.names[st->frames[st->frame_count - 1]];
+
+		assert_int_equal(st->stage, KH_STAGE_DECODE);
+		if (!strcmp(inner, "known_function")) {
+			assert_int_equal(st->count, 2);
+			saw_fn = true;
+		} else if (!strcmp(inner, "[jit]")) {
+			/* Outermost first: the caller, then the JIT code it called. */
+			assert_string_equal(out.names[st->frames[0]], "known_function");
+			saw_jit = true;
+		} else if (!strcmp(inner, "[unknown]")) {
+			saw_unknown = true;
+		}
+	}
+	assert_true(saw_fn && saw_jit && saw_unknown);
+	kh_stacks__free(&out);
+	stack_store__free(&store);
+	munmap(jit, 4096);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_json_round_trip),
+		cmocka_unit_test(test_json_rejects_bad_frames),
+		cmocka_unit_test(test_folded_lines),
+		cmocka_unit_test(test_top_functions_table),
+		cmocka_unit_test(test_store_symbolizes),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
