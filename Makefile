@@ -20,25 +20,27 @@ WARNINGS   := -Wall -Wextra -Werror
 # Each layer sees only the layers below it (docs/ARCHITECTURE.md): an
 # analysis file that includes a capture header does not compile.
 INC_COMMON   := -Iinclude -Iuserspace/common
-INC_ANALYSIS := $(INC_COMMON) -Iuserspace/analysis
+INC_ANALYSIS := $(INC_COMMON) -Iuserspace/analysis -I$(BUILD)/proto
 INC_USDT     := $(INC_COMMON) -Iusdt
 INC_CAPTURE  := $(INC_ANALYSIS) -Iusdt -Iuserspace/capture -I$(BUILD)
 INC_ALL      := $(INC_CAPTURE) -Iuserspace/cmd
 CPPFLAGS   := -MMD -MP -D_GNU_SOURCE
 USER_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 $(CPPFLAGS)
-NOBPF_LIBS := -ldw -lelf -lz -lcjson -lm -pthread
+NOBPF_LIBS := -ldw -lelf -lprotobuf-c -lz -lcjson -lm -pthread
 LIBS       := -lbpf -lcap $(NOBPF_LIBS)
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
               -I/usr/include/$(MULTIARCH) -Wall -Werror
 
 # Debian packages the build, the tests, the demo and the benchmarks use.
 PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev libcap-dev \
-            libcmocka-dev libpcre2-dev libpng-dev libdw-dev pkg-config make gcc
+            libcmocka-dev libpcre2-dev libpng-dev libdw-dev libprotobuf-c-dev protobuf-c-compiler \
+            pkg-config make gcc
 # What make test needs besides the build: the browser the HTML reports are
 # opened in (tests/integration/test_html.c), and the Prometheus server and
 # promtool the OpenMetrics exposition is checked with
-# (tests/integration/test_metrics.c).
-TEST_PACKAGES := chromium prometheus
+# (tests/integration/test_metrics.c), and protoc, whose --decode_raw reads the
+# pprof output (tests/integration/test_stacks.c).
+TEST_PACKAGES := chromium prometheus protobuf-compiler
 BENCH_PACKAGES := bpftrace hyperfine
 # The seed conformance reader (../shared/seed/conformance) builds offline
 # from Debian's packaged crates.
@@ -52,7 +54,7 @@ DEPS_STAMP := $(BUILD)/.deps-installed
 # an analysis file that needed libbpf would fail to link them.
 objs_of = $(patsubst %.c,$(BUILD)/%.o,$(wildcard $(1)/*.c))
 COMMON_OBJS   := $(call objs_of,userspace/common)
-ANALYSIS_OBJS := $(call objs_of,userspace/analysis)
+ANALYSIS_OBJS := $(call objs_of,userspace/analysis) $(BUILD)/proto/profile.pb-c.o
 USDT_OBJS     := $(call objs_of,usdt)
 CAPTURE_OBJS  := $(call objs_of,userspace/capture)
 CMD_OBJS      := $(call objs_of,userspace/cmd)
@@ -117,6 +119,15 @@ $(BUILD)/userspace/common/%.o: userspace/common/%.c | $(DEPS_STAMP)
 $(BUILD)/userspace/analysis/%.o: userspace/analysis/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(INC_ANALYSIS) -c $< -o $@
+
+# pprof's messages (proto/profile.proto), compiled by protoc-c for the
+# analysis layer's pprof writer (userspace/analysis/pprof.c).
+$(BUILD)/proto/profile.pb-c.c $(BUILD)/proto/profile.pb-c.h &: proto/profile.proto | $(DEPS_STAMP)
+	@mkdir -p $(BUILD)/proto
+	protoc-c --proto_path=proto --c_out=$(BUILD)/proto $<
+$(BUILD)/proto/profile.pb-c.o: $(BUILD)/proto/profile.pb-c.c
+	$(CC) $(CFLAGS) -std=gnu11 -I$(BUILD)/proto -c $< -o $@
+$(BUILD)/userspace/analysis/pprof.o: $(BUILD)/proto/profile.pb-c.h
 
 $(BUILD)/usdt/%.o: usdt/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)

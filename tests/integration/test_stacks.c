@@ -269,6 +269,60 @@ static void test_exit_mid_run(void **state)
 	profile__free(&p);
 }
 
+/* How many times needle occurs in text. */
+static size_t occurrences(const char *text, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *at = text; (at = strstr(at, needle)); at += strlen(needle))
+		n++;
+	return n;
+}
+
+/*
+ * --format pprof, read by Debian's protoc: --decode_raw knows nothing of
+ * the format (field numbers only), --decode reads it with
+ * proto/profile.proto's declaration.  One sample per stack, two labels
+ * each, the workload's functions in the string table.
+ */
+static void test_pprof_read_by_protoc(void **state)
+{
+	char out[PATH_MAX], pb[PATH_MAX], cmd[3 * PATH_MAX];
+	char *raw_argv[] = { "/bin/sh", "-c", cmd, NULL };
+	struct kh_profile p;
+	struct run_result r;
+
+	(void)state;
+	record_stacks("batch", "pprof", out, sizeof(out), &p);
+	path_in(pb, sizeof(pb), tmpdir, "profile.pb.gz");
+	snprintf(cmd, sizeof(cmd), "%s report --format pprof %s > %s", khprof, out, pb);
+	r = run_cmd(NULL, -1, raw_argv);
+	assert_int_equal(r.exit_code, 0);
+	run_result_free(&r);
+	snprintf(cmd, sizeof(cmd), "gzip -dc %s | protoc --decode_raw", pb);
+	r = run_cmd(NULL, -1, raw_argv);
+	if (r.exit_code != 0)
+		fail_msg("protoc --decode_raw rejects the profile: %s", r.err);
+	/* Field 6 is the string table, field 2 the samples. */
+	assert_non_null(strstr(r.out, "6: \"stage\""));
+	assert_non_null(strstr(r.out, "6: \"attribution\""));
+	assert_non_null(strstr(r.out, "6: \"phase1-triggers\""));
+	assert_non_null(strstr(r.out, "6: \"work_alpha\""));
+	run_result_free(&r);
+	snprintf(cmd, sizeof(cmd),
+		 "gzip -dc %s | protoc --proto_path=proto --decode=perftools.profiles.Profile "
+		 "proto/profile.proto", pb);
+	r = run_cmd(NULL, -1, raw_argv);
+	if (r.exit_code != 0)
+		fail_msg("protoc --decode rejects the profile: %s", r.err);
+	assert_int_equal(occurrences(r.out, "\nsample {"), p.ext.stacks.stack_count);
+	assert_int_equal(occurrences(r.out, "  label {"), 2 * p.ext.stacks.stack_count);
+	assert_non_null(strstr(r.out, "period: 1001001\n"));
+	assert_non_null(strstr(r.out, "string_table: \"decoded\""));
+	run_result_free(&r);
+	profile__free(&p);
+}
+
 /* Bad rates are refused; a record without samples has no folded stacks. */
 static void test_bad_input(void **state)
 {
@@ -277,6 +331,7 @@ static void test_bad_input(void **state)
 	char out[PATH_MAX];
 	char *plain[] = { khprof, "record", "-q", "-o", out, "--", STACKWORK, "2", NULL };
 	char *folded[] = { khprof, "report", "--format", "folded", out, NULL };
+	char *pprof[] = { khprof, "report", "--format", "pprof", out, NULL };
 
 	(void)state;
 	assert_run_exits(zero, 2, "bad sampling rate '0'");
@@ -284,6 +339,7 @@ static void test_bad_input(void **state)
 	path_in(out, sizeof(out), tmpdir, "unsampled.json");
 	assert_run_exits(plain, 0, NULL);
 	assert_run_exits(folded, 2, "the record has no stack samples (record it with --sample)");
+	assert_run_exits(pprof, 2, "as a pprof profile: the record has no stack samples");
 }
 
 int main(void)
@@ -300,6 +356,7 @@ int main(void)
 		cmocka_unit_test(test_threads_started_later),
 		cmocka_unit_test(test_attach_samples_later_threads),
 		cmocka_unit_test(test_exit_mid_run),
+		cmocka_unit_test(test_pprof_read_by_protoc),
 		cmocka_unit_test(test_bad_input),
 	};
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "html.h"
@@ -14,6 +15,7 @@
 #include "latency_text.h"
 #include "log.h"
 #include "notes.h"
+#include "pprof.h"
 #include "text.h"
 #include "trace_event.h"
 #include "record.h"
@@ -21,7 +23,7 @@
 #include "stacks.h"
 
 static const char report_usage[] =
-	"usage: khprof report PATH [--format text|seed|json|html|perfetto|folded]\n"
+	"usage: khprof report PATH [--format text|seed|json|html|perfetto|folded|pprof]\n"
 	"       khprof report DIR [--format text|html]\n"
 	"\n"
 	"Reads a keyhog-profile-v1 record and prints it: text is exactly the seed's\n"
@@ -33,7 +35,9 @@ static const char report_usage[] =
 	"ui.perfetto.dev or chrome://tracing (docs/REPORTS.md); folded is the stack\n"
 	"samples of a record made with --sample, one line per distinct stack,\n"
 	"'STAGE;outermost;...;innermost COUNT' ((no stage) outside every span), for\n"
-	"flamegraph.pl, inferno or speedscope.  Notes (a profile that started or\n"
+	"flamegraph.pl, inferno or speedscope; pprof is the same samples as a gzip'd\n"
+	"pprof profile with 'stage' and 'attribution' labels, for go tool pprof,\n"
+	"Pyroscope or Parca (docs/SAMPLING.md).  Notes (a profile that started or\n"
 	"ended mid-session, dropped counts) go to stderr.\n"
 	"\n"
 	"DIR, a directory written by 'khprof record --repeat N -o DIR', prints the\n"
@@ -52,6 +56,7 @@ static const char report_usage[] =
 	"   khprof report profile.json --format html > report.html\n"
 	"   khprof report profile.json --format perfetto > run.json\n"
 	"   khprof report profile.json --format folded | flamegraph.pl > stages.svg\n"
+	"   khprof report profile.json --format pprof > profile.pb.gz\n"
 	"   khprof report runs/\n"
 	"   khprof report runs/ --format html > trend.html\n";
 
@@ -66,6 +71,35 @@ static char *render_folded(const struct kh_profile *p)
 	outbuf__init(&out);
 	kh_stacks__folded(&p->ext.stacks, &out);
 	return outbuf__finish(&out);
+}
+
+/*
+ * The gzip'd pprof profile on stdout; not onto a terminal, which binary
+ * would garble.  A KHPROF_EXIT_* code; frees p.
+ */
+static int report_pprof(const char *path, struct kh_profile *p)
+{
+	size_t len = 0;
+	unsigned char *data;
+	int rc = KHPROF_EXIT_OK;
+
+	if (isatty(STDOUT_FILENO)) {
+		log__error("cannot print '%s' as a pprof profile onto a terminal: it is gzip'd "
+			   "protobuf (redirect it: > profile.pb.gz)", path);
+		profile__free(p);
+		return KHPROF_EXIT_USAGE;
+	}
+	data = profile__to_pprof(p, &len);
+	if (!data) {
+		log__error("cannot make a pprof profile of '%s': %s", path, strerror(errno));
+		rc = KHPROF_EXIT_FAILURE;
+	} else if (fwrite(data, 1, len, stdout) != len || fflush(stdout)) {
+		log__error("cannot write the pprof profile of '%s': %s", path, strerror(errno));
+		rc = KHPROF_EXIT_FAILURE;
+	}
+	free(data);
+	profile__free(p);
+	return rc;
 }
 
 /* As the shell's "*.json": no hidden files (atomic writes' temporaries). */
@@ -208,8 +242,9 @@ int cmd_report(int argc, char **argv)
 		format = optarg;
 	}
 	if (strcmp(format, "text") && strcmp(format, "seed") && strcmp(format, "json") &&
-	    strcmp(format, "html") && strcmp(format, "perfetto") && strcmp(format, "folded")) {
-		log__error("unknown format '%s' (text, seed, json, html, perfetto or folded)",
+	    strcmp(format, "html") && strcmp(format, "perfetto") && strcmp(format, "folded") &&
+	    strcmp(format, "pprof")) {
+		log__error("unknown format '%s' (text, seed, json, html, perfetto, folded or pprof)",
 			   format);
 		return KHPROF_EXIT_USAGE;
 	}
@@ -231,12 +266,16 @@ int cmd_report(int argc, char **argv)
 		log__error("cannot read record '%s': %s", argv[optind], problem);
 		return KHPROF_EXIT_BAD_INPUT;
 	}
-	if (strcmp(format, "folded") == 0 && !profile.ext.stacks.present) {
-		log__error("cannot print '%s' as folded stacks: the record has no stack samples "
-			   "(record it with --sample)", argv[optind]);
+	if ((!strcmp(format, "folded") || !strcmp(format, "pprof")) &&
+	    !profile.ext.stacks.present) {
+		log__error("cannot print '%s' as %s: the record has no stack samples "
+			   "(record it with --sample)", argv[optind],
+			   strcmp(format, "folded") ? "a pprof profile" : "folded stacks");
 		profile__free(&profile);
 		return KHPROF_EXIT_BAD_INPUT;
 	}
+	if (!strcmp(format, "pprof"))
+		return report_pprof(argv[optind], &profile);
 	if (strcmp(format, "json") == 0)
 		rendered = profile__to_json(&profile);
 	else if (strcmp(format, "html") == 0)
