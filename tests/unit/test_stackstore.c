@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "html.h"
 #include "json.h"
 #include "latency_text.h"
 #include "outbuf.h"
@@ -146,6 +147,34 @@ static void test_top_functions_table(void **state)
 	profile__free(&p);
 }
 
+/* A flame graph per stage in the HTML page, most samples first, figures in each box's title. */
+static void test_flame_graphs_in_html(void **state)
+{
+	struct kh_profile p;
+	char *html, *hot, *none;
+
+	(void)state;
+	make_profile(&p);
+	html = profile__render_html(&p);
+	assert_non_null(html);
+	hot = strstr(html, "<figure id=\"flame-hot-patterns\">");
+	none = strstr(html, "<figure id=\"flame-no-stage\">");
+	assert_non_null(hot);
+	assert_non_null(none);
+	assert_true(hot < none);
+	assert_non_null(strstr(hot, "<title>pcre2_match_8: 40 samples, 66.7%</title>"));
+	assert_non_null(strstr(hot, "<title>scan_chunk: 60 samples, 100.0%</title>"));
+	assert_null(strstr(html, "<script"));
+	free(html);
+	profile__free(&p);
+	/* Without samples, no section. */
+	assert_int_equal(profile__init(&p), 0);
+	html = profile__render_html(&p);
+	assert_null(strstr(html, "id=\"flame-graphs\""));
+	free(html);
+	profile__free(&p);
+}
+
 __attribute__((noinline, noipa)) int known_function(int x)
 {
 	return x * 3 + 1;
@@ -225,6 +254,7 @@ int main(void)
 		cmocka_unit_test(test_json_rejects_bad_frames),
 		cmocka_unit_test(test_folded_lines),
 		cmocka_unit_test(test_top_functions_table),
+		cmocka_unit_test(test_flame_graphs_in_html),
 		cmocka_unit_test(test_store_symbolizes),
 	};
 
