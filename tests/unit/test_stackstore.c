@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "diff_stacks.h"
 #include "html.h"
 #include "json.h"
 #include "latency_text.h"
@@ -175,6 +176,49 @@ static void test_flame_graphs_in_html(void **state)
 	profile__free(&p);
 }
 
+/* The line of text naming fn holds every one of the four cells. */
+static void assert_line_has(const char *text, const char *fn, const char *a, const char *b,
+			    const char *c, const char *d)
+{
+	const char *at = strstr(text, fn), *start, *end;
+	char line[256];
+
+	assert_non_null(at);
+	for (start = at; start > text && start[-1] != '\n'; start--)
+		;
+	end = strchr(at, '\n');
+	assert_non_null(end);
+	snprintf(line, sizeof(line), "%.*s", (int)(end - start), start);
+	if (!strstr(line, a) || !strstr(line, b) || !strstr(line, c) || !strstr(line, d))
+		fail_msg("'%s' lacks %s, %s, %s or %s", line, a, b, c, d);
+}
+
+/* diff: a function whose share of its stage grew is named with the change. */
+static void test_diff_top_functions(void **state)
+{
+	struct kh_profile base, cand, plain;
+	struct kh_diff_side b = { "base", &base, NULL, 1 }, c = { "cand", &cand, NULL, 1 };
+	struct kh_diff_side none = { "plain", &plain, NULL, 1 };
+	char *text;
+
+	(void)state;
+	make_profile(&base);
+	make_profile(&cand);
+	cand.ext.stacks.stacks[0].count = 70; /* pcre2_match_8: 40 of 60 -> 80 of 100 */
+	text = diff__render_stack_functions(&b, &c);
+	assert_non_null(text);
+	assert_line_has(text, "pcre2_match_8", "hot-patterns", "66.7%", "80.0%", "+13.3 pp");
+	assert_line_has(text, "scan_chunk", "hot-patterns", "33.3%", "20.0%", "-13.3 pp");
+	free(text);
+	assert_int_equal(profile__init(&plain), 0);
+	text = diff__render_stack_functions(&b, &none);
+	assert_string_equal(text, "");
+	free(text);
+	profile__free(&plain);
+	profile__free(&base);
+	profile__free(&cand);
+}
+
 __attribute__((noinline, noipa)) int known_function(int x)
 {
 	return x * 3 + 1;
@@ -255,6 +299,7 @@ int main(void)
 		cmocka_unit_test(test_folded_lines),
 		cmocka_unit_test(test_top_functions_table),
 		cmocka_unit_test(test_flame_graphs_in_html),
+		cmocka_unit_test(test_diff_top_functions),
 		cmocka_unit_test(test_store_symbolizes),
 	};
 
