@@ -10,6 +10,7 @@
  *   (no stage)       work_delta, between the spans
  *
  *   stackwork ROUNDS [late-thread|exit|wait]
+ *   prints "own_wall_ns=N cpu_ns=N" at the end (make bench row 11)
  *     late-thread: a thread started after the session began does the
  *             rounds, the main thread waits for it; exit: the program
  *             exits from inside a decode span half-way, without finishing
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "keyhog_profile.h"
 
@@ -74,6 +76,7 @@ static void *worker(void *unused)
 int main(int argc, char **argv)
 {
 	pthread_t thread;
+	struct timespec t0, t1, cpu;
 	int threaded, waits;
 	char line[16];
 
@@ -81,6 +84,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: stackwork ROUNDS [late-thread|exit|wait]\n");
 		return 2;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rounds = (unsigned)strtoul(argv[1], NULL, 10);
 	waits = argc > 2 && !strcmp(argv[2], "wait");
 	threaded = waits || (argc > 2 && !strcmp(argv[2], "late-thread"));
@@ -100,5 +104,10 @@ int main(int argc, char **argv)
 		worker(NULL);
 	}
 	KH_SESSION_FINISH(KH_STATE_COMPLETED);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+	printf("own_wall_ns=%lld cpu_ns=%lld\n",
+	       (long long)(t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec),
+	       (long long)cpu.tv_sec * 1000000000ll + cpu.tv_nsec);
 	return 0;
 }
