@@ -214,8 +214,13 @@ $(BUILD)/workloads/%: tests/workloads/%.c include/keyhog_profile.h $(BUILD)/work
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARNINGS) -Iinclude -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -ldl -lkhwork
 
-# The stack sampler's workload unwinds by frame pointers (tests/integration/test_stacks.c).
+# The stack sampler's workload unwinds by frame pointers (tests/integration/test_stacks.c),
+# and the same without them, as Debian builds its packages.
 $(BUILD)/workloads/stackwork: private CFLAGS += -fno-omit-frame-pointer
+$(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c include/keyhog_profile.h $(BUILD)/workloads/libkhwork.so | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fomit-frame-pointer $(WARNINGS) -Iinclude -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -lkhwork
+all: $(BUILD)/workloads/stackwork-nofp
 
 all: $(WORKLOADS)
 

@@ -28,6 +28,8 @@
 #include "record.h"
 
 #define STACKWORK "build/workloads/stackwork"
+/* The same program built without frame pointers, as Debian builds its packages. */
+#define STACKWORK_NOFP "build/workloads/stackwork-nofp"
 /* ~1.3 s of CPU here: enough samples at 999 Hz, and no time limit depends on it. */
 #define ROUNDS "400"
 
@@ -35,12 +37,12 @@ static char *khprof;
 static char *tmpdir;
 static const char *const modes[] = { "span", "pair", "batch" };
 
-/* khprof record --sample=999 --mode MODE -o tmpdir/NAME-MODE.json -- stackwork ROUNDS [how] */
-static void record_stacks(const char *mode, const char *how, char *out, size_t len,
-			  struct kh_profile *p)
+/* khprof record --sample=999 --mode MODE -o tmpdir/NAME-MODE.json -- PROGRAM ROUNDS [how] */
+static void record_program(const char *program, const char *mode, const char *how, char *out,
+			   size_t len, struct kh_profile *p)
 {
 	char *argv[] = { khprof, "record", "-q", "--sample=999", "--mode", (char *)mode, "-o", out,
-			 "--", STACKWORK, ROUNDS, (char *)how, NULL };
+			 "--", (char *)program, ROUNDS, (char *)how, NULL };
 	struct run_result r;
 
 	assert_true((size_t)snprintf(out, len, "%s/%s-%s.json", tmpdir, how ? how : "plain", mode) <
@@ -52,6 +54,41 @@ static void record_stacks(const char *mode, const char *how, char *out, size_t l
 	run_result_free(&r);
 	load_record(out, p);
 	assert_true(p->ext.stacks.present);
+}
+
+static void record_stacks(const char *mode, const char *how, char *out, size_t len,
+			  struct kh_profile *p)
+{
+	record_program(STACKWORK, mode, how, out, len, p);
+}
+
+/*
+ * How the stacks of the workload's functions were unwound: each innermost
+ * work_* function is a leaf, its caller put back from its CFI; with frame
+ * pointers the walk reaches the thread's entry (complete), without them it
+ * cannot, and every such stack is counted as incomplete.
+ */
+static void assert_unwinding(const struct kh_profile *p, bool frame_pointers)
+{
+	const struct kh_stacks *s = &p->ext.stacks;
+	uint64_t work = 0;
+
+	for (size_t i = 0; i < s->stack_count; i++) {
+		const struct kh_stack *st = &s->stacks[i];
+		const char *inner = s->names[st->frames[st->frame_count - 1]];
+
+		if (strncmp(inner, "work_", 5) || !strcmp(inner, "work_delta"))
+			continue; /* work_delta is a tail call: no caller to put back */
+		assert_int_equal(st->unwind, KH_UNWIND_FP_CFI);
+		assert_int_equal(st->incomplete, !frame_pointers);
+		work += st->count;
+	}
+	assert_true(work > 0);
+	assert_true(s->leaf_restored >= work);
+	if (frame_pointers)
+		assert_true(s->incomplete < s->samples / 10);
+	else
+		assert_true(s->incomplete >= work);
 }
 
 struct folded_counts {
@@ -192,8 +229,29 @@ static void test_stages_in_every_mode(void **state)
 		read_folded(out, &c);
 		assert_workload_shape(&c);
 		assert_record_consistent(out, &p, &c);
+		assert_unwinding(&p, true);
 		profile__free(&p);
 	}
+}
+
+/*
+ * Without frame pointers the stages and their functions come out the
+ * same (the tag and the innermost frame do not need the walk, the caller
+ * comes from CFI), and the stacks that stop short are counted.
+ */
+static void test_without_frame_pointers(void **state)
+{
+	char out[PATH_MAX];
+	struct folded_counts c;
+	struct kh_profile p;
+
+	(void)state;
+	record_program(STACKWORK_NOFP, "batch", "nofp", out, sizeof(out), &p);
+	read_folded(out, &c);
+	assert_workload_shape(&c);
+	assert_record_consistent(out, &p, &c);
+	assert_unwinding(&p, false);
+	profile__free(&p);
 }
 
 /*
@@ -353,6 +411,7 @@ int main(void)
 	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_stages_in_every_mode),
+		cmocka_unit_test(test_without_frame_pointers),
 		cmocka_unit_test(test_threads_started_later),
 		cmocka_unit_test(test_attach_samples_later_threads),
 		cmocka_unit_test(test_exit_mid_run),

@@ -762,6 +762,7 @@ static int parse__stack(struct parse *ps, const struct jnode *node, struct kh_st
 	const struct jnode *array, *f;
 	char *name = NULL;
 	uint64_t count;
+	bool complete;
 	int err;
 
 	if (parse__opt_string(ps, node, "stage", &name))
@@ -792,6 +793,16 @@ static int parse__stack(struct parse *ps, const struct jnode *node, struct kh_st
 	}
 	if (kh_stacks__add(s, stage, attribution, frames, n, count))
 		return parse__nomem(ps);
+	if (parse__opt_string(ps, node, "unwind", &name))
+		return -EINVAL;
+	err = name && kh_unwind__parse(name, &s->stacks[s->stack_count - 1].unwind);
+	free(name);
+	if (err)
+		return parse__fail_field(ps, "unwind", "unknown unwinding", NULL);
+	complete = true;
+	if (parse__ext_bool(ps, node, "complete", &complete))
+		return -EINVAL;
+	s->stacks[s->stack_count - 1].incomplete = !complete;
 	return 0;
 }
 
@@ -816,6 +827,7 @@ static int parse__stacks(struct parse *ps, const struct jnode *ext, struct kh_st
 	      parse__ext_u64(ps, node, "truncated", &s->truncated) ||
 	      parse__ext_u64(ps, node, "unwind_failed", &s->unwind_failed) ||
 	      parse__ext_u64(ps, node, "leaf_restored", &s->leaf_restored) ||
+	      parse__ext_u64(ps, node, "incomplete", &s->incomplete) ||
 	      parse__ext_u64(ps, node, "ring_full", &s->ring_full) ||
 	      parse__ext_u64(ps, node, "threads_missed", &s->threads_missed) ||
 	      parse__container(ps, node, "names", true, true, &names) ||

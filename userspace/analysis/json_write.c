@@ -411,6 +411,7 @@ static void writer__stacks(struct writer *w, const struct kh_stacks *s)
 	writer__u64(w, "truncated", s->truncated);
 	writer__u64(w, "unwind_failed", s->unwind_failed);
 	writer__u64(w, "leaf_restored", s->leaf_restored);
+	writer__u64(w, "incomplete", s->incomplete);
 	writer__u64(w, "ring_full", s->ring_full);
 	writer__u64(w, "threads_missed", s->threads_missed);
 	writer__open_member(w, "names", '[');
@@ -428,6 +429,8 @@ static void writer__stacks(struct writer *w, const struct kh_stacks *s)
 		writer__str(w, "attribution",
 			    st->attribution == KH_ATTRIBUTION_DECODED ? "decoded" : "root");
 		writer__u64(w, "count", st->count);
+		writer__str(w, "unwind", kh_unwind__name(st->unwind));
+		writer__bool(w, "complete", !st->incomplete);
 		writer__key(w, "frames");
 		outbuf__putc(&w->out, '[');
 		for (uint32_t f = 0; f < st->frame_count; f++)

@@ -27,6 +27,27 @@ const char *kh_sample_tag__name(uint32_t tag)
 	return tag < KH_SAMPLE_TAG_COUNT ? tag_names[tag] : NULL;
 }
 
+static const char *const unwind_names[] = {
+	[KH_UNWIND_FP] = "frame-pointer",
+	[KH_UNWIND_FP_CFI] = "frame-pointer+cfi",
+};
+_Static_assert(ARRAY_SIZE(unwind_names) == KH_UNWIND_COUNT, "one name per kh_unwind");
+
+const char *kh_unwind__name(uint32_t unwind)
+{
+	return unwind < KH_UNWIND_COUNT ? unwind_names[unwind] : NULL;
+}
+
+int kh_unwind__parse(const char *name, uint32_t *out)
+{
+	for (uint32_t i = 0; i < KH_UNWIND_COUNT; i++)
+		if (!strcmp(name, unwind_names[i])) {
+			*out = i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
 uint32_t kh_stacks__name(struct kh_stacks *s, const char *name)
 {
 	char *copy;
@@ -73,6 +94,8 @@ int kh_stacks__add(struct kh_stacks *s, uint32_t stage, uint32_t attribution,
 		memcpy(st->frames, frames, frame_count * sizeof(*frames));
 	st->stage = stage;
 	st->attribution = attribution;
+	st->unwind = KH_UNWIND_FP;
+	st->incomplete = false;
 	st->frame_count = frame_count;
 	st->count = count;
 	s->stack_count++;

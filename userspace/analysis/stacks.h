@@ -21,9 +21,18 @@
 /* The stage of a sample outside every span. */
 #define KH_NO_STAGE UINT32_MAX
 
+/* How a stack was unwound.  Wire values: append only (kh_unwind__name). */
+enum kh_unwind {
+	KH_UNWIND_FP = 0,     /* "frame-pointer": the frame-pointer walk */
+	KH_UNWIND_FP_CFI = 1, /* "frame-pointer+cfi": and the innermost caller from CFI */
+	KH_UNWIND_COUNT
+};
+
 struct kh_stack {
 	uint32_t stage;       /* enum kh_stage, or KH_NO_STAGE */
 	uint32_t attribution; /* enum kh_attribution */
+	uint32_t unwind;      /* enum kh_unwind */
+	bool incomplete;      /* does not reach a thread's entry (_start, start_thread, clone3) */
 	uint32_t *frames;     /* indices into names, outermost first */
 	uint32_t frame_count;
 	uint64_t count;
@@ -39,6 +48,7 @@ struct kh_stacks {
 	uint64_t truncated;   /* cut at KH_SAMPLE_MAX_FRAMES, innermost frames kept */
 	uint64_t unwind_failed; /* no user frame at all (counted under [unknown]) */
 	uint64_t leaf_restored; /* a caller the frame-pointer walk skipped, put back from CFI */
+	uint64_t incomplete;  /* stacks that stop short of a thread's entry function */
 	uint64_t ring_full;   /* lost for want of ring-buffer room */
 	uint64_t threads_missed; /* threads no sampling event could be opened for */
 	char **names;
@@ -49,6 +59,9 @@ struct kh_stacks {
 
 /* Wire names of enum kh_sample_tag ("stage", "no_stage", ...). */
 const char *kh_sample_tag__name(uint32_t tag);
+/* Wire names of enum kh_unwind; name to value, 0 or -EINVAL. */
+const char *kh_unwind__name(uint32_t unwind);
+int kh_unwind__parse(const char *name, uint32_t *out);
 
 /* The index of name in s->names, added if new; UINT32_MAX without memory. */
 uint32_t kh_stacks__name(struct kh_stacks *s, const char *name);

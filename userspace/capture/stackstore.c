@@ -153,6 +153,28 @@ static void read_build_id(struct mapping *m)
 	close(fd);
 }
 
+/* Inserts m (taking its path) in start order; -ENOMEM leaves it to the caller. */
+static int keep_mapping(struct stack_store *s, struct mapping *m)
+{
+	size_t at = 0;
+
+	if (s->map_count == s->map_cap) {
+		size_t cap = s->map_cap ? s->map_cap * 2 : 64;
+		struct mapping *grown = realloc(s->maps, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		s->maps = grown;
+		s->map_cap = cap;
+	}
+	while (at < s->map_count && s->maps[at].start < m->start)
+		at++;
+	memmove(&s->maps[at + 1], &s->maps[at], (s->map_count - at) * sizeof(*s->maps));
+	s->maps[at] = *m;
+	s->map_count++;
+	return 0;
+}
+
 int stack_store__add_mapping(struct stack_store *s, uint64_t start, uint64_t end, uint64_t pgoff,
 			     bool exec, const char *path)
 {
@@ -177,32 +199,37 @@ int stack_store__add_mapping(struct stack_store *s, uint64_t start, uint64_t end
 		s->maps[at] = m;
 		return 0;
 	}
-	if (s->map_count == s->map_cap) {
-		size_t cap = s->map_cap ? s->map_cap * 2 : 64;
-		struct mapping *grown = realloc(s->maps, cap * sizeof(*grown));
-
-		if (!grown) {
-			free(m.path);
-			return -ENOMEM;
-		}
-		s->maps = grown;
-		s->map_cap = cap;
+	if (keep_mapping(s, &m)) {
+		free(m.path);
+		return -ENOMEM;
 	}
-	memmove(&s->maps[at + 1], &s->maps[at], (s->map_count - at) * sizeof(*s->maps));
-	s->maps[at] = m;
-	s->map_count++;
 	return 0;
+}
+
+static bool overlaps(const struct mapping *a, const struct mapping *b)
+{
+	return a->start < b->end && b->start < a->end;
 }
 
 void stack_store__read_maps(struct stack_store *s)
 {
 	char path[64], line[4096 + 128];
+	struct mapping *old = s->maps;
+	size_t old_count = s->map_count;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)s->pid);
 	f = fopen(path, "re");
 	if (!f)
 		return; /* it exited: the mappings seen so far stay */
+	/*
+	 * The mappings now, and of the earlier ones those nothing maps over
+	 * since (a library closed: its samples are still named).  An earlier
+	 * one something else maps over is gone: after an execve, `record`'s
+	 * first reading is the image before it (khprof's own fork).
+	 */
+	s->maps = NULL;
+	s->map_count = s->map_cap = 0;
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long start, end, pgoff;
 		char perms[8], *name = NULL, *nl;
@@ -220,6 +247,15 @@ void stack_store__read_maps(struct stack_store *s)
 		stack_store__add_mapping(s, start, end, pgoff, true, name);
 	}
 	fclose(f);
+	for (size_t i = 0; i < old_count; i++) {
+		bool covered = false;
+
+		for (size_t j = 0; j < s->map_count && !covered; j++)
+			covered = overlaps(&old[i], &s->maps[j]);
+		if (covered || keep_mapping(s, &old[i]))
+			free(old[i].path);
+	}
+	free(old);
 }
 
 static struct symbol_file *symbol_file(struct stack_store *s, const struct mapping *m);
@@ -325,12 +361,13 @@ static uint64_t entry_hash(const struct kh_sample_event *e, uint32_t frames)
 }
 
 static bool entry_equal(const struct stack_entry *x, const struct kh_sample_event *e,
-			uint32_t frames, uint64_t hash)
+			uint32_t frames, uint64_t hash, bool leaf_restored)
 {
 	return x->hash == hash && x->tag == e->tag &&
 	       x->stage == (e->tag == KH_SAMPLE_TAG_STAGE ? e->stage : 0) &&
 	       x->attribution == e->attribution && x->frames == frames &&
 	       x->unwind_failed == (e->frames <= 0) && x->in_kernel == (e->in_kernel != 0) &&
+	       x->leaf_restored == leaf_restored &&
 	       !memcmp(x->ips, e->ips, frames * sizeof(*x->ips));
 }
 
@@ -364,12 +401,12 @@ static long stack_index(struct stack_store *s, const struct kh_sample_event *e, 
 
 	if (frames > KH_SAMPLE_MAX_FRAMES)
 		frames = KH_SAMPLE_MAX_FRAMES;
-	hash = entry_hash(e, frames);
+	hash = mix(entry_hash(e, frames), leaf_restored);
 	if ((s->stack_count + 1) * 2 > s->bucket_count && rehash(s))
 		return -1;
 	for (at = hash & (s->bucket_count - 1); s->buckets[at];
 	     at = (at + 1) & (s->bucket_count - 1))
-		if (entry_equal(&s->stacks[s->buckets[at] - 1], e, frames, hash))
+		if (entry_equal(&s->stacks[s->buckets[at] - 1], e, frames, hash, leaf_restored))
 			return (long)s->buckets[at] - 1;
 	if (s->stack_count == s->stack_cap) {
 		size_t cap = s->stack_cap ? s->stack_cap * 2 : 256;
@@ -679,6 +716,25 @@ static uint32_t name_id(struct name_index *ni, struct kh_stacks *out, const char
 	return id;
 }
 
+/*
+ * Where every thread's stack begins: a walk that reaches one of these
+ * unwound the whole stack.  _start and clone3 zero rbp, so the walk ends
+ * there; glibc's start_thread and __libc_start_call_main are the outermost
+ * functions with a frame.
+ */
+static bool is_thread_entry(const char *name)
+{
+	static const char *const entries[] = {
+		"_start", "__libc_start_main", "__libc_start_call_main", "start_thread",
+		"clone", "clone3", "__clone3", "thread_start",
+	};
+
+	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++)
+		if (!strcmp(name, entries[i]))
+			return true;
+	return false;
+}
+
 /* Symbolizes stack x into out with count samples. */
 static int fill_stack(struct stack_store *s, const struct stack_entry *x, uint64_t count,
 		      struct name_index *ni, struct kh_stacks *out)
@@ -687,6 +743,8 @@ static int fill_stack(struct stack_store *s, const struct stack_entry *x, uint64
 	const struct mapping *maps[KH_SAMPLE_MAX_FRAMES];
 	char buf[KH_SAMPLE_MAX_FRAMES][256];
 	uint32_t n = x->frames;
+	bool complete = false;
+	int err;
 
 	if (!n) {
 		/* No user frame at all: one frame says so. */
@@ -705,12 +763,19 @@ static int fill_stack(struct stack_store *s, const struct stack_entry *x, uint64
 				snprintf(buf[i], sizeof(buf[i]), "[pcre2 jit]");
 		for (uint32_t i = 0; i < n; i++)
 			names[n - 1 - i] = name_id(ni, out, buf[i]);
+		complete = !x->truncated && is_thread_entry(buf[n - 1]);
 	}
 	for (uint32_t i = 0; i < n; i++)
 		if (names[i] == UINT32_MAX)
 			return -ENOMEM;
-	return kh_stacks__add(out, x->tag == KH_SAMPLE_TAG_STAGE ? x->stage : KH_NO_STAGE,
-			      x->attribution, names, n, count);
+	err = kh_stacks__add(out, x->tag == KH_SAMPLE_TAG_STAGE ? x->stage : KH_NO_STAGE,
+			     x->attribution, names, n, count);
+	if (err)
+		return err;
+	out->stacks[out->stack_count - 1].unwind = x->leaf_restored ? KH_UNWIND_FP_CFI : KH_UNWIND_FP;
+	out->stacks[out->stack_count - 1].incomplete = !complete;
+	out->incomplete += complete ? 0 : count;
+	return 0;
 }
 
 void stack_store__fill(struct stack_store *s, uint64_t start_ns, uint64_t end_ns,
