@@ -255,6 +255,35 @@ static void test_without_frame_pointers(void **state)
 }
 
 /*
+ * The timeline puts every stage sample on the thread that did the work,
+ * not the main thread (its id is the process's), and in time order.
+ */
+static void assert_stages_on_late_thread(const struct kh_profile *p)
+{
+	const struct kh_stacks *s = &p->ext.stacks;
+	uint64_t staged = 0, last = 0;
+	uint32_t worker = 0;
+
+	assert_int_equal(s->timeline_every, 1);
+	assert_int_equal(s->timeline_count, s->samples - s->tags[KH_SAMPLE_TAG_UNREADABLE] -
+						    s->tags[KH_SAMPLE_TAG_TOO_DEEP]);
+	for (size_t i = 0; i < s->timeline_count; i++) {
+		const struct kh_stack_sample *smp = &s->timeline[i];
+
+		assert_true(smp->at_ns >= last);
+		last = smp->at_ns;
+		if (s->stacks[smp->stack].stage == KH_NO_STAGE)
+			continue;
+		assert_int_not_equal(smp->tid, p->ext.traced_pid);
+		if (!worker)
+			worker = smp->tid;
+		assert_int_equal(smp->tid, worker);
+		staged++;
+	}
+	assert_int_equal(staged, s->tags[KH_SAMPLE_TAG_STAGE]);
+}
+
+/*
  * All the work is done by a thread started after the session began (and
  * after the sampler opened its events): every stage sample is its own.
  */
@@ -270,6 +299,7 @@ static void test_threads_started_later(void **state)
 		read_folded(out, &c);
 		assert_workload_shape(&c);
 		assert_record_consistent(out, &p, &c);
+		assert_stages_on_late_thread(&p);
 		profile__free(&p);
 	}
 }

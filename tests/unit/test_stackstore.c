@@ -27,6 +27,7 @@
 #include "record.h"
 #include "stacks.h"
 #include "stackstore.h"
+#include "trace_event.h"
 
 /* A record with three stacks: two share a stack in both attributions. */
 static void make_profile(struct kh_profile *p)
@@ -53,6 +54,11 @@ static void make_profile(struct kh_profile *p)
 		assert_int_equal(kh_stacks__add(s, KH_NO_STAGE, KH_ATTRIBUTION_ROOT, c, 1, 5), 0);
 	}
 	s->samples = 65;
+	s->timeline = calloc(2, sizeof(*s->timeline));
+	s->timeline[0] = (struct kh_stack_sample){ 1500, 42, 0 };
+	s->timeline[1] = (struct kh_stack_sample){ 2500, 43, 3 };
+	s->timeline_count = 2;
+	s->timeline_every = 1;
 	s->tags[KH_SAMPLE_TAG_STAGE] = 60;
 	s->tags[KH_SAMPLE_TAG_NO_STAGE] = 5;
 	s->leaf_restored = 40;
@@ -76,6 +82,10 @@ static void test_json_round_trip(void **state)
 	assert_int_equal(back.ext.stacks.stacks[1].attribution, KH_ATTRIBUTION_DECODED);
 	assert_int_equal(back.ext.stacks.stacks[3].stage, KH_NO_STAGE);
 	assert_int_equal(back.ext.stacks.leaf_restored, 40);
+	assert_int_equal(back.ext.stacks.timeline_count, 2);
+	assert_int_equal(back.ext.stacks.timeline[1].tid, 43);
+	assert_int_equal(back.ext.stacks.timeline[1].stack, 3);
+	assert_int_equal(back.ext.stacks.timeline[1].at_ns, 2500);
 	again = profile__to_json(&back);
 	assert_string_equal(again, json);
 	free(again);
@@ -145,6 +155,28 @@ static void test_top_functions_table(void **state)
 				       "scan_chunk 33.3%\n"));
 	assert_non_null(strstr(report, "  (no stage)                      5   7.7%  [unknown] 100.0%\n"));
 	free(report);
+	profile__free(&p);
+}
+
+/* The Perfetto export puts each sample on its thread's track, with its stage and stack. */
+static void test_samples_in_perfetto(void **state)
+{
+	struct kh_profile p;
+	char *json;
+
+	(void)state;
+	make_profile(&p);
+	json = profile__to_trace_events(&p);
+	assert_non_null(json);
+	assert_non_null(strstr(json, "{\"name\":\"thread_name\",\"cat\":\"khprof\",\"ph\":\"M\","
+				     "\"pid\":1,\"tid\":42,\"ts\":0.000,\"args\":{\"name\":\"thread 42 "
+				     "(stack samples)\"}}"));
+	assert_non_null(strstr(json, "{\"name\":\"pcre2_match_8\",\"cat\":\"khprof\",\"ph\":\"i\","
+				     "\"pid\":1,\"tid\":42,\"ts\":1.500,\"s\":\"t\",\"args\":{\"stage\":"
+				     "\"hot-patterns\",\"stack\":\"main;scan_chunk;pcre2_match_8\"}}"));
+	assert_non_null(strstr(json, "\"tid\":43,\"ts\":2.500,\"s\":\"t\",\"args\":{\"stage\":"
+				     "\"(no stage)\",\"stack\":\"[unknown]\"}}"));
+	free(json);
 	profile__free(&p);
 }
 
@@ -299,6 +331,7 @@ int main(void)
 		cmocka_unit_test(test_folded_lines),
 		cmocka_unit_test(test_top_functions_table),
 		cmocka_unit_test(test_flame_graphs_in_html),
+		cmocka_unit_test(test_samples_in_perfetto),
 		cmocka_unit_test(test_diff_top_functions),
 		cmocka_unit_test(test_store_symbolizes),
 	};

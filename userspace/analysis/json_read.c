@@ -806,6 +806,37 @@ static int parse__stack(struct parse *ps, const struct jnode *node, struct kh_st
 	return 0;
 }
 
+/* The samples' timeline: [at_ns, tid, stack] triples, stack within the stacks read. */
+static int parse__timeline(struct parse *ps, const struct jnode *node, struct kh_stacks *s)
+{
+	const struct jnode *array, *item;
+
+	if (parse__ext_u64(ps, node, "timeline_every", &s->timeline_every) ||
+	    parse__container(ps, node, "timeline", false, true, &array))
+		return -EINVAL;
+	if (!array || !array->count)
+		return 0;
+	s->timeline = calloc(array->count, sizeof(*s->timeline));
+	if (!s->timeline)
+		return parse__nomem(ps);
+	for (item = array->child; item; item = item->next) {
+		const struct jnode *v = item->type == J_ARRAY && item->count == 3 ? item->child : NULL;
+		uint64_t at, tid, stack;
+
+		if (!v)
+			return parse__fail_field(ps, "timeline", "expected [at_ns, tid, stack]", item);
+		if (parse__value_u64(ps, v, "timeline", &at) ||
+		    parse__value_u64(ps, v->next, "timeline", &tid) ||
+		    parse__value_u64(ps, v->next->next, "timeline", &stack))
+			return -EINVAL;
+		if (stack >= s->stack_count || tid > UINT32_MAX)
+			return parse__fail_field(ps, "timeline", "stack or thread out of range", NULL);
+		s->timeline[s->timeline_count++] =
+			(struct kh_stack_sample){ at, (uint32_t)tid, (uint32_t)stack };
+	}
+	return 0;
+}
+
 /* --sample's stacks; records without samples have none. */
 static int parse__stacks(struct parse *ps, const struct jnode *ext, struct kh_stacks *s)
 {
@@ -855,6 +886,8 @@ static int parse__stacks(struct parse *ps, const struct jnode *ext, struct kh_st
 		}
 		path__pop(ps, inner);
 	}
+	if (!err)
+		err = parse__timeline(ps, node, s);
 	path__pop(ps, saved);
 	return err ? -EINVAL : 0;
 }

@@ -439,6 +439,15 @@ static void writer__stacks(struct writer *w, const struct kh_stacks *s)
 		writer__close(w, '}');
 	}
 	writer__close(w, ']');
+	writer__u64(w, "timeline_every", s->timeline_every);
+	/* [at_ns, tid, stack] per sample, one to a line. */
+	writer__open_member(w, "timeline", '[');
+	for (size_t i = 0; i < s->timeline_count; i++) {
+		writer__next(w);
+		outbuf__printf(&w->out, "[%" PRIu64 ", %" PRIu32 ", %" PRIu32 "]",
+			       s->timeline[i].at_ns, s->timeline[i].tid, s->timeline[i].stack);
+	}
+	writer__close(w, ']');
 	writer__close(w, '}');
 }
 

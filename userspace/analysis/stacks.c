@@ -110,6 +110,7 @@ void kh_stacks__free(struct kh_stacks *s)
 		free(s->stacks[i].frames);
 	free(s->names);
 	free(s->stacks);
+	free(s->timeline);
 	free(s->unwinding);
 	memset(s, 0, sizeof(*s));
 }

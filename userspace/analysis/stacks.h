@@ -38,6 +38,19 @@ struct kh_stack {
 	uint64_t count;
 };
 
+/* One sample on its thread's timeline (the Perfetto export). */
+struct kh_stack_sample {
+	uint64_t at_ns; /* from the record's start */
+	uint32_t tid;
+	uint32_t stack; /* index into stacks */
+};
+
+/*
+ * Samples kept on the timeline per record: 50,000 x ~25 bytes of JSON is
+ * 1.2 MB; a longer record keeps one sample in timeline_every, evenly.
+ */
+#define KH_STACK_TIMELINE_MAX 50000
+
 struct kh_stacks {
 	bool present;
 	uint64_t rate_hz;
@@ -55,6 +68,9 @@ struct kh_stacks {
 	size_t name_count, name_cap;
 	struct kh_stack *stacks;
 	size_t stack_count, stack_cap;
+	struct kh_stack_sample *timeline; /* in time order */
+	size_t timeline_count;
+	uint64_t timeline_every; /* 1: every sample; 0: no timeline */
 };
 
 /* Wire names of enum kh_sample_tag ("stage", "no_stage", ...). */

@@ -466,7 +466,7 @@ void stack_store__add(struct stack_store *s, const struct kh_sample_event *sampl
 		s->samples = grown;
 		s->sample_cap = cap;
 	}
-	s->samples[s->sample_count++] = (struct store_sample){ e->ts_ns, (uint32_t)stack, 0 };
+	s->samples[s->sample_count++] = (struct store_sample){ e->ts_ns, (uint32_t)stack, e->tid };
 }
 
 /* ------------------------------------------------------------------ */
@@ -778,12 +778,39 @@ static int fill_stack(struct stack_store *s, const struct stack_entry *x, uint64
 	return 0;
 }
 
+/* The record's samples in time order, every timeline_every-th when there are many. */
+static void fill_timeline(const struct stack_store *s, uint64_t start_ns, uint64_t end_ns,
+			  const uint32_t *index, struct kh_stacks *out)
+{
+	uint64_t n = 0, seen = 0;
+
+	for (size_t i = 0; i < s->sample_count; i++)
+		n += s->samples[i].ts_ns >= start_ns && s->samples[i].ts_ns <= end_ns &&
+		     index[s->samples[i].stack] != UINT32_MAX;
+	out->timeline_every = n > KH_STACK_TIMELINE_MAX
+				      ? (n + KH_STACK_TIMELINE_MAX - 1) / KH_STACK_TIMELINE_MAX : 1;
+	out->timeline = calloc(n ? (size_t)(n / out->timeline_every + 1) : 1, sizeof(*out->timeline));
+	if (!out->timeline)
+		return;
+	for (size_t i = 0; i < s->sample_count; i++) {
+		const struct store_sample *smp = &s->samples[i];
+
+		if (smp->ts_ns < start_ns || smp->ts_ns > end_ns || index[smp->stack] == UINT32_MAX ||
+		    seen++ % out->timeline_every)
+			continue;
+		out->timeline[out->timeline_count++] = (struct kh_stack_sample){
+			smp->ts_ns - start_ns, smp->tid, index[smp->stack]
+		};
+	}
+}
+
 void stack_store__fill(struct stack_store *s, uint64_t start_ns, uint64_t end_ns,
 		       uint64_t ring_full, struct kh_stacks *out)
 {
 	uint64_t *counts = calloc(s->stack_count ? s->stack_count : 1, sizeof(*counts));
+	uint32_t *index = calloc(s->stack_count ? s->stack_count : 1, sizeof(*index));
 	struct name_index ni = { 0 };
-	bool nomem = !counts;
+	bool nomem = !counts || !index;
 
 	kh_stacks__free(out);
 	out->present = true;
@@ -807,15 +834,21 @@ void stack_store__fill(struct stack_store *s, uint64_t start_ns, uint64_t end_ns
 		out->unwind_failed += x->unwind_failed ? counts[i] : 0;
 		out->leaf_restored += x->leaf_restored ? counts[i] : 0;
 		/* A stage that could not be read is counted, not filed under a guess. */
+		index[i] = UINT32_MAX;
 		if (x->tag == KH_SAMPLE_TAG_UNREADABLE || x->tag == KH_SAMPLE_TAG_TOO_DEEP)
 			continue;
 		if (fill_stack(s, x, counts[i], &ni, out))
 			nomem = true;
+		else
+			index[i] = (uint32_t)out->stack_count - 1;
 	}
+	if (!nomem)
+		fill_timeline(s, start_ns, end_ns, index, out);
 	if (nomem || s->dropped_nomem)
 		log__warn("stack samples: out of memory, %" PRIu64 " samples not kept",
 			  s->dropped_nomem);
 	free(ni.hashes);
 	free(ni.ids);
 	free(counts);
+	free(index);
 }

@@ -35,7 +35,7 @@ struct stack_store {
 	struct store_sample {
 		uint64_t ts_ns;
 		uint32_t stack;
-		uint32_t pad;
+		uint32_t tid;
 	} *samples;
 	size_t sample_count, sample_cap;
 	struct mapping *maps;           /* every mapping seen, sorted by start */
