@@ -411,6 +411,18 @@ static void test_pprof_read_by_protoc(void **state)
 	profile__free(&p);
 }
 
+/* A program of probe ABI 3 (the Rust crate's) is sampled, with a warning of what it cannot show. */
+static void test_old_abi_is_named(void **state)
+{
+	char out[PATH_MAX];
+	char *argv[] = { khprof, "record", "-q", "--sample", "-o", out, "--",
+			 "build/workloads/workload-rs", "nested", "5", NULL };
+
+	(void)state;
+	path_in(out, sizeof(out), tmpdir, "abi3.json");
+	assert_run_exits(argv, 0, "has probe ABI 3: --sample sees only its KH_SPAN_ENTER spans");
+}
+
 /* Bad rates are refused; a record without samples has no folded stacks. */
 static void test_bad_input(void **state)
 {
@@ -446,6 +458,7 @@ int main(void)
 		cmocka_unit_test(test_attach_samples_later_threads),
 		cmocka_unit_test(test_exit_mid_run),
 		cmocka_unit_test(test_pprof_read_by_protoc),
+		cmocka_unit_test(test_old_abi_is_named),
 		cmocka_unit_test(test_bad_input),
 	};
 

@@ -194,6 +194,13 @@ static int handle_event(void *ctx, void *data, size_t len)
 			kill(t->pid, SIGCONT);
 		return 0;
 	}
+	/* Probe ABI 4 put scoped spans on the stack the sampler reads (docs/PROBES.md). */
+	if (e->type == KH_EVENT_SESSION_START && t->sampler && e->arg1 < 4 && !t->warned_old_abi) {
+		log__warn("PID %d has probe ABI %llu: --sample sees only its KH_SPAN_ENTER spans "
+			  "(scoped spans and Rust guards count as (no stage); build it with probe "
+			  "ABI 4, docs/SAMPLING.md)", t->pid, (unsigned long long)e->arg1);
+		t->warned_old_abi = true;
+	}
 	if (e->type == KH_EVENT_SESSION_START && e->slot < KH_MAX_SLOTS) {
 		memset(&t->pending[e->slot], 0, sizeof(t->pending[e->slot]));
 		kh_latency__free(&t->pending_latency[e->slot]);

@@ -80,6 +80,7 @@ struct tracer {
 	struct btf_cache btf_cache;    /* CO-RE targets kept between runs (btf_cache.h) */
 	uint64_t open_ns;              /* tracer__open began: start-up phase times (-v) */
 	struct sampler *sampler;       /* --sample, or NULL (sampler.h) */
+	bool warned_old_abi;           /* a session of probe ABI < 4 was named on stderr */
 };
 
 /* attach.c: all wanted keyhog sites of one file, in one uprobe-multi link. */
