@@ -125,11 +125,13 @@ static int sample_thread(struct sampler *s, pid_t tid)
 	}
 	fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0) {
-		if (errno != ESRCH) {
-			s->store.threads_missed++;
-			log__warn("cannot sample thread %d: perf_event_open: %s", (int)tid,
-				  strerror(errno));
-		}
+		if (errno == ESRCH)
+			return 0; /* it ended meanwhile */
+		s->store.threads_missed++;
+		log__warn("cannot sample thread %d: perf_event_open: %s", (int)tid, strerror(errno));
+		/* Listed without a link, so that the rescan does not try it again. */
+		s->links[s->count] = NULL;
+		s->tids[s->count++] = tid;
 		return 0;
 	}
 	link = bpf_program__attach_perf_event(s->skel->progs.kh_sample, fd);
