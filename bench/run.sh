@@ -712,6 +712,9 @@ row 11 "--sample=99: traced program's own wall (stackwork, 1 thread), vs traced 
 	"$(calc %.3f× "$r99")" "≤1.01×" "$(ok "$r99 <= 1.01")"
 row 11 "--sample=999: the same" "$(field "$tmp/r11.out" wall999_ms) ms" \
 	"$(field "$tmp/r11.out" wall0_ms) ms" "$(calc %.3f× "$r999")" "≤1.03×" "$(ok "$r999 <= 1.03")"
+row 11 "--sample=99 and 999: the traced program's own CPU time, vs traced without sampling" \
+	"$(calc %.3f× "$(field "$tmp/r11.out" cpu_ratio99)"); $(calc %.3f× "$(field "$tmp/r11.out" cpu_ratio999)")" \
+	"—" "—" "—" "—"
 row 11 "--sample: khprof CPU per sample, µs (999 against 99 Hz); fixed, ms (loading the sampler, symbol tables)" \
 	"$(field "$tmp/r11.out" cpu_per_sample_us); $(field "$tmp/r11.out" cpu_fixed_ms)" "—" "—" "—" "—"
 fill11=$(field "$tmp/r11.out" fill_ms)
