@@ -22,13 +22,13 @@ WARNINGS   := -Wall -Wextra -Werror
 # Each layer sees only the layers below it (docs/ARCHITECTURE.md): an
 # analysis file that includes a capture header does not compile.
 INC_COMMON   := -Iinclude -Iuserspace/common
-INC_ANALYSIS := $(INC_COMMON) -Iuserspace/analysis
+INC_ANALYSIS := $(INC_COMMON) -Iuserspace/analysis -I$(BUILD)/proto
 INC_USDT     := $(INC_COMMON) -Iusdt
 INC_CAPTURE  := $(INC_ANALYSIS) -Iusdt -Iuserspace/capture -I$(BUILD)
 INC_ALL      := $(INC_CAPTURE) -Iuserspace/cmd
 CPPFLAGS   := -MMD -MP -D_GNU_SOURCE
 USER_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 $(CPPFLAGS)
-NOBPF_LIBS := -lelf -lz -lcjson -lm -pthread
+NOBPF_LIBS := -ldw -lelf -lprotobuf-c -lz -lcjson -lm -pthread
 LIBS       := -lbpf -lcap $(NOBPF_LIBS)
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
               -I/usr/include/$(MULTIARCH) -Wall -Werror
@@ -37,13 +37,15 @@ BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
 # systemtap-sdt-dev: <sys/sdt.h>, whose STAP_PROBE macros a test workload
 # fires instead of the header's (tests/workloads/sdt.c).
 PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev libcap-dev \
-            libcmocka-dev libpcre2-dev libpng-dev pkg-config make gcc systemtap-sdt-dev
+            libcmocka-dev libpcre2-dev libpng-dev libdw-dev libprotobuf-c-dev protobuf-c-compiler \
+            pkg-config make gcc systemtap-sdt-dev
 # What make test needs besides the build: the browser the HTML reports are
 # opened in (tests/integration/test_html.c), and the Prometheus server and
 # promtool the OpenMetrics exposition is checked with
-# (tests/integration/test_metrics.c) and the Pushgateway `khprof export` is
-# pushed to with curl (tests/integration/test_pushgateway.c).
-TEST_PACKAGES := chromium prometheus prometheus-pushgateway curl
+# (tests/integration/test_metrics.c), the Pushgateway `khprof export` is
+# pushed to with curl (tests/integration/test_pushgateway.c), and protoc,
+# whose --decode_raw reads the pprof output (tests/integration/test_stacks.c).
+TEST_PACKAGES := chromium prometheus prometheus-pushgateway curl protobuf-compiler
 BENCH_PACKAGES := bpftrace hyperfine
 # The kernel matrix (tests/kernels/): QEMU, the guest's busybox, the
 # initramfs's cpio, and what unpacks Debian's kernels (lz4 for 5.10 and
@@ -61,7 +63,7 @@ DEPS_STAMP := $(BUILD)/.deps-installed
 # an analysis file that needed libbpf would fail to link them.
 objs_of = $(patsubst %.c,$(BUILD)/%.o,$(wildcard $(1)/*.c))
 COMMON_OBJS   := $(call objs_of,userspace/common)
-ANALYSIS_OBJS := $(call objs_of,userspace/analysis)
+ANALYSIS_OBJS := $(call objs_of,userspace/analysis) $(BUILD)/proto/profile.pb-c.o
 USDT_OBJS     := $(call objs_of,usdt)
 CAPTURE_OBJS  := $(call objs_of,userspace/capture)
 CMD_OBJS      := $(call objs_of,userspace/cmd)
@@ -111,6 +113,14 @@ $(BUILD)/bpf/khprof.bpf.o: bpf/khprof.bpf.c | $(DEPS_STAMP)
 $(BUILD)/khprof.skel.h: $(BUILD)/bpf/khprof.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
+# The stack sampler (--sample): an object of its own, loaded only when asked.
+$(BUILD)/bpf/sample.bpf.o: bpf/sample.bpf.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/sample.skel.h: $(BUILD)/bpf/sample.bpf.o
+	$(BPFTOOL) gen skeleton $< name sample_bpf > $@.tmp && mv $@.tmp $@
+
 $(BUILD)/userspace/common/%.o: userspace/common/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(INC_COMMON) -c $< -o $@
@@ -118,6 +128,15 @@ $(BUILD)/userspace/common/%.o: userspace/common/%.c | $(DEPS_STAMP)
 $(BUILD)/userspace/analysis/%.o: userspace/analysis/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(USER_CFLAGS) $(INC_ANALYSIS) -c $< -o $@
+
+# pprof's messages (proto/profile.proto), compiled by protoc-c for the
+# analysis layer's pprof writer (userspace/analysis/pprof.c).
+$(BUILD)/proto/profile.pb-c.c $(BUILD)/proto/profile.pb-c.h &: proto/profile.proto | $(DEPS_STAMP)
+	@mkdir -p $(BUILD)/proto
+	protoc-c --proto_path=proto --c_out=$(BUILD)/proto $<
+$(BUILD)/proto/profile.pb-c.o: $(BUILD)/proto/profile.pb-c.c
+	$(CC) $(CFLAGS) -std=gnu11 -I$(BUILD)/proto -c $< -o $@
+$(BUILD)/userspace/analysis/pprof.o: $(BUILD)/proto/profile.pb-c.h
 
 $(BUILD)/usdt/%.o: usdt/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
@@ -137,7 +156,7 @@ $(BUILD)/khprof_object_id.h: $(BUILD)/bpf/khprof.bpf.o
 	printf '#define KH_BPF_OBJECT_ID "%s"\n' "$$(sha256sum $< | cut -c1-16)" > $@.tmp && mv $@.tmp $@
 
 # Modules that include the skeleton must wait for it.
-$(CAPTURE_BPF_OBJS): $(BUILD)/khprof.skel.h $(BUILD)/khprof_object_id.h
+$(CAPTURE_BPF_OBJS): $(BUILD)/khprof.skel.h $(BUILD)/sample.skel.h $(BUILD)/khprof_object_id.h
 
 $(BUILD)/khprof: $(KHPROF_OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS)
@@ -208,6 +227,14 @@ $(BUILD)/workloads/%: tests/workloads/%.c include/keyhog_profile.h $(BUILD)/work
 $(BUILD)/workloads/sdt-nosem: tests/workloads/sdt.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(WARNINGS) -DKH_SDT_NO_SEMAPHORES -o $@ $<
+
+# The stack sampler's workload unwinds by frame pointers (tests/integration/test_stacks.c),
+# and the same without them, as Debian builds its packages.
+$(BUILD)/workloads/stackwork: private CFLAGS += -fno-omit-frame-pointer
+$(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c include/keyhog_profile.h $(BUILD)/workloads/libkhwork.so | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fomit-frame-pointer $(WARNINGS) -Iinclude -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -lkhwork
+all: $(BUILD)/workloads/stackwork-nofp
 
 all: $(WORKLOADS) $(BUILD)/workloads/sdt-nosem
 

@@ -394,7 +394,7 @@ __attribute__((unused)) static void kh__batch_key_create(void)
 }
 
 /*
- * Once per thread, the first time it buffers a span: the `batch_register`
+ * Once per thread, at its first traced span (ABI 4): the `batch_register`
  * probe tells the tracer where the buffer is, so that it can read what is
  * left in it when the thread dies, execs or the tracer detaches.
  */
@@ -438,39 +438,47 @@ void kh__span_complete(uint32_t stage, uint64_t start_ns)
  * Span mode compares the start with the kernel's clock, so it gets
  * CLOCK_MONOTONIC; batch mode alone only needs lengths, so it gets the TSC
  * where khprof trusts it (KH__BATCH_START).
+ *
+ * Probe ABI 4: every traced span, scoped or not, is on the thread's stack
+ * from its enter to its exit, and a thread registers its state at its first
+ * traced span in every mode, so that a sampler reading the stack (`khprof
+ * --sample`) finds the innermost open stage without a kernel entry.  Only
+ * traced paths changed: the untraced site is the same load and branch.
  */
 KH__ONE_PER_MODULE(kh__span_start) __attribute__((cold)) uint64_t kh__span_start(uint32_t stage)
 {
+	struct kh_thread_state *t = &kh_thread_state;
+	uint64_t start_ns;
+
+	if (KH__UNLIKELY(!t->batch_registered))
+		kh__batch_register(t);
 	if (keyhog_semaphores.s.span) {
 		KH__PROBE1(KH__NOP_HOT, "span_enter", KH__SEMA_SPAN, stage);
-		return kh__now_ns();
+		start_ns = kh__now_ns();
+	} else {
+		start_ns = KH__BATCH_START();
 	}
-	return KH__BATCH_START();
-}
-
-KH__ONE_PER_MODULE(kh__span_enter_slow) __attribute__((cold))
-void kh__span_enter_slow(uint32_t stage)
-{
-	struct kh_thread_state *t = &kh_thread_state;
-	uint64_t start_ns = kh__span_start(stage);
-
 	if (t->depth < KH_USER_SPAN_DEPTH) {
 		t->stage[t->depth] = stage;
 		t->start_ns[t->depth] = start_ns;
 	}
+	/* A sample taken in between sees the frame whole or not at all. */
+	__asm__ __volatile__("" ::: "memory");
 	t->depth++;
+	return start_ns;
 }
 
-KH__ONE_PER_MODULE(kh__span_exit_slow) __attribute__((cold)) void kh__span_exit_slow(uint32_t stage)
+/*
+ * Takes the innermost frame off the stack if it is stage's; returns its
+ * start, 0 if it is not.  A span entered before the tracer attached has no
+ * frame: its exit leaves the stack alone and reports start 0, which the
+ * tracer counts as unmatched instead of pairing it with an outer frame.
+ */
+__attribute__((unused)) static inline uint64_t kh__span_pop(uint32_t stage)
 {
 	struct kh_thread_state *t = &kh_thread_state;
 	uint64_t start_ns = 0;
 
-	/*
-	 * A span entered before the tracer attached has no frame: its exit
-	 * leaves the stack alone and reports start 0, which the tracer counts
-	 * as unmatched instead of pairing it with an outer frame.
-	 */
 	if (t->depth > 0) {
 		uint32_t top = t->depth - 1;
 
@@ -481,15 +489,33 @@ KH__ONE_PER_MODULE(kh__span_exit_slow) __attribute__((cold)) void kh__span_exit_
 			t->depth--;
 		}
 	}
-	kh__span_complete(stage, start_ns);
+	return start_ns;
 }
 
-/* Scoped spans keep their start in a local; no per-thread stack needed. */
+KH__ONE_PER_MODULE(kh__span_enter_slow) __attribute__((cold))
+void kh__span_enter_slow(uint32_t stage)
+{
+	kh__span_start(stage);
+}
+
+KH__ONE_PER_MODULE(kh__span_exit_slow) __attribute__((cold)) void kh__span_exit_slow(uint32_t stage)
+{
+	kh__span_complete(stage, kh__span_pop(stage));
+}
+
+/* Scoped spans keep their start in a local as well as on the stack. */
 struct kh__scope {
 	uint32_t stage;
 	uint64_t start_ns;
 };
 
+/* By value, so the scope never has to live in memory on the fast path. */
+KH__ONE_PER_MODULE(kh__scope_exit_slow) __attribute__((cold))
+void kh__scope_exit_slow(uint32_t stage, uint64_t start_ns)
+{
+	kh__span_pop(stage);
+	kh__span_complete(stage, start_ns);
+}
 
 __attribute__((always_inline, unused)) static inline struct kh__scope kh__scope_enter(uint32_t stage)
 {
@@ -508,7 +534,7 @@ __attribute__((always_inline, unused)) static inline struct kh__scope kh__scope_
 __attribute__((always_inline, unused)) static inline void kh__scope_exit(struct kh__scope *scope)
 {
 	if (KH__UNLIKELY(scope->start_ns != 0))
-		kh__span_complete(scope->stage, scope->start_ns); /* by value: no scope in memory */
+		kh__scope_exit_slow(scope->stage, scope->start_ns);
 }
 
 #define KH_SPAN_ENTER(stage)                                                   \

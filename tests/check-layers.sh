@@ -3,7 +3,8 @@
 # unit-test binaries (belt and braces beside the Makefile's per-layer
 # include paths, which already make a wrong include fail to compile):
 #  - a file in userspace/common includes only include/ and common/ headers,
-#    one in userspace/analysis only those and analysis/ headers, and
+#    one in userspace/analysis only those, analysis/ headers and the
+#    messages protoc-c made of proto/ (build/proto), and
 #    neither includes libbpf, libelf, the BPF skeleton or <linux/bpf.h>;
 #  - no unit-test binary (build/tests/test_* of tests/unit) needs libbpf or
 #    references any symbol libbpf exports: unit tests run without it.
@@ -49,7 +50,7 @@ check_includes() {
 }
 
 out=$(check_includes common include userspace/common
-      check_includes analysis include userspace/common userspace/analysis)
+      check_includes analysis include userspace/common userspace/analysis build/proto)
 if [ -n "$out" ]; then
 	printf '%s\n' "$out" | sed 's/^/layers: /'
 	status=1

@@ -738,6 +738,7 @@ char *profile__render_html(const struct kh_profile *p)
 	html__render_series(&b, p);
 	render__stage_table(&b, p);
 	html__render_latency(&b, p);
+	html__render_flames(&b, p);
 	render__identity(&b, p);
 	render__notes(&b, p);
 	html__close(&b);

@@ -57,6 +57,8 @@ void html__render_series(struct outbuf *b, const struct kh_profile *p);
  * on-CPU/off-CPU split; nothing for a record without khprof.latency.
  */
 void html__render_latency(struct outbuf *b, const struct kh_profile *p);
+/* A flame graph per stage (html_flame.c); nothing for a record without --sample's stacks. */
+void html__render_flames(struct outbuf *b, const struct kh_profile *p);
 /* Round step for about n ticks over [0, max]. */
 double html__tick_step(double max, int n);
 /* x axis in time over [0, span_ns] at y, its grid lines up to top. */

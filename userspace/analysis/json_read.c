@@ -786,6 +786,143 @@ static int parse__kernel(struct parse *ps, const struct jnode *ext_node, struct 
 	return err ? -EINVAL : 0;
 }
 
+/* One sampled stack: its stage, attribution, count and name indices. */
+static int parse__stack(struct parse *ps, const struct jnode *node, struct kh_stacks *s)
+{
+	uint32_t frames[KH_SAMPLE_MAX_FRAMES + 1], n = 0, stage = KH_NO_STAGE, attribution = 0;
+	const struct jnode *array, *f;
+	char *name = NULL;
+	uint64_t count;
+	bool complete;
+	int err;
+
+	if (parse__opt_string(ps, node, "stage", &name))
+		return -EINVAL;
+	err = name && kh_stage__parse(name, &stage);
+	free(name);
+	if (err)
+		return parse__fail_field(ps, "stage", "unknown stage", NULL);
+	if (parse__opt_string(ps, node, "attribution", &name))
+		return -EINVAL;
+	if (name && strcmp(name, "root") && strcmp(name, "decoded"))
+		err = 1;
+	attribution = name && !strcmp(name, "decoded") ? KH_ATTRIBUTION_DECODED : KH_ATTRIBUTION_ROOT;
+	free(name);
+	if (err)
+		return parse__fail_field(ps, "attribution", "expected root or decoded", NULL);
+	if (parse__u64(ps, node, "count", &count) ||
+	    parse__container(ps, node, "frames", true, true, &array))
+		return -EINVAL;
+	for (f = array->child; f; f = f->next) {
+		uint64_t v;
+
+		if (parse__value_u64(ps, f, "frames", &v))
+			return -EINVAL;
+		if (v >= s->name_count || n == KH_SAMPLE_MAX_FRAMES + 1)
+			return parse__fail_field(ps, "frames", "frame out of range", NULL);
+		frames[n++] = (uint32_t)v;
+	}
+	if (kh_stacks__add(s, stage, attribution, frames, n, count))
+		return parse__nomem(ps);
+	if (parse__opt_string(ps, node, "unwind", &name))
+		return -EINVAL;
+	err = name && kh_unwind__parse(name, &s->stacks[s->stack_count - 1].unwind);
+	free(name);
+	if (err)
+		return parse__fail_field(ps, "unwind", "unknown unwinding", NULL);
+	complete = true;
+	if (parse__ext_bool(ps, node, "complete", &complete))
+		return -EINVAL;
+	s->stacks[s->stack_count - 1].incomplete = !complete;
+	return 0;
+}
+
+/* The samples' timeline: [at_ns, tid, stack] triples, stack within the stacks read. */
+static int parse__timeline(struct parse *ps, const struct jnode *node, struct kh_stacks *s)
+{
+	const struct jnode *array, *item;
+
+	if (parse__ext_u64(ps, node, "timeline_every", &s->timeline_every) ||
+	    parse__container(ps, node, "timeline", false, true, &array))
+		return -EINVAL;
+	if (!array || !array->count)
+		return 0;
+	s->timeline = calloc(array->count, sizeof(*s->timeline));
+	if (!s->timeline)
+		return parse__nomem(ps);
+	for (item = array->child; item; item = item->next) {
+		const struct jnode *v = item->type == J_ARRAY && item->count == 3 ? item->child : NULL;
+		uint64_t at, tid, stack;
+
+		if (!v)
+			return parse__fail_field(ps, "timeline", "expected [at_ns, tid, stack]", item);
+		if (parse__value_u64(ps, v, "timeline", &at) ||
+		    parse__value_u64(ps, v->next, "timeline", &tid) ||
+		    parse__value_u64(ps, v->next->next, "timeline", &stack))
+			return -EINVAL;
+		if (stack >= s->stack_count || tid > UINT32_MAX)
+			return parse__fail_field(ps, "timeline", "stack or thread out of range", NULL);
+		s->timeline[s->timeline_count++] =
+			(struct kh_stack_sample){ at, (uint32_t)tid, (uint32_t)stack };
+	}
+	return 0;
+}
+
+/* --sample's stacks; records without samples have none. */
+static int parse__stacks(struct parse *ps, const struct jnode *ext, struct kh_stacks *s)
+{
+	const struct jnode *node, *tags, *names, *stacks, *item;
+	size_t saved, inner, elem, i = 0;
+	int err;
+
+	if (parse__container(ps, ext, "stacks", false, false, &node))
+		return -EINVAL;
+	if (!node)
+		return 0;
+	s->present = true;
+	saved = path__push_field(ps, "stacks");
+	err = parse__ext_u64(ps, node, "rate_hz", &s->rate_hz) ||
+	      parse__opt_string(ps, node, "unwinding", &s->unwinding) ||
+	      parse__ext_u64(ps, node, "samples", &s->samples) ||
+	      parse__container(ps, node, "tags", false, false, &tags) ||
+	      parse__ext_u64(ps, node, "in_kernel", &s->in_kernel) ||
+	      parse__ext_u64(ps, node, "truncated", &s->truncated) ||
+	      parse__ext_u64(ps, node, "unwind_failed", &s->unwind_failed) ||
+	      parse__ext_u64(ps, node, "leaf_restored", &s->leaf_restored) ||
+	      parse__ext_u64(ps, node, "incomplete", &s->incomplete) ||
+	      parse__ext_u64(ps, node, "ring_full", &s->ring_full) ||
+	      parse__ext_u64(ps, node, "threads_missed", &s->threads_missed) ||
+	      parse__container(ps, node, "names", true, true, &names) ||
+	      parse__container(ps, node, "stacks", true, true, &stacks);
+	for (uint32_t t = 0; !err && tags && t < KH_SAMPLE_TAG_COUNT; t++)
+		err = parse__ext_u64(ps, tags, kh_sample_tag__name(t), &s->tags[t]);
+	for (item = err ? NULL : names->child; item; item = item->next) {
+		if (item->type != J_STRING) {
+			err = parse__fail_field(ps, "names", "expected strings", item);
+			break;
+		}
+		if (kh_stacks__name(s, item->string) == UINT32_MAX) {
+			err = parse__nomem(ps);
+			break;
+		}
+	}
+	if (!err) {
+		inner = path__push_field(ps, "stacks");
+		for (item = stacks->child; !err && item; item = item->next) {
+			err = parse__element(ps, item, i++, &elem);
+			if (!err) {
+				err = parse__stack(ps, item, s);
+				path__pop(ps, elem);
+			}
+		}
+		path__pop(ps, inner);
+	}
+	if (!err)
+		err = parse__timeline(ps, node, s);
+	path__pop(ps, saved);
+	return err ? -EINVAL : 0;
+}
+
 static int parse__ext(struct parse *ps, const struct jnode *root, struct kh_profile_ext *ext)
 {
 	const struct jnode *node;
@@ -822,7 +959,8 @@ static int parse__ext(struct parse *ps, const struct jnode *root, struct kh_prof
 	      parse__ext_u64(ps, node, "refused_session_starts", &ext->refused_session_starts) ||
 	      parse__opt_u64(ps, node, "observed_from_unix_ns", &ext->observed_from_unix_ns) ||
 	      parse__opt_string(ps, node, "attach_state", &ext->attach_state) ||
-	      parse__latency(ps, node, &ext->latency) || parse__kernel(ps, node, ext);
+	      parse__latency(ps, node, &ext->latency) || parse__kernel(ps, node, ext) ||
+	      parse__stacks(ps, node, &ext->stacks);
 	path__pop(ps, saved);
 	return err ? -EINVAL : 0;
 }

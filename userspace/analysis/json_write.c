@@ -396,6 +396,61 @@ static void writer__latency(struct writer *w, const struct kh_profile *p)
 	writer__close(w, '}');
 }
 
+/* --sample's stacks: names once, each stack as name indices on one line. */
+static void writer__stacks(struct writer *w, const struct kh_stacks *s)
+{
+	writer__open_member(w, "stacks", '{');
+	writer__u64(w, "rate_hz", s->rate_hz);
+	writer__str(w, "unwinding", s->unwinding);
+	writer__u64(w, "samples", s->samples);
+	writer__open_member(w, "tags", '{');
+	for (uint32_t i = 0; i < KH_SAMPLE_TAG_COUNT; i++)
+		writer__u64(w, kh_sample_tag__name(i), s->tags[i]);
+	writer__close(w, '}');
+	writer__u64(w, "in_kernel", s->in_kernel);
+	writer__u64(w, "truncated", s->truncated);
+	writer__u64(w, "unwind_failed", s->unwind_failed);
+	writer__u64(w, "leaf_restored", s->leaf_restored);
+	writer__u64(w, "incomplete", s->incomplete);
+	writer__u64(w, "ring_full", s->ring_full);
+	writer__u64(w, "threads_missed", s->threads_missed);
+	writer__open_member(w, "names", '[');
+	for (size_t i = 0; i < s->name_count; i++) {
+		writer__next(w);
+		writer__string(w, s->names[i]);
+	}
+	writer__close(w, ']');
+	writer__open_member(w, "stacks", '[');
+	for (size_t i = 0; i < s->stack_count; i++) {
+		const struct kh_stack *st = &s->stacks[i];
+
+		writer__open_item(w);
+		writer__str(w, "stage", st->stage == KH_NO_STAGE ? NULL : kh_stage__name(st->stage));
+		writer__str(w, "attribution",
+			    st->attribution == KH_ATTRIBUTION_DECODED ? "decoded" : "root");
+		writer__u64(w, "count", st->count);
+		writer__str(w, "unwind", kh_unwind__name(st->unwind));
+		writer__bool(w, "complete", !st->incomplete);
+		writer__key(w, "frames");
+		outbuf__putc(&w->out, '[');
+		for (uint32_t f = 0; f < st->frame_count; f++)
+			outbuf__printf(&w->out, "%s%" PRIu32, f ? ", " : "", st->frames[f]);
+		outbuf__putc(&w->out, ']');
+		writer__close(w, '}');
+	}
+	writer__close(w, ']');
+	writer__u64(w, "timeline_every", s->timeline_every);
+	/* [at_ns, tid, stack] per sample, one to a line. */
+	writer__open_member(w, "timeline", '[');
+	for (size_t i = 0; i < s->timeline_count; i++) {
+		writer__next(w);
+		outbuf__printf(&w->out, "[%" PRIu64 ", %" PRIu32 ", %" PRIu32 "]",
+			       s->timeline[i].at_ns, s->timeline[i].tid, s->timeline[i].stack);
+	}
+	writer__close(w, ']');
+	writer__close(w, '}');
+}
+
 static void writer__ext(struct writer *w, const struct kh_profile *p)
 {
 	const struct kh_profile_ext *ext = &p->ext;
@@ -453,6 +508,8 @@ static void writer__ext(struct writer *w, const struct kh_profile *p)
 		writer__close(w, ']');
 		writer__close(w, '}');
 	}
+	if (ext->stacks.present)
+		writer__stacks(w, &ext->stacks);
 	writer__close(w, '}');
 }
 

@@ -123,12 +123,18 @@ char *latency__render_text(const struct kh_profile *p)
 char *profile__render_report(const struct kh_profile *p)
 {
 	char *seed = profile__render_text(p), *tables = seed ? latency__render_text(p) : NULL;
-	char *both = NULL;
+	char *both = NULL, *stacks = NULL;
+	struct outbuf out;
 
-	if (seed && tables && asprintf(&both, "%s%s", seed, tables) < 0)
+	/* --sample's top functions per stage come last, after the existing tables. */
+	outbuf__init(&out);
+	kh_stacks__top_table(&p->ext.stacks, &out);
+	stacks = outbuf__finish(&out);
+	if (seed && tables && stacks && asprintf(&both, "%s%s%s", seed, tables, stacks) < 0)
 		both = NULL;
 	free(seed);
 	free(tables);
+	free(stacks);
 	if (!both)
 		errno = ENOMEM;
 	return both;

@@ -261,6 +261,7 @@ void profile__free(struct kh_profile *p)
 		free(p->ext.kernel_degraded[i]);
 	free(p->ext.kernel_degraded);
 	kh_latency__free(&p->ext.latency);
+	kh_stacks__free(&p->ext.stacks);
 	memset(p, 0, sizeof(*p));
 }
 

@@ -15,6 +15,7 @@
 #ifndef KHPROF_RECORD_H
 #define KHPROF_RECORD_H
 
+#include "stacks.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -245,6 +246,7 @@ struct kh_profile_ext {
 	char *kernel_release;
 	char **kernel_degraded;
 	size_t kernel_degraded_count;
+	struct kh_stacks stacks;   /* --sample: stacks tagged with their stage (stacks.h) */
 };
 
 /* RunProfile */

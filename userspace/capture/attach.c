@@ -30,6 +30,7 @@
 #include "latency.h"
 #include "fileio.h"
 #include "log.h"
+#include "sampler.h"
 #include "tracer_impl.h"
 #include "usdt_notes.h"
 #include "usdt_spec.h"
@@ -92,7 +93,9 @@ static enum kh_probe_kind wanted_kind(const struct tracer *t, const struct usdt_
 		return 0;
 	for (size_t i = 0; i < sizeof(probe_kinds) / sizeof(probe_kinds[0]); i++)
 		if (strcmp(note->name, probe_kinds[i].name) == 0)
-			return probe_kinds[i].modes & MODE_BIT(t->opts.mode) &&
+			/* The sampler finds each thread's span stack through batch_register. */
+			return (probe_kinds[i].modes & MODE_BIT(t->opts.mode) ||
+				(probe_kinds[i].kind == KH_PROBE_BATCH_REGISTER && t->opts.sample_hz)) &&
 			       (!t->spans_only || is_span_kind(probe_kinds[i].kind))
 				? probe_kinds[i].kind : 0;
 	return 0;
@@ -757,7 +760,10 @@ static int attach_process(struct tracer *t, pid_t pid, const char *exe_path)
 	if (err)
 		return err;
 	t->skel->bss->abi2_batch_traced = t->abi2_batch;
-	return hook_loader(t, exe_path);
+	err = hook_loader(t, exe_path);
+	if (!err && t->sampler)
+		err = sampler__attach(t->sampler, pid);
+	return err;
 }
 
 void tracer__calibration(const struct tracer *t, struct tracer_calibration *out)
@@ -792,6 +798,8 @@ int tracer__attach_mapped(struct tracer *t)
 	}
 	fclose(maps);
 	t->skel->bss->abi2_batch_traced = t->abi2_batch;
+	if (t->sampler)
+		stack_store__read_maps(sampler__store(t->sampler)); /* a library just mapped */
 	if (!err && t->opts.joins_running_process && !t->sessions.cfg.observed_from_ns)
 		attach__join_session(t);
 	return err;

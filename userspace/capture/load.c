@@ -19,6 +19,7 @@
 #include "btf_cache.h"
 #include "compat.h"
 #include "khprof.skel.h"
+#include "sampler.h"
 #include "latency.h"
 #include "fileio.h"
 #include "log.h"
@@ -512,6 +513,13 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 		goto fail;
 	}
 	report_features(t);
+	if (t->opts.sample_hz) {
+		err = sampler__load(&t->sampler, t->skel, t->opts.sample_hz);
+		if (err)
+			goto fail;
+		t->sessions.cfg.fill_stacks = tracer__fill_stacks;
+		t->sessions.cfg.stacks_ctx = t;
+	}
 	log__debug("start-up: BPF object opened in %.1f ms, programs loaded in %.1f ms%s",
 		   (double)(t->trace_start_ns - t->open_ns) / 1e6,
 		   (double)(tracer__now_ns() - t->trace_start_ns) / 1e6,
@@ -593,6 +601,7 @@ void tracer__close(struct tracer *t)
 	for (int i = 0; i < KH_MAX_SLOTS; i++)
 		kh_latency__free(&t->pending_latency[i]);
 	live__unmap(t);
+	sampler__close(t->sampler);
 	khprof_bpf__destroy(t->skel);
 	free(t->seen);
 	free(t);

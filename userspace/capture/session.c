@@ -356,6 +356,8 @@ static void session_emit(struct session_table *tbl, struct open_session *s,
 	p->ext.latency.off_cpu = cfg->off_cpu && p->ext.latency.present;
 	memset(&tbl->latency, 0, sizeof(tbl->latency));
 
+	if (cfg->fill_stacks)
+		cfg->fill_stacks(p, s->start_ns, end_ns, cfg->stacks_ctx);
 	tbl->records_emitted++;
 	/* At the end: what the kernel cost the record includes what it showed while tracing. */
 	profile_kernel(p, cfg);

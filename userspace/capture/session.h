@@ -48,6 +48,12 @@ struct session_config {
 	const char *kernel_release;
 	const char *const *kernel_degraded;
 	size_t kernel_degraded_count;
+	/*
+	 * --sample: fills a record's stacks with the samples of its time
+	 * span, just before on_profile (the tracer's sampler); NULL: none.
+	 */
+	void (*fill_stacks)(struct kh_profile *p, uint64_t start_ns, uint64_t end_ns, void *ctx);
+	void *stacks_ctx;
 };
 
 /* How the traced process ended, once it has (sessions__process_ended). */

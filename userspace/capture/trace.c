@@ -18,6 +18,7 @@
 #include "khprof.skel.h"
 #include "latency.h"
 #include "log.h"
+#include "sampler.h"
 #include "slots.h"
 #include "tracer_impl.h"
 
@@ -60,6 +61,18 @@ static void take_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *tot
 			     t->sessions.cfg.span_bias_ns);
 	if (slot != KH_OUTSIDE_SLOT)
 		t->skel->bss->slot_busy[slot] = 0;
+}
+
+void tracer__fill_stacks(struct kh_profile *p, uint64_t start_ns, uint64_t end_ns, void *ctx)
+{
+	struct tracer *t = ctx;
+
+	if (!t->sampler)
+		return;
+	/* The samples up to the record's end may still wait in their ring. */
+	sampler__drain(t->sampler);
+	stack_store__fill(sampler__store(t->sampler), start_ns, end_ns,
+			  sampler__ring_full(t->sampler), &p->ext.stacks);
 }
 
 uint64_t tracer__next_sample_ns(const struct tracer *t)
@@ -182,6 +195,13 @@ static int handle_event(void *ctx, void *data, size_t len)
 			kill(t->pid, SIGCONT);
 		return 0;
 	}
+	/* Probe ABI 4 put scoped spans on the stack the sampler reads (docs/PROBES.md). */
+	if (e->type == KH_EVENT_SESSION_START && t->sampler && e->arg1 < 4 && !t->warned_old_abi) {
+		log__warn("PID %d has probe ABI %llu: --sample sees only its KH_SPAN_ENTER spans "
+			  "(scoped spans and Rust guards count as (no stage); build it with probe "
+			  "ABI 4, docs/SAMPLING.md)", t->pid, (unsigned long long)e->arg1);
+		t->warned_old_abi = true;
+	}
 	if (e->type == KH_EVENT_SESSION_START && e->slot < KH_MAX_SLOTS) {
 		memset(&t->pending[e->slot], 0, sizeof(t->pending[e->slot]));
 		kh_latency__free(&t->pending_latency[e->slot]);
@@ -210,6 +230,13 @@ int tracer__poll(struct tracer *t, int timeout_ms)
 		if (err) {
 			/* Not half a reader: the next poll would run without the control ring. */
 			log__error("cannot open the control ring buffer: %s", strerror(-err));
+			ring_buffer__free(t->rb);
+			t->rb = NULL;
+			return err;
+		}
+		err = t->sampler ? sampler__add_ring(t->sampler, t->rb) : 0;
+		if (err) {
+			log__error("cannot open the sample ring buffer: %s", strerror(-err));
 			ring_buffer__free(t->rb);
 			t->rb = NULL;
 			return err;
@@ -287,6 +314,7 @@ void tracer__detach(struct tracer *t)
 	}
 	if (t->rb)
 		ring_buffer__consume(t->rb);
+	sampler__detach(t->sampler);
 	t->detached = true;
 	t->detach_ns = detach_ns;
 	drain__detached(t, detach_ns);

@@ -85,6 +85,11 @@ struct trace_options {
 	 * taken while the programs load (warmer.h), ~11 ms less start-up.
 	 */
 	bool attach_at_once;
+	/*
+	 * --sample: CPU-clock samples of every thread this often (0: none),
+	 * their stacks tagged with the open stage (sampler.h).
+	 */
+	uint64_t sample_hz;
 };
 
 /*

@@ -95,6 +95,8 @@ struct tracer {
 	size_t degraded_count;
 	uint32_t layout_said;          /* layout_failed bits already named (load.c) */
 	uint64_t open_ns;              /* tracer__open began: start-up phase times (-v) */
+	struct sampler *sampler;       /* --sample, or NULL (sampler.h) */
+	bool warned_old_abi;           /* a session of probe ABI < 4 was named on stderr */
 };
 
 /* attach.c: all wanted keyhog sites of one file, in one uprobe-multi link. */
@@ -141,6 +143,8 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
  * read by layout (bpf/layout.bpf.h), on stderr and in the records to come.
  */
 void tracer__note_layout(struct tracer *t);
+/* trace.c: session_config.fill_stacks, from the sampler's store. */
+void tracer__fill_stacks(struct kh_profile *p, uint64_t start_ns, uint64_t end_ns, void *ctx);
 /* trace.c: one slot's totals over the CPUs; with reset, zeroed afterwards. */
 int tracer__read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum, bool reset);
 /*

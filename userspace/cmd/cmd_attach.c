@@ -18,7 +18,7 @@
 static const char attach_usage[] =
 	"usage: khprof attach -p PID [-o PATH] [--duration DURATION] [--identity KEY=VALUE]...\n"
 	"                     [--mode MODE] [--interval DURATION] [--serve [ADDR:]PORT]\n"
-	"                     [-q] [-v]\n"
+	"                     [--sample[=HZ]] [-q] [-v]\n"
 	"       khprof attach --exe PATH [--no-stop] [same options]\n"
 	"\n"
 	"Profiles a running process until Ctrl-C (SIGINT), SIGTERM, the duration or\n"
@@ -51,6 +51,10 @@ static const char attach_usage[] =
 	"   --interval DURATION  sample the session every DURATION (10ms to 1h: 100ms, 1s,\n"
 	"                        or 2 for two seconds)\n"
 	"                        into the record and print a line per interval on stderr\n"
+	"   --sample[=HZ]        also sample every thread's user stack HZ times per second\n"
+	"                        of its CPU time (default 99), tagged with the open stage\n"
+	"                        (docs/SAMPLING.md); threads started later too; not with\n"
+	"                        --exe\n"
 	"   --serve [ADDR:]PORT  serve live metrics at http://ADDR:PORT/metrics while\n"
 	"                        tracing (ADDR defaults to 127.0.0.1; docs/FLEET.md)\n"
 	"   -q, --quiet          do not print the text reports, interval lines or the clock note\n"
@@ -59,6 +63,7 @@ static const char attach_usage[] =
 	"examples:\n"
 	"   khprof attach -p $(pidof kh-scan) -o live.json\n"
 	"   khprof attach -p 4242 --duration 30s\n"
+	"   khprof attach -p 4242 --duration 30s --sample=999 -o hot.json\n"
 	"   khprof attach -p $(pidof scannerd) --interval 1s -o hour.json\n"
 	"   khprof attach --exe /usr/bin/scanner -o worker.json\n"
 	"   khprof attach -p $(pidof scanner) --serve 127.0.0.1:9464 -q\n";

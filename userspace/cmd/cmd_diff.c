@@ -15,6 +15,7 @@
 #include "array.h"
 #include "commands.h"
 #include "diff.h"
+#include "diff_stacks.h"
 #include "html.h"
 #include "fileio.h"
 #include "json.h"
@@ -39,7 +40,9 @@ static const char diff_usage[] =
 	"add per stage its median and 99th-percentile span (p50, p99), its time off\n"
 	"CPU (off_cpu, judged, never gating) and its decoded-attributed time\n"
 	"(decoded), and per macro state its wall and CPU time (STATE.wall, and\n"
-	"STATE.cpu, judged, never gating).\n"
+	"STATE.cpu, judged, never gating).  When both sides were recorded with\n"
+	"--sample, the text ends with each stage's functions whose share of the\n"
+	"stage's samples changed most (informative, never gating).\n"
 	"\n"
 	"Verdicts: with two records or more on both sides, a Mann-Whitney confidence\n"
 	"interval of the shift (from all candidate-minus-base differences, as a\n"
@@ -324,6 +327,19 @@ static int exit_code(enum kh_diff_verdict verdict)
 	return KHPROF_EXIT_FAILURE;
 }
 
+/* The text table, then the per-stage top functions when both sides have samples. */
+static char *with_stack_functions(char *table, const struct kh_diff_side *base,
+				  const struct kh_diff_side *cand)
+{
+	char *fns = table ? diff__render_stack_functions(base, cand) : NULL, *both = NULL;
+
+	if (fns && asprintf(&both, "%s%s", table, fns) < 0)
+		both = NULL;
+	free(table);
+	free(fns);
+	return both;
+}
+
 /* Compares the two sides and prints the result; a KHPROF_EXIT_* code. */
 static int diff_sides(const struct side *base, const struct side *cand,
 		      const struct kh_diff_options *opts, const char *format)
@@ -353,7 +369,7 @@ static int diff_sides(const struct side *base, const struct side *cand,
 	else if (strcmp(format, "markdown") == 0)
 		out = diff__render_markdown(&d);
 	else
-		out = diff__render_text(&d);
+		out = with_stack_functions(diff__render_text(&d), &bs, &cs);
 	if (!out) {
 		log__error("cannot compare '%s' with '%s': out of memory", base->path, cand->path);
 		diff__free(&d);

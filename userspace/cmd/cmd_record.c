@@ -30,7 +30,7 @@ static const char record_usage[] =
 	"usage: khprof record [-o PATH] [--identity KEY=VALUE]... [--mode MODE] [--user USER]\n"
 	"                     [--interval DURATION] [--serve [ADDR:]PORT]\n"
 	"                     [--follow-forks | --no-follow-forks]\n"
-	"                     [-q] [-v]\n"
+	"                     [--sample[=HZ]] [-q] [-v]\n"
 	"                     -- COMMAND [ARG...]\n"
 	"       khprof record --repeat N [--warmup K] [--append] -o DIR [...]\n"
 	"                     -- COMMAND [ARG...]\n"
@@ -96,6 +96,11 @@ static const char record_usage[] =
 	"                        DURATION (10ms to 1h: 100ms, 1s, 2 for two seconds)\n"
 	"                        into the record, and\n"
 	"                        print a line per interval (docs/SCHEMA.md, series)\n"
+	"   --sample[=HZ]        also sample every thread's user stack HZ times per second\n"
+	"                        of its CPU time (default 99), each tagged with the stage\n"
+	"                        the thread has open, into the record ('khprof report\n"
+	"                        --format folded' for flame graphs; docs/SAMPLING.md);\n"
+	"                        not with --follow-forks\n"
 	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
 	"   --mode MODE          batch (default: spans buffered per thread, one kernel\n"
 	"                        entry per 64 spans), span (one kernel entry per span)\n"
@@ -123,6 +128,7 @@ static const char record_usage[] =
 	"   khprof record -o ci/scan.json -- make scan    # ci/scan.PID.json per scanner run\n"
 	"   khprof record --repeat 5 --warmup 1 -o runs/ -- build/kh-scan --threads 2 src/\n"
 	"   khprof record --interval 1s -o long.json -- ./scanner monorepo/\n"
+	"   khprof record --sample -o stacks.json -- build/kh-scan src/\n"
 	"   khprof record --follow-forks -o pool.json -- ./scanner --workers 4 repo/\n"
 	"   khprof record --repeat 1 --append -o base-runs/ -- base/kh-scan src/\n";
 

@@ -15,13 +15,15 @@
 #include "latency_text.h"
 #include "log.h"
 #include "notes.h"
+#include "pprof.h"
 #include "text.h"
 #include "trace_event.h"
 #include "record.h"
 #include "spread.h"
+#include "stacks.h"
 
 static const char report_usage[] =
-	"usage: khprof report [PATH] [--format text|seed|json|html|perfetto]\n"
+	"usage: khprof report [PATH] [--format text|seed|json|html|perfetto|folded|pprof]\n"
 	"       khprof report DIR [--format text|html]\n"
 	"\n"
 	"Without PATH, reads khprof.json in the current directory: the record\n"
@@ -32,8 +34,13 @@ static const char report_usage[] =
 	"byte comparisons); json is the record re-serialised; html is a\n"
 	"self-contained page (charts inline, nothing loaded from the network) to\n"
 	"open in a browser or print; perfetto is Chrome trace-event JSON for\n"
-	"ui.perfetto.dev or chrome://tracing (docs/REPORTS.md).  Notes (a profile\n"
-	"that started or ended mid-session, dropped counts) go to stderr.\n"
+	"ui.perfetto.dev or chrome://tracing (docs/REPORTS.md); folded is the stack\n"
+	"samples of a record made with --sample, one line per distinct stack,\n"
+	"'STAGE;outermost;...;innermost COUNT' ((no stage) outside every span), for\n"
+	"flamegraph.pl, inferno or speedscope; pprof is the same samples as a gzip'd\n"
+	"pprof profile with 'stage' and 'attribution' labels, for go tool pprof,\n"
+	"Pyroscope or Parca (docs/SAMPLING.md).  Notes (a profile that started or\n"
+	"ended mid-session, dropped counts) go to stderr.\n"
 	"\n"
 	"DIR, a directory written by 'khprof record --repeat N -o DIR', prints the\n"
 	"table the series printed: how much its runs varied (median, min, max and\n"
@@ -51,8 +58,52 @@ static const char report_usage[] =
 	"   khprof report profile.json --format json\n"
 	"   khprof report profile.json --format html > report.html\n"
 	"   khprof report profile.json --format perfetto > run.json\n"
+	"   khprof report profile.json --format folded | flamegraph.pl > stages.svg\n"
+	"   khprof report profile.json --format pprof > profile.pb.gz\n"
 	"   khprof report runs/\n"
 	"   khprof report runs/ --format html > trend.html\n";
+
+/*
+ * Folded stacks of a record made with --sample; a record without samples
+ * has none to print, and says so (an empty output would read as "no CPU").
+ */
+static char *render_folded(const struct kh_profile *p)
+{
+	struct outbuf out;
+
+	outbuf__init(&out);
+	kh_stacks__folded(&p->ext.stacks, &out);
+	return outbuf__finish(&out);
+}
+
+/*
+ * The gzip'd pprof profile on stdout; not onto a terminal, which binary
+ * would garble.  A KHPROF_EXIT_* code; frees p.
+ */
+static int report_pprof(const char *path, struct kh_profile *p)
+{
+	size_t len = 0;
+	unsigned char *data;
+	int rc = KHPROF_EXIT_OK;
+
+	if (isatty(STDOUT_FILENO)) {
+		log__error("cannot print '%s' as a pprof profile onto a terminal: it is gzip'd "
+			   "protobuf (redirect it: > profile.pb.gz)", path);
+		profile__free(p);
+		return KHPROF_EXIT_USAGE;
+	}
+	data = profile__to_pprof(p, &len);
+	if (!data) {
+		log__error("cannot make a pprof profile of '%s': %s", path, strerror(errno));
+		rc = KHPROF_EXIT_FAILURE;
+	} else if (fwrite(data, 1, len, stdout) != len || fflush(stdout)) {
+		log__error("cannot write the pprof profile of '%s': %s", path, strerror(errno));
+		rc = KHPROF_EXIT_FAILURE;
+	}
+	free(data);
+	profile__free(p);
+	return rc;
+}
 
 /* As the shell's "*.json": no hidden files (atomic writes' temporaries). */
 static int is_record_name(const struct dirent *e)
@@ -193,8 +244,10 @@ int cmd_report(int argc, char **argv)
 		format = optarg;
 	}
 	if (strcmp(format, "text") && strcmp(format, "seed") && strcmp(format, "json") &&
-	    strcmp(format, "html") && strcmp(format, "perfetto")) {
-		log__error("unknown format '%s' (text, seed, json, html or perfetto)", format);
+	    strcmp(format, "html") && strcmp(format, "perfetto") && strcmp(format, "folded") &&
+	    strcmp(format, "pprof")) {
+		log__error("unknown format '%s' (text, seed, json, html, perfetto, folded or pprof)",
+			   format);
 		return KHPROF_EXIT_USAGE;
 	}
 	if (optind + 1 < argc)
@@ -221,6 +274,16 @@ int cmd_report(int argc, char **argv)
 		log__error("cannot read record '%s': %s", path, problem);
 		return KHPROF_EXIT_BAD_INPUT;
 	}
+	if ((!strcmp(format, "folded") || !strcmp(format, "pprof")) &&
+	    !profile.ext.stacks.present) {
+		log__error("cannot print '%s' as %s: the record has no stack samples "
+			   "(record it with --sample)", argv[optind],
+			   strcmp(format, "folded") ? "a pprof profile" : "folded stacks");
+		profile__free(&profile);
+		return KHPROF_EXIT_BAD_INPUT;
+	}
+	if (!strcmp(format, "pprof"))
+		return report_pprof(argv[optind], &profile);
 	if (strcmp(format, "json") == 0)
 		rendered = profile__to_json(&profile);
 	else if (strcmp(format, "html") == 0)
@@ -229,6 +292,8 @@ int cmd_report(int argc, char **argv)
 		rendered = profile__to_trace_events(&profile);
 	else if (strcmp(format, "seed") == 0)
 		rendered = profile__render_text(&profile);
+	else if (strcmp(format, "folded") == 0)
+		rendered = render_folded(&profile);
 	else
 		rendered = profile__render_report(&profile);
 	if (rendered) {

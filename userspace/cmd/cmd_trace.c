@@ -29,6 +29,7 @@
 #include "latency_text.h"
 #include "log.h"
 #include "notes.h"
+#include "sampler.h"
 #include "text.h"
 #include "usdt_notes.h"
 
@@ -218,12 +219,23 @@ static int parse_count(const char *option, const char *text, unsigned min, unsig
 	return 0;
 }
 
+/* --sample=HZ: a whole number of samples per second per thread. */
+static int parse_sample_rate(const char *text, uint64_t *hz)
+{
+	if (kh_parse_u64(text, hz) || *hz == 0 || *hz > KH_SAMPLE_MAX_HZ) {
+		log__error("bad sampling rate '%s': expected 1 to %d samples per second "
+			   "(--sample=99)", text, KH_SAMPLE_MAX_HZ);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 {
 	const char *command = attach ? "attach" : "record";
 	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP, OPT_APPEND,
 	       OPT_USER, OPT_INTERVAL, OPT_SERVE, OPT_EXE, OPT_FROM_START, OPT_FOLLOW_FORKS,
-	       OPT_NO_STOP, OPT_NO_FOLLOW_FORKS };
+	       OPT_NO_STOP, OPT_NO_FOLLOW_FORKS, OPT_SAMPLE };
 	static const struct option options[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -241,6 +253,7 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		{ "no-stop", no_argument, NULL, OPT_NO_STOP },
 		{ "no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW_FORKS },
 		{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
+		{ "sample", optional_argument, NULL, OPT_SAMPLE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
@@ -357,6 +370,11 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 				goto bad_option;
 			cli->follow_forks = true;
 			break;
+		case OPT_SAMPLE:
+			cli->sample_hz = KH_SAMPLE_DEFAULT_HZ;
+			if (optarg && parse_sample_rate(optarg, &cli->sample_hz))
+				return -EINVAL;
+			break;
 		case 'q':
 			cli->quiet = true;
 			cli->quiet_asked = true;
@@ -367,6 +385,13 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		default:
 			goto bad_option;
 		}
+	}
+	/* Their tracers are per process and loaded ahead: the sampler is not wired to them yet. */
+	if (cli->sample_hz && (cli->follow_forks || cli->exe)) {
+		log__error("--sample is not available with %s yet (sample one process: "
+			   "record -- COMMAND or attach -p PID)",
+			   cli->exe ? "attach --exe" : "--follow-forks");
+		return -EINVAL;
 	}
 	if ((cli->warmup || cli->append) && !cli->repeat) {
 		log__error("%s needs --repeat", cli->warmup ? "--warmup" : "--append");
@@ -425,7 +450,8 @@ void choose_follow_for(const char *path, struct trace_cli *cli)
 	bool probes = false;
 	char pattern[PATH_MAX];
 
-	if (cli->follow_forks || cli->no_follow_forks || cli->repeat)
+	/* --sample is not wired to followed processes yet: it samples COMMAND alone. */
+	if (cli->follow_forks || cli->no_follow_forks || cli->repeat || cli->sample_hz)
 		return;
 	/* A script is no ELF file: it has no probes either. */
 	if (usdt_notes__read(path, &notes) == 0) {
@@ -506,6 +532,7 @@ void trace_options_from(const struct trace_cli *cli, const char *output,
 	opts->ctx = out;
 	opts->interval_ns = cli->interval_ns;
 	opts->on_interval = on_interval;
+	opts->sample_hz = cli->sample_hz;
 }
 
 void stop_signals(sigset_t *set)

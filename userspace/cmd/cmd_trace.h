@@ -40,6 +40,7 @@ struct trace_cli {
 	bool follow_chosen; /* follow_forks set because COMMAND has no probes */
 	bool no_follow_forks; /* record --no-follow-forks */
 	bool default_output; /* no -o: output is KH_DEFAULT_RECORD */
+	uint64_t sample_hz; /* --sample[=HZ]; 0: no stack samples */
 	int first_arg;
 };
 

@@ -1,0 +1,467 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Integration tests for --sample: stacks sampled on the CPU clock, tagged
+ * with the stage their thread had open.  The workload
+ * (tests/workloads/stackwork.c, built only against include/keyhog_profile.h,
+ * with frame pointers) spends phase1-triggers in work_alpha and work_beta
+ * 3:1, decode in work_gamma alone and the time between spans in
+ * work_delta.  The checks are counts and proportions of samples, never
+ * times: at 999 Hz each run takes a few hundred samples per stage, and
+ * the tolerances below are over 4 standard deviations of a binomial
+ * share at that count.  Root only; never skipped when CI=true.
+ */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "json.h"
+#include "khchild.h"
+#include "khtest.h"
+#include "record.h"
+
+#define STACKWORK "build/workloads/stackwork"
+/* The same program built without frame pointers, as Debian builds its packages. */
+#define STACKWORK_NOFP "build/workloads/stackwork-nofp"
+/* ~1.3 s of CPU here: enough samples at 999 Hz, and no time limit depends on it. */
+#define ROUNDS "400"
+
+static char *khprof;
+static char *tmpdir;
+static const char *const modes[] = { "span", "pair", "batch" };
+
+/* khprof record --sample=999 --mode MODE -o tmpdir/NAME-MODE.json -- PROGRAM ROUNDS [how] */
+static void record_program(const char *program, const char *mode, const char *how, char *out,
+			   size_t len, struct kh_profile *p)
+{
+	char *argv[] = { khprof, "record", "-q", "--sample=999", "--mode", (char *)mode, "-o", out,
+			 "--", (char *)program, ROUNDS, (char *)how, NULL };
+	struct run_result r;
+
+	assert_true((size_t)snprintf(out, len, "%s/%s-%s.json", tmpdir, how ? how : "plain", mode) <
+		    len);
+	r = run_cmd(NULL, -1, argv);
+	if (r.exit_code != 0)
+		fail_msg("khprof record --sample -- stackwork (%s) exited %d: %s", mode,
+			 r.exit_code, r.err);
+	run_result_free(&r);
+	load_record(out, p);
+	assert_true(p->ext.stacks.present);
+}
+
+static void record_stacks(const char *mode, const char *how, char *out, size_t len,
+			  struct kh_profile *p)
+{
+	record_program(STACKWORK, mode, how, out, len, p);
+}
+
+/*
+ * How the stacks of the workload's functions were unwound: each innermost
+ * work_* function is a leaf, its caller put back from its CFI; with frame
+ * pointers the walk reaches the thread's entry (complete), without them it
+ * cannot, and every such stack is counted as incomplete.
+ */
+static void assert_unwinding(const struct kh_profile *p, bool frame_pointers)
+{
+	const struct kh_stacks *s = &p->ext.stacks;
+	uint64_t work = 0;
+
+	for (size_t i = 0; i < s->stack_count; i++) {
+		const struct kh_stack *st = &s->stacks[i];
+		const char *inner = s->names[st->frames[st->frame_count - 1]];
+
+		if (strncmp(inner, "work_", 5) || !strcmp(inner, "work_delta"))
+			continue; /* work_delta is a tail call: no caller to put back */
+		assert_int_equal(st->unwind, KH_UNWIND_FP_CFI);
+		assert_int_equal(st->incomplete, !frame_pointers);
+		work += st->count;
+	}
+	assert_true(work > 0);
+	assert_true(s->leaf_restored >= work);
+	if (frame_pointers)
+		assert_true(s->incomplete < s->samples / 10);
+	else
+		assert_true(s->incomplete >= work);
+}
+
+struct folded_counts {
+	uint64_t alpha, beta, gamma, delta, phase1, decode, none;
+	uint64_t lines;
+};
+
+/* Whether frame is one of the line's frames (between ';' or at its end). */
+static bool has_frame(const char *line, size_t len, const char *frame)
+{
+	size_t n = strlen(frame);
+
+	for (const char *at = line; (at = memmem(at, len - (size_t)(at - line), frame, n));
+	     at += n)
+		if (at[-1] == ';' && (at[n] == ';' || at[n] == ' '))
+			return true;
+	return false;
+}
+
+/*
+ * Reads `khprof report --format folded`: every line a stage root, frames,
+ * a count; each workload function under its own stage only.
+ */
+static void read_folded(const char *record, struct folded_counts *c)
+{
+	char *argv[] = { khprof, "report", "--format", "folded", (char *)record, NULL };
+	struct run_result r = run_cmd(NULL, -1, argv);
+	const char *line = r.out;
+
+	memset(c, 0, sizeof(*c));
+	assert_int_equal(r.exit_code, 0);
+	while (*line) {
+		const char *nl = strchr(line, '\n'), *space;
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		unsigned long long count;
+		uint64_t *stage;
+
+		space = memrchr(line, ' ', len);
+		assert_non_null(space);
+		assert_int_equal(sscanf(space + 1, "%llu", &count), 1);
+		if (!strncmp(line, "phase1-triggers;", 16))
+			stage = &c->phase1;
+		else if (!strncmp(line, "decode;", 7))
+			stage = &c->decode;
+		else if (!strncmp(line, "(no stage);", 11))
+			stage = &c->none;
+		else
+			fail_msg("folded line with an unexpected root: %.*s", (int)len, line);
+		*stage += count;
+		/* A function of one stage never shows under another. */
+		if (has_frame(line, len, "work_alpha") || has_frame(line, len, "work_beta"))
+			assert_ptr_equal(stage, &c->phase1);
+		if (has_frame(line, len, "work_gamma"))
+			assert_ptr_equal(stage, &c->decode);
+		if (has_frame(line, len, "work_delta"))
+			assert_ptr_equal(stage, &c->none);
+		/* The innermost frame is the one the sample spent its time in. */
+		if (has_frame(line, len, "work_alpha") && !memcmp(space - 10, "work_alpha", 10)) {
+			/*
+			 * work_alpha is a leaf: its caller, which the frame-pointer
+			 * walk skips, is put back from its CFI.
+			 */
+			if (!memmem(line, len, ";one_round;work_alpha ", 22))
+				fail_msg("work_alpha without its caller: %.*s", (int)len, line);
+			c->alpha += count;
+		}
+		if (has_frame(line, len, "work_beta") && !memcmp(space - 9, "work_beta", 9))
+			c->beta += count;
+		if (has_frame(line, len, "work_gamma") && !memcmp(space - 10, "work_gamma", 10))
+			c->gamma += count;
+		if (has_frame(line, len, "work_delta") && !memcmp(space - 10, "work_delta", 10))
+			c->delta += count;
+		c->lines++;
+		line += len + (nl != NULL);
+	}
+	run_result_free(&r);
+}
+
+static void assert_share(const char *what, uint64_t part, uint64_t whole, double want, double tol)
+{
+	double share = whole ? (double)part / (double)whole : 0;
+
+	if (!whole || share < want - tol || share > want + tol)
+		fail_msg("%s: %" PRIu64 " of %" PRIu64 " samples (%.3f), wanted %.2f +- %.2f", what,
+			 part, whole, share, want, tol);
+}
+
+/* The proportions the workload spends its CPU in, as the samples show them. */
+static void assert_workload_shape(const struct folded_counts *c)
+{
+	/* Enough samples that the shares below mean something. */
+	assert_true(c->phase1 >= 150 && c->decode >= 75);
+	/* 3 units in work_alpha for 1 in work_beta: 0.75 of the stage's own time. */
+	assert_share("work_alpha in phase1-triggers", c->alpha, c->alpha + c->beta, 0.75, 0.10);
+	/* Nearly all of each stage is its functions: the rest is the probes' own code. */
+	assert_share("phase1-triggers in its functions", c->alpha + c->beta, c->phase1, 1.0, 0.05);
+	assert_share("decode in work_gamma", c->gamma, c->decode, 1.0, 0.05);
+	/* 2 units of decode for 4 of phase1-triggers. */
+	assert_share("decode against phase1-triggers", c->decode, c->phase1 + c->decode, 1.0 / 3,
+		     0.10);
+	assert_true(c->delta > 0 && c->delta <= c->none);
+}
+
+/* What the record says of its samples adds up, and the seed still reads it. */
+static void assert_record_consistent(const char *record, const struct kh_profile *p,
+				     const struct folded_counts *c)
+{
+	const struct kh_stacks *s = &p->ext.stacks;
+	uint64_t tagged = 0;
+
+	for (uint32_t t = 0; t < KH_SAMPLE_TAG_COUNT; t++)
+		tagged += s->tags[t];
+	assert_int_equal(tagged, s->samples);
+	assert_int_equal(s->rate_hz, 999);
+	assert_string_equal(s->unwinding, "frame-pointer");
+	assert_int_equal(s->tags[KH_SAMPLE_TAG_UNREADABLE] + s->tags[KH_SAMPLE_TAG_TOO_DEEP], 0);
+	assert_int_equal(c->phase1 + c->decode + c->none, s->samples);
+	assert_int_equal(s->tags[KH_SAMPLE_TAG_STAGE], c->phase1 + c->decode);
+	for (size_t i = 0; i < s->stack_count; i++) {
+		/* Decode runs decoded; phase1-triggers at the root. */
+		if (s->stacks[i].stage == KH_STAGE_DECODE)
+			assert_int_equal(s->stacks[i].attribution, KH_ATTRIBUTION_DECODED);
+		if (s->stacks[i].stage == KH_STAGE_PHASE1_TRIGGERS)
+			assert_int_equal(s->stacks[i].attribution, KH_ATTRIBUTION_ROOT);
+	}
+	assert_seed_conformance_of(khprof, record);
+}
+
+static void test_stages_in_every_mode(void **state)
+{
+	(void)state;
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		char out[PATH_MAX];
+		struct folded_counts c;
+		struct kh_profile p;
+
+		record_stacks(modes[m], NULL, out, sizeof(out), &p);
+		read_folded(out, &c);
+		assert_workload_shape(&c);
+		assert_record_consistent(out, &p, &c);
+		assert_unwinding(&p, true);
+		profile__free(&p);
+	}
+}
+
+/*
+ * Without frame pointers the stages and their functions come out the
+ * same (the tag and the innermost frame do not need the walk, the caller
+ * comes from CFI), and the stacks that stop short are counted.
+ */
+static void test_without_frame_pointers(void **state)
+{
+	char out[PATH_MAX];
+	struct folded_counts c;
+	struct kh_profile p;
+
+	(void)state;
+	record_program(STACKWORK_NOFP, "batch", "nofp", out, sizeof(out), &p);
+	read_folded(out, &c);
+	assert_workload_shape(&c);
+	assert_record_consistent(out, &p, &c);
+	assert_unwinding(&p, false);
+	profile__free(&p);
+}
+
+/*
+ * The timeline puts every stage sample on the thread that did the work,
+ * not the main thread (its id is the process's), and in time order.
+ */
+static void assert_stages_on_late_thread(const struct kh_profile *p)
+{
+	const struct kh_stacks *s = &p->ext.stacks;
+	uint64_t staged = 0, last = 0;
+	uint32_t worker = 0;
+
+	assert_int_equal(s->timeline_every, 1);
+	assert_int_equal(s->timeline_count, s->samples - s->tags[KH_SAMPLE_TAG_UNREADABLE] -
+						    s->tags[KH_SAMPLE_TAG_TOO_DEEP]);
+	for (size_t i = 0; i < s->timeline_count; i++) {
+		const struct kh_stack_sample *smp = &s->timeline[i];
+
+		assert_true(smp->at_ns >= last);
+		last = smp->at_ns;
+		if (s->stacks[smp->stack].stage == KH_NO_STAGE)
+			continue;
+		assert_int_not_equal(smp->tid, p->ext.traced_pid);
+		if (!worker)
+			worker = smp->tid;
+		assert_int_equal(smp->tid, worker);
+		staged++;
+	}
+	assert_int_equal(staged, s->tags[KH_SAMPLE_TAG_STAGE]);
+}
+
+/*
+ * All the work is done by a thread started after the session began (and
+ * after the sampler opened its events): every stage sample is its own.
+ */
+static void test_threads_started_later(void **state)
+{
+	(void)state;
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		char out[PATH_MAX];
+		struct folded_counts c;
+		struct kh_profile p;
+
+		record_stacks(modes[m], "late-thread", out, sizeof(out), &p);
+		read_folded(out, &c);
+		assert_workload_shape(&c);
+		assert_record_consistent(out, &p, &c);
+		assert_stages_on_late_thread(&p);
+		profile__free(&p);
+	}
+}
+
+/*
+ * attach -p to a process inside its session, which then starts the thread
+ * that does the work: the thread is sampled (inherited from the threads
+ * sampled at the attach), tagged as in record.
+ */
+static void test_attach_samples_later_threads(void **state)
+{
+	char out[PATH_MAX], pid_text[16];
+	char *wargv[] = { STACKWORK, ROUNDS, "wait", NULL };
+	char *kargv[] = { khprof, "attach", "-q", "--sample=999", "-p", pid_text, "-o", out, NULL };
+	struct folded_counts c;
+	struct kh_profile p;
+	struct child w, k;
+
+	(void)state;
+	path_in(out, sizeof(out), tmpdir, "attach.json");
+	w = child_spawn(wargv, false);
+	child_wait_for_line(&w, "ready");
+	snprintf(pid_text, sizeof(pid_text), "%d", (int)w.pid);
+	k = child_spawn(kargv, true);
+	child_wait_for_line(&k, "khprof: note: attached to PID");
+	child_send(&w, "go\n");
+	assert_int_equal(wait_exit(w.pid), 0);
+	/* khprof stops by itself when the process is gone. */
+	assert_int_equal(wait_exit(k.pid), 0);
+	child_close(&w);
+	child_close(&k);
+	load_record(out, &p);
+	assert_true(p.ext.stacks.present && p.ext.started_mid_session);
+	read_folded(out, &c);
+	assert_workload_shape(&c);
+	assert_record_consistent(out, &p, &c);
+	profile__free(&p);
+}
+
+/* The program exits from inside a span half-way: the samples until then are in the record. */
+static void test_exit_mid_run(void **state)
+{
+	char out[PATH_MAX];
+	struct folded_counts c;
+	struct kh_profile p;
+
+	(void)state;
+	record_stacks("span", "exit", out, sizeof(out), &p);
+	assert_true(p.ext.ended_mid_session);
+	read_folded(out, &c);
+	assert_true(c.phase1 >= 75 && c.decode >= 35);
+	assert_share("work_alpha in phase1-triggers", c.alpha, c.alpha + c.beta, 0.75, 0.15);
+	assert_share("decode in work_gamma", c.gamma, c.decode, 1.0, 0.05);
+	assert_record_consistent(out, &p, &c);
+	profile__free(&p);
+}
+
+/* How many times needle occurs in text. */
+static size_t occurrences(const char *text, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *at = text; (at = strstr(at, needle)); at += strlen(needle))
+		n++;
+	return n;
+}
+
+/*
+ * --format pprof, read by Debian's protoc: --decode_raw knows nothing of
+ * the format (field numbers only), --decode reads it with
+ * proto/profile.proto's declaration.  One sample per stack, two labels
+ * each, the workload's functions in the string table.
+ */
+static void test_pprof_read_by_protoc(void **state)
+{
+	char out[PATH_MAX], pb[PATH_MAX], cmd[3 * PATH_MAX];
+	char *raw_argv[] = { "/bin/sh", "-c", cmd, NULL };
+	struct kh_profile p;
+	struct run_result r;
+
+	(void)state;
+	record_stacks("batch", "pprof", out, sizeof(out), &p);
+	path_in(pb, sizeof(pb), tmpdir, "profile.pb.gz");
+	snprintf(cmd, sizeof(cmd), "%s report --format pprof %s > %s", khprof, out, pb);
+	r = run_cmd(NULL, -1, raw_argv);
+	assert_int_equal(r.exit_code, 0);
+	run_result_free(&r);
+	snprintf(cmd, sizeof(cmd), "gzip -dc %s | protoc --decode_raw", pb);
+	r = run_cmd(NULL, -1, raw_argv);
+	if (r.exit_code != 0)
+		fail_msg("protoc --decode_raw rejects the profile: %s", r.err);
+	/* Field 6 is the string table, field 2 the samples. */
+	assert_non_null(strstr(r.out, "6: \"stage\""));
+	assert_non_null(strstr(r.out, "6: \"attribution\""));
+	assert_non_null(strstr(r.out, "6: \"phase1-triggers\""));
+	assert_non_null(strstr(r.out, "6: \"work_alpha\""));
+	run_result_free(&r);
+	snprintf(cmd, sizeof(cmd),
+		 "gzip -dc %s | protoc --proto_path=proto --decode=perftools.profiles.Profile "
+		 "proto/profile.proto", pb);
+	r = run_cmd(NULL, -1, raw_argv);
+	if (r.exit_code != 0)
+		fail_msg("protoc --decode rejects the profile: %s", r.err);
+	assert_int_equal(occurrences(r.out, "\nsample {"), p.ext.stacks.stack_count);
+	assert_int_equal(occurrences(r.out, "  label {"), 2 * p.ext.stacks.stack_count);
+	assert_non_null(strstr(r.out, "period: 1001001\n"));
+	assert_non_null(strstr(r.out, "string_table: \"decoded\""));
+	run_result_free(&r);
+	profile__free(&p);
+}
+
+/* A program of probe ABI 3 (the Rust crate's) is sampled, with a warning of what it cannot show. */
+static void test_old_abi_is_named(void **state)
+{
+	char out[PATH_MAX];
+	char *argv[] = { khprof, "record", "-q", "--sample", "-o", out, "--",
+			 "build/workloads/workload-rs", "nested", "5", NULL };
+
+	(void)state;
+	path_in(out, sizeof(out), tmpdir, "abi3.json");
+	assert_run_exits(argv, 0, "has probe ABI 3: --sample sees only its KH_SPAN_ENTER spans");
+}
+
+/* Bad rates are refused; a record without samples has no folded stacks. */
+static void test_bad_input(void **state)
+{
+	char *zero[] = { khprof, "record", "--sample=0", "--", STACKWORK, "1", NULL };
+	char *word[] = { khprof, "record", "--sample=fast", "--", STACKWORK, "1", NULL };
+	char out[PATH_MAX];
+	char *plain[] = { khprof, "record", "-q", "-o", out, "--", STACKWORK, "2", NULL };
+	char *folded[] = { khprof, "report", "--format", "folded", out, NULL };
+	char *pprof[] = { khprof, "report", "--format", "pprof", out, NULL };
+
+	(void)state;
+	assert_run_exits(zero, 2, "bad sampling rate '0'");
+	assert_run_exits(word, 2, "bad sampling rate 'fast'");
+	path_in(out, sizeof(out), tmpdir, "unsampled.json");
+	assert_run_exits(plain, 0, NULL);
+	assert_run_exits(folded, 2, "the record has no stack samples (record it with --sample)");
+	assert_run_exits(pprof, 2, "as a pprof profile: the record has no stack samples");
+}
+
+int main(void)
+{
+	static const struct root_tests rt = {
+		.name = "test_stacks",
+		.need = "BPF integration tests need root (CAP_BPF, CAP_PERFMON)",
+		.tmp_prefix = "khprof-stacks",
+		.tmpdir = &tmpdir,
+		.seed_checked = true,
+	};
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stages_in_every_mode),
+		cmocka_unit_test(test_without_frame_pointers),
+		cmocka_unit_test(test_threads_started_later),
+		cmocka_unit_test(test_attach_samples_later_threads),
+		cmocka_unit_test(test_exit_mid_run),
+		cmocka_unit_test(test_pprof_read_by_protoc),
+		cmocka_unit_test(test_old_abi_is_named),
+		cmocka_unit_test(test_bad_input),
+	};
+
+	khprof = tool_path("KH_KHPROF", "build/khprof");
+	return run_root_tests(&rt, tests);
+}

@@ -1,0 +1,854 @@
+// SPDX-License-Identifier: MIT
+/*
+ * stackstore.c - samples kept while tracing, symbolized when a record is
+ * written (stackstore.h).  Symbols come from elfutils' libdwfl (Debian's
+ * libdw): it reads .symtab and .dynsym and finds Debian's separate debug
+ * files by build id, which a hand-written ELF reader would have to redo.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+
+#include "log.h"
+#include "record.h"
+#include "stackstore.h"
+
+#define BUILD_ID_MAX 20
+
+struct stack_entry {
+	uint64_t hash;
+	uint32_t tag, stage, attribution;
+	uint32_t frames;   /* ips kept */
+	bool truncated, unwind_failed, in_kernel;
+	bool leaf_restored; /* its second frame came from the CFI (restore_leaf_caller) */
+	uint64_t *ips;     /* innermost first */
+};
+
+struct mapping {
+	uint64_t start, end, pgoff;
+	bool exec;
+	char *path;        /* NULL: anonymous */
+	unsigned char build_id[BUILD_ID_MAX];
+	size_t build_id_len; /* 0: none read */
+};
+
+/* A function symbol: [addr, addr + size) in the module's addresses. */
+struct symbol {
+	GElf_Addr addr;
+	GElf_Xword size;
+	const char *name; /* libdwfl's, alive with the Dwfl */
+};
+
+/*
+ * A file's libdwfl session, opened at the first frame in it, with its
+ * function symbols sorted by address: dwfl_module_addrinfo searches the
+ * whole table on every call, ~300 us per frame in libc here (100,000
+ * samples took 6.8 s to symbolize); a binary search takes ~1 us.
+ */
+struct symbol_file {
+	char *path;
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	GElf_Addr bias;
+	bool failed;
+	struct symbol *syms;
+	size_t sym_count;
+	struct symbol_file *next;
+};
+
+struct symbol_cache {
+	struct symbol_file *files;
+};
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdull;
+}
+
+void stack_store__init(struct stack_store *s, pid_t pid, uint64_t rate_hz)
+{
+	memset(s, 0, sizeof(*s));
+	s->pid = pid;
+	s->rate_hz = rate_hz;
+}
+
+static void symbols__free(struct symbol_cache *c)
+{
+	struct symbol_file *f, *next;
+
+	if (!c)
+		return;
+	for (f = c->files; f; f = next) {
+		next = f->next;
+		if (f->dwfl)
+			dwfl_end(f->dwfl);
+		free(f->syms);
+		free(f->path);
+		free(f);
+	}
+	free(c);
+}
+
+void stack_store__free(struct stack_store *s)
+{
+	for (size_t i = 0; i < s->stack_count; i++)
+		free(s->stacks[i].ips);
+	for (size_t i = 0; i < s->map_count; i++)
+		free(s->maps[i].path);
+	free(s->stacks);
+	free(s->buckets);
+	free(s->samples);
+	free(s->maps);
+	free(s->cfa_cache);
+	symbols__free(s->symbols);
+	memset(s, 0, sizeof(*s));
+}
+
+static const struct mapping *mapping_of(const struct stack_store *s, uint64_t ip)
+{
+	size_t lo = 0, hi = s->map_count;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->maps[mid].start <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo && ip < s->maps[lo - 1].end)
+		return &s->maps[lo - 1];
+	return NULL;
+}
+
+static void read_build_id(struct mapping *m)
+{
+	int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	const void *id;
+	Elf *elf;
+	ssize_t n;
+
+	if (fd < 0)
+		return;
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf) {
+		n = dwelf_elf_gnu_build_id(elf, &id);
+		if (n > 0 && n <= BUILD_ID_MAX) {
+			memcpy(m->build_id, id, (size_t)n);
+			m->build_id_len = (size_t)n;
+		}
+		elf_end(elf);
+	}
+	close(fd);
+}
+
+/* Inserts m (taking its path) in start order; -ENOMEM leaves it to the caller. */
+static int keep_mapping(struct stack_store *s, struct mapping *m)
+{
+	size_t at = 0;
+
+	if (s->map_count == s->map_cap) {
+		size_t cap = s->map_cap ? s->map_cap * 2 : 64;
+		struct mapping *grown = realloc(s->maps, cap * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		s->maps = grown;
+		s->map_cap = cap;
+	}
+	while (at < s->map_count && s->maps[at].start < m->start)
+		at++;
+	memmove(&s->maps[at + 1], &s->maps[at], (s->map_count - at) * sizeof(*s->maps));
+	s->maps[at] = *m;
+	s->map_count++;
+	return 0;
+}
+
+int stack_store__add_mapping(struct stack_store *s, uint64_t start, uint64_t end, uint64_t pgoff,
+			     bool exec, const char *path)
+{
+	struct mapping m = { .start = start, .end = end, .pgoff = pgoff, .exec = exec };
+	size_t at = 0;
+
+	if (path && path[0] == '/') {
+		m.path = strdup(path);
+		if (!m.path)
+			return -ENOMEM;
+		read_build_id(&m);
+	} else if (path && path[0]) {
+		m.path = strdup(path); /* [vdso], [heap], [anon:...] */
+		if (!m.path)
+			return -ENOMEM;
+	}
+	while (at < s->map_count && s->maps[at].start < start)
+		at++;
+	if (at < s->map_count && s->maps[at].start == start) {
+		/* The same address mapped again: the newer mapping wins. */
+		free(s->maps[at].path);
+		s->maps[at] = m;
+		return 0;
+	}
+	if (keep_mapping(s, &m)) {
+		free(m.path);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static bool overlaps(const struct mapping *a, const struct mapping *b)
+{
+	return a->start < b->end && b->start < a->end;
+}
+
+void stack_store__read_maps(struct stack_store *s)
+{
+	char path[64], line[4096 + 128];
+	struct mapping *old = s->maps;
+	size_t old_count = s->map_count;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)s->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return; /* it exited: the mappings seen so far stay */
+	/*
+	 * The mappings now, and of the earlier ones those nothing maps over
+	 * since (a library closed: its samples are still named).  An earlier
+	 * one something else maps over is gone: after an execve, `record`'s
+	 * first reading is the image before it (khprof's own fork).
+	 */
+	s->maps = NULL;
+	s->map_count = s->map_cap = 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, pgoff;
+		char perms[8], *name = NULL, *nl;
+		int used = 0;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s%n", &start, &end, perms, &pgoff,
+			   &used) < 4 || perms[2] != 'x')
+			continue;
+		name = line + used;
+		while (*name == ' ')
+			name++;
+		nl = strchr(name, '\n');
+		if (nl)
+			*nl = '\0';
+		stack_store__add_mapping(s, start, end, pgoff, true, name);
+	}
+	fclose(f);
+	for (size_t i = 0; i < old_count; i++) {
+		bool covered = false;
+
+		for (size_t j = 0; j < s->map_count && !covered; j++)
+			covered = overlaps(&old[i], &s->maps[j]);
+		if (covered || keep_mapping(s, &old[i]))
+			free(old[i].path);
+	}
+	free(old);
+}
+
+static struct symbol_file *symbol_file(struct stack_store *s, const struct mapping *m);
+static bool vaddr_of(Elf *elf, uint64_t offset, uint64_t *vaddr);
+
+/*
+ * Where a function keeps its return address at ip, from its CFI
+ * (.eh_frame): the CFA's offset from the stack pointer when the CFA is
+ * rsp-based (the function has not set up a frame pointer: a leaf, or a
+ * prologue), else 0.  Cached per address: a hot loop asks again and again.
+ */
+static int64_t rsp_cfa_offset(struct stack_store *s, uint64_t ip)
+{
+	const struct mapping *m = mapping_of(s, ip);
+	struct symbol_file *f;
+	Dwarf_Frame *frame = NULL;
+	Dwarf_CFI *cfi;
+	Dwarf_Addr bias;
+	Dwarf_Op *ops;
+	uint64_t vaddr;
+	int64_t offset = 0;
+	size_t nops, at;
+	Elf *elf;
+
+	if (s->cfa_count && s->cfa_cache) {
+		for (at = mix(0, ip) & (s->cfa_count - 1); s->cfa_cache[at].ip;
+		     at = (at + 1) & (s->cfa_count - 1))
+			if (s->cfa_cache[at].ip == ip)
+				return s->cfa_cache[at].offset;
+	}
+	if (m && m->path && m->path[0] == '/' && (f = symbol_file(s, m)) && !f->failed &&
+	    (elf = dwfl_module_getelf(f->mod, &f->bias)) &&
+	    vaddr_of(elf, ip - m->start + m->pgoff, &vaddr) &&
+	    (cfi = dwfl_module_eh_cfi(f->mod, &bias)) &&
+	    dwarf_cfi_addrframe(cfi, vaddr + f->bias - bias, &frame) == 0 &&
+	    dwarf_frame_cfa(frame, &ops, &nops) == 0 && nops == 1 &&
+	    ops[0].atom == DW_OP_bregx && ops[0].number == 7 /* rsp */)
+		offset = (int64_t)ops[0].number2;
+	free(frame);
+	if ((s->cfa_used + 1) * 2 > s->cfa_count) {
+		size_t n = s->cfa_count ? s->cfa_count * 2 : 256;
+		struct cfa_entry *grown = calloc(n, sizeof(*grown));
+
+		if (!grown)
+			return offset;
+		for (size_t i = 0; i < s->cfa_count; i++) {
+			if (!s->cfa_cache[i].ip)
+				continue;
+			for (at = mix(0, s->cfa_cache[i].ip) & (n - 1); grown[at].ip;
+			     at = (at + 1) & (n - 1))
+				;
+			grown[at] = s->cfa_cache[i];
+		}
+		free(s->cfa_cache);
+		s->cfa_cache = grown;
+		s->cfa_count = n;
+	}
+	for (at = mix(0, ip) & (s->cfa_count - 1); s->cfa_cache[at].ip;
+	     at = (at + 1) & (s->cfa_count - 1))
+		;
+	s->cfa_cache[at] = (struct cfa_entry){ ip, offset };
+	s->cfa_used++;
+	return offset;
+}
+
+/*
+ * The frame-pointer walk misses the caller of a function that has not
+ * pushed a frame pointer (a leaf, or any function in its prologue): rbp is
+ * still its caller's, so the walk's second frame is the caller's caller.
+ * The CFI says where the return address is; the copied stack words hold
+ * it.  Returns whether the caller was put back.
+ */
+static bool restore_leaf_caller(struct stack_store *s, struct kh_sample_event *e)
+{
+	int64_t off;
+	uint64_t ret;
+
+	if (e->frames < 1 || !e->sp)
+		return false;
+	off = rsp_cfa_offset(s, e->ips[0]);
+	if (off < 8 || off > 8 * KH_SAMPLE_STACK_WORDS || off % 8)
+		return false;
+	ret = e->words[off / 8 - 1];
+	if (e->frames > 1 && e->ips[1] == ret)
+		return false;
+	if (e->frames == KH_SAMPLE_MAX_FRAMES)
+		e->frames--; /* the outermost frame gives way: the stack was cut anyway */
+	memmove(&e->ips[2], &e->ips[1], (size_t)(e->frames - 1) * sizeof(e->ips[0]));
+	e->ips[1] = ret;
+	e->frames++;
+	return true;
+}
+
+static uint64_t entry_hash(const struct kh_sample_event *e, uint32_t frames)
+{
+	uint64_t h = mix(mix(mix(1, e->tag), e->tag == KH_SAMPLE_TAG_STAGE ? e->stage : 0),
+			 e->attribution);
+
+	h = mix(h, (uint64_t)frames << 1 | (e->frames <= 0));
+	for (uint32_t i = 0; i < frames; i++)
+		h = mix(h, e->ips[i]);
+	return h;
+}
+
+static bool entry_equal(const struct stack_entry *x, const struct kh_sample_event *e,
+			uint32_t frames, uint64_t hash, bool leaf_restored)
+{
+	return x->hash == hash && x->tag == e->tag &&
+	       x->stage == (e->tag == KH_SAMPLE_TAG_STAGE ? e->stage : 0) &&
+	       x->attribution == e->attribution && x->frames == frames &&
+	       x->unwind_failed == (e->frames <= 0) && x->in_kernel == (e->in_kernel != 0) &&
+	       x->leaf_restored == leaf_restored &&
+	       !memcmp(x->ips, e->ips, frames * sizeof(*x->ips));
+}
+
+static int rehash(struct stack_store *s)
+{
+	size_t n = s->bucket_count ? s->bucket_count * 2 : 1024;
+	uint32_t *b = calloc(n, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->stack_count; i++) {
+		size_t at = s->stacks[i].hash & (n - 1);
+
+		while (b[at])
+			at = (at + 1) & (n - 1);
+		b[at] = (uint32_t)i + 1;
+	}
+	free(s->buckets);
+	s->buckets = b;
+	s->bucket_count = n;
+	return 0;
+}
+
+/* The index of e's stack, added if new; -1 without memory. */
+static long stack_index(struct stack_store *s, const struct kh_sample_event *e, bool leaf_restored)
+{
+	uint32_t frames = e->frames < 0 ? 0 : (uint32_t)e->frames;
+	struct stack_entry *x;
+	uint64_t hash;
+	size_t at;
+
+	if (frames > KH_SAMPLE_MAX_FRAMES)
+		frames = KH_SAMPLE_MAX_FRAMES;
+	hash = mix(entry_hash(e, frames), leaf_restored);
+	if ((s->stack_count + 1) * 2 > s->bucket_count && rehash(s))
+		return -1;
+	for (at = hash & (s->bucket_count - 1); s->buckets[at];
+	     at = (at + 1) & (s->bucket_count - 1))
+		if (entry_equal(&s->stacks[s->buckets[at] - 1], e, frames, hash, leaf_restored))
+			return (long)s->buckets[at] - 1;
+	if (s->stack_count == s->stack_cap) {
+		size_t cap = s->stack_cap ? s->stack_cap * 2 : 256;
+		struct stack_entry *grown = realloc(s->stacks, cap * sizeof(*grown));
+
+		if (!grown)
+			return -1;
+		s->stacks = grown;
+		s->stack_cap = cap;
+	}
+	x = &s->stacks[s->stack_count];
+	x->ips = malloc((frames ? frames : 1) * sizeof(*x->ips));
+	if (!x->ips)
+		return -1;
+	memcpy(x->ips, e->ips, frames * sizeof(*x->ips));
+	x->hash = hash;
+	x->tag = e->tag;
+	x->stage = e->tag == KH_SAMPLE_TAG_STAGE ? e->stage : 0;
+	x->attribution = e->attribution;
+	x->frames = frames;
+	x->truncated = e->frames >= KH_SAMPLE_MAX_FRAMES;
+	x->leaf_restored = leaf_restored;
+	x->unwind_failed = e->frames <= 0;
+	x->in_kernel = e->in_kernel != 0;
+	s->buckets[at] = (uint32_t)s->stack_count + 1;
+	/* A new stack with an address in no known mapping: a library or JIT code mapped since. */
+	for (uint32_t i = 0; i < frames; i++)
+		if (!mapping_of(s, x->ips[i])) {
+			stack_store__read_maps(s);
+			break;
+		}
+	return (long)s->stack_count++;
+}
+
+void stack_store__add(struct stack_store *s, const struct kh_sample_event *sample)
+{
+	struct kh_sample_event copy = *sample, *e = &copy;
+	long stack;
+
+	/* The walk may have met a function the maps do not show yet. */
+	if (e->frames > 0 && !mapping_of(s, e->ips[0]))
+		stack_store__read_maps(s);
+	stack = stack_index(s, e, restore_leaf_caller(s, e));
+
+	if (stack < 0) {
+		s->dropped_nomem++;
+		return;
+	}
+	if (s->sample_count == s->sample_cap) {
+		size_t cap = s->sample_cap ? s->sample_cap * 2 : 4096;
+		struct store_sample *grown = realloc(s->samples, cap * sizeof(*grown));
+
+		if (!grown) {
+			s->dropped_nomem++;
+			return;
+		}
+		s->samples = grown;
+		s->sample_cap = cap;
+	}
+	s->samples[s->sample_count++] = (struct store_sample){ e->ts_ns, (uint32_t)stack, e->tid };
+}
+
+/* ------------------------------------------------------------------ */
+/* Symbolization                                                        */
+/* ------------------------------------------------------------------ */
+
+static const Dwfl_Callbacks offline_callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+static int by_addr(const void *a, const void *b)
+{
+	const struct symbol *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* At one address, a sized symbol before an unsized alias. */
+	return x->size < y->size ? 1 : x->size > y->size ? -1 : 0;
+}
+
+/* The module's function symbols (.symtab, else .dynsym, with its debug file's), sorted. */
+static void read_symbols(struct symbol_file *f)
+{
+	int n = dwfl_module_getsymtab(f->mod);
+
+	if (n <= 0)
+		return;
+	f->syms = calloc((size_t)n, sizeof(*f->syms));
+	if (!f->syms)
+		return;
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *name = dwfl_module_getsym_info(f->mod, i, &sym, &addr, NULL, NULL, NULL);
+
+		if (!name || !name[0] || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+		    sym.st_shndx == SHN_UNDEF)
+			continue;
+		f->syms[f->sym_count++] = (struct symbol){ addr, sym.st_size, name };
+	}
+	qsort(f->syms, f->sym_count, sizeof(*f->syms), by_addr);
+}
+
+/* The function at addr (the module's addresses), or NULL. */
+static const char *symbol_at(const struct symbol_file *f, GElf_Addr addr)
+{
+	size_t lo = 0, hi = f->sym_count;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* The closest symbol at or below addr whose extent holds it (aliases share one). */
+	for (size_t i = lo; i-- > 0 && f->syms[i].addr == f->syms[lo - 1].addr;)
+		if (addr < f->syms[i].addr + (f->syms[i].size ? f->syms[i].size : 1))
+			return f->syms[i].name;
+	return NULL;
+}
+
+static struct symbol_file *symbol_file(struct stack_store *s, const struct mapping *m)
+{
+	struct symbol_file *f;
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int n;
+
+	if (!s->symbols) {
+		s->symbols = calloc(1, sizeof(*s->symbols));
+		if (!s->symbols)
+			return NULL;
+	}
+	for (f = s->symbols->files; f; f = f->next)
+		if (!strcmp(f->path, m->path))
+			return f;
+	f = calloc(1, sizeof(*f));
+	if (!f || !(f->path = strdup(m->path))) {
+		free(f);
+		return NULL;
+	}
+	f->next = s->symbols->files;
+	s->symbols->files = f;
+	f->dwfl = dwfl_begin(&offline_callbacks);
+	if (f->dwfl) {
+		dwfl_report_begin(f->dwfl);
+		f->mod = dwfl_report_offline(f->dwfl, base_name(m->path), m->path, -1);
+		dwfl_report_end(f->dwfl, NULL, NULL);
+	}
+	if (!f->mod || !dwfl_module_getelf(f->mod, &f->bias)) {
+		f->failed = true;
+		return f;
+	}
+	/* The file read now must be the one that was mapped. */
+	n = dwfl_module_build_id(f->mod, &bits, &vaddr);
+	if (m->build_id_len && (n != (int)m->build_id_len || memcmp(bits, m->build_id, (size_t)n)))
+		f->failed = true;
+	else
+		read_symbols(f);
+	return f;
+}
+
+/* The ELF virtual address of a file offset, through the segment that maps it. */
+static bool vaddr_of(Elf *elf, uint64_t offset, uint64_t *vaddr)
+{
+	size_t n;
+
+	if (elf_getphdrnum(elf, &n))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (offset >= ph.p_offset && offset < ph.p_offset + ph.p_filesz) {
+			*vaddr = offset - ph.p_offset + ph.p_vaddr;
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The name of one frame: the function, "[file]" in a file without a
+ * symbol there, "[jit]" in anonymous executable memory, "[unknown]" where
+ * no mapping is known; never a guess.  ret: a return address (every frame
+ * but the innermost), looked up one byte back, inside its call.
+ */
+static void frame_name(struct stack_store *s, uint64_t ip, bool ret, char *buf, size_t len,
+		       const struct mapping **mapped)
+{
+	const struct mapping *m = mapping_of(s, ip);
+	struct symbol_file *f;
+	uint64_t vaddr;
+	const char *name;
+	Elf *elf;
+
+	*mapped = m;
+	if (!m) {
+		snprintf(buf, len, "[unknown]");
+		return;
+	}
+	if (!m->path || m->path[0] != '/') {
+		/*
+		 * Anonymous executable memory is code made at run time; the
+		 * kernel's own mappings ([vdso], [uprobes], the uprobe
+		 * trampolines) keep their names.
+		 */
+		bool made = !m->path || !m->path[0] || !strncmp(m->path, "[anon:", 6) ||
+			    !strcmp(m->path, "[heap]") || !strcmp(m->path, "[stack]");
+
+		snprintf(buf, len, "%s", made ? "[jit]" : m->path);
+		return;
+	}
+	f = symbol_file(s, m);
+	if (!f || f->failed) {
+		snprintf(buf, len, "[%s%s]", base_name(m->path),
+			 f && m->build_id_len ? " build-id mismatch" : "");
+		return;
+	}
+	elf = dwfl_module_getelf(f->mod, &f->bias);
+	if (!elf || !vaddr_of(elf, ip - ret - m->start + m->pgoff, &vaddr)) {
+		snprintf(buf, len, "[%s]", base_name(m->path));
+		return;
+	}
+	name = symbol_at(f, vaddr + f->bias);
+	if (name && name[0])
+		snprintf(buf, len, "%s", name);
+	else
+		snprintf(buf, len, "[%s]", base_name(m->path));
+}
+
+/* A name table for one fill: names to their index in out, hashed. */
+struct name_index {
+	uint64_t *hashes;
+	uint32_t *ids; /* index + 1; 0 empty */
+	size_t count;
+};
+
+static uint64_t str_hash(const char *p)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	while (*p)
+		h = (h ^ (unsigned char)*p++) * 1099511628211ull;
+	return h;
+}
+
+static uint32_t name_id(struct name_index *ni, struct kh_stacks *out, const char *name)
+{
+	uint64_t h = str_hash(name);
+	size_t at;
+	uint32_t id;
+
+	if ((out->name_count + 1) * 2 > ni->count) {
+		size_t n = ni->count ? ni->count * 2 : 1024;
+		uint64_t *hashes = calloc(n, sizeof(*hashes));
+		uint32_t *ids = calloc(n, sizeof(*ids));
+
+		if (!hashes || !ids) {
+			free(hashes);
+			free(ids);
+			return UINT32_MAX;
+		}
+		for (size_t i = 0; i < ni->count; i++) {
+			if (!ni->ids[i])
+				continue;
+			for (at = ni->hashes[i] & (n - 1); ids[at]; at = (at + 1) & (n - 1))
+				;
+			ids[at] = ni->ids[i];
+			hashes[at] = ni->hashes[i];
+		}
+		free(ni->hashes);
+		free(ni->ids);
+		ni->hashes = hashes;
+		ni->ids = ids;
+		ni->count = n;
+	}
+	for (at = h & (ni->count - 1); ni->ids[at]; at = (at + 1) & (ni->count - 1))
+		if (ni->hashes[at] == h && !strcmp(out->names[ni->ids[at] - 1], name))
+			return ni->ids[at] - 1;
+	if (out->name_count == out->name_cap) {
+		size_t cap = out->name_cap ? out->name_cap * 2 : 64;
+		char **grown = realloc(out->names, cap * sizeof(*grown));
+
+		if (!grown)
+			return UINT32_MAX;
+		out->names = grown;
+		out->name_cap = cap;
+	}
+	if (!(out->names[out->name_count] = strdup(name)))
+		return UINT32_MAX;
+	id = (uint32_t)out->name_count++;
+	ni->ids[at] = id + 1;
+	ni->hashes[at] = h;
+	return id;
+}
+
+/*
+ * Where every thread's stack begins: a walk that reaches one of these
+ * unwound the whole stack.  _start and clone3 zero rbp, so the walk ends
+ * there; glibc's start_thread and __libc_start_call_main are the outermost
+ * functions with a frame.
+ */
+static bool is_thread_entry(const char *name)
+{
+	static const char *const entries[] = {
+		"_start", "__libc_start_main", "__libc_start_call_main", "start_thread",
+		"clone", "clone3", "__clone3", "thread_start",
+	};
+
+	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++)
+		if (!strcmp(name, entries[i]))
+			return true;
+	return false;
+}
+
+/* Symbolizes stack x into out with count samples. */
+static int fill_stack(struct stack_store *s, const struct stack_entry *x, uint64_t count,
+		      struct name_index *ni, struct kh_stacks *out)
+{
+	uint32_t names[KH_SAMPLE_MAX_FRAMES + 1];
+	const struct mapping *maps[KH_SAMPLE_MAX_FRAMES];
+	char buf[KH_SAMPLE_MAX_FRAMES][256];
+	uint32_t n = x->frames;
+	bool complete = false;
+	int err;
+
+	if (!n) {
+		/* No user frame at all: one frame says so. */
+		names[0] = name_id(ni, out, "[unknown]");
+		n = 1;
+	} else {
+		for (uint32_t i = 0; i < n; i++)
+			frame_name(s, x->ips[i], i > 0, buf[i], sizeof(buf[i]), &maps[i]);
+		/*
+		 * JIT code called from libpcre2 is pcre2's: pcre2_jit_match calls
+		 * the compiled pattern directly, so its caller says whose it is.
+		 */
+		for (uint32_t i = 0; i + 1 < n; i++)
+			if (!strcmp(buf[i], "[jit]") && maps[i + 1] && maps[i + 1]->path &&
+			    !strncmp(base_name(maps[i + 1]->path), "libpcre2", 8))
+				snprintf(buf[i], sizeof(buf[i]), "[pcre2 jit]");
+		for (uint32_t i = 0; i < n; i++)
+			names[n - 1 - i] = name_id(ni, out, buf[i]);
+		complete = !x->truncated && is_thread_entry(buf[n - 1]);
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (names[i] == UINT32_MAX)
+			return -ENOMEM;
+	err = kh_stacks__add(out, x->tag == KH_SAMPLE_TAG_STAGE ? x->stage : KH_NO_STAGE,
+			     x->attribution, names, n, count);
+	if (err)
+		return err;
+	out->stacks[out->stack_count - 1].unwind = x->leaf_restored ? KH_UNWIND_FP_CFI : KH_UNWIND_FP;
+	out->stacks[out->stack_count - 1].incomplete = !complete;
+	out->incomplete += complete ? 0 : count;
+	return 0;
+}
+
+/* The record's samples in time order, every timeline_every-th when there are many. */
+static void fill_timeline(const struct stack_store *s, uint64_t start_ns, uint64_t end_ns,
+			  const uint32_t *index, struct kh_stacks *out)
+{
+	uint64_t n = 0, seen = 0;
+
+	for (size_t i = 0; i < s->sample_count; i++)
+		n += s->samples[i].ts_ns >= start_ns && s->samples[i].ts_ns <= end_ns &&
+		     index[s->samples[i].stack] != UINT32_MAX;
+	out->timeline_every = n > KH_STACK_TIMELINE_MAX
+				      ? (n + KH_STACK_TIMELINE_MAX - 1) / KH_STACK_TIMELINE_MAX : 1;
+	out->timeline = calloc(n ? (size_t)(n / out->timeline_every + 1) : 1, sizeof(*out->timeline));
+	if (!out->timeline)
+		return;
+	for (size_t i = 0; i < s->sample_count; i++) {
+		const struct store_sample *smp = &s->samples[i];
+
+		if (smp->ts_ns < start_ns || smp->ts_ns > end_ns || index[smp->stack] == UINT32_MAX ||
+		    seen++ % out->timeline_every)
+			continue;
+		out->timeline[out->timeline_count++] = (struct kh_stack_sample){
+			smp->ts_ns - start_ns, smp->tid, index[smp->stack]
+		};
+	}
+}
+
+void stack_store__fill(struct stack_store *s, uint64_t start_ns, uint64_t end_ns,
+		       uint64_t ring_full, struct kh_stacks *out)
+{
+	uint64_t *counts = calloc(s->stack_count ? s->stack_count : 1, sizeof(*counts));
+	uint32_t *index = calloc(s->stack_count ? s->stack_count : 1, sizeof(*index));
+	struct name_index ni = { 0 };
+	bool nomem = !counts || !index;
+
+	kh_stacks__free(out);
+	out->present = true;
+	out->rate_hz = s->rate_hz;
+	out->unwinding = strdup("frame-pointer");
+	out->ring_full = ring_full - s->ring_full_seen;
+	s->ring_full_seen = ring_full;
+	out->threads_missed = s->threads_missed;
+	for (size_t i = 0; counts && i < s->sample_count; i++)
+		if (s->samples[i].ts_ns >= start_ns && s->samples[i].ts_ns <= end_ns)
+			counts[s->samples[i].stack]++;
+	for (size_t i = 0; counts && i < s->stack_count; i++) {
+		const struct stack_entry *x = &s->stacks[i];
+
+		if (!counts[i])
+			continue;
+		out->samples += counts[i];
+		out->tags[x->tag < KH_SAMPLE_TAG_COUNT ? x->tag : KH_SAMPLE_TAG_UNREADABLE] += counts[i];
+		out->in_kernel += x->in_kernel ? counts[i] : 0;
+		out->truncated += x->truncated ? counts[i] : 0;
+		out->unwind_failed += x->unwind_failed ? counts[i] : 0;
+		out->leaf_restored += x->leaf_restored ? counts[i] : 0;
+		/* A stage that could not be read is counted, not filed under a guess. */
+		index[i] = UINT32_MAX;
+		if (x->tag == KH_SAMPLE_TAG_UNREADABLE || x->tag == KH_SAMPLE_TAG_TOO_DEEP)
+			continue;
+		if (fill_stack(s, x, counts[i], &ni, out))
+			nomem = true;
+		else
+			index[i] = (uint32_t)out->stack_count - 1;
+	}
+	if (!nomem)
+		fill_timeline(s, start_ns, end_ns, index, out);
+	if (nomem || s->dropped_nomem)
+		log__warn("stack samples: out of memory, %" PRIu64 " samples not kept",
+			  s->dropped_nomem);
+	free(ni.hashes);
+	free(ni.ids);
+	free(counts);
+	free(index);
+}
