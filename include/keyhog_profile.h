@@ -81,7 +81,7 @@ enum kh_attribution {
 };
 
 /* Version of the probe ABI described in docs/PROBES.md. */
-#define KH_PROBE_ABI_VERSION 4
+#define KH_PROBE_ABI_VERSION 5
 /* Depth of the per-thread span stack kept in the traced program. */
 #define KH_USER_SPAN_DEPTH 32
 /* Completed spans buffered per thread in batch mode before one probe hands them over. */
@@ -394,7 +394,7 @@ __attribute__((unused)) static void kh__batch_key_create(void)
 }
 
 /*
- * Once per thread, at its first traced span (ABI 4): the `batch_register`
+ * Once per thread, at its first traced span (ABI 5): the `batch_register`
  * probe tells the tracer where the buffer is, so that it can read what is
  * left in it when the thread dies, execs or the tracer detaches.
  */
@@ -439,7 +439,7 @@ void kh__span_complete(uint32_t stage, uint64_t start_ns)
  * CLOCK_MONOTONIC; batch mode alone only needs lengths, so it gets the TSC
  * where khprof trusts it (KH__BATCH_START).
  *
- * Probe ABI 4: every traced span, scoped or not, is on the thread's stack
+ * Probe ABI 5: every traced span, scoped or not, is on the thread's stack
  * from its enter to its exit, and a thread registers its state at its first
  * traced span in every mode, so that a sampler reading the stack (`khprof
  * --sample`) finds the innermost open stage without a kernel entry.  Only

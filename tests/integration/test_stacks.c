@@ -411,7 +411,7 @@ static void test_pprof_read_by_protoc(void **state)
 	profile__free(&p);
 }
 
-/* A program of probe ABI 3 (the Rust crate's) is sampled, with a warning of what it cannot show. */
+/* A program of probe ABI 4 (the Rust crate's) is sampled, with a warning of what it cannot show. */
 static void test_old_abi_is_named(void **state)
 {
 	char out[PATH_MAX];
@@ -419,8 +419,8 @@ static void test_old_abi_is_named(void **state)
 			 "build/workloads/workload-rs", "nested", "5", NULL };
 
 	(void)state;
-	path_in(out, sizeof(out), tmpdir, "abi3.json");
-	assert_run_exits(argv, 0, "has probe ABI 3: --sample sees only its KH_SPAN_ENTER spans");
+	path_in(out, sizeof(out), tmpdir, "abi4.json");
+	assert_run_exits(argv, 0, "has probe ABI 4: --sample sees only its KH_SPAN_ENTER spans");
 }
 
 /* Bad rates are refused; a record without samples has no folded stacks. */

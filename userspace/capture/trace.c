@@ -195,11 +195,11 @@ static int handle_event(void *ctx, void *data, size_t len)
 			kill(t->pid, SIGCONT);
 		return 0;
 	}
-	/* Probe ABI 4 put scoped spans on the stack the sampler reads (docs/PROBES.md). */
-	if (e->type == KH_EVENT_SESSION_START && t->sampler && e->arg1 < 4 && !t->warned_old_abi) {
+	/* Probe ABI 5 put scoped spans on the stack the sampler reads (docs/PROBES.md). */
+	if (e->type == KH_EVENT_SESSION_START && t->sampler && e->arg1 < 5 && !t->warned_old_abi) {
 		log__warn("PID %d has probe ABI %llu: --sample sees only its KH_SPAN_ENTER spans "
 			  "(scoped spans and Rust guards count as (no stage); build it with probe "
-			  "ABI 4, docs/SAMPLING.md)", t->pid, (unsigned long long)e->arg1);
+			  "ABI 5, docs/SAMPLING.md)", t->pid, (unsigned long long)e->arg1);
 		t->warned_old_abi = true;
 	}
 	if (e->type == KH_EVENT_SESSION_START && e->slot < KH_MAX_SLOTS) {
