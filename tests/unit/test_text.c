@@ -17,7 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "html.h"
 #include "json.h"
+#include "latency_text.h"
 #include "notes.h"
 #include "text.h"
 #include "golden.h"
@@ -172,6 +174,58 @@ static void test_state_lines(void **state)
 	profile__free(&p);
 }
 
+/*
+ * A 47 us state across a millisecond boundary of the process's CPU time:
+ * the seed's text says cpu=2127.7% (whole ms, kept byte for byte), while
+ * khprof's own table and HTML state the kernel's ns and never more than
+ * 100 % per logical CPU.
+ */
+static void add_sample(struct kh_profile *p, uint32_t state, uint64_t at_ns, uint64_t cpu_ns)
+{
+	struct kh_resource_snapshot snap = { .cpu_time_ms = { true, cpu_ns / 1000000 } };
+	struct kh_sample_ext x = { .cpu_time_ns = { true, cpu_ns } };
+
+	assert_int_equal(profile__add_transition(p, state, at_ns, &snap), 0);
+	assert_int_equal(profile__add_sample_ext(p, &x), 0);
+}
+
+static void test_own_cpu_shares_are_possible(void **state)
+{
+	struct kh_profile p = minimal_profile();
+	char *seed, *report, *html, *at;
+
+	(void)state;
+	add_sample(&p, KH_STATE_CREATED, 0, 970000);
+	add_sample(&p, KH_STATE_SCANNING, 47000, 1001000);      /* 31 us of CPU */
+	add_sample(&p, KH_STATE_REPORTING, 50047000, 91001000); /* 90 ms: 180 % */
+	add_sample(&p, KH_STATE_COMPLETED, 50094000, 92001000); /* 1 ms in 47 us: lag, capped */
+	assert_int_equal(profile__finish(&p, KH_STATE_COMPLETED, 50094000), 0);
+	seed = profile__render_text(&p);
+	report = profile__render_report(&p);
+	html = profile__render_html(&p);
+	assert_non_null(seed);
+	assert_non_null(report);
+	assert_non_null(html);
+	/* The seed's own lines are untouched... */
+	assert_non_null(strstr(seed, "\nmacro created      wall_ms=0.047 cpu=2127.7%"));
+	assert_int_equal(strncmp(report, seed, strlen(seed)), 0);
+	/* ...khprof's table after them says what the kernel counted. */
+	at = report + strlen(seed);
+	assert_non_null(strstr(at, "state cpu "));
+	assert_non_null(strstr(at, "  created                    47.00us   31.00us    66.0%\n"));
+	assert_non_null(strstr(at, "  scanning                  50.000ms  90.000ms   180.0%\n"));
+	assert_non_null(strstr(at, "  reporting                  47.00us   1.000ms   200.0% cap\n"));
+	assert_null(strstr(at, "2127.7"));
+	/* The HTML's state table likewise: no share above 200 % on 2 CPUs. */
+	assert_non_null(strstr(html, "<td>66.0 %</td>"));
+	assert_non_null(strstr(html, "<td>&ge; 200.0 %</td>"));
+	assert_null(strstr(html, "2127.7"));
+	free(seed);
+	free(report);
+	free(html);
+	profile__free(&p);
+}
+
 /* Rust spells non-finite floats NaN, inf and -inf. */
 static void test_non_finite_cpu(void **state)
 {
@@ -264,6 +318,7 @@ int main(void)
 		cmocka_unit_test(test_bottleneck_ties_pick_the_last),
 		cmocka_unit_test(test_state_lines),
 		cmocka_unit_test(test_non_finite_cpu),
+		cmocka_unit_test(test_own_cpu_shares_are_possible),
 		cmocka_unit_test(test_every_drop_is_described),
 		cmocka_unit_test(test_notes_beside_the_report),
 		cmocka_unit_test(test_text_goldens_are_current),

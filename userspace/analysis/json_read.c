@@ -535,6 +535,17 @@ static int parse__column(struct parse *ps, const struct jnode *obj, const char *
 	return ps->failed ? -EINVAL : 0;
 }
 
+/* An optional column records written before it lack: absent values then. */
+static int parse__column_if(struct parse *ps, const struct jnode *obj, const char *name,
+			    struct kh_series *s, size_t offset)
+{
+	const struct jnode *array;
+
+	if (parse__container(ps, obj, name, false, true, &array))
+		return -EINVAL;
+	return array ? parse__column(ps, obj, name, s, offset, true) : 0;
+}
+
 static int parse__series_states(struct parse *ps, const struct jnode *obj, struct kh_series *s)
 {
 	const struct jnode *array, *node;
@@ -686,6 +697,8 @@ static int parse__series(struct parse *ps, const struct jnode *ext, struct kh_se
 			    false) ||
 	      parse__column(ps, node, "cpu_time_ms", s, offsetof(struct kh_interval, cpu_time_ms),
 			    true) ||
+	      parse__column_if(ps, node, "cpu_time_ns", s,
+			       offsetof(struct kh_interval, cpu_time_ns)) ||
 	      parse__column(ps, node, "resident_bytes", s,
 			    offsetof(struct kh_interval, resident_bytes), true) ||
 	      parse__series_stages(ps, node, s);

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "procfs.h"
@@ -170,4 +171,20 @@ int procfs__sample(pid_t pid, struct kh_resource_snapshot *out)
 	if (!status_err)
 		procfs__parse_status(status, out);
 	return stat_err ? stat_err : status_err;
+}
+
+int procfs__sample_ns(pid_t pid, struct kh_resource_snapshot *out, struct kh_opt_u64 *cpu_ns)
+{
+	int err = procfs__sample(pid, out);
+	struct timespec ts;
+	clockid_t clk;
+
+	*cpu_ns = (struct kh_opt_u64){ false, 0 };
+	/* Any process's CPU clock is readable: the kernel checks only that it exists. */
+	if (clock_getcpuclockid(pid, &clk) || clock_gettime(clk, &ts))
+		return err;
+	*cpu_ns = (struct kh_opt_u64){ true, (uint64_t)ts.tv_sec * 1000000000u +
+						     (uint64_t)ts.tv_nsec };
+	out->cpu_time_ms = (struct kh_opt_u64){ true, cpu_ns->value / 1000000 };
+	return err;
 }

@@ -62,7 +62,7 @@ struct open_session {
 	struct kh_slot_stats seen;
 	uint64_t last_sample_ns;
 	uint64_t next_sample_ns;  /* the next boundary: start + k * interval */
-	struct kh_opt_u64 last_cpu_ms;
+	struct kh_opt_u64 last_cpu_ns;
 };
 
 struct session_table {
@@ -71,6 +71,7 @@ struct session_table {
 	bool saw_session;
 	bool have_first_sample;
 	struct kh_resource_snapshot first_sample; /* when tracing began */
+	struct kh_opt_u64 first_cpu_ns;
 	size_t records_emitted;
 	char warned_keys[512];
 	enum session_end end;
