@@ -166,13 +166,18 @@ static void test_single_runs_use_plain_thresholds_and_floor(void **state)
 	assert_false(entropy->has_interval);
 	assert_true(entropy->below_floor);
 	assert_int_equal(entropy->verdict, KH_DIFF_OK);
-	assert_int_equal(d->verdict, KH_DIFF_VERDICT_OK);
+	/* One run a side cannot tell a change from noise: no verdict, whatever moved. */
+	assert_int_equal(d->verdict, KH_DIFF_VERDICT_TOO_FEW_RUNS);
+	assert_summary(d, "diff: too few runs to judge (1 base, 1 candidate record; 4 a side "
+			  "needed): 0 items beyond their thresholds, not judged");
 
-	/* Without the floor the same change regresses. */
+	/* Without the floor the same change is beyond its threshold, still not judged. */
 	fx->opts.min_change_ns = 0;
 	d = compare(fx);
 	assert_int_equal(item(d, KH_DIFF_M_ELAPSED, KH_STAGE_ENTROPY)->verdict, KH_DIFF_REGRESSED);
-	assert_summary(d, "diff: 1 regression: stage entropy +50.0%");
+	assert_int_equal(d->verdict, KH_DIFF_VERDICT_TOO_FEW_RUNS);
+	assert_summary(d, "diff: too few runs to judge (1 base, 1 candidate record; 4 a side "
+			  "needed): 1 item beyond its threshold, not judged");
 }
 
 /* "Beyond" the threshold: exactly 3 % of wall time passes, one nanosecond more fails. */
@@ -189,7 +194,29 @@ static void test_threshold_is_exclusive(void **state)
 	fx->cand.rec[0].wall_time_ns++;
 	d = compare(fx);
 	assert_int_equal(item(d, KH_DIFF_M_WALL, 0)->verdict, KH_DIFF_REGRESSED);
-	assert_summary(d, "diff: 1 regression: wall +3.0%");
+	assert_int_equal(d->regression_count, 1);
+}
+
+/* A shift below -100 % cannot be: the text clips it and says why; the JSON keeps it. */
+static void test_interval_below_minus_100_is_clipped(void **state)
+{
+	struct fx *fx = *state;
+	struct kh_diff *d = compare_shapes(fx, plain(RUNS, steady),
+					   scaled(RUNS, shuffled, KH_STAGE_HOT_PATTERNS, 1.2));
+	struct kh_diff_item *it = (struct kh_diff_item *)item(d, KH_DIFF_M_ELAPSED,
+							     KH_STAGE_HOT_PATTERNS);
+	char *text, *json;
+
+	it->interval_low_pct = -13993.9;
+	it->interval_high_pct = 2690.9;
+	text = diff__render_text(d);
+	json = diff__to_json(d);
+	assert_non_null(strstr(text, "[<-100%, +2690.9%]"));
+	assert_null(strstr(text, "-13993.9"));
+	assert_non_null(strstr(text, "\n<-100%: the interval's low end is below -100%"));
+	assert_non_null(strstr(json, "-13993.9"));
+	free(text);
+	free(json);
 }
 
 static void test_throughput_and_rss_directions(void **state)
@@ -562,6 +589,7 @@ int main(void)
 		FX_TEST(test_too_few_runs_fall_back_to_thresholds),
 		FX_TEST(test_single_runs_use_plain_thresholds_and_floor),
 		FX_TEST(test_threshold_is_exclusive),
+		FX_TEST(test_interval_below_minus_100_is_clipped),
 		FX_TEST(test_throughput_and_rss_directions),
 		FX_TEST(test_threshold_off_shows_but_never_gates),
 		FX_TEST(test_queue_waits_gate_only_when_named),

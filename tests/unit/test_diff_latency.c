@@ -212,6 +212,10 @@ static void test_floor_only_is_said(void **state)
 	assert_true(off->floor_only);
 	assert_int_equal(off->verdict, KH_DIFF_OK);
 	text = diff__render_text(&d);
+	assert_null(strstr(text, "ok (below floor)")); /* only what changed... */
+	free(text);
+	d.opts.all = true;                              /* ...unless every item is asked for */
+	text = diff__render_text(&d);
 	assert_non_null(strstr(text, "ok (below floor)"));
 	free(text);
 	text = diff__to_json(&d);

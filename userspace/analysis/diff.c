@@ -45,6 +45,8 @@ const char *diff_verdict__name(enum kh_diff_verdict verdict)
 		return "regressed";
 	case KH_DIFF_VERDICT_NOT_COMPARABLE:
 		return "not-comparable";
+	case KH_DIFF_VERDICT_TOO_FEW_RUNS:
+		return "too-few-runs";
 	}
 	return NULL;
 }
@@ -772,6 +774,9 @@ int diff__compare(const struct kh_diff_side *base, const struct kh_diff_side *ca
 	}
 	if (out->blocking_count)
 		out->verdict = KH_DIFF_VERDICT_NOT_COMPARABLE;
+	else if (out->method == KH_DIFF_METHOD_SINGLE)
+		/* Two single runs of one build came out 23 % apart here (docs/CI.md). */
+		out->verdict = KH_DIFF_VERDICT_TOO_FEW_RUNS;
 	else if (out->regression_count)
 		out->verdict = KH_DIFF_VERDICT_REGRESSED;
 	else

@@ -81,6 +81,7 @@ struct kh_diff_options {
 	bool confidence_set;
 	double confidence;      /* percent, for the Mann-Whitney interval */
 	uint32_t allow;         /* 1 << enum kh_diff_field: differences that are intended */
+	bool all;               /* text and markdown list every item, not only the changed */
 };
 
 /* Defaults, with nothing marked set. */
@@ -202,6 +203,11 @@ enum kh_diff_verdict {
 	KH_DIFF_VERDICT_OK = 0,
 	KH_DIFF_VERDICT_REGRESSED,
 	KH_DIFF_VERDICT_NOT_COMPARABLE,
+	/*
+	 * One record on a side: no run-to-run noise can be judged, so no
+	 * verdict.  The items keep what plain thresholds say of them.
+	 */
+	KH_DIFF_VERDICT_TOO_FEW_RUNS,
 };
 
 struct kh_diff_side_info {
