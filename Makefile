@@ -26,13 +26,13 @@ INC_CAPTURE  := $(INC_ANALYSIS) -Iusdt -Iuserspace/capture -I$(BUILD)
 INC_ALL      := $(INC_CAPTURE) -Iuserspace/cmd
 CPPFLAGS   := -MMD -MP -D_GNU_SOURCE
 USER_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 $(CPPFLAGS)
-NOBPF_LIBS := -lelf -lz -lcjson -lm -pthread
+NOBPF_LIBS := -ldw -lelf -lz -lcjson -lm -pthread
 LIBS       := -lbpf -lcap $(NOBPF_LIBS)
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
               -I/usr/include/$(MULTIARCH) -Wall -Werror
 
 # Debian packages the build, the tests, the demo and the benchmarks use.
-PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev libcap-dev \
+PACKAGES := libbpf-dev bpftool clang llvm libelf-dev libdw-dev zlib1g-dev libcjson-dev libcap-dev \
             libcmocka-dev libpcre2-dev libpng-dev pkg-config make gcc
 # What make test needs besides the build: the browser the HTML reports are
 # opened in (tests/integration/test_html.c), and the Prometheus server and
@@ -174,7 +174,7 @@ FIXTURES     := $(foreach f,$(FIXTURE_SRCS),$(patsubst tests/unit/fixtures/%.S,$
                   $(patsubst tests/unit/fixtures/%.S,$(BUILD)/fixtures/%_in_data,$(f)))
 $(BUILD)/fixtures/%: tests/unit/fixtures/%.S | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) -nostdlib -static -o $@ $<
+	$(CC) -g -nostdlib -static -o $@ $<
 $(BUILD)/fixtures/%_in_data: tests/unit/fixtures/%.S | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) -nostdlib -static -DIN_DATA -o $@ $<

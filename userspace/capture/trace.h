@@ -135,6 +135,13 @@ typedef void (*tracer_start_fn)(pid_t pid, void *ctx);
 int tracer__watch_starts(struct tracer *t, const char *path, tracer_start_fn fn, void *ctx);
 /* Number of keyhog probe sites attached so far. */
 size_t tracer__probe_count(const struct tracer *t);
+
+/*
+ * The modes in which record and attach attach a site of provider:name, as
+ * 1 << enum kh_trace_mode bits (docs/PROBES.md); 0 for probes khprof never
+ * attaches (other providers, names it does not know).
+ */
+unsigned int tracer__probe_modes(const char *provider, const char *name);
 size_t tracer__records_emitted(const struct tracer *t);
 void tracer__close(struct tracer *t);
 /*
