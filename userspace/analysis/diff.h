@@ -174,6 +174,13 @@ struct kh_diff_item {
 	double calls_base, calls_cand; /* p50, p99: median calls, for the floor */
 	double noise;      /* pooled MAD of the runs the interval used, item's unit */
 	double noise_pct;  /* the noise bound: DIFF_NOISE_K MADs in % of the base median */
+	/*
+	 * p50, p99, per_call: the tracing mode's per-span error, the largest
+	 * calibrated bias per span of the records (docs/REPORTS.md, "How
+	 * exact"), and whether the medians moved by no more than it.
+	 */
+	double span_error_ns;
+	bool within_span_error;
 	enum kh_diff_mark verdict;
 };
 

@@ -105,6 +105,8 @@ static void change_cell(const struct kh_diff_item *it, char *buf)
 		snprintf(buf, CELL, "%s", it->cand_median > 0 ? "new" : "n/a");
 }
 
+static bool item_changed(const struct kh_diff_item *it);
+
 /* "hot-patterns.elapsed" for a stage's items, "wall" for the others. */
 void diff_item__label(const struct kh_diff_item *it, char *buf, size_t len)
 {
@@ -165,6 +167,12 @@ static void item_cells(const struct kh_diff *d, const struct kh_diff_item *it, b
 		snprintf(cells[C_VERDICT], CELL, "ok (below floor)");
 	else
 		snprintf(cells[C_VERDICT], CELL, "%s", diff_mark__name(it->verdict));
+	/* Moved by no more than the mode can resolve in one span: a footnote says so. */
+	if (item_changed(it) && it->within_span_error) {
+		size_t len = strlen(cells[C_VERDICT]);
+
+		snprintf(cells[C_VERDICT] + len, CELL - len, " (within span error)");
+	}
 }
 
 /* Characters on screen: UTF-8 continuation bytes take no column. */
@@ -335,6 +343,17 @@ static void table_footer(struct outbuf *o, const struct kh_diff *d, const size_t
 	if (any_nongating_regressed(d, order, n))
 		outbuf__puts(o, "* regressed in an item that never fails the job (per_call, off_cpu, "
 				"STATE.cpu): it says why a gating item moved\n");
+	for (size_t r = 0; r < n; r++) {
+		const struct kh_diff_item *it = &d->items[order[r]];
+
+		if (item_changed(it) && it->within_span_error) {
+			outbuf__printf(o, "within span error: the median span moved by no more than "
+					  "the tracing mode's calibrated bias per span (%.0f ns), "
+					  "all it can tell apart in one span (docs/REPORTS.md)\n",
+				       it->span_error_ns);
+			break;
+		}
+	}
 	if (any_clipped(d, order, n))
 		outbuf__puts(o, "<-100%: the interval's low end is below -100% (too few or too "
 				"spread runs); nothing falls below 0, the JSON has the bound\n");

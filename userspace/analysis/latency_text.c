@@ -75,16 +75,22 @@ static void render__cpu_split(struct outbuf *b, const struct kh_profile *p)
 	for (uint32_t st = 0; st < KH_STAGE_COUNT; st++) {
 		const struct kh_stage_dist *d = &l->stages[st];
 		const struct kh_stage_measurement *m = profile__find_stage(p, st);
-		uint64_t elapsed = m ? m->elapsed_ns : 0, off = d->off_cpu_ns;
+		uint64_t elapsed = m ? m->elapsed_ns : 0, off = d->off_cpu_ns, runnable;
 
 		if (!d->present)
 			continue;
+		/*
+		 * Elapsed is bias-corrected and off-CPU is not, as in the HTML:
+		 * suppression's 180 ns read 431 ns off CPU, "239.4%".
+		 */
+		off = off < elapsed ? off : elapsed;
+		runnable = d->runnable_ns < off ? d->runnable_ns : off;
 		outbuf__printf(b, "  %-24s", kh_stage__name(st));
 		put_ns(b, 9, elapsed);
-		put_ns(b, 9, elapsed > off ? elapsed - off : 0);
+		put_ns(b, 9, elapsed - off);
 		put_ns(b, 9, off);
-		put_ns(b, 9, d->runnable_ns);
-		put_ns(b, 9, off > d->runnable_ns ? off - d->runnable_ns : 0);
+		put_ns(b, 9, runnable);
+		put_ns(b, 9, off - runnable);
 		put_share(b, off, elapsed);
 		outbuf__printf(b, "%s\n", d->offcpu_truncated ? " *" : "");
 		truncated |= d->offcpu_truncated != 0;
