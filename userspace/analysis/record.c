@@ -594,6 +594,10 @@ void profile__fold_peaks(struct kh_profile *p)
 			max_option(r->max_observed_resident_bytes, s->peak_resident_bytes);
 		r->max_observed_threads = max_option(r->max_observed_threads, s->peak_threads);
 	}
+	/* The series' samples are the record's too: RSS at each interval's end. */
+	for (size_t i = 0; i < p->ext.series.count; i++)
+		r->max_observed_resident_bytes = max_option(r->max_observed_resident_bytes,
+							    p->ext.series.intervals[i].resident_bytes);
 }
 
 /*

@@ -87,6 +87,12 @@ static void sample(const struct session_table *tbl, struct open_session *s,
 		 */
 		if (!(tbl->end == SESSION_END_EXEC && !e))
 			procfs__sample_ns(tbl->cfg.pid, snap, &x->cpu_time_ns);
+		/* A closing sample: the kernel's peaks since its last one, if known. */
+		if (!e && tbl->end_peak_threads.present)
+			x->peak_threads = tbl->end_peak_threads;
+		if (!e && tbl->end_peak_pages.present)
+			x->peak_resident_bytes = (struct kh_opt_u64){
+				true, tbl->end_peak_pages.value * tbl->cfg.page_size };
 		return;
 	}
 	if (e->sampled_ns > e->ts_ns && e->sampled_ns - e->ts_ns > s->profile.ext.sample_latency_ns_max)
@@ -457,6 +463,12 @@ void sessions__event(struct session_table *tbl, const struct kh_event *e,
 bool sessions__is_open(const struct session_table *tbl, uint32_t slot)
 {
 	return slot < KH_MAX_SLOTS && tbl->slots[slot].open;
+}
+
+void sessions__set_end_peaks(struct session_table *tbl, uint64_t threads, uint64_t pages)
+{
+	tbl->end_peak_threads = (struct kh_opt_u64){ threads != 0, threads };
+	tbl->end_peak_pages = (struct kh_opt_u64){ pages != 0, pages };
 }
 
 void sessions__end(struct session_table *tbl, uint32_t slot, int exit_status, uint64_t now,

@@ -72,6 +72,7 @@ struct session_table {
 	bool have_first_sample;
 	struct kh_resource_snapshot first_sample; /* when tracing began */
 	struct kh_opt_u64 first_cpu_ns;
+	struct kh_opt_u64 end_peak_threads, end_peak_pages; /* sessions__set_end_peaks */
 	size_t records_emitted;
 	char warned_keys[512];
 	enum session_end end;
@@ -127,6 +128,13 @@ void sessions__open_partial(struct session_table *tbl, uint32_t slot, uint32_t s
  */
 void sessions__end(struct session_table *tbl, uint32_t slot, int exit_status, uint64_t now,
 		   const struct kh_slot_stats *totals);
+/*
+ * The kernel's peaks since its last sample (threads alive at once,
+ * resident pages), for the closing sample of the sessions ended next: a
+ * process killed or detached from has no probe to sample it, and /proc
+ * is gone or says only the present.
+ */
+void sessions__set_end_peaks(struct session_table *tbl, uint64_t threads, uint64_t pages);
 /* The earliest sample due among the open sessions; 0 when none. */
 uint64_t sessions__next_sample_ns(const struct session_table *tbl);
 /* Whether slot's session has a sample due at now. */
