@@ -247,6 +247,7 @@ static int doc__node(struct doc *d, size_t *idx)
 		return doc__nomem(d);
 	*idx = d->node_count++;
 	d->nodes[*idx] = (struct jnode){ .key_at = JNODE_NONE, .str_at = JNODE_NONE,
+					 .bad_at = JNODE_NONE,
 					 .child_at = JNODE_NONE, .next_at = JNODE_NONE };
 	return 0;
 }
@@ -289,22 +290,27 @@ static int doc__put_utf8(struct doc *d, uint32_t cp)
 
 /*
  * The \u escape at s (one, or a surrogate pair of two) as UTF-8; its
- * length, or 0 for a lone surrogate, which UTF-8 cannot hold.
+ * length, or 0 on failure.  A lone surrogate, which UTF-8 cannot hold,
+ * becomes U+FFFD and sets *lone: serde refuses it only where it reads
+ * the string (json_read.c), not in a member it skips.
  */
-static size_t doc__unicode(struct doc *d, const char *s, const char *end)
+static size_t doc__unicode(struct doc *d, const char *s, const char *end, bool *lone)
 {
 	uint32_t first = hex4(s + 2), second;
 
 	if (first >= 0xDC00 && first <= 0xDFFF)
-		return 0;
+		goto lone;
 	if (first < 0xD800 || first > 0xDBFF)
 		return doc__put_utf8(d, first) ? 0 : 6;
 	if (end - (s + 6) < 6 || s[6] != '\\' || s[7] != 'u')
-		return 0;
+		goto lone;
 	second = hex4(s + 8);
 	if (second < 0xDC00 || second > 0xDFFF)
-		return 0;
+		goto lone;
 	return doc__put_utf8(d, 0x10000 + ((first & 0x3FF) << 10 | (second & 0x3FF))) ? 0 : 12;
+lone:
+	*lone = true;
+	return doc__put_utf8(d, 0xFFFD) ? 0 : 6;
 }
 
 /*
@@ -312,7 +318,7 @@ static size_t doc__unicode(struct doc *d, const char *s, const char *end)
  * starts.  Not a string: the error is one byte further, as in cJSON; a
  * lone surrogate: at its backslash.
  */
-static int doc__string(struct doc *d, size_t *at)
+static int doc__string(struct doc *d, size_t *at, size_t *bad_at)
 {
 	const char *s = d->text + d->offset + 1, *end;
 
@@ -335,9 +341,16 @@ static int doc__string(struct doc *d, size_t *at)
 		if (s == end)
 			break;
 		if (s[1] == 'u') {
-			step = doc__unicode(d, s, end);
+			bool lone = false;
+
+			step = doc__unicode(d, s, end, &lone);
 			if (d->ps->failed)
 				return -ENOMEM;
+			/* A member name is always read: serde refuses it there. */
+			if (lone && !bad_at)
+				step = 0;
+			else if (lone && *bad_at == JNODE_NONE)
+				*bad_at = (size_t)(s - d->text);
 		} else {
 			static const char from[] = "bfnrt\"\\/", to[] = "\b\f\n\r\t\"\\/";
 			char c = to[strchr(from, s[1]) - from];
@@ -387,7 +400,7 @@ static int doc__container(struct doc *d, size_t idx, bool object)
 			d->offset++;
 			doc__skip_blank(d);
 			if (object) {
-				if (doc__string(d, &key))
+				if (doc__string(d, &key, NULL))
 					return -EINVAL;
 				doc__skip_blank(d);
 				if (!doc__at(d, ':'))
@@ -471,7 +484,7 @@ static int doc__value(struct doc *d, size_t idx)
 	}
 	if (c == '"') {
 		node->type = J_STRING;
-		return doc__string(d, &node->str_at);
+		return doc__string(d, &node->str_at, &node->bad_at);
 	}
 	if (c == '-' || (c >= '0' && c <= '9')) {
 		node->type = J_NUMBER;
@@ -514,6 +527,14 @@ const struct jnode *doc__parse(struct doc *d)
 	doc__skip_blank(d);
 	if (!doc__at(d, '\0')) {
 		doc__fail(d);
+		return NULL;
+	}
+	/*
+	 * A NUL inside the text ended it early: what follows is trailing
+	 * characters to serde, whatever they are (a NUL is not blank).
+	 */
+	if (d->ps->length && d->offset < d->ps->length) {
+		parse__fail_at(d->ps, d->offset, "trailing characters");
 		return NULL;
 	}
 	doc__link(d);

@@ -13,6 +13,7 @@
 /* The first problem found, with the path of the member being read. */
 struct parse {
 	const char *text;
+	size_t length;   /* of text, which may hold a NUL before its end; 0: strlen */
 	char *err;
 	size_t errlen;
 	char path[192];
@@ -43,6 +44,7 @@ struct jnode {
 	size_t count;            /* J_ARRAY, J_OBJECT: elements or members */
 	size_t key_at, str_at;   /* in doc.chars: member name, J_STRING value */
 	size_t child_at, next_at;
+	size_t bad_at;           /* J_STRING: a lone surrogate escape here; JNODE_NONE: none */
 	const char *key, *string;
 	const struct jnode *child, *next;
 };
