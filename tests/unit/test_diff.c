@@ -546,6 +546,47 @@ static void test_shift_interval_small_samples(void **state)
 	assert_int_equal(stats__shift_interval(base, 5, cand, 5, 100, &lo, &hi), -EINVAL);
 }
 
+/*
+ * The selection gives exactly what sorting all m n differences gives, for
+ * every k, with ties, negative values and unequal sides, including sides
+ * large enough to leave the small-candidate shortcut.
+ */
+static void test_kth_difference_equals_the_sorted_list(void **state)
+{
+	static const size_t sizes[][2] = { { 1, 1 }, { 1, 7 }, { 9, 2 }, { 40, 40 },
+					   { 120, 33 }, { 300, 300 } };
+	uint64_t seed = 88172645463325252ull;
+
+	(void)state;
+	for (size_t t = 0; t < sizeof(sizes) / sizeof(sizes[0]); t++) {
+		size_t m = sizes[t][0], n = sizes[t][1], mn = m * n;
+		double *b = malloc(m * sizeof(*b)), *c = malloc(n * sizeof(*c));
+		double *all = malloc(mn * sizeof(*all)), got;
+
+		assert_true(b && c && all);
+		for (size_t i = 0; i < m + n; i++) {
+			seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+			/* Coarse values, so that differences tie often. */
+			*(i < m ? &b[i] : &c[i - m]) = (double)(seed % 61) * 0.5 - 9.0;
+		}
+		for (size_t i = 0; i < m; i++)
+			for (size_t j = 0; j < n; j++)
+				all[i * n + j] = c[j] - b[i];
+		qsort(all, mn, sizeof(*all), compare_doubles);
+		for (size_t k = 1; k <= mn; k += 1 + mn / 97) {
+			assert_int_equal(stats__kth_difference(b, m, c, n, k, &got), 0);
+			if (got != all[k - 1])
+				fail_msg("%zu x %zu, k = %zu: %g, sorted %g", m, n, k, got, all[k - 1]);
+		}
+		assert_int_equal(stats__kth_difference(b, m, c, n, mn, &got), 0);
+		assert_true(got == all[mn - 1]);
+		assert_int_equal(stats__kth_difference(b, m, c, n, mn + 1, &got), -EINVAL);
+		free(b);
+		free(c);
+		free(all);
+	}
+}
+
 /* Past STATS_EXACT_MAX the normal approximation takes over; at the edge the two agree. */
 static void test_shift_rank_exact_and_normal_agree(void **state)
 {
@@ -602,6 +643,7 @@ int main(void)
 		FX_TEST(test_config_and_option_errors),
 		cmocka_unit_test(test_mann_whitney_null_distribution),
 		cmocka_unit_test(test_shift_interval_small_samples),
+		cmocka_unit_test(test_kth_difference_equals_the_sorted_list),
 		cmocka_unit_test(test_shift_rank_exact_and_normal_agree),
 	};
 
