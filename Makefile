@@ -39,7 +39,7 @@ PACKAGES := libbpf-dev bpftool clang llvm libelf-dev libdw-dev zlib1g-dev libcjs
 # promtool the OpenMetrics exposition is checked with
 # (tests/integration/test_metrics.c).
 TEST_PACKAGES := chromium prometheus
-BENCH_PACKAGES := bpftrace hyperfine
+BENCH_PACKAGES := bpftrace hyperfine time
 # The seed conformance reader (../shared/seed/conformance) builds offline
 # from Debian's packaged crates.
 SEED_PACKAGES := cargo librust-serde-dev librust-serde-derive-dev \

@@ -153,7 +153,7 @@ row() { # row N MEASUREMENT KHPROF REFERENCE RATIO TARGET MET
 }
 
 # --- 1. untraced cost per span ----------------------------------------------
-say "1/10 untraced span cost"
+say "1/12 untraced span cost"
 N1=20000000
 for r in 1 2 3 4 5; do
 	span_ns bare "$SC" bare $N1 >>"$tmp/r1.bare"
@@ -243,7 +243,7 @@ row 1 "layout check: same loops built with -falign-loops=32" \
 	"probes $probes32" "bare $bare32" "$(calc %.2f× "$probes32 / $bare32")" "—" "—"
 
 # --- 2. traced cost per span ------------------------------------------------
-say "2/10 traced span cost (khprof batch/span/pair, bpftrace, in-process enabled)"
+say "2/12 traced span cost (khprof batch/span/pair, bpftrace, in-process enabled)"
 # bt_pair BINARY OUT: bpftrace's per-stage aggregation with @start[tid],
 # on the same two probes khprof's pair mode uses (rows 2 and 3).
 bt_pair() {
@@ -310,7 +310,7 @@ row 2 "lowest-overhead mode ($lowest) vs in-process enabled" "${cost[$lowest]}" 
 	"≤1.3×" "$(ok "${cost[$lowest]} <= 1.3 * $inproc_on")"
 
 # --- 3. attach latency and peak RSS -----------------------------------------
-say "3/10 attach latency and peak RSS (khprof record vs bpftrace -c)"
+say "3/12 attach latency and peak RSS (khprof record vs bpftrace -c)"
 BT3=$tmp/first.bt
 bt_pair "$FP" "$BT3"
 R3=15
@@ -375,7 +375,7 @@ row 3 "peak RSS, MiB (wait4 ru_maxrss, tiny traced program)" "$rss_k" "bpftrace 
 	"$(calc %.2f× "$rss_k / $rss_b")" "≤16 MiB" "$(ok "$rss_k <= 16")"
 
 # --- 4. end to end: kh-scan on the default corpus ---------------------------
-say "4/10 kh-scan --threads 2 on the default corpus, untraced vs traced"
+say "4/12 kh-scan --threads 2 on the default corpus, untraced vs traced"
 corpus=build/demo-corpus
 if [ ! -f "$corpus/truth.jsonl" ]; then
 	corpus=$B/corpus
@@ -466,7 +466,7 @@ row 4 "kh-scan untraced throughput, MiB/s (whole command, 2 threads, $(calc %.1f
 # CPU 1 (libwall.so pins the scanner alone), khprof on CPU 0, 61 rounds in
 # alternating order.  `record --repeat 1` returns only after the kernel has
 # detached its uprobes, so no pause is needed between runs.
-say "4/10 kh-scan --threads 1 pinned, untraced vs batch, 61 rounds"
+say "4/12 kh-scan --threads 1 pinned, untraced vs batch, 61 rounds"
 pinned() { # pinned CONFIG: one run, own wall to r4p.CONFIG.own
 	local cfg=$1 cmd
 	case $cfg in
@@ -538,7 +538,7 @@ row 4 "fixed costs, µs per event: transition (wakes khprof); identity (delivere
 	"$woken_event; $lazy_event" "—" "—" "—" "—"
 
 # --- 5. accuracy against the program's own clock -----------------------------
-say "5/10 accuracy: workload timed US N, khprof vs the workload's own clock"
+say "5/12 accuracy: workload timed US N, khprof vs the workload's own clock"
 declare -A N5=([1]=20000 [10]=5000 [100]=1000)
 for r in 1 2 3; do
 	for us in 1 10 100; do
@@ -595,7 +595,7 @@ for us in 1 10 100; do
 done
 
 # --- 6. scaling with threads ------------------------------------------------
-say "6/10 scaling: traced cost per span with 1 and 2 threads"
+say "6/12 scaling: traced cost per span with 1 and 2 threads"
 for r in 1 2 3; do
 	for mode in batch span; do
 		for th in 1 2; do
@@ -622,7 +622,7 @@ row 6 "reference: in-process design enabled (C port, shared atomic counters), 2 
 	"—" "$i2 (1 thread $i1)" "$(calc %.2f× "$i2 / $i1")" "—" "—"
 
 # --- 7. what one --interval sample costs khprof -----------------------------
-say "7/10 --interval sample cost"
+say "7/12 --interval sample cost"
 sleep 600 &
 idle=$!
 for _ in 1 2 3 4 5; do
@@ -635,7 +635,7 @@ p7=$(awk '{ print $3 }' "$tmp/r7" | median)
 row 7 "--interval: khprof CPU per sample, µs (slot map read over the CPUs; /proc stat+status)" \
 	"$s7 ($m7; $p7)" "—" "$(calc %.3f%% "$s7 / 1000")" "at 100 ms, of one CPU" "—"
 # --- 8. page faults of a traced process -------------------------------------
-say "8/10 page faults: untraced and traced (khprof's RSS peak watcher)"
+say "8/12 page faults: untraced and traced (khprof's RSS peak watcher)"
 PF=$root/$B/page_fault
 for r in 1 2 3 4 5; do
 	"$PF" 128 8 | sed -n 's/^ns_per_fault=//p' >>"$tmp/r8.untraced"
@@ -647,7 +647,7 @@ row 8 "page fault, ns, traced process (every RSS change runs the peak watcher)" 
 	"untraced $pf0" "$(calc %.2f× "$pf1 / $pf0")" "—" "—"
 
 # --- 9. live metrics: a scrape, and khprof idle ------------------------------
-say "9/10 --serve: khprof CPU per /metrics scrape, and idle-attached"
+say "9/12 --serve: khprof CPU per /metrics scrape, and idle-attached"
 for r in 1 2 3; do
 	./bench/scrape_cost.sh "$KHPROF" "$WORKLOAD" "$root/$B/scrape" "$tmp/r9.$r" "$SC" >>"$tmp/r9"
 	settle
@@ -665,7 +665,7 @@ row 9 "traced program's ns/span (batch) while scraped every 1 s" "$scraped9" \
 	"not scraped $plain9" "$(calc %.2f× "$scraped9 / $plain9")" "unchanged within noise" \
 	"$(ok "$scraped9 <= 1.1 * $plain9")"
 # --- 10. cost per context switch (off-CPU log) --------------------------------
-say "10/10 context switches: untraced, traced, and while khprof traces another process"
+say "10/12 context switches: untraced, traced, and while khprof traces another process"
 # sw_ns OUT CMD...: a switch_cost run's ns_per_switch, appended to OUT.
 sw_ns() {
 	local out=$1
@@ -694,6 +694,44 @@ row 10 "context switch of a traced thread, ns (2 threads on 1 CPU, pipe ping-pon
 	"$(calc %+.0f "$sw1 - $sw0") ($sw1)" "untraced $sw0" "$(calc %.3f× "$sw1 / $sw0")" "—" "—"
 row 10 "context switch of another process while khprof traces one, ns" \
 	"$(calc %+.0f "$sw2 - $sw0") ($sw2)" "untraced $sw0" "$(calc %.3f× "$sw2 / $sw0")" "filter only" "—"
+
+# --- 11. reading a large record: khprof against the seed's reader ----------
+say "11/12 a 50 MB record: khprof report --format seed against the seed's reader"
+# timed OUT CMD...: "seconds peak_kib" of one run (GNU time), appended to OUT.
+timed() {
+	local out=$1
+	shift
+	/usr/bin/time -f '%e %M' -o "$tmp/timed" "$@" >/dev/null 2>&1 || true
+	cat "$tmp/timed" >>"$out"
+}
+python3 bench/records.py big "$tmp/big.json" 50
+for r in 1 2 3; do
+	timed "$tmp/r11.khprof" "$KHPROF" report "$tmp/big.json" --format seed
+	[ -x build/seed-render ] && timed "$tmp/r11.seed" build/seed-render "$tmp/big.json"
+done
+k11s=$(awk '{ print $1 }' "$tmp/r11.khprof" | median)
+k11m=$(awk '{ print $2 / 1024 }' "$tmp/r11.khprof" | median)
+s11s=$( [ -s "$tmp/r11.seed" ] && awk '{ print $1 }' "$tmp/r11.seed" | median || echo n/a)
+s11m=$( [ -s "$tmp/r11.seed" ] && awk '{ print $2 / 1024 }' "$tmp/r11.seed" | median || echo n/a)
+row 11 "50 MB record, seconds to read and print (--format seed)" "$k11s" "seed-render $s11s" \
+	"$(calc %.2f× "$k11s / $s11s")" "≤3×" "$(ok "$k11s <= 3 * $s11s")"
+row 11 "50 MB record, peak RSS, MiB" "$(calc %.0f "$k11m")" "seed-render $(calc %.0f "$s11m")" \
+	"$(calc %.2f× "$k11m / $s11m")" "≤3×" "$(ok "$k11m <= 3 * $s11m")"
+
+# --- 12. khprof diff of many runs: linear, not quadratic ---------------------
+say "12/12 khprof diff of 1,000 and 4,000 runs a side"
+for n in 1000 4000; do
+	python3 bench/records.py runs "$tmp/runs$n" "$n"
+	timed "$tmp/r12.$n" "$KHPROF" diff "$tmp/runs$n/base" "$tmp/runs$n/cand"
+	rm -rf "$tmp/runs$n"
+done
+d1=$(awk '{ print $1 }' "$tmp/r12.1000")
+d4=$(awk '{ print $1 }' "$tmp/r12.4000")
+m4=$(awk '{ print $2 / 1024 }' "$tmp/r12.4000")
+row 12 "khprof diff, seconds: 4,000 runs a side (1,000 a side in brackets)" "$d4 ($d1)" \
+	"4 × 1,000: $(calc %.1f "4 * $d1")" "$(calc %.2f× "$d4 / (4 * $d1)")" \
+	"≤1.5× (linear; all m n pairs grew 16×)" "$(ok "$d4 <= 6 * $d1")"
+row 12 "khprof diff, peak RSS, MiB, 4,000 runs a side" "$(calc %.0f "$m4")" "—" "—" "—" "—"
 
 # --- the table and docs/PERFORMANCE.md --------------------------------------
 header='| row | measurement | khprof | reference | ratio | target | met |
