@@ -22,12 +22,12 @@ static const char probes_usage[] =
 	"usage: khprof probes PATH\n"
 	"\n"
 	"Lists every USDT probe site (any provider) in the ELF file PATH, one row\n"
-	"per site: provider, name, the function that holds the site and its\n"
-	"file:line (from DWARF, so when PATH was built with -g; a site inside an\n"
-	"inlined header function such as KH_SPAN_SCOPE's shows the line that\n"
-	"called it), the modes in which 'record' and 'attach' attach it\n"
-	"(batch, span, pair, all, or - for probes khprof never attaches), address,\n"
-	"semaphore address (- if none) and argument spec.  A probe used in several\n"
+	"per site: provider, name, address, semaphore address (- if none),\n"
+	"argument spec, the modes in which 'record' and 'attach' attach it (batch,\n"
+	"span, pair, all, or - for probes khprof never attaches), the function that\n"
+	"holds the site and its file:line (from DWARF, so when PATH was built with\n"
+	"-g; a site inside an inlined header function such as KH_SPAN_SCOPE's shows\n"
+	"the line that called it).  A probe used in several\n"
 	"places has a site, and a row, for each; a note on stderr counts the sites\n"
 	"'attach' reports in each mode.  Programs and libraries built with probes\n"
 	"(<sys/sdt.h>, keyhog_profile.h) carry them in .note.stapsdt; many\n"
@@ -79,7 +79,7 @@ int cmd_probes(int argc, char **argv)
 	struct usdt_note_list notes;
 	struct usdt_where_ctx *where = NULL;
 	struct row *rows;
-	int provider_width = 10, name_width = 16, function_width = 8, source_width = 6, err;
+	int provider_width = 10, name_width = 16, function_width = 8, args_width = 4, err;
 	size_t counts[KH_MODE_COUNT] = { 0 };
 	char clocksource[64] = "";
 	uint32_t def;
@@ -149,12 +149,12 @@ int cmd_probes(int argc, char **argv)
 		provider_width = width_of(n->provider, provider_width);
 		name_width = width_of(n->name, name_width);
 		function_width = width_of(r->where.function, function_width);
-		source_width = width_of(r->source, source_width);
+		args_width = width_of(n->args, args_width);
 	}
-	/* The first four columns as before, for scripts that read them. */
-	printf("%-*s %-*s %-18s %-18s %-11s %-*s %-*s %s\n", provider_width, "PROVIDER",
-	       name_width, "NAME", "ADDRESS", "SEMAPHORE", "ATTACH", function_width, "FUNCTION",
-	       source_width, "SOURCE", "ARGS");
+	/* The first five columns as before, for scripts that read them; the new ones after. */
+	printf("%-*s %-*s %-18s %-18s %-*s %-11s %-*s %s\n", provider_width, "PROVIDER",
+	       name_width, "NAME", "ADDRESS", "SEMAPHORE", args_width, "ARGS", "ATTACH",
+	       function_width, "FUNCTION", "SOURCE");
 	for (size_t i = 0; i < notes.count; i++) {
 		const struct usdt_note *n = &notes.notes[i];
 		const struct row *r = &rows[i];
@@ -162,9 +162,9 @@ int cmd_probes(int argc, char **argv)
 
 		if (n->semaphore)
 			snprintf(sema, sizeof(sema), "0x%" PRIx64, n->semaphore);
-		printf("%-*s %-*s 0x%-16" PRIx64 " %-18s %-11s %-*s %-*s %s\n", provider_width,
-		       n->provider, name_width, n->name, n->address, sema, r->modes, function_width,
-		       r->where.function, source_width, r->source, n->args);
+		printf("%-*s %-*s 0x%-16" PRIx64 " %-18s %-*s %-11s %-*s %s\n", provider_width,
+		       n->provider, name_width, n->name, n->address, sema, args_width, n->args,
+		       r->modes, function_width, r->where.function, r->source);
 	}
 	/* As load.c's choose_mode: batch unless the kernel does not keep time with the TSC. */
 	def = tsc__reliable(clocksource, sizeof(clocksource)) ? KH_MODE_BATCH : KH_MODE_SPAN;
