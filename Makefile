@@ -46,7 +46,7 @@ PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev lib
 # pushed to with curl (tests/integration/test_pushgateway.c), and protoc,
 # whose --decode_raw reads the pprof output (tests/integration/test_stacks.c).
 TEST_PACKAGES := chromium prometheus prometheus-pushgateway curl protobuf-compiler
-BENCH_PACKAGES := bpftrace hyperfine
+BENCH_PACKAGES := bpftrace hyperfine time
 # The kernel matrix (tests/kernels/): QEMU, the guest's busybox, the
 # initramfs's cpio, and what unpacks Debian's kernels (lz4 for 5.10 and
 # 6.1, zstd after) to read their BTF on the host.
@@ -202,7 +202,7 @@ FIXTURES     := $(foreach f,$(FIXTURE_SRCS),$(patsubst tests/unit/fixtures/%.S,$
                   $(patsubst tests/unit/fixtures/%.S,$(BUILD)/fixtures/%_in_data,$(f)))
 $(BUILD)/fixtures/%: tests/unit/fixtures/%.S | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) -nostdlib -static -o $@ $<
+	$(CC) -g -nostdlib -static -o $@ $<
 $(BUILD)/fixtures/%_in_data: tests/unit/fixtures/%.S | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) -nostdlib -static -DIN_DATA -o $@ $<

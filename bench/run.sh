@@ -160,7 +160,7 @@ row() { # row N MEASUREMENT KHPROF REFERENCE RATIO TARGET MET
 }
 
 # --- 1. untraced cost per span ----------------------------------------------
-say "1/11 untraced span cost"
+say "1/13 untraced span cost"
 N1=20000000
 for r in 1 2 3 4 5; do
 	span_ns bare "$SC" bare $N1 >>"$tmp/r1.bare"
@@ -250,7 +250,7 @@ row 1 "layout check: same loops built with -falign-loops=32" \
 	"probes $probes32" "bare $bare32" "$(calc %.2f× "$probes32 / $bare32")" "—" "—"
 
 # --- 2. traced cost per span ------------------------------------------------
-say "2/11 traced span cost (khprof batch/span/pair, bpftrace, in-process enabled)"
+say "2/13 traced span cost (khprof batch/span/pair, bpftrace, in-process enabled)"
 # bt_pair BINARY OUT: bpftrace's per-stage aggregation with @start[tid],
 # on the same two probes khprof's pair mode uses (rows 2 and 3).
 bt_pair() {
@@ -338,7 +338,7 @@ row 2 "lowest-overhead mode ($lowest) vs in-process enabled" "${cost[$lowest]}" 
 	"≤1.3×" "$(ok "${cost[$lowest]} <= 1.3 * $inproc_on")"
 
 # --- 3. attach latency and peak RSS -----------------------------------------
-say "3/11 attach latency and peak RSS (khprof record vs bpftrace -c)"
+say "3/13 attach latency and peak RSS (khprof record vs bpftrace -c)"
 BT3=$tmp/first.bt
 bt_pair "$FP" "$BT3"
 R3=15
@@ -403,7 +403,7 @@ row 3 "peak RSS, MiB (wait4 ru_maxrss, tiny traced program)" "$rss_k" "bpftrace 
 	"$(calc %.2f× "$rss_k / $rss_b")" "≤16 MiB" "$(ok "$rss_k <= 16")"
 
 # --- 4. end to end: kh-scan on the default corpus ---------------------------
-say "4/11 kh-scan --threads 2 on the default corpus, untraced vs traced"
+say "4/13 kh-scan --threads 2 on the default corpus, untraced vs traced"
 corpus=build/demo-corpus
 if [ ! -f "$corpus/truth.jsonl" ]; then
 	corpus=$B/corpus
@@ -494,7 +494,7 @@ row 4 "kh-scan untraced throughput, MiB/s (whole command, 2 threads, $(calc %.1f
 # CPU 1 (libwall.so pins the scanner alone), khprof on CPU 0, 61 rounds in
 # alternating order.  `record --repeat 1` returns only after the kernel has
 # detached its uprobes, so no pause is needed between runs.
-say "4/11 kh-scan --threads 1 pinned, untraced vs batch, 61 rounds"
+say "4/13 kh-scan --threads 1 pinned, untraced vs batch, 61 rounds"
 pinned() { # pinned CONFIG: one run, own wall to r4p.CONFIG.own
 	local cfg=$1 cmd
 	case $cfg in
@@ -567,7 +567,7 @@ row 4 "fixed costs, µs per event: transition (wakes khprof); identity (delivere
 	"$woken_event; $lazy_event" "—" "—" "—" "—"
 
 # --- 5. accuracy against the program's own clock -----------------------------
-say "5/11 accuracy: workload timed US N, khprof vs the workload's own clock"
+say "5/13 accuracy: workload timed US N, khprof vs the workload's own clock"
 declare -A N5=([1]=20000 [10]=5000 [100]=1000)
 for r in 1 2 3; do
 	for us in 1 10 100; do
@@ -672,7 +672,7 @@ for v in migrate forced; do
 done
 
 # --- 6. scaling with threads ------------------------------------------------
-say "6/11 scaling: traced cost per span with 1 and 2 threads"
+say "6/13 scaling: traced cost per span with 1 and 2 threads"
 for r in 1 2 3; do
 	for mode in batch span; do
 		for th in 1 2; do
@@ -699,7 +699,7 @@ row 6 "reference: in-process design enabled (C port, shared atomic counters), 2 
 	"—" "$i2 (1 thread $i1)" "$(calc %.2f× "$i2 / $i1")" "—" "—"
 
 # --- 7. what one --interval sample costs khprof -----------------------------
-say "7/11 --interval sample cost"
+say "7/13 --interval sample cost"
 sleep 600 &
 idle=$!
 for _ in 1 2 3 4 5; do
@@ -712,7 +712,7 @@ p7=$(awk '{ print $3 }' "$tmp/r7" | median)
 row 7 "--interval: khprof CPU per sample, µs (slot map read over the CPUs; /proc stat+status)" \
 	"$s7 ($m7; $p7)" "—" "$(calc %.3f%% "$s7 / 1000")" "at 100 ms, of one CPU" "—"
 # --- 8. page faults of a traced process -------------------------------------
-say "8/11 page faults: untraced and traced (khprof's RSS peak watcher)"
+say "8/13 page faults: untraced and traced (khprof's RSS peak watcher)"
 PF=$root/$B/page_fault
 for r in 1 2 3 4 5; do
 	"$PF" 128 8 | sed -n 's/^ns_per_fault=//p' >>"$tmp/r8.untraced"
@@ -724,7 +724,7 @@ row 8 "page fault, ns, traced process (every RSS change runs the peak watcher)" 
 	"untraced $pf0" "$(calc %.2f× "$pf1 / $pf0")" "—" "—"
 
 # --- 9. live metrics: a scrape, and khprof idle ------------------------------
-say "9/11 --serve: khprof CPU per /metrics scrape, and idle-attached"
+say "9/13 --serve: khprof CPU per /metrics scrape, and idle-attached"
 for r in 1 2 3; do
 	./bench/scrape_cost.sh "$KHPROF" "$WORKLOAD" "$root/$B/scrape" "$tmp/r9.$r" "$SC" >>"$tmp/r9"
 	settle
@@ -742,7 +742,7 @@ row 9 "traced program's ns/span (batch) while scraped every 1 s" "$scraped9" \
 	"not scraped $plain9" "$(calc %.2f× "$scraped9 / $plain9")" "unchanged within noise" \
 	"$(ok "$scraped9 <= 1.1 * $plain9")"
 # --- 10. cost per context switch (off-CPU log) --------------------------------
-say "10/11 context switches: untraced, traced, and while khprof traces another process"
+say "10/13 context switches: untraced, traced, and while khprof traces another process"
 # sw_ns OUT CMD...: a switch_cost run's ns_per_switch, appended to OUT.
 sw_ns() {
 	local out=$1
@@ -773,7 +773,7 @@ row 10 "context switch of another process while khprof traces one, ns" \
 	"$(calc %+.0f "$sw2 - $sw0") ($sw2)" "untraced $sw0" "$(calc %.3f× "$sw2 / $sw0")" "filter only" "—"
 
 # --- 11. --sample -----------------------------------------------------------
-say "11/11 --sample: the traced program's wall at 0, 99 and 999 Hz, khprof's CPU, symbolization"
+say "11/13 --sample: the traced program's wall at 0, 99 and 999 Hz, khprof's CPU, symbolization"
 ./bench/sample_cost.sh "$KHPROF" build/workloads/stackwork "$B/symbolize" "$tmp/r11" >"$tmp/r11.out"
 r99=$(field "$tmp/r11.out" ratio99)
 r999=$(field "$tmp/r11.out" ratio999)
@@ -790,6 +790,44 @@ row 11 "--sample: khprof CPU per sample, µs (999 against 99 Hz); fixed, ms (loa
 fill11=$(field "$tmp/r11.out" fill_ms)
 row 11 "symbolizing 100,000 samples (2,000 stacks of 12 frames, libc and the program), ms; keeping one, ns" \
 	"$fill11; $(field "$tmp/r11.out" add_ns)" "—" "—" "<2000" "$(ok "$fill11 < 2000")"
+
+# --- 12. reading a large record: khprof against the seed's reader ----------
+say "12/13 a 50 MB record: khprof report --format seed against the seed's reader"
+# timed OUT CMD...: "seconds peak_kib" of one run (GNU time), appended to OUT.
+timed() {
+	local out=$1
+	shift
+	/usr/bin/time -f '%e %M' -o "$tmp/timed" "$@" >/dev/null 2>&1 || true
+	cat "$tmp/timed" >>"$out"
+}
+python3 bench/records.py big "$tmp/big.json" 50
+for r in 1 2 3; do
+	timed "$tmp/r12.khprof" "$KHPROF" report "$tmp/big.json" --format seed
+	[ -x build/seed-render ] && timed "$tmp/r12.seed" build/seed-render "$tmp/big.json"
+done
+k11s=$(awk '{ print $1 }' "$tmp/r12.khprof" | median)
+k11m=$(awk '{ print $2 / 1024 }' "$tmp/r12.khprof" | median)
+s11s=$( [ -s "$tmp/r12.seed" ] && awk '{ print $1 }' "$tmp/r12.seed" | median || echo n/a)
+s11m=$( [ -s "$tmp/r12.seed" ] && awk '{ print $2 / 1024 }' "$tmp/r12.seed" | median || echo n/a)
+row 12 "50 MB record, seconds to read and print (--format seed)" "$k11s" "seed-render $s11s" \
+	"$(calc %.2f× "$k11s / $s11s")" "≤3×" "$(ok "$k11s <= 3 * $s11s")"
+row 12 "50 MB record, peak RSS, MiB" "$(calc %.0f "$k11m")" "seed-render $(calc %.0f "$s11m")" \
+	"$(calc %.2f× "$k11m / $s11m")" "≤3×" "$(ok "$k11m <= 3 * $s11m")"
+
+# --- 13. khprof diff of many runs: linear, not quadratic ---------------------
+say "13/13 khprof diff of 1,000 and 4,000 runs a side"
+for n in 1000 4000; do
+	python3 bench/records.py runs "$tmp/runs$n" "$n"
+	timed "$tmp/r13.$n" "$KHPROF" diff "$tmp/runs$n/base" "$tmp/runs$n/cand"
+	rm -rf "$tmp/runs$n"
+done
+d1=$(awk '{ print $1 }' "$tmp/r13.1000")
+d4=$(awk '{ print $1 }' "$tmp/r13.4000")
+m4=$(awk '{ print $2 / 1024 }' "$tmp/r13.4000")
+row 13 "khprof diff, seconds: 4,000 runs a side (1,000 a side in brackets)" "$d4 ($d1)" \
+	"4 × 1,000: $(calc %.1f "4 * $d1")" "$(calc %.2f× "$d4 / (4 * $d1)")" \
+	"≤1.5× (linear; all m n pairs grew 16×)" "$(ok "$d4 <= 6 * $d1")"
+row 13 "khprof diff, peak RSS, MiB, 4,000 runs a side" "$(calc %.0f "$m4")" "—" "—" "—" "—"
 
 # --- the table and docs/PERFORMANCE.md --------------------------------------
 header='| row | measurement | khprof | reference | ratio | target | met |

@@ -31,7 +31,7 @@ check_includes() {
 			case $inc in
 			\<*)
 				case $name in
-				bpf/*|libbpf*|linux/bpf.h|gelf.h|libelf.h)
+				bpf/*|libbpf*|linux/bpf.h|gelf.h|libelf.h|dwarf.h|elfutils/*)
 					echo "$f includes $inc, a capture-side library header" ;;
 				esac ;;
 			*)

@@ -109,6 +109,19 @@ static void check_scenario(const struct scenario *sc, const char *mode)
 			 p.ext.latency.stages[KH_STAGE_DECODE].spans, c.spans);
 	assert_int_equal(p.status, sc->status);
 	assert_no_drops(&p);
+	/*
+	 * True peaks however the session ended: two threads ran, though the
+	 * start saw one and nothing samples a process that dies inside its
+	 * session but the kernel's peaks, read at the close.
+	 */
+	if (!strncmp(sc->name, "thread_", 7) &&
+	    !(p.resources.max_observed_threads.present && p.resources.max_observed_threads.value >= 2))
+		fail_msg("%s in %s mode: max_observed_threads %" PRIu64 ", but 2 threads ran",
+			 sc->name, mode, p.resources.max_observed_threads.value);
+	for (size_t i = 0; i < p.resource_sample_count; i++)
+		if (p.resource_samples[i].snapshot.resident_bytes.present)
+			assert_true(p.resources.max_observed_resident_bytes.value >=
+				    p.resource_samples[i].snapshot.resident_bytes.value);
 	if (sc->process_end) {
 		assert_true(p.ext.ended_mid_session);
 		assert_non_null(p.ext.process_end);

@@ -79,8 +79,8 @@ static void test_shell_wrapper_hint(void **state)
 	char out[PATH_MAX];
 	char *forks[] = { khprof, "record", "-q", "--no-follow-forks", "--", "/bin/sh", "-c",
 			  WORKLOAD " sessions 1; true", NULL };
-	char *execs[] = { khprof, "record", "-q", "-o", out, "--", "/bin/sh", "-c",
-			  "exec " WORKLOAD " sessions 1", NULL };
+	char *execs[] = { khprof, "record", "-q", "--mode", "span", "-o", out, "--", "/bin/sh",
+			  "-c", "exec " WORKLOAD " sessions 1", NULL };
 	struct run_result r;
 
 	(void)state;

@@ -166,13 +166,18 @@ static void test_single_runs_use_plain_thresholds_and_floor(void **state)
 	assert_false(entropy->has_interval);
 	assert_true(entropy->below_floor);
 	assert_int_equal(entropy->verdict, KH_DIFF_OK);
-	assert_int_equal(d->verdict, KH_DIFF_VERDICT_OK);
+	/* One run a side cannot tell a change from noise: no verdict, whatever moved. */
+	assert_int_equal(d->verdict, KH_DIFF_VERDICT_TOO_FEW_RUNS);
+	assert_summary(d, "diff: too few runs to judge (1 base, 1 candidate record; 4 a side "
+			  "needed): 0 items beyond their thresholds, not judged");
 
-	/* Without the floor the same change regresses. */
+	/* Without the floor the same change is beyond its threshold, still not judged. */
 	fx->opts.min_change_ns = 0;
 	d = compare(fx);
 	assert_int_equal(item(d, KH_DIFF_M_ELAPSED, KH_STAGE_ENTROPY)->verdict, KH_DIFF_REGRESSED);
-	assert_summary(d, "diff: 1 regression: stage entropy +50.0%");
+	assert_int_equal(d->verdict, KH_DIFF_VERDICT_TOO_FEW_RUNS);
+	assert_summary(d, "diff: too few runs to judge (1 base, 1 candidate record; 4 a side "
+			  "needed): 1 item beyond its threshold, not judged");
 }
 
 /* "Beyond" the threshold: exactly 3 % of wall time passes, one nanosecond more fails. */
@@ -189,7 +194,29 @@ static void test_threshold_is_exclusive(void **state)
 	fx->cand.rec[0].wall_time_ns++;
 	d = compare(fx);
 	assert_int_equal(item(d, KH_DIFF_M_WALL, 0)->verdict, KH_DIFF_REGRESSED);
-	assert_summary(d, "diff: 1 regression: wall +3.0%");
+	assert_int_equal(d->regression_count, 1);
+}
+
+/* A shift below -100 % cannot be: the text clips it and says why; the JSON keeps it. */
+static void test_interval_below_minus_100_is_clipped(void **state)
+{
+	struct fx *fx = *state;
+	struct kh_diff *d = compare_shapes(fx, plain(RUNS, steady),
+					   scaled(RUNS, shuffled, KH_STAGE_HOT_PATTERNS, 1.2));
+	struct kh_diff_item *it = (struct kh_diff_item *)item(d, KH_DIFF_M_ELAPSED,
+							     KH_STAGE_HOT_PATTERNS);
+	char *text, *json;
+
+	it->interval_low_pct = -13993.9;
+	it->interval_high_pct = 2690.9;
+	text = diff__render_text(d);
+	json = diff__to_json(d);
+	assert_non_null(strstr(text, "[<-100%, +2690.9%]"));
+	assert_null(strstr(text, "-13993.9"));
+	assert_non_null(strstr(text, "\n<-100%: the interval's low end is below -100%"));
+	assert_non_null(strstr(json, "-13993.9"));
+	free(text);
+	free(json);
 }
 
 static void test_throughput_and_rss_directions(void **state)
@@ -519,6 +546,47 @@ static void test_shift_interval_small_samples(void **state)
 	assert_int_equal(stats__shift_interval(base, 5, cand, 5, 100, &lo, &hi), -EINVAL);
 }
 
+/*
+ * The selection gives exactly what sorting all m n differences gives, for
+ * every k, with ties, negative values and unequal sides, including sides
+ * large enough to leave the small-candidate shortcut.
+ */
+static void test_kth_difference_equals_the_sorted_list(void **state)
+{
+	static const size_t sizes[][2] = { { 1, 1 }, { 1, 7 }, { 9, 2 }, { 40, 40 },
+					   { 120, 33 }, { 300, 300 } };
+	uint64_t seed = 88172645463325252ull;
+
+	(void)state;
+	for (size_t t = 0; t < sizeof(sizes) / sizeof(sizes[0]); t++) {
+		size_t m = sizes[t][0], n = sizes[t][1], mn = m * n;
+		double *b = malloc(m * sizeof(*b)), *c = malloc(n * sizeof(*c));
+		double *all = malloc(mn * sizeof(*all)), got;
+
+		assert_true(b && c && all);
+		for (size_t i = 0; i < m + n; i++) {
+			seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+			/* Coarse values, so that differences tie often. */
+			*(i < m ? &b[i] : &c[i - m]) = (double)(seed % 61) * 0.5 - 9.0;
+		}
+		for (size_t i = 0; i < m; i++)
+			for (size_t j = 0; j < n; j++)
+				all[i * n + j] = c[j] - b[i];
+		qsort(all, mn, sizeof(*all), compare_doubles);
+		for (size_t k = 1; k <= mn; k += 1 + mn / 97) {
+			assert_int_equal(stats__kth_difference(b, m, c, n, k, &got), 0);
+			if (got != all[k - 1])
+				fail_msg("%zu x %zu, k = %zu: %g, sorted %g", m, n, k, got, all[k - 1]);
+		}
+		assert_int_equal(stats__kth_difference(b, m, c, n, mn, &got), 0);
+		assert_true(got == all[mn - 1]);
+		assert_int_equal(stats__kth_difference(b, m, c, n, mn + 1, &got), -EINVAL);
+		free(b);
+		free(c);
+		free(all);
+	}
+}
+
 /* Past STATS_EXACT_MAX the normal approximation takes over; at the edge the two agree. */
 static void test_shift_rank_exact_and_normal_agree(void **state)
 {
@@ -562,6 +630,7 @@ int main(void)
 		FX_TEST(test_too_few_runs_fall_back_to_thresholds),
 		FX_TEST(test_single_runs_use_plain_thresholds_and_floor),
 		FX_TEST(test_threshold_is_exclusive),
+		FX_TEST(test_interval_below_minus_100_is_clipped),
 		FX_TEST(test_throughput_and_rss_directions),
 		FX_TEST(test_threshold_off_shows_but_never_gates),
 		FX_TEST(test_queue_waits_gate_only_when_named),
@@ -574,6 +643,7 @@ int main(void)
 		FX_TEST(test_config_and_option_errors),
 		cmocka_unit_test(test_mann_whitney_null_distribution),
 		cmocka_unit_test(test_shift_interval_small_samples),
+		cmocka_unit_test(test_kth_difference_equals_the_sorted_list),
 		cmocka_unit_test(test_shift_rank_exact_and_normal_agree),
 	};
 

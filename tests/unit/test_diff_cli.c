@@ -141,14 +141,23 @@ static void test_cli_regression_and_determinism(void **state)
 	write_regression(fx, &base, &cand);
 	r = run_diff(base, cand, NULL);
 	assert_int_equal(r.exit_code, 1);
-	assert_true(!strncmp(r.out, "khprof diff: base '", 19));
+	/* The verdict leads, then the header, then only what changed, largest first. */
+	assert_true(!strncmp(r.out, "diff: 1 regression: stage hot-patterns +20.0%\n"
+				    "khprof diff: base '", 64));
 	assert_non_null(strstr(r.out, "(5 records); Mann-Whitney 95% interval of the shift\n"));
 	assert_line(r.out, "hot-patterns.elapsed ", "+20.0%");
-	assert_line(r.out, "hot-patterns.elapsed ", "REGRESSED");
-	assert_line(r.out, "hot-patterns.per_call ", "regressed");
-	assert_line(r.out, "decode.elapsed ", "ok");
-	assert_true(has_suffix(r.out, "\ndiff: 1 regression: stage hot-patterns +20.0%\n"));
+	assert_line(r.out, "hot-patterns.elapsed ", "  regressed");
+	assert_line(r.out, "hot-patterns.per_call ", "regressed*");
+	assert_null(strstr(r.out, "REGRESSED"));
+	assert_null(line_starting(r.out, "decode.elapsed "));
+	assert_non_null(strstr(r.out, "more items within their thresholds (--all lists them)\n"));
+	assert_non_null(strstr(r.out, "\n* regressed in an item that never fails the job"));
 	assert_string_equal(r.err, "");
+	again = run_diff(base, cand, "--all", NULL);
+	assert_int_equal(again.exit_code, 1);
+	assert_line(again.out, "decode.elapsed ", "ok");
+	assert_null(strstr(again.out, "--all lists them"));
+	run_result_free(&again);
 
 	/* CI results must be reproducible: the same inputs, the same bytes. */
 	again = run_diff(base, cand, NULL);
@@ -162,11 +171,26 @@ static void test_cli_regression_and_determinism(void **state)
 	free(cand);
 	base = fx_path(fx, "base/run-002.json", false);
 	cand = fx_path(fx, "cand/run-002.json", false);
-	r = run_diff(base, cand, "--threshold", "hot-patterns=30", NULL);
-	assert_int_equal(r.exit_code, 0);
+	r = run_diff(base, cand, "--threshold", "hot-patterns=30", "--all", NULL);
+	assert_int_equal(r.exit_code, 4);
 	assert_non_null(strstr(r.out, "(1 record); single runs: plain thresholds\n"));
 	assert_line(r.out, "hot-patterns.elapsed ", "30%  ok");
 	assert_null(strstr(r.out, "["));
+	run_result_free(&r);
+	/*
+	 * The same build's single runs 20 % apart: no list of regressions and
+	 * no exit 1, but what moved and a plain word that one run cannot judge.
+	 */
+	r = run_diff(base, cand, NULL);
+	assert_int_equal(r.exit_code, 4);
+	assert_true(!strncmp(r.out, "diff: too few runs to judge (1 base, 1 candidate record; "
+				    "4 a side needed): 1 item beyond its threshold, not judged\n",
+			     115));
+	assert_line(r.out, "hot-patterns.elapsed ", "worse, unjudged");
+	assert_null(strstr(r.out, "regressed"));
+	assert_non_null(strstr(r.err, "khprof: warning: too few runs to judge: 1 base and 1 "
+				      "candidate record, and one run cannot tell a change from "
+				      "noise; record 4 or more a side"));
 	run_result_free(&r);
 	free(base);
 	free(cand);
@@ -180,7 +204,7 @@ static void test_cli_thresholds_and_config(void **state)
 	struct run_result r;
 
 	write_regression(fx, &base, &cand);
-	r = run_diff(base, cand, "--threshold", "hot-patterns=off", NULL);
+	r = run_diff(base, cand, "--threshold", "hot-patterns=off", "--all", NULL);
 	assert_int_equal(r.exit_code, 0);
 	assert_line(r.out, "hot-patterns.elapsed ", "off");
 	run_result_free(&r);
@@ -348,11 +372,12 @@ static void test_cli_markdown_and_json(void **state)
 	write_regression(fx, &base, &cand);
 	r = run_diff(base, cand, "--format", "markdown", NULL);
 	assert_int_equal(r.exit_code, 1);
-	assert_true(!strncmp(r.out, "**khprof diff**: base `", 23));
+	assert_true(!strncmp(r.out, "**diff: 1 regression: stage hot-patterns +20.0%**\n\n"
+				    "**khprof diff**: base `", 72));
 	assert_non_null(strstr(r.out, "\n| item | base | candidate | change | interval | "
-				      "threshold | verdict |\n|:--|--:|--:|--:|:--|--:|:--|\n"));
-	assert_line(r.out, "| hot-patterns.elapsed |", "| 5% | **REGRESSED** |");
-	assert_true(has_suffix(r.out, "\n\n**diff: 1 regression: stage hot-patterns +20.0%**\n"));
+				      "threshold | verdict |\n|:--|--:|--:|--:|:--|--:|:--|\n"
+				      "| hot-patterns.elapsed |"));
+	assert_line(r.out, "| hot-patterns.elapsed |", "| 5% | **regressed** |");
 	run_result_free(&r);
 
 	r = run_diff(base, cand, "--format", "json", "--confidence", "90", NULL);

@@ -212,6 +212,10 @@ static void test_floor_only_is_said(void **state)
 	assert_true(off->floor_only);
 	assert_int_equal(off->verdict, KH_DIFF_OK);
 	text = diff__render_text(&d);
+	assert_null(strstr(text, "ok (below floor)")); /* only what changed... */
+	free(text);
+	d.opts.all = true;                              /* ...unless every item is asked for */
+	text = diff__render_text(&d);
 	assert_non_null(strstr(text, "ok (below floor)"));
 	free(text);
 	text = diff__to_json(&d);
@@ -317,9 +321,54 @@ static void test_metric_thresholds_by_name(void **state)
 	assert_non_null(strstr(err, "p50, p99, off_cpu"));
 }
 
+/*
+ * Span mode's calibrated bias is 525 ns a span here: a 2 us median span
+ * that moved by 0.5 us (+25 %, beyond p50's 10 %) moved within what the
+ * mode can tell apart, and the text says so; in batch mode (9 ns) not.
+ */
+static void test_change_within_span_error_is_said(void **state)
+{
+	struct set b, c;
+	struct kh_diff d;
+	const struct kh_diff_item *p50;
+	char *text, *json;
+
+	(void)state;
+	for (int pass = 0; pass < 2; pass++) {
+		uint64_t bias = pass ? 9 : 525;
+
+		make_set(&b, steady, 2 * US, 1.0, 0);
+		make_set(&c, steady, 2500, 1.0, 0);
+		for (int i = 0; i < RUNS; i++)
+			b.rec[i].ext.span_bias_ns = c.rec[i].ext.span_bias_ns = bias;
+		compare(&b, &c, &d);
+		p50 = find(&d, KH_DIFF_M_P50, KH_STAGE_DECODE);
+		assert_true(p50->change_pct > 10);
+		assert_true(p50->span_error_ns == (double)bias);
+		assert_int_equal(p50->within_span_error, !pass);
+		text = diff__render_text(&d);
+		json = diff__to_json(&d);
+		if (!pass) {
+			assert_non_null(strstr(text, " (within span error)\n"));
+			assert_non_null(strstr(text, "\nwithin span error: the median span moved by "
+						     "no more than the tracing mode's calibrated "
+						     "bias per span (525 ns)"));
+			assert_non_null(strstr(json, "\"within_span_error\":\ttrue"));
+		} else {
+			assert_null(strstr(text, "within span error"));
+		}
+		free(text);
+		free(json);
+		diff__free(&d);
+		free_set(&b);
+		free_set(&c);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_change_within_span_error_is_said),
 		cmocka_unit_test(test_items_exist_with_their_thresholds),
 		cmocka_unit_test(test_tail_regression_caught_by_p99),
 		cmocka_unit_test(test_outlier_run_left_out_of_latency_items),

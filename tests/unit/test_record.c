@@ -573,6 +573,14 @@ static void test_fold_peaks(void **state)
 	p.ext.samples[1].peak_threads.value = 1;
 	profile__fold_peaks(&p);
 	assert_int_equal(p.resources.max_observed_threads.value, 5);
+	/* The --interval series' RSS readings are samples of the record too. */
+	p.ext.series.interval_ns = 500000000;
+	assert_int_equal(series__append(&p.ext.series,
+					&(struct kh_interval){ .duration_ns = 500000000,
+							       .resident_bytes = { true, 8634368 } }),
+			 0);
+	profile__fold_peaks(&p);
+	assert_int_equal(p.resources.max_observed_resident_bytes.value, 8634368);
 	profile__free(&p);
 }
 

@@ -134,12 +134,38 @@ static void test_live_line(void **state)
 	iv.elapsed_ns[KH_STAGE_HOT_PATTERNS] = 300;
 	iv.elapsed_ns[KH_STAGE_ENTROPY] = 100;
 	iv.elapsed_ns[KH_STAGE_BACKEND_DISPATCH] = 5000; /* wraps the others: never listed */
-	interval__render_line(&iv, line, sizeof(line));
+	interval__render_line(&iv, 2, line, sizeof(line));
 	assert_string_equal(line, "1.50s scanning 1024.0 MiB/s cpu 120% rss 3.0 MiB top: decode "
 				  "60%, hot-patterns 30%, entropy 10%");
 	/* Short buffers truncate, never overflow. */
-	interval__render_line(&iv, line, 12);
+	interval__render_line(&iv, 2, line, 12);
 	assert_int_equal(strlen(line), 11);
+}
+
+/*
+ * CPU in ns when the interval has them, and never above 100 % per CPU:
+ * whole ms in a 10 ms interval read 30 ms (300 %) on 2 CPUs.
+ */
+static void test_cpu_percent(void **state)
+{
+	struct kh_interval iv = interval_at(0, 10000000, 0);
+	char line[256];
+	double pct = -1;
+
+	(void)state;
+	iv.cpu_time_ms.value = 30;
+	assert_true(interval__cpu_percent(&iv, 2, &pct));
+	assert_true(pct == 200.0);
+	interval__render_line(&iv, 2, line, sizeof(line));
+	assert_non_null(strstr(line, " cpu 200%"));
+	assert_true(interval__cpu_percent(&iv, 0, &pct));
+	assert_true(pct == 300.0);
+	iv.cpu_time_ns = (struct kh_opt_u64){ true, 12345678 };
+	assert_true(interval__cpu_percent(&iv, 2, &pct));
+	assert_true(fabs(pct - 123.45678) < 1e-9);
+	iv.cpu_time_ms.present = false;
+	iv.cpu_time_ns.present = false;
+	assert_false(interval__cpu_percent(&iv, 2, &pct));
 }
 
 static void profile_with_series(struct kh_profile *p, size_t n)
@@ -276,6 +302,7 @@ int main(void)
 		cmocka_unit_test(test_merge_of_unknown_cpu),
 		cmocka_unit_test(test_parse_duration),
 		cmocka_unit_test(test_live_line),
+		cmocka_unit_test(test_cpu_percent),
 		cmocka_unit_test(test_series_json_round_trip),
 		cmocka_unit_test(test_no_series_no_member),
 		cmocka_unit_test(test_series_json_malformed),

@@ -16,11 +16,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
+#include "hist.h"
+#include "html.h"
 #include "json.h"
+#include "latency_text.h"
 #include "notes.h"
 #include "text.h"
 #include "golden.h"
+#include "khtest.h"
 
 static void test_goldens_render_like_the_seed(void **state)
 {
@@ -172,6 +177,149 @@ static void test_state_lines(void **state)
 	profile__free(&p);
 }
 
+/*
+ * A 47 us state across a millisecond boundary of the process's CPU time:
+ * the seed's text says cpu=2127.7% (whole ms, kept byte for byte), while
+ * khprof's own table and HTML state the kernel's ns and never more than
+ * 100 % per logical CPU.
+ */
+static void add_sample(struct kh_profile *p, uint32_t state, uint64_t at_ns, uint64_t cpu_ns)
+{
+	struct kh_resource_snapshot snap = { .cpu_time_ms = { true, cpu_ns / 1000000 } };
+	struct kh_sample_ext x = { .cpu_time_ns = { true, cpu_ns } };
+
+	assert_int_equal(profile__add_transition(p, state, at_ns, &snap), 0);
+	assert_int_equal(profile__add_sample_ext(p, &x), 0);
+}
+
+static void test_own_cpu_shares_are_possible(void **state)
+{
+	struct kh_profile p = minimal_profile();
+	char *seed, *report, *html, *at;
+
+	(void)state;
+	add_sample(&p, KH_STATE_CREATED, 0, 970000);
+	add_sample(&p, KH_STATE_SCANNING, 47000, 1001000);      /* 31 us of CPU */
+	add_sample(&p, KH_STATE_REPORTING, 50047000, 91001000); /* 90 ms: 180 % */
+	add_sample(&p, KH_STATE_COMPLETED, 50094000, 92001000); /* 1 ms in 47 us: lag, capped */
+	assert_int_equal(profile__finish(&p, KH_STATE_COMPLETED, 50094000), 0);
+	seed = profile__render_text(&p);
+	report = profile__render_report(&p);
+	html = profile__render_html(&p);
+	assert_non_null(seed);
+	assert_non_null(report);
+	assert_non_null(html);
+	/* The seed's own lines are untouched... */
+	assert_non_null(strstr(seed, "\nmacro created      wall_ms=0.047 cpu=2127.7%"));
+	assert_int_equal(strncmp(report, seed, strlen(seed)), 0);
+	/* ...khprof's table after them says what the kernel counted. */
+	at = report + strlen(seed);
+	assert_non_null(strstr(at, "state cpu "));
+	assert_non_null(strstr(at, "  created                    47.00us   31.00us    66.0%\n"));
+	assert_non_null(strstr(at, "  scanning                  50.000ms  90.000ms   180.0%\n"));
+	assert_non_null(strstr(at, "  reporting                  47.00us   1.000ms   200.0% cap\n"));
+	assert_null(strstr(at, "2127.7"));
+	/* The HTML's state table likewise: no share above 200 % on 2 CPUs. */
+	assert_non_null(strstr(html, "<td>66.0 %</td>"));
+	assert_non_null(strstr(html, "<td>&ge; 200.0 %</td>"));
+	assert_null(strstr(html, "2127.7"));
+	free(seed);
+	free(report);
+	free(html);
+	profile__free(&p);
+}
+
+/*
+ * khprof report with stdout and stderr on one file, as `2>&1` or a CI log
+ * has them: the report comes first and every warning on a line of its
+ * own.  The report used to come out after the notes (or cut at its
+ * buffer's end, a warning running into its line).
+ */
+static void test_report_then_notes_on_one_stream(void **state)
+{
+	struct kh_profile p;
+	char *khprof = tool_path("KH_KHPROF", "build/khprof"), *record, *log_path, *json, *out;
+	char *argv[] = { khprof, "report", NULL, NULL };
+	const char *warn, *table;
+	int fd, log_fd, status;
+	size_t len;
+	pid_t pid;
+
+	(void)state;
+	if (access(khprof, X_OK) != 0) {
+		if (running_in_ci())
+			fail_msg("%s is missing and CI=true: run `make build/khprof`", khprof);
+		free(khprof);
+		skip();
+	}
+	golden_load("assembled", ".json", &p);
+	p.ext.latency.present = true;
+	p.ext.latency.off_cpu = true;
+	p.ext.latency.missed_switches = 4;
+	json = profile__to_json(&p);
+	fd = temp_file(&record);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, json, strlen(json)), (ssize_t)strlen(json));
+	close(fd);
+	log_fd = temp_file(&log_path);
+	assert_true(log_fd >= 0);
+	argv[2] = record;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (dup2(log_fd, STDOUT_FILENO) < 0 || dup2(log_fd, STDERR_FILENO) < 0)
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(file__read_all(log_path, &out, &len), 0);
+	warn = strstr(out, "khprof: warning: 4 context switches of the traced threads not seen: "
+			   "off-CPU times may miss as many intervals\n");
+	table = strstr(out, "  4 context switches seen without its other half");
+	assert_non_null(warn);
+	assert_non_null(table);
+	assert_true(table < warn);
+	assert_true(warn == out || warn[-1] == '\n');
+	assert_int_equal(strncmp(out, "KeyHog profile ", 15), 0);
+	free(out);
+	unlink(log_path);
+	unlink(record);
+	close(log_fd);
+	free(log_path);
+	free(record);
+	free(json);
+	free(khprof);
+	profile__free(&p);
+}
+
+/* Off-CPU time is not bias-corrected, elapsed is: the table never says more than 100 %. */
+static void test_off_cpu_share_is_possible(void **state)
+{
+	struct kh_profile p = minimal_profile();
+	struct kh_stage_dist *d = &p.ext.latency.stages[KH_STAGE_SUPPRESSION];
+	char *report;
+
+	(void)state;
+	assert_int_equal(kh_dist__alloc(d), 0);
+	d->present = true;
+	d->spans = 1;
+	d->counts[kh_hist_bucket(431)]++;
+	d->min_ns = d->max_ns = 431;
+	d->off_cpu_ns = 431;
+	d->runnable_ns = 20;
+	p.ext.latency.present = true;
+	p.ext.latency.off_cpu = true;
+	assert_int_equal(profile__set_stage(&p, KH_STAGE_SUPPRESSION, 180, 1, 0), 0);
+	report = profile__render_report(&p);
+	assert_non_null(report);
+	assert_non_null(strstr(report, "\n  suppression                  180ns       0ns     180ns      "
+					"20ns     160ns  100.0%\n"));
+	free(report);
+	profile__free(&p);
+}
+
 /* Rust spells non-finite floats NaN, inf and -inf. */
 static void test_non_finite_cpu(void **state)
 {
@@ -264,6 +412,9 @@ int main(void)
 		cmocka_unit_test(test_bottleneck_ties_pick_the_last),
 		cmocka_unit_test(test_state_lines),
 		cmocka_unit_test(test_non_finite_cpu),
+		cmocka_unit_test(test_own_cpu_shares_are_possible),
+		cmocka_unit_test(test_off_cpu_share_is_possible),
+		cmocka_unit_test(test_report_then_notes_on_one_stream),
 		cmocka_unit_test(test_every_drop_is_described),
 		cmocka_unit_test(test_notes_beside_the_report),
 		cmocka_unit_test(test_text_goldens_are_current),

@@ -6,12 +6,15 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "usdt_elf.h"
 #include "usdt_notes.h"
+#include "usdt_where.h"
 #include "usdt_spec.h"
 
 static void test_register_and_constant_arguments(void **state)
@@ -136,6 +139,64 @@ static void test_probe_outside_code_is_skipped(void **state)
 	usdt_notes__free(&notes);
 }
 
+/* Whether line (from 1) of the file at path contains what. */
+static bool line_has(const char *path, unsigned int line, const char *what)
+{
+	FILE *f = fopen(path, "r");
+	char buf[512];
+	bool found = false;
+
+	for (unsigned int i = 1; f && fgets(buf, sizeof(buf), f); i++)
+		if (i == line) {
+			found = strstr(buf, what) != NULL;
+			break;
+		}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/*
+ * Where each site is: the fixture's probe is the nop on line 14 of its
+ * assembly source, in _start (built with -g); the workload's input_bytes
+ * sites are in its own functions, on the lines that call KH_INPUT_BYTES.
+ */
+static void test_sites_say_where_they_are(void **state)
+{
+	struct usdt_note_list notes;
+	struct usdt_where_ctx *ctx;
+	struct usdt_where w;
+	size_t input_sites = 0;
+
+	(void)state;
+	assert_int_equal(usdt_notes__read("build/fixtures/usdt_note", &notes), 0);
+	assert_int_equal(usdt_where__open("build/fixtures/usdt_note", &ctx), 0);
+	assert_true(usdt_where__has_dwarf(ctx));
+	usdt_where__find(ctx, notes.notes[0].address, &w);
+	assert_string_equal(w.function, "_start");
+	assert_non_null(strstr(w.file, "usdt_note.S"));
+	assert_int_equal(w.line, 14);
+	usdt_where__close(ctx);
+	usdt_notes__free(&notes);
+
+	assert_int_equal(usdt_notes__read("build/workloads/workload", &notes), 0);
+	assert_int_equal(usdt_where__open("build/workloads/workload", &ctx), 0);
+	for (size_t i = 0; i < notes.count; i++) {
+		if (strcmp(notes.notes[i].name, "input_bytes"))
+			continue;
+		usdt_where__find(ctx, notes.notes[i].address, &w);
+		input_sites++;
+		assert_true(!strcmp(w.function, "nested") || !strcmp(w.function, "thread_main") ||
+			    !strcmp(w.function, "leaf"));
+		assert_non_null(strstr(w.file, "tests/workloads/workload.c"));
+		assert_true(line_has("tests/workloads/workload.c", w.line, "KH_INPUT_BYTES("));
+	}
+	assert_true(input_sites > 0);
+	usdt_where__close(ctx);
+	usdt_notes__free(&notes);
+	assert_int_equal(usdt_where__open("README.md", &ctx), -ENOEXEC);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -145,6 +206,7 @@ int main(void)
 		cmocka_unit_test(test_notes_of_the_probe_header),
 		cmocka_unit_test(test_notes_errors_and_symbols),
 		cmocka_unit_test(test_probe_outside_code_is_skipped),
+		cmocka_unit_test(test_sites_say_where_they_are),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

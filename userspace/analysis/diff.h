@@ -81,6 +81,7 @@ struct kh_diff_options {
 	bool confidence_set;
 	double confidence;      /* percent, for the Mann-Whitney interval */
 	uint32_t allow;         /* 1 << enum kh_diff_field: differences that are intended */
+	bool all;               /* text and markdown list every item, not only the changed */
 };
 
 /* Defaults, with nothing marked set. */
@@ -173,6 +174,13 @@ struct kh_diff_item {
 	double calls_base, calls_cand; /* p50, p99: median calls, for the floor */
 	double noise;      /* pooled MAD of the runs the interval used, item's unit */
 	double noise_pct;  /* the noise bound: DIFF_NOISE_K MADs in % of the base median */
+	/*
+	 * p50, p99, per_call: the tracing mode's per-span error, the largest
+	 * calibrated bias per span of the records (docs/REPORTS.md, "How
+	 * exact"), and whether the medians moved by no more than it.
+	 */
+	double span_error_ns;
+	bool within_span_error;
 	enum kh_diff_mark verdict;
 };
 
@@ -202,6 +210,11 @@ enum kh_diff_verdict {
 	KH_DIFF_VERDICT_OK = 0,
 	KH_DIFF_VERDICT_REGRESSED,
 	KH_DIFF_VERDICT_NOT_COMPARABLE,
+	/*
+	 * One record on a side: no run-to-run noise can be judged, so no
+	 * verdict.  The items keep what plain thresholds say of them.
+	 */
+	KH_DIFF_VERDICT_TOO_FEW_RUNS,
 };
 
 struct kh_diff_side_info {

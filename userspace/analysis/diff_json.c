@@ -182,6 +182,7 @@ static cJSON *item_json(const struct kh_diff_item *it)
 	     cJSON_AddBoolToObject(o, "gating", it->gating) &&
 	     cJSON_AddBoolToObject(o, "below_floor", it->below_floor) &&
 	     cJSON_AddBoolToObject(o, "floor_only", it->floor_only) &&
+	     cJSON_AddBoolToObject(o, "within_span_error", it->within_span_error) &&
 	     add_number_or_null(o, "noise_pct", it->has_interval && it->noise_pct > 0,
 				it->noise_pct) &&
 	     add_pair_or_null(o, "runs_used", it->has_interval, (double)it->base_used,

@@ -372,6 +372,7 @@ void diff_options__merge(struct kh_diff_options *opts, const struct kh_diff_opti
 		opts->confidence = over->confidence;
 	}
 	opts->allow |= over->allow;
+	opts->all |= over->all;
 }
 
 static bool threshold_valid(const struct kh_diff_threshold *t)

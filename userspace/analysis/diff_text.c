@@ -88,7 +88,10 @@ static void value_cell(enum kh_diff_metric metric, double v, char *buf)
 
 static void pct_text(double pct, char *buf, size_t len)
 {
-	if (isinf(pct))
+	/* A time, an amount or a rate cannot fall by more than all of it. */
+	if (pct < -100.0)
+		snprintf(buf, len, "<-100%%");
+	else if (isinf(pct))
 		snprintf(buf, len, "%sinf%%", pct > 0 ? "+" : "-");
 	else
 		snprintf(buf, len, "%+.1f%%", pct + 0.0); /* no "-0.0" */
@@ -102,6 +105,8 @@ static void change_cell(const struct kh_diff_item *it, char *buf)
 		snprintf(buf, CELL, "%s", it->cand_median > 0 ? "new" : "n/a");
 }
 
+static bool item_changed(const struct kh_diff_item *it);
+
 /* "hot-patterns.elapsed" for a stage's items, "wall" for the others. */
 void diff_item__label(const struct kh_diff_item *it, char *buf, size_t len)
 {
@@ -114,7 +119,8 @@ void diff_item__label(const struct kh_diff_item *it, char *buf, size_t len)
 		snprintf(buf, len, "%s", it->name);
 }
 
-static void item_cells(const struct kh_diff_item *it, bool markdown, char cells[C_COUNT][CELL])
+static void item_cells(const struct kh_diff *d, const struct kh_diff_item *it, bool markdown,
+		       char cells[C_COUNT][CELL])
 {
 	char lo[CELL / 2 - 4], hi[CELL / 2 - 4];
 
@@ -143,14 +149,30 @@ static void item_cells(const struct kh_diff_item *it, bool markdown, char cells[
 		snprintf(cells[C_THRESHOLD], CELL, "off");
 	else if (it->has_threshold)
 		snprintf(cells[C_THRESHOLD], CELL, "%g%%", it->threshold_pct);
-	/* Capitals only where the job fails, so that it stands out. */
-	if (it->verdict == KH_DIFF_REGRESSED && it->gating)
-		snprintf(cells[C_VERDICT], CELL, markdown ? "**REGRESSED**" : "REGRESSED");
+	/*
+	 * One spelling: "regressed" where the job fails (bold in markdown),
+	 * "regressed*" in an item that never gates (a footnote says so).
+	 * One run a side judges nothing: the direction alone.
+	 */
+	if (d->verdict == KH_DIFF_VERDICT_TOO_FEW_RUNS &&
+	    (it->verdict == KH_DIFF_REGRESSED || it->verdict == KH_DIFF_IMPROVED))
+		snprintf(cells[C_VERDICT], CELL, "%s, unjudged",
+			 it->verdict == KH_DIFF_REGRESSED ? "worse" : "better");
+	else if (it->verdict == KH_DIFF_REGRESSED && it->gating)
+		snprintf(cells[C_VERDICT], CELL, markdown ? "**regressed**" : "regressed");
+	else if (it->verdict == KH_DIFF_REGRESSED)
+		snprintf(cells[C_VERDICT], CELL, "regressed*");
 	else if (it->floor_only)
 		/* Beyond the threshold, but by less than --min-change-ms. */
 		snprintf(cells[C_VERDICT], CELL, "ok (below floor)");
 	else
 		snprintf(cells[C_VERDICT], CELL, "%s", diff_mark__name(it->verdict));
+	/* Moved by no more than the mode can resolve in one span: a footnote says so. */
+	if (item_changed(it) && it->within_span_error) {
+		size_t len = strlen(cells[C_VERDICT]);
+
+		snprintf(cells[C_VERDICT] + len, CELL - len, " (within span error)");
+	}
 }
 
 /* Characters on screen: UTF-8 continuation bytes take no column. */
@@ -213,6 +235,14 @@ char *diff__summary(const struct kh_diff *d)
 	if (d->verdict == KH_DIFF_VERDICT_NOT_COMPARABLE) {
 		outbuf__printf(&o, "diff: not comparable (%zu identity difference%s)",
 			       d->blocking_count, d->blocking_count == 1 ? "" : "s");
+	} else if (d->verdict == KH_DIFF_VERDICT_TOO_FEW_RUNS) {
+		size_t beyond = d->regression_count + d->improved_count;
+
+		outbuf__printf(&o, "diff: too few runs to judge (%zu base, %zu candidate record%s; "
+			       "%zu a side needed): %zu item%s beyond %s threshold%s, not judged",
+			       d->base.count, d->cand.count, d->cand.count == 1 ? "" : "s",
+			       d->runs_needed, beyond, beyond == 1 ? "" : "s",
+			       beyond == 1 ? "its" : "their", beyond == 1 ? "" : "s");
 	} else if (!d->regression_count) {
 		outbuf__printf(&o, "diff: no regression (%zu improved, %zu noisy)",
 			       d->improved_count, d->noisy_count);
@@ -233,25 +263,122 @@ char *diff__summary(const struct kh_diff *d)
 	return outbuf__finish(&o);
 }
 
+/* What a reader looks for first: an item that moved, by verdict or calls. */
+static bool item_changed(const struct kh_diff_item *it)
+{
+	return it->verdict == KH_DIFF_REGRESSED || it->verdict == KH_DIFF_IMPROVED ||
+	       it->verdict == KH_DIFF_NOISY || it->verdict == KH_DIFF_CHANGED;
+}
+
+/* How much an item moved, for the order: "new" (from 0) first. */
+static double item_size(const struct kh_diff_item *it)
+{
+	if (!it->has_change)
+		return it->cand_median > 0 ? INFINITY : 0;
+	return fabs(it->change_pct);
+}
+
+/*
+ * The rows in print order: the changed items, largest change first (ties
+ * in the record's order), then with opts.all the others in theirs.
+ * Returns the number of rows; *rest the items left out.
+ */
+static size_t table_rows(const struct kh_diff *d, size_t *order, size_t *rest)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < d->item_count; i++)
+		if (item_changed(&d->items[i]))
+			order[n++] = i;
+	/* Insertion sort, stable: at most KH_DIFF_MAX_ITEMS rows. */
+	for (size_t i = 1; i < n; i++) {
+		size_t v = order[i], j = i;
+
+		while (j > 0 && item_size(&d->items[order[j - 1]]) < item_size(&d->items[v])) {
+			order[j] = order[j - 1];
+			j--;
+		}
+		order[j] = v;
+	}
+	*rest = d->item_count - n;
+	if (d->opts.all) {
+		for (size_t i = 0; i < d->item_count; i++)
+			if (!item_changed(&d->items[i]))
+				order[n++] = i;
+		*rest = 0;
+	}
+	return n;
+}
+
+static bool any_clipped(const struct kh_diff *d, const size_t *order, size_t n)
+{
+	for (size_t r = 0; r < n; r++) {
+		const struct kh_diff_item *it = &d->items[order[r]];
+
+		if (it->has_interval && it->has_change && it->interval_low_pct < -100.0)
+			return true;
+	}
+	return false;
+}
+
+static bool any_nongating_regressed(const struct kh_diff *d, const size_t *order, size_t n)
+{
+	for (size_t r = 0; r < n; r++)
+		if (d->items[order[r]].verdict == KH_DIFF_REGRESSED && !d->items[order[r]].gating &&
+		    d->verdict != KH_DIFF_VERDICT_TOO_FEW_RUNS)
+			return true;
+	return false;
+}
+
+/* What the table left out, and what its marks mean. */
+static void table_footer(struct outbuf *o, const struct kh_diff *d, const size_t *order,
+			 size_t n, size_t rest)
+{
+	if (!n)
+		outbuf__printf(o, "no item changed beyond its threshold (%zu items)\n", rest);
+	else if (rest)
+		outbuf__printf(o, "%zu more item%s within %s threshold%s (--all lists them)\n", rest,
+			       rest == 1 ? "" : "s", rest == 1 ? "its" : "their",
+			       rest == 1 ? "" : "s");
+	if (any_nongating_regressed(d, order, n))
+		outbuf__puts(o, "* regressed in an item that never fails the job (per_call, off_cpu, "
+				"STATE.cpu): it says why a gating item moved\n");
+	for (size_t r = 0; r < n; r++) {
+		const struct kh_diff_item *it = &d->items[order[r]];
+
+		if (item_changed(it) && it->within_span_error) {
+			outbuf__printf(o, "within span error: the median span moved by no more than "
+					  "the tracing mode's calibrated bias per span (%.0f ns), "
+					  "all it can tell apart in one span (docs/REPORTS.md)\n",
+				       it->span_error_ns);
+			break;
+		}
+	}
+	if (any_clipped(d, order, n))
+		outbuf__puts(o, "<-100%: the interval's low end is below -100% (too few or too "
+				"spread runs); nothing falls below 0, the JSON has the bound\n");
+}
+
 static void table_text(struct outbuf *o, const struct kh_diff *d)
 {
 	char (*cells)[C_COUNT][CELL] = malloc((d->item_count + 1) * sizeof(*cells));
+	size_t order[KH_DIFF_MAX_ITEMS], rows, rest;
 	size_t width[C_COUNT];
 
 	if (!cells) {
 		o->failed = true;
 		return;
 	}
-
+	rows = table_rows(d, order, &rest);
 	for (int c = 0; c < C_COUNT; c++)
 		width[c] = display_width(column_titles[c]);
-	for (size_t i = 0; i < d->item_count; i++) {
-		item_cells(&d->items[i], false, cells[i]);
+	for (size_t i = 0; i < rows; i++) {
+		item_cells(d, &d->items[order[i]], false, cells[i]);
 		for (int c = 0; c < C_COUNT; c++)
 			if (display_width(cells[i][c]) > width[c])
 				width[c] = display_width(cells[i][c]);
 	}
-	for (size_t row = 0; row <= d->item_count; row++) {
+	for (size_t row = 0; rows && row <= rows; row++) {
 		size_t start = o->len, end;
 
 		for (int c = 0; c < C_COUNT; c++) {
@@ -273,24 +400,33 @@ static void table_text(struct outbuf *o, const struct kh_diff *d)
 		outbuf__putc(o, '\n');
 	}
 	free(cells);
+	table_footer(o, d, order, rows, rest);
 }
 
 static void table_markdown(struct outbuf *o, const struct kh_diff *d)
 {
+	size_t order[KH_DIFF_MAX_ITEMS], rows, rest;
 	char cells[C_COUNT][CELL];
 
+	rows = table_rows(d, order, &rest);
+	if (!rows) {
+		table_footer(o, d, order, rows, rest);
+		return;
+	}
 	for (int c = 0; c < C_COUNT; c++)
 		outbuf__printf(o, "| %s ", column_titles[c]);
 	outbuf__puts(o, "|\n");
 	for (int c = 0; c < C_COUNT; c++)
 		outbuf__puts(o, column_right[c] ? "|--:" : "|:--");
 	outbuf__puts(o, "|\n");
-	for (size_t i = 0; i < d->item_count; i++) {
-		item_cells(&d->items[i], true, cells);
+	for (size_t i = 0; i < rows; i++) {
+		item_cells(d, &d->items[order[i]], true, cells);
 		for (int c = 0; c < C_COUNT; c++)
 			outbuf__printf(o, "| %s ", cells[c]);
 		outbuf__puts(o, "|\n");
 	}
+	outbuf__putc(o, '\n');
+	table_footer(o, d, order, rows, rest);
 }
 
 static char *render(const struct kh_diff *d, bool markdown)
@@ -301,14 +437,17 @@ static char *render(const struct kh_diff *d, bool markdown)
 	outbuf__init(&o);
 	if (!summary)
 		return NULL;
-	header(&o, d, markdown);
-	outbuf__putc(&o, '\n');
+	/* The verdict first: what a reader of a CI log or a PR comment wants. */
 	if (markdown) {
+		outbuf__printf(&o, "**%s**\n\n", summary);
+		header(&o, d, markdown);
+		outbuf__putc(&o, '\n');
 		table_markdown(&o, d);
-		outbuf__printf(&o, "\n**%s**\n", summary);
 	} else {
-		table_text(&o, d);
 		outbuf__printf(&o, "%s\n", summary);
+		header(&o, d, markdown);
+		outbuf__putc(&o, '\n');
+		table_text(&o, d);
 	}
 	free(summary);
 	return outbuf__finish(&o);

@@ -269,10 +269,14 @@ static void render__summary(struct outbuf *b, const struct kh_profile *p)
 		card_close(b, "no stage recorded");
 	}
 	card_open(b, "card-cpu", "CPU");
-	if (p->resources.aggregate_cpu_percent.present)
-		outbuf__printf(b, "%.1f %%", p->resources.aggregate_cpu_percent.value);
-	else
-		outbuf__puts(b, "n/a");
+	{
+		struct kh_cpu_share c = profile__run_cpu(p);
+
+		if (c.present)
+			outbuf__printf(b, "%s%.1f %%", c.capped ? "&ge; " : "", c.percent);
+		else
+			outbuf__puts(b, "n/a");
+	}
 	card_close(b, "of one CPU, over the session");
 	card_open(b, "card-rss", "peak RSS");
 	if (p->resources.max_observed_resident_bytes.present)
@@ -512,15 +516,12 @@ static void render__timeline(struct outbuf *b, const struct kh_profile *p)
 		span = (double)p->transitions[p->transition_count - 1].elapsed_ns;
 	if (span <= 0)
 		span = 1;
+	/* Shares capped at 100 % per CPU: one whole-ms artefact cannot flatten the rest. */
 	for (size_t i = 0; i + 1 < n; i++) {
-		struct kh_opt_u64 mp = kh_cpu_milli_percent(
-			p->resource_samples[i].snapshot.cpu_time_ms,
-			p->resource_samples[i + 1].snapshot.cpu_time_ms,
-			p->transitions[i + 1].elapsed_ns - p->transitions[i].elapsed_ns);
+		struct kh_cpu_share c = profile__window_cpu(p, i);
 
-		if (p->transitions[i + 1].elapsed_ns >= p->transitions[i].elapsed_ns && mp.present &&
-		    mp.value / 1000.0 > cpu_max)
-			cpu_max = mp.value / 1000.0;
+		if (c.present && c.percent > cpu_max)
+			cpu_max = c.percent;
 	}
 	for (size_t i = 0; i < n; i++)
 		if (p->resource_samples[i].snapshot.resident_bytes.present &&
@@ -560,18 +561,16 @@ static void render__timeline(struct outbuf *b, const struct kh_profile *p)
 
 		/* CPU of the state, as a step at its height. */
 		if (i + 1 < n) {
-			struct kh_opt_u64 mp = kh_cpu_milli_percent(
-				p->resource_samples[i].snapshot.cpu_time_ms,
-				p->resource_samples[i + 1].snapshot.cpu_time_ms, (uint64_t)(z - a));
+			struct kh_cpu_share c = profile__window_cpu(p, i);
 
-			if (mp.present) {
-				double h = cpu_h * (mp.value / 1000.0) / cpu_max;
+			if (c.present) {
+				double h = cpu_h * c.percent / cpu_max;
 
 				outbuf__printf(b, "<rect class=\"cpu-step\" x=\"%.2f\" y=\"%.2f\" "
 						  "width=\"%.2f\" height=\"%.2f\" fill=\"#0072B2\" "
-						  "fill-opacity=\".75\"><title>%s: CPU %.1f %%</title>"
+						  "fill-opacity=\".75\"><title>%s: CPU %s%.1f %%</title>"
 						  "</rect>", x, cpu_y + cpu_h - h, sw < 0.5 ? 0.5 : sw,
-					       h, name, mp.value / 1000.0);
+					       h, name, c.capped ? "&ge; " : "", c.percent);
 			}
 		}
 	}
@@ -651,12 +650,13 @@ static void render__timeline(struct outbuf *b, const struct kh_profile *p)
 			"</thead><tbody>\n");
 	for (size_t i = 0; i < p->state_count; i++) {
 		const struct kh_state_measurement *s = &p->states[i];
+		struct kh_cpu_share c = profile__window_cpu(p, profile__state_window(p, i));
 
 		outbuf__printf(b, "<tr><td>%s</td><td>", str_or(kh_run_state__name(s->state), "?"));
 		html__duration(b, (double)s->elapsed_ns);
 		outbuf__puts(b, "</td><td>");
-		if (s->aggregate_cpu_milli_percent.present)
-			outbuf__printf(b, "%.1f %%", s->aggregate_cpu_milli_percent.value / 1000.0);
+		if (c.present)
+			outbuf__printf(b, "%s%.1f %%", c.capped ? "&ge; " : "", c.percent);
 		else
 			outbuf__puts(b, "n/a");
 		outbuf__puts(b, "</td><td>");

@@ -385,8 +385,13 @@ char *diff__render_html(const struct kh_diff *d)
 	}
 	outbuf__puts(&b, "</p>\n</header>\n<section id=\"verdict\">\n<h2>Verdict</h2>\n<p>");
 	outbuf__printf(&b, "<span class=\"badge verdict-%s\" id=\"verdict-badge\">%s %s</span> ",
-		       d->verdict == KH_DIFF_VERDICT_OK ? "improved" : "regressed",
-		       d->verdict == KH_DIFF_VERDICT_OK ? "✓" : "✗", verdict ? verdict : "?");
+		       d->verdict == KH_DIFF_VERDICT_OK		? "improved"
+		       : d->verdict == KH_DIFF_VERDICT_TOO_FEW_RUNS ? "noisy"
+								    : "regressed",
+		       d->verdict == KH_DIFF_VERDICT_OK		? "✓"
+		       : d->verdict == KH_DIFF_VERDICT_TOO_FEW_RUNS ? "?"
+								    : "✗",
+		       verdict ? verdict : "?");
 	html__escape(&b, summary ? summary : "");
 	outbuf__puts(&b, "</p>\n");
 	for (size_t i = 0; i < d->mismatch_count; i++) {

@@ -131,17 +131,19 @@ static void stacked_chart(struct outbuf *b, const struct kh_series *s)
 }
 
 /* One value per interval as a step line. */
-static void step_chart(struct outbuf *b, const struct kh_series *s, const char *id,
+static void step_chart(struct outbuf *b, const struct kh_profile *p, const char *id,
 		       const char *label, const char *unit, const char *colour,
-		       double (*value)(const struct kh_interval *, bool *))
+		       double (*value)(const struct kh_profile *, const struct kh_interval *,
+				       bool *))
 {
+	const struct kh_series *s = &p->ext.series;
 	const double x0 = 70, w = CHART_W - x0 - 20, top = 10, h = 110, axis_y = top + h;
 	double span = series_span(s), max = 0, step;
 	bool open = false;
 
 	for (size_t i = 0; i < s->count; i++) {
 		bool ok;
-		double v = value(&s->intervals[i], &ok);
+		double v = value(p, &s->intervals[i], &ok);
 
 		if (ok && v > max)
 			max = v;
@@ -163,7 +165,7 @@ static void step_chart(struct outbuf *b, const struct kh_series *s, const char *
 	for (size_t i = 0; i < s->count; i++) {
 		const struct kh_interval *iv = &s->intervals[i];
 		bool ok;
-		double v = value(iv, &ok), y;
+		double v = value(p, iv, &ok), y;
 
 		if (!ok)
 			continue;
@@ -178,16 +180,19 @@ static void step_chart(struct outbuf *b, const struct kh_series *s, const char *
 	outbuf__puts(b, "</svg>\n");
 }
 
-static double throughput_of(const struct kh_interval *iv, bool *ok)
+static double throughput_of(const struct kh_profile *p, const struct kh_interval *iv, bool *ok)
 {
+	(void)p;
 	*ok = iv->duration_ns > 0;
 	return *ok ? (double)iv->input_bytes * 1e9 / (double)iv->duration_ns / 1048576.0 : 0;
 }
 
-static double cpu_of(const struct kh_interval *iv, bool *ok)
+static double cpu_of(const struct kh_profile *p, const struct kh_interval *iv, bool *ok)
 {
-	*ok = iv->duration_ns > 0 && iv->cpu_time_ms.present;
-	return *ok ? (double)iv->cpu_time_ms.value * 1e8 / (double)iv->duration_ns : 0;
+	double pct = 0;
+
+	*ok = interval__cpu_percent(iv, p->identity.logical_cpus, &pct);
+	return pct;
 }
 
 void html__render_series(struct outbuf *b, const struct kh_profile *p)
@@ -207,9 +212,9 @@ void html__render_series(struct outbuf *b, const struct kh_profile *p)
 			"busy in each stage (1 is one thread the whole interval).</p>\n");
 	stacked_chart(b, s);
 	outbuf__puts(b, "<h3>Input throughput</h3>\n");
-	step_chart(b, s, "series-throughput", "input throughput", "MiB/s", html_palette[2],
+	step_chart(b, p, "series-throughput", "input throughput", "MiB/s", html_palette[2],
 		   throughput_of);
 	outbuf__puts(b, "<h3>CPU (100 % is one CPU busy)</h3>\n");
-	step_chart(b, s, "series-cpu", "CPU", "%", html_palette[0], cpu_of);
+	step_chart(b, p, "series-cpu", "CPU", "%", html_palette[0], cpu_of);
 	outbuf__puts(b, "</section>\n");
 }

@@ -28,6 +28,13 @@ char *profile__to_json(const struct kh_profile *p);
  * On failure *out is left zeroed and needs no freeing.
  */
 int profile__from_json(const char *text, struct kh_profile *out, char *err, size_t errlen);
+/*
+ * The same for a text of len bytes that may hold a NUL before its end (a
+ * file's content): anything from the first NUL on is refused as trailing
+ * characters, as the seed's reader refuses it.
+ */
+int profile__from_json_len(const char *text, size_t len, struct kh_profile *out, char *err,
+			   size_t errlen);
 
 /*
  * Reads the record at path and parses it into *out, as above.  Returns 0,

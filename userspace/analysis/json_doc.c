@@ -166,18 +166,33 @@ static int lex__number(struct parse *ps, size_t *pos)
  * Nesting is left to the structural pass (1000 levels); serde_json skips
  * unknown members without any depth limit, so only absurd records differ.
  */
-static int lex(struct parse *ps)
+static int lex(struct parse *ps, size_t *values, size_t *chars)
 {
 	const unsigned char *s = (const unsigned char *)ps->text;
 	size_t i = 0;
 
+	/*
+	 * It also counts what the tree will need, so that the tree takes one
+	 * allocation of each: values (strings that are not member names,
+	 * numbers, containers, literals: t, f and n occur once in each), and
+	 * the bytes of every string with its NUL, never fewer than decoded.
+	 * Grown by doubling, a 66 MB record's tree moved 0.5 GB about.
+	 */
+	*values = 0;
+	*chars = 0;
 	while (s[i]) {
 		unsigned char c = s[i];
 
 		if (c == '"') {
+			size_t start = i, k;
+
 			i = lex__string(ps, i);
 			if (!i)
 				return -EINVAL;
+			*chars += i - start - 1;
+			for (k = i; s[k] == ' ' || s[k] == '\n' || s[k] == '\t' || s[k] == '\r'; k++)
+				;
+			*values += s[k] != ':';
 			continue;
 		}
 		if (c == '-' || (c >= '0' && c <= '9')) {
@@ -185,10 +200,12 @@ static int lex(struct parse *ps)
 
 			if (err)
 				return err;
+			(*values)++;
 			continue;
 		}
 		if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c >= 0x80)
 			return parse__fail_at(ps, i, "expected value");
+		*values += c == '{' || c == '[' || c == 't' || c == 'f' || c == 'n';
 		i++;
 	}
 	return 0;
@@ -247,6 +264,7 @@ static int doc__node(struct doc *d, size_t *idx)
 		return doc__nomem(d);
 	*idx = d->node_count++;
 	d->nodes[*idx] = (struct jnode){ .key_at = JNODE_NONE, .str_at = JNODE_NONE,
+					 .bad_at = JNODE_NONE,
 					 .child_at = JNODE_NONE, .next_at = JNODE_NONE };
 	return 0;
 }
@@ -289,22 +307,27 @@ static int doc__put_utf8(struct doc *d, uint32_t cp)
 
 /*
  * The \u escape at s (one, or a surrogate pair of two) as UTF-8; its
- * length, or 0 for a lone surrogate, which UTF-8 cannot hold.
+ * length, or 0 on failure.  A lone surrogate, which UTF-8 cannot hold,
+ * becomes U+FFFD and sets *lone: serde refuses it only where it reads
+ * the string (json_read.c), not in a member it skips.
  */
-static size_t doc__unicode(struct doc *d, const char *s, const char *end)
+static size_t doc__unicode(struct doc *d, const char *s, const char *end, bool *lone)
 {
 	uint32_t first = hex4(s + 2), second;
 
 	if (first >= 0xDC00 && first <= 0xDFFF)
-		return 0;
+		goto lone;
 	if (first < 0xD800 || first > 0xDBFF)
 		return doc__put_utf8(d, first) ? 0 : 6;
 	if (end - (s + 6) < 6 || s[6] != '\\' || s[7] != 'u')
-		return 0;
+		goto lone;
 	second = hex4(s + 8);
 	if (second < 0xDC00 || second > 0xDFFF)
-		return 0;
+		goto lone;
 	return doc__put_utf8(d, 0x10000 + ((first & 0x3FF) << 10 | (second & 0x3FF))) ? 0 : 12;
+lone:
+	*lone = true;
+	return doc__put_utf8(d, 0xFFFD) ? 0 : 6;
 }
 
 /*
@@ -312,7 +335,7 @@ static size_t doc__unicode(struct doc *d, const char *s, const char *end)
  * starts.  Not a string: the error is one byte further, as in cJSON; a
  * lone surrogate: at its backslash.
  */
-static int doc__string(struct doc *d, size_t *at)
+static int doc__string(struct doc *d, uint32_t *at, uint32_t *bad_at)
 {
 	const char *s = d->text + d->offset + 1, *end;
 
@@ -323,7 +346,7 @@ static int doc__string(struct doc *d, size_t *at)
 	/* The lexical pass checked the escapes, so the end is the next bare quote. */
 	for (end = s; *end != '"'; end += *end == '\\' ? 2 : 1)
 		;
-	*at = d->chars_len;
+	*at = (uint32_t)d->chars_len;
 	while (s < end) {
 		const char *run = s;
 		size_t step;
@@ -335,9 +358,16 @@ static int doc__string(struct doc *d, size_t *at)
 		if (s == end)
 			break;
 		if (s[1] == 'u') {
-			step = doc__unicode(d, s, end);
+			bool lone = false;
+
+			step = doc__unicode(d, s, end, &lone);
 			if (d->ps->failed)
 				return -ENOMEM;
+			/* A member name is always read: serde refuses it there. */
+			if (lone && !bad_at)
+				step = 0;
+			else if (lone && *bad_at == JNODE_NONE)
+				*bad_at = (uint32_t)(s - d->text);
 		} else {
 			static const char from[] = "bfnrt\"\\/", to[] = "\b\f\n\r\t\"\\/";
 			char c = to[strchr(from, s[1]) - from];
@@ -380,14 +410,15 @@ static int doc__container(struct doc *d, size_t idx, bool object)
 	if (!doc__at(d, close)) {
 		d->offset--;
 		do {
-			size_t child, key = JNODE_NONE;
+			size_t child;
+			uint32_t key = JNODE_NONE;
 
 			if (doc__node(d, &child))
 				return -ENOMEM;
 			d->offset++;
 			doc__skip_blank(d);
 			if (object) {
-				if (doc__string(d, &key))
+				if (doc__string(d, &key, NULL))
 					return -EINVAL;
 				doc__skip_blank(d);
 				if (!doc__at(d, ':'))
@@ -400,9 +431,9 @@ static int doc__container(struct doc *d, size_t idx, bool object)
 			doc__skip_blank(d);
 			d->nodes[child].key_at = key;
 			if (prev == JNODE_NONE)
-				d->nodes[idx].child_at = child;
+				d->nodes[idx].child_at = (uint32_t)child;
 			else
-				d->nodes[prev].next_at = child;
+				d->nodes[prev].next_at = (uint32_t)child;
 			prev = child;
 			d->nodes[idx].count++;
 		} while (doc__at(d, ','));
@@ -471,12 +502,12 @@ static int doc__value(struct doc *d, size_t idx)
 	}
 	if (c == '"') {
 		node->type = J_STRING;
-		return doc__string(d, &node->str_at);
+		return doc__string(d, &node->str_at, &node->bad_at);
 	}
 	if (c == '-' || (c >= '0' && c <= '9')) {
 		node->type = J_NUMBER;
-		node->start = d->offset;
-		node->len = number_span(d->text + d->offset);
+		node->start = (uint32_t)d->offset;
+		node->len = (uint32_t)number_span(d->text + d->offset);
 		d->offset += node->len;
 		return 0;
 	}
@@ -501,10 +532,19 @@ static void doc__link(struct doc *d)
 /* The whole text as one value and nothing after it; the root, or NULL. */
 const struct jnode *doc__parse(struct doc *d)
 {
-	size_t root;
+	size_t root, chars;
 
-	if (lex(d->ps))
+	if (lex(d->ps, &d->values, &chars))
 		return NULL;
+	/* Exactly that: array__reserve would round up to a power of two. */
+	d->nodes = malloc((d->values + 1) * sizeof(*d->nodes));
+	d->chars = malloc(chars + 1);
+	if (!d->nodes || !d->chars) {
+		doc__nomem(d);
+		return NULL;
+	}
+	d->node_cap = d->values + 1;
+	d->chars_cap = chars + 1;
 	d->text = d->ps->text;
 	d->length = strlen(d->text) + 1;
 	/* A byte order mark, which cJSON skips, is refused by the lexical pass. */
@@ -514,6 +554,14 @@ const struct jnode *doc__parse(struct doc *d)
 	doc__skip_blank(d);
 	if (!doc__at(d, '\0')) {
 		doc__fail(d);
+		return NULL;
+	}
+	/*
+	 * A NUL inside the text ended it early: what follows is trailing
+	 * characters to serde, whatever they are (a NUL is not blank).
+	 */
+	if (d->ps->length && d->offset < d->ps->length) {
+		parse__fail_at(d->ps, d->offset, "trailing characters");
 		return NULL;
 	}
 	doc__link(d);

@@ -192,11 +192,23 @@ static int parse__opt_f64(struct parse *ps, const struct jnode *obj, const char 
 	return 0;
 }
 
+/*
+ * A string with a lone surrogate escape: serde fails where it reads one,
+ * and skips one in a member it ignores, so the tree keeps it (as U+FFFD)
+ * and the reader refuses it here, where the seed would read it.
+ */
+static int parse__checked_string(struct parse *ps, const struct jnode *node)
+{
+	return node->bad_at == JNODE_NONE ? 0 : parse__fail_at(ps, node->bad_at, "invalid JSON");
+}
+
 static int parse__string_value(struct parse *ps, const struct jnode *node, const char *name,
 			       char **out)
 {
 	if (node->type != J_STRING)
 		return parse__fail_field(ps, name, "expected a string", node);
+	if (parse__checked_string(ps, node))
+		return -EINVAL;
 	*out = strdup(node->string);
 	return *out ? 0 : parse__nomem(ps);
 }
@@ -223,6 +235,26 @@ static int parse__opt_string(struct parse *ps, const struct jnode *obj, const ch
 	return parse__string_value(ps, node, name, out);
 }
 
+/*
+ * The khprof object's strings: the seed skips the whole object, so a lone
+ * surrogate there is read as U+FFFD rather than refusing the record.
+ */
+static int parse__ext_opt_string(struct parse *ps, const struct jnode *obj, const char *name,
+				 char **out)
+{
+	const struct jnode *node;
+
+	*out = NULL;
+	if (parse__member(ps, obj, name, false, &node))
+		return -EINVAL;
+	if (!node || node->type == J_NULL)
+		return 0;
+	if (node->type != J_STRING)
+		return parse__fail_field(ps, name, "expected a string", node);
+	*out = strdup(node->string);
+	return *out ? 0 : parse__nomem(ps);
+}
+
 static int parse__enum(struct parse *ps, const struct jnode *obj, const char *name,
 		       int (*parse)(const char *, uint32_t *), uint32_t *out)
 {
@@ -233,6 +265,8 @@ static int parse__enum(struct parse *ps, const struct jnode *obj, const char *na
 		return -EINVAL;
 	if (node->type != J_STRING)
 		return parse__fail_field(ps, name, "expected a string", node);
+	if (parse__checked_string(ps, node))
+		return -EINVAL;
 	if (!parse(node->string, out))
 		return 0;
 	len = path__push_field(ps, name);
@@ -535,6 +569,17 @@ static int parse__column(struct parse *ps, const struct jnode *obj, const char *
 	return ps->failed ? -EINVAL : 0;
 }
 
+/* An optional column records written before it lack: absent values then. */
+static int parse__column_if(struct parse *ps, const struct jnode *obj, const char *name,
+			    struct kh_series *s, size_t offset)
+{
+	const struct jnode *array;
+
+	if (parse__container(ps, obj, name, false, true, &array))
+		return -EINVAL;
+	return array ? parse__column(ps, obj, name, s, offset, true) : 0;
+}
+
 static int parse__series_states(struct parse *ps, const struct jnode *obj, struct kh_series *s)
 {
 	const struct jnode *array, *node;
@@ -686,6 +731,8 @@ static int parse__series(struct parse *ps, const struct jnode *ext, struct kh_se
 			    false) ||
 	      parse__column(ps, node, "cpu_time_ms", s, offsetof(struct kh_interval, cpu_time_ms),
 			    true) ||
+	      parse__column_if(ps, node, "cpu_time_ns", s,
+			       offsetof(struct kh_interval, cpu_time_ns)) ||
 	      parse__column(ps, node, "resident_bytes", s,
 			    offsetof(struct kh_interval, resident_bytes), true) ||
 	      parse__series_stages(ps, node, s);
@@ -937,9 +984,9 @@ static int parse__ext(struct parse *ps, const struct jnode *root, struct kh_prof
 		return parse__fail_field(ps, "khprof", "expected an object", node);
 	ext->present = true;
 	saved = path__push_field(ps, "khprof");
-	err = parse__opt_string(ps, node, "mode", &ext->mode) ||
-	      parse__opt_string(ps, node, "span_clock", &ext->span_clock) ||
-	      parse__opt_string(ps, node, "span_clock_reason", &ext->span_clock_reason) ||
+	err = parse__ext_opt_string(ps, node, "mode", &ext->mode) ||
+	      parse__ext_opt_string(ps, node, "span_clock", &ext->span_clock) ||
+	      parse__ext_opt_string(ps, node, "span_clock_reason", &ext->span_clock_reason) ||
 	      parse__ext_bool(ps, node, "started_mid_session", &ext->started_mid_session) ||
 	      parse__ext_bool(ps, node, "ended_mid_session", &ext->ended_mid_session) ||
 	      parse__ext_drops(ps, node, ext->drops) ||
@@ -953,12 +1000,12 @@ static int parse__ext(struct parse *ps, const struct jnode *root, struct kh_prof
 	      parse__series(ps, node, &ext->series) ||
 	      parse__ext_u64(ps, node, "identity_unreadable", &ext->identity_unreadable) ||
 	      parse__ext_samples(ps, node, ext) ||
-	      parse__opt_string(ps, node, "process_end", &ext->process_end) ||
+	      parse__ext_opt_string(ps, node, "process_end", &ext->process_end) ||
 	      parse__opt_u64(ps, node, "exit_code", &ext->exit_code) ||
 	      parse__opt_u64(ps, node, "exit_signal", &ext->exit_signal) ||
 	      parse__ext_u64(ps, node, "refused_session_starts", &ext->refused_session_starts) ||
 	      parse__opt_u64(ps, node, "observed_from_unix_ns", &ext->observed_from_unix_ns) ||
-	      parse__opt_string(ps, node, "attach_state", &ext->attach_state) ||
+	      parse__ext_opt_string(ps, node, "attach_state", &ext->attach_state) ||
 	      parse__latency(ps, node, &ext->latency) || parse__kernel(ps, node, ext) ||
 	      parse__stacks(ps, node, &ext->stacks);
 	path__pop(ps, saved);
@@ -993,7 +1040,13 @@ static int parse__profile(struct parse *ps, const struct jnode *root, struct kh_
 
 int profile__from_json(const char *text, struct kh_profile *out, char *err, size_t errlen)
 {
-	struct parse ps = { .text = text, .err = err, .errlen = errlen };
+	return profile__from_json_len(text, text ? strlen(text) : 0, out, err, errlen);
+}
+
+int profile__from_json_len(const char *text, size_t len, struct kh_profile *out, char *err,
+			   size_t errlen)
+{
+	struct parse ps = { .text = text, .length = len, .err = err, .errlen = errlen };
 	struct doc d = { .ps = &ps };
 	const struct jnode *root;
 	struct kh_profile p;
@@ -1023,14 +1076,19 @@ int profile__read_file(const char *path, struct kh_profile *out, char *err, size
 {
 	char *text;
 	size_t len;
-	int rc = file__read_all(path, &text, &len);
+	int rc = file__read_all_max(path, &text, &len, FILE_RECORD_MAX);
 
 	memset(out, 0, sizeof(*out));
+	if (rc == -EFBIG) {
+		snprintf(err, errlen, "larger than khprof's record limit of %zu GiB",
+			 FILE_RECORD_MAX >> 30);
+		return rc;
+	}
 	if (rc) {
 		snprintf(err, errlen, "%s", strerror(-rc));
 		return rc;
 	}
-	rc = profile__from_json(text, out, err, errlen);
+	rc = profile__from_json_len(text, len, out, err, errlen);
 	free(text);
 	if (rc == -ENOMEM)
 		snprintf(err, errlen, "out of memory");

@@ -310,6 +310,7 @@ static void writer__series(struct writer *w, const struct kh_series *s)
 	writer__column(w, "input_bytes", s, offsetof(struct kh_interval, input_bytes), false);
 	writer__column(w, "input_units", s, offsetof(struct kh_interval, input_units), false);
 	writer__column(w, "cpu_time_ms", s, offsetof(struct kh_interval, cpu_time_ms), true);
+	writer__column(w, "cpu_time_ns", s, offsetof(struct kh_interval, cpu_time_ns), true);
 	writer__column(w, "resident_bytes", s, offsetof(struct kh_interval, resident_bytes),
 		       true);
 	writer__open_member(w, "stages", '{');

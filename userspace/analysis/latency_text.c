@@ -75,16 +75,22 @@ static void render__cpu_split(struct outbuf *b, const struct kh_profile *p)
 	for (uint32_t st = 0; st < KH_STAGE_COUNT; st++) {
 		const struct kh_stage_dist *d = &l->stages[st];
 		const struct kh_stage_measurement *m = profile__find_stage(p, st);
-		uint64_t elapsed = m ? m->elapsed_ns : 0, off = d->off_cpu_ns;
+		uint64_t elapsed = m ? m->elapsed_ns : 0, off = d->off_cpu_ns, runnable;
 
 		if (!d->present)
 			continue;
+		/*
+		 * Elapsed is bias-corrected and off-CPU is not, as in the HTML:
+		 * suppression's 180 ns read 431 ns off CPU, "239.4%".
+		 */
+		off = off < elapsed ? off : elapsed;
+		runnable = d->runnable_ns < off ? d->runnable_ns : off;
 		outbuf__printf(b, "  %-24s", kh_stage__name(st));
 		put_ns(b, 9, elapsed);
-		put_ns(b, 9, elapsed > off ? elapsed - off : 0);
+		put_ns(b, 9, elapsed - off);
 		put_ns(b, 9, off);
-		put_ns(b, 9, d->runnable_ns);
-		put_ns(b, 9, off > d->runnable_ns ? off - d->runnable_ns : 0);
+		put_ns(b, 9, runnable);
+		put_ns(b, 9, off - runnable);
 		put_share(b, off, elapsed);
 		outbuf__printf(b, "%s\n", d->offcpu_truncated ? " *" : "");
 		truncated |= d->offcpu_truncated != 0;
@@ -99,6 +105,34 @@ static void render__cpu_split(struct outbuf *b, const struct kh_profile *p)
 			       l->missed_switches == 1 ? "" : "es");
 }
 
+/*
+ * The states' CPU as khprof measured it: the seed's lines above take whole
+ * milliseconds, so a 47 us state that crossed a millisecond boundary of
+ * the process's CPU time reads cpu=2141.4%.  Only records whose samples
+ * carry the kernel's ns get this table; a share is capped at 100 % per
+ * logical CPU ("cap" marks it) for the lag of threads on other CPUs.
+ */
+static void render__states_cpu(struct outbuf *b, const struct kh_profile *p)
+{
+	bool any = false;
+
+	for (size_t k = 0; k < p->state_count; k++) {
+		const struct kh_state_measurement *m = &p->states[k];
+		struct kh_cpu_share c = profile__window_cpu(p, profile__state_window(p, k));
+
+		if (!c.present || !c.from_ns)
+			continue;
+		if (!any)
+			outbuf__printf(b, "%-26s %9s %9s %8s\n", "state cpu", "wall", "cpu-time",
+				       "cpu%");
+		any = true;
+		outbuf__printf(b, "  %-24s", kh_run_state__name(m->state));
+		put_ns(b, 9, m->elapsed_ns);
+		put_ns(b, 9, c.cpu_ns);
+		outbuf__printf(b, " %7.1f%%%s\n", c.percent, c.capped ? " cap" : "");
+	}
+}
+
 char *latency__render_text(const struct kh_profile *p)
 {
 	const struct kh_latency *l = &p->ext.latency;
@@ -106,6 +140,7 @@ char *latency__render_text(const struct kh_profile *p)
 	char *text;
 
 	outbuf__init(&b);
+	render__states_cpu(&b, p);
 	if (l->present) {
 		render__percentiles(&b, p);
 		if (l->off_cpu)

@@ -618,4 +618,87 @@ void profile__fold_peaks(struct kh_profile *p)
 			max_option(r->max_observed_resident_bytes, s->peak_resident_bytes);
 		r->max_observed_threads = max_option(r->max_observed_threads, s->peak_threads);
 	}
+	/* The series' samples are the record's too: RSS at each interval's end. */
+	for (size_t i = 0; i < p->ext.series.count; i++)
+		r->max_observed_resident_bytes = max_option(r->max_observed_resident_bytes,
+							    p->ext.series.intervals[i].resident_bytes);
+}
+
+/*
+ * khprof's own CPU share (docs/REPORTS.md, "CPU shares"): the seed's
+ * whole milliseconds make a 47 us state with 1 ms of CPU read 2141 %, so
+ * khprof prefers the samples' nanoseconds and never states more than
+ * 100 % per logical CPU.  The kernel's per-thread runtimes lag by up to a
+ * tick on other CPUs, so even nanoseconds can overshoot a tiny window.
+ */
+struct kh_cpu_share kh_cpu_share(struct kh_opt_u64 start_ns, struct kh_opt_u64 finish_ns,
+				 struct kh_opt_u64 start_ms, struct kh_opt_u64 finish_ms,
+				 uint64_t elapsed_ns, uint64_t logical_cpus)
+{
+	struct kh_cpu_share out = { 0 };
+	double cap = logical_cpus ? 100.0 * (double)logical_cpus : 0;
+
+	if (!elapsed_ns)
+		return out;
+	if (start_ns.present && finish_ns.present && finish_ns.value >= start_ns.value) {
+		out.present = true;
+		out.from_ns = true;
+		out.cpu_ns = finish_ns.value - start_ns.value;
+	} else if (opt_pair_ordered(start_ms, finish_ms)) {
+		out.present = true;
+		out.cpu_ns = (finish_ms.value - start_ms.value) * 1000000u;
+	} else {
+		return out;
+	}
+	out.percent = (double)out.cpu_ns * 100.0 / (double)elapsed_ns;
+	if (cap > 0 && out.percent > cap) {
+		out.percent = cap;
+		out.capped = true;
+	}
+	return out;
+}
+
+/* Window i's samples' ns, or absent when the extension does not line up. */
+static struct kh_opt_u64 sample_ns(const struct kh_profile *p, size_t i)
+{
+	if (p->ext.sample_count != p->resource_sample_count || i >= p->ext.sample_count)
+		return (struct kh_opt_u64){ false, 0 };
+	return p->ext.samples[i].cpu_time_ns;
+}
+
+struct kh_cpu_share profile__window_cpu(const struct kh_profile *p, size_t i)
+{
+	struct kh_cpu_share none = { 0 };
+
+	if (i >= p->transition_count || i + 1 >= p->transition_count ||
+	    i + 1 >= p->resource_sample_count ||
+	    p->transitions[i + 1].elapsed_ns < p->transitions[i].elapsed_ns)
+		return none;
+	return kh_cpu_share(sample_ns(p, i), sample_ns(p, i + 1),
+			    p->resource_samples[i].snapshot.cpu_time_ms,
+			    p->resource_samples[i + 1].snapshot.cpu_time_ms,
+			    p->transitions[i + 1].elapsed_ns - p->transitions[i].elapsed_ns,
+			    p->identity.logical_cpus);
+}
+
+size_t profile__state_window(const struct kh_profile *p, size_t k)
+{
+	size_t n = p->transition_count < p->resource_sample_count ? p->transition_count
+								   : p->resource_sample_count;
+
+	for (size_t i = 0; i + 1 < n; i++)
+		if (p->transitions[i + 1].elapsed_ns >= p->transitions[i].elapsed_ns && k-- == 0)
+			return i;
+	return SIZE_MAX;
+}
+
+struct kh_cpu_share profile__run_cpu(const struct kh_profile *p)
+{
+	size_t last = p->resource_sample_count ? p->resource_sample_count - 1 : 0;
+
+	if (!p->resource_sample_count)
+		return (struct kh_cpu_share){ 0 };
+	return kh_cpu_share(sample_ns(p, 0), sample_ns(p, last), p->resources.start.cpu_time_ms,
+			    p->resources.finish.cpu_time_ms, p->wall_time_ns,
+			    p->identity.logical_cpus);
 }

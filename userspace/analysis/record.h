@@ -133,7 +133,8 @@ struct kh_interval {
 	uint32_t state;       /* the macro state at the interval's end */
 	uint64_t input_bytes;
 	uint64_t input_units;
-	struct kh_opt_u64 cpu_time_ms;    /* process CPU time used in the interval */
+	struct kh_opt_u64 cpu_time_ms;    /* process CPU time used in the interval, whole ms */
+	struct kh_opt_u64 cpu_time_ns;    /* the same in ns (absent in older records) */
 	struct kh_opt_u64 resident_bytes; /* RSS at the interval's end */
 	uint64_t elapsed_ns[KH_STAGE_COUNT]; /* bias removed, as the stage totals */
 	uint64_t calls[KH_STAGE_COUNT];
@@ -185,7 +186,13 @@ int kh_parse_duration_ns(const char *text, uint64_t min, uint64_t max, uint64_t 
  * MiB/s cpu 118% rss 5.2 MiB top: decode 41%, phase1-triggers 30%" (top
  * three stages by their share of the interval's stage time).
  */
-void interval__render_line(const struct kh_interval *iv, char *buf, size_t len);
+void interval__render_line(const struct kh_interval *iv, uint64_t logical_cpus, char *buf,
+			   size_t len);
+/*
+ * The interval's CPU share in percent of one CPU: from its ns when it has
+ * them, else its whole ms, capped at 100 % x logical_cpus (0: no cap).
+ */
+bool interval__cpu_percent(const struct kh_interval *iv, uint64_t logical_cpus, double *out);
 
 /*
  * What khprof knows of one resource sample beyond the seed's snapshot, at
@@ -384,5 +391,29 @@ struct kh_opt_f64 kh_cpu_percent(struct kh_opt_u64 start_ms, struct kh_opt_u64 f
 				 uint64_t elapsed_ns);
 struct kh_opt_u64 kh_cpu_milli_percent(struct kh_opt_u64 start_ms, struct kh_opt_u64 finish_ms,
 				       uint64_t elapsed_ns);
+
+/*
+ * A CPU share as khprof states it in its own tables, HTML, series and
+ * trace (never in the seed's text): CPU time from the samples' ns when
+ * both ends have them, else the seed's whole ms; percent of one CPU,
+ * capped at 100 % x logical_cpus (capped then says so).
+ */
+struct kh_cpu_share {
+	bool present;
+	bool from_ns;   /* false: whole milliseconds, coarse for short windows */
+	bool capped;    /* the raw figure exceeded 100 % x logical CPUs */
+	uint64_t cpu_ns;
+	double percent;
+};
+
+struct kh_cpu_share kh_cpu_share(struct kh_opt_u64 start_ns, struct kh_opt_u64 finish_ns,
+				 struct kh_opt_u64 start_ms, struct kh_opt_u64 finish_ms,
+				 uint64_t elapsed_ns, uint64_t logical_cpus);
+/* Window i (transitions[i] to [i + 1]) of the seed's windows(2). */
+struct kh_cpu_share profile__window_cpu(const struct kh_profile *p, size_t i);
+/* The window of states[k] (windows running backwards yield no state); SIZE_MAX if none. */
+size_t profile__state_window(const struct kh_profile *p, size_t k);
+/* The whole run: first sample to last, over wall_time_ns. */
+struct kh_cpu_share profile__run_cpu(const struct kh_profile *p);
 
 #endif /* KHPROF_RECORD_H */

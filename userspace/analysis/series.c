@@ -29,6 +29,7 @@ void interval__merge(struct kh_interval *into, const struct kh_interval *next)
 	into->input_bytes += next->input_bytes;
 	into->input_units += next->input_units;
 	into->cpu_time_ms = opt_sum(into->cpu_time_ms, next->cpu_time_ms);
+	into->cpu_time_ns = opt_sum(into->cpu_time_ns, next->cpu_time_ns);
 	into->resident_bytes = next->resident_bytes;
 	for (int st = 0; st < KH_STAGE_COUNT; st++) {
 		into->elapsed_ns[st] += next->elapsed_ns[st];
@@ -126,8 +127,21 @@ int kh_parse_duration_ns(const char *text, uint64_t min, uint64_t max, uint64_t 
 	return -EINVAL;
 }
 
-void interval__render_line(const struct kh_interval *iv, char *buf, size_t len)
+bool interval__cpu_percent(const struct kh_interval *iv, uint64_t logical_cpus, double *out)
 {
+	struct kh_cpu_share c = kh_cpu_share(
+		(struct kh_opt_u64){ iv->cpu_time_ns.present, 0 }, iv->cpu_time_ns,
+		(struct kh_opt_u64){ iv->cpu_time_ms.present, 0 }, iv->cpu_time_ms,
+		iv->duration_ns, logical_cpus);
+
+	*out = c.percent;
+	return c.present;
+}
+
+void interval__render_line(const struct kh_interval *iv, uint64_t logical_cpus, char *buf,
+			   size_t len)
+{
+	double cpu;
 	uint64_t total = 0;
 	bool used[KH_STAGE_COUNT] = { false };
 	const char *state = kh_run_state__name(iv->state);
@@ -137,9 +151,8 @@ void interval__render_line(const struct kh_interval *iv, char *buf, size_t len)
 	n = snprintf(buf, len, "%.2fs %s %.1f MiB/s",
 		     (double)(iv->start_ns + iv->duration_ns) / 1e9, state ? state : "?",
 		     secs > 0 ? (double)iv->input_bytes / secs / 1048576.0 : 0.0);
-	if (iv->cpu_time_ms.present && iv->duration_ns)
-		n += snprintf(buf + n, len > (size_t)n ? len - n : 0, " cpu %.0f%%",
-			      (double)iv->cpu_time_ms.value * 1e8 / (double)iv->duration_ns);
+	if (interval__cpu_percent(iv, logical_cpus, &cpu))
+		n += snprintf(buf + n, len > (size_t)n ? len - n : 0, " cpu %.0f%%", cpu);
 	if (iv->resident_bytes.present)
 		n += snprintf(buf + n, len > (size_t)n ? len - n : 0, " rss %.1f MiB",
 			      (double)iv->resident_bytes.value / 1048576.0);

@@ -246,29 +246,150 @@ int stats__shift_rank(size_t m, size_t n, double confidence, enum stats_rank_met
 	return 0;
 }
 
+/*
+ * Selection in the implicit sorted matrix D[i][j] = c[j] - b[i] (b and c
+ * sorted: rows rise with j, columns fall with i), after Johnson and
+ * Mitchell: each row keeps a window [lo, hi) of the columns that may
+ * still hold the answer; the weighted median of the windows' middles is
+ * the pivot, and a two-pointer count of the differences below it (rows
+ * in order, since a row's count never falls as b grows) drops at least a
+ * quarter of the candidates.  The last few are sorted.  Forming all m n
+ * differences made 'khprof diff' of 10,000 runs a side take 297 s and
+ * 2.2 GB; this takes O(m + n) memory.  Subtraction is monotone in both
+ * operands under rounding, so the counts agree with the sorted list.
+ */
+struct weighted {
+	double v;
+	size_t w;
+};
+
+static int compare_weighted(const void *a, const void *b)
+{
+	return compare_double(&((const struct weighted *)a)->v, &((const struct weighted *)b)->v);
+}
+
+static int kth_sorted(const double *b, size_t m, const double *c, size_t n, size_t k,
+		      double *out)
+{
+	size_t *lo = calloc(m, sizeof(*lo)), *hi = malloc(m * sizeof(*hi));
+	size_t *lt = malloc(m * sizeof(*lt)), *le = malloc(m * sizeof(*le));
+	struct weighted *mid = malloc(m * sizeof(*mid));
+	int err = lo && hi && lt && le && mid ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !err && i < m; i++)
+		hi[i] = n;
+	while (!err) {
+		size_t cand = 0, below = 0, rows = 0, acc = 0, nlt = 0, nle = 0, p = 0, q = 0;
+		double pivot;
+
+		for (size_t i = 0; i < m; i++) {
+			cand += hi[i] - lo[i];
+			below += lo[i];
+		}
+		if (cand <= 4 * (m + n) + 64) {
+			double *left = malloc((cand ? cand : 1) * sizeof(*left));
+			size_t at = 0;
+
+			if (!left) {
+				err = -ENOMEM;
+				break;
+			}
+			for (size_t i = 0; i < m; i++)
+				for (size_t j = lo[i]; j < hi[i]; j++)
+					left[at++] = c[j] - b[i];
+			qsort(left, cand, sizeof(*left), compare_double);
+			*out = left[k - 1 - below];
+			free(left);
+			break;
+		}
+		for (size_t i = 0; i < m; i++)
+			if (hi[i] > lo[i])
+				mid[rows++] = (struct weighted){ c[lo[i] + (hi[i] - lo[i]) / 2] - b[i],
+								 hi[i] - lo[i] };
+		qsort(mid, rows, sizeof(*mid), compare_weighted);
+		for (size_t r = 0;; r++) {
+			acc += mid[r].w;
+			if (2 * acc >= cand) {
+				pivot = mid[r].v;
+				break;
+			}
+		}
+		for (size_t i = 0; i < m; i++) {
+			while (p < n && c[p] - b[i] < pivot)
+				p++;
+			if (q < p)
+				q = p;
+			while (q < n && c[q] - b[i] <= pivot)
+				q++;
+			lt[i] = p;
+			le[i] = q;
+			nlt += p;
+			nle += q;
+		}
+		if (k <= nlt) {
+			for (size_t i = 0; i < m; i++) {
+				hi[i] = hi[i] < lt[i] ? hi[i] : lt[i];
+				lo[i] = lo[i] < hi[i] ? lo[i] : hi[i];
+			}
+		} else if (k > nle) {
+			for (size_t i = 0; i < m; i++) {
+				lo[i] = lo[i] > le[i] ? lo[i] : le[i];
+				hi[i] = hi[i] > lo[i] ? hi[i] : lo[i];
+			}
+		} else {
+			*out = pivot;
+			break;
+		}
+	}
+	free(lo);
+	free(hi);
+	free(lt);
+	free(le);
+	free(mid);
+	return err;
+}
+
+static double *sorted_copy(const double *v, size_t n)
+{
+	double *copy = malloc((n ? n : 1) * sizeof(*copy));
+
+	if (copy) {
+		memcpy(copy, v, n * sizeof(*copy));
+		qsort(copy, n, sizeof(*copy), compare_double);
+	}
+	return copy;
+}
+
+int stats__kth_difference(const double *base, size_t m, const double *cand, size_t n,
+			  size_t k, double *out)
+{
+	double *b, *c;
+	size_t mn;
+	int err;
+
+	if (!m || !n || __builtin_mul_overflow(m, n, &mn) || k < 1 || k > mn)
+		return -EINVAL;
+	b = sorted_copy(base, m);
+	c = sorted_copy(cand, n);
+	err = b && c ? kth_sorted(b, m, c, n, k, out) : -ENOMEM;
+	free(b);
+	free(c);
+	return err;
+}
+
 int stats__shift_interval(const double *base, size_t m, const double *cand, size_t n,
 			  double confidence, double *low, double *high)
 {
-	size_t k, mn;
-	double *diffs;
+	size_t k;
 	int err;
 
 	err = stats__shift_rank(m, n, confidence, STATS_RANK_AUTO, &k);
 	if (err)
 		return err;
-	if (__builtin_mul_overflow(m, n, &mn) || mn > SIZE_MAX / sizeof(*diffs))
-		return -ENOMEM;
-	diffs = malloc(mn * sizeof(*diffs));
-	if (!diffs)
-		return -ENOMEM;
-	for (size_t i = 0; i < m; i++)
-		for (size_t j = 0; j < n; j++)
-			diffs[i * n + j] = cand[j] - base[i];
-	qsort(diffs, mn, sizeof(*diffs), compare_double);
-	*low = diffs[k - 1];
-	*high = diffs[mn - k];
-	free(diffs);
-	return 0;
+	err = stats__kth_difference(base, m, cand, n, k, low);
+	if (!err)
+		err = stats__kth_difference(base, m, cand, n, m * n - k + 1, high);
+	return err;
 }
 
 size_t stats__shift_runs_needed(double confidence)

@@ -77,6 +77,14 @@ int stats__shift_rank(size_t m, size_t n, double confidence, enum stats_rank_met
  * 0, -EINVAL (an empty side, confidence outside (0, 100)), -ERANGE (too
  * few values for that confidence) or -ENOMEM.
  */
+/*
+ * The k-th smallest (k from 1 to m n) of the differences cand[j] - base[i],
+ * exactly, in O((m + n) log(m n)) time and O(m + n) memory rather than
+ * forming and sorting all m n of them.  0, -EINVAL or -ENOMEM.
+ */
+int stats__kth_difference(const double *base, size_t m, const double *cand, size_t n,
+			  size_t k, double *out);
+
 int stats__shift_interval(const double *base, size_t m, const double *cand, size_t n,
 			  double confidence, double *low, double *high);
 

@@ -76,6 +76,16 @@ static const struct {
 	{ "clock_monotonic", KH_PROBE_CLOCK_MONOTONIC, MODE_BIT(KH_MODE_BATCH) },
 };
 
+unsigned int tracer__probe_modes(const char *provider, const char *name)
+{
+	if (strcmp(provider, PROVIDER) != 0)
+		return 0;
+	for (size_t i = 0; i < sizeof(probe_kinds) / sizeof(probe_kinds[0]); i++)
+		if (strcmp(name, probe_kinds[i].name) == 0)
+			return probe_kinds[i].modes;
+	return 0;
+}
+
 /* The probes that carry spans: all that calibration needs of khprof itself. */
 static bool is_span_kind(enum kh_probe_kind kind)
 {

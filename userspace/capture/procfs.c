@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "procfs.h"
@@ -201,4 +202,20 @@ int procfs__read_string(pid_t pid, uint64_t addr, char *buf, size_t len)
 	}
 	buf[len - 1] = '\0'; /* cut as the BPF side cuts a long string */
 	return 0;
+}
+
+int procfs__sample_ns(pid_t pid, struct kh_resource_snapshot *out, struct kh_opt_u64 *cpu_ns)
+{
+	int err = procfs__sample(pid, out);
+	struct timespec ts;
+	clockid_t clk;
+
+	*cpu_ns = (struct kh_opt_u64){ false, 0 };
+	/* Any process's CPU clock is readable: the kernel checks only that it exists. */
+	if (clock_getcpuclockid(pid, &clk) || clock_gettime(clk, &ts))
+		return err;
+	*cpu_ns = (struct kh_opt_u64){ true, (uint64_t)ts.tv_sec * 1000000000u +
+						     (uint64_t)ts.tv_nsec };
+	out->cpu_time_ms = (struct kh_opt_u64){ true, cpu_ns->value / 1000000 };
+	return err;
 }

@@ -29,6 +29,15 @@ int procfs__sample(pid_t pid, struct kh_resource_snapshot *out);
  */
 int procfs__parse_stat(const char *stat, long ticks_per_sec, struct kh_opt_u64 *cpu_ms);
 
+/*
+ * As procfs__sample, with the CPU time from the process's CPU clock
+ * (clock_getcpuclockid: the kernel's ns, exited threads included) instead
+ * of stat's 10 ms ticks, so that khprof's own samples and the --interval
+ * series are as exact as the probe handler's; *cpu_ns is left absent (and
+ * the ticks kept) when the clock cannot be read.
+ */
+int procfs__sample_ns(pid_t pid, struct kh_resource_snapshot *out, struct kh_opt_u64 *cpu_ns);
+
 /* VmRSS and VmSize (kB, scaled to bytes) and Threads of a status file. */
 void procfs__parse_status(const char *status, struct kh_resource_snapshot *out);
 

@@ -48,7 +48,7 @@ void sessions__take_first_sample(struct session_table *tbl)
 	if (tbl->have_first_sample)
 		return;
 	memset(&tbl->first_sample, 0, sizeof(tbl->first_sample));
-	procfs__sample(tbl->cfg.pid, &tbl->first_sample);
+	procfs__sample_ns(tbl->cfg.pid, &tbl->first_sample, &tbl->first_cpu_ns);
 	tbl->have_first_sample = true;
 }
 
@@ -92,7 +92,13 @@ static void sample(const struct session_table *tbl, struct open_session *s,
 		 * from it.
 		 */
 		if (!(tbl->end == SESSION_END_EXEC && !e))
-			procfs__sample(tbl->cfg.pid, snap);
+			procfs__sample_ns(tbl->cfg.pid, snap, &x->cpu_time_ns);
+		/* A closing sample: the kernel's peaks since its last one, if known. */
+		if (!e && tbl->end_peak_threads.present)
+			x->peak_threads = tbl->end_peak_threads;
+		if (!e && tbl->end_peak_pages.present)
+			x->peak_resident_bytes = (struct kh_opt_u64){
+				true, tbl->end_peak_pages.value * tbl->cfg.page_size };
 		return;
 	}
 	if (e->sampled_ns > e->ts_ns && e->sampled_ns - e->ts_ns > s->profile.ext.sample_latency_ns_max)
@@ -115,8 +121,10 @@ static void add_transition(const struct session_table *tbl, struct open_session 
 	struct kh_sample_ext x;
 
 	sample(tbl, s, e, &snap, &x);
-	if (given)
+	if (given) {
 		snap = *given;
+		x.cpu_time_ns = tbl->first_cpu_ns;
+	}
 	if (profile__add_transition(&s->profile, state, elapsed_ns, &snap) == 0)
 		profile__add_sample_ext(&s->profile, &x);
 }
@@ -175,7 +183,8 @@ static void session_begin(struct session_table *tbl, struct open_session *s, uin
 		s->profile.ext.series.interval_ns = tbl->cfg.interval_ns;
 		s->last_sample_ns = start_ns;
 		s->next_sample_ns = start_ns + tbl->cfg.interval_ns;
-		s->last_cpu_ms = s->profile.resource_samples[0].snapshot.cpu_time_ms;
+		s->last_cpu_ns = s->profile.ext.sample_count ? s->profile.ext.samples[0].cpu_time_ns
+							     : (struct kh_opt_u64){ false, 0 };
 	}
 }
 
@@ -203,7 +212,8 @@ static void session_transition(struct session_table *tbl, struct open_session *s
  */
 static struct kh_interval interval_to(const struct session_table *tbl, struct open_session *s,
 				      uint64_t now, const struct kh_slot_stats *running,
-				      uint32_t state, const struct kh_resource_snapshot *snap)
+				      uint32_t state, const struct kh_resource_snapshot *snap,
+				      struct kh_opt_u64 cpu_ns)
 {
 	struct kh_interval iv = { .state = state };
 
@@ -219,15 +229,22 @@ static struct kh_interval interval_to(const struct session_table *tbl, struct op
 	}
 	iv.input_bytes = running->input_bytes - s->seen.input_bytes;
 	iv.input_units = running->input_units - s->seen.input_units;
-	if (snap->cpu_time_ms.present && s->last_cpu_ms.present)
-		iv.cpu_time_ms = (struct kh_opt_u64){
-			true, snap->cpu_time_ms.value > s->last_cpu_ms.value
-				      ? snap->cpu_time_ms.value - s->last_cpu_ms.value : 0 };
+	/*
+	 * CPU in ns from the process's clock: stat's 10 ms ticks made a 50 ms
+	 * interval read 0, 10, 30 or 50 ms.  The ms column is the difference
+	 * of whole milliseconds, as the seed would take it.
+	 */
+	if (cpu_ns.present && s->last_cpu_ns.present) {
+		uint64_t a = s->last_cpu_ns.value, z = cpu_ns.value > a ? cpu_ns.value : a;
+
+		iv.cpu_time_ns = (struct kh_opt_u64){ true, z - a };
+		iv.cpu_time_ms = (struct kh_opt_u64){ true, z / 1000000 - a / 1000000 };
+	}
 	iv.resident_bytes = snap->resident_bytes;
 	s->seen = *running;
 	s->last_sample_ns = now;
-	if (snap->cpu_time_ms.present)
-		s->last_cpu_ms = snap->cpu_time_ms;
+	if (cpu_ns.present)
+		s->last_cpu_ns = cpu_ns;
 	return iv;
 }
 
@@ -258,6 +275,7 @@ void sessions__sample(struct session_table *tbl, uint32_t slot, uint64_t now,
 	struct open_session *s = &tbl->slots[slot];
 	uint64_t k = tbl->cfg.interval_ns;
 	struct kh_resource_snapshot snap;
+	struct kh_opt_u64 cpu_ns;
 	struct kh_interval iv;
 
 	/* The next boundary of the session's own clock after now (a late wake skips none). */
@@ -266,8 +284,8 @@ void sessions__sample(struct session_table *tbl, uint32_t slot, uint64_t now,
 	if (!running)
 		return;
 	memset(&snap, 0, sizeof(snap));
-	procfs__sample(tbl->cfg.pid, &snap);
-	iv = interval_to(tbl, s, now, running, s->last_state, &snap);
+	procfs__sample_ns(tbl->cfg.pid, &snap, &cpu_ns);
+	iv = interval_to(tbl, s, now, running, s->last_state, &snap, cpu_ns);
 	if (series__append(&s->profile.ext.series, &iv))
 		log__warn("time series: out of memory, interval at %" PRIu64 " ms not kept",
 			  iv.start_ns / 1000000);
@@ -328,9 +346,11 @@ static void session_emit(struct session_table *tbl, struct open_session *s,
 	p->input_units = sum->input_units;
 	/* The last interval closes the series at the session's end, exactly on its totals. */
 	if (cfg->interval_ns && p->resource_sample_count) {
+		size_t last = p->resource_sample_count - 1;
 		struct kh_interval iv = interval_to(
-			tbl, s, end_ns, sum, status,
-			&p->resource_samples[p->resource_sample_count - 1].snapshot);
+			tbl, s, end_ns, sum, status, &p->resource_samples[last].snapshot,
+			last < p->ext.sample_count ? p->ext.samples[last].cpu_time_ns
+						   : (struct kh_opt_u64){ false, 0 });
 
 		if (series__append(&p->ext.series, &iv))
 			log__warn("time series: out of memory, last interval not kept");
@@ -500,6 +520,12 @@ void sessions__event(struct session_table *tbl, const struct kh_event *e,
 bool sessions__is_open(const struct session_table *tbl, uint32_t slot)
 {
 	return slot < KH_MAX_SLOTS && tbl->slots[slot].open;
+}
+
+void sessions__set_end_peaks(struct session_table *tbl, uint64_t threads, uint64_t pages)
+{
+	tbl->end_peak_threads = (struct kh_opt_u64){ threads != 0, threads };
+	tbl->end_peak_pages = (struct kh_opt_u64){ pages != 0, pages };
 }
 
 void sessions__end(struct session_table *tbl, uint32_t slot, int exit_status, uint64_t now,

@@ -74,7 +74,7 @@ struct open_session {
 	struct kh_slot_stats seen;
 	uint64_t last_sample_ns;
 	uint64_t next_sample_ns;  /* the next boundary: start + k * interval */
-	struct kh_opt_u64 last_cpu_ms;
+	struct kh_opt_u64 last_cpu_ns;
 };
 
 struct session_table {
@@ -83,6 +83,8 @@ struct session_table {
 	bool saw_session;
 	bool have_first_sample;
 	struct kh_resource_snapshot first_sample; /* when tracing began */
+	struct kh_opt_u64 first_cpu_ns;
+	struct kh_opt_u64 end_peak_threads, end_peak_pages; /* sessions__set_end_peaks */
 	size_t records_emitted;
 	char warned_keys[512];
 	enum session_end end;
@@ -146,6 +148,13 @@ void sessions__set_identity(struct session_table *tbl, uint32_t slot, const char
  */
 void sessions__end(struct session_table *tbl, uint32_t slot, int exit_status, uint64_t now,
 		   const struct kh_slot_stats *totals);
+/*
+ * The kernel's peaks since its last sample (threads alive at once,
+ * resident pages), for the closing sample of the sessions ended next: a
+ * process killed or detached from has no probe to sample it, and /proc
+ * is gone or says only the present.
+ */
+void sessions__set_end_peaks(struct session_table *tbl, uint64_t threads, uint64_t pages);
 /* The earliest sample due among the open sessions; 0 when none. */
 uint64_t sessions__next_sample_ns(const struct session_table *tbl);
 /* Whether slot's session has a sample due at now. */

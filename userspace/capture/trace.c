@@ -255,6 +255,9 @@ static void end_sessions(struct tracer *t, int exit_status, uint64_t now)
 {
 	struct kh_slot_stats totals;
 
+	/* What ran since the last probe: the readers and workers of a Ctrl-C'd scan. */
+	sessions__set_end_peaks(&t->sessions, t->skel->bss->peak_threads,
+				t->skel->bss->peak_resident_pages);
 	for (uint32_t slot = 0; slot < KH_MAX_SLOTS; slot++) {
 		if (!sessions__is_open(&t->sessions, slot))
 			continue;

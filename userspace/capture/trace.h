@@ -153,6 +153,13 @@ size_t tracer__probe_count(const struct tracer *t);
  * uprobes do (kernels without uprobe-multi links), the links do not.
  */
 bool tracer__attach_needs_admin(const struct tracer *t);
+
+/*
+ * The modes in which record and attach attach a site of provider:name, as
+ * 1 << enum kh_trace_mode bits (docs/PROBES.md); 0 for probes khprof never
+ * attaches (other providers, names it does not know).
+ */
+unsigned int tracer__probe_modes(const char *provider, const char *name);
 size_t tracer__records_emitted(const struct tracer *t);
 void tracer__close(struct tracer *t);
 /*

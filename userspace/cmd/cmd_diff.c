@@ -25,7 +25,7 @@
 static const char diff_usage[] =
 	"usage: khprof diff BASE CANDIDATE [--threshold [NAME=]PCT]...\n"
 	"           [--min-change-ms MS] [--allow-mismatch FIELD]... [--confidence PCT]\n"
-	"           [--config FILE] [--format text|markdown|json|html]\n"
+	"           [--config FILE] [--format text|markdown|json|html] [--all]\n"
 	"\n"
 	"Compares the candidate's records with the baseline's and exits 1 when the\n"
 	"data are confident that the candidate is slower by more than a threshold.\n"
@@ -51,9 +51,10 @@ static const char diff_usage[] =
 	"in the good one, 'noisy' (never fails) when the medians moved beyond the\n"
 	"threshold but the interval is not sure of it, else 'ok'.  With too few\n"
 	"records for an interval at the confidence (at 95%, 3 a side are too few and\n"
-	"4 enough; a note says so), and with one record on either side, plain\n"
-	"thresholds on the medians decide: a change beyond the threshold is\n"
-	"'regressed' (or 'improved').  A time change smaller than --min-change-ms\n"
+	"4 enough; a note says so), plain thresholds on the medians decide: a change\n"
+	"beyond the threshold is 'regressed' (or 'improved').  With one record on\n"
+	"either side nothing is judged: the rows say 'worse, unjudged' or 'better,\n"
+	"unjudged' and the exit code is 4.  A time change smaller than --min-change-ms\n"
 	"(peak RSS: 1 MiB) is never judged, and the text says 'ok (below floor)'\n"
 	"when that alone kept it ok.  Exactly the threshold does not count.  The\n"
 	"interval must also clear 3 MADs of the item's runs; the latency and state\n"
@@ -89,9 +90,17 @@ static const char diff_usage[] =
 	"                            allow_mismatch; flags win over the file\n"
 	"   --format FORMAT          text (default), markdown (a PR comment), json, or\n"
 	"                            html (a self-contained page: docs/REPORTS.md)\n"
+	"   --all                    text and markdown: every item, not only those that\n"
+	"                            changed (JSON and HTML always have every item)\n"
+	"\n"
+	"The text leads with the verdict, then the items that changed, largest change\n"
+	"first.  'regressed' fails the job; 'regressed*' is a regression in an item\n"
+	"that never gates (per_call, off_cpu, STATE.cpu).  An interval below -100%\n"
+	"(a time cannot fall below 0) is shown as <-100%; the JSON has its bounds.\n"
 	"\n"
 	"Exit codes: 0 no regression, 1 regression, 2 bad command line or bad input\n"
-	"(unreadable or malformed record or config file), 3 records not comparable.\n"
+	"(unreadable or malformed record or config file), 3 records not comparable,\n"
+	"4 too few runs to judge (one record on a side: no verdict).\n"
 	"\n"
 	"examples:\n"
 	"   khprof diff baseline.json candidate.json\n"
@@ -304,6 +313,11 @@ static void print_messages(const struct kh_diff *d)
 			   d->blocking_count == 1 ? "" : "s", fields);
 	for (size_t i = 0; i < d->warning_count; i++)
 		log__warn("%s", d->warnings[i].message);
+	if (d->verdict == KH_DIFF_VERDICT_TOO_FEW_RUNS)
+		log__warn("too few runs to judge: %zu base and %zu candidate record%s, and one "
+			  "run cannot tell a change from noise; record %zu or more a side "
+			  "('khprof record --repeat 10', docs/CI.md)", d->base.count,
+			  d->cand.count, d->cand.count == 1 ? "" : "s", d->runs_needed);
 	if (d->method == KH_DIFF_METHOD_FEW_RUNS && !d->blocking_count)
 		log__note("too few runs for a %g%% interval (%zu base, %zu candidate; it needs %zu "
 			  "per side): plain thresholds on the medians decide", d->opts.confidence,
@@ -323,6 +337,8 @@ static int exit_code(enum kh_diff_verdict verdict)
 		return KHPROF_EXIT_REGRESSION;
 	case KH_DIFF_VERDICT_NOT_COMPARABLE:
 		return KHPROF_EXIT_NOT_COMPARABLE;
+	case KH_DIFF_VERDICT_TOO_FEW_RUNS:
+		return KHPROF_EXIT_TOO_FEW_RUNS;
 	}
 	return KHPROF_EXIT_FAILURE;
 }
@@ -391,6 +407,7 @@ int cmd_diff(int argc, char **argv)
 		{ "confidence", required_argument, NULL, 'c' },
 		{ "config", required_argument, NULL, 'C' },
 		{ "format", required_argument, NULL, 'f' },
+		{ "all", no_argument, NULL, 'A' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct kh_diff_options opts, flags;
@@ -437,6 +454,9 @@ int cmd_diff(int argc, char **argv)
 			continue;
 		case 'f':
 			format = optarg;
+			continue;
+		case 'A':
+			flags.all = true;
 			continue;
 		case ':':
 			return usage_error("diff", "option '%s' needs a value", argv[optind - 1]);

@@ -1,46 +1,86 @@
 // SPDX-License-Identifier: MIT
-/* khprof probes PATH: lists the USDT probes of any ELF file. */
+/*
+ * khprof probes PATH: lists the USDT probes of any ELF file, where each
+ * site is (function, and file:line when the file has DWARF) and in which
+ * modes record and attach attach it.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
 #include "log.h"
+#include "record.h"
+#include "trace.h"
 #include "usdt_notes.h"
+#include "usdt_where.h"
 
 static const char probes_usage[] =
 	"usage: khprof probes PATH\n"
 	"\n"
-	"Lists every USDT probe (any provider) in the ELF file PATH: provider,\n"
-	"name, address, semaphore address (- if none) and argument spec.  Programs\n"
-	"and libraries built with probes (<sys/sdt.h>, keyhog_profile.h) carry\n"
-	"them in .note.stapsdt; many distributions' Python, libstdc++ or\n"
-	"PostgreSQL builds do, other files have none.  Needs no privileges.\n"
+	"Lists every USDT probe site (any provider) in the ELF file PATH, one row\n"
+	"per site: provider, name, address, semaphore address (- if none),\n"
+	"argument spec, the modes in which 'record' and 'attach' attach it (batch,\n"
+	"span, pair, all, or - for probes khprof never attaches), the function that\n"
+	"holds the site and its file:line (from DWARF, so when PATH was built with\n"
+	"-g; a site inside an inlined header function such as KH_SPAN_SCOPE's shows\n"
+	"the line that called it).  A probe used in several\n"
+	"places has a site, and a row, for each; a note on stderr counts the sites\n"
+	"'attach' reports in each mode.  Programs and libraries built with probes\n"
+	"(<sys/sdt.h>, keyhog_profile.h) carry them in .note.stapsdt; many\n"
+	"distributions' Python, libstdc++ or PostgreSQL builds do, other files\n"
+	"have none.  Needs no privileges.\n"
 	"\n"
 	"examples:\n"
 	"   khprof probes build/kh-scan\n"
 	"   khprof probes \"$(gcc -print-file-name=libstdc++.so.6)\"\n"
 	"   khprof probes \"$(readlink -f \"$(command -v python3)\")\"\n";
 
-/* The widest of a column's entries, never narrower than min. */
-static int column_width(const struct usdt_note_list *notes, size_t field, size_t min)
+#define MODE_BIT(m) (1u << (m))
+#define ALL_MODES (MODE_BIT(KH_MODE_SPAN) | MODE_BIT(KH_MODE_PAIR) | MODE_BIT(KH_MODE_BATCH))
+
+struct row {
+	struct usdt_where where;
+	char source[600];
+	char modes[24];
+};
+
+static void modes_text(unsigned int modes, char *buf, size_t len)
 {
-	size_t width = min;
+	size_t n = 0;
 
-	for (size_t i = 0; i < notes->count; i++) {
-		const struct usdt_note *n = &notes->notes[i];
-		size_t len = strlen(field ? n->name : n->provider);
-
-		width = len > width ? len : width;
+	buf[0] = '\0';
+	if (!modes) {
+		snprintf(buf, len, "-");
+		return;
 	}
-	return (int)width;
+	if (modes == ALL_MODES) {
+		snprintf(buf, len, "all");
+		return;
+	}
+	for (uint32_t m = 0; m < KH_MODE_COUNT; m++)
+		if (modes & MODE_BIT(m))
+			n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s%s", n ? "," : "",
+					      kh_trace_mode__name(m));
+}
+
+static int width_of(const char *s, int width)
+{
+	int len = (int)strlen(s);
+
+	return len > width ? len : width;
 }
 
 int cmd_probes(int argc, char **argv)
 {
 	struct usdt_note_list notes;
-	int provider_width, name_width, err;
+	struct usdt_where_ctx *where = NULL;
+	struct row *rows;
+	int provider_width = 10, name_width = 16, function_width = 8, args_width = 4, err;
+	size_t counts[KH_MODE_COUNT] = { 0 };
+	uint32_t def;
 
 	if (wants_help(argc, argv)) {
 		fputs(probes_usage, stdout);
@@ -74,20 +114,69 @@ int cmd_probes(int argc, char **argv)
 		usdt_notes__free(&notes);
 		return KHPROF_EXIT_OK;
 	}
-	/* Python's import__find__load__start is 25 characters long. */
-	provider_width = column_width(&notes, 0, 10);
-	name_width = column_width(&notes, 1, 16);
-	printf("%-*s %-*s %-18s %-18s %s\n", provider_width, "PROVIDER", name_width, "NAME",
-	       "ADDRESS", "SEMAPHORE", "ARGS");
+	rows = calloc(notes.count, sizeof(*rows));
+	if (!rows) {
+		log__error("cannot read probes of '%s': out of memory", argv[1]);
+		usdt_notes__free(&notes);
+		return KHPROF_EXIT_FAILURE;
+	}
+	/* Without it the rows just lack function and line: the probes are still listed. */
+	if (usdt_where__open(argv[1], &where))
+		where = NULL;
 	for (size_t i = 0; i < notes.count; i++) {
 		const struct usdt_note *n = &notes.notes[i];
+		struct row *r = &rows[i];
+		unsigned int modes = tracer__probe_modes(n->provider, n->name);
+
+		if (where)
+			usdt_where__find(where, n->address, &r->where);
+		/* A header function's copy says whose it is: "keyhog_profile.h:361 (scan.c)". */
+		if (r->where.file[0] && r->where.line)
+			snprintf(r->source, sizeof(r->source), "%s:%u%s%s%s", r->where.file,
+				 r->where.line, r->where.unit[0] ? " (" : "", r->where.unit,
+				 r->where.unit[0] ? ")" : "");
+		else
+			snprintf(r->source, sizeof(r->source), "%s",
+				 r->where.file[0] ? r->where.file : "-");
+		if (!r->where.function[0])
+			snprintf(r->where.function, sizeof(r->where.function), "-");
+		/* As attach counts: a site it can map, in each mode that wants it. */
+		if (!n->file_offset)
+			modes = 0;
+		modes_text(modes, r->modes, sizeof(r->modes));
+		for (uint32_t m = 0; m < KH_MODE_COUNT; m++)
+			counts[m] += (modes & MODE_BIT(m)) != 0;
+		provider_width = width_of(n->provider, provider_width);
+		name_width = width_of(n->name, name_width);
+		function_width = width_of(r->where.function, function_width);
+		args_width = width_of(n->args, args_width);
+	}
+	/* The first five columns as before, for scripts that read them; the new ones after. */
+	printf("%-*s %-*s %-18s %-18s %-*s %-11s %-*s %s\n", provider_width, "PROVIDER",
+	       name_width, "NAME", "ADDRESS", "SEMAPHORE", args_width, "ARGS", "ATTACH",
+	       function_width, "FUNCTION", "SOURCE");
+	for (size_t i = 0; i < notes.count; i++) {
+		const struct usdt_note *n = &notes.notes[i];
+		const struct row *r = &rows[i];
 		char sema[24] = "-";
 
 		if (n->semaphore)
 			snprintf(sema, sizeof(sema), "0x%" PRIx64, n->semaphore);
-		printf("%-*s %-*s 0x%-16" PRIx64 " %-18s %s\n", provider_width, n->provider,
-		       name_width, n->name, n->address, sema, n->args);
+		printf("%-*s %-*s 0x%-16" PRIx64 " %-18s %-*s %-11s %-*s %s\n", provider_width,
+		       n->provider, name_width, n->name, n->address, sema, args_width, n->args,
+		       r->modes, function_width, r->where.function, r->source);
 	}
+	/* Batch is the default mode on every machine (the span clock adapts, span_clock.h). */
+	def = KH_MODE_BATCH;
+	log__note("%zu site%s; attach counts %zu here (%s mode, the default), "
+		  "%zu in batch, %zu in span, %zu in pair mode", notes.count,
+		  notes.count == 1 ? "" : "s", counts[def], kh_trace_mode__name(def),
+		  counts[KH_MODE_BATCH], counts[KH_MODE_SPAN], counts[KH_MODE_PAIR]);
+	if (where && !usdt_where__has_dwarf(where))
+		log__note("'%s' has no DWARF (built without -g, or stripped): functions from its "
+			  "symbols, no file:line", argv[1]);
+	usdt_where__close(where);
+	free(rows);
 	usdt_notes__free(&notes);
 	return KHPROF_EXIT_OK;
 }

@@ -300,6 +300,12 @@ int cmd_report(int argc, char **argv)
 		fputs(rendered, stdout);
 		free(rendered);
 	}
+	/*
+	 * The notes go after the report, also when both streams go to one
+	 * file or pipe: unflushed, the report came out after them, or cut
+	 * where a 4 KiB buffer ended, so that a warning ran into its line.
+	 */
+	fflush(stdout);
 	profile__print_notes(&profile);
 	profile__free(&profile);
 	return rendered ? KHPROF_EXIT_OK : KHPROF_EXIT_FAILURE;

@@ -510,10 +510,9 @@ static void on_interval(const struct kh_profile *p, const struct kh_interval *iv
 	const struct output_state *out = ctx;
 	char line[256];
 
-	(void)p;
 	if (out->quiet)
 		return;
-	interval__render_line(iv, line, sizeof(line));
+	interval__render_line(iv, p->identity.logical_cpus, line, sizeof(line));
 	fprintf(stderr, "khprof: %s\n", line);
 }
 

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,10 +211,14 @@ out:
 	return err;
 }
 
-/* Reads at most FILE_READ_MAX + 1 bytes: one more than allowed proves too big. */
-static int read_fd(int fd, char **out, size_t *len)
+/*
+ * Reads at most max + 1 bytes: one more than allowed proves too big.  A
+ * regular file's size (hint) sizes the buffer at once, so that a 500 MB
+ * record is not copied through a dozen doublings.
+ */
+static int read_fd(int fd, char **out, size_t *len, size_t max, size_t hint)
 {
-	size_t cap = 4096, used = 0;
+	size_t cap = hint && hint < max ? hint + 2 : 4096, used = 0;
 	char *buf = malloc(cap);
 
 	if (!buf)
@@ -221,12 +226,12 @@ static int read_fd(int fd, char **out, size_t *len)
 	for (;;) {
 		ssize_t n;
 
-		if (used > FILE_READ_MAX) {
+		if (used > max) {
 			free(buf);
 			return -EFBIG;
 		}
 		if (used == cap - 1) {
-			size_t grown_cap = cap * 2 > FILE_READ_MAX + 2 ? FILE_READ_MAX + 2 : cap * 2;
+			size_t grown_cap = cap * 2 > max + 2 ? max + 2 : cap * 2;
 			char *grown = realloc(buf, grown_cap);
 
 			if (!grown) {
@@ -257,6 +262,11 @@ static int read_fd(int fd, char **out, size_t *len)
 
 int file__read_all(const char *path, char **out, size_t *len)
 {
+	return file__read_all_max(path, out, len, FILE_READ_MAX);
+}
+
+int file__read_all_max(const char *path, char **out, size_t *len, size_t max)
+{
 	struct stat st;
 	int fd, err;
 
@@ -272,10 +282,10 @@ int file__read_all(const char *path, char **out, size_t *len)
 	else if (S_ISDIR(st.st_mode))
 		err = -EISDIR;
 	/* A regular file announces its size: refuse a huge one before reading. */
-	else if (S_ISREG(st.st_mode) && st.st_size > (off_t)FILE_READ_MAX)
+	else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > (uint64_t)max)
 		err = -EFBIG;
 	else
-		err = read_fd(fd, out, len);
+		err = read_fd(fd, out, len, max, S_ISREG(st.st_mode) ? (size_t)st.st_size : 0);
 	close(fd);
 	return err;
 }

@@ -9,8 +9,13 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Largest file file__read_all() accepts; profile records are far smaller. */
+/* Largest file file__read_all() accepts: config files, /proc. */
 #define FILE_READ_MAX (64u << 20)
+/*
+ * Largest record the reader accepts (docs/SCHEMA.md): the seed reads a
+ * 505 MB record, and a record's memory is about 1.3 times its size here.
+ */
+#define FILE_RECORD_MAX ((size_t)4 << 30)
 
 /*
  * Replaces path with data so that readers see the old or the new content,
@@ -36,6 +41,8 @@ int fd__write_all(int fd, const void *data, size_t len);
  * pipes).  0, -errno, or -EFBIG past FILE_READ_MAX.
  */
 int file__read_all(const char *path, char **out, size_t *len);
+/* The same with a limit of max bytes instead of FILE_READ_MAX. */
+int file__read_all_max(const char *path, char **out, size_t *len, size_t max);
 
 /*
  * fork() for a background helper that outlives its work: in the child,
