@@ -1000,7 +1000,26 @@ int tracer__watch_starts(struct tracer *t, const char *path, tracer_start_fn fn,
 	return 0;
 }
 
+/*
+ * Debian's kernels add perf_event_paranoid 3, their default: perf_event_open
+ * then needs CAP_SYS_ADMIN, CAP_PERFMON is not enough (measured under
+ * 6.12 and 7.3: the tracers --follow-forks loads later could not open their
+ * scheduler clocks).
+ */
+static bool perf_needs_admin(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	int level = 2;
+
+	if (f) {
+		if (fscanf(f, "%d", &level) != 1)
+			level = 2;
+		fclose(f);
+	}
+	return level >= 3;
+}
+
 bool tracer__attach_needs_admin(const struct tracer *t)
 {
-	return !features__has(&t->features, KH_FEAT_UPROBE_MULTI);
+	return !features__has(&t->features, KH_FEAT_UPROBE_MULTI) || perf_needs_admin();
 }

@@ -149,8 +149,9 @@ int tracer__watch_starts(struct tracer *t, const char *path, tracer_start_fn fn,
 /* Number of keyhog probe sites attached so far. */
 size_t tracer__probe_count(const struct tracer *t);
 /*
- * Whether attaching a library later needs CAP_SYS_ADMIN: perf-event
- * uprobes do (kernels without uprobe-multi links), the links do not.
+ * Whether what khprof opens after attaching needs CAP_SYS_ADMIN: perf-event
+ * uprobes do (kernels without uprobe-multi links), and any perf event does
+ * where perf_event_paranoid is 3 (Debian's kernels' default).
  */
 bool tracer__attach_needs_admin(const struct tracer *t);
 
