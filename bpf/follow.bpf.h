@@ -114,19 +114,18 @@ int BPF_PROG(kh_follow_fork, struct task_struct *parent, struct task_struct *chi
 }
 
 /*
- * A vforked child's execve succeeded: stopped before the new program's
- * first instruction, and followed from there like a forked child.  It is
- * the current task here, so bpf_send_signal stops it on every kernel.
+ * The current task, when marked in marks (its tgid, once): stopped with
+ * bpf_send_signal, which any kernel has for the current task, and named
+ * to khprof after the stop is pending, so khprof's SIGCONT cannot come
+ * before it.
  */
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(kh_follow_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+static __always_inline int stop_current_if_marked(void *marks, __u32 tgid)
 {
-	__u32 tgid = (__u32)task->tgid;
 	struct kh_event *e;
 
-	if (!bpf_map_lookup_elem(&vfork_children, &tgid))
+	if (!bpf_map_lookup_elem(marks, &tgid))
 		return 0;
-	bpf_map_delete_elem(&vfork_children, &tgid);
+	bpf_map_delete_elem(marks, &tgid);
 	e = fork_event(tgid);
 	if (!e)
 		return 0;
@@ -139,30 +138,26 @@ int BPF_PROG(kh_follow_exec, struct task_struct *task, pid_t old_pid, struct lin
 }
 
 /*
+ * A vforked child's execve succeeded: stopped before the new program's
+ * first instruction, and followed from there like a forked child.  It is
+ * the current task here, so bpf_send_signal stops it on every kernel.
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(kh_follow_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
+{
+	return stop_current_if_marked(&vfork_children, (__u32)task->tgid);
+}
+
+/*
  * Before Linux 6.13, no BPF program can signal another task, so a child
  * kh_follow_fork marked stops itself: every task returning from a system
  * call passes sys_exit while a program is attached there, the child first
- * as it returns from fork, before its first user instruction.  The event
- * goes out after the stop is pending, so khprof's SIGCONT cannot come
- * before it.  Loaded only on those kernels (features.c): attached, every
+ * as it returns from fork, before its first user instruction.  Loaded
+ * only on those kernels (kfeatures.c): attached, every
  * system call of every process takes the tracepoint's slow path.
  */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(kh_fork_stop, struct pt_regs *regs, long ret)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct kh_event *e;
-
-	if (!bpf_map_lookup_elem(&fork_stops, &tgid))
-		return 0;
-	bpf_map_delete_elem(&fork_stops, &tgid);
-	e = fork_event(tgid);
-	if (!e)
-		return 0;
-	if (bpf_send_signal(SIGSTOP) != 0) {
-		bpf_ringbuf_discard(e, 0);
-		return 0;
-	}
-	bpf_ringbuf_submit(e, 0);
-	return 0;
+	return stop_current_if_marked(&fork_stops, (__u32)(bpf_get_current_pid_tgid() >> 32));
 }

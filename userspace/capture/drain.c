@@ -29,14 +29,20 @@
 #define KH_PIDFD_THREAD O_EXCL
 
 /*
- * What the BPF side knows of thread tid: 1 found, 0 listed without a
- * record (its creation failed, bpf/thread_ends.bpf.h), -1 the thread is gone.
+ * What the BPF side knows of thread tid of process pid: 1 found, 0 listed
+ * without a record (its creation failed, bpf/thread_ends.bpf.h) or not
+ * to be looked up here, -1 the thread is gone.  Before Linux 6.9 a pidfd
+ * names a whole process, so only the main thread's storage can be read.
  */
-static int thread_info(int store_fd, __u32 tid, struct kh_thread_info *info)
+static int thread_info(int store_fd, pid_t pid, __u32 tid, struct kh_thread_info *info)
 {
 	int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)tid, KH_PIDFD_THREAD);
 	int found;
 
+	if (pidfd < 0 && errno == EINVAL && (pid_t)tid == pid)
+		pidfd = (int)syscall(SYS_pidfd_open, (pid_t)tid, 0);
+	if (pidfd < 0 && errno == EINVAL)
+		return 0; /* another thread, on a kernel before 6.9: counted as unread */
 	if (pidfd < 0)
 		return -1;
 	found = bpf_map_lookup_elem(store_fd, &pidfd, info) == 0;
@@ -78,7 +84,7 @@ void drain__detached(struct tracer *t, uint64_t detach_ns)
 		prev = &key;
 		if (!thread_of(t->pid, key))
 			continue;
-		found = thread_info(store_fd, key, &info);
+		found = thread_info(store_fd, t->pid, key, &info);
 		if (found < 0)
 			continue;
 		if (!found || !(info.flags & KH_THREAD_ABI3)) {
