@@ -53,15 +53,29 @@ static __always_inline void kh_preempt_enable(void)
 /*
  * bpf_copy_from_user_str (sleepable programs) faults a string's pages in;
  * bpf_probe_read_user_str fails on a page the program never touched (a
- * literal in .rodata), which khprof then re-reads itself (session.c).
+ * literal in .rodata).  Without the kfunc, a one-byte bpf_copy_from_user
+ * (sleepable programs, Linux 5.10) faults in the page the string starts
+ * on, then the one it goes on into, and the read is tried again: khprof
+ * reading the string later could find the process gone.  Sleepable
+ * programs only (kh_usdt_identity).
  */
 extern int bpf_copy_from_user_str(void *dst, __u32 dst__sz, const void *unsafe_ptr__ign,
 				  __u64 flags) __ksym __weak;
 
 static __always_inline int kh_read_user_str(char *dst, __u32 size, const void *src)
 {
+	__u64 next = ((__u64)src | 4095) + 1;
+	char byte;
+	int n;
+
 	if (have_copy_from_user_str)
 		return bpf_copy_from_user_str(dst, size, src, 0);
+	n = bpf_probe_read_user_str(dst, size, src);
+	if (n >= 0 || bpf_copy_from_user(&byte, 1, src))
+		return n;
+	n = bpf_probe_read_user_str(dst, size, src);
+	if (n >= 0 || next - (__u64)src >= size || bpf_copy_from_user(&byte, 1, (void *)next))
+		return n;
 	return bpf_probe_read_user_str(dst, size, src);
 }
 
