@@ -33,8 +33,9 @@ static const struct {
 		"field instead of plain loads" },
 	[KH_FEAT_COPY_FROM_USER_STR] = {
 		"bpf_copy_from_user_str", "Linux 6.12",
-		"an identity string on a page the program never touched is re-read by "
-		"khprof from the process's memory after the probe" },
+		"an identity string on a page the program never touched is faulted in by a "
+		"one-byte bpf_copy_from_user and read again (a few helper calls more per "
+		"identity probe)" },
 	[KH_FEAT_SEND_SIGNAL_TASK] = {
 		"bpf_send_signal_task", "Linux 6.13",
 		"forked children are stopped from a sys_exit tracepoint: while khprof "
