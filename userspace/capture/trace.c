@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
+#include <x86intrin.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -124,7 +125,24 @@ static void count_thread_buffer(struct tracer *t, const struct kh_buffer_event *
 
 	if (e->slot >= KH_MAX_SLOTS && e->slot != KH_OUTSIDE_SLOT)
 		return; /* after an execve, or calibrating: nobody's session */
-	tracer__buffer_clock(t, e->anchor_ticks, e->anchor_ns, &clock);
+	/*
+	 * The anchor nearest the buffer's spans, which end by e->ts_ns: this
+	 * CPU's last flush, the loader's reading, or one taken now.  Times
+	 * are placed by their distance from it at the measured TSC rate, so
+	 * an old anchor (a thread that never flushed on a CPU that has not
+	 * since) multiplies the rate's error: at 100 ppm, 300 ms away put the
+	 * first spans of a session 30 us early, before the session, and they
+	 * were dropped as late under load here (test_fault_matrix).
+	 */
+	uint64_t now_ticks = __rdtsc(), now_ns = tracer__now_ns();
+	uint64_t anchor_ns = e->anchor_ns ? e->anchor_ns : t->skel->bss->tsc_anchor_ns;
+	uint64_t old_gap = e->ts_ns > anchor_ns ? e->ts_ns - anchor_ns : anchor_ns - e->ts_ns;
+	uint64_t new_gap = now_ns > e->ts_ns ? now_ns - e->ts_ns : e->ts_ns - now_ns;
+
+	if (new_gap < old_gap)
+		tracer__buffer_clock(t, now_ticks, now_ns, &clock);
+	else
+		tracer__buffer_clock(t, e->anchor_ticks, e->anchor_ns, &clock);
 	clock.session_start_ns = e->session_start_ns;
 	clock.until_ns = e->ts_ns;
 	buffers__account(e->state, &e->info, &clock, &t->pending[slot], &t->pending_latency[slot]);
