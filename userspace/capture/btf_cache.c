@@ -125,6 +125,7 @@ void btf_cache__forget(struct btf_cache *c)
 	unlink(c->ids_path);
 	c->usable = false;
 	c->fillable = true;
+	c->features_known = false; /* the run's features came from it: read them anew */
 }
 
 /*
@@ -160,7 +161,8 @@ static bool run_min_core_btf(const char *out, const char *object)
 	       WEXITSTATUS(status) == 0;
 }
 
-static bool write_ids(const char *path)
+/* The ids file; its features as this run found them, or read from the BTF now. */
+static bool write_ids(const char *path, const struct btf_cache *c)
 {
 	struct btf *vmlinux = btf__load_vmlinux_btf();
 	__s32 ids[BTF_ID_COUNT];
@@ -176,7 +178,8 @@ static bool write_ids(const char *path)
 	for (int i = 0; i < BTF_ID_COUNT; i++)
 		if (ids[i] <= 0)
 			return false;
-	if (features__scan_btf(VMLINUX_BTF, &features) != 0)
+	features = c->features;
+	if (!c->features_known && features__scan_btf(VMLINUX_BTF, &features) != 0)
 		return false;
 	n = snprintf(text, sizeof(text),
 		     "task_struct=%d mm_struct=%d signal_struct=%d features=%x/%x\n", ids[0], ids[1],
@@ -206,7 +209,7 @@ static void __attribute__((noreturn)) fill(const struct btf_cache *c, const void
 	snprintf(btf_tmp, sizeof(btf_tmp), "%s.%d.tmp", c->btf_path, (int)getpid());
 	snprintf(ids_tmp, sizeof(ids_tmp), "%s.%d.tmp", c->ids_path, (int)getpid());
 	ok = write_new(obj_tmp, object, object_len) && run_min_core_btf(btf_tmp, obj_tmp) &&
-	     write_ids(ids_tmp) && rename(ids_tmp, c->ids_path) == 0 &&
+	     write_ids(ids_tmp, c) && rename(ids_tmp, c->ids_path) == 0 &&
 	     rename(btf_tmp, c->btf_path) == 0;
 	unlink(obj_tmp);
 	if (!ok) {

@@ -35,6 +35,7 @@ struct btf_cache {
 	char ids_path[PATH_MAX];
 	__u32 ids[BTF_ID_COUNT]; /* the kernel's ids of those structs */
 	__u32 features;          /* the kernel's features found in its BTF (kfeatures.h) */
+	bool features_known;     /* features were read (from the cache, or by this run) */
 	bool usable;             /* both files are there and trusted: load with them */
 	bool fillable;           /* no cache yet, but one may be written */
 };

@@ -105,3 +105,18 @@ int compat__uprobe_perf_link(int prog_fd, const char *path, __u64 offset, __u64 
 	close(pfd);
 	return err ? err : fd;
 }
+
+int compat__empty_prog(enum bpf_prog_type type, int attach_type, __u32 attach_btf_id,
+		       const char *name)
+{
+	/* r0 = 0; exit */
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = (enum bpf_attach_type)attach_type,
+		    .attach_btf_id = attach_btf_id);
+	int fd = bpf_prog_load(type, name, "GPL", insns, sizeof(insns) / sizeof(insns[0]), &opts);
+
+	return fd < 0 ? -errno : fd;
+}

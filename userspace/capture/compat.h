@@ -13,6 +13,7 @@
 
 #include <sys/types.h>
 
+#include <linux/bpf.h>
 #include <linux/types.h>
 
 /* BPF_TRACE_UPROBE_MULTI, newer than libbpf 1.1 and its headers. */
@@ -36,5 +37,13 @@ int compat__uprobe_multi_link(int prog_fd, const char *path, const __u64 *offset
  */
 int compat__uprobe_perf_link(int prog_fd, const char *path, __u64 offset, __u64 ref_ctr_offset,
 			     __u64 cookie, pid_t pid);
+
+/*
+ * A program that returns 0, of type with expected attach_type (and the
+ * kernel function attach_btf_id for tracing ones): what the feature probes
+ * and the uprobe warmer attach, never to run anything.  Its fd or -errno.
+ */
+int compat__empty_prog(enum bpf_prog_type type, int attach_type, __u32 attach_btf_id,
+		       const char *name);
 
 #endif

@@ -165,15 +165,10 @@ static uint32_t exit_bits(const struct btf *btf, const struct btf_type *typedef_
 /* An fentry program on do_exit loaded and attached: trampolines work. */
 static bool probe_fentry(__s32 btf_id)
 {
-	const struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_FENTRY,
-		    .attach_btf_id = (__u32)btf_id);
-	int prog_fd, link_fd;
+	int prog_fd = compat__empty_prog(BPF_PROG_TYPE_TRACING, BPF_TRACE_FENTRY, (__u32)btf_id,
+					 "kh_probe_fentry");
+	int link_fd;
 
-	prog_fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "kh_probe_fentry", "GPL", insns, 2, &opts);
 	if (prog_fd < 0)
 		return false;
 	link_fd = bpf_raw_tracepoint_open(NULL, prog_fd);
@@ -250,19 +245,18 @@ int features__scan_btf(const char *path, uint32_t *bits)
  */
 static bool probe_uprobe_multi(void)
 {
-	const struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	LIBBPF_OPTS(bpf_prog_load_opts, opts,
-		    .expected_attach_type = (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
+	/* Once per khprof process: --follow-forks and attach --exe open many tracers. */
+	static int known = -1;
 	__u64 offset = 0, ref_ctr = 0, cookie = 0;
 	int prog_fd, fd, err;
 	bool ok = false;
 
-	prog_fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "kh_probe_multi", "GPL", insns, 2, &opts);
+	if (known >= 0)
+		return known;
+	prog_fd = compat__empty_prog(BPF_PROG_TYPE_KPROBE, KH_BPF_TRACE_UPROBE_MULTI, 0,
+				     "kh_probe_multi");
 	if (prog_fd < 0)
-		return false;
+		return false; /* no privileges yet: asked again by the next tracer */
 	fd = compat__uprobe_multi_link(prog_fd, "/", &offset, &ref_ctr, &cookie, 1, 0);
 	if (fd >= 0)
 		close(fd);
@@ -276,6 +270,7 @@ static bool probe_uprobe_multi(void)
 	err = errno;
 	close(prog_fd);
 	errno = err;
+	known = ok;
 	return ok;
 }
 
@@ -380,13 +375,16 @@ void features__probe(struct kh_features *f, bool btf_bits_known, uint32_t btf_bi
 	memset(f, 0, sizeof(*f));
 	if (uname(&u) == 0)
 		snprintf(f->release, sizeof(f->release), "%s", u.release);
+	f->btf_read = btf_bits_known;
 	if (!btf_bits_known) {
 		err = features__scan_btf(VMLINUX_BTF, &btf_bits);
 		if (err)
 			log__debug("cannot read the kernel's BTF for its features: %s",
 				   strerror(-err));
+		f->btf_read = !err;
 	}
-	f->have = btf_bits & KH_FEAT_BTF_MASK;
+	f->btf_bits = btf_bits & KH_FEAT_BTF_MASK;
+	f->have = f->btf_bits;
 	if (probe_uprobe_multi())
 		f->have |= 1u << KH_FEAT_UPROBE_MULTI;
 	f->preempt = probe_preempt(f->release);

@@ -54,6 +54,8 @@ enum kh_preempt_mode { KH_PREEMPT_UNKNOWN, KH_PREEMPT_NONE, KH_PREEMPT_VOLUNTARY
 
 struct kh_features {
 	uint32_t have;                 /* 1u << enum kh_kernel_feature */
+	uint32_t btf_bits;             /* what the kernel's BTF says, before any is disabled */
+	bool btf_read;                 /* btf_bits come from the BTF (or its cache), not a failure */
 	uint32_t disabled;             /* turned off by KHPROF_DISABLE_FEATURES */
 	enum kh_preempt_mode preempt;
 	char release[65];              /* uname -r */

@@ -300,21 +300,12 @@ static void report_features(const struct tracer *t)
 {
 	static bool said;
 
-	/* -q: the record still names them (kernel.degraded). */
+	/* -q: the record still names them (kernel.degraded, the same lines). */
 	if (said || t->opts.quiet)
 		return;
 	said = true;
-	for (int i = 0; i < KH_FEAT_COUNT; i++) {
-		const char *cost = features__cost(&t->features, (enum kh_kernel_feature)i);
-
-		if (cost && (t->features.disabled & (1u << i)))
-			log__note("%s disabled by KHPROF_DISABLE_FEATURES: %s",
-				  features__name((enum kh_kernel_feature)i), cost);
-		else if (cost)
-			log__note("kernel %s has no %s (%s): %s", t->features.release,
-				  features__name((enum kh_kernel_feature)i),
-				  features__since((enum kh_kernel_feature)i), cost);
-	}
+	for (size_t i = 0; i < t->degraded_count; i++)
+		log__note("kernel %s: %s", t->features.release, t->degraded_list[i]);
 }
 
 static bool uses_fentry(const struct tracer *t)
@@ -481,6 +472,11 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 
 	btf_cache__find(&t->btf_cache);
 	features__probe(&t->features, t->btf_cache.usable, t->btf_cache.features);
+	/* Scanned here on a first run: the cache written at close keeps these. */
+	if (t->features.btf_read) {
+		t->btf_cache.features = t->features.btf_bits;
+		t->btf_cache.features_known = true;
+	}
 	floor = features__floor_missing(&t->features);
 	if (floor != KH_FEAT_COUNT) {
 		log__error("kernel %s has no %s (%s): khprof needs Linux 6.1 or later "

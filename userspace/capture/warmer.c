@@ -102,21 +102,15 @@ static void __attribute__((noreturn)) keep_warm(int prog_fd, const char *path, i
 
 void warmer__start(struct warmer *w)
 {
-	/* r0 = 0; exit: the helper's uprobe never fires anyway. */
-	const struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-	LIBBPF_OPTS(bpf_prog_load_opts, opts,
-		    .expected_attach_type = (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI);
 	int prog_fd, file_fd = -1, stop[2] = { -1, -1 }, quiet[2] = { -1, -1 };
 	char path[64];
 	pid_t pid;
 
 	w->stop_fd = w->quiet_fd = -1;
 	w->pid = -1;
-	prog_fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "kh_warmer", "GPL", insns,
-				sizeof(insns) / sizeof(insns[0]), &opts);
+	/* Its uprobe never fires anyway. */
+	prog_fd = compat__empty_prog(BPF_PROG_TYPE_KPROBE, KH_BPF_TRACE_UPROBE_MULTI, 0,
+				     "kh_warmer");
 	if (prog_fd >= 0)
 		file_fd = memfd_create("khprof-warmer", MFD_CLOEXEC);
 	if (file_fd < 0 || ftruncate(file_fd, 4096) != 0 || pipe2(stop, O_CLOEXEC) != 0 ||
