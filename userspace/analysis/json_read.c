@@ -202,15 +202,27 @@ static int parse__checked_string(struct parse *ps, const struct jnode *node)
 	return node->bad_at == JNODE_NONE ? 0 : parse__fail_at(ps, node->bad_at, "invalid JSON");
 }
 
-static int parse__string_value(struct parse *ps, const struct jnode *node, const char *name,
-			       char **out)
+/*
+ * A string member's copy.  checked: refused with a lone surrogate escape,
+ * as serde refuses it in the seed's own members; the khprof object's are
+ * not checked, since the seed skips that object whole (a lone surrogate
+ * there reads as U+FFFD).
+ */
+static int parse__copy_string(struct parse *ps, const struct jnode *node, const char *name,
+			      bool checked, char **out)
 {
 	if (node->type != J_STRING)
 		return parse__fail_field(ps, name, "expected a string", node);
-	if (parse__checked_string(ps, node))
+	if (checked && parse__checked_string(ps, node))
 		return -EINVAL;
 	*out = strdup(node->string);
 	return *out ? 0 : parse__nomem(ps);
+}
+
+static int parse__string_value(struct parse *ps, const struct jnode *node, const char *name,
+			       char **out)
+{
+	return parse__copy_string(ps, node, name, true, out);
 }
 
 static int parse__string(struct parse *ps, const struct jnode *obj, const char *name, char **out)
@@ -222,37 +234,30 @@ static int parse__string(struct parse *ps, const struct jnode *obj, const char *
 	return parse__string_value(ps, node, name, out);
 }
 
+static int parse__opt_string_of(struct parse *ps, const struct jnode *obj, const char *name,
+				bool checked, char **out)
+{
+	const struct jnode *node;
+
+	*out = NULL;
+	if (parse__member(ps, obj, name, false, &node))
+		return -EINVAL;
+	if (!node || node->type == J_NULL)
+		return 0;
+	return parse__copy_string(ps, node, name, checked, out);
+}
+
 static int parse__opt_string(struct parse *ps, const struct jnode *obj, const char *name,
 			     char **out)
 {
-	const struct jnode *node;
-
-	*out = NULL;
-	if (parse__member(ps, obj, name, false, &node))
-		return -EINVAL;
-	if (!node || node->type == J_NULL)
-		return 0;
-	return parse__string_value(ps, node, name, out);
+	return parse__opt_string_of(ps, obj, name, true, out);
 }
 
-/*
- * The khprof object's strings: the seed skips the whole object, so a lone
- * surrogate there is read as U+FFFD rather than refusing the record.
- */
+/* The khprof object's strings (parse__copy_string says why they are not checked). */
 static int parse__ext_opt_string(struct parse *ps, const struct jnode *obj, const char *name,
 				 char **out)
 {
-	const struct jnode *node;
-
-	*out = NULL;
-	if (parse__member(ps, obj, name, false, &node))
-		return -EINVAL;
-	if (!node || node->type == J_NULL)
-		return 0;
-	if (node->type != J_STRING)
-		return parse__fail_field(ps, name, "expected a string", node);
-	*out = strdup(node->string);
-	return *out ? 0 : parse__nomem(ps);
+	return parse__opt_string_of(ps, obj, name, false, out);
 }
 
 static int parse__enum(struct parse *ps, const struct jnode *obj, const char *name,
@@ -816,7 +821,7 @@ static int parse__kernel(struct parse *ps, const struct jnode *ext_node, struct 
 	if (node->type != J_OBJECT)
 		return parse__fail_field(ps, "kernel", "expected an object", node);
 	saved = path__push_field(ps, "kernel");
-	err = parse__opt_string(ps, node, "release", &ext->kernel_release) ||
+	err = parse__ext_opt_string(ps, node, "release", &ext->kernel_release) ||
 	      parse__member(ps, node, "degraded", false, &list);
 	if (!err && list && list->type != J_ARRAY)
 		err = parse__fail_field(ps, "degraded", "expected an array", list);
@@ -825,7 +830,7 @@ static int parse__kernel(struct parse *ps, const struct jnode *ext_node, struct 
 		if (!ext->kernel_degraded)
 			err = parse__fail(ps, "out of memory");
 		for (const struct jnode *c = list->child; !err && c; c = c->next, i++) {
-			err = parse__string_value(ps, c, "degraded", &ext->kernel_degraded[i]);
+			err = parse__copy_string(ps, c, "degraded", false, &ext->kernel_degraded[i]);
 			ext->kernel_degraded_count = i + !err;
 		}
 	}
