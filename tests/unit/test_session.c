@@ -327,6 +327,30 @@ static void test_interval_series(void **state)
 	assert_int_equal(sessions__next_sample_ns(&f->tbl), 0);
 }
 
+/*
+ * A sample read after the session ended in the kernel, before its end event
+ * was read: the series still ends at the record's wall time.
+ */
+static void test_interval_after_end(void **state)
+{
+	struct session_fx *f = *state;
+	struct kh_slot_stats r1 = decode_totals(4, 4000), totals = decode_totals(10, 10000);
+	const uint64_t s0 = START_NS + 100;
+
+	f->tbl.cfg.interval_ns = 1000;
+	feed(&f->tbl, KH_EVENT_SESSION_START, 1, s0, 0, NULL);
+	sessions__sample(&f->tbl, 1, s0 + 1000, &r1);
+	sessions__sample(&f->tbl, 1, s0 + 2950, &totals);
+	feed(&f->tbl, KH_EVENT_SESSION_FINISH, 1, s0 + 2900, KH_STATE_COMPLETED, &totals);
+
+	assert_int_equal(f->seen.count, 1);
+	assert_int_equal(f->seen.records[0].series_count, 3);
+	assert_int_equal(f->seen.records[0].wall_time_ns, 2900);
+	assert_int_equal(f->seen.records[0].series_end_ns, 2900);
+	assert_int_equal(f->seen.records[0].series_decode_calls, 10);
+	assert_int_equal(f->seen.records[0].series_last_state, KH_STATE_COMPLETED);
+}
+
 /* Without --interval a record has no series. */
 static void test_no_interval_no_series(void **state)
 {
@@ -542,6 +566,7 @@ int main(void)
 		FX_TEST(test_whole_trace),
 		FX_TEST(test_unrecorded_session),
 		FX_TEST(test_interval_series),
+		FX_TEST(test_interval_after_end),
 		FX_TEST(test_no_interval_no_series),
 		cmocka_unit_test(test_samples_from_the_probe),
 		FX_TEST(test_process_end),

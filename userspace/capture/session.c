@@ -324,6 +324,33 @@ static void note_end(const struct session_table *tbl, struct kh_profile *p)
 		p->ext.exit_signal = (struct kh_opt_u64){ true, (uint64_t)tbl->end_code };
 }
 
+/*
+ * A sample taken after the session ended in the kernel but before its end
+ * event was read (the sampler's clock is read in user space, the end's in
+ * the probe: CI saw 2.9 us of overshoot) would carry the series past the
+ * record's wall time.  Its intervals end at the session's end instead; the
+ * totals they hold were complete by then.
+ */
+static void series_trim(struct open_session *s, uint64_t end_ns)
+{
+	struct kh_series *series = &s->profile.ext.series;
+	uint64_t end = since(s, end_ns);
+
+	if (s->last_sample_ns <= end_ns)
+		return;
+	for (size_t i = series->count; i-- > 0;) {
+		struct kh_interval *iv = &series->intervals[i];
+
+		if (iv->start_ns < end) {
+			iv->duration_ns = end - iv->start_ns;
+			break;
+		}
+		iv->start_ns = end;
+		iv->duration_ns = 0;
+	}
+	s->last_sample_ns = end_ns > s->start_ns ? end_ns : s->start_ns;
+}
+
 static void session_emit(struct session_table *tbl, struct open_session *s,
 			 const struct kh_slot_stats *sum, uint32_t status, uint64_t end_ns,
 			 bool ended_mid_session)
@@ -346,6 +373,7 @@ static void session_emit(struct session_table *tbl, struct open_session *s,
 	p->input_units = sum->input_units;
 	/* The last interval closes the series at the session's end, exactly on its totals. */
 	if (cfg->interval_ns && p->resource_sample_count) {
+		series_trim(s, end_ns);
 		size_t last = p->resource_sample_count - 1;
 		struct kh_interval iv = interval_to(
 			tbl, s, end_ns, sum, status, &p->resource_samples[last].snapshot,
