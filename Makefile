@@ -21,11 +21,14 @@ CFLAGS     ?= -O2 -g
 WARNINGS   := -Wall -Wextra -Werror
 # Each layer sees only the layers below it (docs/ARCHITECTURE.md): an
 # analysis file that includes a capture header does not compile.
-INC_COMMON   := -Iinclude -Iuserspace/common
-INC_ANALYSIS := $(INC_COMMON) -Iuserspace/analysis -I$(BUILD)/proto
+# A layer's sub-folders group its files for the reader; they share the
+# layer's include path, so a file moves without touching its includes.
+dirs_of      = $(addprefix -I,$(sort $(shell find $(1) -type d)))
+INC_COMMON   := -Iinclude $(call dirs_of,userspace/common)
+INC_ANALYSIS := $(INC_COMMON) $(call dirs_of,userspace/analysis) -I$(BUILD)/proto
 INC_USDT     := $(INC_COMMON) -Iusdt
-INC_CAPTURE  := $(INC_ANALYSIS) -Iusdt -Iuserspace/capture -I$(BUILD)
-INC_ALL      := $(INC_CAPTURE) -Iuserspace/cmd
+INC_CAPTURE  := $(INC_ANALYSIS) -Iusdt $(call dirs_of,userspace/capture) -I$(BUILD)
+INC_ALL      := $(INC_CAPTURE) $(call dirs_of,userspace/cmd)
 CPPFLAGS   := -MMD -MP -D_GNU_SOURCE
 USER_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 $(CPPFLAGS)
 NOBPF_LIBS := -ldw -lelf -lprotobuf-c -lz -lcjson -lm -pthread
@@ -61,7 +64,7 @@ DEPS_STAMP := $(BUILD)/.deps-installed
 # The layers, bottom up (docs/ARCHITECTURE.md).  usdt/ reads probe sites;
 # capture/ alone links libbpf, so the unit tests link everything else and
 # an analysis file that needed libbpf would fail to link them.
-objs_of = $(patsubst %.c,$(BUILD)/%.o,$(wildcard $(1)/*.c))
+objs_of = $(patsubst %.c,$(BUILD)/%.o,$(sort $(shell find $(1) -name '*.c')))
 COMMON_OBJS   := $(call objs_of,userspace/common)
 ANALYSIS_OBJS := $(call objs_of,userspace/analysis) $(BUILD)/proto/profile.pb-c.o
 USDT_OBJS     := $(call objs_of,usdt)
@@ -72,7 +75,7 @@ KHPROF_OBJS   := $(COMMON_OBJS) $(ANALYSIS_OBJS) $(USDT_OBJS) $(CAPTURE_OBJS) $(
 # (sessions, /proc, TSC) that the unit tests check without root.  The
 # others are found by what they include (libbpf or the skeleton), so that
 # a new file cannot be misfiled.
-CAPTURE_BPF_SRCS   := $(shell grep -lE '^\#include (<bpf/|"khprof\.skel\.h")' userspace/capture/*.c)
+CAPTURE_BPF_SRCS   := $(shell grep -rlE --include='*.c' '^\#include (<bpf/|"khprof\.skel\.h")' userspace/capture)
 CAPTURE_BPF_OBJS   := $(patsubst %.c,$(BUILD)/%.o,$(CAPTURE_BPF_SRCS))
 CAPTURE_PLAIN_OBJS := $(filter-out $(CAPTURE_BPF_OBJS),$(CAPTURE_OBJS))
 UNIT_LINK_OBJS     := $(COMMON_OBJS) $(ANALYSIS_OBJS) $(USDT_OBJS) $(CAPTURE_PLAIN_OBJS)
@@ -82,7 +85,7 @@ MODULE_OBJS := $(filter-out $(BUILD)/userspace/cmd/main.o,$(KHPROF_OBJS))
 # functions leave a copy of their sites in every file that includes it (221
 # sites in 44 files), and registering the uprobes that calibration attaches
 # took 6-17 ms at every start; without the copies, 1 batch site is left.
-$(filter-out $(BUILD)/userspace/capture/calibrate.o,$(KHPROF_OBJS)): private CPPFLAGS += -DKH_PROBES_DISABLED
+$(filter-out $(BUILD)/userspace/capture/clock/calibrate.o,$(KHPROF_OBJS)): private CPPFLAGS += -DKH_PROBES_DISABLED
 
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
@@ -130,13 +133,13 @@ $(BUILD)/userspace/analysis/%.o: userspace/analysis/%.c | $(DEPS_STAMP)
 	$(CC) $(USER_CFLAGS) $(INC_ANALYSIS) -c $< -o $@
 
 # pprof's messages (proto/profile.proto), compiled by protoc-c for the
-# analysis layer's pprof writer (userspace/analysis/pprof.c).
+# analysis layer's pprof writer (userspace/analysis/formats/pprof.c).
 $(BUILD)/proto/profile.pb-c.c $(BUILD)/proto/profile.pb-c.h &: proto/profile.proto | $(DEPS_STAMP)
 	@mkdir -p $(BUILD)/proto
 	protoc-c --proto_path=proto --c_out=$(BUILD)/proto $<
 $(BUILD)/proto/profile.pb-c.o: $(BUILD)/proto/profile.pb-c.c
 	$(CC) $(CFLAGS) -std=gnu11 -I$(BUILD)/proto -c $< -o $@
-$(BUILD)/userspace/analysis/pprof.o: $(BUILD)/proto/profile.pb-c.h
+$(BUILD)/userspace/analysis/formats/pprof.o: $(BUILD)/proto/profile.pb-c.h
 
 $(BUILD)/usdt/%.o: usdt/%.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
@@ -151,7 +154,7 @@ $(BUILD)/userspace/cmd/%.o: userspace/cmd/%.c | $(DEPS_STAMP)
 	$(CC) $(USER_CFLAGS) $(INC_ALL) -c $< -o $@
 
 # The BPF object's identity, which names its CO-RE target cache
-# (userspace/capture/btf_cache.h): a new object never reads an old cache.
+# (userspace/capture/kernel/btf_cache.h): a new object never reads an old cache.
 $(BUILD)/khprof_object_id.h: $(BUILD)/bpf/khprof.bpf.o
 	printf '#define KH_BPF_OBJECT_ID "%s"\n' "$$(sha256sum $< | cut -c1-16)" > $@.tmp && mv $@.tmp $@
 

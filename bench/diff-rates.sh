@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 dir=${1:-build/diff-rates-runs}
 runs=${2:-60}
 make -s build/khprof build/kh-scan build/kh-corpus
-objs=$(for c in userspace/common/*.c userspace/analysis/*.c; do echo "build/${c%.c}.o"; done)
-gcc -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude -Iuserspace/common -Iuserspace/analysis \
+objs=$(find userspace/common userspace/analysis -name '*.c' | while read -r c; do echo "build/${c%.c}.o"; done)
+incs=$(find userspace/common userspace/analysis -type d | sed 's/^/-I/')
+gcc -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude $incs \
 	-o build/diff_rates bench/diff_rates.c $objs -lcjson -lm
 if [ ! -d "$dir" ]; then
 	[ -f build/demo-corpus/truth.jsonl ] || build/kh-corpus --seed 1 --size 32 build/demo-corpus

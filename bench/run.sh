@@ -59,18 +59,19 @@ gcc "${CFLAGS_BENCH[@]}" -fPIC -shared -o "$B/libwall.so" bench/libwall.c
 gcc "${CFLAGS_BENCH[@]}" -o "$B/site_cost" bench/site_cost.c
 # interval_cost runs khprof's own sampling code: link the built objects of
 # the current sources (not stale ones of removed files).
-objs_of() { for f in "$@"; do echo "build/${f%.c}.o"; done; }
+objs_of() { find "$@" -name '*.c' | while read -r f; do echo "build/${f%.c}.o"; done; }
+incs_of() { find "$@" -type d | sed 's/^/-I/'; }
 # shellcheck disable=SC2046
-gcc "${CFLAGS_BENCH[@]}" -Iuserspace/common -Iuserspace/analysis -Iuserspace/capture -Ibuild \
-	-o "$B/interval_cost" bench/interval_cost.c build/userspace/capture/slots.o \
-	build/userspace/capture/procfs.o build/userspace/capture/session.o \
-	$(objs_of userspace/analysis/*.c userspace/common/*.c) build/proto/profile.pb-c.o \
+gcc "${CFLAGS_BENCH[@]}" $(incs_of userspace/common userspace/analysis userspace/capture) -Ibuild \
+	-o "$B/interval_cost" bench/interval_cost.c build/userspace/capture/session/slots.o \
+	build/userspace/capture/procfs.o build/userspace/capture/session/session.o \
+	$(objs_of userspace/analysis userspace/common) build/proto/profile.pb-c.o \
 	-lbpf -lelf -lprotobuf-c -lz -lcjson -lm
 # symbolize keeps and symbolizes synthetic --sample stacks (row 11).
 # shellcheck disable=SC2046
-gcc "${CFLAGS_BENCH[@]}" -Iuserspace/common -Iuserspace/analysis -Iuserspace/capture -Ibuild \
-	-o "$B/symbolize" bench/symbolize.c build/userspace/capture/stackstore.o \
-	$(objs_of userspace/analysis/*.c userspace/common/*.c) build/proto/profile.pb-c.o \
+gcc "${CFLAGS_BENCH[@]}" $(incs_of userspace/common userspace/analysis userspace/capture) -Ibuild \
+	-o "$B/symbolize" bench/symbolize.c build/userspace/capture/stacks/stackstore.o \
+	$(objs_of userspace/analysis userspace/common) build/proto/profile.pb-c.o \
 	-ldw -lelf -lprotobuf-c -lz -lcjson -lm
 gcc "${CFLAGS_BENCH[@]}" -o "$B/page_fault" bench/page_fault.c
 gcc "${CFLAGS_BENCH[@]}" -o "$B/scrape" bench/scrape.c

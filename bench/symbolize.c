@@ -3,7 +3,7 @@
  * make bench row 11: what keeping and symbolizing --sample's stacks costs
  * khprof.  100,000 samples over 2,000 distinct 12-frame stacks of this
  * binary's and libc's functions go through the stack store
- * (userspace/capture/stackstore.c) as the sampler hands them over, then
+ * (userspace/capture/stacks/stackstore.c) as the sampler hands them over, then
  * one record takes them all, symbolized with libdwfl.  Prints
  * "add_ns_per_sample=N fill_ms=N names=N".
  */

@@ -2,7 +2,7 @@
 /*
  * compat.bpf.h - part of khprof.bpf.c: what the BPF side uses from kernels
  * newer than khprof's floor (Linux 6.1), each behind a flag the loader sets
- * from the running kernel before load (userspace/capture/kfeatures.c).
+ * from the running kernel before load (userspace/capture/kernel/kfeatures.c).
  *
  * The kfuncs are weak: libbpf leaves a call to one the kernel lacks as an
  * invalid call (imm 0), and the verifier accepts it as long as the flag's

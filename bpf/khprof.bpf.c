@@ -57,7 +57,7 @@ const volatile __u32 stop_on_loader_event = 0;
  * Kernel BTF type ids for bpf_rdonly_cast: from a CO-RE relocation, or,
  * when the CO-RE targets come from khprof's cache (a small BTF of just the
  * types this object uses, whose ids are not the kernel's:
- * userspace/capture/btf_cache.c), the kernel's ids kept in the cache.  The
+ * userspace/capture/kernel/btf_cache.c), the kernel's ids kept in the cache.  The
  * loader sets core_ids_given before the load, so the verifier follows one
  * branch.
  */

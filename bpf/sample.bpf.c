@@ -4,7 +4,7 @@
  * its own, loaded only when asked, so that tracing without it loads and
  * costs what it did.  Its one program runs at each CPU-clock sample of a
  * traced thread (perf events opened per thread with inherit by
- * userspace/capture/sampler.c), takes the user stack by its frame pointers
+ * userspace/capture/stacks/sampler.c), takes the user stack by its frame pointers
  * and tags it with the innermost span the thread has open, read from the
  * thread's own span stack (struct kh_thread_state, probe ABI 4): no kernel
  * entry at the span edges is needed, so it works in every mode.

@@ -138,7 +138,7 @@ static __always_inline void count_drops(__u32 slot, enum kh_drop drop, __u64 n)
  * What an ending thread still buffers (it died, or it is about to exec),
  * read from its memory, which the kernel still maps at sched_process_exit
  * and sched_prepare_exec, and handed to khprof in one ring-buffer record:
- * khprof counts it as after a detach (userspace/capture/buffers.c), which
+ * khprof counts it as after a detach (userspace/capture/session/buffers.c), which
  * keeps these programs small (the verifier walks ~200 instructions instead
  * of ~2,600 for counting here, 2.5 ms each at every start).  With mark,
  * the buffer is marked as counted: an execve that fails goes on with it.

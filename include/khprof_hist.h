@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Per-stage latency histograms and on-CPU/off-CPU split, shared by the BPF
- * side (bpf/khprof.bpf.c) and userspace (userspace/analysis/hist.c).
+ * side (bpf/khprof.bpf.c) and userspace (userspace/analysis/model/hist.c).
  *
  * Buckets are log-linear (HDR-style): durations below 64 ns have a bucket
  * each; above, every power of two is cut into KH_HIST_SUB equal buckets, so

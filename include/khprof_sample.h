@@ -2,7 +2,7 @@
 /*
  * khprof_sample.h - what the stack sampler (bpf/sample.bpf.c, its own BPF
  * object, loaded only with --sample) hands to khprof
- * (userspace/capture/sampler.c): one ring-buffer record per sample.
+ * (userspace/capture/stacks/sampler.c): one ring-buffer record per sample.
  */
 #ifndef KHPROF_SAMPLE_H
 #define KHPROF_SAMPLE_H
@@ -39,7 +39,7 @@ enum kh_sample_tag {
  * has not pushed a frame pointer (a leaf; any function in its prologue)
  * keeps its return address within them, where the frame-pointer walk
  * skips its caller.  khprof finds it with the function's CFI
- * (userspace/capture/stackstore.c); 8 words cover a leaf that saved up to
+ * (userspace/capture/stacks/stackstore.c); 8 words cover a leaf that saved up to
  * seven registers.
  */
 #define KH_SAMPLE_STACK_WORDS 8

@@ -18,7 +18,7 @@
 #define KH_MAX_SLOTS 8
 #define KH_OUTSIDE_SLOT 0
 /*
- * khprof's own calibration spans (userspace/capture/calibrate.c) count in
+ * khprof's own calibration spans (userspace/capture/clock/calibrate.c) count in
  * a slot past the session slots, so they never mix with the program's.
  */
 #define KH_CALIBRATION_SLOT KH_MAX_SLOTS
@@ -229,7 +229,7 @@ struct kh_thread_info {
 
 /*
  * What a thread that died or execed still held in its buffer, as the BPF
- * side read it; khprof counts it (userspace/capture/buffers.c).
+ * side read it; khprof counts it (userspace/capture/session/buffers.c).
  */
 struct kh_buffer_event {
 	__u32 type;             /* KH_EVENT_THREAD_BUFFER, where kh_event has its type */

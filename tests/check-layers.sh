@@ -18,11 +18,13 @@ breach() {
 	status=1
 }
 
-# check_includes LAYER DIR... : quoted includes must be found in one of DIRs.
+# check_includes LAYER DIR... : quoted includes must be found in one of DIRs
+# or their sub-folders (a layer's sub-folders share its include path).
 check_includes() {
 	layer=$1
 	shift
-	for f in userspace/$layer/*.[ch]; do
+	dirs=$(find "$@" -type d 2>/dev/null)
+	for f in $(find userspace/$layer -name '*.[ch]'); do
 		[ -e "$f" ] || continue
 		sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*\([<"][^>"]*[>"]\).*/\1/p' "$f" |
 		while read -r inc; do
@@ -39,7 +41,7 @@ check_includes() {
 				*.skel.h) echo "$f includes $inc, the BPF skeleton"; continue ;;
 				esac
 				found=""
-				for dir in "$@"; do
+				for dir in $dirs; do
 					[ -e "$dir/$name" ] && found=1
 				done
 				[ -n "$found" ] ||

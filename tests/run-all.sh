@@ -8,7 +8,7 @@
 set -u
 cd "$(dirname "$0")/.."
 passed=0 failed=0 skipped=0 broken=""
-# khprof's CO-RE target cache (userspace/capture/btf_cache.h) in build/, not
+# khprof's CO-RE target cache (userspace/capture/kernel/btf_cache.h) in build/, not
 # in the machine's /var/cache: the first traced test writes it, the rest
 # load with it.
 export KHPROF_CACHE_DIR="$PWD/build/tests/khprof-cache"

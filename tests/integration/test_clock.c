@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Integration tests of the span clock (userspace/capture/span_clock.h):
+ * Integration tests of the span clock (userspace/capture/clock/span_clock.h):
  * the record names the clock that timed its spans and why; spans that move
  * between CPUs are counted and lie between the program's own clock
  * readings in every mode, with the clock this machine's evidence chose and

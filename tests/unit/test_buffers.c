@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Counting what a thread still holds in its batch buffer after a detach
- * (userspace/capture/buffers.c), as the BPF side counts a dying thread's:
+ * (userspace/capture/session/buffers.c), as the BPF side counts a dying thread's:
  * the part already handed over is skipped, TSC times are placed on the
  * kernel clock, and spans that ended after the detach are left out.
  */

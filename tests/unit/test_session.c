@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Session assembly without root or libbpf: events and slot totals in,
- * records out, as the tracer drives it (userspace/capture/session.c).
+ * records out, as the tracer drives it (userspace/capture/session/session.c).
  */
 #include "khtest.h"
 

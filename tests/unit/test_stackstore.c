@@ -2,7 +2,7 @@
 /*
  * Sampled stacks without a kernel: the record's stacks (JSON both ways,
  * folded lines, the top-functions table) and the store that keeps and
- * symbolizes samples (userspace/capture/stackstore.c), fed samples of this
+ * symbolizes samples (userspace/capture/stacks/stackstore.c), fed samples of this
  * very binary's functions.
  */
 #include <setjmp.h>
