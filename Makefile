@@ -1,17 +1,41 @@
 # khprof - kernel-assisted profiler for secret scanners.
 #
-#   make          build khprof, the BPF object, the examples and the tests
+#   make          build khprof (with its BPF objects) and the examples
 #   make demo     profile the reference scanner on the bundled corpus (text
 #                 report, and build/demo-report.html)
-#   make test     unit and integration tests (BPF tests need root)
+#   make test     unit and integration tests (BPF tests need root), then the
+#                 kernel matrix; T=BIN[:PATTERN] runs one host test binary
+#                 (e.g. T=test_cli, T='test_trace:test_nested*') with what it
+#                 needs built; K=none leaves the matrix out (not under CI=true)
+#   make tests    build every test binary and what the tests run, run nothing
 #   make bench    overhead benchmarks, written to docs/PERFORMANCE.md
 #   make test-kernels  the integration tests in Debian's own kernels under
 #                 QEMU (docs/KERNELS.md; K=6.1 for one, T=test_trace for one test)
+#   V=1           print every command in full
 #
-# Every output goes to build/.  Missing Debian packages are installed first.
+# Every output goes to build/.  The Debian packages a goal needs are
+# installed first when missing (scripts/install-deps.sh; the build's own
+# for make, the tests' servers, browser and QEMU for make test).
+
+# The probe ABI reads x86-64 registers (include/keyhog_profile.h's sites
+# and the argument specs in usdt/): elsewhere the header compiles to
+# nothing and there is nothing for khprof to trace.
+ifneq ($(shell uname -m),x86_64)
+$(error khprof builds on x86-64 only, not on '$(shell uname -m)': the probe ABI reads x86-64 registers)
+endif
+
+.DELETE_ON_ERROR:
+
+ifeq ($(V),1)
+Q   :=
+msg  =
+else
+Q   := @
+msg  = @printf '  %-8s %s\n' '$(1)' '$(2)';
+endif
 
 BUILD      := build
-ARCH       := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+ARCH       := x86
 MULTIARCH  := $(shell uname -m)-linux-gnu
 CC         ?= gcc
 CLANG      ?= clang
@@ -94,10 +118,39 @@ ITEST_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(ITEST_SRCS))
 
 EXAMPLES   := $(BUILD)/kh-scan $(BUILD)/kh-corpus
 
-.PHONY: all deps demo test test-kernels bench clean vmlinux seed-render
+# ELF files with hand-made probe notes for the unit tests (tests/unit/fixtures):
+# each .S gives NAME (a probe in .text) and NAME_in_data (-DIN_DATA).
+FIXTURE_SRCS := $(wildcard tests/unit/fixtures/*.S)
+FIXTURES     := $(foreach f,$(FIXTURE_SRCS),$(patsubst tests/unit/fixtures/%.S,$(BUILD)/fixtures/%,$(f)) \
+                  $(patsubst tests/unit/fixtures/%.S,$(BUILD)/fixtures/%_in_data,$(f)))
+
+# Traced workloads used by the integration tests (built like outside programs:
+# only include/keyhog_profile.h); sdt-nosem and stackwork-nofp are two of
+# them built a second way (below).
+WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
+WORKLOADS     := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(filter-out tests/workloads/lib%,$(WORKLOAD_SRCS))) \
+                 $(BUILD)/workloads/sdt-nosem $(BUILD)/workloads/stackwork-nofp
+
+# The Rust probe crate's workload, with the cargo found, and again with
+# Debian 12's own rustc 1.63 when the machine has it (the oldest Rust the
+# crate must keep building with).
+RUST_SRCS := $(shell find rust/keyhog-probes tests/workloads-rs -type f \
+                 \( -name '*.rs' -o -name Cargo.toml \) 2>/dev/null)
+RUST_WORKLOADS := $(BUILD)/workloads/workload-rs
+ifneq ($(wildcard /usr/bin/rustc),)
+RUST_WORKLOADS += $(BUILD)/rust-debian/workload-rs
+endif
+
+# What the integration tests run besides themselves.
+TEST_INPUTS := $(BUILD)/khprof $(EXAMPLES) $(WORKLOADS) $(FIXTURES)
+
+.PHONY: all tests deps demo test test-kernels bench clean vmlinux seed-render
 .DEFAULT_GOAL := all
 
-all: $(BUILD)/khprof $(EXAMPLES) $(UNIT_BINS) $(ITEST_BINS)
+# The only lists of what is built: `make` builds the tool and the examples,
+# `make tests` everything the tests need (make test builds it first).
+all: $(BUILD)/khprof $(EXAMPLES)
+tests: all $(UNIT_BINS) $(ITEST_BINS) $(FIXTURES) $(WORKLOADS) $(RUST_WORKLOADS)
 
 # --- dependencies -----------------------------------------------------------
 deps: $(DEPS_STAMP)
@@ -108,159 +161,136 @@ $(DEPS_STAMP): Makefile
 	@./scripts/install-deps.sh $(PACKAGES)
 	@mkdir -p $(BUILD) && touch $@
 
-# --- BPF object -> skeleton -> khprof ---------------------------------------
-$(BUILD)/bpf/khprof.bpf.o: bpf/khprof.bpf.c | $(DEPS_STAMP)
+# --- compiling: one rule, the include path of the file's layer --------------
+$(BUILD)/userspace/common/%.o:   LAYER_INC = $(INC_COMMON)
+$(BUILD)/userspace/analysis/%.o: LAYER_INC = $(INC_ANALYSIS)
+$(BUILD)/usdt/%.o:               LAYER_INC = $(INC_USDT)
+$(BUILD)/userspace/capture/%.o:  LAYER_INC = $(INC_CAPTURE)
+$(BUILD)/userspace/cmd/%.o:      LAYER_INC = $(INC_ALL)
+# tests/common holds the helpers every test binary shares (khtest.h).
+$(BUILD)/tests/%.o:              LAYER_INC = $(INC_ALL) -Itests/common -pthread
+# examples/common holds what the scanner and its corpus must agree on.
+$(BUILD)/examples/%.o:           LAYER_INC = -Iinclude -Iexamples/common -pthread
+
+$(BUILD)/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
+	$(call msg,CC,$<)
+	$(Q)$(CC) $(USER_CFLAGS) $(LAYER_INC) -c $< -o $@
+
+# --- BPF objects -> skeletons -> khprof -------------------------------------
+# khprof.bpf.o is the tracer; sample.bpf.o the stack sampler (--sample), an
+# object of its own, loaded only when asked.
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(call msg,CLANG-BPF,$<)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/khprof.skel.h: $(BUILD)/bpf/khprof.bpf.o
-	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
-
-# The stack sampler (--sample): an object of its own, loaded only when asked.
-$(BUILD)/bpf/sample.bpf.o: bpf/sample.bpf.c | $(DEPS_STAMP)
-	@mkdir -p $(@D)
-	$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/sample.skel.h: $(BUILD)/bpf/sample.bpf.o
-	$(BPFTOOL) gen skeleton $< name sample_bpf > $@.tmp && mv $@.tmp $@
-
-$(BUILD)/userspace/common/%.o: userspace/common/%.c | $(DEPS_STAMP)
-	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(INC_COMMON) -c $< -o $@
-
-$(BUILD)/userspace/analysis/%.o: userspace/analysis/%.c | $(DEPS_STAMP)
-	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(INC_ANALYSIS) -c $< -o $@
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name sample_bpf > $@.tmp && mv $@.tmp $@
 
 # pprof's messages (proto/profile.proto), compiled by protoc-c for the
 # analysis layer's pprof writer (userspace/analysis/formats/pprof.c).
 $(BUILD)/proto/profile.pb-c.c $(BUILD)/proto/profile.pb-c.h &: proto/profile.proto | $(DEPS_STAMP)
 	@mkdir -p $(BUILD)/proto
-	protoc-c --proto_path=proto --c_out=$(BUILD)/proto $<
+	$(call msg,PROTOC-C,$<)
+	$(Q)protoc-c --proto_path=proto --c_out=$(BUILD)/proto $<
 $(BUILD)/proto/profile.pb-c.o: $(BUILD)/proto/profile.pb-c.c
-	$(CC) $(CFLAGS) -std=gnu11 -I$(BUILD)/proto -c $< -o $@
+	$(call msg,CC,$<)
+	$(Q)$(CC) $(CFLAGS) -std=gnu11 -I$(BUILD)/proto -c $< -o $@
 $(BUILD)/userspace/analysis/formats/pprof.o: $(BUILD)/proto/profile.pb-c.h
-
-$(BUILD)/usdt/%.o: usdt/%.c | $(DEPS_STAMP)
-	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(INC_USDT) -c $< -o $@
-
-$(BUILD)/userspace/capture/%.o: userspace/capture/%.c | $(DEPS_STAMP)
-	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(INC_CAPTURE) -c $< -o $@
-
-$(BUILD)/userspace/cmd/%.o: userspace/cmd/%.c | $(DEPS_STAMP)
-	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(INC_ALL) -c $< -o $@
 
 # The BPF object's identity, which names its CO-RE target cache
 # (userspace/capture/kernel/btf_cache.h): a new object never reads an old cache.
 $(BUILD)/khprof_object_id.h: $(BUILD)/bpf/khprof.bpf.o
-	printf '#define KH_BPF_OBJECT_ID "%s"\n' "$$(sha256sum $< | cut -c1-16)" > $@.tmp && mv $@.tmp $@
+	$(Q)printf '#define KH_BPF_OBJECT_ID "%s"\n' "$$(sha256sum $< | cut -c1-16)" > $@.tmp && mv $@.tmp $@
 
 # Modules that include the skeleton must wait for it.
 $(CAPTURE_BPF_OBJS): $(BUILD)/khprof.skel.h $(BUILD)/sample.skel.h $(BUILD)/khprof_object_id.h
 
 $(BUILD)/khprof: $(KHPROF_OBJS)
-	$(CC) $(CFLAGS) -o $@ $^ $(LIBS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS)
 
 # --- examples ---------------------------------------------------------------
-$(BUILD)/examples/%.o: examples/%.c | $(DEPS_STAMP)
-	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) -Iinclude -Iexamples/common -pthread -c $< -o $@
-
-# examples/common holds what the scanner and its corpus must agree on.
 EXAMPLES_COMMON := $(patsubst %.c,$(BUILD)/%.o,$(wildcard examples/common/*.c))
 
 $(BUILD)/kh-scan: $(patsubst %.c,$(BUILD)/%.o,$(wildcard examples/scan/*.c)) $(EXAMPLES_COMMON)
-	$(CC) $(CFLAGS) -pthread -o $@ $^ -lpcre2-8 -lm
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -pthread -o $@ $^ -lpcre2-8 -lm
 
 $(BUILD)/kh-corpus: $(patsubst %.c,$(BUILD)/%.o,$(wildcard examples/corpus/*.c)) $(EXAMPLES_COMMON)
-	$(CC) $(CFLAGS) -o $@ $^ -lm
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lm
 
 # --- tests ------------------------------------------------------------------
-# tests/common holds the helpers every test binary shares (khtest.h).
 # Unit tests link without libbpf: they run without root and prove that
-# analysis and the plain capture logic do not need it.
-$(BUILD)/tests/unit/%.o: tests/unit/%.c | $(DEPS_STAMP)
-	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(INC_ALL) -Itests/common -c $< -o $@
+# analysis and the plain capture logic do not need it.  Every test binary
+# waits for what it runs, so `make build/tests/test_cli` gives a binary
+# that can run.
+$(UNIT_BINS): $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(UNIT_LINK_OBJS) | $(FIXTURES)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -pthread -o $@ $^ $(NOBPF_LIBS) -lcmocka -ldl
 
-$(BUILD)/tests/integration/%.o: tests/integration/%.c | $(DEPS_STAMP)
-	@mkdir -p $(@D)
-	$(CC) $(USER_CFLAGS) $(INC_ALL) -Itests/common -pthread -c $< -o $@
-
-$(UNIT_BINS): $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(UNIT_LINK_OBJS)
-	$(CC) $(CFLAGS) -pthread -o $@ $^ $(NOBPF_LIBS) -lcmocka -ldl
-
-$(ITEST_BINS): $(BUILD)/tests/%: $(BUILD)/tests/integration/%.o $(MODULE_OBJS)
-	$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) -lcmocka -ldl $(TEST_LIBS)
+$(ITEST_BINS): $(BUILD)/tests/%: $(BUILD)/tests/integration/%.o $(MODULE_OBJS) | $(TEST_INPUTS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) -lcmocka -ldl $(TEST_LIBS)
 # The browser tests decode their screenshots with libpng.
 $(BUILD)/tests/test_html: TEST_LIBS := -lpng
+$(BUILD)/tests/test_rust: | $(RUST_WORKLOADS)
 
-# ELF files with hand-made probe notes for the unit tests (tests/unit/fixtures):
-# each .S gives NAME (a probe in .text) and NAME_in_data (-DIN_DATA).
-FIXTURE_SRCS := $(wildcard tests/unit/fixtures/*.S)
-FIXTURES     := $(foreach f,$(FIXTURE_SRCS),$(patsubst tests/unit/fixtures/%.S,$(BUILD)/fixtures/%,$(f)) \
-                  $(patsubst tests/unit/fixtures/%.S,$(BUILD)/fixtures/%_in_data,$(f)))
 $(BUILD)/fixtures/%: tests/unit/fixtures/%.S | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) -g -nostdlib -static -o $@ $<
+	$(call msg,AS,$<)
+	$(Q)$(CC) -g -nostdlib -static -o $@ $<
 $(BUILD)/fixtures/%_in_data: tests/unit/fixtures/%.S | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) -nostdlib -static -DIN_DATA -o $@ $<
+	$(call msg,AS,$< -DIN_DATA)
+	$(Q)$(CC) -nostdlib -static -DIN_DATA -o $@ $<
 
-all: $(FIXTURES)
-
-# Traced workloads used by the integration tests (built like outside programs:
-# only include/keyhog_profile.h).
-WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
-WORKLOADS     := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(filter-out tests/workloads/lib%,$(WORKLOAD_SRCS)))
+WORKLOAD_CC = $(CC) $(CFLAGS) $(WARNINGS) -Iinclude
 $(BUILD)/workloads/libkhwork.so: tests/workloads/libkhwork.c include/keyhog_profile.h | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARNINGS) -Iinclude -fPIC -shared -o $@ $<
+	$(call msg,CC,$<)
+	$(Q)$(WORKLOAD_CC) -fPIC -shared -o $@ $<
 # The same library under a second name, opened with dlopen by the workload.
 $(BUILD)/workloads/libkhplugin.so: $(BUILD)/workloads/libkhwork.so
-	cp $< $@
+	$(Q)cp $< $@
 $(BUILD)/workloads/%: tests/workloads/%.c include/keyhog_profile.h $(BUILD)/workloads/libkhwork.so $(BUILD)/workloads/libkhplugin.so | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARNINGS) -Iinclude -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -ldl -lkhwork
+	$(call msg,CC,$<)
+	$(Q)$(WORKLOAD_CC) -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -ldl -lkhwork
 
 # The <sys/sdt.h> workload once more, without semaphores: its probes always fire.
 $(BUILD)/workloads/sdt-nosem: tests/workloads/sdt.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(WARNINGS) -DKH_SDT_NO_SEMAPHORES -o $@ $<
+	$(call msg,CC,$< -DKH_SDT_NO_SEMAPHORES)
+	$(Q)$(CC) $(CFLAGS) $(WARNINGS) -DKH_SDT_NO_SEMAPHORES -o $@ $<
 
 # The stack sampler's workload unwinds by frame pointers (tests/integration/test_stacks.c),
 # and the same without them, as Debian builds its packages.
 $(BUILD)/workloads/stackwork: private CFLAGS += -fno-omit-frame-pointer
 $(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c include/keyhog_profile.h $(BUILD)/workloads/libkhwork.so | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -fomit-frame-pointer $(WARNINGS) -Iinclude -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -lkhwork
-all: $(BUILD)/workloads/stackwork-nofp
-
-all: $(WORKLOADS) $(BUILD)/workloads/sdt-nosem
+	$(call msg,CC,$< -fomit-frame-pointer)
+	$(Q)$(WORKLOAD_CC) -fomit-frame-pointer -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -lkhwork
 
 # --- Rust: the probe crate and its workload ---------------------------------
 # rust/keyhog-probes emits the header's probes from Rust with the seed's API;
 # tests/workloads-rs is its traced workload (tests/integration/test_rust.c).
 # Built offline (no crates from outside) by scripts/build-rust.sh with the
-# cargo found, Debian's RUST_PACKAGES installed when there is none; and again
-# with Debian 12's own rustc 1.63 when the machine has it, the oldest Rust
-# the crate must keep building with.
+# cargo found, Debian's RUST_PACKAGES installed when there is none.
 RUST_PACKAGES := cargo
-RUST_SRCS := $(shell find rust/keyhog-probes tests/workloads-rs -type f \
-                 \( -name '*.rs' -o -name Cargo.toml \) 2>/dev/null)
-RUST_WORKLOADS := $(BUILD)/workloads/workload-rs
-ifneq ($(wildcard /usr/bin/rustc),)
-RUST_WORKLOADS += $(BUILD)/rust-debian/workload-rs
-endif
 $(BUILD)/workloads/workload-rs: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
-	@RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) current $@
+	$(call msg,CARGO,$@)
+	$(Q)RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) current $@
 $(BUILD)/rust-debian/workload-rs: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
-	@RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) debian $@
-
-all: $(RUST_WORKLOADS)
+	$(call msg,CARGO,$@ (rustc 1.63))
+	$(Q)RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) debian $@
 
 # The reader is rebuilt when the seed or the build script changes.  The
 # wildcard leaves the seed sources out when ../shared/seed is absent; the
@@ -290,23 +320,24 @@ $(SEED_READER) $(SEED_UNBUILDABLE): $(SEED_SRCS) scripts/build-seed-render.sh
 # Unit tests, then the BPF integration tests (root), with the seed's own
 # reader checking every record khprof writes when ../shared/seed is there.
 # The kernel matrix runs last, and its tests count in the closing line.
-test: all seed-render
-	@./scripts/install-deps.sh $(TEST_PACKAGES) $(KERNEL_PACKAGES)
+# T=BIN[:PATTERN] runs that host test binary alone (KH_TEST_FILTER=PATTERN).
+test: tests seed-render
+	@./scripts/install-deps.sh $(TEST_PACKAGES) $(if $(T),,$(KERNEL_PACKAGES))
 	@# The seed reader's packages bring Debian's rustc after this Makefile
 	@# was read: build the crate with it too (test_rust expects it then).
 	@if [ -x /usr/bin/rustc ]; then $(MAKE) --no-print-directory $(BUILD)/rust-debian/workload-rs; fi
-	@KH_KERNELS="$(K)" KH_KERNEL_TESTS="$(T)" ./tests/run-all.sh
+	@KH_KERNELS="$(K)" KH_TESTS="$(T)" ./tests/run-all.sh
 
 # Debian's 6.1, 6.12, newest backports and 5.10 kernels (tests/kernels/):
 # K=6.1 (or K=6.1,backports) for some, T=BIN[:PATTERN] for other tests.
-test-kernels: all seed-render
+test-kernels: tests seed-render
 	@./scripts/install-deps.sh $(KERNEL_PACKAGES)
 	@KH_KERNELS="$(K)" KH_KERNEL_TESTS="$(T)" ./tests/kernels/run.sh --no-build
 
 demo: $(BUILD)/khprof $(EXAMPLES)
 	@./scripts/demo.sh
 
-bench: all
+bench: tests
 	@./scripts/install-deps.sh $(BENCH_PACKAGES) valgrind $(SEED_PACKAGES)
 	@./bench/run.sh
 
@@ -317,4 +348,7 @@ vmlinux:
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# The compiler's dependency files of this tree's objects only: build/ also
+# holds reference builds of other commits (build/ref) and cargo's target
+# directories, whose .d files name other trees' headers.
+-include $(shell find $(addprefix $(BUILD)/,userspace usdt bpf tests examples) -name '*.d' 2>/dev/null)

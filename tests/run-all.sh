@@ -13,6 +13,23 @@ passed=0 failed=0 skipped=0 broken=""
 # load with it.
 export KHPROF_CACHE_DIR="$PWD/build/tests/khprof-cache"
 log=$(mktemp)
+# KH_TESTS="BIN[:PATTERN] ..." (make test T=...): those host test binaries
+# alone, each with KH_TEST_FILTER=PATTERN when given, and nothing else.
+if [ -n "${KH_TESTS:-}" ]; then
+	status=0
+	for t in $KH_TESTS; do
+		bin=build/tests/${t%%:*}
+		if [ ! -x "$bin" ]; then
+			echo "run-all: no test binary '$bin' (make test T= takes a name of tests/unit or tests/integration)" >&2
+			exit 2
+		fi
+		case $t in
+		*:*) KH_TEST_FILTER=${t#*:} "$bin" || status=1 ;;
+		*) "$bin" || status=1 ;;
+		esac
+	done
+	exit "$status"
+fi
 # The layering (docs/ARCHITECTURE.md) counts as one test.
 echo "== tests/check-layers.sh"
 if ./tests/check-layers.sh; then

@@ -132,7 +132,7 @@ for tool in qemu-system-x86_64 cpio gzip dpkg-deb apt-get file; do
 	}
 done
 if [ "$build" = 1 ]; then
-	make --no-print-directory -s all seed-render >"$run/make.log" 2>&1 || {
+	make --no-print-directory -s tests seed-render >"$run/make.log" 2>&1 || {
 		echo "run.sh: the build failed; see $run/make.log" >&2
 		tail -n 5 "$run/make.log" >&2
 		exit 1
