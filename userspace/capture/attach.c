@@ -30,6 +30,7 @@
 #include "latency.h"
 #include "fileio.h"
 #include "log.h"
+#include "procfs.h"
 #include "sampler.h"
 #include "tracer_impl.h"
 #include "usdt_notes.h"
@@ -782,72 +783,70 @@ void tracer__calibration(const struct tracer *t, struct tracer_calibration *out)
 	out->span_bias_ns = t->sessions.cfg.span_bias_ns;
 }
 
+struct mapped_attach {
+	struct tracer *t;
+	int err;
+};
+
+/* Each executable file mapping is a file whose probes may be attached. */
+static int attach_mapping(const struct procfs_mapping *m, void *ctx)
+{
+	struct mapped_attach *a = ctx;
+
+	if (m->perms[2] != 'x' || m->inode == 0 || m->path[0] != '/')
+		return 0;
+	a->err = attach_object_once(a->t, m->path);
+	return a->err != 0;
+}
+
 int tracer__attach_mapped(struct tracer *t)
 {
-	char maps_path[64], line[PATH_MAX + 128];
-	FILE *maps;
-	int err = 0;
+	struct mapped_attach a = { .t = t };
+	int err;
 
 	sessions__take_first_sample(&t->sessions);
-	snprintf(maps_path, sizeof(maps_path), "/proc/%d/maps", t->pid);
-	maps = fopen(maps_path, "re");
-	if (!maps)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while (fgets(line, sizeof(line), maps)) {
-		char perms[8], path[PATH_MAX];
-		unsigned long long inode;
-
-		path[0] = '\0';
-		if (sscanf(line, "%*x-%*x %7s %*x %*x:%*x %llu %4095[^\n]", perms, &inode, path) < 2)
-			continue;
-		if (perms[2] != 'x' || inode == 0 || path[0] != '/')
-			continue;
-		err = attach_object_once(t, path);
-		if (err)
-			break;
-	}
-	fclose(maps);
+	err = procfs__for_each_mapping(t->pid, attach_mapping, &a);
+	if (err < 0)
+		return err == -ENOENT ? -ESRCH : err;
 	t->skel->bss->abi2_batch_traced = t->abi2_batch;
 	if (t->sampler)
 		stack_store__read_maps(sampler__store(t->sampler)); /* a library just mapped */
-	if (!err && t->opts.joins_running_process && !t->sessions.cfg.observed_from_ns)
+	if (!a.err && t->opts.joins_running_process && !t->sessions.cfg.observed_from_ns)
 		attach__join_session(t);
-	return err;
+	return a.err;
+}
+
+/* Where a data symbol's file offset is mapped (runtime_address). */
+struct address_query {
+	const char *path;
+	uint64_t file_offset;
+	uint64_t address;
+};
+
+static int find_address(const struct procfs_mapping *m, void *ctx)
+{
+	struct address_query *q = ctx;
+
+	if (strcmp(m->path, q->path) != 0 || q->file_offset < m->offset ||
+	    q->file_offset >= m->offset + (m->end - m->start))
+		return 0;
+	/*
+	 * A file page can be mapped twice: rust-lld starts the data
+	 * segment in the page that ends the RELRO segment, whose copy
+	 * is zeroed past its end and read-only.  The variable the
+	 * program writes is in the writable mapping.
+	 */
+	q->address = m->start + (q->file_offset - m->offset);
+	return m->perms[1] == 'w';
 }
 
 /* The runtime address of a data symbol of path in the traced process; 0 if not mapped. */
 static uint64_t runtime_address(struct tracer *t, const char *path, uint64_t file_offset)
 {
-	char maps_path[64], line[PATH_MAX + 128];
-	uint64_t address = 0;
-	FILE *maps;
+	struct address_query q = { .path = path, .file_offset = file_offset };
 
-	snprintf(maps_path, sizeof(maps_path), "/proc/%d/maps", t->pid);
-	maps = fopen(maps_path, "re");
-	if (!maps)
-		return 0;
-	while (fgets(line, sizeof(line), maps)) {
-		unsigned long long start, end, offset;
-		char perms[8], name[PATH_MAX];
-
-		name[0] = '\0';
-		if (sscanf(line, "%llx-%llx %7s %llx %*x:%*x %*u %4095[^\n]", &start, &end, perms,
-			   &offset, name) < 5 || strcmp(name, path) != 0)
-			continue;
-		if (file_offset < offset || file_offset >= offset + (end - start))
-			continue;
-		/*
-		 * A file page can be mapped twice: rust-lld starts the data
-		 * segment in the page that ends the RELRO segment, whose copy
-		 * is zeroed past its end and read-only.  The variable the
-		 * program writes is in the writable mapping.
-		 */
-		address = start + (file_offset - offset);
-		if (perms[1] == 'w')
-			break;
-	}
-	fclose(maps);
-	return address;
+	procfs__for_each_mapping(t->pid, find_address, &q);
+	return q.address;
 }
 
 /*

@@ -31,6 +31,7 @@
 #include "live_metrics.h"
 #include "log.h"
 #include "process_trace.h"
+#include "procfs.h"
 #include "trace.h"
 
 /* Pids the watcher reported, attached once its ring buffer is drained. */
@@ -145,30 +146,23 @@ static void prepare_spare(struct exe_attach *ea)
 		ea->spare = process_open(ea);
 }
 
+static int maps_exe(const struct procfs_mapping *m, void *ctx)
+{
+	const struct exe_attach *ea = ctx;
+
+	return m->inode == (uint64_t)ea->ino && strcmp(m->path, ea->real) == 0;
+}
+
 /* Whether pid runs PATH or has it mapped (a library). */
 static bool process_uses(const struct exe_attach *ea, pid_t pid)
 {
-	char path[64], line[PATH_MAX + 128];
+	char path[64];
 	struct stat st;
-	bool found = false;
-	FILE *maps;
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	if (stat(path, &st) == 0 && st.st_dev == ea->dev && st.st_ino == ea->ino)
 		return true;
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	maps = fopen(path, "re");
-	if (!maps)
-		return false;
-	while (!found && fgets(line, sizeof(line), maps)) {
-		char mapped[PATH_MAX];
-		unsigned long long inode;
-
-		if (sscanf(line, "%*x-%*x %*s %*x %*x:%*x %llu %4095[^\n]", &inode, mapped) == 2)
-			found = inode == (unsigned long long)ea->ino && strcmp(mapped, ea->real) == 0;
-	}
-	fclose(maps);
-	return found;
+	return procfs__for_each_mapping(pid, maps_exe, (void *)ea) > 0;
 }
 
 /* The processes already running PATH when khprof starts. */
