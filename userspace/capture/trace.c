@@ -1,91 +1,32 @@
 // SPDX-License-Identifier: MIT
 /*
- * The event loop: ring-buffer events go to the session table (session.c) in
- * order; when a session ends, its slot's totals are read from the per-CPU
- * slot map (slots.c), with what khprof counted itself from the buffers of
- * threads that ended (buffers.c), handed over with the event, and the slot
- * is freed for the BPF side to reuse.
+ * The event loop: every ring-buffer event goes through one switch
+ * (handle_event) in order, to the session table (session.c), the buffer
+ * counts (drain.c) or the process's attach (process.c, attach.c); when a
+ * session ends, its slot's totals and distributions (slots.c), with what
+ * khprof counted itself from the buffers of threads that ended, are handed
+ * over with the event, and the slot is freed for the BPF side to reuse.
+ * Also the --interval samples between polls, the end and the detach.
  */
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
-#include <x86intrin.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "buffers.h"
 #include "khprof.skel.h"
-#include "latency.h"
 #include "log.h"
 #include "sampler.h"
-#include "slots.h"
 #include "tracer_impl.h"
-
-int tracer__read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum, bool reset)
-{
-	return slots__read(bpf_map__fd(t->skel->maps.slot_stats), t->ncpus, slot, sum, reset);
-}
-
-void tracer__add_pending(struct tracer *t, uint32_t slot, struct kh_slot_stats *totals,
-			 bool reset)
-{
-	struct kh_slot_stats *d = &t->pending[slot < KH_MAX_SLOTS ? slot : KH_OUTSIDE_SLOT];
-
-	/* Buffers never count probe hits: only the BPF side sees a probe fire. */
-	slots__add(totals, d);
-	if (reset)
-		memset(d, 0, sizeof(*d));
-}
-
-/*
- * A slot's totals and distributions with what khprof counted itself
- * (buffers of threads that ended, or read after a detach).  take: a
- * session's record takes them over, so the slot is zeroed and the BPF side
- * may reuse it; a take reads whatever it can, a look (the whole-trace
- * record) nothing when the totals cannot be read.  0 or -errno.
- */
-static int read_slot(struct tracer *t, uint32_t slot, bool take, struct kh_slot_stats *totals,
-		     struct kh_latency *latency)
-{
-	uint64_t bias_ns = t->sessions.cfg.span_bias_ns;
-	int err = tracer__read_slot(t, slot, totals, take);
-
-	memset(latency, 0, sizeof(*latency));
-	if (err && !take)
-		return err;
-	tracer__add_pending(t, slot, totals, take);
-	latency__read_slot(t->skel, t->ncpus, slot, bias_ns, latency);
-	latency__add_drained(latency, &t->pending_latency[slot], bias_ns);
-	if (take && slot != KH_OUTSIDE_SLOT)
-		t->skel->bss->slot_busy[slot] = 0;
-	return err;
-}
-
-void tracer__fill_stacks(struct kh_profile *p, uint64_t start_ns, uint64_t end_ns, void *ctx)
-{
-	struct tracer *t = ctx;
-
-	if (!t->sampler)
-		return;
-	/* The samples up to the record's end may still wait in their ring. */
-	sampler__drain(t->sampler);
-	stack_store__fill(sampler__store(t->sampler), start_ns, end_ns,
-			  sampler__ring_full(t->sampler), &p->ext.stacks);
-}
-
-uint64_t tracer__next_sample_ns(const struct tracer *t)
-{
-	return sessions__next_sample_ns(&t->sessions);
-}
 
 /*
  * Events first, so that transitions and finished sessions are in before
  * the sample.  Reading one slot costs one map lookup over the CPUs and two
  * /proc reads (docs/PERFORMANCE.md).
  */
-void tracer__sample(struct tracer *t, uint64_t now)
+static void sample(struct tracer *t, uint64_t now)
 {
 	struct kh_slot_stats running;
 
@@ -104,47 +45,24 @@ void tracer__sample(struct tracer *t, uint64_t now)
 	}
 }
 
-/* The clock of TSC times near anchor (a TSC reading and the kernel time then). */
-void tracer__buffer_clock(const struct tracer *t, uint64_t anchor_ticks, uint64_t anchor_ns,
-			  struct buffer_clock *clock)
+uint64_t tracer__sample_due(struct tracer *t, uint64_t now, uint64_t wake)
 {
-	memset(clock, 0, sizeof(*clock));
-	clock->now_ticks = anchor_ns ? anchor_ticks : t->skel->bss->tsc_anchor_ticks;
-	clock->now_ns = anchor_ns ? anchor_ns : t->skel->bss->tsc_anchor_ns;
-	clock->tsc_mult = t->skel->bss->tsc_mult;
-	clock->tsc_shift = t->skel->bss->tsc_shift;
-	clock->trace_start_ns = t->trace_start_ns;
+	uint64_t next = sessions__next_sample_ns(&t->sessions);
+
+	if (next && now >= next) {
+		sample(t, now);
+		next = sessions__next_sample_ns(&t->sessions);
+	}
+	return next && (!wake || next < wake) ? next : wake;
 }
 
-/* A thread that ended (or execed) left spans in its buffer: they count for its slot. */
-static void count_thread_buffer(struct tracer *t, const struct kh_buffer_event *e)
+int tracer__wait_ms(uint64_t now, uint64_t wake, uint64_t deadline_ns)
 {
-	struct buffer_clock clock;
-	uint32_t slot = e->slot < KH_MAX_SLOTS ? e->slot : KH_OUTSIDE_SLOT;
-
-	if (e->slot >= KH_MAX_SLOTS && e->slot != KH_OUTSIDE_SLOT)
-		return; /* after an execve, or calibrating: nobody's session */
-	/*
-	 * The anchor nearest the buffer's spans, which end by e->ts_ns: this
-	 * CPU's last flush, the loader's reading, or one taken now.  Times
-	 * are placed by their distance from it at the measured TSC rate, so
-	 * an old anchor (a thread that never flushed on a CPU that has not
-	 * since) multiplies the rate's error: at 100 ppm, 300 ms away put the
-	 * first spans of a session 30 us early, before the session, and they
-	 * were dropped as late under load here (test_fault_matrix).
-	 */
-	uint64_t now_ticks = __rdtsc(), now_ns = tracer__now_ns();
-	uint64_t anchor_ns = e->anchor_ns ? e->anchor_ns : t->skel->bss->tsc_anchor_ns;
-	uint64_t old_gap = e->ts_ns > anchor_ns ? e->ts_ns - anchor_ns : anchor_ns - e->ts_ns;
-	uint64_t new_gap = now_ns > e->ts_ns ? now_ns - e->ts_ns : e->ts_ns - now_ns;
-
-	if (new_gap < old_gap)
-		tracer__buffer_clock(t, now_ticks, now_ns, &clock);
-	else
-		tracer__buffer_clock(t, e->anchor_ticks, e->anchor_ns, &clock);
-	clock.session_start_ns = e->session_start_ns;
-	clock.until_ns = e->ts_ns;
-	buffers__account(e->state, &e->info, &clock, &t->pending[slot], &t->pending_latency[slot]);
+	if (deadline_ns && (!wake || deadline_ns < wake))
+		wake = deadline_ns;
+	if (!wake)
+		return -1;
+	return wake > now ? (int)((wake - now + 999999) / 1000000) : 0;
 }
 
 size_t tracer__records_emitted(const struct tracer *t)
@@ -187,7 +105,7 @@ static bool image_event(struct tracer *t)
 static void loader_stopped(struct tracer *t, const struct kh_event *e)
 {
 	if (t->on_start) {
-		/* A watcher's hook is a file's start, not the loader (attach.c). */
+		/* A watcher's hook is a file's start, not the loader (process.c). */
 		t->on_start(e->pid, t->start_ctx);
 		return;
 	}
@@ -231,7 +149,7 @@ static void session_finished(struct tracer *t, const struct kh_event *e)
 	struct kh_slot_stats totals;
 	struct kh_latency latency;
 
-	read_slot(t, sessions__slot_of(e), true, &totals, &latency);
+	tracer__collect_slot(t, sessions__slot_of(e), true, &totals, &latency);
 	sessions__finish(&t->sessions, e, &totals, &latency);
 }
 
@@ -256,7 +174,7 @@ static int handle_event(void *ctx, void *data, size_t len)
 		break;
 	case KH_EVENT_THREAD_BUFFER:
 		if (!t->ended && len >= sizeof(struct kh_buffer_event))
-			count_thread_buffer(t, data);
+			drain__thread_ended(t, data);
 		break;
 	case KH_EVENT_PROCESS_EXIT:
 		if (image_event(t))
@@ -340,12 +258,12 @@ static void end_sessions(struct tracer *t, int exit_status, uint64_t now)
 	for (uint32_t slot = 0; slot < KH_MAX_SLOTS; slot++) {
 		if (!sessions__is_open(&t->sessions, slot))
 			continue;
-		read_slot(t, slot, true, &totals, &latency);
+		tracer__collect_slot(t, slot, true, &totals, &latency);
 		sessions__end(&t->sessions, slot, exit_status, now, &totals, &latency);
 	}
 	/* Spans but no session probes: one record for the whole trace. */
 	if (sessions__none_seen(&t->sessions) &&
-	    read_slot(t, KH_OUTSIDE_SLOT, false, &totals, &latency) == 0)
+	    tracer__collect_slot(t, KH_OUTSIDE_SLOT, false, &totals, &latency) == 0)
 		sessions__end_whole_trace(&t->sessions, exit_status, now, &totals, &latency);
 }
 

@@ -237,16 +237,8 @@ static uint64_t sample_due(struct exe_attach *ea, uint64_t now)
 {
 	uint64_t wake = 0;
 
-	for (struct process_trace *p = ea->set.list; p; p = p->next) {
-		uint64_t next = tracer__next_sample_ns(p->tracer);
-
-		if (next && now >= next) {
-			tracer__sample(p->tracer, now);
-			next = tracer__next_sample_ns(p->tracer);
-		}
-		if (next && (!wake || next < wake))
-			wake = next;
-	}
+	for (struct process_trace *p = ea->set.list; p; p = p->next)
+		wake = tracer__sample_due(p->tracer, now, wake);
 	return wake;
 }
 
@@ -256,15 +248,11 @@ static void run(struct exe_attach *ea, uint64_t deadline_ns)
 	for (;;) {
 		struct epoll_event events[16];
 		uint64_t now = tracer__now_ns(), wake = sample_due(ea, now);
-		int timeout = -1, n;
+		int n;
 
 		if (deadline_ns && now >= deadline_ns)
 			return;
-		if (deadline_ns && (!wake || deadline_ns < wake))
-			wake = deadline_ns;
-		if (wake)
-			timeout = wake > now ? (int)((wake - now + 999999) / 1000000) : 0;
-		n = epoll_wait(ea->set.epoll_fd, events, 16, timeout);
+		n = epoll_wait(ea->set.epoll_fd, events, 16, tracer__wait_ms(now, wake, deadline_ns));
 		if (n < 0 && errno != EINTR)
 			return;
 		for (int i = 0; i < n; i++) {
