@@ -40,6 +40,9 @@ struct seen_record {
 	char attach_state[16];
 	uint64_t created_ns;
 	bool last_rss_known;
+	/* khprof.latency as the record took it over. */
+	bool latency_present;
+	uint64_t latency_decode_spans;
 };
 
 struct seen {
@@ -82,6 +85,8 @@ static void on_profile(const struct kh_profile *p, void *ctx)
 			    p->resource_samples[p->resource_sample_count - 1].snapshot.resident_bytes.present;
 	for (size_t i = 0; i < p->transition_count && i < 16; i++)
 		r->states[i] = p->transitions[i].state;
+	r->latency_present = p->ext.latency.present;
+	r->latency_decode_spans = p->ext.latency.stages[KH_STAGE_DECODE].spans;
 	r->series_count = p->ext.series.count;
 	for (size_t i = 0; i < p->ext.series.count; i++) {
 		const struct kh_interval *iv = &p->ext.series.intervals[i];
@@ -572,6 +577,65 @@ static void test_open_partial(void **state)
 
 #define FX_TEST(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
+/* A decode distribution of spans spans, as collect.c hands one over. */
+static struct kh_latency decode_latency(uint64_t spans)
+{
+	struct kh_latency l;
+
+	memset(&l, 0, sizeof(l));
+	l.present = true;
+	l.stages[KH_STAGE_DECODE].present = true;
+	l.stages[KH_STAGE_DECODE].spans = spans;
+	l.stages[KH_STAGE_DECODE].counts = calloc(KH_HIST_BUCKETS, sizeof(uint64_t));
+	assert_non_null(l.stages[KH_STAGE_DECODE].counts);
+	l.stages[KH_STAGE_DECODE].counts[3] = spans;
+	return l;
+}
+
+/*
+ * A session's distributions travel as its totals do, by parameter: the
+ * record of the session that ends takes them over and leaves the caller's
+ * empty; a whole-trace record that is not due frees them.
+ */
+static void test_latency_passed_with_totals(void **state)
+{
+	struct session_fx *f = *state;
+	struct kh_slot_stats totals = decode_totals(4, 400);
+	struct kh_slot_stats idle;
+	struct kh_event finish = event(KH_EVENT_SESSION_FINISH, 1, START_NS + 50,
+				       KH_STATE_COMPLETED);
+	struct kh_latency latency = decode_latency(4);
+
+	feed(&f->tbl, KH_EVENT_SESSION_START, 1, START_NS + 10, 1, NULL);
+	sessions__finish(&f->tbl, &finish, &totals, &latency);
+	assert_int_equal(f->seen.count, 1);
+	assert_true(f->seen.records[0].latency_present);
+	assert_int_equal(f->seen.records[0].latency_decode_spans, 4);
+	assert_false(latency.present);
+	assert_null(latency.stages[KH_STAGE_DECODE].counts);
+
+	/* The next session's record has only its own. */
+	feed(&f->tbl, KH_EVENT_SESSION_START, 2, START_NS + 60, 2, NULL);
+	latency = decode_latency(9);
+	sessions__end(&f->tbl, 2, -1, START_NS + 90, &totals, &latency);
+	assert_int_equal(f->seen.count, 2);
+	assert_int_equal(f->seen.records[1].latency_decode_spans, 9);
+	assert_false(latency.present);
+
+	/* Without a distribution, a record has none. */
+	feed(&f->tbl, KH_EVENT_SESSION_START, 3, START_NS + 100, 3, NULL);
+	feed(&f->tbl, KH_EVENT_SESSION_FINISH, 3, START_NS + 110, KH_STATE_COMPLETED, &totals);
+	assert_int_equal(f->seen.count, 3);
+	assert_false(f->seen.records[2].latency_present);
+
+	memset(&idle, 0, sizeof(idle));
+	latency = decode_latency(2);
+	sessions__end_whole_trace(&f->tbl, 0, START_NS + 200, &idle, &latency);
+	assert_int_equal(f->seen.count, 3);
+	assert_false(latency.present);
+	assert_null(latency.stages[KH_STAGE_DECODE].counts);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -587,6 +651,7 @@ int main(void)
 		FX_TEST(test_process_end),
 		FX_TEST(test_refused_start),
 		FX_TEST(test_open_partial),
+		FX_TEST(test_latency_passed_with_totals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,9 +3,10 @@
  * The event loop: every ring-buffer event goes through one switch
  * (handle_event) in order, to the session table (session.c), the buffer
  * counts (drain.c) or the process's attach (process.c, attach.c); when a
- * session ends, its slot's totals and distributions (slots.c), with what
- * khprof counted itself from the buffers of threads that ended, are handed
- * over with the event, and the slot is freed for the BPF side to reuse.
+ * session ends, its slot's totals and distributions, with what khprof
+ * counted itself from the buffers of threads that ended (collect.c), are
+ * handed over with the event, and the slot is freed for the BPF side to
+ * reuse.
  * Also the --interval samples between polls, the end and the detach.
  */
 #include <errno.h>
