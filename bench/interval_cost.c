@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * What one --interval sample costs khprof (bench/run.sh, row 7): the work
- * tracer__sample() does per open session, timed in a loop.  A per-CPU array
- * map with the kernel's slot layout stands in for the loaded one (the same
+ * tracer__sample_due() does per open session, timed in a loop.  A per-CPU
+ * array map with the kernel's slot layout stands in for the loaded one (the same
  * lookup syscall over the same bytes), and /proc is sampled from a live
  * process, so the figure is khprof's CPU time per sample.  The traced
  * program does nothing for a sample; its cost is the span cost of row 2.
@@ -64,7 +64,7 @@ int main(int argc, char **argv)
 	start.type = KH_EVENT_SESSION_START;
 	start.slot = 1;
 	start.ts_ns = 1;
-	sessions__event(&tbl, &start, NULL);
+	sessions__start(&tbl, &start);
 	t0 = now_us();
 	for (long i = 0; i < n; i++) {
 		slots__read(fd, ncpus, 1, &running, false);

@@ -220,6 +220,67 @@ static void test_sample_child_with_awkward_name(void **state)
 	assert_int_equal(waitpid(pid, NULL, 0), pid);
 }
 
+/* proc(5)'s maps lines: a file, one anonymous, a deleted file with a space in its name. */
+static void test_mapping_lines(void **state)
+{
+	struct procfs_mapping m;
+
+	(void)state;
+	assert_int_equal(procfs__parse_mapping("7f3a1c000000-7f3a1c021000 r-xp 00002000 fe:01 "
+					       "1311 /usr/lib/libkh.so\n", &m), 0);
+	assert_int_equal(m.start, 0x7f3a1c000000ull);
+	assert_int_equal(m.end, 0x7f3a1c021000ull);
+	assert_int_equal(m.offset, 0x2000);
+	assert_int_equal(m.inode, 1311);
+	assert_string_equal(m.perms, "r-xp");
+	assert_string_equal(m.path, "/usr/lib/libkh.so");
+
+	assert_int_equal(procfs__parse_mapping("7ffd5000-7ffd7000 rw-p 00000000 00:00 0\n", &m), 0);
+	assert_int_equal(m.inode, 0);
+	assert_string_equal(m.path, "");
+
+	assert_int_equal(procfs__parse_mapping("1000-2000 rw-s 00000000 00:01 77     "
+					       "/memfd:kh work (deleted)\n", &m), 0);
+	assert_string_equal(m.path, "/memfd:kh work (deleted)");
+
+	assert_int_equal(procfs__parse_mapping("not a mapping\n", &m), -EINVAL);
+	assert_int_equal(procfs__parse_mapping("1000-2000 r-xp\n", &m), -EINVAL);
+}
+
+struct own_text {
+	uintptr_t address;
+	bool found;
+	size_t seen;
+};
+
+static int find_own_text(const struct procfs_mapping *m, void *ctx)
+{
+	struct own_text *o = ctx;
+
+	o->seen++;
+	if (o->address < m->start || o->address >= m->end)
+		return 0;
+	o->found = m->perms[2] == 'x' && m->inode != 0 && m->path[0] == '/';
+	return 7; /* stops the walk, and is what it returns */
+}
+
+/* This binary's own code is an executable file mapping; the walk stops when told. */
+static void test_mappings_of_self(void **state)
+{
+	struct own_text o = { .address = (uintptr_t)&find_own_text };
+	size_t all;
+
+	(void)state;
+	assert_int_equal(procfs__for_each_mapping(getpid(), find_own_text, &o), 7);
+	assert_true(o.found);
+	all = o.seen;
+	o = (struct own_text){ .address = 0 };
+	assert_int_equal(procfs__for_each_mapping(getpid(), find_own_text, &o), 0);
+	assert_true(o.seen >= all);
+	assert_int_equal(procfs__for_each_mapping(getpid(), NULL, NULL), 0);
+	assert_int_equal(procfs__for_each_mapping(-1, NULL, NULL), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +293,8 @@ int main(void)
 		cmocka_unit_test(test_sample_self),
 		cmocka_unit_test(test_sample_missing_process),
 		cmocka_unit_test(test_sample_child_with_awkward_name),
+		cmocka_unit_test(test_mapping_lines),
+		cmocka_unit_test(test_mappings_of_self),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -40,6 +40,9 @@ struct seen_record {
 	char attach_state[16];
 	uint64_t created_ns;
 	bool last_rss_known;
+	/* khprof.latency as the record took it over. */
+	bool latency_present;
+	uint64_t latency_decode_spans;
 };
 
 struct seen {
@@ -82,6 +85,8 @@ static void on_profile(const struct kh_profile *p, void *ctx)
 			    p->resource_samples[p->resource_sample_count - 1].snapshot.resident_bytes.present;
 	for (size_t i = 0; i < p->transition_count && i < 16; i++)
 		r->states[i] = p->transitions[i].state;
+	r->latency_present = p->ext.latency.present;
+	r->latency_decode_spans = p->ext.latency.stages[KH_STAGE_DECODE].spans;
 	r->series_count = p->ext.series.count;
 	for (size_t i = 0; i < p->ext.series.count; i++) {
 		const struct kh_interval *iv = &p->ext.series.intervals[i];
@@ -168,8 +173,23 @@ static void feed(struct session_table *tbl, uint32_t type, uint32_t slot, uint64
 {
 	struct kh_event e = event(type, slot, ts, arg0);
 
-	assert_int_equal(sessions__event_ends_session(&e), type == KH_EVENT_SESSION_FINISH);
-	sessions__event(tbl, &e, totals);
+	/* The tracer's handle_event picks these by type, as here. */
+	switch (type) {
+	case KH_EVENT_SESSION_START:
+		sessions__start(tbl, &e);
+		break;
+	case KH_EVENT_TRANSITION:
+		sessions__transition(tbl, &e);
+		break;
+	case KH_EVENT_SESSION_REFUSED:
+		sessions__refused(tbl, &e);
+		break;
+	case KH_EVENT_SESSION_FINISH:
+		sessions__finish(tbl, &e, totals, NULL);
+		break;
+	default:
+		fail_msg("feed: event type %u is not a session event", type);
+	}
 }
 
 static struct kh_slot_stats decode_totals(uint64_t calls, uint64_t elapsed_ns)
@@ -193,7 +213,7 @@ static void test_complete_session(void **state)
 	feed(&f->tbl, KH_EVENT_SESSION_START, 1, START_NS + 100, 3, NULL);
 	snprintf(id.key, sizeof(id.key), "binary_version");
 	snprintf(id.value, sizeof(id.value), "9.8.7");
-	sessions__event(&f->tbl, &id, NULL);
+	sessions__identity(&f->tbl, &id);
 	feed(&f->tbl, KH_EVENT_TRANSITION, 1, START_NS + 300, KH_STATE_SCANNING, NULL);
 	assert_true(sessions__is_open(&f->tbl, 1));
 	assert_int_equal(f->seen.count, 0);
@@ -244,10 +264,10 @@ static void test_end_open_sessions(void **state)
 
 	feed(&f->tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
 	feed(&f->tbl, KH_EVENT_TRANSITION, 1, START_NS + 10, KH_STATE_SCANNING, NULL);
-	sessions__end(&f->tbl, 1, 3, START_NS + 50, &totals);
+	sessions__end(&f->tbl, 1, 3, START_NS + 50, &totals, NULL);
 	feed(&f->tbl, KH_EVENT_SESSION_START, 2, START_NS + 60, 1, NULL);
 	feed(&f->tbl, KH_EVENT_TRANSITION, 2, START_NS + 70, KH_STATE_RESOLVING, NULL);
-	sessions__end(&f->tbl, 2, -1, START_NS + 90, &totals);
+	sessions__end(&f->tbl, 2, -1, START_NS + 90, &totals, NULL);
 	assert_int_equal(f->seen.count, 2);
 	assert_int_equal(f->seen.records[0].status, KH_STATE_FAILED);
 	assert_true(f->seen.records[0].ended_mid_session);
@@ -265,19 +285,19 @@ static void test_whole_trace(void **state)
 
 	memset(&idle, 0, sizeof(idle));
 	assert_true(sessions__none_seen(&f->tbl));
-	sessions__end_whole_trace(&f->tbl, 0, START_NS + 100, &idle);
+	sessions__end_whole_trace(&f->tbl, 0, START_NS + 100, &idle, NULL);
 	assert_int_equal(f->seen.count, 0);
-	sessions__end_whole_trace(&f->tbl, 0, START_NS + 100, &busy);
+	sessions__end_whole_trace(&f->tbl, 0, START_NS + 100, &busy, NULL);
 	assert_int_equal(f->seen.count, 1);
 	assert_int_equal(f->seen.records[0].status, KH_STATE_COMPLETED);
 	assert_true(has_suffix(f->seen.records[0].run_id, "-0"));
 	assert_int_equal(f->seen.records[0].wall_time_ns, 100);
 	assert_int_equal(f->seen.records[0].decode_calls, 4);
 	table_init(&f->tbl, &f->seen);
-	sessions__end_whole_trace(&f->tbl, 9, START_NS + 100, &busy);
+	sessions__end_whole_trace(&f->tbl, 9, START_NS + 100, &busy, NULL);
 	assert_int_equal(f->seen.records[0].status, KH_STATE_FAILED);
 	table_init(&f->tbl, &f->seen);
-	sessions__end_whole_trace(&f->tbl, -1, START_NS + 100, &busy);
+	sessions__end_whole_trace(&f->tbl, -1, START_NS + 100, &busy, NULL);
 	assert_int_equal(f->seen.records[0].status, KH_STATE_SCANNING);
 	assert_true(f->seen.records[0].ended_mid_session);
 }
@@ -447,12 +467,12 @@ static void test_samples_from_the_probe(void **state)
 
 	(void)state;
 	sessions__init(&tbl, &cfg);
-	sessions__event(&tbl, &e[0], NULL);
+	sessions__start(&tbl, &e[0]);
 	snprintf(bad_value.key, sizeof(bad_value.key), "binary_version");
 	bad_value.value_err = -14; /* EFAULT */
-	sessions__event(&tbl, &bad_value, NULL);
-	sessions__event(&tbl, &e[1], NULL);
-	sessions__event(&tbl, &e[2], &totals);
+	sessions__identity(&tbl, &bad_value);
+	sessions__transition(&tbl, &e[1]);
+	sessions__finish(&tbl, &e[2], &totals, NULL);
 
 	assert_int_equal(r.records, 1);
 	assert_int_equal(r.count, 3);
@@ -488,7 +508,7 @@ static void test_process_end(void **state)
 	feed(&f->tbl, KH_EVENT_SESSION_FINISH, 1, START_NS + 10, KH_STATE_COMPLETED, &totals);
 	feed(&f->tbl, KH_EVENT_SESSION_START, 2, START_NS + 20, 1, NULL);
 	sessions__process_ended(&f->tbl, SIGSEGV); /* waitpid's form for a SIGSEGV death */
-	sessions__end(&f->tbl, 2, 0, START_NS + 30, &totals);
+	sessions__end(&f->tbl, 2, 0, START_NS + 30, &totals, NULL);
 	assert_int_equal(f->seen.count, 2);
 	assert_string_equal(f->seen.records[0].process_end, "");
 	assert_string_equal(f->seen.records[1].process_end, "signal");
@@ -500,14 +520,14 @@ static void test_process_end(void **state)
 	table_init(&f->tbl, &f->seen);
 	feed(&f->tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
 	sessions__process_ended(&f->tbl, 3 << 8); /* exit(3) */
-	sessions__end(&f->tbl, 1, 0, START_NS + 30, &totals);
+	sessions__end(&f->tbl, 1, 0, START_NS + 30, &totals, NULL);
 	assert_string_equal(f->seen.records[0].process_end, "exit");
 	assert_int_equal(f->seen.records[0].exit_code.value, 3);
 
 	table_init(&f->tbl, &f->seen);
 	feed(&f->tbl, KH_EVENT_SESSION_START, 1, START_NS, 0, NULL);
 	sessions__process_execed(&f->tbl);
-	sessions__end(&f->tbl, 1, 0, START_NS + 30, &totals);
+	sessions__end(&f->tbl, 1, 0, START_NS + 30, &totals, NULL);
 	assert_string_equal(f->seen.records[0].process_end, "exec");
 	assert_int_equal(f->seen.records[0].status, KH_STATE_FAILED);
 	/* /proc would describe the new program: the last sample is unknown. */
@@ -557,6 +577,65 @@ static void test_open_partial(void **state)
 
 #define FX_TEST(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
+/* A decode distribution of spans spans, as collect.c hands one over. */
+static struct kh_latency decode_latency(uint64_t spans)
+{
+	struct kh_latency l;
+
+	memset(&l, 0, sizeof(l));
+	l.present = true;
+	l.stages[KH_STAGE_DECODE].present = true;
+	l.stages[KH_STAGE_DECODE].spans = spans;
+	l.stages[KH_STAGE_DECODE].counts = calloc(KH_HIST_BUCKETS, sizeof(uint64_t));
+	assert_non_null(l.stages[KH_STAGE_DECODE].counts);
+	l.stages[KH_STAGE_DECODE].counts[3] = spans;
+	return l;
+}
+
+/*
+ * A session's distributions travel as its totals do, by parameter: the
+ * record of the session that ends takes them over and leaves the caller's
+ * empty; a whole-trace record that is not due frees them.
+ */
+static void test_latency_passed_with_totals(void **state)
+{
+	struct session_fx *f = *state;
+	struct kh_slot_stats totals = decode_totals(4, 400);
+	struct kh_slot_stats idle;
+	struct kh_event finish = event(KH_EVENT_SESSION_FINISH, 1, START_NS + 50,
+				       KH_STATE_COMPLETED);
+	struct kh_latency latency = decode_latency(4);
+
+	feed(&f->tbl, KH_EVENT_SESSION_START, 1, START_NS + 10, 1, NULL);
+	sessions__finish(&f->tbl, &finish, &totals, &latency);
+	assert_int_equal(f->seen.count, 1);
+	assert_true(f->seen.records[0].latency_present);
+	assert_int_equal(f->seen.records[0].latency_decode_spans, 4);
+	assert_false(latency.present);
+	assert_null(latency.stages[KH_STAGE_DECODE].counts);
+
+	/* The next session's record has only its own. */
+	feed(&f->tbl, KH_EVENT_SESSION_START, 2, START_NS + 60, 2, NULL);
+	latency = decode_latency(9);
+	sessions__end(&f->tbl, 2, -1, START_NS + 90, &totals, &latency);
+	assert_int_equal(f->seen.count, 2);
+	assert_int_equal(f->seen.records[1].latency_decode_spans, 9);
+	assert_false(latency.present);
+
+	/* Without a distribution, a record has none. */
+	feed(&f->tbl, KH_EVENT_SESSION_START, 3, START_NS + 100, 3, NULL);
+	feed(&f->tbl, KH_EVENT_SESSION_FINISH, 3, START_NS + 110, KH_STATE_COMPLETED, &totals);
+	assert_int_equal(f->seen.count, 3);
+	assert_false(f->seen.records[2].latency_present);
+
+	memset(&idle, 0, sizeof(idle));
+	latency = decode_latency(2);
+	sessions__end_whole_trace(&f->tbl, 0, START_NS + 200, &idle, &latency);
+	assert_int_equal(f->seen.count, 3);
+	assert_false(latency.present);
+	assert_null(latency.stages[KH_STAGE_DECODE].counts);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -572,6 +651,7 @@ int main(void)
 		FX_TEST(test_process_end),
 		FX_TEST(test_refused_start),
 		FX_TEST(test_open_partial),
+		FX_TEST(test_latency_passed_with_totals),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

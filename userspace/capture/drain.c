@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * After a detach from a live process: the spans its threads completed
- * while khprof was attached but had not handed over yet are read from
- * their buffers with process_vm_readv, where the BPF side learned them
+ * The spans threads left in their batch buffers, counted for their
+ * sessions' slots as the BPF side would (buffers.c).  A thread that ended
+ * (or execed) sent its buffer as one event (bpf/thread_ends.bpf.h).  After
+ * a detach from a live process, the spans its threads completed while
+ * khprof was attached but had not handed over yet are read from their
+ * buffers with process_vm_readv, where the BPF side learned them
  * (thread_list; what of each was counted is in its task storage,
- * thread_store, looked up by a pidfd of the thread), and counted as the
- * BPF side would (buffers.c).
+ * thread_store, looked up by a pidfd of the thread).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +26,49 @@
 #include "khprof.skel.h"
 #include "log.h"
 #include "tracer_impl.h"
+
+/* The clock of TSC times near anchor (a TSC reading and the kernel time then). */
+static void buffer_clock(const struct tracer *t, uint64_t anchor_ticks, uint64_t anchor_ns,
+			 struct buffer_clock *clock)
+{
+	memset(clock, 0, sizeof(*clock));
+	clock->now_ticks = anchor_ns ? anchor_ticks : t->skel->bss->tsc_anchor_ticks;
+	clock->now_ns = anchor_ns ? anchor_ns : t->skel->bss->tsc_anchor_ns;
+	clock->tsc_mult = t->skel->bss->tsc_mult;
+	clock->tsc_shift = t->skel->bss->tsc_shift;
+	clock->trace_start_ns = t->trace_start_ns;
+}
+
+/* A thread that ended (or execed) left spans in its buffer: they count for its slot. */
+void drain__thread_ended(struct tracer *t, const struct kh_buffer_event *e)
+{
+	struct buffer_clock clock;
+	uint32_t slot = e->slot < KH_MAX_SLOTS ? e->slot : KH_OUTSIDE_SLOT;
+
+	if (e->slot >= KH_MAX_SLOTS && e->slot != KH_OUTSIDE_SLOT)
+		return; /* after an execve, or calibrating: nobody's session */
+	/*
+	 * The anchor nearest the buffer's spans, which end by e->ts_ns: this
+	 * CPU's last flush, the loader's reading, or one taken now.  Times
+	 * are placed by their distance from it at the measured TSC rate, so
+	 * an old anchor (a thread that never flushed on a CPU that has not
+	 * since) multiplies the rate's error: at 100 ppm, 300 ms away put the
+	 * first spans of a session 30 us early, before the session, and they
+	 * were dropped as late under load here (test_fault_matrix).
+	 */
+	uint64_t now_ticks = __rdtsc(), now_ns = tracer__now_ns();
+	uint64_t anchor_ns = e->anchor_ns ? e->anchor_ns : t->skel->bss->tsc_anchor_ns;
+	uint64_t old_gap = e->ts_ns > anchor_ns ? e->ts_ns - anchor_ns : anchor_ns - e->ts_ns;
+	uint64_t new_gap = now_ns > e->ts_ns ? now_ns - e->ts_ns : e->ts_ns - now_ns;
+
+	if (new_gap < old_gap)
+		buffer_clock(t, now_ticks, now_ns, &clock);
+	else
+		buffer_clock(t, e->anchor_ticks, e->anchor_ns, &clock);
+	clock.session_start_ns = e->session_start_ns;
+	clock.until_ns = e->ts_ns;
+	buffers__account(e->state, &e->info, &clock, &t->pending[slot], &t->pending_latency[slot]);
+}
 
 /* pidfd_open's flag for a thread that is not its group's leader (Linux 6.9). */
 #define KH_PIDFD_THREAD O_EXCL
@@ -71,7 +116,7 @@ void drain__detached(struct tracer *t, uint64_t detach_ns)
 
 	if (slot >= KH_MAX_SLOTS)
 		return; /* after an execve: nobody's session */
-	tracer__buffer_clock(t, __rdtsc(), tracer__now_ns(), &clock);
+	buffer_clock(t, __rdtsc(), tracer__now_ns(), &clock);
 	clock.session_start_ns = t->skel->bss->slot_start_ns[slot];
 	clock.until_ns = detach_ns;
 	while (bpf_map_get_next_key(fd, prev, &next) == 0) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * procfs.c - resource snapshots of a traced process.
+ * procfs.c - resource snapshots of a traced process, its strings and its
+ * memory map.
  *
  * Parsing follows the seed's process_resources() step for step so that a
  * snapshot taken from outside equals the one the process would take of
@@ -218,4 +219,38 @@ int procfs__sample_ns(pid_t pid, struct kh_resource_snapshot *out, struct kh_opt
 						     (uint64_t)ts.tv_nsec };
 	out->cpu_time_ms = (struct kh_opt_u64){ true, cpu_ns->value / 1000000 };
 	return err;
+}
+
+int procfs__parse_mapping(const char *line, struct procfs_mapping *m)
+{
+	unsigned long long start, end, offset, inode;
+
+	m->path[0] = '\0';
+	/* The path is optional: anonymous mappings have none. */
+	if (sscanf(line, "%llx-%llx %7s %llx %*x:%*x %llu %4095[^\n]", &start, &end, m->perms,
+		   &offset, &inode, m->path) < 5)
+		return -EINVAL;
+	m->start = start;
+	m->end = end;
+	m->offset = offset;
+	m->inode = inode;
+	return 0;
+}
+
+int procfs__for_each_mapping(pid_t pid, procfs_mapping_fn fn, void *ctx)
+{
+	char path[64], line[PATH_MAX + 128];
+	struct procfs_mapping m;
+	int ret = 0;
+	FILE *maps;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	maps = fopen(path, "re");
+	if (!maps)
+		return -errno;
+	while (fn && !ret && fgets(line, sizeof(line), maps))
+		if (procfs__parse_mapping(line, &m) == 0)
+			ret = fn(&m, ctx);
+	fclose(maps);
+	return ret;
 }

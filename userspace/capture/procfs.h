@@ -9,6 +9,7 @@
 #ifndef KHPROF_PROCFS_H
 #define KHPROF_PROCFS_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -47,5 +48,27 @@ void procfs__parse_status(const char *status, struct kh_resource_snapshot *out);
  * 0 (a longer string cut to len - 1 bytes, as the BPF side cuts it), or -errno.
  */
 int procfs__read_string(pid_t pid, uint64_t addr, char *buf, size_t len);
+
+/* One line of /proc/PID/maps (proc(5)). */
+struct procfs_mapping {
+	uint64_t start, end;  /* the addresses it covers, end excluded */
+	uint64_t offset;      /* of start in the mapped file */
+	uint64_t inode;       /* 0: not a file */
+	char perms[8];        /* "r-xp" */
+	char path[PATH_MAX];  /* "" for an anonymous mapping; may end in " (deleted)" */
+};
+
+/* Parses one line of a maps file; 0, or -EINVAL for text that is not a mapping. */
+int procfs__parse_mapping(const char *line, struct procfs_mapping *m);
+
+/*
+ * Calls fn with each mapping of process pid, in the file's order, until fn
+ * returns non-zero: the one reader of /proc/PID/maps.  Returns 0, fn's
+ * non-zero value, or -errno when the file cannot be opened (ENOENT: the
+ * process is gone; EACCES: khprof may not read it).  fn NULL only checks
+ * that the file opens.
+ */
+typedef int (*procfs_mapping_fn)(const struct procfs_mapping *m, void *ctx);
+int procfs__for_each_mapping(pid_t pid, procfs_mapping_fn fn, void *ctx);
 
 #endif /* KHPROF_PROCFS_H */

@@ -119,13 +119,18 @@ int tracer__epoll_fd(const struct tracer *t);
  */
 void tracer__finish(struct tracer *t, int exit_status);
 /*
- * Time series (interval_ns): when the next sample is due on the monotonic
- * clock (0: no session open or no series), and taking the samples due at
- * now.  The event loop calls these between polls; the traced program does
- * nothing for them.
+ * The wake-and-sample step of an event loop, between polls (interval_ns):
+ * takes t's samples due at now on the monotonic clock and returns the
+ * earlier of wake and when t's next sample is due (0: neither; wake 0:
+ * none yet).  The traced program does nothing for them.
  */
-uint64_t tracer__next_sample_ns(const struct tracer *t);
-void tracer__sample(struct tracer *t, uint64_t now);
+uint64_t tracer__sample_due(struct tracer *t, uint64_t now, uint64_t wake);
+/*
+ * epoll_wait's timeout from now to the earlier of wake and deadline_ns (0:
+ * none), rounded up to whole ms so that the loop never wakes early; -1: no
+ * time to wake at.
+ */
+int tracer__wait_ms(uint64_t now, uint64_t wake, uint64_t deadline_ns);
 /*
  * The traced process ended with wait_status (waitpid's form), when khprof
  * knows it before tracer__finish (record is its parent).
@@ -163,6 +168,12 @@ bool tracer__attach_needs_admin(const struct tracer *t);
 unsigned int tracer__probe_modes(const char *provider, const char *name);
 size_t tracer__records_emitted(const struct tracer *t);
 void tracer__close(struct tracer *t);
+/*
+ * tracer__close on a thread of its own: each link's detach waits for an
+ * RCU-tasks grace period (about 80 ms here), which the caller's other
+ * processes must not wait for.  t must not be used afterwards.
+ */
+void tracer__close_later(struct tracer *t);
 /*
  * For a traced process that has exited: returns at once and leaves the
  * kernel's slow uprobe detach to a child that outlives khprof.  The caller

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tracer_impl.h - the tracer's state, shared by the files that implement
- * it (load.c, attach.c, calibrate.c, trace.c); users see only trace.h.
+ * it (load.c, attach.c, process.c, calibrate.c, collect.c, drain.c, live.c,
+ * trace.c); users see only trace.h.
  */
 #ifndef KHPROF_TRACER_IMPL_H
 #define KHPROF_TRACER_IMPL_H
@@ -101,6 +102,21 @@ struct tracer {
 
 /* attach.c: all wanted keyhog sites of one file, in one uprobe-multi link. */
 int attach__object(struct tracer *t, const char *path);
+/* attach.c: attach__object for a file not attached yet (by device and inode). */
+int attach__object_once(struct tracer *t, const char *path);
+struct bpf_program;
+/* attach.c: links prog to count sites of path, kept until tracer__close. */
+int attach__link_sites(struct tracer *t, struct bpf_program *prog, const char *path,
+		       const __u64 *offsets, const __u64 *ref_ctr_offsets, const __u64 *cookies,
+		       __u32 count);
+/* attach.c: keeps a link's fd until tracer__close (closes it on failure); 0 or -errno. */
+int attach__keep_link(struct tracer *t, int fd);
+/*
+ * attach.c: close(what) on a thread of its own, or here if none starts:
+ * each link's detach waits for an RCU-tasks grace period (about 80 ms
+ * here), which a stopped child or the next process must not wait for.
+ */
+void attach__close_later(void *(*close)(void *), void *what);
 /*
  * attach.c: makes a forked child (stopped, not traced) safe to run the
  * probe sites it inherited; see attach__protect_child.
@@ -116,14 +132,15 @@ void attach__release_children(struct tracer *t, bool all);
 void attach__stop_watching_forks(struct tracer *t, bool closing);
 /* attach.c: frees the kept site sets. */
 void attach__free_site_sets(struct tracer *t);
-/* attach.c: watches thread ends and execve of the traced process. */
+/* process.c: watches thread ends and execve of the traced process. */
 int attach__process_end(struct tracer *t);
-/* attach.c: once the probes are live, the state of a session already open. */
+/* process.c: once the probes are live, the state of a session already open. */
 void attach__join_session(struct tracer *t);
-struct buffer_clock;
-/* trace.c: the clock of TSC times near anchor (anchor_ns 0: the loader's). */
-void tracer__buffer_clock(const struct tracer *t, uint64_t anchor_ticks, uint64_t anchor_ns,
-			  struct buffer_clock *clock);
+/*
+ * drain.c: counts the spans a thread that ended (or execed) left in its
+ * buffer, which the BPF side sent as one event, for its slot.
+ */
+void drain__thread_ended(struct tracer *t, const struct kh_buffer_event *e);
 /* drain.c: reads the threads' buffers of a process khprof has detached from. */
 void drain__detached(struct tracer *t, uint64_t detach_ns);
 /* live.c: unmaps what tracer__read_live mapped (tracer__close). */
@@ -143,15 +160,22 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
  * read by layout (bpf/layout.bpf.h), on stderr and in the records to come.
  */
 void tracer__note_layout(struct tracer *t);
-/* trace.c: session_config.fill_stacks, from the sampler's store. */
-void tracer__fill_stacks(struct kh_profile *p, uint64_t start_ns, uint64_t end_ns, void *ctx);
-/* trace.c: one slot's totals over the CPUs; with reset, zeroed afterwards. */
+/* collect.c: one slot's totals over the CPUs; with reset, zeroed afterwards. */
 int tracer__read_slot(struct tracer *t, uint32_t slot, struct kh_slot_stats *sum, bool reset);
 /*
- * Adds to totals what khprof counted itself for slot (buffers of threads
- * that ended, or read after a detach); reset when the slot is taken.
+ * collect.c: adds to totals what khprof counted itself for slot (buffers of
+ * threads that ended, or read after a detach); reset when the slot is taken.
  */
 void tracer__add_pending(struct tracer *t, uint32_t slot, struct kh_slot_stats *totals,
 			 bool reset);
+/*
+ * collect.c: a slot's totals and distributions with what khprof counted
+ * itself, as a record takes them.  take: the record takes them over, so
+ * the slot is zeroed and the BPF side may reuse it; a take reads whatever
+ * it can, a look (the whole-trace record) nothing when the totals cannot
+ * be read.  0 or -errno.
+ */
+int tracer__collect_slot(struct tracer *t, uint32_t slot, bool take, struct kh_slot_stats *totals,
+			 struct kh_latency *latency);
 
 #endif

@@ -31,6 +31,7 @@
 #include "live_metrics.h"
 #include "log.h"
 #include "process_trace.h"
+#include "procfs.h"
 #include "trace.h"
 
 /* Pids the watcher reported, attached once its ring buffer is drained. */
@@ -145,30 +146,23 @@ static void prepare_spare(struct exe_attach *ea)
 		ea->spare = process_open(ea);
 }
 
+static int maps_exe(const struct procfs_mapping *m, void *ctx)
+{
+	const struct exe_attach *ea = ctx;
+
+	return m->inode == (uint64_t)ea->ino && strcmp(m->path, ea->real) == 0;
+}
+
 /* Whether pid runs PATH or has it mapped (a library). */
 static bool process_uses(const struct exe_attach *ea, pid_t pid)
 {
-	char path[64], line[PATH_MAX + 128];
+	char path[64];
 	struct stat st;
-	bool found = false;
-	FILE *maps;
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	if (stat(path, &st) == 0 && st.st_dev == ea->dev && st.st_ino == ea->ino)
 		return true;
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	maps = fopen(path, "re");
-	if (!maps)
-		return false;
-	while (!found && fgets(line, sizeof(line), maps)) {
-		char mapped[PATH_MAX];
-		unsigned long long inode;
-
-		if (sscanf(line, "%*x-%*x %*s %*x %*x:%*x %llu %4095[^\n]", &inode, mapped) == 2)
-			found = inode == (unsigned long long)ea->ino && strcmp(mapped, ea->real) == 0;
-	}
-	fclose(maps);
-	return found;
+	return procfs__for_each_mapping(pid, maps_exe, (void *)ea) > 0;
 }
 
 /* The processes already running PATH when khprof starts. */
@@ -243,16 +237,8 @@ static uint64_t sample_due(struct exe_attach *ea, uint64_t now)
 {
 	uint64_t wake = 0;
 
-	for (struct process_trace *p = ea->set.list; p; p = p->next) {
-		uint64_t next = tracer__next_sample_ns(p->tracer);
-
-		if (next && now >= next) {
-			tracer__sample(p->tracer, now);
-			next = tracer__next_sample_ns(p->tracer);
-		}
-		if (next && (!wake || next < wake))
-			wake = next;
-	}
+	for (struct process_trace *p = ea->set.list; p; p = p->next)
+		wake = tracer__sample_due(p->tracer, now, wake);
 	return wake;
 }
 
@@ -262,15 +248,11 @@ static void run(struct exe_attach *ea, uint64_t deadline_ns)
 	for (;;) {
 		struct epoll_event events[16];
 		uint64_t now = tracer__now_ns(), wake = sample_due(ea, now);
-		int timeout = -1, n;
+		int n;
 
 		if (deadline_ns && now >= deadline_ns)
 			return;
-		if (deadline_ns && (!wake || deadline_ns < wake))
-			wake = deadline_ns;
-		if (wake)
-			timeout = wake > now ? (int)((wake - now + 999999) / 1000000) : 0;
-		n = epoll_wait(ea->set.epoll_fd, events, 16, timeout);
+		n = epoll_wait(ea->set.epoll_fd, events, 16, tracer__wait_ms(now, wake, deadline_ns));
 		if (n < 0 && errno != EINTR)
 			return;
 		for (int i = 0; i < n; i++) {

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* khprof attach: profiles a running process until it exits or khprof stops. */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include "live_metrics.h"
 #include "log.h"
 #include "privileges.h"
+#include "procfs.h"
 
 static const char attach_usage[] =
 	"usage: khprof attach -p PID [-o PATH] [--duration DURATION] [--identity KEY=VALUE]...\n"
@@ -78,7 +78,7 @@ static const char attach_usage[] =
 static int check_traceable(pid_t pid)
 {
 	char exe[64], maps[64], target[PATH_MAX];
-	int fd;
+	int err;
 
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
 	snprintf(maps, sizeof(maps), "/proc/%d/maps", (int)pid);
@@ -97,13 +97,12 @@ static int check_traceable(pid_t pid)
 				   strerror(errno));
 		return -1;
 	}
-	fd = open(maps, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
+	err = procfs__for_each_mapping(pid, NULL, NULL);
+	if (err < 0) {
 		log__error("cannot attach to PID %d: cannot read '%s': %s", (int)pid, maps,
-			   strerror(errno));
+			   strerror(-err));
 		return -1;
 	}
-	close(fd);
 	return 0;
 }
 

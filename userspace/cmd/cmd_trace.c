@@ -649,21 +649,12 @@ enum loop_end loop__run(struct event_loop *loop, struct tracer *t, pid_t forward
 {
 	for (;;) {
 		struct epoll_event events[4];
-		int timeout = -1, n;
+		uint64_t now = tracer__now_ns(), wake = tracer__sample_due(t, now, 0);
+		int n;
 
-		uint64_t now = tracer__now_ns(), wake = tracer__next_sample_ns(t);
-
-		if (wake && now >= wake) {
-			tracer__sample(t, now);
-			wake = tracer__next_sample_ns(t);
-		}
 		if (deadline_ns && now >= deadline_ns)
 			return LOOP_TIMEOUT;
-		if (deadline_ns && (!wake || deadline_ns < wake))
-			wake = deadline_ns;
-		if (wake)
-			timeout = wake > now ? (int)((wake - now + 999999) / 1000000) : 0;
-		n = epoll_wait(loop->epoll_fd, events, 4, timeout);
+		n = epoll_wait(loop->epoll_fd, events, 4, tracer__wait_ms(now, wake, deadline_ns));
 		if (n < 0 && errno != EINTR)
 			return LOOP_PROCESS_EXITED;
 		for (int i = 0; i < n; i++) {

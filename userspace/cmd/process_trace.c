@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* One tracer per process, shared by attach --exe and record --follow-forks. */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -64,24 +63,6 @@ int process_set__attach(struct process_set *s, struct process_trace *p, pid_t pi
 	return 0;
 }
 
-static void *close_tracer(void *t)
-{
-	tracer__close(t);
-	return NULL;
-}
-
-static void close_tracer_later(struct tracer *t)
-{
-	pthread_attr_t attr;
-	pthread_t thread;
-
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&thread, &attr, close_tracer, t) != 0)
-		tracer__close(t);
-	pthread_attr_destroy(&attr);
-}
-
 void process_set__end(struct process_set *s, struct process_trace *p, bool exited)
 {
 	struct process_trace **link;
@@ -99,7 +80,7 @@ void process_set__end(struct process_set *s, struct process_trace *p, bool exite
 	epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, p->pid_fd, NULL);
 	close(p->pid_fd);
 	if (exited)
-		close_tracer_later(p->tracer);
+		tracer__close_later(p->tracer);
 	else
 		tracer__close(p->tracer);
 	for (link = &s->list; *link != p; link = &(*link)->next)

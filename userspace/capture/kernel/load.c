@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Tracer lifecycle: open -> configure (rodata) -> load here, attach in
- * attach.c, each step checked with one message per failure and one cleanup
+ * process.c, each step checked with one message per failure and one cleanup
  * path (tracer__close).
  */
 #include <errno.h>
@@ -286,7 +286,7 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 	bpf_program__set_autoload(skel->progs.kh_thread_exit_old, !early_exit);
 	bpf_program__set_autoload(skel->progs.kh_exit_drain, !early_exit && fentry);
 	skel->rodata->drain_at_do_exit = !early_exit && fentry;
-	/* Forks are stopped to be followed, or to be made safe (attach.c, watch_forks). */
+	/* Forks are stopped to be followed, or to be made safe (process.c, watch_forks). */
 	bpf_program__set_autoload(skel->progs.kh_fork_stop,
 				  (follow_forks || features__has(f, KH_FEAT_OPTIMIZED_UPROBES)) &&
 					  !features__has(f, KH_FEAT_SEND_SIGNAL_TASK));
@@ -513,8 +513,8 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 		err = sampler__load(&t->sampler, t->skel, t->opts.sample_hz);
 		if (err)
 			goto fail;
-		t->sessions.cfg.fill_stacks = tracer__fill_stacks;
-		t->sessions.cfg.stacks_ctx = t;
+		t->sessions.cfg.fill_stacks = sampler__fill_stacks;
+		t->sessions.cfg.stacks_ctx = t->sampler;
 	}
 	log__debug("start-up: BPF object opened in %.1f ms, programs loaded in %.1f ms%s",
 		   (double)(t->trace_start_ns - t->open_ns) / 1e6,
@@ -574,6 +574,17 @@ void tracer__close_in_background(struct tracer *t)
 		tracer__close(t);
 	}
 	/* hold[1] stays open until exit; the links are released by the child. */
+}
+
+static void *close_tracer(void *t)
+{
+	tracer__close(t);
+	return NULL;
+}
+
+void tracer__close_later(struct tracer *t)
+{
+	attach__close_later(close_tracer, t);
 }
 
 void tracer__close(struct tracer *t)

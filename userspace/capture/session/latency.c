@@ -39,7 +39,7 @@ int latency__attach(struct khprof_bpf *skel, pid_t pid, struct bpf_link *links[K
 						       skel->progs.kh_sched_wakeup };
 	int err = 0;
 
-	/* traced_tgid, which both programs test first, is set already (attach.c). */
+	/* traced_tgid, which both programs test first, is set already (process.c). */
 	(void)pid;
 	for (int i = 0; i < KH_LATENCY_LINKS; i++) {
 		if (links[i])

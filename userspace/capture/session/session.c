@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * Sessions are assembled from ring-buffer events in order; per-stage sums
- * come from the slot totals the tracer passes in when a session finishes.
+ * Sessions are assembled from ring-buffer events in order, one function
+ * per event type (the tracer's handle_event picks it); per-stage sums and
+ * distributions come from the slot the tracer reads and passes in when a
+ * session finishes.
  */
 #include <inttypes.h>
 #include <sched.h>
@@ -40,7 +42,6 @@ void sessions__free(struct session_table *tbl)
 	for (uint32_t slot = 0; slot < KH_MAX_SLOTS; slot++)
 		if (tbl->slots[slot].open)
 			profile__free(&tbl->slots[slot].profile);
-	kh_latency__free(&tbl->latency);
 }
 
 void sessions__take_first_sample(struct session_table *tbl)
@@ -352,8 +353,8 @@ static void series_trim(struct open_session *s, uint64_t end_ns)
 }
 
 static void session_emit(struct session_table *tbl, struct open_session *s,
-			 const struct kh_slot_stats *sum, uint32_t status, uint64_t end_ns,
-			 bool ended_mid_session)
+			 const struct kh_slot_stats *sum, struct kh_latency *latency,
+			 uint32_t status, uint64_t end_ns, bool ended_mid_session)
 {
 	const struct session_config *cfg = &tbl->cfg;
 	struct kh_profile *p = &s->profile;
@@ -400,9 +401,11 @@ static void session_emit(struct session_table *tbl, struct open_session *s,
 	p->ext.traced_pid = cfg->pid;
 	if (ended_mid_session || s == &tbl->slots[KH_OUTSIDE_SLOT])
 		note_end(tbl, p); /* the whole trace ends with the process, too */
-	p->ext.latency = tbl->latency;
+	if (latency) {
+		p->ext.latency = *latency;
+		memset(latency, 0, sizeof(*latency));
+	}
 	p->ext.latency.off_cpu = cfg->off_cpu && p->ext.latency.present;
-	memset(&tbl->latency, 0, sizeof(tbl->latency));
 
 	if (cfg->fill_stacks)
 		cfg->fill_stacks(p, s->start_ns, end_ns, cfg->stacks_ctx);
@@ -485,64 +488,62 @@ static void identity_event(struct session_table *tbl, struct open_session *s,
 		warn_unknown_key_once(tbl, e->key);
 }
 
-bool sessions__event_ends_session(const struct kh_event *e)
-{
-	return e->type == KH_EVENT_SESSION_FINISH;
-}
-
 uint32_t sessions__slot_of(const struct kh_event *e)
 {
 	return e->slot < KH_MAX_SLOTS ? e->slot : KH_OUTSIDE_SLOT;
 }
 
-void sessions__event(struct session_table *tbl, const struct kh_event *e,
-		     const struct kh_slot_stats *totals)
+void sessions__start(struct session_table *tbl, const struct kh_event *e)
 {
 	uint32_t slot = sessions__slot_of(e);
-	struct open_session *s;
 	char sequence[24];
+
+	tbl->saw_session = true;
+	if (slot == KH_OUTSIDE_SLOT) {
+		log__warn("session %" PRIu64 " not recorded: all %d session slots "
+			  "were unread", (uint64_t)e->arg0, KH_MAX_SLOTS - 1);
+		return;
+	}
+	snprintf(sequence, sizeof(sequence), "%" PRIu64, (uint64_t)e->arg0);
+	session_begin(tbl, &tbl->slots[slot], e->ts_ns, sequence, false, e);
+	tbl->slots[slot].profile.ext.session_sequence = e->arg0;
+}
+
+void sessions__identity(struct session_table *tbl, const struct kh_event *e)
+{
+	identity_event(tbl, session_for(tbl, sessions__slot_of(e)), e);
+}
+
+void sessions__transition(struct session_table *tbl, const struct kh_event *e)
+{
+	session_transition(tbl, session_for(tbl, sessions__slot_of(e)), (uint32_t)e->arg0,
+			   e->ts_ns, e);
+}
+
+void sessions__refused(struct session_table *tbl, const struct kh_event *e)
+{
+	struct open_session *s = session_for(tbl, sessions__slot_of(e));
+
+	s->profile.ext.refused_session_starts++;
+	log__warn("session %" PRIu64 " refused: KH_SESSION_START while a session was "
+		  "open (the seed's SessionActive); its spans stay in the open session",
+		  (uint64_t)e->arg0);
+}
+
+void sessions__finish(struct session_table *tbl, const struct kh_event *e,
+		      const struct kh_slot_stats *totals, struct kh_latency *latency)
+{
+	struct open_session *s;
 	uint32_t status;
 
-	switch (e->type) {
-	case KH_EVENT_SESSION_START:
-		tbl->saw_session = true;
-		if (slot == KH_OUTSIDE_SLOT) {
-			log__warn("session %" PRIu64 " not recorded: all %d session slots "
-				  "were unread", (uint64_t)e->arg0, KH_MAX_SLOTS - 1);
-			break;
-		}
-		snprintf(sequence, sizeof(sequence), "%" PRIu64, (uint64_t)e->arg0);
-		session_begin(tbl, &tbl->slots[slot], e->ts_ns, sequence, false, e);
-		tbl->slots[slot].profile.ext.session_sequence = e->arg0;
-		break;
-	case KH_EVENT_IDENTITY:
-		s = session_for(tbl, slot);
-		identity_event(tbl, s, e);
-		break;
-	case KH_EVENT_TRANSITION:
-		s = session_for(tbl, slot);
-		session_transition(tbl, s, (uint32_t)e->arg0, e->ts_ns, e);
-		break;
-	case KH_EVENT_SESSION_REFUSED:
-		s = session_for(tbl, slot);
-		s->profile.ext.refused_session_starts++;
-		log__warn("session %" PRIu64 " refused: KH_SESSION_START while a session was "
-			  "open (the seed's SessionActive); its spans stay in the open session",
-			  (uint64_t)e->arg0);
-		break;
-	case KH_EVENT_SESSION_FINISH:
-		tbl->saw_session = true;
-		s = session_for(tbl, slot);
-		status = e->arg0 < KH_STATE_COUNT ? (uint32_t)e->arg0 : KH_STATE_FAILED;
-		if (e->arg0 >= KH_STATE_COUNT)
-			log__warn("session finished with unknown status %" PRIu64 "; recorded as "
-				  "failed", (uint64_t)e->arg0);
-		session_transition(tbl, s, status, e->ts_ns, e);
-		session_emit(tbl, s, totals, status, e->ts_ns, false);
-		break;
-	default:
-		log__debug("ignoring event type %u", e->type);
-	}
+	tbl->saw_session = true;
+	s = session_for(tbl, sessions__slot_of(e));
+	status = e->arg0 < KH_STATE_COUNT ? (uint32_t)e->arg0 : KH_STATE_FAILED;
+	if (e->arg0 >= KH_STATE_COUNT)
+		log__warn("session finished with unknown status %" PRIu64 "; recorded as "
+			  "failed", (uint64_t)e->arg0);
+	session_transition(tbl, s, status, e->ts_ns, e);
+	session_emit(tbl, s, totals, latency, status, e->ts_ns, false);
 }
 
 bool sessions__is_open(const struct session_table *tbl, uint32_t slot)
@@ -557,14 +558,14 @@ void sessions__set_end_peaks(struct session_table *tbl, uint64_t threads, uint64
 }
 
 void sessions__end(struct session_table *tbl, uint32_t slot, int exit_status, uint64_t now,
-		   const struct kh_slot_stats *totals)
+		   const struct kh_slot_stats *totals, struct kh_latency *latency)
 {
 	struct open_session *s = &tbl->slots[slot];
 	/* A process that exits inside a session did not complete it. */
 	uint32_t status = exit_status >= 0 ? KH_STATE_FAILED : s->last_state;
 
 	session_transition(tbl, s, status, now, NULL);
-	session_emit(tbl, s, totals, status, now, true);
+	session_emit(tbl, s, totals, latency, status, now, true);
 }
 
 void sessions__process_ended(struct session_table *tbl, int wait_status)
@@ -611,16 +612,19 @@ bool sessions__none_seen(const struct session_table *tbl)
 }
 
 void sessions__end_whole_trace(struct session_table *tbl, int exit_status, uint64_t now,
-			       const struct kh_slot_stats *outside)
+			       const struct kh_slot_stats *outside, struct kh_latency *latency)
 {
 	struct open_session *s = &tbl->slots[KH_OUTSIDE_SLOT];
 	bool exited = exit_status >= 0;
 	uint32_t status = exit_status == 0 ? KH_STATE_COMPLETED
 			  : exited ? KH_STATE_FAILED : KH_STATE_SCANNING;
 
-	if (!slot_has_activity(outside))
+	if (!slot_has_activity(outside)) {
+		if (latency)
+			kh_latency__free(latency);
 		return;
+	}
 	session_begin(tbl, s, observation_start(tbl), "0", !exited, NULL);
 	session_transition(tbl, s, status, now, NULL);
-	session_emit(tbl, s, outside, status, now, !exited);
+	session_emit(tbl, s, outside, latency, status, now, !exited);
 }

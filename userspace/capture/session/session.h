@@ -2,11 +2,13 @@
 /*
  * session.h - assembling RunProfile records from the tracer's events.
  *
- * Plain logic: no libbpf, no BPF maps.  The tracer hands over each ring
- * buffer event in order and, when a session ends, the totals of its slot
- * (struct kh_slot_stats summed over the CPUs); this unit turns them into
- * records exactly as the seed would and hands each to on_profile.  The
- * unit tests drive it without root (tests/unit/test_session.c).
+ * Plain logic: no libbpf, no BPF maps.  The tracer's one dispatcher
+ * (handle_event in trace.c) calls one function here per event type, in
+ * ring-buffer order, and hands a session's end the totals of its slot
+ * (struct kh_slot_stats summed over the CPUs) and its distributions as
+ * parameters; this unit turns them into records exactly as the seed would
+ * and hands each to on_profile.  The unit tests drive it without root
+ * (tests/unit/test_session.c).
  */
 #ifndef KHPROF_SESSION_H
 #define KHPROF_SESSION_H
@@ -89,11 +91,6 @@ struct session_table {
 	char warned_keys[512];
 	enum session_end end;
 	int end_code; /* exit code or signal number */
-	/*
-	 * The ending session's distributions: the tracer reads them with the
-	 * slot's totals, the record takes them over (ext.latency).
-	 */
-	struct kh_latency latency;
 };
 
 /* Removes the probe's own calibrated share (calls x bias) from a stage's sum. */
@@ -108,19 +105,25 @@ void sessions__free(struct session_table *tbl);
 /* Samples the process once, as the start of sessions khprof opens itself. */
 void sessions__take_first_sample(struct session_table *tbl);
 
-/*
- * Whether handling e ends the session of its slot: the caller then passes
- * that slot's totals (and may reuse the slot once the event is handled).
- */
-bool sessions__event_ends_session(const struct kh_event *e);
 /* Slot of an event in the table: the outside slot for out-of-range slots. */
 uint32_t sessions__slot_of(const struct kh_event *e);
 /*
- * One event, in ring-buffer order.  totals: the slot's sums when the event
- * ends its session (sessions__event_ends_session), else ignored.
+ * The session events, one function per type (KH_EVENT_SESSION_START,
+ * _IDENTITY, _TRANSITION, _SESSION_REFUSED, _SESSION_FINISH), each called
+ * in ring-buffer order.  An event for a slot with no session seen opens a
+ * partial one (khprof attached mid-session).
  */
-void sessions__event(struct session_table *tbl, const struct kh_event *e,
-		     const struct kh_slot_stats *totals);
+void sessions__start(struct session_table *tbl, const struct kh_event *e);
+void sessions__identity(struct session_table *tbl, const struct kh_event *e);
+void sessions__transition(struct session_table *tbl, const struct kh_event *e);
+void sessions__refused(struct session_table *tbl, const struct kh_event *e);
+/*
+ * The session of e's slot finished: totals are the slot's sums, latency
+ * its distributions, which the record takes over (*latency is left empty;
+ * NULL: none).
+ */
+void sessions__finish(struct session_table *tbl, const struct kh_event *e,
+		      const struct kh_slot_stats *totals, struct kh_latency *latency);
 
 bool sessions__is_open(const struct session_table *tbl, uint32_t slot);
 /*
@@ -145,9 +148,10 @@ void sessions__set_identity(struct session_table *tbl, uint32_t slot, const char
 /*
  * Ends the open session of slot at now: failed if the process exited
  * (exit_status >= 0), else in the state it was in (khprof detached).
+ * totals and latency as for sessions__finish.
  */
 void sessions__end(struct session_table *tbl, uint32_t slot, int exit_status, uint64_t now,
-		   const struct kh_slot_stats *totals);
+		   const struct kh_slot_stats *totals, struct kh_latency *latency);
 /*
  * The kernel's peaks since its last sample (threads alive at once,
  * resident pages), for the closing sample of the sessions ended next: a
@@ -171,9 +175,10 @@ void sessions__sample(struct session_table *tbl, uint32_t slot, uint64_t now,
 bool sessions__none_seen(const struct session_table *tbl);
 /*
  * For a program with spans but no session probes: one record for the whole
- * trace from the outside slot's totals, if they show any activity.
+ * trace from the outside slot's totals, if they show any activity.  Takes
+ * over latency as sessions__finish does (freed when no record is due).
  */
 void sessions__end_whole_trace(struct session_table *tbl, int exit_status, uint64_t now,
-			       const struct kh_slot_stats *outside);
+			       const struct kh_slot_stats *outside, struct kh_latency *latency);
 
 #endif

@@ -8,6 +8,21 @@
 #include "log.h"
 #include "slots.h"
 
+void slots__add(struct kh_slot_stats *sum, const struct kh_slot_stats *add)
+{
+	for (int s = 0; s < KH_STAGE_COUNT; s++) {
+		sum->stages[s].elapsed_ns += add->stages[s].elapsed_ns;
+		sum->stages[s].calls += add->stages[s].calls;
+		sum->stages[s].attributed_ns += add->stages[s].attributed_ns;
+		sum->stages[s].attributed_calls += add->stages[s].attributed_calls;
+	}
+	sum->input_bytes += add->input_bytes;
+	sum->input_units += add->input_units;
+	sum->probe_hits += add->probe_hits;
+	for (int d = 0; d < KH_DROP_COUNT; d++)
+		sum->drops[d] += add->drops[d];
+}
+
 int slots__read(int map_fd, int ncpus, uint32_t slot, struct kh_slot_stats *sum, bool reset)
 {
 	size_t size = (size_t)ncpus * sizeof(struct kh_slot_stats);
@@ -23,21 +38,8 @@ int slots__read(int map_fd, int ncpus, uint32_t slot, struct kh_slot_stats *sum,
 		log__error("cannot read session slot %u: %s", slot, strerror(errno));
 		goto out;
 	}
-	for (int cpu = 0; cpu < ncpus; cpu++) {
-		const struct kh_slot_stats *c = &percpu[cpu];
-
-		for (int s = 0; s < KH_STAGE_COUNT; s++) {
-			sum->stages[s].elapsed_ns += c->stages[s].elapsed_ns;
-			sum->stages[s].calls += c->stages[s].calls;
-			sum->stages[s].attributed_ns += c->stages[s].attributed_ns;
-			sum->stages[s].attributed_calls += c->stages[s].attributed_calls;
-		}
-		sum->input_bytes += c->input_bytes;
-		sum->input_units += c->input_units;
-		sum->probe_hits += c->probe_hits;
-		for (int d = 0; d < KH_DROP_COUNT; d++)
-			sum->drops[d] += c->drops[d];
-	}
+	for (int cpu = 0; cpu < ncpus; cpu++)
+		slots__add(sum, &percpu[cpu]);
 	memset(percpu, 0, size);
 	if (reset && bpf_map_update_elem(map_fd, &slot, percpu, BPF_ANY)) {
 		err = -errno;

@@ -17,4 +17,11 @@
  */
 int slots__read(int map_fd, int ncpus, uint32_t slot, struct kh_slot_stats *sum, bool reset);
 
+/*
+ * Adds every counter of add to sum: the one place a slot's fields are
+ * summed, over the CPUs (slots__read) and with what khprof counted itself
+ * from threads' buffers (trace.c), so a new field is added once.
+ */
+void slots__add(struct kh_slot_stats *sum, const struct kh_slot_stats *add);
+
 #endif

@@ -21,6 +21,7 @@
 #include "khprof.skel.h"
 #include "khprof_shared.h"
 #include "log.h"
+#include "record.h"
 #include "sample.skel.h"
 #include "sampler.h"
 
@@ -236,4 +237,16 @@ void sampler__close(struct sampler *s)
 	free(s->links);
 	free(s->tids);
 	free(s);
+}
+
+void sampler__fill_stacks(struct kh_profile *p, uint64_t start_ns, uint64_t end_ns, void *ctx)
+{
+	struct sampler *s = ctx;
+
+	if (!s)
+		return;
+	/* The samples up to the record's end may still wait in their ring. */
+	sampler__drain(s);
+	stack_store__fill(sampler__store(s), start_ns, end_ns, sampler__ring_full(s),
+			  &p->ext.stacks);
 }

@@ -39,6 +39,12 @@ int sampler__add_ring(struct sampler *s, struct ring_buffer *rb);
 void sampler__drain(struct sampler *s);
 struct stack_store *sampler__store(struct sampler *s);
 uint64_t sampler__ring_full(const struct sampler *s);
+struct kh_profile;
+/*
+ * session_config.fill_stacks with the sampler as ctx: a record's stacks
+ * from start_ns to end_ns, read from the ring first.
+ */
+void sampler__fill_stacks(struct kh_profile *p, uint64_t start_ns, uint64_t end_ns, void *ctx);
 /* Stops sampling (detach): the samples taken stay for the records. */
 void sampler__detach(struct sampler *s);
 void sampler__close(struct sampler *s);
