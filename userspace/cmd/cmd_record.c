@@ -226,6 +226,12 @@ static void tell_how_it_ended(struct tracer *t, pid_t pid)
 							    : info.si_status & 0x7f);
 }
 
+/* The event loop's callback for the followed processes' tracers. */
+static void service_follow(void *f)
+{
+	follow__service(f);
+}
+
 /*
  * One traced run of COMMAND (resolved to path), records to output (NULL:
  * none).  detach_now waits for the kernel to remove the uprobes before
@@ -240,6 +246,7 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	struct event_loop loop = EVENT_LOOP_INIT;
 	struct child_failure failure;
 	struct tracer *t = NULL;
+	struct follow *follow = NULL;
 	int ready[2] = { -1, -1 }, exec_err[2] = { -1, -1 };
 	sigset_t old_mask;
 	int status = 0, code, err;
@@ -253,15 +260,16 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	if (code)
 		return code;
 	if (cli->follow_forks) {
-		if (follow__open(&loop.follow, cli, out.metrics)) {
+		if (follow__open(&follow, cli, out.metrics)) {
 			live_metrics__close(out.metrics);
 			return KHPROF_EXIT_FAILURE;
 		}
-		follow__configure(loop.follow, &opts);
+		follow__configure(follow, &opts);
+		loop.extra = (struct loop_source){ follow__epoll_fd(follow), service_follow, follow };
 	}
 	err = tracer__open(&t, &opts);
 	if (err) {
-		follow__close(loop.follow);
+		follow__close(follow);
 		live_metrics__close(out.metrics);
 		return KHPROF_EXIT_FAILURE;
 	}
@@ -285,8 +293,8 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	ready[0] = exec_err[1] = -1;
 
 	err = tracer__attach(t, pid, path);
-	if (!err && loop.follow)
-		follow__set_calibration(loop.follow, t);
+	if (!err && follow)
+		follow__set_calibration(follow, t);
 	live_metrics__add_tracer(out.metrics, t, pid);
 	if (!err)
 		err = loop__open(&loop, t, pid, &old_mask);
@@ -312,8 +320,8 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	}
 
 	/* While COMMAND starts: a fork before it is ready waits only for the rest. */
-	if (loop.follow)
-		follow__prepare(loop.follow);
+	if (follow)
+		follow__prepare(follow);
 	loop__run(&loop, t, pid, 0);
 	tell_how_it_ended(t, pid);
 	tracer__finish(t, 0); /* sessions still open when it exits did not finish */
@@ -323,15 +331,15 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 		goto out;
 	}
 	reaped = true;
-	if (loop.follow) /* the processes it forked may outlive it */
-		follow__wait(loop.follow, loop.signal_fd);
-	if (loop.follow && follow__records(loop.follow)) {
+	if (follow) /* the processes it forked may outlive it */
+		follow__wait(follow, loop.signal_fd);
+	if (follow && follow__records(follow)) {
 		char pattern[PATH_MAX];
 
 		path_with_tag(output ? output : KH_DEFAULT_RECORD, ".PID", pattern,
 			      sizeof(pattern));
 		log__note("%zu record%s of the processes '%s' started written as '%s'",
-			  follow__records(loop.follow), follow__records(loop.follow) == 1 ? "" : "s",
+			  follow__records(follow), follow__records(follow) == 1 ? "" : "s",
 			  path, pattern);
 	} else if (tracer__probe_count(t) == 0 && !cli->follow_forks) {
 		log__warn("'%s' and its libraries have no keyhog probes: it ran untraced (the "
@@ -344,10 +352,10 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 		log__note("'%s' reached no keyhog probe: no record written", path);
 	}
 	code = finish_output(&out, exit_code_of(status));
-	if (loop.follow && follow__write_failed(loop.follow) && code == KHPROF_EXIT_OK)
+	if (follow && follow__write_failed(follow) && code == KHPROF_EXIT_OK)
 		code = KHPROF_EXIT_FAILURE;
 out:
-	follow__close(loop.follow);
+	follow__close(follow);
 	loop__close(&loop, &old_mask);
 	for (int i = 0; i < 2; i++) {
 		if (ready[i] >= 0)
