@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <glob.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +23,7 @@
 #include "live_metrics.h"
 #include "log.h"
 #include "privileges.h"
+#include "record_dir.h"
 #include "spread.h"
 
 static const char record_usage[] =
@@ -378,41 +378,14 @@ static void repeat_path(const char *dir, unsigned i, char *out, size_t len)
 }
 
 /*
- * The run number of a record --repeat wrote, from its file name: 0 for
- * anything else (a second session's run-001.2.json included).
- */
-static unsigned run_number(const char *path)
-{
-	const char *name = strrchr(path, '/');
-	unsigned number;
-	int end = 0;
-
-	name = name ? name + 1 : path;
-	if (sscanf(name, "run-%u.json%n", &number, &end) != 1 || name[end] != '\0')
-		return 0;
-	return number;
-}
-
-/* DIR/run-*.json, sorted by name; 0, or a glob(3) error other than no match. */
-static int glob_runs(const char *dir, glob_t *found)
-{
-	char pattern[PATH_MAX];
-	int err;
-
-	snprintf(pattern, sizeof(pattern), "%s/run-*.json", dir);
-	err = glob(pattern, 0, NULL, found);
-	return err == GLOB_NOMATCH ? 0 : err;
-}
-
-/*
  * DIR exists (made here if missing).  A series starts at run 1 in a
  * directory without runs, or with --append after the last run there.
  */
 static int prepare_repeat_dir(const char *dir, bool append, unsigned *first)
 {
 	struct stat st;
-	glob_t found = { 0 };
-	unsigned last = 0;
+	size_t files;
+	unsigned last;
 	int err = dir__create(dir, 0777);
 
 	if (err && err != -EEXIST) {
@@ -424,17 +397,11 @@ static int prepare_repeat_dir(const char *dir, bool append, unsigned *first)
 			   "directory for -o)", dir);
 		return -ENOTDIR;
 	}
-	if (glob_runs(dir, &found)) {
+	if (record_dir__count_runs(dir, &files, &last)) {
 		log__error("cannot list the runs in '%s'", dir);
 		return -EIO;
 	}
-	for (size_t i = 0; i < found.gl_pathc; i++) {
-		unsigned n = run_number(found.gl_pathv[i]);
-
-		last = n > last ? n : last;
-	}
-	globfree(&found);
-	if (found.gl_pathc && !append) {
+	if (files && !append) {
 		log__error("cannot write records to '%s': it already holds run-*.json (remove "
 			   "them, choose another directory, or add to them with --append)", dir);
 		return -EEXIST;
@@ -469,72 +436,6 @@ static int wait_run(pid_t child, const sigset_t *signals, int *stop)
 	}
 }
 
-struct numbered_run {
-	unsigned number;
-	const char *path;
-};
-
-static int compare_runs(const void *a, const void *b)
-{
-	const struct numbered_run *x = a, *y = b;
-
-	return x->number < y->number ? -1 : x->number > y->number;
-}
-
-int read_repeat_runs(const char *dir, struct kh_profile **out, size_t *count,
-		     size_t *unreadable)
-{
-	struct numbered_run *order = NULL;
-	struct kh_profile *runs = NULL;
-	glob_t found = { 0 };
-	size_t numbered = 0;
-	char problem[256];
-	int err = 0;
-
-	*out = NULL;
-	*count = *unreadable = 0;
-	if (glob_runs(dir, &found))
-		return -EIO;
-	if (found.gl_pathc) {
-		order = calloc(found.gl_pathc, sizeof(*order));
-		runs = calloc(found.gl_pathc, sizeof(*runs));
-		if (!order || !runs) {
-			err = -ENOMEM;
-			goto out;
-		}
-	}
-	for (size_t i = 0; i < found.gl_pathc; i++) {
-		unsigned n = run_number(found.gl_pathv[i]);
-
-		if (n)
-			order[numbered++] = (struct numbered_run){ n, found.gl_pathv[i] };
-	}
-	if (numbered == 0) {
-		err = -ENOENT;
-		goto out;
-	}
-	/* By number: run-1000.json sorts before run-101.json by name. */
-	qsort(order, numbered, sizeof(*order), compare_runs);
-	for (size_t i = 0; i < numbered; i++) {
-		if (profile__read_file(order[i].path, &runs[*count], problem,
-				       sizeof(problem)) == 0) {
-			(*count)++;
-			continue;
-		}
-		log__warn("cannot read run '%s': %s", order[i].path, problem);
-		(*unreadable)++;
-	}
-out:
-	globfree(&found);
-	free(order);
-	if (err) {
-		free(runs);
-		return err;
-	}
-	*out = runs;
-	return 0;
-}
-
 /* Reads every run in DIR back and prints how much they varied. */
 static void print_repeat_spread(const char *dir, const char *command)
 {
@@ -542,7 +443,7 @@ static void print_repeat_spread(const char *dir, const char *command)
 	size_t read_ok, unreadable;
 	char *text;
 
-	if (read_repeat_runs(dir, &runs, &read_ok, &unreadable))
+	if (record_dir__read_runs(dir, &runs, &read_ok, &unreadable))
 		return;
 	text = read_ok ? runs__render_spread(runs, read_ok) : NULL;
 	if (text) {

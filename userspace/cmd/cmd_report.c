@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 /* khprof report PATH|DIR: prints a record or a series of runs; needs no privileges. */
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -10,44 +9,30 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "html.h"
 #include "json.h"
-#include "latency_text.h"
 #include "log.h"
 #include "notes.h"
-#include "pprof.h"
-#include "text.h"
-#include "trace_event.h"
+#include "output_formats.h"
 #include "record.h"
-#include "spread.h"
-#include "stacks.h"
+#include "record_dir.h"
 
-static const char report_usage[] =
-	"usage: khprof report [PATH] [--format text|seed|json|html|perfetto|folded|pprof]\n"
-	"       khprof report DIR [--format text|html]\n"
+static const char report_about[] =
 	"\n"
 	"Without PATH, reads khprof.json in the current directory: the record\n"
 	"'khprof record' writes there without -o (as 'perf report' reads perf.data).\n"
-	"Reads a keyhog-profile-v1 record and prints it: text is exactly the seed's\n"
-	"report for that record, then khprof's tables of per-stage latency\n"
-	"percentiles and on-CPU/off-CPU time; seed is the seed's report alone (for\n"
-	"byte comparisons); json is the record re-serialised; html is a\n"
-	"self-contained page (charts inline, nothing loaded from the network) to\n"
-	"open in a browser or print; perfetto is Chrome trace-event JSON for\n"
-	"ui.perfetto.dev or chrome://tracing (docs/REPORTS.md); folded is the stack\n"
-	"samples of a record made with --sample, one line per distinct stack,\n"
-	"'STAGE;outermost;...;innermost COUNT' ((no stage) outside every span), for\n"
-	"flamegraph.pl, inferno or speedscope; pprof is the same samples as a gzip'd\n"
-	"pprof profile with 'stage' and 'attribution' labels, for go tool pprof,\n"
-	"Pyroscope or Parca (docs/SAMPLING.md).  Notes (a profile that started or\n"
-	"ended mid-session, dropped counts) go to stderr.\n"
+	"Reads a keyhog-profile-v1 record and prints it in one of these formats;\n"
+	"notes (a profile that started or ended mid-session, dropped counts) go to\n"
+	"stderr:\n"
+	"\n";
+
+static const char report_dir_about[] =
 	"\n"
-	"DIR, a directory written by 'khprof record --repeat N -o DIR', prints the\n"
-	"table the series printed: how much its runs varied (median, min, max and\n"
-	"MAD of wall time, throughput, peak RSS and each stage).  With --format\n"
-	"html it is one page instead: each stage and the wall time as a trend over\n"
-	"the runs in name order, and their spread.  Each run is a record of its\n"
+	"DIR, a directory written by 'khprof record --repeat N -o DIR', prints how\n"
+	"much its runs varied, or one page of them.  Each run is a record of its\n"
 	"own: 'khprof report DIR/run-001.json'.\n"
+	"\n";
+
+static const char report_end[] =
 	"\n"
 	"Exit code 2 for a bad command line or a record that cannot be read, is\n"
 	"malformed or has a schema other than keyhog-profile-v1 (a newer khprof's).\n"
@@ -63,136 +48,87 @@ static const char report_usage[] =
 	"   khprof report runs/\n"
 	"   khprof report runs/ --format html > trend.html\n";
 
-/*
- * Folded stacks of a record made with --sample; a record without samples
- * has none to print, and says so (an empty output would read as "no CPU").
- */
-static char *render_folded(const struct kh_profile *p)
+/* The usage lines and the format lists come from the table of formats. */
+static void report_usage(void)
 {
-	struct outbuf out;
+	char names[128], dir_names[128];
 
-	outbuf__init(&out);
-	kh_stacks__folded(&p->ext.stacks, &out);
-	return outbuf__finish(&out);
+	output_format__names(FORMAT_REPORT, "|", "|", names, sizeof(names));
+	output_format__names(FORMAT_REPORT_DIR, "|", "|", dir_names, sizeof(dir_names));
+	printf("usage: khprof report [PATH] [--format %s]\n"
+	       "       khprof report DIR [--format %s]\n", names, dir_names);
+	fputs(report_about, stdout);
+	output_format__print_help(stdout, FORMAT_REPORT, 24);
+	fputs(report_dir_about, stdout);
+	output_format__print_help(stdout, FORMAT_REPORT_DIR, 24);
+	fputs(report_end, stdout);
 }
 
 /*
- * The gzip'd pprof profile on stdout; not onto a terminal, which binary
- * would garble.  A KHPROF_EXIT_* code; frees p.
+ * A binary format on stdout; not onto a terminal, which binary would
+ * garble.  A KHPROF_EXIT_* code.
  */
-static int report_pprof(const char *path, struct kh_profile *p)
+static int report_binary(const char *path, const struct kh_profile *p,
+			 const struct output_format *f)
 {
 	size_t len = 0;
 	unsigned char *data;
 	int rc = KHPROF_EXIT_OK;
 
 	if (isatty(STDOUT_FILENO)) {
-		log__error("cannot print '%s' as a pprof profile onto a terminal: it is gzip'd "
-			   "protobuf (redirect it: > profile.pb.gz)", path);
-		profile__free(p);
+		log__error("cannot print '%s' as %s onto a terminal: it is gzip'd "
+			   "protobuf (redirect it: > profile.pb.gz)", path, f->what);
 		return KHPROF_EXIT_USAGE;
 	}
-	data = profile__to_pprof(p, &len);
+	data = f->of_record(p, &len);
 	if (!data) {
-		log__error("cannot make a pprof profile of '%s': %s", path, strerror(errno));
+		log__error("cannot make %s of '%s': %s", f->what, path, strerror(errno));
 		rc = KHPROF_EXIT_FAILURE;
 	} else if (fwrite(data, 1, len, stdout) != len || fflush(stdout)) {
-		log__error("cannot write the pprof profile of '%s': %s", path, strerror(errno));
+		log__error("cannot write %s of '%s': %s", f->what, path, strerror(errno));
 		rc = KHPROF_EXIT_FAILURE;
 	}
 	free(data);
-	profile__free(p);
 	return rc;
 }
 
-/* As the shell's "*.json": no hidden files (atomic writes' temporaries). */
-static int is_record_name(const struct dirent *e)
-{
-	size_t n = strlen(e->d_name);
-
-	return e->d_name[0] != '.' && n > 5 && !strcmp(e->d_name + n - 5, ".json");
-}
-
-/*
- * The runs of a directory (record --repeat) in name order, as one HTML page
- * of trends; a KHPROF_EXIT_* code.
- */
-static int report_dir_html(const char *dir)
-{
-	struct dirent **entries = NULL;
-	struct kh_profile *runs = NULL;
-	char **names = NULL, problem[256];
-	int n = scandir(dir, &entries, is_record_name, alphasort), count = 0;
-	int rc = KHPROF_EXIT_OK;
-	char *html = NULL;
-
-	if (n < 0) {
-		log__error("cannot read records in '%s': %s", dir, strerror(errno));
-		return KHPROF_EXIT_BAD_INPUT;
-	}
-	runs = calloc(n ? n : 1, sizeof(*runs));
-	names = calloc(n ? n : 1, sizeof(*names));
-	if (!runs || !names) {
-		log__error("cannot read records in '%s': out of memory", dir);
-		rc = KHPROF_EXIT_FAILURE;
-		goto out;
-	}
-	for (int i = 0; i < n; i++) {
-		struct stat st;
-
-		if (asprintf(&names[count], "%s/%s", dir, entries[i]->d_name) < 0) {
-			names[count] = NULL;
-			log__error("cannot read records in '%s': out of memory", dir);
-			rc = KHPROF_EXIT_FAILURE;
-			goto out;
-		}
-		if (stat(names[count], &st) || !S_ISREG(st.st_mode)) {
-			free(names[count]);
-			continue;
-		}
-		if (profile__read_file(names[count], &runs[count], problem, sizeof(problem))) {
-			log__error("cannot read record '%s': %s", names[count], problem);
-			free(names[count]);
-			rc = KHPROF_EXIT_BAD_INPUT;
-			goto out;
-		}
-		count++;
-	}
-	if (!count) {
-		log__error("cannot read records in '%s': no *.json record in the directory", dir);
-		rc = KHPROF_EXIT_BAD_INPUT;
-		goto out;
-	}
-	html = runs__render_html(runs, (const char *const *)names, count);
-	if (!html) {
-		log__error("cannot report on '%s': out of memory", dir);
-		rc = KHPROF_EXIT_FAILURE;
-		goto out;
-	}
-	fputs(html, stdout);
-out:
-	free(html);
-	for (int i = 0; i < count; i++) {
-		profile__free(&runs[i]);
-		free(names[i]);
-	}
-	for (int i = 0; i < n; i++)
-		free(entries[i]);
-	free(entries);
-	free(runs);
-	free(names);
-	return rc;
-}
-
-/* The spread of the runs in dir, on stdout; a KHPROF_EXIT_* code. */
-static int report_runs(const char *dir)
+/* Every *.json of dir, read in name order; a KHPROF_EXIT_* code. */
+static int read_dir_records(const char *dir, struct format_runs *r, char ***paths, size_t *n)
 {
 	struct kh_profile *runs;
-	size_t count, unreadable;
-	char *text;
-	int err;
+	char problem[256];
+	int err = record_dir__list(dir, paths, n);
 
-	err = read_repeat_runs(dir, &runs, &count, &unreadable);
+	if (err) {
+		log__error("cannot read records in '%s': %s", dir, strerror(-err));
+		return err == -ENOMEM ? KHPROF_EXIT_FAILURE : KHPROF_EXIT_BAD_INPUT;
+	}
+	r->names = (const char *const *)*paths;
+	r->runs = runs = calloc(*n ? *n : 1, sizeof(*runs));
+	if (!runs) {
+		log__error("cannot read records in '%s': out of memory", dir);
+		return KHPROF_EXIT_FAILURE;
+	}
+	if (!*n) {
+		log__error("cannot read records in '%s': no *.json record in the directory", dir);
+		return KHPROF_EXIT_BAD_INPUT;
+	}
+	for (; r->count < *n; r->count++) {
+		if (profile__read_file((*paths)[r->count], &runs[r->count], problem,
+				       sizeof(problem))) {
+			log__error("cannot read record '%s': %s", (*paths)[r->count], problem);
+			return KHPROF_EXIT_BAD_INPUT;
+		}
+	}
+	return KHPROF_EXIT_OK;
+}
+
+/* The runs record --repeat wrote in dir, in run order; a KHPROF_EXIT_* code. */
+static int read_numbered_runs(const char *dir, struct format_runs *r, size_t *unreadable)
+{
+	struct kh_profile *runs;
+	int err = record_dir__read_runs(dir, &runs, &r->count, unreadable);
+
 	if (err == -ENOENT) {
 		log__error("cannot read runs in '%s': no run-NNN.json written by 'khprof record "
 			   "--repeat' in the directory", dir);
@@ -202,18 +138,40 @@ static int report_runs(const char *dir)
 		log__error("cannot read runs in '%s': %s", dir, strerror(-err));
 		return err == -ENOMEM ? KHPROF_EXIT_FAILURE : KHPROF_EXIT_BAD_INPUT;
 	}
-	text = count ? runs__render_spread(runs, count) : NULL;
-	if (text) {
-		printf("%zu run%s in '%s':\n", count, count == 1 ? "" : "s", dir);
-		fputs(text, stdout);
+	r->runs = runs;
+	return KHPROF_EXIT_OK;
+}
+
+/* The runs of dir, a directory of records, as f; a KHPROF_EXIT_* code. */
+static int report_dir(const char *dir, const struct output_format *f)
+{
+	struct format_runs r = { .dir = dir };
+	char **paths = NULL, *text = NULL;
+	size_t unreadable = 0, listed = 0;
+	int rc;
+
+	if (f->flags & FORMAT_NUMBERED_RUNS)
+		rc = read_numbered_runs(dir, &r, &unreadable);
+	else
+		rc = read_dir_records(dir, &r, &paths, &listed);
+	if (rc == KHPROF_EXIT_OK) {
+		text = f->of_runs(&r);
+		if (!text && !(f->flags & FORMAT_NUMBERED_RUNS))
+			log__error("cannot report on '%s': out of memory", dir);
+		rc = text ? KHPROF_EXIT_OK : KHPROF_EXIT_FAILURE;
+		if (text)
+			fputs(text, stdout);
+		if (unreadable)
+			rc = KHPROF_EXIT_BAD_INPUT; /* each was named on stderr */
 	}
 	free(text);
-	for (size_t i = 0; i < count; i++)
-		profile__free(&runs[i]);
-	free(runs);
-	if (unreadable)
-		return KHPROF_EXIT_BAD_INPUT; /* each was named on stderr */
-	return text ? KHPROF_EXIT_OK : KHPROF_EXIT_FAILURE;
+	for (size_t i = 0; i < r.count; i++)
+		profile__free((struct kh_profile *)&r.runs[i]);
+	free((void *)r.runs);
+	for (size_t i = 0; i < listed; i++)
+		free(paths[i]);
+	free(paths);
+	return rc;
 }
 
 int cmd_report(int argc, char **argv)
@@ -222,14 +180,17 @@ int cmd_report(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *format = "text", *path;
+	const struct output_format *f, *dir_format;
+	const char *format = NULL, *path;
 	struct kh_profile profile;
-	char problem[256], *rendered;
+	char problem[256];
+	unsigned char *rendered;
+	size_t len = 0;
 	struct stat st;
 	int c;
 
 	if (wants_help(argc, argv)) {
-		fputs(report_usage, stdout);
+		report_usage();
 		return KHPROF_EXIT_OK;
 	}
 	optind = 1;
@@ -243,26 +204,23 @@ int cmd_report(int argc, char **argv)
 			return usage_error("report", "unknown option '%s'", argv[optind - 1]);
 		format = optarg;
 	}
-	if (strcmp(format, "text") && strcmp(format, "seed") && strcmp(format, "json") &&
-	    strcmp(format, "html") && strcmp(format, "perfetto") && strcmp(format, "folded") &&
-	    strcmp(format, "pprof")) {
-		log__error("unknown format '%s' (text, seed, json, html, perfetto, folded or pprof)",
-			   format);
+	f = format ? output_format__pick(FORMAT_REPORT, format)
+		   : output_format__default(FORMAT_REPORT);
+	if (!f)
 		return KHPROF_EXIT_USAGE;
-	}
 	if (optind + 1 < argc)
 		return usage_error("report", "unexpected argument '%s' (report takes one PATH)",
 				   argv[optind + 1]);
 	/* As `perf report` reads perf.data: the record `khprof record` wrote here. */
 	path = optind < argc ? argv[optind] : KH_DEFAULT_RECORD;
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		if (strcmp(format, "text") == 0)
-			return report_runs(path);
-		if (strcmp(format, "html") == 0)
-			return report_dir_html(path);
+		dir_format = format ? output_format__find(FORMAT_REPORT_DIR, f->name)
+				    : output_format__default(FORMAT_REPORT_DIR);
+		if (dir_format)
+			return report_dir(path, dir_format);
 		log__error("cannot print '%s' as %s: it is a directory of runs, printed as a "
 			   "table or, with --format html, a page (report one run's record for %s)",
-			   path, format, format);
+			   path, f->name, f->name);
 		return KHPROF_EXIT_USAGE;
 	}
 	if (optind == argc && access(path, F_OK) != 0) {
@@ -274,30 +232,20 @@ int cmd_report(int argc, char **argv)
 		log__error("cannot read record '%s': %s", path, problem);
 		return KHPROF_EXIT_BAD_INPUT;
 	}
-	if ((!strcmp(format, "folded") || !strcmp(format, "pprof")) &&
-	    !profile.ext.stacks.present) {
+	if ((f->flags & FORMAT_NEEDS_STACKS) && !profile.ext.stacks.present) {
 		log__error("cannot print '%s' as %s: the record has no stack samples "
-			   "(record it with --sample)", argv[optind],
-			   strcmp(format, "folded") ? "a pprof profile" : "folded stacks");
+			   "(record it with --sample)", path, f->what);
 		profile__free(&profile);
 		return KHPROF_EXIT_BAD_INPUT;
 	}
-	if (!strcmp(format, "pprof"))
-		return report_pprof(argv[optind], &profile);
-	if (strcmp(format, "json") == 0)
-		rendered = profile__to_json(&profile);
-	else if (strcmp(format, "html") == 0)
-		rendered = profile__render_html(&profile);
-	else if (strcmp(format, "perfetto") == 0)
-		rendered = profile__to_trace_events(&profile);
-	else if (strcmp(format, "seed") == 0)
-		rendered = profile__render_text(&profile);
-	else if (strcmp(format, "folded") == 0)
-		rendered = render_folded(&profile);
-	else
-		rendered = profile__render_report(&profile);
+	if (f->flags & FORMAT_BINARY) {
+		c = report_binary(path, &profile, f);
+		profile__free(&profile);
+		return c;
+	}
+	rendered = f->of_record(&profile, &len);
 	if (rendered) {
-		fputs(rendered, stdout);
+		fwrite(rendered, 1, len, stdout);
 		free(rendered);
 	}
 	/*
