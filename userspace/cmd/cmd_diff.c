@@ -14,6 +14,7 @@
 #include "array.h"
 #include "commands.h"
 #include "diff.h"
+#include "exit_codes.h"
 #include "fileio.h"
 #include "json.h"
 #include "log.h"

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "exit_codes.h"
 #include "fileio.h"
 #include "json.h"
 #include "log.h"

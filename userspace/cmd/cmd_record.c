@@ -17,6 +17,7 @@
 
 #include "cmd_trace.h"
 #include "commands.h"
+#include "exit_codes.h"
 #include "fileio.h"
 #include "follow.h"
 #include "json.h"

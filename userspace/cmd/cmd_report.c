@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "exit_codes.h"
 #include "json.h"
 #include "log.h"
 #include "notes.h"

@@ -22,6 +22,8 @@
 
 #include "cmd_trace.h"
 #include "commands.h"
+#include "duration.h"
+#include "exit_codes.h"
 #include "fileio.h"
 #include "json.h"
 #include "live_metrics.h"
@@ -29,6 +31,7 @@
 #include "log.h"
 #include "notes.h"
 #include "sampler.h"
+#include "series.h"
 #include "text.h"
 #include "usdt_notes.h"
 
