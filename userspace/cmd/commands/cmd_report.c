@@ -93,31 +93,39 @@ static int report_binary(const char *path, const struct kh_profile *p,
 	return rc;
 }
 
-/* Every *.json of dir, read in name order; a KHPROF_EXIT_* code. */
-static int read_dir_records(const char *dir, struct format_runs *r, char ***paths, size_t *n)
-{
+/* The records of a directory, as read for report DIR. */
+struct dir_runs {
 	struct kh_profile *runs;
+	size_t count;
+	char **paths;      /* every *.json (NULL: the numbered runs were read) */
+	size_t listed;
+	size_t unreadable; /* numbered runs that could not be read, each named */
+};
+
+/* Every *.json of dir, read in name order; a KHPROF_EXIT_* code. */
+static int read_dir_records(const char *dir, struct dir_runs *d)
+{
 	char problem[256];
-	int err = record_dir__list(dir, paths, n);
+	int err = record_dir__list(dir, &d->paths, &d->listed);
 
 	if (err) {
 		log__error("cannot read records in '%s': %s", dir, strerror(-err));
 		return err == -ENOMEM ? KHPROF_EXIT_FAILURE : KHPROF_EXIT_BAD_INPUT;
 	}
-	r->names = (const char *const *)*paths;
-	r->runs = runs = calloc(*n ? *n : 1, sizeof(*runs));
-	if (!runs) {
+	d->runs = calloc(d->listed ? d->listed : 1, sizeof(*d->runs));
+	if (!d->runs) {
 		log__error("cannot read records in '%s': out of memory", dir);
 		return KHPROF_EXIT_FAILURE;
 	}
-	if (!*n) {
+	if (!d->listed) {
 		log__error("cannot read records in '%s': no *.json record in the directory", dir);
 		return KHPROF_EXIT_BAD_INPUT;
 	}
-	for (; r->count < *n; r->count++) {
-		if (profile__read_file((*paths)[r->count], &runs[r->count], problem,
-				       sizeof(problem))) {
-			log__error("cannot read record '%s': %s", (*paths)[r->count], problem);
+	for (; d->count < d->listed; d->count++) {
+		const char *path = d->paths[d->count];
+
+		if (profile__read_file(path, &d->runs[d->count], problem, sizeof(problem))) {
+			log__error("cannot read record '%s': %s", path, problem);
 			return KHPROF_EXIT_BAD_INPUT;
 		}
 	}
@@ -125,10 +133,9 @@ static int read_dir_records(const char *dir, struct format_runs *r, char ***path
 }
 
 /* The runs record --repeat wrote in dir, in run order; a KHPROF_EXIT_* code. */
-static int read_numbered_runs(const char *dir, struct format_runs *r, size_t *unreadable)
+static int read_numbered_runs(const char *dir, struct dir_runs *d)
 {
-	struct kh_profile *runs;
-	int err = record_dir__read_runs(dir, &runs, &r->count, unreadable);
+	int err = record_dir__read_runs(dir, &d->runs, &d->count, &d->unreadable);
 
 	if (err == -ENOENT) {
 		log__error("cannot read runs in '%s': no run-NNN.json written by 'khprof record "
@@ -139,39 +146,39 @@ static int read_numbered_runs(const char *dir, struct format_runs *r, size_t *un
 		log__error("cannot read runs in '%s': %s", dir, strerror(-err));
 		return err == -ENOMEM ? KHPROF_EXIT_FAILURE : KHPROF_EXIT_BAD_INPUT;
 	}
-	r->runs = runs;
 	return KHPROF_EXIT_OK;
 }
 
 /* The runs of dir, a directory of records, as f; a KHPROF_EXIT_* code. */
 static int report_dir(const char *dir, const struct output_format *f)
 {
-	struct format_runs r = { .dir = dir };
-	char **paths = NULL, *text = NULL;
-	size_t unreadable = 0, listed = 0;
+	struct dir_runs d = { 0 };
+	char *text = NULL;
 	int rc;
 
 	if (f->flags & FORMAT_NUMBERED_RUNS)
-		rc = read_numbered_runs(dir, &r, &unreadable);
+		rc = read_numbered_runs(dir, &d);
 	else
-		rc = read_dir_records(dir, &r, &paths, &listed);
+		rc = read_dir_records(dir, &d);
 	if (rc == KHPROF_EXIT_OK) {
+		const struct format_runs r = { dir, d.runs, (const char *const *)d.paths, d.count };
+
 		text = f->of_runs(&r);
 		if (!text && !(f->flags & FORMAT_NUMBERED_RUNS))
 			log__error("cannot report on '%s': out of memory", dir);
-		rc = text ? KHPROF_EXIT_OK : KHPROF_EXIT_FAILURE;
 		if (text)
 			fputs(text, stdout);
-		if (unreadable)
+		rc = text ? KHPROF_EXIT_OK : KHPROF_EXIT_FAILURE;
+		if (d.unreadable)
 			rc = KHPROF_EXIT_BAD_INPUT; /* each was named on stderr */
 	}
 	free(text);
-	for (size_t i = 0; i < r.count; i++)
-		profile__free((struct kh_profile *)&r.runs[i]);
-	free((void *)r.runs);
-	for (size_t i = 0; i < listed; i++)
-		free(paths[i]);
-	free(paths);
+	for (size_t i = 0; i < d.count; i++)
+		profile__free(&d.runs[i]);
+	free(d.runs);
+	for (size_t i = 0; i < d.listed; i++)
+		free(d.paths[i]);
+	free(d.paths);
 	return rc;
 }
 
