@@ -9,6 +9,7 @@
 #define KHPROF_SHARED_H
 
 #include "keyhog_profile.h"
+#include "khprof_enums.h"
 
 #ifndef __bpf__
 #include <linux/types.h>
@@ -35,14 +36,6 @@
  * its child unprotected.  16 pages hold 64 such events waiting at once.
  */
 #define KH_CONTROL_RINGBUF_BYTES (16 * 4096)
-
-/* How spans reach the kernel (docs/PROBES.md). */
-enum kh_trace_mode {
-	KH_MODE_SPAN = 0,  /* one probe per span carrying its start time */
-	KH_MODE_PAIR = 1,  /* span_enter + span_exit, start kept in the kernel */
-	KH_MODE_BATCH = 2, /* spans buffered per thread, one probe per batch */
-	KH_MODE_COUNT
-};
 
 enum kh_event_type {
 	KH_EVENT_SESSION_START = 1,
@@ -100,21 +93,6 @@ struct kh_stage_stats {
 	__u64 calls;
 	__u64 attributed_ns;
 	__u64 attributed_calls; /* for the start-up bias correction */
-};
-
-/* Everything that had to be dropped is counted, never lost silently. */
-enum kh_drop {
-	KH_DROP_STACK_OVERFLOW = 0, /* span deeper than KH_KERNEL_SPAN_DEPTH */
-	KH_DROP_UNMATCHED_EXIT = 1, /* exit without its enter (attached mid-span) */
-	KH_DROP_RINGBUF_FULL = 2,   /* event lost: ring buffer full */
-	KH_DROP_SESSION_SLOTS = 3,  /* session started while every slot was unread */
-	KH_DROP_BAD_STAGE = 4,      /* stage or state number out of range */
-	KH_DROP_LATE_BATCH = 5,     /* batched span that ended before its session */
-	/* buffered span of an ending thread that could not be read (or ABI 2) */
-	KH_DROP_EXIT_UNREAD = 6,
-	/* thread of an ABI 2 program that ended with its buffer unknown to khprof */
-	KH_DROP_EXIT_UNKNOWN = 7,
-	KH_DROP_COUNT
 };
 
 /* Per-CPU, per-session-slot aggregate; userspace sums the CPUs. */

@@ -21,6 +21,7 @@
 #include "fileio.h"
 #include "html.h"
 #include "khtest.h"
+#include "series.h"
 
 static char *khprof;
 static char *workdir;

@@ -19,6 +19,7 @@
 
 #include "json.h"
 #include "record.h"
+#include "series.h"
 #include "text.h"
 #include "golden.h"
 

@@ -11,8 +11,10 @@
 #include <inttypes.h>
 #include <math.h>
 
+#include "duration.h"
 #include "json.h"
 #include "record.h"
+#include "series.h"
 #include "trace_event.h"
 
 static struct kh_interval interval_at(uint64_t start, uint64_t dur, uint64_t calls)

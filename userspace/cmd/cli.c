@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "exit_codes.h"
 #include "log.h"
 
 int wants_help(int argc, char **argv)

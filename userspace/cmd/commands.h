@@ -41,15 +41,4 @@ int wants_help(int argc, char **argv);
  */
 bool option_value_refused(char **argv, int optind, const char *value);
 
-struct kh_profile;
-
-/*
- * The records `khprof record --repeat` wrote in dir (DIR/run-NNN.json, not
- * a second session's run-NNN.2.json), read in run order.  0 with *runs
- * malloc'd (free each with profile__free), or -errno; -ENOENT when dir has
- * none.  *unreadable counts run files that could not be read.
- */
-int read_repeat_runs(const char *dir, struct kh_profile **runs, size_t *count,
-		     size_t *unreadable);
-
 #endif

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "exit_codes.h"
 #include "keyhog_profile.h"
 #include "log.h"
 #include "privileges.h"

@@ -14,6 +14,7 @@
 
 #include "openmetrics.h"
 #include "outbuf.h"
+#include "utf8.h"
 
 static const char *const attribution_names[OM_ATTR_COUNT] = {
 	[OM_ATTR_ROOT] = "root",

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "khprof_shared.h" /* struct kh_slot_stats: --serve reads the slots */
 #include "record.h"
 
 /* Bytes of a label value before escaping; longer values are cut (with "…"). */

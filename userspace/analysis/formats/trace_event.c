@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "outbuf.h"
+#include "series.h"
 #include "trace_event.h"
 
 /* Counters carry their unit in the name, as the viewers show nothing else. */

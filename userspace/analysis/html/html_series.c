@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "html.h"
+#include "series.h"
 
 #define CHART_W 960.0
 /* Stages drawn in their own colour; the rest are summed as "other". */

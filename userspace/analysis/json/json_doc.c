@@ -22,6 +22,7 @@
 #include "json_doc.h"
 #include "json_number.h"
 #include "record.h"
+#include "utf8.h"
 
 /* ------------------------------------------------------------------ */
 /* Errors                                                              */

@@ -18,6 +18,7 @@
 #include "json.h"
 #include "json_number.h"
 #include "outbuf.h"
+#include "utf8.h"
 
 /* ------------------------------------------------------------------ */
 /* Writer: serde_json's PrettyFormatter                                */

@@ -15,6 +15,8 @@
 
 #include "array.h"
 #include "record.h"
+#include "series.h"
+#include "utf8.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -105,68 +107,6 @@ int kh_parse_u64(const char *text, uint64_t *out)
 	}
 	*out = value;
 	return 0;
-}
-
-size_t utf8__scan(const unsigned char *s, size_t n, bool *valid)
-{
-	unsigned char lo = 0x80, hi = 0xBF;
-	size_t need;
-
-	*valid = false;
-	if (n == 0)
-		return 0;
-	if (s[0] < 0x80) {
-		*valid = true;
-		return 1;
-	}
-	if (s[0] >= 0xC2 && s[0] <= 0xDF) {
-		need = 1;
-	} else if (s[0] >= 0xE0 && s[0] <= 0xEF) {
-		need = 2;
-		/* Overlong forms and UTF-16 surrogates are not UTF-8. */
-		lo = s[0] == 0xE0 ? 0xA0 : 0x80;
-		hi = s[0] == 0xED ? 0x9F : 0xBF;
-	} else if (s[0] >= 0xF0 && s[0] <= 0xF4) {
-		need = 3;
-		/* Overlong forms and code points above U+10FFFF. */
-		lo = s[0] == 0xF0 ? 0x90 : 0x80;
-		hi = s[0] == 0xF4 ? 0x8F : 0xBF;
-	} else {
-		return 1;
-	}
-	for (size_t i = 1; i <= need; i++) {
-		if (i >= n || s[i] < lo || s[i] > hi)
-			return i;
-		lo = 0x80;
-		hi = 0xBF;
-	}
-	*valid = true;
-	return need + 1;
-}
-
-char *utf8__dup_lossy(const char *s)
-{
-	static const char replacement[] = "\xEF\xBF\xBD";
-	size_t n = strlen(s), len = 0;
-	char *out = malloc(n * 3 + 1);
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n;) {
-		bool valid;
-		size_t step = utf8__scan((const unsigned char *)s + i, n - i, &valid);
-
-		if (valid) {
-			memcpy(out + len, s + i, step);
-			len += step;
-		} else {
-			memcpy(out + len, replacement, 3);
-			len += 3;
-		}
-		i += step;
-	}
-	out[len] = '\0';
-	return out;
 }
 
 static int string__replace(char **slot, const char *value)

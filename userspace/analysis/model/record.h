@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "keyhog_profile.h"
-#include "khprof_shared.h"
+#include "khprof_enums.h"
 #include "hist.h"
 
 #define KH_PROFILE_SCHEMA "keyhog-profile-v1"
@@ -160,41 +160,6 @@ struct kh_series {
 };
 
 /*
- * Appends a sampled interval: into the last entry while that one holds
- * fewer than group intervals, else as a new entry, first merging the
- * entries in pairs (and doubling group) when the series is full.
- * 0 or -ENOMEM.
- */
-int series__append(struct kh_series *s, const struct kh_interval *iv);
-/* into += next (next follows into in time). */
-void interval__merge(struct kh_interval *into, const struct kh_interval *next);
-void series__free(struct kh_series *s);
-
-/* --interval's bounds: below 10 ms the samples would cost more than they show. */
-#define KH_INTERVAL_MIN_NS 10000000ull
-#define KH_INTERVAL_MAX_NS 3600000000000ull
-
-/*
- * A duration, the one syntax of --duration and --interval: "100ms", "1s",
- * "2.5s", "500us", "1m", "1h", or a bare number of seconds ("5", "0.5").
- * 0, or -EINVAL for a malformed text or one outside [min, max].
- */
-int kh_parse_duration_ns(const char *text, uint64_t min, uint64_t max, uint64_t *out);
-
-/*
- * The live line of an interval, without newline: "12.30s scanning 391.2
- * MiB/s cpu 118% rss 5.2 MiB top: decode 41%, phase1-triggers 30%" (top
- * three stages by their share of the interval's stage time).
- */
-void interval__render_line(const struct kh_interval *iv, uint64_t logical_cpus, char *buf,
-			   size_t len);
-/*
- * The interval's CPU share in percent of one CPU: from its ns when it has
- * them, else its whole ms, capped at 100 % x logical_cpus (0: no cap).
- */
-bool interval__cpu_percent(const struct kh_interval *iv, uint64_t logical_cpus, double *out);
-
-/*
  * What khprof knows of one resource sample beyond the seed's snapshot, at
  * the same index as the profile's resource_samples (docs/SCHEMA.md).  The
  * peaks cover the time since the previous sample, this one included; null
@@ -300,16 +265,6 @@ int kh_trace_mode__parse(const char *name, uint32_t *out);
  * 0 or -EINVAL (also for overflow).
  */
 int kh_parse_u64(const char *text, uint64_t *out);
-
-/*
- * Length of the UTF-8 character at s (n bytes left).  For invalid input
- * *valid is false and the length is that of the maximal invalid subpart,
- * which gets one U+FFFD, as Rust's from_utf8_lossy does.
- */
-size_t utf8__scan(const unsigned char *s, size_t n, bool *valid);
-
-/* Copy of s with invalid UTF-8 replaced by U+FFFD, as serde strings must be. */
-char *utf8__dup_lossy(const char *s);
 
 /*
  * Seed defaults (RunIdentity::new with "unknown" for every string).

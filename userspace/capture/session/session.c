@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "procfs.h"
+#include "series.h"
 #include "session.h"
 
 uint64_t tracer__now_ns(void)

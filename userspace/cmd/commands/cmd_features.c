@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "commands.h"
+#include "exit_codes.h"
 #include "kfeatures.h"
 #include "log.h"
 

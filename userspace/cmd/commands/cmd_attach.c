@@ -10,6 +10,7 @@
 #include "attach_exe.h"
 #include "cmd_trace.h"
 #include "commands.h"
+#include "exit_codes.h"
 #include "live_metrics.h"
 #include "log.h"
 #include "privileges.h"

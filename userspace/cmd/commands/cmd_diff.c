@@ -4,7 +4,6 @@
  * two sets of records; needs no privileges.  Reading files and directories,
  * options, printing and exit codes live here; the comparison is diff.c.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -15,17 +14,16 @@
 #include "array.h"
 #include "commands.h"
 #include "diff.h"
-#include "diff_stacks.h"
-#include "html.h"
+#include "exit_codes.h"
 #include "fileio.h"
 #include "json.h"
 #include "log.h"
+#include "output_formats.h"
 #include "record.h"
+#include "record_dir.h"
 
+/* After the usage lines, up to the format list. */
 static const char diff_usage[] =
-	"usage: khprof diff BASE CANDIDATE [--threshold [NAME=]PCT]...\n"
-	"           [--min-change-ms MS] [--allow-mismatch FIELD]... [--confidence PCT]\n"
-	"           [--config FILE] [--format text|markdown|json|html] [--all]\n"
 	"\n"
 	"Compares the candidate's records with the baseline's and exits 1 when the\n"
 	"data are confident that the candidate is slower by more than a threshold.\n"
@@ -88,8 +86,10 @@ static const char diff_usage[] =
 	"   --config FILE            settings, one 'key value' a line: threshold,\n"
 	"                            threshold.NAME, min_change_ms, confidence,\n"
 	"                            allow_mismatch; flags win over the file\n"
-	"   --format FORMAT          text (default), markdown (a PR comment), json, or\n"
-	"                            html (a self-contained page: docs/REPORTS.md)\n"
+	;
+
+/* The rest of diff's help, after the format list. */
+static const char diff_usage_end[] =
 	"   --all                    text and markdown: every item, not only those that\n"
 	"                            changed (JSON and HTML always have every item)\n"
 	"\n"
@@ -108,6 +108,20 @@ static const char diff_usage[] =
 	"   khprof diff base-runs cand-runs --threshold 10 --threshold wall=5 \\\n"
 	"          --threshold entropy=off --format markdown > comment.md\n"
 	"   khprof diff base-runs cand-runs --config perf-gate.conf --format json\n";
+
+/* The usage lines and the format list come from the table of formats. */
+static void print_usage(void)
+{
+	char names[128];
+
+	output_format__names(FORMAT_DIFF, "|", "|", names, sizeof(names));
+	printf("usage: khprof diff BASE CANDIDATE [--threshold [NAME=]PCT]...\n"
+	       "           [--min-change-ms MS] [--allow-mismatch FIELD]... [--confidence PCT]\n"
+	       "           [--config FILE] [--format %s] [--all]\n", names);
+	fputs(diff_usage, stdout);
+	output_format__print_help(stdout, FORMAT_DIFF, 28);
+	fputs(diff_usage_end, stdout);
+}
 
 /* The records of one side, in file order. */
 struct side {
@@ -156,62 +170,6 @@ nomem:
 	return KHPROF_EXIT_FAILURE;
 }
 
-static int compare_names(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The regular *.json files directly in dir, sorted by name, as dir/NAME. */
-static int list_records(const char *dir, char ***out, size_t *count)
-{
-	size_t len = strlen(dir), cap = 0;
-	const char *sep = len && dir[len - 1] == '/' ? "" : "/";
-	struct dirent *entry;
-	char **paths = NULL;
-	DIR *d = opendir(dir);
-	int err = 0;
-
-	*count = 0;
-	if (!d)
-		return -errno;
-	while (!err && (errno = 0, entry = readdir(d))) {
-		size_t n = strlen(entry->d_name);
-		struct stat st;
-		char *path;
-
-		/* As the shell's "*.json": no hidden files (atomic writes' temporaries). */
-		if (entry->d_name[0] == '.' || n < 5 || strcmp(entry->d_name + n - 5, ".json"))
-			continue;
-		if (asprintf(&path, "%s%s%s", dir, sep, entry->d_name) < 0) {
-			err = -ENOMEM;
-			break;
-		}
-		if (stat(path, &st) || !S_ISREG(st.st_mode)) {
-			free(path);
-			continue;
-		}
-		if (array__reserve((void **)&paths, &cap, *count + 1, sizeof(*paths))) {
-			free(path);
-			err = -ENOMEM;
-			break;
-		}
-		paths[(*count)++] = path;
-	}
-	if (!err && errno)
-		err = -errno;
-	closedir(d);
-	if (err) {
-		while (*count)
-			free(paths[--*count]);
-		free(paths);
-		return err;
-	}
-	if (*count)
-		qsort(paths, *count, sizeof(*paths), compare_names);
-	*out = paths;
-	return 0;
-}
-
 /* Reads a record, or every record of a directory; a KHPROF_EXIT_* code. */
 static int side__read(struct side *s, const char *path)
 {
@@ -224,7 +182,7 @@ static int side__read(struct side *s, const char *path)
 	s->path = path;
 	if (stat(path, &st) || !S_ISDIR(st.st_mode))
 		return side__read_record(s, path);
-	err = list_records(path, &paths, &count);
+	err = record_dir__list(path, &paths, &count);
 	if (err) {
 		log__error("cannot read records in '%s': %s", path, strerror(-err));
 		return KHPROF_EXIT_BAD_INPUT;
@@ -343,22 +301,9 @@ static int exit_code(enum kh_diff_verdict verdict)
 	return KHPROF_EXIT_FAILURE;
 }
 
-/* The text table, then the per-stage top functions when both sides have samples. */
-static char *with_stack_functions(char *table, const struct kh_diff_side *base,
-				  const struct kh_diff_side *cand)
-{
-	char *fns = table ? diff__render_stack_functions(base, cand) : NULL, *both = NULL;
-
-	if (fns && asprintf(&both, "%s%s", table, fns) < 0)
-		both = NULL;
-	free(table);
-	free(fns);
-	return both;
-}
-
 /* Compares the two sides and prints the result; a KHPROF_EXIT_* code. */
 static int diff_sides(const struct side *base, const struct side *cand,
-		      const struct kh_diff_options *opts, const char *format)
+		      const struct kh_diff_options *opts, const struct output_format *format)
 {
 	const struct kh_diff_side bs = { base->path, base->records,
 					 (const char *const *)base->names, base->count };
@@ -375,17 +320,7 @@ static int diff_sides(const struct side *base, const struct side *cand,
 		return KHPROF_EXIT_FAILURE;
 	}
 	print_messages(&d);
-	/* JSON and HTML always carry the verdict; a table means nothing when not comparable. */
-	if (strcmp(format, "json") == 0)
-		out = diff__to_json(&d);
-	else if (strcmp(format, "html") == 0)
-		out = diff__render_html(&d);
-	else if (d.verdict == KH_DIFF_VERDICT_NOT_COMPARABLE)
-		out = strdup("");
-	else if (strcmp(format, "markdown") == 0)
-		out = diff__render_markdown(&d);
-	else
-		out = with_stack_functions(diff__render_text(&d), &bs, &cs);
+	out = format->of_diff(&d, &bs, &cs);
 	if (!out) {
 		log__error("cannot compare '%s' with '%s': out of memory", base->path, cand->path);
 		diff__free(&d);
@@ -411,13 +346,14 @@ int cmd_diff(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct kh_diff_options opts, flags;
-	const char *format = "text", *config = NULL;
+	const char *format = NULL, *config = NULL;
+	const struct output_format *f;
 	struct side base, cand;
 	char problem[512];
 	int c, rc;
 
 	if (wants_help(argc, argv)) {
-		fputs(diff_usage, stdout);
+		print_usage();
 		return KHPROF_EXIT_OK;
 	}
 	diff_options__init(&flags);
@@ -468,11 +404,9 @@ int cmd_diff(int argc, char **argv)
 			return KHPROF_EXIT_USAGE;
 		}
 	}
-	if (strcmp(format, "text") && strcmp(format, "markdown") && strcmp(format, "json") &&
-	    strcmp(format, "html")) {
-		log__error("unknown format '%s' (text, markdown, json or html)", format);
+	f = format ? output_format__pick(FORMAT_DIFF, format) : output_format__default(FORMAT_DIFF);
+	if (!f)
 		return KHPROF_EXIT_USAGE;
-	}
 	if (argc - optind != 2) {
 		return usage_error("diff", "diff needs BASE and CANDIDATE, a record or a directory "
 				   "of records each (got %d argument%s)", argc - optind,
@@ -492,7 +426,7 @@ int cmd_diff(int argc, char **argv)
 	}
 	rc = side__read(&cand, argv[optind + 1]);
 	if (!rc)
-		rc = diff_sides(&base, &cand, &opts, format);
+		rc = diff_sides(&base, &cand, &opts, f);
 	side__free(&base);
 	side__free(&cand);
 	return rc;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "exit_codes.h"
 #include "log.h"
 #include "record.h"
 #include "trace.h"

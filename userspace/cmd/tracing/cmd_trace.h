@@ -94,15 +94,26 @@ int finish_output(const struct output_state *out, int code);
 /* The signals that end a trace: khprof handles them instead of dying. */
 void stop_signals(sigset_t *set);
 
+/*
+ * More descriptors for the loop to service when readable: record
+ * --follow-forks' tracers (follow.c).  A callback, so that the loop does not
+ * depend on what builds on it: follow.c and process_trace.c use this file.
+ */
+struct loop_source {
+	int fd; /* -1: none */
+	void (*service)(void *ctx);
+	void *ctx;
+};
+
 struct event_loop {
 	int epoll_fd;
 	int signal_fd;
 	int pid_fd;
 	struct live_metrics *metrics; /* --serve, or NULL */
-	struct follow *follow;        /* --follow-forks, or NULL */
+	struct loop_source extra;     /* --follow-forks, or fd -1 */
 };
 
-#define EVENT_LOOP_INIT { -1, -1, -1, NULL, NULL }
+#define EVENT_LOOP_INIT { -1, -1, -1, NULL, { -1, NULL, NULL } }
 
 /*
  * --serve: listening before tracing starts, so that a bad or busy address

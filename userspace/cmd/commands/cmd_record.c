@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <glob.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,12 +17,14 @@
 
 #include "cmd_trace.h"
 #include "commands.h"
+#include "exit_codes.h"
 #include "fileio.h"
 #include "follow.h"
 #include "json.h"
 #include "live_metrics.h"
 #include "log.h"
 #include "privileges.h"
+#include "record_dir.h"
 #include "spread.h"
 
 static const char record_usage[] =
@@ -226,6 +227,12 @@ static void tell_how_it_ended(struct tracer *t, pid_t pid)
 							    : info.si_status & 0x7f);
 }
 
+/* The event loop's callback for the followed processes' tracers. */
+static void service_follow(void *f)
+{
+	follow__service(f);
+}
+
 /*
  * One traced run of COMMAND (resolved to path), records to output (NULL:
  * none).  detach_now waits for the kernel to remove the uprobes before
@@ -240,6 +247,7 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	struct event_loop loop = EVENT_LOOP_INIT;
 	struct child_failure failure;
 	struct tracer *t = NULL;
+	struct follow *follow = NULL;
 	int ready[2] = { -1, -1 }, exec_err[2] = { -1, -1 };
 	sigset_t old_mask;
 	int status = 0, code, err;
@@ -253,15 +261,16 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	if (code)
 		return code;
 	if (cli->follow_forks) {
-		if (follow__open(&loop.follow, cli, out.metrics)) {
+		if (follow__open(&follow, cli, out.metrics)) {
 			live_metrics__close(out.metrics);
 			return KHPROF_EXIT_FAILURE;
 		}
-		follow__configure(loop.follow, &opts);
+		follow__configure(follow, &opts);
+		loop.extra = (struct loop_source){ follow__epoll_fd(follow), service_follow, follow };
 	}
 	err = tracer__open(&t, &opts);
 	if (err) {
-		follow__close(loop.follow);
+		follow__close(follow);
 		live_metrics__close(out.metrics);
 		return KHPROF_EXIT_FAILURE;
 	}
@@ -285,8 +294,8 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	ready[0] = exec_err[1] = -1;
 
 	err = tracer__attach(t, pid, path);
-	if (!err && loop.follow)
-		follow__set_calibration(loop.follow, t);
+	if (!err && follow)
+		follow__set_calibration(follow, t);
 	live_metrics__add_tracer(out.metrics, t, pid);
 	if (!err)
 		err = loop__open(&loop, t, pid, &old_mask);
@@ -312,8 +321,8 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	}
 
 	/* While COMMAND starts: a fork before it is ready waits only for the rest. */
-	if (loop.follow)
-		follow__prepare(loop.follow);
+	if (follow)
+		follow__prepare(follow);
 	loop__run(&loop, t, pid, 0);
 	tell_how_it_ended(t, pid);
 	tracer__finish(t, 0); /* sessions still open when it exits did not finish */
@@ -323,15 +332,15 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 		goto out;
 	}
 	reaped = true;
-	if (loop.follow) /* the processes it forked may outlive it */
-		follow__wait(loop.follow, loop.signal_fd);
-	if (loop.follow && follow__records(loop.follow)) {
+	if (follow) /* the processes it forked may outlive it */
+		follow__wait(follow, loop.signal_fd);
+	if (follow && follow__records(follow)) {
 		char pattern[PATH_MAX];
 
 		path_with_tag(output ? output : KH_DEFAULT_RECORD, ".PID", pattern,
 			      sizeof(pattern));
 		log__note("%zu record%s of the processes '%s' started written as '%s'",
-			  follow__records(loop.follow), follow__records(loop.follow) == 1 ? "" : "s",
+			  follow__records(follow), follow__records(follow) == 1 ? "" : "s",
 			  path, pattern);
 	} else if (tracer__probe_count(t) == 0 && !cli->follow_forks) {
 		log__warn("'%s' and its libraries have no keyhog probes: it ran untraced (the "
@@ -344,10 +353,10 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 		log__note("'%s' reached no keyhog probe: no record written", path);
 	}
 	code = finish_output(&out, exit_code_of(status));
-	if (loop.follow && follow__write_failed(loop.follow) && code == KHPROF_EXIT_OK)
+	if (follow && follow__write_failed(follow) && code == KHPROF_EXIT_OK)
 		code = KHPROF_EXIT_FAILURE;
 out:
-	follow__close(loop.follow);
+	follow__close(follow);
 	loop__close(&loop, &old_mask);
 	for (int i = 0; i < 2; i++) {
 		if (ready[i] >= 0)
@@ -370,41 +379,14 @@ static void repeat_path(const char *dir, unsigned i, char *out, size_t len)
 }
 
 /*
- * The run number of a record --repeat wrote, from its file name: 0 for
- * anything else (a second session's run-001.2.json included).
- */
-static unsigned run_number(const char *path)
-{
-	const char *name = strrchr(path, '/');
-	unsigned number;
-	int end = 0;
-
-	name = name ? name + 1 : path;
-	if (sscanf(name, "run-%u.json%n", &number, &end) != 1 || name[end] != '\0')
-		return 0;
-	return number;
-}
-
-/* DIR/run-*.json, sorted by name; 0, or a glob(3) error other than no match. */
-static int glob_runs(const char *dir, glob_t *found)
-{
-	char pattern[PATH_MAX];
-	int err;
-
-	snprintf(pattern, sizeof(pattern), "%s/run-*.json", dir);
-	err = glob(pattern, 0, NULL, found);
-	return err == GLOB_NOMATCH ? 0 : err;
-}
-
-/*
  * DIR exists (made here if missing).  A series starts at run 1 in a
  * directory without runs, or with --append after the last run there.
  */
 static int prepare_repeat_dir(const char *dir, bool append, unsigned *first)
 {
 	struct stat st;
-	glob_t found = { 0 };
-	unsigned last = 0;
+	size_t files;
+	unsigned last;
 	int err = dir__create(dir, 0777);
 
 	if (err && err != -EEXIST) {
@@ -416,17 +398,11 @@ static int prepare_repeat_dir(const char *dir, bool append, unsigned *first)
 			   "directory for -o)", dir);
 		return -ENOTDIR;
 	}
-	if (glob_runs(dir, &found)) {
+	if (record_dir__count_runs(dir, &files, &last)) {
 		log__error("cannot list the runs in '%s'", dir);
 		return -EIO;
 	}
-	for (size_t i = 0; i < found.gl_pathc; i++) {
-		unsigned n = run_number(found.gl_pathv[i]);
-
-		last = n > last ? n : last;
-	}
-	globfree(&found);
-	if (found.gl_pathc && !append) {
+	if (files && !append) {
 		log__error("cannot write records to '%s': it already holds run-*.json (remove "
 			   "them, choose another directory, or add to them with --append)", dir);
 		return -EEXIST;
@@ -461,72 +437,6 @@ static int wait_run(pid_t child, const sigset_t *signals, int *stop)
 	}
 }
 
-struct numbered_run {
-	unsigned number;
-	const char *path;
-};
-
-static int compare_runs(const void *a, const void *b)
-{
-	const struct numbered_run *x = a, *y = b;
-
-	return x->number < y->number ? -1 : x->number > y->number;
-}
-
-int read_repeat_runs(const char *dir, struct kh_profile **out, size_t *count,
-		     size_t *unreadable)
-{
-	struct numbered_run *order = NULL;
-	struct kh_profile *runs = NULL;
-	glob_t found = { 0 };
-	size_t numbered = 0;
-	char problem[256];
-	int err = 0;
-
-	*out = NULL;
-	*count = *unreadable = 0;
-	if (glob_runs(dir, &found))
-		return -EIO;
-	if (found.gl_pathc) {
-		order = calloc(found.gl_pathc, sizeof(*order));
-		runs = calloc(found.gl_pathc, sizeof(*runs));
-		if (!order || !runs) {
-			err = -ENOMEM;
-			goto out;
-		}
-	}
-	for (size_t i = 0; i < found.gl_pathc; i++) {
-		unsigned n = run_number(found.gl_pathv[i]);
-
-		if (n)
-			order[numbered++] = (struct numbered_run){ n, found.gl_pathv[i] };
-	}
-	if (numbered == 0) {
-		err = -ENOENT;
-		goto out;
-	}
-	/* By number: run-1000.json sorts before run-101.json by name. */
-	qsort(order, numbered, sizeof(*order), compare_runs);
-	for (size_t i = 0; i < numbered; i++) {
-		if (profile__read_file(order[i].path, &runs[*count], problem,
-				       sizeof(problem)) == 0) {
-			(*count)++;
-			continue;
-		}
-		log__warn("cannot read run '%s': %s", order[i].path, problem);
-		(*unreadable)++;
-	}
-out:
-	globfree(&found);
-	free(order);
-	if (err) {
-		free(runs);
-		return err;
-	}
-	*out = runs;
-	return 0;
-}
-
 /* Reads every run in DIR back and prints how much they varied. */
 static void print_repeat_spread(const char *dir, const char *command)
 {
@@ -534,7 +444,7 @@ static void print_repeat_spread(const char *dir, const char *command)
 	size_t read_ok, unreadable;
 	char *text;
 
-	if (read_repeat_runs(dir, &runs, &read_ok, &unreadable))
+	if (record_dir__read_runs(dir, &runs, &read_ok, &unreadable))
 		return;
 	text = read_ok ? runs__render_spread(runs, read_ok) : NULL;
 	if (text) {

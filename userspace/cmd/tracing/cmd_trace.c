@@ -22,14 +22,16 @@
 
 #include "cmd_trace.h"
 #include "commands.h"
+#include "duration.h"
+#include "exit_codes.h"
 #include "fileio.h"
-#include "follow.h"
 #include "json.h"
 #include "live_metrics.h"
 #include "latency_text.h"
 #include "log.h"
 #include "notes.h"
 #include "sampler.h"
+#include "series.h"
 #include "text.h"
 #include "usdt_notes.h"
 
@@ -615,8 +617,8 @@ int loop__open(struct event_loop *loop, struct tracer *t, pid_t pid, sigset_t *o
 		ev.data.fd = live_metrics__fd(loop->metrics);
 		epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, ev.data.fd, &ev);
 	}
-	if (loop->follow) {
-		ev.data.fd = follow__epoll_fd(loop->follow);
+	if (loop->extra.fd >= 0) {
+		ev.data.fd = loop->extra.fd;
 		epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, ev.data.fd, &ev);
 	}
 	return 0;
@@ -675,8 +677,8 @@ enum loop_end loop__run(struct event_loop *loop, struct tracer *t, pid_t forward
 					kill(forward_to, si.ssi_signo);
 				continue;
 			}
-			if (loop->follow && fd == follow__epoll_fd(loop->follow)) {
-				follow__service(loop->follow);
+			if (loop->extra.fd >= 0 && fd == loop->extra.fd) {
+				loop->extra.service(loop->extra.ctx);
 				continue;
 			}
 			if (loop->metrics && fd == live_metrics__fd(loop->metrics)) {

@@ -9,13 +9,14 @@
 #include <string.h>
 
 #include "commands.h"
+#include "exit_codes.h"
 #include "fileio.h"
 #include "json.h"
 #include "log.h"
 #include "openmetrics.h"
+#include "output_formats.h"
 
-static const char export_usage[] =
-	"usage: khprof export [--format prometheus|openmetrics] [-o PATH] RECORD...\n"
+static const char export_about[] =
 	"\n"
 	"Sums the records' stage times and calls, span-length histograms, input,\n"
 	"sessions by status, CPU, peak RSS and khprof's own counts into metric\n"
@@ -24,14 +25,9 @@ static const char export_usage[] =
 	"collector needs.  Identities become khprof_run_info series (at most 8\n"
 	"distinct ones; run ids are left out).  Exit code 2 for a bad command\n"
 	"line or a record that cannot be read.\n"
-	"\n"
-	"   --format prometheus  Prometheus text format 0.0.4 (default): what a\n"
-	"                        Pushgateway, the node exporter's textfile collector\n"
-	"                        and 'promtool check metrics' read; the identity is a\n"
-	"                        khprof_run_info gauge of value 1\n"
-	"   --format openmetrics OpenMetrics 1.0 text (# UNIT, an info family, # EOF),\n"
-	"                        for readers of OpenMetrics; Debian 12's Pushgateway 1.5\n"
-	"                        and promtool 2.42 refuse it (unknown metric type info)\n"
+	"\n";
+
+static const char export_end[] =
 	"   -o PATH              write to PATH instead of standard output\n"
 	"\n"
 	"examples:\n"
@@ -40,6 +36,18 @@ static const char export_usage[] =
 	"   khprof export profile.json | curl --fail-with-body --data-binary @- \\\n"
 	"       http://pushgateway:9091/metrics/job/scan    # fails the job on a refusal\n";
 
+/* The usage line and the format list come from the table of formats. */
+static void export_usage(void)
+{
+	char names[128];
+
+	output_format__names(FORMAT_EXPORT, "|", "|", names, sizeof(names));
+	printf("usage: khprof export [--format %s] [-o PATH] RECORD...\n", names);
+	fputs(export_about, stdout);
+	output_format__print_help(stdout, FORMAT_EXPORT, 24);
+	fputs(export_end, stdout);
+}
+
 int cmd_export(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -47,12 +55,7 @@ int cmd_export(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 },
 	};
-	/*
-	 * Prometheus text by default: what the tools a push or a file goes to
-	 * read (Pushgateway 1.5 and promtool 2.42 reject OpenMetrics' info
-	 * type with HTTP 400).  A live scrape negotiates instead (--serve).
-	 */
-	enum om_format format = OM_FORMAT_PROMETHEUS;
+	const struct output_format *format = output_format__default(FORMAT_EXPORT);
 	struct om_counters counters = { 0 };
 	struct om_info_set info = { 0 };
 	const char *output = NULL;
@@ -60,7 +63,7 @@ int cmd_export(int argc, char **argv)
 	int c, code = KHPROF_EXIT_OK;
 
 	if (wants_help(argc, argv)) {
-		fputs(export_usage, stdout);
+		export_usage();
 		return KHPROF_EXIT_OK;
 	}
 	optind = 1;
@@ -68,13 +71,10 @@ int cmd_export(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "f:o:", options, NULL)) != -1) {
 		if (c == 'o') {
 			output = optarg;
-		} else if (c == 'f' && strcmp(optarg, "openmetrics") == 0) {
-			format = OM_FORMAT_OPENMETRICS;
-		} else if (c == 'f' && strcmp(optarg, "prometheus") == 0) {
-			format = OM_FORMAT_PROMETHEUS;
 		} else if (c == 'f') {
-			log__error("unknown format '%s' (openmetrics or prometheus)", optarg);
-			return KHPROF_EXIT_USAGE;
+			format = output_format__pick(FORMAT_EXPORT, optarg);
+			if (!format)
+				return KHPROF_EXIT_USAGE;
 		} else {
 			return usage_error("export", "unknown option '%s'", argv[optind - 1]);
 		}
@@ -95,7 +95,7 @@ int cmd_export(int argc, char **argv)
 			code = KHPROF_EXIT_FAILURE;
 		profile__free(&p);
 	}
-	text = code ? NULL : om__render(&counters, &info, NULL, format);
+	text = code ? NULL : om__render(&counters, &info, NULL, (enum om_format)format->metrics);
 	om_info_set__free(&info);
 	if (!text) {
 		log__error("cannot export: out of memory");
