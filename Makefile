@@ -209,8 +209,10 @@ $(BUILD)/userspace/analysis/formats/pprof.o: $(BUILD)/proto/profile.pb-c.h
 $(BUILD)/khprof_object_id.h: $(BUILD)/bpf/khprof.bpf.o
 	$(Q)printf '#define KH_BPF_OBJECT_ID "%s"\n' "$$(sha256sum $< | cut -c1-16)" > $@.tmp && mv $@.tmp $@
 
-# Modules that include the skeleton must wait for it.
-$(CAPTURE_BPF_OBJS): $(BUILD)/khprof.skel.h $(BUILD)/sample.skel.h $(BUILD)/khprof_object_id.h
+# Modules that include the skeleton must wait for it (and the integration
+# tests, which read its programs: test_kernels.c).
+SKELETONS := $(BUILD)/khprof.skel.h $(BUILD)/sample.skel.h $(BUILD)/khprof_object_id.h
+$(CAPTURE_BPF_OBJS) $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(ITEST_SRCS)): $(SKELETONS)
 
 $(BUILD)/khprof: $(KHPROF_OBJS)
 	$(call msg,LINK,$@)
