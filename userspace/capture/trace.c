@@ -194,6 +194,7 @@ static int handle_event(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	tracer__note_layout(t);
+	sessions__note_end_sample(&t->sessions, e);
 	if (e->type == KH_EVENT_PROCESS_EXIT) {
 		sessions__process_ended(&t->sessions, (int)e->arg0);
 		return 0;
