@@ -132,11 +132,13 @@ static __always_inline __u64 sched_clock_now(void);
  * arrived, sched_info.last_arrival on the runqueue's clock, which is
  * local_clock(): the interval closes there, as if the switch had been
  * seen.  Called with the thread running (its span or its next switch out),
- * so that last arrival is the one missed.  Global, so that the verifier
- * checks it once, not in each of its callers.  1: closed; 0: the kernel
- * keeps no arrival (no CONFIG_SCHED_INFO) or no clock to place it by.
+ * so that last arrival is the one missed.  Out of line to keep it out of
+ * the span paths' code, but static: the batch flush calls it with
+ * preemption disabled, where some kernels (6.12, not 6.18) refuse a
+ * global function.  1: closed; 0: the kernel keeps no arrival (no
+ * CONFIG_SCHED_INFO) or no clock to place it by.
  */
-__noinline int kh_offcpu_repair(struct kh_offcpu_thread *th, __u64 now)
+static __noinline int kh_offcpu_repair(struct kh_offcpu_thread *th, __u64 now)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 clock, arrived, in_ns;
