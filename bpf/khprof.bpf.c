@@ -95,9 +95,9 @@ __u64 peak_resident_pages;
 __u64 peak_threads;
 /*
  * The memory of the process as it ends, where sched_process_exit comes too
- * late to read it (thread_ends.bpf.h): the latest RSS any change of it
- * left (kh_rss_stat, each sample) or do_exit() found (kh_exit_drain, with
- * the virtual size); 0 unknown.
+ * late to read it (thread_ends.bpf.h): the latest the kernel showed, at a
+ * change of the RSS counters (kh_rss_stat), a sample or the start of
+ * do_exit() (kh_exit_drain; the virtual size from these two); 0 unknown.
  */
 __u64 end_resident_pages;
 __u64 end_virtual_pages;

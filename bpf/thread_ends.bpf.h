@@ -225,7 +225,8 @@ const volatile bool drain_at_do_exit = 0;
 /*
  * The process at its end, as at a transition (layout.bpf.h), in the
  * event that says it ended: CPU time and threads read here; memory here
- * when the thread still has it, else the figures above.
+ * when the thread still has it, else the latest the kernel showed
+ * (end_resident_pages, khprof.bpf.c).
  */
 static __always_inline void sample_end(struct kh_event *e, bool mm_gone)
 {
