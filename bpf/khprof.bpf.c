@@ -93,6 +93,14 @@ __u32 tsc_shift;
 __u32 traced_tgid;
 __u64 peak_resident_pages;
 __u64 peak_threads;
+/*
+ * The memory of the process as it ends, where sched_process_exit comes too
+ * late to read it (thread_ends.bpf.h): the latest the kernel showed, at a
+ * change of the RSS counters (kh_rss_stat), a sample or the start of
+ * do_exit() (kh_exit_drain; the virtual size from these two); 0 unknown.
+ */
+__u64 end_resident_pages;
+__u64 end_virtual_pages;
 
 #define RT_CONSISTENT 0
 
@@ -1026,6 +1034,7 @@ int BPF_PROG(kh_rss_stat, struct mm_struct *mm, int member)
 	if (mm != kh_task_mm(task))
 		return 0; /* a page fault the traced process took in another one's memory */
 	pages = resident_pages_of(mm);
+	end_resident_pages = pages;
 	if (pages > peak_resident_pages)
 		peak_resident_pages = pages;
 	return 0;

@@ -326,6 +326,8 @@ __noinline int kh_sample_task(struct kh_event *e)
 	if (mm) {
 		e->virtual_pages = BPF_CORE_READ(mm, total_vm);
 		pages = resident_pages_of(mm);
+		end_resident_pages = pages;
+		end_virtual_pages = e->virtual_pages;
 	}
 	e->resident_pages = pages;
 	e->threads = threads;

@@ -222,7 +222,25 @@ static __always_inline void send_buffer(struct kh_thread_info *info, bool mark)
  */
 const volatile bool drain_at_do_exit = 0;
 
-static __always_inline void thread_end(struct task_struct *task, bool group_dead, bool drain)
+/*
+ * The process at its end, as at a transition (layout.bpf.h), in the
+ * event that says it ended: CPU time and threads read here; memory here
+ * when the thread still has it, else the latest the kernel showed
+ * (end_resident_pages, khprof.bpf.c).
+ */
+static __always_inline void sample_end(struct kh_event *e, bool mm_gone)
+{
+	__u64 resident = end_resident_pages, virtual = end_virtual_pages;
+
+	kh_sample_task(e);
+	if (mm_gone) {
+		e->resident_pages = resident;
+		e->virtual_pages = virtual;
+	}
+}
+
+static __always_inline void thread_end(struct task_struct *task, bool group_dead, bool drain,
+				       bool mm_gone)
 {
 	struct kh_thread_info *info;
 	struct kh_event *e;
@@ -247,6 +265,7 @@ static __always_inline void thread_end(struct task_struct *task, bool group_dead
 	if (!e)
 		return;
 	e->arg0 = task->exit_code;
+	sample_end(e, mm_gone);
 	event_submit(e);
 }
 
@@ -261,7 +280,7 @@ static __always_inline void thread_end(struct task_struct *task, bool group_dead
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(kh_thread_exit, struct task_struct *task, bool group_dead)
 {
-	thread_end(task, group_dead, true);
+	thread_end(task, group_dead, true, false);
 	return 0;
 }
 
@@ -274,7 +293,12 @@ int BPF_PROG(kh_thread_exit_old, struct task_struct *task)
 {
 	bool group_dead = BPF_CORE_READ(task, signal, live.counter) == 0;
 
-	thread_end(task, group_dead, !drain_at_do_exit);
+	/*
+	 * The memory as kh_exit_drain and kh_rss_stat left it, even on a
+	 * kernel that still maps it here: the fallback then runs as it
+	 * would before 6.16 (tests/run-all.sh's second pass).
+	 */
+	thread_end(task, group_dead, !drain_at_do_exit, true);
 	return 0;
 }
 
@@ -284,14 +308,29 @@ int BPF_PROG(kh_exit_drain, long code)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct kh_thread_info *info;
+	struct mm_struct *mm;
 
 	if (!traced_tgid || task->tgid != traced_tgid)
 		return 0;
+	mm = kh_task_mm(task);
+	if (mm) {
+		end_resident_pages = resident_pages_of(mm);
+		end_virtual_pages = BPF_CORE_READ(mm, total_vm);
+	}
 	info = bpf_task_storage_get(&thread_store, task, 0, 0);
 	if (info && info->state_addr)
 		send_buffer(info, false);
 	return 0;
 }
+
+/*
+ * The process as the old image leaves it: taken where the execve's buffer
+ * check runs, while the old memory is still mapped, and sent with the
+ * KH_EVENT_EXEC of the same thread (kh_exec) if the execve goes through.
+ * The peaks are left as they were, for an execve that fails.  Static: the
+ * skeleton does not show it.
+ */
+static struct kh_event exec_sample;
 
 static __always_inline void exec_check(struct task_struct *task)
 {
@@ -299,6 +338,12 @@ static __always_inline void exec_check(struct task_struct *task)
 
 	if (!traced_tgid || task->tgid != traced_tgid)
 		return;
+	if (image_traced && !execs_expected) {
+		kh_sample_task(&exec_sample);
+		exec_sample.tid = task->pid;
+		peak_threads = exec_sample.peak_threads;
+		peak_resident_pages = exec_sample.peak_resident_pages;
+	}
 	info = bpf_task_storage_get(&thread_store, task, 0, 0);
 	if (info && info->state_addr)
 		send_buffer(info, true);
@@ -362,6 +407,21 @@ int BPF_PROG(kh_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	if (!e)
 		return 0;
 	e->arg0 = old_pid;
+	/* No sample without an execve check (no hook for it): the end's memory unknown. */
+	if (exec_sample.threads && exec_sample.tid == (__u32)old_pid) {
+		e->cpu_ns = exec_sample.cpu_ns;
+		e->resident_pages = exec_sample.resident_pages;
+		e->virtual_pages = exec_sample.virtual_pages;
+		e->threads = exec_sample.threads;
+		e->peak_resident_pages = exec_sample.peak_resident_pages;
+		e->peak_threads = exec_sample.peak_threads;
+		e->sampled_ns = exec_sample.sampled_ns;
+	} else {
+		sample_end(e, true);
+		e->resident_pages = 0;
+		e->virtual_pages = 0;
+	}
+	exec_sample.threads = 0;
 	event_submit(e);
 	return 0;
 }

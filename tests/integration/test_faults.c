@@ -123,6 +123,13 @@ static void check_scenario(const struct scenario *sc, const char *mode)
 			assert_true(p.resources.max_observed_resident_bytes.value >=
 				    p.resource_samples[i].snapshot.resident_bytes.value);
 	if (sc->process_end) {
+		const struct kh_resource_snapshot *end =
+			&p.resource_samples[p.resource_sample_count - 1].snapshot;
+
+		/* The kernel's sample at the end (test_end_sample_matrix checks its figures). */
+		if (!end->cpu_time_ms.present || !end->resident_bytes.present)
+			fail_msg("%s in %s mode: the state it ended in has no end sample", sc->name,
+				 mode);
 		assert_true(p.ext.ended_mid_session);
 		assert_non_null(p.ext.process_end);
 		assert_string_equal(p.ext.process_end, sc->process_end);
@@ -176,6 +183,83 @@ static void test_fault_matrix(void **state)
 	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
 		for (size_t s = 0; s < sizeof(scenarios) / sizeof(scenarios[0]); s++)
 			check_scenario(&scenarios[s], modes[m]);
+}
+
+/* The program's own measure just before it ended (faults.c, note_truth). */
+struct truth {
+	uint64_t cpu_ns;
+	uint64_t resident_pages;
+};
+
+static struct truth read_truth(const char *path)
+{
+	struct truth t = { 0, 0 };
+	FILE *f = fopen(path, "r");
+
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%*u %*u %" SCNu64 " %" SCNu64, &t.cpu_ns, &t.resident_pages), 2);
+	fclose(f);
+	return t;
+}
+
+/*
+ * The state a program dies or execs in ends with a sample as complete as a
+ * finished session's: the kernel's, taken at the end, within 1 ms of CPU
+ * and one page of what the program itself read just before (the CPU it
+ * spends on the way out is all that may come between), in every mode.
+ * Run again with the older kernels' fallbacks by tests/run-all.sh.
+ */
+static void test_end_sample_matrix(void **state)
+{
+	static const char *const ends[] = { "segv", "_exit", "abort", "sigkill", "exec" };
+	long page = sysconf(_SC_PAGESIZE);
+
+	(void)state;
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
+			char out[PATH_MAX], counts_path[PATH_MAX];
+			char *argv[] = { khprof, "record", "--mode", (char *)modes[m], "-o", out,
+					 "--", FAULTS, (char *)ends[i], counts_path, SPANS, NULL };
+			const struct kh_resource_snapshot *end;
+			const struct kh_state_measurement *last;
+			struct run_result r;
+			struct kh_profile p;
+			struct truth t;
+			uint64_t cpu_ns, pages;
+
+			snprintf(out, sizeof(out), "%s/end-%s-%s.json", tmpdir, ends[i], modes[m]);
+			snprintf(counts_path, sizeof(counts_path), "%s/end-%s-%s.counts", tmpdir,
+				 ends[i], modes[m]);
+			r = run_cmd(NULL, -1, argv);
+			t = read_truth(counts_path);
+			load_record(out, &p);
+			assert_true(p.resource_sample_count >= 2 && p.state_count >= 1);
+			assert_int_equal(p.ext.sample_count, p.resource_sample_count);
+			end = &p.resource_samples[p.resource_sample_count - 1].snapshot;
+			last = &p.states[p.state_count - 1];
+			if (!end->cpu_time_ms.present || !end->resident_bytes.present ||
+			    !end->thread_count.present || !last->cpu_time_ms.present ||
+			    !last->aggregate_cpu_milli_percent.present ||
+			    !last->resident_end_bytes.present)
+				fail_msg("%s in %s mode: the last state has no end sample: %s", ends[i],
+					 modes[m], r.err);
+			assert_true(p.ext.samples[p.ext.sample_count - 1].cpu_time_ns.present);
+			cpu_ns = p.ext.samples[p.ext.sample_count - 1].cpu_time_ns.value;
+			pages = end->resident_bytes.value / (uint64_t)page;
+			if (cpu_ns < t.cpu_ns || cpu_ns - t.cpu_ns > 1000000 ||
+			    end->cpu_time_ms.value != cpu_ns / 1000000)
+				fail_msg("%s in %s mode: end sample has %" PRIu64 " ns of CPU (%" PRIu64
+					 " ms), the program read %" PRIu64 " ns", ends[i], modes[m],
+					 cpu_ns, end->cpu_time_ms.value, t.cpu_ns);
+			if (pages + 1 < t.resident_pages || pages > t.resident_pages + 1)
+				fail_msg("%s in %s mode: end sample has %" PRIu64 " resident pages, the "
+					 "program read %" PRIu64, ends[i], modes[m], pages,
+					 t.resident_pages);
+			assert_int_equal(last->resident_end_bytes.value, end->resident_bytes.value);
+			profile__free(&p);
+			run_result_free(&r);
+		}
+	}
 }
 
 /* A second KH_SESSION_START inside a session is refused; its spans stay in the first. */
@@ -369,6 +453,7 @@ int main(void)
 	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fault_matrix),
+		cmocka_unit_test(test_end_sample_matrix),
 		cmocka_unit_test(test_second_session_start_refused),
 		cmocka_unit_test(test_whole_trace_record_of_a_crash),
 		cmocka_unit_test(test_killed_from_outside),

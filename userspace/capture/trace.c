@@ -178,12 +178,16 @@ static int handle_event(void *ctx, void *data, size_t len)
 			drain__thread_ended(t, data);
 		break;
 	case KH_EVENT_PROCESS_EXIT:
-		if (image_event(t))
-			sessions__process_ended(&t->sessions, (int)e->arg0);
+		if (!image_event(t))
+			break;
+		sessions__note_end_sample(&t->sessions, e);
+		sessions__process_ended(&t->sessions, (int)e->arg0);
 		break;
 	case KH_EVENT_EXEC:
-		if (image_event(t))
-			image_execed(t, e);
+		if (!image_event(t))
+			break;
+		sessions__note_end_sample(&t->sessions, e);
+		image_execed(t, e);
 		break;
 	case KH_EVENT_SESSION_START:
 		if (image_event(t))

@@ -44,7 +44,8 @@ static const struct {
 	[KH_FEAT_PREPARE_EXEC] = {
 		"sched_prepare_exec", "Linux 6.10",
 		"spans a thread still buffers when the program calls execve are lost, and "
-		"counted as exit_unknown (batch mode)" },
+		"counted as exit_unknown (batch mode); the state it execs in ends without "
+		"its memory" },
 	[KH_FEAT_UPROBE_FUNC_IP] = { "uprobe_func_ip", "Linux 6.4", NULL },
 	[KH_FEAT_PERCPU_RSS] = { "percpu_rss", "Linux 6.2", NULL },
 	[KH_FEAT_OPTIMIZED_UPROBES] = { "optimized_uprobes", "Linux 6.18", NULL },

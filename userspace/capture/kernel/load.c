@@ -263,6 +263,7 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 	bool early_exit = features__has(f, KH_FEAT_EXIT_BEFORE_MM);
 	bool fentry = features__has(f, KH_FEAT_FENTRY);
 
+	(void)batch; /* every mode loads the same programs since the exec sample */
 	skel->rodata->have_preempt_kfuncs = features__has(f, KH_FEAT_PREEMPT_KFUNCS);
 	skel->rodata->have_rdonly_cast = features__has(f, KH_FEAT_RDONLY_CAST);
 	skel->rodata->have_copy_from_user_str = features__has(f, KH_FEAT_COPY_FROM_USER_STR);
@@ -274,13 +275,14 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 		bpf_program__set_expected_attach_type(
 			uprobes[i], multi ? (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI : 0);
 	/*
-	 * Only batch mode keeps spans in the process: the rest needs no hook
-	 * at exec, and kernels before 6.10 have none to give (kfeatures.h).
+	 * In every mode: the state the program execs in ends with a sample
+	 * taken there (batch mode also reads the thread's buffer).  Kernels
+	 * before 6.10 without fentry have no hook to give (kfeatures.h).
 	 */
 	bpf_program__set_autoload(skel->progs.kh_exec_check,
-				  batch && features__has(f, KH_FEAT_PREPARE_EXEC));
+				  features__has(f, KH_FEAT_PREPARE_EXEC));
 	bpf_program__set_autoload(skel->progs.kh_exec_check_old,
-				  batch && !features__has(f, KH_FEAT_PREPARE_EXEC) && fentry);
+				  !features__has(f, KH_FEAT_PREPARE_EXEC) && fentry);
 	/* Where sched_process_exit comes after exit_mm() (kernels before 6.16). */
 	bpf_program__set_autoload(skel->progs.kh_thread_exit, early_exit);
 	bpf_program__set_autoload(skel->progs.kh_thread_exit_old, !early_exit);

@@ -108,6 +108,15 @@ static void sample(const struct session_table *tbl, struct open_session *s,
 	snap->cpu_time_ms = (struct kh_opt_u64){ true, e->cpu_ns / 1000000 };
 	snap->resident_bytes = (struct kh_opt_u64){ true, e->resident_pages * page };
 	snap->virtual_bytes = (struct kh_opt_u64){ true, e->virtual_pages * page };
+	/*
+	 * A process that has memory has resident pages: an end sample without
+	 * them is one whose memory the kernel no longer had (an execve with no
+	 * hook before it, a kernel without fentry for the virtual size).
+	 */
+	if (e->type == KH_EVENT_PROCESS_EXIT || e->type == KH_EVENT_EXEC) {
+		snap->resident_bytes.present = e->resident_pages != 0;
+		snap->virtual_bytes.present = e->virtual_pages != 0;
+	}
 	snap->thread_count = (struct kh_opt_u64){ true, e->threads };
 	x->cpu_time_ns = (struct kh_opt_u64){ true, e->cpu_ns };
 	x->peak_resident_bytes = (struct kh_opt_u64){ true, e->peak_resident_pages * page };
@@ -558,14 +567,37 @@ void sessions__set_end_peaks(struct session_table *tbl, uint64_t threads, uint64
 	tbl->end_peak_pages = (struct kh_opt_u64){ pages != 0, pages };
 }
 
+void sessions__note_end_sample(struct session_table *tbl, const struct kh_event *e)
+{
+	if ((e->type == KH_EVENT_PROCESS_EXIT || e->type == KH_EVENT_EXEC) && e->threads)
+		tbl->end_sample = *e;
+}
+
+/*
+ * The kernel's sample of the process at its end, if it took one: the
+ * record then ends when the process did, not when khprof heard of it,
+ * and the state it died in has its CPU time and memory like any other.
+ */
+static const struct kh_event *end_sample(const struct session_table *tbl, uint64_t *now)
+{
+	const struct kh_event *e = &tbl->end_sample;
+
+	if (!e->threads)
+		return NULL;
+	if (e->ts_ns < *now)
+		*now = e->ts_ns;
+	return e;
+}
+
 void sessions__end(struct session_table *tbl, uint32_t slot, int exit_status, uint64_t now,
 		   const struct kh_slot_stats *totals, struct kh_latency *latency)
 {
 	struct open_session *s = &tbl->slots[slot];
 	/* A process that exits inside a session did not complete it. */
 	uint32_t status = exit_status >= 0 ? KH_STATE_FAILED : s->last_state;
+	const struct kh_event *e = end_sample(tbl, &now);
 
-	session_transition(tbl, s, status, now, NULL);
+	session_transition(tbl, s, status, now, e);
 	session_emit(tbl, s, totals, latency, status, now, true);
 }
 
@@ -619,13 +651,15 @@ void sessions__end_whole_trace(struct session_table *tbl, int exit_status, uint6
 	bool exited = exit_status >= 0;
 	uint32_t status = exit_status == 0 ? KH_STATE_COMPLETED
 			  : exited ? KH_STATE_FAILED : KH_STATE_SCANNING;
+	const struct kh_event *e;
 
 	if (!slot_has_activity(outside)) {
 		if (latency)
 			kh_latency__free(latency);
 		return;
 	}
+	e = end_sample(tbl, &now);
 	session_begin(tbl, s, observation_start(tbl), "0", !exited, NULL);
-	session_transition(tbl, s, status, now, NULL);
+	session_transition(tbl, s, status, now, e);
 	session_emit(tbl, s, outside, latency, status, now, !exited);
 }

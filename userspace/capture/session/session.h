@@ -91,6 +91,12 @@ struct session_table {
 	char warned_keys[512];
 	enum session_end end;
 	int end_code; /* exit code or signal number */
+	/*
+	 * The process as the kernel sampled it at its end (KH_EVENT_PROCESS_EXIT
+	 * or KH_EVENT_EXEC with a sample): the last sample of the sessions it
+	 * ends.  threads 0: none.
+	 */
+	struct kh_event end_sample;
 };
 
 /* Removes the probe's own calibrated share (calls x bias) from a stage's sum. */
@@ -133,6 +139,11 @@ bool sessions__is_open(const struct session_table *tbl, uint32_t slot);
 void sessions__process_ended(struct session_table *tbl, int wait_status);
 /* The process ran execve: records of the old image end there. */
 void sessions__process_execed(struct session_table *tbl);
+/*
+ * Keeps the sample an exit or exec event carries (bpf/thread_ends.bpf.h),
+ * for the state the process ends in; other events are ignored.
+ */
+void sessions__note_end_sample(struct session_table *tbl, const struct kh_event *e);
 /*
  * khprof attached while the process was inside a session in state (from
  * the program's kh_current_state): opens a partial session in slot whose
