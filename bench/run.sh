@@ -907,7 +907,8 @@ read-modify-write. Targets: the C header's instruction count, and no more
 instructions than the seed's disabled span in the seed's loop.
 
 Row 2, traced cost. `khprof record --mode M -- span_cost probes N` with M =
-batch (the default: spans buffered per thread, one kernel entry per 64),
+batch (the default: spans buffered per thread, one kernel entry per 256,
+64 for programs of probe ABI 5 and older),
 span (one uprobe per span) and pair (enter and exit uprobes); the program's
 own ns/span minus the untraced figure of the same round. The reference is
 bpftrace 0.17 on the same binary doing the same per-stage aggregation with a
