@@ -926,7 +926,10 @@ own untraced figure; `scripts/build-ref.sh` builds it from the history
 (n/a in a shallow clone). Target: ≤1.05×, no regression beyond noise.
 Batch mode comes in under the in-process design because its spans read
 the TSC (~10 ns here) where the in-process design, like the seed, reads
-`clock_gettime` (~24 ns) at both edges; the BPF side converts ticks with a
+`clock_gettime` (~24 ns) at both edges, and because since probe ABI 6 a
+thread's batch holds 256 spans: the kernel entry of a `batch` probe, about
+1.9 µs here, was 29 ns of each of 64 spans and is about 7 of 256
+(docs/PROBES.md, "What the kernel does per batched span"); the BPF side converts ticks with a
 rate it measures at start-up (docs/PROBES.md). Per batched span the
 kernel filters the span, converts its length once and adds it to the
 stage's sums and latency histogram; docs/PROBES.md ("What the kernel does
