@@ -907,7 +907,8 @@ read-modify-write. Targets: the C header's instruction count, and no more
 instructions than the seed's disabled span in the seed's loop.
 
 Row 2, traced cost. `khprof record --mode M -- span_cost probes N` with M =
-batch (the default: spans buffered per thread, one kernel entry per 64),
+batch (the default: spans buffered per thread, one kernel entry per 256,
+64 for programs of probe ABI 5 and older),
 span (one uprobe per span) and pair (enter and exit uprobes); the program's
 own ns/span minus the untraced figure of the same round. The reference is
 bpftrace 0.17 on the same binary doing the same per-stage aggregation with a
@@ -925,7 +926,10 @@ own untraced figure; `scripts/build-ref.sh` builds it from the history
 (n/a in a shallow clone). Target: ≤1.05×, no regression beyond noise.
 Batch mode comes in under the in-process design because its spans read
 the TSC (~10 ns here) where the in-process design, like the seed, reads
-`clock_gettime` (~24 ns) at both edges; the BPF side converts ticks with a
+`clock_gettime` (~24 ns) at both edges, and because since probe ABI 6 a
+thread's batch holds 256 spans: the kernel entry of a `batch` probe, about
+1.9 µs here, was 29 ns of each of 64 spans and is about 7 of 256
+(docs/PROBES.md, "What the kernel does per batched span"); the BPF side converts ticks with a
 rate it measures at start-up (docs/PROBES.md). Per batched span the
 kernel filters the span, converts its length once and adds it to the
 stage's sums and latency histogram; docs/PROBES.md ("What the kernel does

@@ -535,19 +535,20 @@ struct kh_inputs {
 	__u64 units;
 };
 
-int kh_thread_batch(__u64 state_addr, __u64 flushes, __u32 abi3, __u32 count,
+int kh_thread_batch(__u64 state_addr, __u64 flushes, __u32 flags, __u32 count,
 		    struct kh_inputs *inputs);
 
 /*
  * Completed spans, and the input counted since the thread's last batch:
  * args are the batch probe's (entries, count, input bytes, input units,
- * flush TSC, flushes).  Out of line: its walk (208 bytes of stack) and the
- * registers' copy in batch_args are never on the stack at once.
- * With probe ABI 3 (abi3: flushes given), the thread's buffer is marked as
- * counted, so that it is not counted again if the thread dies before the
- * program resets it, and the part an execve that failed drained is skipped.
+ * flush TSC, flushes, capacity).  Out of line: its walk (208 bytes of
+ * stack) and the registers' copy in batch_args are never on the stack at
+ * once.  With probe ABI 3 (flags KH_THREAD_ABI3: flushes given), the
+ * thread's buffer is marked as counted, so that it is not counted again if
+ * the thread dies before the program resets it, and the part an execve that
+ * failed drained is skipped; KH_THREAD_ABI6 says its buffer's layout.
  */
-static __noinline void on_batch(const __u64 *args, bool abi3)
+static __noinline void on_batch(const __u64 *args, __u32 flags)
 {
 	__u64 entries, count, flush_tsc, flushes;
 	struct kh_inputs inputs;
@@ -578,7 +579,7 @@ static __noinline void on_batch(const __u64 *args, bool abi3)
 	 * global function's call with preemption disabled, and this one only
 	 * touches the thread's own storage.
 	 */
-	walk.first = kh_thread_batch(entries - KH_TS_BATCH_OFF, flushes, abi3, count, &inputs);
+	walk.first = kh_thread_batch(entries - KH_TS_BATCH_OFF, flushes, flags, count, &inputs);
 	/*
 	 * From the copy into this CPU's scratch buffer on: another traced
 	 * thread preempting this one on the CPU would flush into the same
@@ -656,14 +657,16 @@ static __noinline void on_batch(const __u64 *args, bool abi3)
 	kh_preempt_enable();
 }
 
-#define KH_BATCH_ARGS 6
+/* Six before probe ABI 6, whose seventh is the buffer's capacity. */
+#define KH_BATCH_ARGS 7
 
 /*
  * The batch probe's arguments, as bpf_usdt_arg reads them, with one spec
  * lookup and one read of the registers for all six: bpf_usdt_arg costs a
  * lookup and a helper call per argument, 1.2 ns a batched span here.  An
  * argument the site does not have is 0 (the generation, before ABI 3, and
- * the flush TSC, before ABI 2).  Returns the site's argument count, or -1.
+ * the flush TSC, before ABI 2, the capacity before ABI 6).  Returns the
+ * site's argument count, or -1.
  * Out of line, so that the registers' copy (168 bytes) and the batch's
  * walk (on_batch) are never on the stack together: every program stays
  * within the 512 bytes a kernel without private stacks allows to the
@@ -722,7 +725,8 @@ static __noinline void on_batch_probe(struct pt_regs *ctx)
 
 	if (args < 0)
 		return;
-	on_batch(a, args >= KH_BATCH_ARGS);
+	on_batch(a, (args >= 6 ? KH_THREAD_ABI3 : 0) |
+			    (args >= 7 && a[6] == KH_BATCH_CAPACITY ? KH_THREAD_ABI6 : 0));
 }
 
 static __always_inline void add_input(bool units, __u64 n)
@@ -916,7 +920,8 @@ static __noinline void on_probe(struct pt_regs *ctx, long kind)
 		on_span_exit(a0, a1);
 		break;
 	case KH_PROBE_BATCH_REGISTER:
-		kh_thread_batch(a0, 0, true, 0, NULL);
+		/* a1: the program's probe ABI, 6 and on with 256-entry buffers. */
+		kh_thread_batch(a0, 0, KH_THREAD_ABI3 | (a1 >= 6 ? KH_THREAD_ABI6 : 0), 0, NULL);
 		break;
 	case KH_PROBE_INPUT_BYTES:
 		add_input(false, a0);

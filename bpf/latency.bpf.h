@@ -14,7 +14,7 @@
  * One block of all stages' histograms per (CPU, slot), key cpu *
  * KH_SLOT_MAP_ENTRIES + slot; the loader sizes the map to the possible CPUs.  A
  * plain array rather than a per-CPU one: a per-CPU value is limited to
- * 32 KiB, and one lookup per batch serves its 64 spans.
+ * 32 KiB, and one lookup per batch serves its up to 256 spans.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

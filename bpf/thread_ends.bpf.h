@@ -48,14 +48,18 @@ struct {
 	__type(value, __u64);
 } thread_list SEC(".maps");
 
-/* The calling thread's record; made, and listed, when it has none for state_addr. */
-static struct kh_thread_info *thread_info_learn(__u64 state_addr, bool abi3)
+/*
+ * The calling thread's record; made, and listed, when it has none for
+ * state_addr with these flags (KH_THREAD_ABI3, KH_THREAD_ABI6: the layout).
+ */
+static struct kh_thread_info *thread_info_learn(__u64 state_addr, __u32 flags)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct kh_thread_info *info = bpf_task_storage_get(&thread_store, task, 0, 0);
 	__u32 tid;
 
-	if (info && info->state_addr == state_addr && (!abi3 || (info->flags & KH_THREAD_ABI3)))
+	if (info && info->state_addr == state_addr &&
+	    (info->flags & (KH_THREAD_ABI3 | KH_THREAD_ABI6)) == flags)
 		return info;
 	/*
 	 * Listed even when the record cannot be made: creating task storage
@@ -71,8 +75,12 @@ static struct kh_thread_info *thread_info_learn(__u64 state_addr, bool abi3)
 	if (!info)
 		return NULL;
 	info->state_addr = state_addr;
-	if (abi3)
-		info->flags |= KH_THREAD_ABI3;
+	/*
+	 * Assigned: a thread with states of two layouts (modules built with
+	 * headers of different ABIs) has two buffers and two generation
+	 * counts, and the other one's mark says nothing of this one.
+	 */
+	info->flags = flags;
 	return info;
 }
 
@@ -106,16 +114,17 @@ static void thread_info_mark(struct kh_thread_info *info, __u64 flushes, __u32 c
  * off *inputs and marks the whole batch as counted.  Global, so that the
  * verifier checks it once on its own: inlined, its branches multiplied the
  * flush path's states (13,700 instructions walked instead of 4,500: 14 ms
- * more at every start).  inputs NULL: only learn (batch_register).
+ * more at every start).  inputs NULL: only learn (batch_register).  flags:
+ * as thread_info_learn's.
  */
-__noinline int kh_thread_batch(__u64 state_addr, __u64 flushes, __u32 abi3, __u32 count,
+__noinline int kh_thread_batch(__u64 state_addr, __u64 flushes, __u32 flags, __u32 count,
 			       struct kh_inputs *inputs)
 {
-	struct kh_thread_info *info = thread_info_learn(state_addr, abi3);
+	struct kh_thread_info *info = thread_info_learn(state_addr, flags);
 	struct kh_inputs taken;
 	__u32 first;
 
-	if (!info || !abi3 || !inputs)
+	if (!info || !(flags & KH_THREAD_ABI3) || !inputs)
 		return 0;
 	taken = *inputs;
 	first = thread_info_skip(info, flushes, &inputs->bytes, &inputs->units);
@@ -149,6 +158,9 @@ static __always_inline void send_buffer(struct kh_thread_info *info, bool mark)
 	struct kh_buffer_event *e;
 	__u32 zero = 0, slot = active_slot, count = 0;
 	struct batch_buffer *scratch;
+	/* Before probe ABI 6 a buffer held 64 entries, and flushes followed them. */
+	bool abi6 = info->flags & KH_THREAD_ABI6;
+	__u64 flushes_off = abi6 ? KH_TS_FLUSHES_OFF : KH_TS_FLUSHES_OFF_ABI5;
 
 	if (!(info->flags & KH_THREAD_ABI3)) {
 		/* ABI 2: no generation to tell a counted buffer from a new one. */
@@ -161,7 +173,7 @@ static __always_inline void send_buffer(struct kh_thread_info *info, bool mark)
 	/* Most threads end with nothing buffered (pthread_exit flushes): no record. */
 	if (bpf_probe_read_user(&count, sizeof(count), (const void *)(addr + KH_TS_BATCH_COUNT_OFF)) ||
 	    bpf_probe_read_user(input, sizeof(input), (const void *)(addr + KH_TS_INPUT_OFF)) ||
-	    bpf_probe_read_user(&flushes, sizeof(flushes), (const void *)(addr + KH_TS_FLUSHES_OFF))) {
+	    bpf_probe_read_user(&flushes, sizeof(flushes), (const void *)(addr + flushes_off))) {
 		count_drop(slot, KH_DROP_EXIT_UNKNOWN);
 		return;
 	}
@@ -188,12 +200,15 @@ static __always_inline void send_buffer(struct kh_thread_info *info, bool mark)
 	barrier_var(bytes);
 	if (bytes > KH_BATCH_CAPACITY * sizeof(struct kh_batch_entry))
 		bytes = KH_BATCH_CAPACITY * sizeof(struct kh_batch_entry);
+	if (!abi6 && bytes > KH_BATCH_CAPACITY_ABI5 * sizeof(struct kh_batch_entry))
+		bytes = KH_BATCH_CAPACITY_ABI5 * sizeof(struct kh_batch_entry);
 	if (bytes && bpf_probe_read_user(e->state + KH_TS_BATCH_OFF, bytes,
 					 (const void *)(addr + KH_TS_BATCH_OFF))) {
 		bpf_ringbuf_discard(e, 0);
 		count_drops(slot, KH_DROP_EXIT_UNREAD, bytes / sizeof(struct kh_batch_entry));
 		return;
 	}
+	/* Where khprof reads it, whichever layout the thread has. */
 	__builtin_memcpy(e->state + KH_TS_FLUSHES_OFF, &flushes, sizeof(flushes));
 	e->type = KH_EVENT_THREAD_BUFFER;
 	e->slot = slot;

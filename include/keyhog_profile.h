@@ -81,11 +81,17 @@ enum kh_attribution {
 };
 
 /* Version of the probe ABI described in docs/PROBES.md. */
-#define KH_PROBE_ABI_VERSION 5
+#define KH_PROBE_ABI_VERSION 6
 /* Depth of the per-thread span stack kept in the traced program. */
 #define KH_USER_SPAN_DEPTH 32
-/* Completed spans buffered per thread in batch mode before one probe hands them over. */
-#define KH_BATCH_CAPACITY 64
+/*
+ * Completed spans buffered per thread in batch mode before one probe hands
+ * them over (probe ABI 6; 64 before).  The kernel entry costs ~1.9 us per
+ * batch here against ~6 ns of BPF work per span, so 64 spans a batch paid
+ * ~29 ns a span for the entry and 256 pay ~7 (docs/PROBES.md); 6 KiB of
+ * thread-local storage per thread.
+ */
+#define KH_BATCH_CAPACITY 256
 
 /*
  * Batched times are CLOCK_MONOTONIC nanoseconds, or TSC ticks with this bit
@@ -181,7 +187,13 @@ union kh_semaphores {
 __attribute__((weak, visibility("hidden"), section(".probes"), aligned(8)))
 union kh_semaphores keyhog_semaphores;
 
-__attribute__((weak)) __thread struct kh_thread_state kh_thread_state;
+/*
+ * Named for probe ABI 6, whose buffer is 256 entries (kh_thread_state
+ * before, 64): modules built with headers of other layouts in one process
+ * must not bind to one variable, where one writes past the other's size.
+ * Each layout then keeps its own state per thread.
+ */
+__attribute__((weak)) __thread struct kh_thread_state kh_thread_state6;
 /* Sessions started by this process so far; part of the run id. */
 __attribute__((weak)) uint64_t kh_session_sequence;
 /*
@@ -284,12 +296,14 @@ __attribute__((weak)) struct kh_identity_table kh_identity_table;
 			     :: "nr"((uint64_t)(a1)), "nr"((uint64_t)(a2)),    \
 				"nr"((uint64_t)(a3)), "nr"((uint64_t)(a4)),    \
 				"nr"((uint64_t)(a5)) : "memory")
-#define KH__PROBE6(nop, name, sema, a1, a2, a3, a4, a5, a6)                    \
+/* Probe ABI 6: the batch probe's seventh argument, its capacity, is a constant ("8@$256"). */
+#define KH__PROBE7(nop, name, sema, a1, a2, a3, a4, a5, a6, a7)                \
 	__asm__ __volatile__(KH__SITE_BEGIN(nop) sema                         \
-			     KH__SITE_END(name, "8@%0 8@%1 8@%2 8@%3 8@%4 8@%5") \
+			     KH__SITE_END(name, "8@%0 8@%1 8@%2 8@%3 8@%4 8@%5 8@%6") \
 			     :: "nr"((uint64_t)(a1)), "nr"((uint64_t)(a2)),    \
 				"nr"((uint64_t)(a3)), "nr"((uint64_t)(a4)),    \
-				"nr"((uint64_t)(a5)), "nr"((uint64_t)(a6)) : "memory")
+				"nr"((uint64_t)(a5)), "nr"((uint64_t)(a6)),    \
+				"n"((uint64_t)(a7)) : "memory")
 #define KH__PROBE3(nop, name, sema, a1, a2, a3)                                \
 	__asm__ __volatile__(KH__SITE_BEGIN(nop) sema                         \
 			     KH__SITE_END(name, "8@%0 8@%1 8@%2")              \
@@ -354,12 +368,12 @@ static inline uint64_t kh__tsc(void)
  */
 KH__ONE_PER_MODULE(kh__batch_flush) void kh__batch_flush(void)
 {
-	struct kh_thread_state *t = &kh_thread_state;
+	struct kh_thread_state *t = &kh_thread_state6;
 
 	if (t->batch_count == 0 && t->input_bytes == 0 && t->input_units == 0)
 		return;
-	KH__PROBE6(KH__NOP_HOT, "batch", KH__SEMA_BATCH, t->batch, t->batch_count,
-		   t->input_bytes, t->input_units, kh__tsc(), t->flushes);
+	KH__PROBE7(KH__NOP_HOT, "batch", KH__SEMA_BATCH, t->batch, t->batch_count,
+		   t->input_bytes, t->input_units, kh__tsc(), t->flushes, KH_BATCH_CAPACITY);
 	t->batch_count = 0;
 	t->input_bytes = 0;
 	t->input_units = 0;
@@ -372,8 +386,8 @@ KH__ONE_PER_MODULE(kh__batch_flush) void kh__batch_flush(void)
  * Flushes at thread exit and process exit, so batch mode loses no span of a
  * thread that has finished.
  */
-__attribute__((weak)) pthread_key_t kh_batch_key;
-__attribute__((weak)) pthread_once_t kh_batch_key_once = PTHREAD_ONCE_INIT;
+__attribute__((weak)) pthread_key_t kh_batch_key6;
+__attribute__((weak)) pthread_once_t kh_batch_key_once6 = PTHREAD_ONCE_INIT;
 
 __attribute__((unused)) static void kh__batch_thread_exit(void *unused)
 {
@@ -389,7 +403,7 @@ __attribute__((unused)) static void kh__batch_process_exit(void)
 
 __attribute__((unused)) static void kh__batch_key_create(void)
 {
-	pthread_key_create(&kh_batch_key, kh__batch_thread_exit);
+	pthread_key_create(&kh_batch_key6, kh__batch_thread_exit);
 	atexit(kh__batch_process_exit);
 }
 
@@ -404,15 +418,15 @@ void kh__batch_register(struct kh_thread_state *t)
 	KH__PROBE2(KH__NOP_RARE, "batch_register", KH__SEMA_NONE, t, KH_PROBE_ABI_VERSION);
 	KH__CLOCK_SITE();
 	t->batch_registered = 1;
-	pthread_once(&kh_batch_key_once, kh__batch_key_create);
-	pthread_setspecific(kh_batch_key, t);
+	pthread_once(&kh_batch_key_once6, kh__batch_key_create);
+	pthread_setspecific(kh_batch_key6, t);
 }
 
 /* Called on a span's exit edge with tracing on; start_ns 0 means unknown. */
 KH__ONE_PER_MODULE(kh__span_complete) __attribute__((cold))
 void kh__span_complete(uint32_t stage, uint64_t start_ns)
 {
-	struct kh_thread_state *t = &kh_thread_state;
+	struct kh_thread_state *t = &kh_thread_state6;
 
 	if (keyhog_semaphores.s.batch) {
 		struct kh_batch_entry *e;
@@ -447,7 +461,7 @@ void kh__span_complete(uint32_t stage, uint64_t start_ns)
  */
 KH__ONE_PER_MODULE(kh__span_start) __attribute__((cold)) uint64_t kh__span_start(uint32_t stage)
 {
-	struct kh_thread_state *t = &kh_thread_state;
+	struct kh_thread_state *t = &kh_thread_state6;
 	uint64_t start_ns;
 
 	if (KH__UNLIKELY(!t->batch_registered))
@@ -476,7 +490,7 @@ KH__ONE_PER_MODULE(kh__span_start) __attribute__((cold)) uint64_t kh__span_start
  */
 __attribute__((unused)) static inline uint64_t kh__span_pop(uint32_t stage)
 {
-	struct kh_thread_state *t = &kh_thread_state;
+	struct kh_thread_state *t = &kh_thread_state6;
 	uint64_t start_ns = 0;
 
 	if (t->depth > 0) {
@@ -566,7 +580,7 @@ __attribute__((always_inline, unused)) static inline void kh__scope_exit(struct 
  */
 #define KH__INPUT(field, probe, n)                                             \
 	do {                                                                   \
-		struct kh_thread_state *kh__t = &kh_thread_state;              \
+		struct kh_thread_state *kh__t = &kh_thread_state6;              \
 		/* Semaphores count attached sites: test, don't mask. */     \
 		if (KH__UNLIKELY((kh__t->batch_registered != 0) &              \
 				 (keyhog_semaphores.s.batch != 0)))            \
@@ -724,9 +738,9 @@ KH__ONE_PER_MODULE(kh__identity) void kh__identity(const char *key, const char *
 /* Sets this thread's attribution and returns the previous one. */
 __attribute__((unused)) static inline enum kh_attribution kh_set_attribution(enum kh_attribution attribution)
 {
-	enum kh_attribution previous = (enum kh_attribution)kh_thread_state.attribution;
+	enum kh_attribution previous = (enum kh_attribution)kh_thread_state6.attribution;
 
-	kh_thread_state.attribution = (uint32_t)attribution;
+	kh_thread_state6.attribution = (uint32_t)attribution;
 	return previous;
 }
 

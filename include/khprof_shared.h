@@ -168,6 +168,15 @@ struct kh_task_stack {
 #define KH_TS_INPUT_OFF 400   /* input_bytes, then input_units */
 #define KH_TS_BATCH_OFF 416
 #define KH_TS_FLUSHES_OFF (KH_TS_BATCH_OFF + KH_BATCH_CAPACITY * 24)
+/*
+ * Programs of probe ABI 3 to 5 (the Rust crate's too) buffer 64 spans, so
+ * their `flushes` is nearer: the BPF side and khprof read such a thread's
+ * state with this layout (KH_THREAD_ABI6 unset) and pass it on as if it
+ * had the current one, entries past 64 unset.
+ */
+#define KH_BATCH_CAPACITY_ABI5 64
+#define KH_TS_FLUSHES_OFF_ABI5 (KH_TS_BATCH_OFF + KH_BATCH_CAPACITY_ABI5 * 24)
+#define KH_TS_READ_BYTES_ABI5 (KH_TS_FLUSHES_OFF_ABI5 + 8)
 #ifndef __bpf__
 #include <stddef.h>
 _Static_assert(offsetof(struct kh_thread_state, batch_count) == KH_TS_BATCH_COUNT_OFF, "");
@@ -186,6 +195,7 @@ _Static_assert(sizeof(struct kh_batch_entry) == 24, "");
  */
 #define KH_THREAD_ABI3 1u   /* registered or flushed with probe ABI 3 */
 #define KH_THREAD_MARKED 2u /* the marked_* fields are valid */
+#define KH_THREAD_ABI6 4u   /* registered or flushed with probe ABI 6: 256 entries */
 #define KH_MAX_THREADS 16384
 
 struct kh_thread_info {

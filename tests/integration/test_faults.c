@@ -81,11 +81,11 @@ static const struct scenario scenarios[] = {
 
 static const char *const modes[] = { "span", "pair", "batch" };
 
-static void check_scenario(const struct scenario *sc, const char *mode)
+static void check_scenario(const struct scenario *sc, const char *mode, const char *spans)
 {
 	char out[PATH_MAX], counts_path[PATH_MAX], second[PATH_MAX + 8];
 	char *argv[] = { khprof, "record", "--mode", (char *)mode, "-o", out, "--", FAULTS,
-			 (char *)sc->name, counts_path, SPANS, NULL };
+			 (char *)sc->name, counts_path, (char *)spans, NULL };
 	struct run_result r;
 	struct kh_profile p;
 	struct counts c;
@@ -182,7 +182,23 @@ static void test_fault_matrix(void **state)
 	(void)state;
 	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
 		for (size_t s = 0; s < sizeof(scenarios) / sizeof(scenarios[0]); s++)
-			check_scenario(&scenarios[s], modes[m]);
+			check_scenario(&scenarios[s], modes[m], SPANS);
+}
+
+/*
+ * Probe ABI 6 buffers 256 spans: 200 still buffered when the program dies
+ * or execs are more than an older program's whole buffer (64), so a drain
+ * that read this one with the older layout would miss 136 of them.
+ */
+static void test_full_buffers_drained(void **state)
+{
+	static const char *const ends[] = { "abort", "thread_segv", "exec", "thread_dies" };
+
+	(void)state;
+	for (size_t e = 0; e < sizeof(ends) / sizeof(ends[0]); e++)
+		for (size_t s = 0; s < sizeof(scenarios) / sizeof(scenarios[0]); s++)
+			if (!strcmp(scenarios[s].name, ends[e]))
+				check_scenario(&scenarios[s], "batch", "200");
 }
 
 /* The program's own measure just before it ended (faults.c, note_truth). */
@@ -454,6 +470,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fault_matrix),
 		cmocka_unit_test(test_end_sample_matrix),
+		cmocka_unit_test(test_full_buffers_drained),
 		cmocka_unit_test(test_second_session_start_refused),
 		cmocka_unit_test(test_whole_trace_record_of_a_crash),
 		cmocka_unit_test(test_killed_from_outside),

@@ -109,7 +109,7 @@ static void test_skips_what_was_handed_over(void **state)
 static void test_unmatched_and_bounds(void **state)
 {
 	struct state_bytes s = { 0 };
-	struct kh_thread_info info = { .state_addr = 1, .flags = KH_THREAD_ABI3 };
+	struct kh_thread_info info = { .state_addr = 1, .flags = KH_THREAD_ABI3 | KH_THREAD_ABI6 };
 	struct kh_slot_stats out = { 0 };
 
 	(void)state;
@@ -121,12 +121,28 @@ static void test_unmatched_and_bounds(void **state)
 	assert_int_equal(out.stages[KH_STAGE_DECODE].calls, 0);
 }
 
+/* A thread of probe ABI 5 or older has 64 entries: a larger count reads no further. */
+static void test_older_layout_bound(void **state)
+{
+	struct state_bytes s = { 0 };
+	struct kh_thread_info info = { .state_addr = 1, .flags = KH_THREAD_ABI3 };
+	struct kh_slot_stats out = { 0 };
+
+	(void)state;
+	put_header(&s, 1000, 0, 0, 0);
+	for (uint32_t i = 0; i < KH_BATCH_CAPACITY; i++)
+		put_entry(&s, i, 0, 30000, KH_STAGE_DECODE, 0);
+	buffers__account(s.bytes, &info, &clock_1ns, &out, NULL);
+	assert_int_equal(out.drops[KH_DROP_UNMATCHED_EXIT], KH_BATCH_CAPACITY_ABI5);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_counts_buffer),
 		cmocka_unit_test(test_skips_what_was_handed_over),
 		cmocka_unit_test(test_unmatched_and_bounds),
+		cmocka_unit_test(test_older_layout_bound),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -136,12 +136,19 @@ void drain__detached(struct tracer *t, uint64_t detach_ns)
 			unread++;
 			continue;
 		}
-		remote = (struct iovec){ (void *)(uintptr_t)info.state_addr, sizeof(state) };
-		if (process_vm_readv(t->pid, &local, 1, &remote, 1, 0) != (ssize_t)sizeof(state)) {
+		/*
+		 * Before probe ABI 6 the state ends after 64 entries: read no
+		 * further, and put its flushes where buffers__account reads it.
+		 */
+		local.iov_len = info.flags & KH_THREAD_ABI6 ? KH_TS_READ_BYTES : KH_TS_READ_BYTES_ABI5;
+		remote = (struct iovec){ (void *)(uintptr_t)info.state_addr, local.iov_len };
+		if (process_vm_readv(t->pid, &local, 1, &remote, 1, 0) != (ssize_t)local.iov_len) {
 			log__debug("cannot read thread %u's buffer: %s", key, strerror(errno));
 			unread++;
 			continue;
 		}
+		if (!(info.flags & KH_THREAD_ABI6))
+			memmove(state + KH_TS_FLUSHES_OFF, state + KH_TS_FLUSHES_OFF_ABI5, 8);
 		late += buffers__account(state, &info, &clock, out, lat);
 	}
 	out->drops[KH_DROP_EXIT_UNKNOWN] += unread;

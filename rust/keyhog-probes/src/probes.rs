@@ -522,7 +522,9 @@ pub(crate) mod site {
     probe!(span_enter: hot, "span_enter", span; stage);
     probe!(span_exit: hot, "span_exit", span; stage, attribution);
     probe!(span: hot, "span", span; stage, start_ns, attribution);
-    probe!(batch: hot, "batch", batch; entries, count, input_bytes, input_units, flush_tsc, flushes);
+    // The seventh argument (probe ABI 6) is the buffer's capacity, so khprof
+    // knows this crate's 64-entry layout from the batch alone.
+    probe!(batch: hot, "batch", batch; entries, count, input_bytes, input_units, flush_tsc, flushes, capacity);
     probe!(batch_register: rare, "batch_register", none; state, abi_version);
     probe!(input_bytes: hot, "input_bytes", none; bytes);
     probe!(input_units: hot, "input_units", none; units);

@@ -106,6 +106,7 @@ pub(crate) fn batch_flush() {
             t.input_units.get(),
             probes::tsc(),
             t.flushes.get(),
+            BATCH_CAPACITY as u64,
         );
         t.batch_count.set(0);
         t.input_bytes.set(0);

@@ -35,7 +35,13 @@ void calibrate__flush(void)
 }
 
 #define CALIBRATION_ROUNDS 5
-#define CALIBRATION_SPANS 200
+/*
+ * One whole batch a round, so that each traced round pays the one kernel
+ * entry per KH_BATCH_CAPACITY spans a traced program pays (at its 256th
+ * span, inside the timing): with 200 a round and 256-span batches, no
+ * round would have entered the kernel at all.
+ */
+#define CALIBRATION_SPANS KH_BATCH_CAPACITY
 
 /* Spans and their summed length in the calibration slot, which is zeroed. */
 static int read_calibration(struct tracer *t, uint64_t *calls, uint64_t *elapsed_ns)

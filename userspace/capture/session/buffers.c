@@ -54,6 +54,9 @@ uint64_t buffers__account(const unsigned char *state, const struct kh_thread_inf
 	memcpy(&flushes, state + KH_TS_FLUSHES_OFF, sizeof(flushes));
 	if (count > KH_BATCH_CAPACITY)
 		count = KH_BATCH_CAPACITY;
+	/* Before probe ABI 6 (flags say which): 64 entries, nothing read after them. */
+	if (!(info->flags & KH_THREAD_ABI6) && count > KH_BATCH_CAPACITY_ABI5)
+		count = KH_BATCH_CAPACITY_ABI5;
 	/* The generation the BPF side already counted, as drain_thread does. */
 	if ((info->flags & KH_THREAD_MARKED) && info->marked_flushes == flushes) {
 		first = info->marked_count;

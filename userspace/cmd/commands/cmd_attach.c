@@ -28,7 +28,7 @@ static const char attach_usage[] =
 	"says it is in, and marked as started mid-session.  khprof detaches first,\n"
 	"then reads the spans the threads still buffer (batch mode): every span\n"
 	"that ended before the detach is in the record.  In batch mode a thread\n"
-	"hands its spans over 64 at a time, so an --interval series is as coarse\n"
+	"hands its spans over 256 at a time, so an --interval series is as coarse\n"
 	"as the batches; --mode span sees every span when it ends.\n"
 	"\n"
 	"   -p PID               the process to trace\n"

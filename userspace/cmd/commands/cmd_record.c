@@ -104,7 +104,7 @@ static const char record_usage[] =
 	"                        not with --follow-forks\n"
 	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
 	"   --mode MODE          batch (default: spans buffered per thread, one kernel\n"
-	"                        entry per 64 spans), span (one kernel entry per span)\n"
+	"                        entry per 256 spans), span (one kernel entry per span)\n"
 	"                        or pair (enter and exit probes, as bpftrace scripts)\n"
 	"   --follow-forks       also trace the processes COMMAND forks, and theirs, each\n"
 	"                        from its first instruction after fork (a vforked one\n"
