@@ -10,7 +10,10 @@
  * the tolerances below are over 4 standard deviations of a binomial
  * share at that count.  Root only; never skipped when CI=true.
  */
+#include <glob.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -476,6 +479,102 @@ static void test_old_abi_is_named(void **state)
 	assert_run_exits(argv, 0, "has probe ABI 3: --sample sees only its KH_SPAN_ENTER spans");
 }
 
+/* The records a run wrote as DIR/NAME.PID.json, loaded; how many (at most max). */
+static size_t load_process_records(const char *name, struct kh_profile *p, size_t max)
+{
+	char pattern[PATH_MAX];
+	glob_t found;
+	size_t n;
+
+	path_in(pattern, sizeof(pattern), tmpdir, "%s.*.json", name);
+	assert_int_equal(glob(pattern, 0, NULL, &found), 0);
+	n = found.gl_pathc < max ? found.gl_pathc : max;
+	for (size_t i = 0; i < n; i++) {
+		load_record(found.gl_pathv[i], &p[i]);
+		assert_true(p[i].ext.stacks.present);
+		assert_string_equal(p[i].ext.stacks.unwinding, "frame-pointer");
+	}
+	n = found.gl_pathc;
+	globfree(&found);
+	return n;
+}
+
+/*
+ * Two processes run the workload at the same time, one in its main thread
+ * and one in a thread it starts: each record has its own process's samples
+ * only (no thread of one in the other's timeline) and the workload's
+ * shape, as a single process's record has.
+ */
+static void assert_two_processes_sampled(const char *name)
+{
+	struct kh_profile p[2];
+	char path[PATH_MAX];
+
+	assert_int_equal(load_process_records(name, p, 2), 2);
+	for (size_t i = 0; i < 2; i++) {
+		const struct kh_stacks *s = &p[i].ext.stacks, *other = &p[1 - i].ext.stacks;
+		struct folded_counts c;
+
+		assert_int_not_equal(p[i].ext.traced_pid, p[1 - i].ext.traced_pid);
+		assert_true(s->timeline_count > 0);
+		for (size_t a = 0; a < s->timeline_count; a++)
+			for (size_t b = 0; b < other->timeline_count; b++)
+				assert_int_not_equal(s->timeline[a].tid, other->timeline[b].tid);
+		path_in(path, sizeof(path), tmpdir, "%s.%" PRIu64 ".json", name,
+			p[i].ext.traced_pid);
+		read_folded(path, &c);
+		assert_workload_shape(&c);
+		assert_record_consistent(path, &p[i], &c);
+	}
+	profile__free(&p[0]);
+	profile__free(&p[1]);
+}
+
+/*
+ * record of a wrapper without probes follows the processes it starts (the
+ * default, --follow-forks): each is sampled, in a record of its own.
+ */
+static void test_followed_processes_sampled(void **state)
+{
+	char out[PATH_MAX], script[PATH_MAX];
+	char *argv[] = { khprof, "record", "-q", "--sample=999", "-o", out, "--", "/bin/sh", "-c",
+			 script, NULL };
+	struct run_result r;
+
+	(void)state;
+	path_in(out, sizeof(out), tmpdir, "follow.json");
+	snprintf(script, sizeof(script), "%s %s & %s %s late-thread; wait", STACKWORK, ROUNDS,
+		 STACKWORK, ROUNDS);
+	r = run_cmd(NULL, -1, argv);
+	if (r.exit_code != 0)
+		fail_msg("khprof record --sample -- sh -c '%s' exited %d: %s", script, r.exit_code,
+			 r.err);
+	run_result_free(&r);
+	assert_two_processes_sampled("follow");
+}
+
+/* attach --exe samples every process that runs the executable, each in its record. */
+static void test_exe_processes_sampled(void **state)
+{
+	char out[PATH_MAX], script[PATH_MAX];
+	char *kargv[] = { khprof, "attach", "-q", "--sample=999", "--exe", STACKWORK, "-o", out,
+			  NULL };
+	char *wargv[] = { "/bin/sh", "-c", script, NULL };
+	struct child k;
+
+	(void)state;
+	path_in(out, sizeof(out), tmpdir, "exe.json");
+	snprintf(script, sizeof(script), "%s %s & %s %s late-thread; wait", STACKWORK, ROUNDS,
+		 STACKWORK, ROUNDS);
+	k = child_spawn(kargv, true);
+	child_wait_for_line(&k, "watching");
+	/* Each process is stopped at its start until its tracer is attached. */
+	assert_run_exits(wargv, 0, NULL);
+	assert_int_equal(kill(k.pid, SIGTERM), 0);
+	assert_int_equal(child_wait(&k), 0);
+	assert_two_processes_sampled("exe");
+}
+
 /* Bad rates are refused; a record without samples has no folded stacks. */
 static void test_bad_input(void **state)
 {
@@ -513,6 +612,8 @@ int main(void)
 		cmocka_unit_test(test_pprof_read_by_protoc),
 		cmocka_unit_test(test_rust_guards_tag_samples),
 		cmocka_unit_test(test_old_abi_is_named),
+		cmocka_unit_test(test_followed_processes_sampled),
+		cmocka_unit_test(test_exe_processes_sampled),
 		cmocka_unit_test(test_bad_input),
 	};
 
