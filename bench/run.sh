@@ -73,6 +73,8 @@ gcc "${CFLAGS_BENCH[@]}" $(incs_of userspace/common userspace/analysis userspace
 	-o "$B/symbolize" bench/symbolize.c build/userspace/capture/stacks/stackstore.o \
 	$(objs_of userspace/analysis userspace/common) build/proto/profile.pb-c.o \
 	-ldw -lelf -lprotobuf-c -lz -lcjson -lm
+# dwarf_unwind measures a DWARF unwind of copied stacks, the option --sample did not take (row 11).
+gcc "${CFLAGS_BENCH[@]}" -o "$B/dwarf_unwind" bench/dwarf_unwind.c -ldw -lelf
 gcc "${CFLAGS_BENCH[@]}" -o "$B/page_fault" bench/page_fault.c
 gcc "${CFLAGS_BENCH[@]}" -o "$B/scrape" bench/scrape.c
 gcc "${CFLAGS_BENCH[@]}" -o "$B/switch_cost" bench/switch_cost.c
@@ -791,6 +793,18 @@ row 11 "--sample: khprof CPU per sample, µs (999 against 99 Hz); fixed, ms (loa
 fill11=$(field "$tmp/r11.out" fill_ms)
 row 11 "symbolizing 100,000 samples (2,000 stacks of 12 frames, libc and the program), ms; keeping one, ns" \
 	"$fill11; $(field "$tmp/r11.out" add_ns)" "—" "—" "<2000" "$(ok "$fill11 < 2000")"
+# What a DWARF unwind of a copied stack would recover without frame
+# pointers, and cost (docs/SAMPLING.md): stackwork-nofp at 999 Hz.
+for size in 1024 8192; do
+	"$B/dwarf_unwind" -s $size -- build/workloads/stackwork-nofp 300 2>/dev/null |
+		grep '^samples=' >"$tmp/r11.dwarf$size" || echo "samples=n/a" >"$tmp/r11.dwarf$size"
+done
+row 11 "DWARF unwind (not built): stacks reaching the thread's entry, 1 KiB and 8 KiB copied, vs the frame-pointer walk (stackwork-nofp)" \
+	"$(field "$tmp/r11.dwarf1024" dwarf_complete); $(field "$tmp/r11.dwarf8192" dwarf_complete)" \
+	"$(field "$tmp/r11.dwarf8192" fp_complete)" "—" "—" "—"
+row 11 "DWARF unwind (not built): bytes per sample; khprof CPU to unwind one, µs (libdwfl, warm; first pass ms)" \
+	"$(field "$tmp/r11.dwarf1024" bytes_per_sample), $(field "$tmp/r11.dwarf8192" bytes_per_sample); $(field "$tmp/r11.dwarf8192" unwind_us_per_sample) ($(field "$tmp/r11.dwarf8192" first_pass_ms))" \
+	"560 now" "—" "—" "—"
 
 # --- 12. reading a large record: khprof against the seed's reader ----------
 say "12/13 a 50 MB record: khprof report --format seed against the seed's reader"
@@ -1078,7 +1092,11 @@ rest of the 99 Hz run's extra. `bench/symbolize.c` feeds 100,000 samples
 over 2,000 12-frame stacks of libc's and its own functions through the
 stack store as the sampler hands them over, then symbolizes them all for
 one record. Targets: the issue's (99 Hz within 1% of tracing without
-sampling, 999 Hz within 3%, symbolization under 2 s).
+sampling, 999 Hz within 3%, symbolization under 2 s). The two DWARF rows
+are `bench/dwarf_unwind.c` on `stackwork-nofp`: the kernel copies the
+registers and 1 or 8 KiB of user stack with each sample (perf's
+`--call-graph dwarf`), libdwfl unwinds them after the run; informative,
+for the decision in docs/SAMPLING.md.
 
 ## Why targets are missed, and what dominates
 

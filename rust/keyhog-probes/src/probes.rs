@@ -1,4 +1,4 @@
-//! khprof's probe ABI, version 4 (docs/PROBES.md; the C twin is
+//! khprof's probe ABI, version 5 (docs/PROBES.md; the C twin is
 //! include/keyhog_profile.h): the semaphore word, the probe sites and their
 //! stapsdt notes, and the clocks the sites pass.
 //!
@@ -8,7 +8,7 @@
 
 /// Version of the probe ABI this crate emits (`KH_PROBE_ABI_VERSION`),
 /// passed by every `session_start` probe.
-pub const ABI_VERSION: u64 = 4;
+pub const ABI_VERSION: u64 = 5;
 
 /// Completed spans a thread buffers in batch mode before one `batch` probe
 /// hands them over (`KH_BATCH_CAPACITY`).

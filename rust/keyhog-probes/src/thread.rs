@@ -12,31 +12,35 @@
 //! `batch_register` probe passes its address, and the tracer reads the
 //! buffer from it when the thread dies or execs, or after a detach
 //! (`KH_TS_*_OFF` in include/khprof_shared.h).
+//!
+//! Probe ABI 5: every traced span is on this state's span stack (`depth`,
+//! `stage`, `start_ns`) from its enter to its exit, and the thread
+//! registers the state at its first traced span in every mode, so that
+//! `khprof --sample` reads the innermost open stage there without a kernel
+//! entry (`KH_TS_DEPTH_OFF`, `KH_TS_STAGE_OFF` in include/khprof_sample.h).
+//! The guard keeps its start as well, as the header's scoped spans do.
 
 use crate::probes::{self, site, BatchEntry, BATCH_CAPACITY};
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{compiler_fence, Ordering};
 use std::sync::Once;
 
-/// Depth of the header's span stack (`KH_USER_SPAN_DEPTH`); the crate
-/// keeps its spans in guards, so those fields are only there for the layout.
+/// Depth of the header's span stack (`KH_USER_SPAN_DEPTH`): spans nested
+/// deeper are counted in `depth` without a frame, as in the header.
 const USER_SPAN_DEPTH: usize = 32;
 
 /// `struct kh_thread_state` of include/keyhog_profile.h (`Cell<T>` has
 /// `T`'s layout).
 #[repr(C)]
 pub(crate) struct ThreadState {
-    #[allow(dead_code)]
     depth: Cell<u32>,
     attribution: Cell<u32>,
     batch_count: Cell<u32>,
     /// Set once this thread's buffer is flushed at its exit: from then on
     /// its input counters ride its batches instead of firing their sites.
     registered: Cell<u32>,
-    #[allow(dead_code)]
-    stage: [u32; USER_SPAN_DEPTH],
-    #[allow(dead_code)]
-    start_ns: [u64; USER_SPAN_DEPTH],
+    stage: Cell<[u32; USER_SPAN_DEPTH]>,
+    start_ns: Cell<[u64; USER_SPAN_DEPTH]>,
     input_bytes: Cell<u64>,
     input_units: Cell<u64>,
     batch: UnsafeCell<[BatchEntry; BATCH_CAPACITY]>,
@@ -62,8 +66,8 @@ thread_local! {
             attribution: Cell::new(0),
             batch_count: Cell::new(0),
             registered: Cell::new(0),
-            stage: [0; USER_SPAN_DEPTH],
-            start_ns: [0; USER_SPAN_DEPTH],
+            stage: Cell::new([0; USER_SPAN_DEPTH]),
+            start_ns: Cell::new([0; USER_SPAN_DEPTH]),
             input_bytes: Cell::new(0),
             input_units: Cell::new(0),
             batch: UnsafeCell::new([EMPTY_ENTRY; BATCH_CAPACITY]),
@@ -150,15 +154,50 @@ fn batch_register(t: &ThreadState) {
 /// A span's enter edge with tracing on: the pair-mode probe and its start.
 /// Span mode compares the start with the kernel's clock, so it gets
 /// CLOCK_MONOTONIC; batch mode alone only needs lengths, so it gets the TSC
-/// where khprof trusts it (`probes::batch_start`).
+/// where khprof trusts it (`probes::batch_start`).  Probe ABI 5: the span
+/// goes on the thread's stack, registered at its first traced span in any
+/// mode, for the sampler (the header's `kh__span_start`).
 #[cold]
 #[inline(never)]
 pub(crate) fn span_start(stage: u32) -> u64 {
-    if probes::span_mode(probes::semaphores()) {
-        site::span_enter(u64::from(stage));
-        return probes::now_ns();
+    STATE.with(|t| {
+        if t.registered.get() == 0 {
+            batch_register(t);
+        }
+        let start = if probes::span_mode(probes::semaphores()) {
+            site::span_enter(u64::from(stage));
+            probes::now_ns()
+        } else {
+            probes::batch_start()
+        };
+        let depth = t.depth.get();
+        if (depth as usize) < USER_SPAN_DEPTH {
+            let stages: &Cell<[u32]> = &t.stage;
+            let starts: &Cell<[u64]> = &t.start_ns;
+            stages.as_slice_of_cells()[depth as usize].set(stage);
+            starts.as_slice_of_cells()[depth as usize].set(start);
+        }
+        // A sample taken in between sees the frame whole or not at all.
+        compiler_fence(Ordering::SeqCst);
+        t.depth.set(depth.wrapping_add(1));
+        start
+    })
+}
+
+/// Takes the innermost frame off the stack if it is stage's (the header's
+/// `kh__span_pop`): a span entered before the tracer attached has no
+/// frame, and its exit leaves the outer ones alone.
+#[inline(always)]
+fn span_pop(t: &ThreadState, stage: u32) {
+    let depth = t.depth.get();
+    if depth == 0 {
+        return;
     }
-    probes::batch_start()
+    let top = (depth - 1) as usize;
+    let stages: &Cell<[u32]> = &t.stage;
+    if top >= USER_SPAN_DEPTH || stages.as_slice_of_cells()[top].get() == stage {
+        t.depth.set(depth - 1);
+    }
 }
 
 /// A span's exit edge when its enter was timed (start != 0).
@@ -167,8 +206,11 @@ pub(crate) fn span_start(stage: u32) -> u64 {
 pub(crate) fn span_complete(stage: u32, start: u64) {
     let word = probes::semaphores();
     STATE.with(|t| {
+        span_pop(t, stage);
         let attribution = t.attribution.get();
         if probes::batch_mode(word) {
+            // Registered at the span's enter, unless a tracer attached
+            // between the enter and this exit.
             if t.registered.get() == 0 {
                 batch_register(t);
             }

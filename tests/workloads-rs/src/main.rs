@@ -17,6 +17,10 @@
 //!   workload-rs abort N      N decode spans (10 input bytes each), then abort() inside the session
 //!   workload-rs exit N       a second thread runs the N spans and waits; the main
 //!                            thread calls std::process::exit(3) inside the session
+//!   workload-rs stacks N     N rounds of tests/workloads/stackwork.c's shape, for
+//!                            --sample (tests/integration/test_stacks.c):
+//!                            phase1-triggers in rs_work_alpha and rs_work_beta 3:1,
+//!                            decode (decoded) in rs_work_gamma, rs_work_delta between
 
 use keyhog_profile::{
     add_input_bytes, add_input_units, enabled, set_attribution, span, Attribution, CacheState,
@@ -244,6 +248,48 @@ fn exit_from_main(n: u64) -> ! {
     std::process::exit(3);
 }
 
+/// Own loops with different constants, unmangled and never inlined, so
+/// that the samples name them (tests/workloads/stackwork.c's work_*).
+macro_rules! work_fn {
+    ($name:ident, $k:expr) => {
+        #[no_mangle]
+        #[inline(never)]
+        pub extern "C" fn $name(n: u64) {
+            let mut x: u64 = 0;
+            for i in 0..n {
+                // SAFETY: a local.
+                unsafe { write_volatile(&mut x, read_volatile(&x).wrapping_mul($k).wrapping_add(i)) };
+            }
+        }
+    };
+}
+work_fn!(rs_work_alpha, 6364136223846793005);
+work_fn!(rs_work_beta, 2862933555777941757);
+work_fn!(rs_work_gamma, 3202034522624059733);
+work_fn!(rs_work_delta, 1181783497276652981);
+
+fn stacks(rounds: u64) {
+    const UNIT: u64 = 200_000;
+    let mut session = Session::start(identity()).expect("no session active");
+    session.transition(RunState::Scanning);
+    for _ in 0..rounds {
+        {
+            let _phase1 = span(Stage::Phase1Triggers);
+            rs_work_alpha(3 * UNIT);
+            rs_work_beta(UNIT);
+        }
+        // Decoded around the whole span: every decode sample is decoded.
+        let prev = set_attribution(Attribution::Decoded);
+        {
+            let _decode = span(Stage::Decode);
+            rs_work_gamma(2 * UNIT);
+        }
+        set_attribution(prev);
+        rs_work_delta(UNIT);
+    }
+    session.finish(RunState::Completed);
+}
+
 fn serve() {
     let stdout = std::io::stdout();
     println!("ready");
@@ -286,8 +332,9 @@ fn main() {
         Some("serve") => serve(),
         Some("abort") => abort_in_session(count(2)),
         Some("exit") => exit_from_main(count(2)),
+        Some("stacks") => stacks(count(2)),
         _ => {
-            eprintln!("usage: workload-rs nested|threads|sessions|stages|timed|nosession|redzone|serve|abort|exit [N]");
+            eprintln!("usage: workload-rs nested|threads|sessions|stages|timed|nosession|redzone|serve|abort|exit|stacks [N]");
             std::process::exit(2);
         }
     }

@@ -104,8 +104,15 @@ static int sample_thread(struct sampler *s, pid_t tid)
 		.config = PERF_COUNT_SW_CPU_CLOCK,
 		.freq = 1,
 		.sample_freq = s->hz,
-		/* Threads this one starts get an event of their own, with the program. */
+		/*
+		 * Threads this one starts get an event of their own, with the
+		 * program; processes it forks do not (inherit_thread, Linux
+		 * 5.13): each followed process is sampled by its own tracer,
+		 * and an inherited event would interrupt a child only for the
+		 * program to drop the sample (it is another tgid's).
+		 */
 		.inherit = 1,
+		.inherit_thread = 1,
 	};
 	struct bpf_link *link;
 	int fd;
@@ -125,6 +132,11 @@ static int sample_thread(struct sampler *s, pid_t tid)
 		s->cap = cap;
 	}
 	fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0 && errno == EINVAL) {
+		/* Before 5.13: forked children get an event too, dropped at each sample. */
+		attr.inherit_thread = 0;
+		fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	}
 	if (fd < 0) {
 		if (errno == ESRCH)
 			return 0; /* it ended meanwhile */

@@ -101,7 +101,7 @@ static const char record_usage[] =
 	"                        of its CPU time (default 99), each tagged with the stage\n"
 	"                        the thread has open, into the record ('khprof report\n"
 	"                        --format folded' for flame graphs; docs/SAMPLING.md);\n"
-	"                        not with --follow-forks\n"
+	"                        with --follow-forks, each process in its own record\n"
 	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
 	"   --mode MODE          batch (default: spans buffered per thread, one kernel\n"
 	"                        entry per 256 spans), span (one kernel entry per span)\n"

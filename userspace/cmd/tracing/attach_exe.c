@@ -201,6 +201,8 @@ static int setup(struct exe_attach *ea, sigset_t *old_mask)
 	ea->dev = st.st_dev;
 	ea->ino = st.st_ino;
 	watch_opts.on_profile = NULL;
+	/* Each process's own tracer samples it: the watcher records nothing. */
+	watch_opts.sample_hz = 0;
 	/* The watcher's program stops a process at PATH's start for us. */
 	watch_opts.stop_on_loader = ea->o->from_start;
 	err = tracer__open(&ea->watcher, &watch_opts);

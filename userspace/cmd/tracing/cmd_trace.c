@@ -388,13 +388,6 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 			goto bad_option;
 		}
 	}
-	/* Their tracers are per process and loaded ahead: the sampler is not wired to them yet. */
-	if (cli->sample_hz && (cli->follow_forks || cli->exe)) {
-		log__error("--sample is not available with %s yet (sample one process: "
-			   "record -- COMMAND or attach -p PID)",
-			   cli->exe ? "attach --exe" : "--follow-forks");
-		return -EINVAL;
-	}
 	if ((cli->warmup || cli->append) && !cli->repeat) {
 		log__error("%s needs --repeat", cli->warmup ? "--warmup" : "--append");
 		return -EINVAL;
@@ -452,8 +445,7 @@ void choose_follow_for(const char *path, struct trace_cli *cli)
 	bool probes = false;
 	char pattern[PATH_MAX];
 
-	/* --sample is not wired to followed processes yet: it samples COMMAND alone. */
-	if (cli->follow_forks || cli->no_follow_forks || cli->repeat || cli->sample_hz)
+	if (cli->follow_forks || cli->no_follow_forks || cli->repeat)
 		return;
 	/* A script is no ELF file: it has no probes either. */
 	if (usdt_notes__read(path, &notes) == 0) {
