@@ -70,6 +70,8 @@ const volatile __u32 kernel_id_signal_struct = 0;
 
 /* Kernel features that khprof's floor (Linux 6.1) lacks, behind the loader's flags. */
 #include "compat.bpf.h"
+/* Per-thread state on kernels with and without task storage. */
+#include "task_state.bpf.h"
 
 /* Session slot bookkeeping; the loader clears slot_busy after reading a slot. */
 __u32 active_slot = KH_OUTSIDE_SLOT;
@@ -279,8 +281,8 @@ static __always_inline void on_span_enter(__u64 stage)
 	struct kh_task_stack *stack;
 	__u32 depth;
 
-	stack = bpf_task_storage_get(&task_stacks, bpf_get_current_task_btf(), 0,
-				     BPF_LOCAL_STORAGE_GET_F_CREATE);
+	stack = kh_task_state_get(&task_stacks, bpf_get_current_task_btf(),
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!stack) {
 		count_drop(active_slot, KH_DROP_STACK_OVERFLOW);
 		return;
@@ -302,7 +304,7 @@ static __always_inline void on_span_exit(__u64 stage, __u64 attribution)
 	__u64 start_ns = 0;
 	__u32 top;
 
-	stack = bpf_task_storage_get(&task_stacks, bpf_get_current_task_btf(), 0, 0);
+	stack = kh_task_state_get(&task_stacks, bpf_get_current_task_btf(), 0);
 	if (stack && stack->depth > 0) {
 		top = stack->depth - 1;
 		if (top >= KH_KERNEL_SPAN_DEPTH) {

@@ -52,7 +52,7 @@ struct {
 static struct kh_thread_info *thread_info_learn(__u64 state_addr, bool abi3)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct kh_thread_info *info = bpf_task_storage_get(&thread_store, task, 0, 0);
+	struct kh_thread_info *info = kh_task_state_get(&thread_store, task, 0);
 	__u32 tid;
 
 	if (info && info->state_addr == state_addr && (!abi3 || (info->flags & KH_THREAD_ABI3)))
@@ -67,7 +67,7 @@ static struct kh_thread_info *thread_info_learn(__u64 state_addr, bool abi3)
 	 */
 	tid = task->pid;
 	bpf_map_update_elem(&thread_list, &tid, &state_addr, BPF_ANY);
-	info = bpf_task_storage_get(&thread_store, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	info = kh_task_state_get(&thread_store, task, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!info)
 		return NULL;
 	info->state_addr = state_addr;
@@ -232,7 +232,7 @@ static __always_inline void thread_end(struct task_struct *task, bool group_dead
 		return;
 	tid = task->pid;
 	offcpu_thread_end(task);
-	info = bpf_task_storage_get(&thread_store, task, 0, 0);
+	info = kh_task_state_get(&thread_store, task, 0);
 	if (info && info->state_addr) {
 		if (drain)
 			send_buffer(info, false);
@@ -241,6 +241,7 @@ static __always_inline void thread_end(struct task_struct *task, bool group_dead
 		/* Listed without a record (thread_info_learn), or ABI 2: its buffer is unknown. */
 		count_drop(active_slot, KH_DROP_EXIT_UNKNOWN);
 	}
+	kh_task_state_exit(&thread_store, &task_stacks); /* hash maps only (task_state.bpf.h) */
 	if (!group_dead)
 		return;
 	e = event_reserve(KH_EVENT_PROCESS_EXIT, active_slot);
@@ -287,7 +288,7 @@ int BPF_PROG(kh_exit_drain, long code)
 
 	if (!traced_tgid || task->tgid != traced_tgid)
 		return 0;
-	info = bpf_task_storage_get(&thread_store, task, 0, 0);
+	info = kh_task_state_get(&thread_store, task, 0);
 	if (info && info->state_addr)
 		send_buffer(info, false);
 	return 0;
@@ -299,7 +300,7 @@ static __always_inline void exec_check(struct task_struct *task)
 
 	if (!traced_tgid || task->tgid != traced_tgid)
 		return;
-	info = bpf_task_storage_get(&thread_store, task, 0, 0);
+	info = kh_task_state_get(&thread_store, task, 0);
 	if (info && info->state_addr)
 		send_buffer(info, true);
 }
@@ -352,7 +353,7 @@ int BPF_PROG(kh_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	if (!image_traced)
 		return 0;
 	/* The thread's buffer went with the old image. */
-	bpf_task_storage_delete(&thread_store, task);
+	kh_task_state_delete(&thread_store, task);
 	tid = task->pid;
 	bpf_map_delete_elem(&thread_list, &tid);
 	tid = old_pid;

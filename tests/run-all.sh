@@ -61,7 +61,7 @@ done
 # which a kernel without ftrace cannot give (this one), and the kernel
 # matrix runs it on 6.1 itself.
 fallbacks=uprobe_multi,bpf_preempt_disable,bpf_rdonly_cast,bpf_copy_from_user_str
-fallbacks=$fallbacks,bpf_send_signal_task,uprobe_func_ip,exit_before_mm,fentry
+fallbacks=$fallbacks,bpf_send_signal_task,uprobe_func_ip,exit_before_mm,fentry,task_storage
 export KHPROF_DISABLE_FEATURES="$fallbacks"
 for name in test_trace test_faults test_follow; do
 	[ -x "build/tests/$name" ] && run_binary "build/tests/$name" " (fallbacks: $fallbacks)"

@@ -54,7 +54,10 @@ static const struct {
 		"exit_unknown (batch mode)" },
 	[KH_FEAT_FENTRY] = { "fentry", "Linux 5.5 with ftrace direct calls", NULL },
 	[KH_FEAT_BPF_LOOP] = { "bpf_loop", "Linux 5.17", "required: khprof does not load" },
-	[KH_FEAT_TASK_STORAGE] = { "task_storage", "Linux 5.11", "required: khprof does not load" },
+	[KH_FEAT_TASK_STORAGE] = {
+		"task_storage", "Linux 5.11",
+		"per-thread state in hash maps keyed by thread id, deleted at the thread's exit "
+		"(a hash lookup at each flush, ~2.3 ns a batched span here); --sample is refused" },
 	[KH_FEAT_BPF_COOKIE] = { "bpf_cookie", "Linux 5.15", "required: khprof does not load" },
 };
 _Static_assert(sizeof(table) / sizeof(table[0]) == KH_FEAT_COUNT, "one row per feature");

@@ -251,6 +251,24 @@ static void report_load_error(const struct tracer *t, int err)
 }
 
 /*
+ * Without task-local storage (Linux 5.11) the per-thread maps are hash
+ * maps keyed by thread id (bpf/task_state.bpf.h): same key and value
+ * sizes, allocated as threads first need them.
+ */
+static void configure_task_state(struct khprof_bpf *skel, bool task_storage)
+{
+	struct bpf_map *maps[] = { skel->maps.thread_store, skel->maps.task_stacks };
+
+	skel->rodata->have_task_storage = task_storage;
+	if (task_storage)
+		return;
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+		bpf_map__set_type(maps[i], BPF_MAP_TYPE_HASH);
+		bpf_map__set_max_entries(maps[i], KH_MAX_THREADS);
+	}
+}
+
+/*
  * The kernel's features as .rodata flags (bpf/compat.bpf.h) and as the
  * programs loaded: a program a kernel cannot load is not loaded there.
  */
@@ -270,6 +288,7 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 	skel->rodata->have_uprobe_func_ip = features__has(f, KH_FEAT_UPROBE_FUNC_IP);
 	skel->rodata->have_percpu_rss = features__has(f, KH_FEAT_PERCPU_RSS);
 	skel->rodata->filter_tgid = !multi;
+	configure_task_state(skel, features__has(f, KH_FEAT_TASK_STORAGE));
 	for (size_t i = 0; i < sizeof(uprobes) / sizeof(uprobes[0]); i++)
 		bpf_program__set_expected_attach_type(
 			uprobes[i], multi ? (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI : 0);
@@ -509,6 +528,14 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 		goto fail;
 	}
 	report_features(t);
+	if (t->opts.sample_hz && !features__has(&t->features, KH_FEAT_TASK_STORAGE)) {
+		/* The sampler's perf-event program reads thread_store as task storage. */
+		log__error("cannot sample stacks: kernel %s has no task-local storage (%s), which "
+			   "--sample needs", t->features.release,
+			   features__since(KH_FEAT_TASK_STORAGE));
+		err = -ENOTSUP;
+		goto fail;
+	}
 	if (t->opts.sample_hz) {
 		err = sampler__load(&t->sampler, t->skel, t->opts.sample_hz);
 		if (err)
