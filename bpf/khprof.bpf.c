@@ -13,18 +13,24 @@
 #include "khprof_hist.h"
 /*
  * usdt.bpf.h finds a site by its address only without BPF cookies (before
- * Linux 5.15; khprof needs 6.6 for uprobe-multi links), a branch the
- * verifier drops since LINUX_HAS_BPF_COOKIE is a constant.  Its table of
- * addresses is kept at one entry (16384 preallocated cost 0.4 ms at every
- * start), and its PT_REGS_IP reads ip as the 17th word of x86-64's pt_regs,
- * a user ABI: as a CO-RE field it cost libbpf 1.1 a linear search of the
- * kernel's BTF for struct pt_regs at every start (~0.85 ms here).
+ * Linux 5.15), a branch the verifier drops since LINUX_HAS_BPF_COOKIE is a
+ * constant.  Its table of addresses is kept at one entry (16384
+ * preallocated cost 0.4 ms at every start); on kernels without cookies the
+ * loader grows it to one entry a spec id, each mapping the id to itself.
  */
 #define BPF_USDT_MAX_IP_CNT 1
+/*
+ * Without cookies (Linux 5.10) the site comes from the kernel's uprobe
+ * instead of its address (site.bpf.h), in either branch of usdt.bpf.h.
+ */
+#include "site.bpf.h"
 #pragma push_macro("PT_REGS_IP")
+#pragma push_macro("bpf_get_attach_cookie")
 #undef PT_REGS_IP
-#define PT_REGS_IP(x) (((const unsigned long *)(x))[16])
+#define PT_REGS_IP(x) kh_site_spec_id(x)
+#define bpf_get_attach_cookie kh_attach_cookie
 #include <bpf/usdt.bpf.h>
+#pragma pop_macro("bpf_get_attach_cookie")
 #pragma pop_macro("PT_REGS_IP")
 
 /*

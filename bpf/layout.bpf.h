@@ -13,7 +13,7 @@
 #ifndef KHPROF_LAYOUT_BPF_H
 #define KHPROF_LAYOUT_BPF_H
 
-/* Bits of layout_failed (enum kh_layout in khprof_shared.h). */
+/* Bits of layout_failed (enum kh_layout in khprof_shared.h); also site.bpf.h's. */
 __u32 layout_failed;
 
 /*

@@ -31,7 +31,7 @@
 	 (1u << KH_FEAT_RDONLY_CAST) | (1u << KH_FEAT_COPY_FROM_USER_STR) |                    \
 	 (1u << KH_FEAT_SEND_SIGNAL_TASK) | (1u << KH_FEAT_PREPARE_EXEC) |                     \
 	 (1u << KH_FEAT_UPROBE_FUNC_IP) | (1u << KH_FEAT_EXIT_BEFORE_MM) | (1u << KH_FEAT_FENTRY) | \
-	 (1u << KH_FEAT_TASK_STORAGE))
+	 (1u << KH_FEAT_TASK_STORAGE) | (1u << KH_FEAT_BPF_COOKIE))
 
 static char *khprof;
 static char *tmpdir;
@@ -227,7 +227,8 @@ static void test_fallbacks_record_exactly(void **state)
 {
 	static const char *const modes[] = { "batch", "span", "pair" };
 	static const char *const named[] = { "uprobe_multi (", "bpf_rdonly_cast (",
-					     "bpf_copy_from_user_str (", "task_storage (" };
+					     "bpf_copy_from_user_str (", "task_storage (",
+					     "bpf_cookie (" };
 
 	char names[512] = "";
 
@@ -277,7 +278,7 @@ static void test_fallbacks_record_exactly(void **state)
 }
 
 /*
- * Below khprof's floor (Debian 11's 5.10: no bpf_loop or BPF cookies) a record is refused in one line that names the missing feature
+ * Below khprof's floor (Debian 11's 5.10: no bpf_loop) a record is refused in one line that names the missing feature
  * and the kernel khprof needs, exit 1; from the floor on, khprof features
  * says the kernel is fine.  The kernel matrix runs only this test there.
  */

@@ -58,7 +58,11 @@ static const struct {
 		"task_storage", "Linux 5.11",
 		"per-thread state in hash maps keyed by thread id, deleted at the thread's exit "
 		"(a hash lookup at each flush, ~2.3 ns a batched span here); --sample is refused" },
-	[KH_FEAT_BPF_COOKIE] = { "bpf_cookie", "Linux 5.15", "required: khprof does not load" },
+	[KH_FEAT_BPF_COOKIE] = {
+		"bpf_cookie", "Linux 5.15",
+		"each probe hit finds its site from the kernel's uprobe (its file and offset: "
+		"four kernel reads and a hash lookup more a hit), and the uprobes are attached "
+		"with PERF_EVENT_IOC_SET_BPF" },
 };
 _Static_assert(sizeof(table) / sizeof(table[0]) == KH_FEAT_COUNT, "one row per feature");
 
@@ -392,6 +396,9 @@ void features__probe(struct kh_features *f, bool btf_bits_known, uint32_t btf_bi
 		f->have |= 1u << KH_FEAT_UPROBE_MULTI;
 	f->preempt = probe_preempt(f->release);
 	f->disabled = disabled_by_env() & f->have;
+	/* uprobe-multi links always carry cookies: without cookies, without them too. */
+	if (f->disabled & (1u << KH_FEAT_BPF_COOKIE))
+		f->disabled |= f->have & (1u << KH_FEAT_UPROBE_MULTI);
 	f->have &= ~f->disabled;
 }
 

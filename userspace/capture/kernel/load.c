@@ -289,6 +289,12 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 	skel->rodata->have_percpu_rss = features__has(f, KH_FEAT_PERCPU_RSS);
 	skel->rodata->filter_tgid = !multi;
 	configure_task_state(skel, features__has(f, KH_FEAT_TASK_STORAGE));
+	/* Without cookies: a site's spec by its file and offset (bpf/site.bpf.h). */
+	skel->rodata->have_bpf_cookie = features__has(f, KH_FEAT_BPF_COOKIE);
+	if (!features__has(f, KH_FEAT_BPF_COOKIE)) {
+		bpf_map__set_max_entries(skel->maps.kh_sites, KH_MAX_PROBE_SITES);
+		bpf_map__set_max_entries(skel->maps.__bpf_usdt_ip_to_spec_id, KH_MAX_PROBE_SITES);
+	}
 	for (size_t i = 0; i < sizeof(uprobes) / sizeof(uprobes[0]); i++)
 		bpf_program__set_expected_attach_type(
 			uprobes[i], multi ? (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI : 0);
@@ -364,6 +370,8 @@ void tracer__note_layout(struct tracer *t)
 					  "and counter)",
 		[KH_LAYOUT_SCHED_CLOCK] = "the scheduler's clock in a perf event: CPU time is read "
 					  "up to the scheduler's last tick",
+		[KH_LAYOUT_UPROBE_SITE] = "which probe site a uprobe is (no BPF cookies): hits of "
+					  "sites not found by file and offset are not counted",
 	};
 	uint32_t bits = t->skel ? t->skel->bss->layout_failed & ~t->layout_said : 0;
 
