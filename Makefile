@@ -116,6 +116,14 @@ $(BUILD)/bpf/khprof.bpf.o: bpf/khprof.bpf.c | $(DEPS_STAMP)
 $(BUILD)/khprof.skel.h: $(BUILD)/bpf/khprof.bpf.o
 	$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
+# Kernels without bpf_loop (Linux 5.10): the same source with -DKH_CLASSIC
+# (bpf/classic.bpf.h), its bytes opened through khprof.skel.h.
+$(BUILD)/bpf/khprof_classic.bpf.o: bpf/khprof.bpf.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -DKH_CLASSIC -MMD -MP -c $< -o $@
+$(BUILD)/khprof_classic.skel.h: $(BUILD)/bpf/khprof_classic.bpf.o $(BUILD)/khprof.skel.h scripts/classic-skel.sh
+	./scripts/classic-skel.sh $(BPFTOOL) $< $(BUILD)/khprof.skel.h $@
+
 # The stack sampler (--sample): an object of its own, loaded only when asked.
 $(BUILD)/bpf/sample.bpf.o: bpf/sample.bpf.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
@@ -160,6 +168,7 @@ $(BUILD)/khprof_object_id.h: $(BUILD)/bpf/khprof.bpf.o
 
 # Modules that include the skeleton must wait for it.
 $(CAPTURE_BPF_OBJS): $(BUILD)/khprof.skel.h $(BUILD)/sample.skel.h $(BUILD)/khprof_object_id.h
+$(CAPTURE_BPF_OBJS): $(BUILD)/khprof_classic.skel.h
 
 $(BUILD)/khprof: $(KHPROF_OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LIBS)

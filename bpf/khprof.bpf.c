@@ -11,6 +11,8 @@
 #define BPF_USDT_MAX_SPEC_CNT KH_MAX_PROBE_SITES
 #include "khprof_shared.h"
 #include "khprof_hist.h"
+/* The object for kernels without bpf_loop (-DKH_CLASSIC) differs here. */
+#include "classic.bpf.h"
 /*
  * usdt.bpf.h finds a site by its address only without BPF cookies (before
  * Linux 5.15), a branch the verifier drops since LINUX_HAS_BPF_COOKIE is a
@@ -38,7 +40,7 @@
  * arguments instead of again at each call (kh_usdt has seven: 8147
  * processed instructions before, 7116 after).  The same call at run time.
  */
-__noinline int kh_usdt_arg(struct pt_regs *ctx, __u64 arg_num, long *res)
+KH_GLOBAL __noinline int kh_usdt_arg(struct pt_regs *ctx, __u64 arg_num, long *res)
 {
 	if (!res)
 		return -1;
@@ -81,16 +83,16 @@ const volatile __u32 kernel_id_signal_struct = 0;
 
 /* Session slot bookkeeping; the loader clears slot_busy after reading a slot. */
 __u32 active_slot = KH_OUTSIDE_SLOT;
-__u32 slot_busy[KH_MAX_SLOTS];
-__u64 slot_start_ns[KH_MAX_SLOTS];
+__u32 slot_busy[KH_MAX_SLOTS] = {};
+__u64 slot_start_ns[KH_MAX_SLOTS] = {};
 /* _r_debug.r_state's address minus _dl_debug_state's; 0 if unknown. */
-__s64 r_state_from_hook;
+__s64 r_state_from_hook = 0;
 /*
  * TSC ticks to ns: ns = ticks * tsc_mult >> tsc_shift, measured by the loader
  * after load (the batch probe's TSC times); 0 until then.
  */
-__u32 tsc_mult;
-__u32 tsc_shift;
+__u32 tsc_mult = 0;
+__u32 tsc_shift = 0;
 /*
  * The traced process, set by the loader once it knows it (0 until then),
  * and its highest resident pages and thread count since its last sampled
@@ -98,9 +100,9 @@ __u32 tsc_shift;
  * another CPU while a transition reads these lands in this interval or the
  * next, never in neither, because the sample reads the live count too.
  */
-__u32 traced_tgid;
-__u64 peak_resident_pages;
-__u64 peak_threads;
+__u32 traced_tgid = 0;
+__u64 peak_resident_pages = 0;
+__u64 peak_threads = 0;
 
 #define RT_CONSISTENT 0
 
@@ -287,8 +289,7 @@ static __always_inline void on_span_enter(__u64 stage)
 	struct kh_task_stack *stack;
 	__u32 depth;
 
-	stack = kh_task_state_get(&task_stacks, bpf_get_current_task_btf(),
-				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	stack = kh_task_state_get(&task_stacks, kh_current_task(), BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!stack) {
 		count_drop(active_slot, KH_DROP_STACK_OVERFLOW);
 		return;
@@ -310,7 +311,7 @@ static __always_inline void on_span_exit(__u64 stage, __u64 attribution)
 	__u64 start_ns = 0;
 	__u32 top;
 
-	stack = kh_task_state_get(&task_stacks, bpf_get_current_task_btf(), 0);
+	stack = kh_task_state_get(&task_stacks, kh_current_task(), 0);
 	if (stack && stack->depth > 0) {
 		top = stack->depth - 1;
 		if (top >= KH_KERNEL_SPAN_DEPTH) {
@@ -535,7 +536,7 @@ struct kh_inputs {
 	__u64 units;
 };
 
-int kh_thread_batch(__u64 state_addr, __u64 flushes, __u32 abi3, __u32 count,
+KH_GLOBAL int kh_thread_batch(__u64 state_addr, __u64 flushes, __u32 abi3, __u32 count,
 		    struct kh_inputs *inputs);
 
 /*
@@ -564,9 +565,9 @@ static __noinline void on_batch(const __u64 *args, bool abi3)
 	inputs.units = args[3];
 	flush_tsc = args[4];
 	flushes = args[5];
-	task = bpf_get_current_task_btf();
-	born = task->start_time;
-	switches = task->nvcsw + task->nivcsw;
+	task = kh_current_task();
+	born = KH_TASK_READ(task, start_time);
+	switches = KH_TASK_READ(task, nvcsw) + KH_TASK_READ(task, nivcsw);
 	walk.now_ns = bpf_ktime_get_ns();
 	walk.flush_ticks = flush_tsc & ~KH_TIME_TSC;
 	walk.tsc_ok = (flush_tsc & KH_TIME_TSC) && tsc_mult;
@@ -628,8 +629,9 @@ static __noinline void on_batch(const __u64 *args, bool abi3)
 		walk.end_lo = *(volatile __s64 *)&walk.buf->end_lo;
 		walk.buf->min_start_ns = KH_BATCH_NO_START;
 		if (walk.first < count)
-			bpf_loop((count - walk.first + BATCH_STRIDE - 1) / BATCH_STRIDE,
-				 add_batch_stride, &walk, 0);
+			kh_loop(KH_BATCH_CAPACITY / BATCH_STRIDE,
+				(count - walk.first + BATCH_STRIDE - 1) / BATCH_STRIDE,
+				add_batch_stride, &walk);
 		/*
 		 * A second pass only when the thread left its CPU during the
 		 * batch (batch_min_start_ns).  Its switch log is a hash lookup
@@ -644,7 +646,8 @@ static __noinline void on_batch(const __u64 *args, bool abi3)
 		     min_start < walk.buf->last_flush_ns)) {
 			walk.offcpu = offcpu_of_current();
 			if (walk.offcpu && offcpu_newest_in(walk.offcpu) > min_start)
-				bpf_loop(count - walk.first, add_batch_offcpu, &walk, 0);
+				kh_loop(KH_CLASSIC_OFFCPU_SPANS, count - walk.first, add_batch_offcpu,
+					&walk);
 		}
 		walk.buf->last_born = born;
 		walk.buf->last_switches = switches;
@@ -1030,7 +1033,7 @@ int BPF_PROG(kh_rss_stat, struct mm_struct *mm, int member)
 
 	if (!traced_tgid || (__u32)(bpf_get_current_pid_tgid() >> 32) != traced_tgid)
 		return 0;
-	task = bpf_get_current_task_btf();
+	task = kh_current_task();
 	if (mm != kh_task_mm(task))
 		return 0; /* a page fault the traced process took in another one's memory */
 	pages = resident_pages_of(mm);

@@ -172,7 +172,7 @@ static __always_inline void add_offcpu_of(struct kh_hist_block *hist,
 		return; /* the common case: not switched out since the span began */
 	scan.h = &hist->stages[stage];
 	scan.h->offcpu_truncated += 1; /* until the scan reaches the span's start */
-	bpf_loop(KH_OFFCPU_LOG, scan_interval, &scan, 0);
+	kh_loop(KH_OFFCPU_LOG, KH_OFFCPU_LOG, scan_interval, &scan);
 }
 
 static __always_inline void add_offcpu(struct kh_hist_block *hist, __u32 stage, __u64 start_ns,

@@ -10,19 +10,19 @@
 
 /* traced_tgid (above) is 0 while calibrating: these programs then do nothing. */
 /* execve calls that are not the program's: record's own exec of COMMAND. */
-__u32 execs_expected;
+__u32 execs_expected = 0;
 /*
  * The loader attached keyhog probes to the current image.  Until then an
  * execve hands over to the new image instead of ending the records: a
  * shell wrapper (`sh -c 'exec scanner'`) has no probes, the scanner it
  * execs is traced from its first instruction.
  */
-__u32 image_traced;
+__u32 image_traced = 0;
 /* The loader saw a batch probe of ABI 2 (no batch_register) in a traced file. */
-__u32 abi2_batch_traced;
+__u32 abi2_batch_traced = 0;
 /* Anchor when this CPU never saw a flush: a TSC reading and the kernel time then. */
-__u64 tsc_anchor_ticks;
-__u64 tsc_anchor_ns;
+__u64 tsc_anchor_ticks = 0;
+__u64 tsc_anchor_ns = 0;
 
 /*
  * Per thread, where its buffer is and what of it was counted: task storage,
@@ -51,7 +51,7 @@ struct {
 /* The calling thread's record; made, and listed, when it has none for state_addr. */
 static struct kh_thread_info *thread_info_learn(__u64 state_addr, bool abi3)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = kh_current_task();
 	struct kh_thread_info *info = kh_task_state_get(&thread_store, task, 0);
 	__u32 tid;
 
@@ -65,7 +65,7 @@ static struct kh_thread_info *thread_info_learn(__u64 state_addr, bool abi3)
 	 * found in the list by kh_thread_exit and counted as exit_unknown, and
 	 * a detach still finds its buffer.
 	 */
-	tid = task->pid;
+	tid = kh_current_tid();
 	bpf_map_update_elem(&thread_list, &tid, &state_addr, BPF_ANY);
 	info = kh_task_state_get(&thread_store, task, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!info)
@@ -108,7 +108,7 @@ static void thread_info_mark(struct kh_thread_info *info, __u64 flushes, __u32 c
  * flush path's states (13,700 instructions walked instead of 4,500: 14 ms
  * more at every start).  inputs NULL: only learn (batch_register).
  */
-__noinline int kh_thread_batch(__u64 state_addr, __u64 flushes, __u32 abi3, __u32 count,
+KH_GLOBAL __noinline int kh_thread_batch(__u64 state_addr, __u64 flushes, __u32 abi3, __u32 count,
 			       struct kh_inputs *inputs)
 {
 	struct kh_thread_info *info = thread_info_learn(state_addr, abi3);

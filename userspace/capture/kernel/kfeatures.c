@@ -53,7 +53,12 @@ static const struct {
 		"spans a thread still buffers when it ends are lost, and counted as "
 		"exit_unknown (batch mode)" },
 	[KH_FEAT_FENTRY] = { "fentry", "Linux 5.5 with ftrace direct calls", NULL },
-	[KH_FEAT_BPF_LOOP] = { "bpf_loop", "Linux 5.17", "required: khprof does not load" },
+	[KH_FEAT_BPF_LOOP] = {
+		"bpf_loop", "Linux 5.17",
+		"khprof loads its object of bounded loops: batched spans get no off-CPU split, "
+		"process CPU samples sum at most 256 live threads, identity strings are read "
+		"without faulting pages in (khprof re-reads what failed), and the load takes "
+		"longer (the verifier walks every iteration)" },
 	[KH_FEAT_TASK_STORAGE] = {
 		"task_storage", "Linux 5.11",
 		"per-thread state in hash maps keyed by thread id, deleted at the thread's exit "
@@ -400,6 +405,9 @@ void features__probe(struct kh_features *f, bool btf_bits_known, uint32_t btf_bi
 	if (f->disabled & (1u << KH_FEAT_BPF_COOKIE))
 		f->disabled |= f->have & (1u << KH_FEAT_UPROBE_MULTI);
 	f->have &= ~f->disabled;
+	/* Without bpf_loop the classic object does without these (kfeatures.h). */
+	if (!features__has(f, KH_FEAT_BPF_LOOP))
+		f->have &= ~KH_FEAT_CLASSIC_UNUSED;
 }
 
 enum kh_kernel_feature features__floor_missing(const struct kh_features *f)

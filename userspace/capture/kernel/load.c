@@ -19,6 +19,7 @@
 #include "btf_cache.h"
 #include "compat.h"
 #include "khprof.skel.h"
+#include "khprof_classic.skel.h"
 #include "sampler.h"
 #include "latency.h"
 #include "fileio.h"
@@ -250,6 +251,36 @@ static void report_load_error(const struct tracer *t, int err)
 			   "libbpf's messages)", strerror(-err), t->features.release);
 }
 
+struct khprof_bpf *tracer__open_object(const struct bpf_object_open_opts *opts,
+					const struct kh_features *f)
+{
+	struct khprof_bpf *obj;
+	int err;
+
+	if (features__has(f, KH_FEAT_BPF_LOOP))
+		return khprof_bpf__open_opts(opts);
+	/*
+	 * The classic object (bpf/classic.bpf.h) through the same skeleton:
+	 * the build checked that its maps, programs and globals are the same.
+	 */
+	obj = calloc(1, sizeof(*obj));
+	if (!obj) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = khprof_bpf__create_skeleton(obj);
+	if (!err) {
+		obj->skeleton->data = khprof_classic_bpf__elf_bytes(&obj->skeleton->data_sz);
+		err = bpf_object__open_skeleton(obj->skeleton, opts);
+	}
+	if (err) {
+		khprof_bpf__destroy(obj);
+		errno = -err;
+		return NULL;
+	}
+	return obj;
+}
+
 /*
  * Without task-local storage (Linux 5.11) the per-thread maps are hash
  * maps keyed by thread id (bpf/task_state.bpf.h): same key and value
@@ -289,6 +320,11 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 	skel->rodata->have_percpu_rss = features__has(f, KH_FEAT_PERCPU_RSS);
 	skel->rodata->filter_tgid = !multi;
 	configure_task_state(skel, features__has(f, KH_FEAT_TASK_STORAGE));
+	/* Sleepable uprobes are 6.1; the classic object's identity reads do without. */
+	if (!features__has(f, KH_FEAT_BPF_LOOP))
+		bpf_program__set_flags(skel->progs.kh_usdt_identity,
+				       bpf_program__flags(skel->progs.kh_usdt_identity) &
+					       ~BPF_F_SLEEPABLE);
 	/* Without cookies: a site's spec by its file and offset (bpf/site.bpf.h). */
 	skel->rodata->have_bpf_cookie = features__has(f, KH_FEAT_BPF_COOKIE);
 	if (!features__has(f, KH_FEAT_BPF_COOKIE)) {
@@ -423,7 +459,7 @@ static int open_and_load(struct tracer *t)
 		    .btf_custom_path = t->btf_cache.usable ? t->btf_cache.btf_path : NULL);
 	int err;
 
-	t->skel = khprof_bpf__open_opts(&open_opts);
+	t->skel = tracer__open_object(&open_opts, &t->features);
 	if (!t->skel) {
 		err = -errno;
 		log__error("cannot open BPF object: %s", strerror(errno));
@@ -504,6 +540,9 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 		t->btf_cache.features = t->features.btf_bits;
 		t->btf_cache.features_known = true;
 	}
+	/* The CO-RE cache is the default object's (btf_cache.h). */
+	if (!features__has(&t->features, KH_FEAT_BPF_LOOP))
+		t->btf_cache.usable = t->btf_cache.fillable = false;
 	floor = features__floor_missing(&t->features);
 	if (floor != KH_FEAT_COUNT) {
 		log__error("kernel %s has no %s (%s): khprof needs Linux 6.1 or later "
