@@ -139,6 +139,29 @@ static __always_inline __u64 kh_probe_ip(struct pt_regs *ctx)
 	return ((const unsigned long *)ctx)[16]; /* x86-64 pt_regs.ip, a user ABI */
 }
 
+/*
+ * sched_switch's prev_state argument (Linux 5.18); before it the task's
+ * own state, which the scheduler has not changed yet at the tracepoint
+ * (__state since 5.14, state before).  A BPF_PROG that declares the
+ * argument reads it at entry, which older verifiers refuse ("doesn't have
+ * 4-th argument"), so it is read here behind the flag.
+ */
+const volatile bool have_switch_prev_state = 0;
+
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline unsigned int kh_switch_prev_state(unsigned long long *ctx,
+							 struct task_struct *prev)
+{
+	if (have_switch_prev_state)
+		return (unsigned int)ctx[3];
+	if (bpf_core_field_exists(prev->__state))
+		return BPF_CORE_READ(prev, __state);
+	return (unsigned int)BPF_CORE_READ((struct task_struct___pre514 *)prev, state);
+}
+
 #ifndef KH_CLASSIC
 extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type,
 				__u64 value) __ksym __weak;

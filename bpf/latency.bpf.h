@@ -217,9 +217,9 @@ static __always_inline void count_offcpu_missed(void)
  * preempted (still TASK_RUNNING), blocked otherwise until its wakeup.
  */
 SEC("tp_btf/sched_switch")
-int BPF_PROG(kh_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+int BPF_PROG(kh_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
+	unsigned int prev_state = kh_switch_prev_state(ctx, prev); /* compat.bpf.h */
 	__u32 tgid = traced_tgid;
 	struct kh_offcpu_thread *th;
 	__u64 now;

@@ -63,6 +63,7 @@ static const struct {
 		"task_storage", "Linux 5.11",
 		"per-thread state in hash maps keyed by thread id, deleted at the thread's exit "
 		"(a hash lookup at each flush, ~2.3 ns a batched span here); --sample is refused" },
+	[KH_FEAT_SWITCH_PREV_STATE] = { "switch_prev_state", "Linux 5.18", NULL },
 	[KH_FEAT_BPF_COOKIE] = {
 		"bpf_cookie", "Linux 5.15",
 		"each probe hit finds its site from the kernel's uprobe (its file and offset: "
@@ -174,6 +175,17 @@ static uint32_t exit_bits(const struct btf *btf, const struct btf_type *typedef_
 		       ? 1u << KH_FEAT_EXIT_BEFORE_MM : 0;
 }
 
+/* (ctx, preempt, prev, next) before Linux 5.18, then prev_state too. */
+static uint32_t switch_bits(const struct btf *btf, const struct btf_type *typedef_type)
+{
+	const struct btf_type *ptr = btf__type_by_id(btf, typedef_type->type);
+	const struct btf_type *proto = ptr && btf_is_ptr(ptr) ? btf__type_by_id(btf, ptr->type)
+							       : NULL;
+
+	return proto && btf_is_func_proto(proto) && btf_vlen(proto) >= 5
+		       ? 1u << KH_FEAT_SWITCH_PREV_STATE : 0;
+}
+
 /* An fentry program on do_exit loaded and attached: trampolines work. */
 static bool probe_fentry(__s32 btf_id)
 {
@@ -233,6 +245,8 @@ int features__scan_btf(const char *path, uint32_t *bits)
 			preempt_enable = true;
 		if (btf_is_typedef(t) && strcmp(name, "btf_trace_sched_process_exit") == 0)
 			*bits |= exit_bits(btf, t);
+		if (btf_is_typedef(t) && strcmp(name, "btf_trace_sched_switch") == 0)
+			*bits |= switch_bits(btf, t);
 		if (btf_is_func(t) && strcmp(name, "do_exit") == 0)
 			do_exit_id = (__s32)id;
 		for (size_t i = 0; i < sizeof(funcs) / sizeof(funcs[0]); i++)

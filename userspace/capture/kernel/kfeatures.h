@@ -34,6 +34,7 @@ enum kh_kernel_feature {
 	KH_FEAT_BPF_LOOP = 11,          /* the bpf_loop helper */
 	KH_FEAT_TASK_STORAGE = 12,      /* BPF task-local storage (else hash maps by thread id) */
 	KH_FEAT_BPF_COOKIE = 13,        /* BPF cookies for uprobes (else sites by file and offset) */
+	KH_FEAT_SWITCH_PREV_STATE = 14, /* sched_switch's prev_state argument */
 	KH_FEAT_COUNT
 };
 
@@ -44,7 +45,8 @@ enum kh_kernel_feature {
 	 (1u << KH_FEAT_PREPARE_EXEC) | (1u << KH_FEAT_UPROBE_FUNC_IP) |                       \
 	 (1u << KH_FEAT_PERCPU_RSS) | (1u << KH_FEAT_OPTIMIZED_UPROBES) |                     \
 	 (1u << KH_FEAT_EXIT_BEFORE_MM) | (1u << KH_FEAT_FENTRY) | (1u << KH_FEAT_BPF_LOOP) |  \
-	 (1u << KH_FEAT_TASK_STORAGE) | (1u << KH_FEAT_BPF_COOKIE))
+	 (1u << KH_FEAT_TASK_STORAGE) | (1u << KH_FEAT_BPF_COOKIE) |                           \
+	 (1u << KH_FEAT_SWITCH_PREV_STATE))
 /* What khprof cannot do without. */
 #define KH_FEAT_FLOOR_MASK 0u
 /*

@@ -232,8 +232,15 @@ static void report_load_error(const struct tracer *t, int err)
 			   "(see 'khprof features')", t->features.release, name);
 		return;
 	}
-	while (prog && !strstr(prog, "BPF program load failed"))
+	/* The program named on the line that says it failed, not an earlier one's. */
+	while (prog) {
+		const char *failed = strstr(prog, "BPF program load failed");
+		const char *eol = strchr(prog, '\n');
+
+		if (failed && (!eol || failed < eol))
+			break;
 		prog = strstr(prog + 1, "prog '");
+	}
 	if (prog && sscanf(prog, "prog '%63[^']'", name) == 1 && end) {
 		const char *stop = strstr(load_log, "processed ");
 
@@ -318,6 +325,7 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 	skel->rodata->have_send_signal_task = features__has(f, KH_FEAT_SEND_SIGNAL_TASK);
 	skel->rodata->have_uprobe_func_ip = features__has(f, KH_FEAT_UPROBE_FUNC_IP);
 	skel->rodata->have_percpu_rss = features__has(f, KH_FEAT_PERCPU_RSS);
+	skel->rodata->have_switch_prev_state = features__has(f, KH_FEAT_SWITCH_PREV_STATE);
 	skel->rodata->filter_tgid = !multi;
 	configure_task_state(skel, features__has(f, KH_FEAT_TASK_STORAGE));
 	/* Sleepable uprobes are 6.1; the classic object's identity reads do without. */
