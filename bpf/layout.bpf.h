@@ -180,7 +180,7 @@ static __always_inline __u64 resident_pages_old(struct mm_struct *mm)
 static __always_inline __u64 resident_pages_of(struct mm_struct *mm)
 {
 	static const int members[3] = { MM_FILEPAGES, MM_ANONPAGES, MM_SHMEMPAGES };
-	__u32 cpus = cpu_offset_count ?: learn_cpu_offsets();
+	__u32 cpus;
 	/*
 	 * Each part is an s32, read as the first member of a kernel struct that
 	 * starts with one (signal_struct's refcount_t sigcnt): a type the
@@ -200,6 +200,11 @@ static __always_inline __u64 resident_pages_of(struct mm_struct *mm)
 
 	if (!have_percpu_rss)
 		return resident_pages_old(mm);
+	/*
+	 * Learned only where RSS is per CPU: bpf_map_lookup_percpu_elem is
+	 * Linux 5.19, and the classic object (5.10) must not reach it.
+	 */
+	cpus = cpu_offset_count ?: learn_cpu_offsets();
 	if (have_rdonly_cast) {
 		m = bpf_rdonly_cast(mm, KERNEL_TYPE_ID(mm_struct));
 		for (int i = 0; i < 3; i++) {
