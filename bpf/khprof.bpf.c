@@ -969,8 +969,7 @@ int kh_untraced(struct pt_regs *ctx)
  * that bpf_copy_from_user_str can fault in a string on a page the program
  * never touched (a version literal in .rodata, the usual case).
  */
-SEC("uprobe.s")
-int kh_usdt_identity(struct pt_regs *ctx)
+static __always_inline int identity_probe(struct pt_regs *ctx)
 {
 	long key = 0, value = 0;
 
@@ -980,6 +979,23 @@ int kh_usdt_identity(struct pt_regs *ctx)
 	bpf_usdt_arg(ctx, 1, &value);
 	on_identity(key, value);
 	return 0;
+}
+
+SEC("uprobe.s")
+int kh_usdt_identity(struct pt_regs *ctx)
+{
+	return identity_probe(ctx);
+}
+
+/*
+ * The same where uprobes cannot sleep (before Linux 6.1; the classic
+ * object's kernels): libbpf makes every "uprobe.s" program sleepable at
+ * load, whatever its flags say, so this one takes its place there.
+ */
+SEC("uprobe")
+int kh_usdt_identity_nosleep(struct pt_regs *ctx)
+{
+	return identity_probe(ctx);
 }
 
 /*

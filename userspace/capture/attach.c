@@ -210,6 +210,14 @@ static int keep_tracer_link(void *ctx, int fd)
 	return keep_link(ctx, fd);
 }
 
+/* The identity sites' program: sleepable, or not where uprobes cannot sleep (load.c). */
+static struct bpf_program *identity_prog(const struct tracer *t)
+{
+	return bpf_program__autoload(t->skel->progs.kh_usdt_identity)
+		       ? t->skel->progs.kh_usdt_identity
+		       : t->skel->progs.kh_usdt_identity_nosleep;
+}
+
 /* Links prog to count sites of path and keeps the links until tracer__close. */
 static int link_sites(struct tracer *t, struct bpf_program *prog, const char *path,
 		      const __u64 *offsets, const __u64 *ref_ctr_offsets, const __u64 *cookies,
@@ -219,7 +227,7 @@ static int link_sites(struct tracer *t, struct bpf_program *prog, const char *pa
 
 	/* Without cookies the BPF side finds a site's spec by its file and offset. */
 	if (!features__has(&t->features, KH_FEAT_BPF_COOKIE) &&
-	    (prog == t->skel->progs.kh_usdt || prog == t->skel->progs.kh_usdt_identity))
+	    (prog == t->skel->progs.kh_usdt || prog == identity_prog(t)))
 		err = compat__store_site_ids(bpf_map__fd(t->skel->maps.kh_sites),
 					     bpf_map__fd(t->skel->maps.__bpf_usdt_ip_to_spec_id),
 					     path, offsets, cookies, count);
@@ -615,7 +623,7 @@ int attach__object(struct tracer *t, const char *path)
 		err = link_sites(t, t->skel->progs.kh_usdt, path, offsets, ref_ctr_offsets, cookies,
 				 count);
 	if (!err && identities)
-		err = link_sites(t, t->skel->progs.kh_usdt_identity, path, offsets + first_identity,
+		err = link_sites(t, identity_prog(t), path, offsets + first_identity,
 				 ref_ctr_offsets + first_identity, cookies + first_identity,
 				 identities);
 	if (err) {

@@ -314,6 +314,7 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 				bool batch, bool follow_forks)
 {
 	struct bpf_program *uprobes[] = { skel->progs.kh_usdt, skel->progs.kh_usdt_identity,
+					  skel->progs.kh_usdt_identity_nosleep,
 					  skel->progs.kh_loader_state, skel->progs.kh_untraced };
 	bool multi = features__has(f, KH_FEAT_UPROBE_MULTI);
 	bool early_exit = features__has(f, KH_FEAT_EXIT_BEFORE_MM);
@@ -329,10 +330,10 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 	skel->rodata->filter_tgid = !multi;
 	configure_task_state(skel, features__has(f, KH_FEAT_TASK_STORAGE));
 	/* Sleepable uprobes are 6.1; the classic object's identity reads do without. */
-	if (!features__has(f, KH_FEAT_BPF_LOOP))
-		bpf_program__set_flags(skel->progs.kh_usdt_identity,
-				       bpf_program__flags(skel->progs.kh_usdt_identity) &
-					       ~BPF_F_SLEEPABLE);
+	bpf_program__set_autoload(skel->progs.kh_usdt_identity,
+				  features__has(f, KH_FEAT_BPF_LOOP));
+	bpf_program__set_autoload(skel->progs.kh_usdt_identity_nosleep,
+				  !features__has(f, KH_FEAT_BPF_LOOP));
 	/* Without cookies: a site's spec by its file and offset (bpf/site.bpf.h). */
 	skel->rodata->have_bpf_cookie = features__has(f, KH_FEAT_BPF_COOKIE);
 	if (!features__has(f, KH_FEAT_BPF_COOKIE)) {
