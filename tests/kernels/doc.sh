@@ -212,4 +212,16 @@ verifier's source. Each fallback is named on stderr and in the record's
 | uprobe-multi links | 6.6 | no | one perf-event uprobe per site, as on 6.1 |
 | fentry | 5.5 | the guest's khprof finds none | execve and exit drains (batch mode) lost, counted as `exit_unknown` |
 | ring buffer, `tp_btf`, bounded loops, `bpf_probe_read_user_str` | 5.8, 5.5, 5.3, 5.5 | yes | - |
+
+Where 5.10 stands (`tests/kernels/run.sh --kernel 5.10`, 2026-12-02):
+batch, span and pair mode each load the classic object and record
+(about 23 s a record under TCG, most of it the verifier);
+`test_nested_all_modes` gets every count, the input and the transitions
+exact but fails its check that hot-patterns' time exceeds entropy's, in
+a mode not yet found (the same test passes here with the classic object
+and every 5.10 fallback forced). The matrix runs only that test on 5.10
+(`not=5.10` in `tests/kernels/subset.list`) until the others are tried
+there. The 5.10 kernel also warns once, "trace type BPF program uses
+run-time allocation", for the hash maps created as threads need them
+(`thread_list` before this work, now also the task-storage stand-ins).
 EOF
