@@ -42,8 +42,14 @@ struct {
 	__type(value, __u32);
 } kh_sites SEC(".maps");
 
-/* The spec id of the site running now, from the kernel's uprobe; -ESRCH if unknown. */
-static __noinline long kh_site_spec_id(void *ctx)
+/*
+ * The spec id of the site running now, from the kernel's uprobe; -ESRCH if
+ * unknown.  Inline, not a call: a call inside bpf_usdt_arg spilled its
+ * argument number across it, and Linux 6.1's verifier then lost the
+ * number's bound ("math between map_value pointer and register with
+ * unbounded min value"), though the branch is dead there.
+ */
+static __always_inline long kh_site_spec_id(void *ctx)
 {
 	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
 	struct uprobe_dispatch_data *udd;
