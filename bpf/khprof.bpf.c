@@ -42,7 +42,12 @@
  */
 KH_GLOBAL __noinline int kh_usdt_arg(struct pt_regs *ctx, __u64 arg_num, long *res)
 {
-	if (!res)
+	/*
+	 * Bounded here, before the code of a kernel without cookies
+	 * (site.bpf.h) makes the compiler spill it: Linux 6.1's verifier
+	 * keeps a bound a value had when spilled, not one tested after.
+	 */
+	if (!res || arg_num >= BPF_USDT_MAX_ARG_CNT)
 		return -1;
 	return bpf_usdt_arg(ctx, arg_num, res);
 }
