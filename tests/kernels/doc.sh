@@ -219,9 +219,9 @@ batch, span and pair mode each load the classic object and record
 `test_nested_all_modes` gets every count, the input and the transitions
 exact but fails its check that hot-patterns' time exceeds entropy's, in
 a mode not yet found (the same test passes here with the classic object
-and every 5.10 fallback forced). The matrix runs only that test on 5.10
-(`not=5.10` in `tests/kernels/subset.list`) until the others are tried
-there. The 5.10 kernel also warns once, "trace type BPF program uses
+and every 5.10 fallback forced). Until it passes, the matrix runs on 5.10
+only the mode facts and `test_kernel_below_floor_refused` (`not=5.10`
+and `only=5.10` in `tests/kernels/subset.list`). The 5.10 kernel also warns once, "trace type BPF program uses
 run-time allocation", for the hash maps created as threads need them
 (`thread_list` before this work, now also the task-storage stand-ins).
 EOF
