@@ -189,6 +189,16 @@ $(BUILD)/khprof.skel.h: $(BUILD)/bpf/khprof.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
+# Kernels without bpf_loop (Linux 5.10): the same source with -DKH_CLASSIC
+# (bpf/classic.bpf.h), its bytes opened through khprof.skel.h.
+$(BUILD)/bpf/khprof_classic.bpf.o: bpf/khprof.bpf.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(call msg,CLANG-BPF,$< -DKH_CLASSIC)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -DKH_CLASSIC -MMD -MP -c $< -o $@
+$(BUILD)/khprof_classic.skel.h: $(BUILD)/bpf/khprof_classic.bpf.o $(BUILD)/khprof.skel.h scripts/classic-skel.sh
+	$(call msg,GEN-SKEL,$@)
+	$(Q)./scripts/classic-skel.sh $(BPFTOOL) $< $(BUILD)/khprof.skel.h $@
+
 $(BUILD)/sample.skel.h: $(BUILD)/bpf/sample.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name sample_bpf > $@.tmp && mv $@.tmp $@
@@ -211,7 +221,8 @@ $(BUILD)/khprof_object_id.h: $(BUILD)/bpf/khprof.bpf.o
 
 # Modules that include the skeleton must wait for it (and the integration
 # tests, which read its programs: test_kernels.c).
-SKELETONS := $(BUILD)/khprof.skel.h $(BUILD)/sample.skel.h $(BUILD)/khprof_object_id.h
+SKELETONS := $(BUILD)/khprof.skel.h $(BUILD)/khprof_classic.skel.h $(BUILD)/sample.skel.h \
+             $(BUILD)/khprof_object_id.h
 $(CAPTURE_BPF_OBJS) $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(ITEST_SRCS)): $(SKELETONS)
 
 $(BUILD)/khprof: $(KHPROF_OBJS)

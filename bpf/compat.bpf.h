@@ -28,6 +28,19 @@ const volatile bool have_percpu_rss = 0;         /* Linux 6.2: mm's RSS counters
 const volatile bool filter_tgid = 0;
 
 /*
+ * The object for kernels without bpf_loop (classic.bpf.h) calls no kfunc:
+ * kfuncs came in Linux 5.13, and so do the flags' values the loader sets
+ * there (every one of these kernels lacks).
+ */
+#ifdef KH_CLASSIC
+#define bpf_preempt_disable() ((void)0)
+#define bpf_preempt_enable() ((void)0)
+#define bpf_copy_from_user_str(dst, size, src, flags) (-1)
+#define bpf_rdonly_cast(obj, btf_id) ((void *)(obj))
+#define bpf_send_signal_task(task, sig, type, value) (-1)
+#endif
+
+/*
  * Uprobe programs run with migration disabled but preemption enabled, so a
  * per-CPU read-modify-write could interleave with another traced thread on
  * the same CPU.  Disabling preemption around the update keeps every count
@@ -35,8 +48,10 @@ const volatile bool filter_tgid = 0;
  * preempt=none or voluntary never preempt a BPF program; on one that runs
  * preempt=full the loader names the risk (features.c).
  */
+#ifndef KH_CLASSIC
 extern void bpf_preempt_disable(void) __ksym __weak;
 extern void bpf_preempt_enable(void) __ksym __weak;
+#endif
 
 static __always_inline void kh_preempt_disable(void)
 {
@@ -59,8 +74,10 @@ static __always_inline void kh_preempt_enable(void)
  * reading the string later could find the process gone.  Sleepable
  * programs only (kh_usdt_identity).
  */
+#ifndef KH_CLASSIC
 extern int bpf_copy_from_user_str(void *dst, __u32 dst__sz, const void *unsafe_ptr__ign,
 				  __u64 flags) __ksym __weak;
+#endif
 
 static __always_inline int kh_read_user_str(char *dst, __u32 size, const void *src)
 {
@@ -71,6 +88,10 @@ static __always_inline int kh_read_user_str(char *dst, __u32 size, const void *s
 	if (have_copy_from_user_str)
 		return bpf_copy_from_user_str(dst, size, src, 0);
 	n = bpf_probe_read_user_str(dst, size, src);
+#ifdef KH_CLASSIC
+	/* Not sleepable there (sleepable uprobes are 6.1): khprof re-reads what failed. */
+	return n;
+#endif
 	if (n >= 0 || bpf_copy_from_user(&byte, 1, src))
 		return n;
 	n = bpf_probe_read_user_str(dst, size, src);
@@ -85,7 +106,9 @@ static __always_inline int kh_read_user_str(char *dst, __u32 size, const void *s
  * kfuncs: libbpf 1.1 finds each one by a linear search of the kernel's
  * BTF, about 1 ms apiece here, paid at every start.
  */
+#ifndef KH_CLASSIC
 extern void *bpf_rdonly_cast(const void *obj__ign, __u32 btf_id__k) __ksym __weak;
+#endif
 
 /*
  * A task's mm through an untrusted copy of the pointer: each pointer
@@ -116,7 +139,32 @@ static __always_inline __u64 kh_probe_ip(struct pt_regs *ctx)
 	return ((const unsigned long *)ctx)[16]; /* x86-64 pt_regs.ip, a user ABI */
 }
 
+/*
+ * sched_switch's prev_state argument (Linux 5.18); before it the task's
+ * own state, which the scheduler has not changed yet at the tracepoint
+ * (__state since 5.14, state before).  A BPF_PROG that declares the
+ * argument reads it at entry, which older verifiers refuse ("doesn't have
+ * 4-th argument"), so it is read here behind the flag.
+ */
+const volatile bool have_switch_prev_state = 0;
+
+struct task_struct___pre514 {
+	long state;
+} __attribute__((preserve_access_index));
+
+static __always_inline unsigned int kh_switch_prev_state(unsigned long long *ctx,
+							 struct task_struct *prev)
+{
+	if (have_switch_prev_state)
+		return (unsigned int)ctx[3];
+	if (bpf_core_field_exists(prev->__state))
+		return BPF_CORE_READ(prev, __state);
+	return (unsigned int)BPF_CORE_READ((struct task_struct___pre514 *)prev, state);
+}
+
+#ifndef KH_CLASSIC
 extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type,
 				__u64 value) __ksym __weak;
+#endif
 
 #endif /* KHPROF_COMPAT_BPF_H */

@@ -22,7 +22,7 @@ struct {
 	__type(value, __u8);
 } untraced_family SEC(".maps");
 
-__u32 protect_forks;
+__u32 protect_forks = 0;
 
 /*
  * Following: children the traced process vforked (dash, make and

@@ -11,20 +11,28 @@
 #define BPF_USDT_MAX_SPEC_CNT KH_MAX_PROBE_SITES
 #include "khprof_shared.h"
 #include "khprof_hist.h"
+/* The object for kernels without bpf_loop (-DKH_CLASSIC) differs here. */
+#include "classic.bpf.h"
 /*
  * usdt.bpf.h finds a site by its address only without BPF cookies (before
- * Linux 5.15; khprof needs 6.6 for uprobe-multi links), a branch the
- * verifier drops since LINUX_HAS_BPF_COOKIE is a constant.  Its table of
- * addresses is kept at one entry (16384 preallocated cost 0.4 ms at every
- * start), and its PT_REGS_IP reads ip as the 17th word of x86-64's pt_regs,
- * a user ABI: as a CO-RE field it cost libbpf 1.1 a linear search of the
- * kernel's BTF for struct pt_regs at every start (~0.85 ms here).
+ * Linux 5.15), a branch the verifier drops since LINUX_HAS_BPF_COOKIE is a
+ * constant.  Its table of addresses is kept at one entry (16384
+ * preallocated cost 0.4 ms at every start); on kernels without cookies the
+ * loader grows it to one entry a spec id, each mapping the id to itself.
  */
 #define BPF_USDT_MAX_IP_CNT 1
+/*
+ * Without cookies (Linux 5.10) the site comes from the kernel's uprobe
+ * instead of its address (site.bpf.h), in either branch of usdt.bpf.h.
+ */
+#include "site.bpf.h"
 #pragma push_macro("PT_REGS_IP")
+#pragma push_macro("bpf_get_attach_cookie")
 #undef PT_REGS_IP
-#define PT_REGS_IP(x) (((const unsigned long *)(x))[16])
+#define PT_REGS_IP(x) kh_site_spec_id(x)
+#define bpf_get_attach_cookie kh_attach_cookie
 #include <bpf/usdt.bpf.h>
+#pragma pop_macro("bpf_get_attach_cookie")
 #pragma pop_macro("PT_REGS_IP")
 
 /*
@@ -32,9 +40,14 @@
  * arguments instead of again at each call (kh_usdt has seven: 8147
  * processed instructions before, 7116 after).  The same call at run time.
  */
-__noinline int kh_usdt_arg(struct pt_regs *ctx, __u64 arg_num, long *res)
+KH_GLOBAL __noinline int kh_usdt_arg(struct pt_regs *ctx, __u64 arg_num, long *res)
 {
-	if (!res)
+	/*
+	 * Bounded here, before the code of a kernel without cookies
+	 * (site.bpf.h) makes the compiler spill it: Linux 6.1's verifier
+	 * keeps a bound a value had when spilled, not one tested after.
+	 */
+	if (!res || arg_num >= BPF_USDT_MAX_ARG_CNT)
 		return -1;
 	return bpf_usdt_arg(ctx, arg_num, res);
 }
@@ -70,19 +83,21 @@ const volatile __u32 kernel_id_signal_struct = 0;
 
 /* Kernel features that khprof's floor (Linux 6.1) lacks, behind the loader's flags. */
 #include "compat.bpf.h"
+/* Per-thread state on kernels with and without task storage. */
+#include "task_state.bpf.h"
 
 /* Session slot bookkeeping; the loader clears slot_busy after reading a slot. */
 __u32 active_slot = KH_OUTSIDE_SLOT;
-__u32 slot_busy[KH_MAX_SLOTS];
-__u64 slot_start_ns[KH_MAX_SLOTS];
+__u32 slot_busy[KH_MAX_SLOTS] = {};
+__u64 slot_start_ns[KH_MAX_SLOTS] = {};
 /* _r_debug.r_state's address minus _dl_debug_state's; 0 if unknown. */
-__s64 r_state_from_hook;
+__s64 r_state_from_hook = 0;
 /*
  * TSC ticks to ns: ns = ticks * tsc_mult >> tsc_shift, measured by the loader
  * after load (the batch probe's TSC times); 0 until then.
  */
-__u32 tsc_mult;
-__u32 tsc_shift;
+__u32 tsc_mult = 0;
+__u32 tsc_shift = 0;
 /*
  * The traced process, set by the loader once it knows it (0 until then),
  * and its highest resident pages and thread count since its last sampled
@@ -90,17 +105,17 @@ __u32 tsc_shift;
  * another CPU while a transition reads these lands in this interval or the
  * next, never in neither, because the sample reads the live count too.
  */
-__u32 traced_tgid;
-__u64 peak_resident_pages;
-__u64 peak_threads;
+__u32 traced_tgid = 0;
+__u64 peak_resident_pages = 0;
+__u64 peak_threads = 0;
 /*
  * The memory of the process as it ends, where sched_process_exit comes too
  * late to read it (thread_ends.bpf.h): the latest the kernel showed, at a
  * change of the RSS counters (kh_rss_stat), a sample or the start of
  * do_exit() (kh_exit_drain; the virtual size from these two); 0 unknown.
  */
-__u64 end_resident_pages;
-__u64 end_virtual_pages;
+__u64 end_resident_pages = 0;
+__u64 end_virtual_pages = 0;
 
 #define RT_CONSISTENT 0
 
@@ -287,8 +302,7 @@ static __always_inline void on_span_enter(__u64 stage)
 	struct kh_task_stack *stack;
 	__u32 depth;
 
-	stack = bpf_task_storage_get(&task_stacks, bpf_get_current_task_btf(), 0,
-				     BPF_LOCAL_STORAGE_GET_F_CREATE);
+	stack = kh_task_state_get(&task_stacks, kh_current_task(), BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!stack) {
 		count_drop(active_slot, KH_DROP_STACK_OVERFLOW);
 		return;
@@ -310,7 +324,7 @@ static __always_inline void on_span_exit(__u64 stage, __u64 attribution)
 	__u64 start_ns = 0;
 	__u32 top;
 
-	stack = bpf_task_storage_get(&task_stacks, bpf_get_current_task_btf(), 0, 0);
+	stack = kh_task_state_get(&task_stacks, kh_current_task(), 0);
 	if (stack && stack->depth > 0) {
 		top = stack->depth - 1;
 		if (top >= KH_KERNEL_SPAN_DEPTH) {
@@ -535,7 +549,7 @@ struct kh_inputs {
 	__u64 units;
 };
 
-int kh_thread_batch(__u64 state_addr, __u64 flushes, __u32 flags, __u32 count,
+KH_GLOBAL int kh_thread_batch(__u64 state_addr, __u64 flushes, __u32 flags, __u32 count,
 		    struct kh_inputs *inputs);
 
 /*
@@ -565,9 +579,9 @@ static __noinline void on_batch(const __u64 *args, __u32 flags)
 	inputs.units = args[3];
 	flush_tsc = args[4];
 	flushes = args[5];
-	task = bpf_get_current_task_btf();
-	born = task->start_time;
-	switches = task->nvcsw + task->nivcsw;
+	task = kh_current_task();
+	born = KH_TASK_READ(task, start_time);
+	switches = KH_TASK_READ(task, nvcsw) + KH_TASK_READ(task, nivcsw);
 	walk.now_ns = bpf_ktime_get_ns();
 	walk.flush_ticks = flush_tsc & ~KH_TIME_TSC;
 	walk.tsc_ok = (flush_tsc & KH_TIME_TSC) && tsc_mult;
@@ -629,8 +643,9 @@ static __noinline void on_batch(const __u64 *args, __u32 flags)
 		walk.end_lo = *(volatile __s64 *)&walk.buf->end_lo;
 		walk.buf->min_start_ns = KH_BATCH_NO_START;
 		if (walk.first < count)
-			bpf_loop((count - walk.first + BATCH_STRIDE - 1) / BATCH_STRIDE,
-				 add_batch_stride, &walk, 0);
+			kh_loop(KH_BATCH_CAPACITY / BATCH_STRIDE,
+				(count - walk.first + BATCH_STRIDE - 1) / BATCH_STRIDE,
+				add_batch_stride, &walk);
 		/*
 		 * A second pass only when the thread left its CPU during the
 		 * batch (batch_min_start_ns).  Its switch log is a hash lookup
@@ -645,7 +660,8 @@ static __noinline void on_batch(const __u64 *args, __u32 flags)
 		     min_start < walk.buf->last_flush_ns)) {
 			walk.offcpu = offcpu_of_current();
 			if (walk.offcpu && offcpu_newest_in(walk.offcpu) > min_start)
-				bpf_loop(count - walk.first, add_batch_offcpu, &walk, 0);
+				kh_loop(KH_CLASSIC_OFFCPU_SPANS, count - walk.first, add_batch_offcpu,
+					&walk);
 		}
 		walk.buf->last_born = born;
 		walk.buf->last_switches = switches;
@@ -971,8 +987,7 @@ int kh_untraced(struct pt_regs *ctx)
  * that bpf_copy_from_user_str can fault in a string on a page the program
  * never touched (a version literal in .rodata, the usual case).
  */
-SEC("uprobe.s")
-int kh_usdt_identity(struct pt_regs *ctx)
+static __always_inline int identity_probe(struct pt_regs *ctx)
 {
 	long key = 0, value = 0;
 
@@ -982,6 +997,23 @@ int kh_usdt_identity(struct pt_regs *ctx)
 	bpf_usdt_arg(ctx, 1, &value);
 	on_identity(key, value);
 	return 0;
+}
+
+SEC("uprobe.s")
+int kh_usdt_identity(struct pt_regs *ctx)
+{
+	return identity_probe(ctx);
+}
+
+/*
+ * The same where uprobes cannot sleep (before Linux 6.1; the classic
+ * object's kernels): libbpf makes every "uprobe.s" program sleepable at
+ * load, whatever its flags say, so this one takes its place there.
+ */
+SEC("uprobe")
+int kh_usdt_identity_nosleep(struct pt_regs *ctx)
+{
+	return identity_probe(ctx);
 }
 
 /*
@@ -1035,7 +1067,7 @@ int BPF_PROG(kh_rss_stat, struct mm_struct *mm, int member)
 
 	if (!traced_tgid || (__u32)(bpf_get_current_pid_tgid() >> 32) != traced_tgid)
 		return 0;
-	task = bpf_get_current_task_btf();
+	task = kh_current_task();
 	if (mm != kh_task_mm(task))
 		return 0; /* a page fault the traced process took in another one's memory */
 	pages = resident_pages_of(mm);

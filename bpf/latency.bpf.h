@@ -228,7 +228,7 @@ static __always_inline void add_offcpu_of(struct kh_hist_block *hist,
 		return; /* the common case: not switched out since the span began */
 	scan.h = &hist->stages[stage];
 	scan.h->offcpu_truncated += 1; /* until the scan reaches the span's start */
-	bpf_loop(KH_OFFCPU_LOG, scan_interval, &scan, 0);
+	kh_loop(KH_OFFCPU_LOG, KH_OFFCPU_LOG, scan_interval, &scan);
 }
 
 static __always_inline void add_offcpu(struct kh_hist_block *hist, __u32 stage, __u64 start_ns,
@@ -260,9 +260,9 @@ static __always_inline void count_offcpu_missed(void)
  * preempted (still TASK_RUNNING), blocked otherwise until its wakeup.
  */
 SEC("tp_btf/sched_switch")
-int BPF_PROG(kh_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+int BPF_PROG(kh_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
+	unsigned int prev_state = kh_switch_prev_state(ctx, prev); /* compat.bpf.h */
 	__u32 tgid = traced_tgid;
 	struct kh_offcpu_thread *th;
 	__u64 now;

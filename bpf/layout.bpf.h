@@ -13,8 +13,8 @@
 #ifndef KHPROF_LAYOUT_BPF_H
 #define KHPROF_LAYOUT_BPF_H
 
-/* Bits of layout_failed (enum kh_layout in khprof_shared.h). */
-__u32 layout_failed;
+/* Bits of layout_failed (enum kh_layout in khprof_shared.h); also site.bpf.h's. */
+__u32 layout_failed = 0;
 
 /*
  * Each CPU's per-CPU offset (__per_cpu_offset[cpu]), to find the CPUs'
@@ -31,8 +31,8 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } cpu_offset_probe SEC(".maps");
-__u64 cpu_offsets[KH_MAX_CPUS];
-__u32 cpu_offset_count; /* 0 until learned */
+__u64 cpu_offsets[KH_MAX_CPUS] = {};
+__u32 cpu_offset_count = 0; /* 0 until learned */
 
 /*
  * One cpu-clock perf event per CPU (counting only, no timer), opened by the
@@ -82,7 +82,7 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } array_layout_probe SEC(".maps");
-__u64 array_value_offset; /* 0 until learned: struct bpf_map comes first */
+__u64 array_value_offset = 0; /* 0 until learned: struct bpf_map comes first */
 
 /* The address of map's first element (or of its ptrs[0], pptrs[0]); 0 if unknown. */
 static __always_inline __u64 array_elements_of(const void *map)
@@ -115,7 +115,7 @@ static __always_inline __u32 learn_cpu_offsets(void)
 		layout_failed |= 1u << KH_LAYOUT_CPU_OFFSETS;
 		return 0;
 	}
-	bpf_loop(KH_MAX_CPUS, learn_cpu_offset, &base, 0);
+	kh_loop(KH_CLASSIC_CPUS, KH_MAX_CPUS, learn_cpu_offset, &base);
 	/* Each CPU has a copy of its own. */
 	if (!cpu_offset_count || (cpu_offset_count > 1 && cpu_offsets[1] == cpu_offsets[0])) {
 		layout_failed |= 1u << KH_LAYOUT_CPU_OFFSETS;
@@ -180,7 +180,7 @@ static __always_inline __u64 resident_pages_old(struct mm_struct *mm)
 static __always_inline __u64 resident_pages_of(struct mm_struct *mm)
 {
 	static const int members[3] = { MM_FILEPAGES, MM_ANONPAGES, MM_SHMEMPAGES };
-	__u32 cpus = cpu_offset_count ?: learn_cpu_offsets();
+	__u32 cpus;
 	/*
 	 * Each part is an s32, read as the first member of a kernel struct that
 	 * starts with one (signal_struct's refcount_t sigcnt): a type the
@@ -200,6 +200,11 @@ static __always_inline __u64 resident_pages_of(struct mm_struct *mm)
 
 	if (!have_percpu_rss)
 		return resident_pages_old(mm);
+	/*
+	 * Learned only where RSS is per CPU: bpf_map_lookup_percpu_elem is
+	 * Linux 5.19, and the classic object (5.10) must not reach it.
+	 */
+	cpus = cpu_offset_count ?: learn_cpu_offsets();
 	if (have_rdonly_cast) {
 		m = bpf_rdonly_cast(mm, KERNEL_TYPE_ID(mm_struct));
 		for (int i = 0; i < 3; i++) {
@@ -212,7 +217,7 @@ static __always_inline __u64 resident_pages_of(struct mm_struct *mm)
 			w.counters[i] = (__u64)BPF_CORE_READ(mm, rss_stat[members[i]].counters);
 		}
 	}
-	bpf_loop(cpus, add_cpu_rss, &w, 0);
+	kh_loop(KH_CLASSIC_CPUS, cpus, add_cpu_rss, &w);
 	return w.pages > 0 ? w.pages : 0;
 }
 
@@ -303,7 +308,11 @@ static __always_inline __u64 process_cpu_ns(struct task_struct *task)
 		.ns = BPF_CORE_READ(signal, sum_sched_runtime) + pending_runtime(task),
 	};
 
+#ifdef KH_CLASSIC
+	kh_loop(KH_CLASSIC_THREADS, KH_CLASSIC_THREADS, add_thread_runtime, &w);
+#else
 	bpf_loop(65536, add_thread_runtime, &w, 0);
+#endif
 	return w.ns;
 }
 
@@ -312,9 +321,9 @@ static __always_inline __u64 process_cpu_ns(struct task_struct *task)
  * global function, so the verifier checks it once instead of at each of
  * kh_usdt's three sampling probes (11 ms more at every start inlined).
  */
-__noinline int kh_sample_task(struct kh_event *e)
+KH_GLOBAL __noinline int kh_sample_task(struct kh_event *e)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = kh_current_task();
 	struct mm_struct *mm = kh_task_mm(task);
 	__u64 threads, pages = 0;
 

@@ -10,19 +10,19 @@
 
 /* traced_tgid (above) is 0 while calibrating: these programs then do nothing. */
 /* execve calls that are not the program's: record's own exec of COMMAND. */
-__u32 execs_expected;
+__u32 execs_expected = 0;
 /*
  * The loader attached keyhog probes to the current image.  Until then an
  * execve hands over to the new image instead of ending the records: a
  * shell wrapper (`sh -c 'exec scanner'`) has no probes, the scanner it
  * execs is traced from its first instruction.
  */
-__u32 image_traced;
+__u32 image_traced = 0;
 /* The loader saw a batch probe of ABI 2 (no batch_register) in a traced file. */
-__u32 abi2_batch_traced;
+__u32 abi2_batch_traced = 0;
 /* Anchor when this CPU never saw a flush: a TSC reading and the kernel time then. */
-__u64 tsc_anchor_ticks;
-__u64 tsc_anchor_ns;
+__u64 tsc_anchor_ticks = 0;
+__u64 tsc_anchor_ns = 0;
 
 /*
  * Per thread, where its buffer is and what of it was counted: task storage,
@@ -54,8 +54,8 @@ struct {
  */
 static struct kh_thread_info *thread_info_learn(__u64 state_addr, __u32 flags)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct kh_thread_info *info = bpf_task_storage_get(&thread_store, task, 0, 0);
+	struct task_struct *task = kh_current_task();
+	struct kh_thread_info *info = kh_task_state_get(&thread_store, task, 0);
 	__u32 tid;
 
 	if (info && info->state_addr == state_addr &&
@@ -69,9 +69,9 @@ static struct kh_thread_info *thread_info_learn(__u64 state_addr, __u32 flags)
 	 * found in the list by kh_thread_exit and counted as exit_unknown, and
 	 * a detach still finds its buffer.
 	 */
-	tid = task->pid;
+	tid = kh_current_tid();
 	bpf_map_update_elem(&thread_list, &tid, &state_addr, BPF_ANY);
-	info = bpf_task_storage_get(&thread_store, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	info = kh_task_state_get(&thread_store, task, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!info)
 		return NULL;
 	info->state_addr = state_addr;
@@ -117,7 +117,7 @@ static void thread_info_mark(struct kh_thread_info *info, __u64 flushes, __u32 c
  * more at every start).  inputs NULL: only learn (batch_register).  flags:
  * as thread_info_learn's.
  */
-__noinline int kh_thread_batch(__u64 state_addr, __u64 flushes, __u32 flags, __u32 count,
+KH_GLOBAL __noinline int kh_thread_batch(__u64 state_addr, __u64 flushes, __u32 flags, __u32 count,
 			       struct kh_inputs *inputs)
 {
 	struct kh_thread_info *info = thread_info_learn(state_addr, flags);
@@ -265,7 +265,7 @@ static __always_inline void thread_end(struct task_struct *task, bool group_dead
 		return;
 	tid = task->pid;
 	offcpu_thread_end(task);
-	info = bpf_task_storage_get(&thread_store, task, 0, 0);
+	info = kh_task_state_get(&thread_store, task, 0);
 	if (info && info->state_addr) {
 		if (drain)
 			send_buffer(info, false);
@@ -274,6 +274,7 @@ static __always_inline void thread_end(struct task_struct *task, bool group_dead
 		/* Listed without a record (thread_info_learn), or ABI 2: its buffer is unknown. */
 		count_drop(active_slot, KH_DROP_EXIT_UNKNOWN);
 	}
+	kh_task_state_exit(&thread_store, &task_stacks); /* hash maps only (task_state.bpf.h) */
 	if (!group_dead)
 		return;
 	e = event_reserve(KH_EVENT_PROCESS_EXIT, active_slot);
@@ -332,7 +333,7 @@ int BPF_PROG(kh_exit_drain, long code)
 		end_resident_pages = resident_pages_of(mm);
 		end_virtual_pages = BPF_CORE_READ(mm, total_vm);
 	}
-	info = bpf_task_storage_get(&thread_store, task, 0, 0);
+	info = kh_task_state_get(&thread_store, task, 0);
 	if (info && info->state_addr)
 		send_buffer(info, false);
 	return 0;
@@ -359,7 +360,7 @@ static __always_inline void exec_check(struct task_struct *task)
 		peak_threads = exec_sample.peak_threads;
 		peak_resident_pages = exec_sample.peak_resident_pages;
 	}
-	info = bpf_task_storage_get(&thread_store, task, 0, 0);
+	info = kh_task_state_get(&thread_store, task, 0);
 	if (info && info->state_addr)
 		send_buffer(info, true);
 }
@@ -412,7 +413,7 @@ int BPF_PROG(kh_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 	if (!image_traced)
 		return 0;
 	/* The thread's buffer went with the old image. */
-	bpf_task_storage_delete(&thread_store, task);
+	kh_task_state_delete(&thread_store, task);
 	tid = task->pid;
 	bpf_map_delete_elem(&thread_list, &tid);
 	tid = old_pid;

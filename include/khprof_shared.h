@@ -242,7 +242,20 @@ enum kh_layout {
 	KH_LAYOUT_ARRAY_VALUE = 0, /* where a bpf_array's elements start */
 	KH_LAYOUT_CPU_OFFSETS = 1, /* each CPU's per-CPU offset */
 	KH_LAYOUT_SCHED_CLOCK = 2, /* the scheduler's clock in a cpu-clock perf_event */
+	KH_LAYOUT_UPROBE_SITE = 3, /* the running uprobe's file and offset (bpf/site.bpf.h) */
 	KH_LAYOUT_COUNT
+};
+
+/*
+ * A probe site as the kernel's uprobe names it, on kernels without BPF
+ * cookies (bpf/site.bpf.h): the file's device (the kernel's dev_t,
+ * major << 20 | minor) and inode, and the site's offset in the file.
+ */
+struct kh_site_key {
+	__u64 ino;
+	__u64 offset;
+	__u32 dev;
+	__u32 pad;
 };
 
 #endif /* KHPROF_SHARED_H */

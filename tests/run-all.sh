@@ -73,12 +73,14 @@ for src in tests/unit/test_*.c tests/integration/test_*.c; do
 done
 # The fallbacks of older kernels (docs/KERNELS.md) on this one: every mode,
 # fault and fork test again as on Linux 6.1, whose features khprof can do
-# without are turned off (KHPROF_DISABLE_FEATURES, test_kernels.c names them).
+# without are turned off (KHPROF_DISABLE_FEATURES, test_kernels.c names them),
+# and without task storage and BPF cookies, as on 5.10.
 # All but sched_prepare_exec: its fallback is fentry on begin_new_exec,
 # which a kernel without ftrace cannot give (this one), and the kernel
 # matrix runs it on 6.1 itself.
 fallbacks=uprobe_multi,bpf_preempt_disable,bpf_rdonly_cast,bpf_copy_from_user_str
-fallbacks=$fallbacks,bpf_send_signal_task,uprobe_func_ip,exit_before_mm,fentry
+fallbacks=$fallbacks,bpf_send_signal_task,uprobe_func_ip,exit_before_mm,fentry,task_storage
+fallbacks=$fallbacks,bpf_cookie
 export KHPROF_DISABLE_FEATURES="$fallbacks"
 for name in test_trace test_faults test_follow; do
 	[ -x "build/tests/$name" ] && run_binary "build/tests/$name" " (fallbacks: $fallbacks)"

@@ -30,7 +30,8 @@
 	((1u << KH_FEAT_UPROBE_MULTI) | (1u << KH_FEAT_PREEMPT_KFUNCS) |                       \
 	 (1u << KH_FEAT_RDONLY_CAST) | (1u << KH_FEAT_COPY_FROM_USER_STR) |                    \
 	 (1u << KH_FEAT_SEND_SIGNAL_TASK) | (1u << KH_FEAT_PREPARE_EXEC) |                     \
-	 (1u << KH_FEAT_UPROBE_FUNC_IP) | (1u << KH_FEAT_EXIT_BEFORE_MM) | (1u << KH_FEAT_FENTRY))
+	 (1u << KH_FEAT_UPROBE_FUNC_IP) | (1u << KH_FEAT_EXIT_BEFORE_MM) | (1u << KH_FEAT_FENTRY) | \
+	 (1u << KH_FEAT_TASK_STORAGE) | (1u << KH_FEAT_BPF_COOKIE))
 
 static char *khprof;
 static char *tmpdir;
@@ -124,18 +125,19 @@ static int parse_depths(const char *log, unsigned int *depth, int max)
  * forks (the most programs), with every fallback or none, and checks each
  * loaded program's deepest chain.
  */
-static void check_stacks(bool fallbacks)
+static void check_stacks(uint32_t fallbacks)
 {
-	struct khprof_bpf *skel = khprof_bpf__open();
+	struct khprof_bpf *skel;
 	struct bpf_program *prog;
 	struct kh_features f;
 	char *logs[64];
 	int nprogs = 0, err;
 
-	assert_non_null(skel);
 	features__probe(&f, false, 0);
-	if (fallbacks)
-		f.have &= ~FALLBACK_BITS;
+	f.have &= ~fallbacks;
+	/* Without bpf_loop: the classic object (bpf/classic.bpf.h). */
+	skel = tracer__open_object(NULL, &f);
+	assert_non_null(skel);
 	tracer__configure_features(skel, &f, true, true);
 	bpf_object__for_each_program(prog, skel->obj) {
 		assert_true(nprogs < 64);
@@ -183,8 +185,8 @@ static void check_stacks(bool fallbacks)
 		total = deepest(insns, count, starts, n, depth, 0, 0);
 		if (total > 512)
 			fail_msg("'%s' needs %u bytes of stack in its deepest chain of calls "
-				 "(fallbacks %s): kernels without private stacks allow 512",
-				 bpf_program__name(prog), total, fallbacks ? "on" : "off");
+				 "(fallbacks 0x%x): kernels without private stacks allow 512",
+				 bpf_program__name(prog), total, fallbacks);
 		free(logs[nprogs++]);
 	}
 	khprof_bpf__destroy(skel);
@@ -193,8 +195,9 @@ static void check_stacks(bool fallbacks)
 static void test_programs_fit_512_bytes_of_stack(void **state)
 {
 	(void)state;
-	check_stacks(false);
-	check_stacks(true);
+	check_stacks(0);
+	check_stacks(FALLBACK_BITS);
+	check_stacks(FALLBACK_BITS | (1u << KH_FEAT_BPF_LOOP));
 }
 
 static void test_features_command_names_every_feature(void **state)
@@ -218,21 +221,18 @@ static void test_features_command_names_every_feature(void **state)
 	assert_run_exits(extra, 2, "khprof: unexpected argument 'now' (see 'khprof features --help')\n");
 }
 
-/*
- * With every fallback forced: exact counts, input and identity in every
- * mode, and the record names each missing feature that cost it something.
- */
-static void test_fallbacks_record_exactly(void **state)
+/* The records of test_fallbacks_record_exactly, with the features of fallbacks off. */
+static void record_with_fallbacks(uint32_t fallbacks)
 {
 	static const char *const modes[] = { "batch", "span", "pair" };
 	static const char *const named[] = { "uprobe_multi (", "bpf_rdonly_cast (",
-					     "bpf_copy_from_user_str (" };
+					     "bpf_copy_from_user_str (", "task_storage (",
+					     "bpf_cookie (" };
 
 	char names[512] = "";
 
-	(void)state;
 	for (int i = 0; i < KH_FEAT_COUNT; i++)
-		if (FALLBACK_BITS & (1u << i))
+		if (fallbacks & (1u << i))
 			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
 				 *names ? "," : "", features__name((enum kh_kernel_feature)i));
 	setenv("KHPROF_DISABLE_FEATURES", names, 1);
@@ -276,8 +276,19 @@ static void test_fallbacks_record_exactly(void **state)
 }
 
 /*
- * Below khprof's floor (Debian 11's 5.10: no bpf_loop, task storage or BPF
- * cookies) a record is refused in one line that names the missing feature
+ * With every fallback forced: exact counts, input and identity in every
+ * mode, and the record names each missing feature that cost it something;
+ * then the same with the classic object of kernels without bpf_loop.
+ */
+static void test_fallbacks_record_exactly(void **state)
+{
+	(void)state;
+	record_with_fallbacks(FALLBACK_BITS);
+	record_with_fallbacks(FALLBACK_BITS | (1u << KH_FEAT_BPF_LOOP));
+}
+
+/*
+ * Below khprof's floor (Debian 11's 5.10: no bpf_loop) a record is refused in one line that names the missing feature
  * and the kernel khprof needs, exit 1; from the floor on, khprof features
  * says the kernel is fine.  The kernel matrix runs only this test there.
  */

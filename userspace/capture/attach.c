@@ -197,8 +197,9 @@ static int link_sites_with(struct tracer *t, int prog_fd, const char *path, cons
 		return keep(ctx, compat__uprobe_multi_link(prog_fd, path, offsets, ref_ctr_offsets,
 							   cookies, count, pid));
 	for (__u32 i = 0; i < count && !err; i++)
-		err = keep(ctx, compat__uprobe_perf_link(prog_fd, path, offsets[i],
-							 ref_ctr_offsets[i], cookies[i], pid));
+		err = keep(ctx, compat__uprobe_perf_link(
+					prog_fd, path, offsets[i], ref_ctr_offsets[i], cookies[i], pid,
+					features__has(&t->features, KH_FEAT_BPF_COOKIE)));
 	return err;
 }
 
@@ -207,13 +208,30 @@ static int keep_tracer_link(void *ctx, int fd)
 	return attach__keep_link(ctx, fd);
 }
 
+/* The identity sites' program: sleepable, or not where uprobes cannot sleep (load.c). */
+static struct bpf_program *identity_prog(const struct tracer *t)
+{
+	return bpf_program__autoload(t->skel->progs.kh_usdt_identity)
+		       ? t->skel->progs.kh_usdt_identity
+		       : t->skel->progs.kh_usdt_identity_nosleep;
+}
+
 /* Links prog to count sites of path and keeps the links until tracer__close. */
 int attach__link_sites(struct tracer *t, struct bpf_program *prog, const char *path,
 		       const __u64 *offsets, const __u64 *ref_ctr_offsets, const __u64 *cookies,
 		       __u32 count)
 {
-	int err = link_sites_with(t, bpf_program__fd(prog), path, offsets, ref_ctr_offsets, cookies,
-				  count, t->pid, keep_tracer_link, t);
+	int err = 0;
+
+	/* Without cookies the BPF side finds a site's spec by its file and offset. */
+	if (!features__has(&t->features, KH_FEAT_BPF_COOKIE) &&
+	    (prog == t->skel->progs.kh_usdt || prog == identity_prog(t)))
+		err = compat__store_site_ids(bpf_map__fd(t->skel->maps.kh_sites),
+					     bpf_map__fd(t->skel->maps.__bpf_usdt_ip_to_spec_id),
+					     path, offsets, cookies, count);
+	if (!err)
+		err = link_sites_with(t, bpf_program__fd(prog), path, offsets, ref_ctr_offsets,
+				      cookies, count, t->pid, keep_tracer_link, t);
 
 	if (!err && prog == t->skel->progs.kh_usdt)
 		keep_site_set(t, bpf_program__fd(prog), path, offsets, ref_ctr_offsets, cookies,
@@ -430,8 +448,8 @@ static void report_attach_error(const char *path, int err)
 		log__error("cannot attach to '%s': permission denied "
 			   "(run as root or grant CAP_BPF and CAP_PERFMON)", path);
 	else if (err == -EINVAL || err == -EOPNOTSUPP)
-		log__error("cannot attach to '%s': %s (khprof needs uprobes with BPF cookies, "
-			   "Linux 5.15 or later)", path, strerror(-err));
+		log__error("cannot attach to '%s': %s (khprof needs perf-event uprobes, "
+			   "CONFIG_UPROBE_EVENTS)", path, strerror(-err));
 	else
 		log__error("cannot attach to '%s': %s", path, strerror(-err));
 }
@@ -505,7 +523,7 @@ int attach__object(struct tracer *t, const char *path)
 		err = attach__link_sites(t, t->skel->progs.kh_usdt, path, offsets,
 					 ref_ctr_offsets, cookies, count);
 	if (!err && identities)
-		err = attach__link_sites(t, t->skel->progs.kh_usdt_identity, path,
+		err = attach__link_sites(t, identity_prog(t), path,
 					 offsets + first_identity,
 					 ref_ctr_offsets + first_identity,
 					 cookies + first_identity, identities);

@@ -79,11 +79,15 @@ void drain__thread_ended(struct tracer *t, const struct kh_buffer_event *e)
  * to be looked up here, -1 the thread is gone.  Before Linux 6.9 a pidfd
  * names a whole process, so only the main thread's storage can be read.
  */
-static int thread_info(int store_fd, pid_t pid, __u32 tid, struct kh_thread_info *info)
+static int thread_info(const struct tracer *t, int store_fd, pid_t pid, __u32 tid,
+		       struct kh_thread_info *info)
 {
-	int pidfd = (int)syscall(SYS_pidfd_open, (pid_t)tid, KH_PIDFD_THREAD);
-	int found;
+	int pidfd, found;
 
+	/* Without task storage it is a hash map by thread id (bpf/task_state.bpf.h). */
+	if (!features__has(&t->features, KH_FEAT_TASK_STORAGE))
+		return bpf_map_lookup_elem(store_fd, &tid, info) == 0;
+	pidfd = (int)syscall(SYS_pidfd_open, (pid_t)tid, KH_PIDFD_THREAD);
 	if (pidfd < 0 && errno == EINVAL && (pid_t)tid == pid)
 		pidfd = (int)syscall(SYS_pidfd_open, (pid_t)tid, 0);
 	if (pidfd < 0 && errno == EINVAL)
@@ -129,7 +133,7 @@ void drain__detached(struct tracer *t, uint64_t detach_ns)
 		prev = &key;
 		if (!thread_of(t->pid, key))
 			continue;
-		found = thread_info(store_fd, t->pid, key, &info);
+		found = thread_info(t, store_fd, t->pid, key, &info);
 		if (found < 0)
 			continue;
 		if (!found || !(info.flags & KH_THREAD_ABI3)) {

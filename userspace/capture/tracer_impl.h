@@ -153,6 +153,13 @@ struct khprof_bpf;
  * the programs that load, before the load: a program a kernel cannot load
  * is not loaded there.
  */
+/*
+ * khprof's BPF object opened for this kernel: the default one, or where
+ * bpf_loop is missing the classic one (bpf/classic.bpf.h), through the
+ * same skeleton.  NULL with errno on failure.
+ */
+struct khprof_bpf *tracer__open_object(const struct bpf_object_open_opts *opts,
+					const struct kh_features *f);
 void tracer__configure_features(struct khprof_bpf *skel, const struct kh_features *f,
 				bool batch, bool follow_forks);
 /*

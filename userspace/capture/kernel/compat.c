@@ -2,6 +2,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -66,7 +69,7 @@ static int uprobe_pmu_value(const char *file, const char *format)
 }
 
 int compat__uprobe_perf_link(int prog_fd, const char *path, __u64 offset, __u64 ref_ctr_offset,
-			     __u64 cookie, pid_t pid)
+			     __u64 cookie, pid_t pid, bool bpf_link)
 {
 	static int type = -2, ref_ctr_shift = -2;
 	struct perf_event_attr attr;
@@ -96,6 +99,20 @@ int compat__uprobe_perf_link(int prog_fd, const char *path, __u64 offset, __u64 
 			   path, strerror(-err));
 		return err;
 	}
+	if (!bpf_link) {
+		/*
+		 * Before Linux 5.15 (no BPF perf link, no cookie): the program
+		 * is set on the event itself, which holds it until the event's
+		 * descriptor is closed; that descriptor is the link.
+		 */
+		if (ioctl(pfd, PERF_EVENT_IOC_SET_BPF, prog_fd) == 0)
+			return pfd;
+		err = -errno;
+		log__debug("cannot set the program on the uprobe at 0x%llx of '%s': %s",
+			   (unsigned long long)offset, path, strerror(-err));
+		close(pfd);
+		return err;
+	}
 	fd = bpf_link_create(prog_fd, pfd, BPF_PERF_EVENT, &opts);
 	err = fd < 0 ? -errno : 0;
 	if (err)
@@ -119,4 +136,28 @@ int compat__empty_prog(enum bpf_prog_type type, int attach_type, __u32 attach_bt
 	int fd = bpf_prog_load(type, name, "GPL", insns, sizeof(insns) / sizeof(insns[0]), &opts);
 
 	return fd < 0 ? -errno : fd;
+}
+
+int compat__store_site_ids(int sites_fd, int ip_fd, const char *path, const __u64 *offsets,
+			   const __u64 *ids, __u32 count)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+		return -errno;
+	for (__u32 i = 0; i < count; i++) {
+		/* The kernel's dev_t (MKDEV), not the one stat(2) encodes. */
+		struct kh_site_key key = {
+			.ino = (__u64)st.st_ino,
+			.offset = offsets[i],
+			.dev = (__u32)((major(st.st_dev) << 20) | minor(st.st_dev)),
+		};
+		__u32 id = (__u32)ids[i];
+		long ip_key = (long)id;
+
+		if (bpf_map_update_elem(sites_fd, &key, &id, BPF_ANY) ||
+		    bpf_map_update_elem(ip_fd, &ip_key, &id, BPF_ANY))
+			return -errno;
+	}
+	return 0;
 }

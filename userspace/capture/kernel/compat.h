@@ -11,10 +11,13 @@
 #ifndef KHPROF_COMPAT_H
 #define KHPROF_COMPAT_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include <linux/bpf.h>
 #include <linux/types.h>
+
+#include "khprof_shared.h"
 
 /* BPF_TRACE_UPROBE_MULTI, newer than libbpf 1.1 and its headers. */
 #define KH_BPF_TRACE_UPROBE_MULTI 48
@@ -36,7 +39,18 @@ int compat__uprobe_multi_link(int prog_fd, const char *path, const __u64 *offset
  * link descriptors for every traced file, as for the multi links.
  */
 int compat__uprobe_perf_link(int prog_fd, const char *path, __u64 offset, __u64 ref_ctr_offset,
-			     __u64 cookie, pid_t pid);
+			     __u64 cookie, pid_t pid, bool bpf_link);
+
+/*
+ * Kernels without BPF cookies (before Linux 5.15): bpf_link false above
+ * (PERF_EVENT_IOC_SET_BPF instead of a BPF perf link, the cookie unused),
+ * and each site's spec id kept by the file's device and inode and the
+ * site's offset in sites_fd (bpf/site.bpf.h's kh_sites), and by itself in
+ * ip_fd (usdt.bpf.h's address table, which khprof keys by spec id).
+ * 0 or -errno.
+ */
+int compat__store_site_ids(int sites_fd, int ip_fd, const char *path, const __u64 *offsets,
+			   const __u64 *ids, __u32 count);
 
 /*
  * A program that returns 0, of type with expected attach_type (and the

@@ -30,10 +30,11 @@ enum kh_kernel_feature {
 	KH_FEAT_OPTIMIZED_UPROBES = 8,  /* probe sites rewritten into calls (x86-64) */
 	KH_FEAT_EXIT_BEFORE_MM = 9,     /* sched_process_exit before exit_mm(), with group_dead */
 	KH_FEAT_FENTRY = 10,            /* fentry programs (BPF trampolines on ftrace) */
-	/* khprof's floor: without these nothing loads (Linux 5.17). */
+	/* Without bpf_loop (Linux 5.17), the classic object (bpf/classic.bpf.h). */
 	KH_FEAT_BPF_LOOP = 11,          /* the bpf_loop helper */
-	KH_FEAT_TASK_STORAGE = 12,      /* BPF task-local storage */
-	KH_FEAT_BPF_COOKIE = 13,        /* BPF cookies for uprobes */
+	KH_FEAT_TASK_STORAGE = 12,      /* BPF task-local storage (else hash maps by thread id) */
+	KH_FEAT_BPF_COOKIE = 13,        /* BPF cookies for uprobes (else sites by file and offset) */
+	KH_FEAT_SWITCH_PREV_STATE = 14, /* sched_switch's prev_state argument */
 	KH_FEAT_COUNT
 };
 
@@ -44,10 +45,19 @@ enum kh_kernel_feature {
 	 (1u << KH_FEAT_PREPARE_EXEC) | (1u << KH_FEAT_UPROBE_FUNC_IP) |                       \
 	 (1u << KH_FEAT_PERCPU_RSS) | (1u << KH_FEAT_OPTIMIZED_UPROBES) |                     \
 	 (1u << KH_FEAT_EXIT_BEFORE_MM) | (1u << KH_FEAT_FENTRY) | (1u << KH_FEAT_BPF_LOOP) |  \
-	 (1u << KH_FEAT_TASK_STORAGE) | (1u << KH_FEAT_BPF_COOKIE))
+	 (1u << KH_FEAT_TASK_STORAGE) | (1u << KH_FEAT_BPF_COOKIE) |                           \
+	 (1u << KH_FEAT_SWITCH_PREV_STATE))
 /* What khprof cannot do without. */
-#define KH_FEAT_FLOOR_MASK                                                                   \
-	((1u << KH_FEAT_BPF_LOOP) | (1u << KH_FEAT_TASK_STORAGE) | (1u << KH_FEAT_BPF_COOKIE))
+#define KH_FEAT_FLOOR_MASK 0u
+/*
+ * What the object for kernels without bpf_loop (bpf/classic.bpf.h) does
+ * not use, should a kernel have it: kfuncs, task storage (its programs'
+ * task is no BTF pointer) and fentry programs.
+ */
+#define KH_FEAT_CLASSIC_UNUSED                                                               \
+	((1u << KH_FEAT_PREEMPT_KFUNCS) | (1u << KH_FEAT_RDONLY_CAST) |                        \
+	 (1u << KH_FEAT_COPY_FROM_USER_STR) | (1u << KH_FEAT_SEND_SIGNAL_TASK) |               \
+	 (1u << KH_FEAT_TASK_STORAGE) | (1u << KH_FEAT_FENTRY))
 
 /* How the kernel preempts kernel code (its preempt= mode). */
 enum kh_preempt_mode { KH_PREEMPT_UNKNOWN, KH_PREEMPT_NONE, KH_PREEMPT_VOLUNTARY, KH_PREEMPT_FULL };

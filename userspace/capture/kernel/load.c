@@ -19,6 +19,7 @@
 #include "btf_cache.h"
 #include "compat.h"
 #include "khprof.skel.h"
+#include "khprof_classic.skel.h"
 #include "sampler.h"
 #include "latency.h"
 #include "fileio.h"
@@ -231,8 +232,15 @@ static void report_load_error(const struct tracer *t, int err)
 			   "(see 'khprof features')", t->features.release, name);
 		return;
 	}
-	while (prog && !strstr(prog, "BPF program load failed"))
+	/* The program named on the line that says it failed, not an earlier one's. */
+	while (prog) {
+		const char *failed = strstr(prog, "BPF program load failed");
+		const char *eol = strchr(prog, '\n');
+
+		if (failed && (!eol || failed < eol))
+			break;
 		prog = strstr(prog + 1, "prog '");
+	}
 	if (prog && sscanf(prog, "prog '%63[^']'", name) == 1 && end) {
 		const char *stop = strstr(load_log, "processed ");
 
@@ -250,6 +258,54 @@ static void report_load_error(const struct tracer *t, int err)
 			   "libbpf's messages)", strerror(-err), t->features.release);
 }
 
+struct khprof_bpf *tracer__open_object(const struct bpf_object_open_opts *opts,
+					const struct kh_features *f)
+{
+	struct khprof_bpf *obj;
+	int err;
+
+	if (features__has(f, KH_FEAT_BPF_LOOP))
+		return khprof_bpf__open_opts(opts);
+	/*
+	 * The classic object (bpf/classic.bpf.h) through the same skeleton:
+	 * the build checked that its maps, programs and globals are the same.
+	 */
+	obj = calloc(1, sizeof(*obj));
+	if (!obj) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = khprof_bpf__create_skeleton(obj);
+	if (!err) {
+		obj->skeleton->data = khprof_classic_bpf__elf_bytes(&obj->skeleton->data_sz);
+		err = bpf_object__open_skeleton(obj->skeleton, opts);
+	}
+	if (err) {
+		khprof_bpf__destroy(obj);
+		errno = -err;
+		return NULL;
+	}
+	return obj;
+}
+
+/*
+ * Without task-local storage (Linux 5.11) the per-thread maps are hash
+ * maps keyed by thread id (bpf/task_state.bpf.h): same key and value
+ * sizes, allocated as threads first need them.
+ */
+static void configure_task_state(struct khprof_bpf *skel, bool task_storage)
+{
+	struct bpf_map *maps[] = { skel->maps.thread_store, skel->maps.task_stacks };
+
+	skel->rodata->have_task_storage = task_storage;
+	if (task_storage)
+		return;
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+		bpf_map__set_type(maps[i], BPF_MAP_TYPE_HASH);
+		bpf_map__set_max_entries(maps[i], KH_MAX_THREADS);
+	}
+}
+
 /*
  * The kernel's features as .rodata flags (bpf/compat.bpf.h) and as the
  * programs loaded: a program a kernel cannot load is not loaded there.
@@ -258,6 +314,7 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 				bool batch, bool follow_forks)
 {
 	struct bpf_program *uprobes[] = { skel->progs.kh_usdt, skel->progs.kh_usdt_identity,
+					  skel->progs.kh_usdt_identity_nosleep,
 					  skel->progs.kh_loader_state, skel->progs.kh_untraced };
 	bool multi = features__has(f, KH_FEAT_UPROBE_MULTI);
 	bool early_exit = features__has(f, KH_FEAT_EXIT_BEFORE_MM);
@@ -270,7 +327,20 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 	skel->rodata->have_send_signal_task = features__has(f, KH_FEAT_SEND_SIGNAL_TASK);
 	skel->rodata->have_uprobe_func_ip = features__has(f, KH_FEAT_UPROBE_FUNC_IP);
 	skel->rodata->have_percpu_rss = features__has(f, KH_FEAT_PERCPU_RSS);
+	skel->rodata->have_switch_prev_state = features__has(f, KH_FEAT_SWITCH_PREV_STATE);
 	skel->rodata->filter_tgid = !multi;
+	configure_task_state(skel, features__has(f, KH_FEAT_TASK_STORAGE));
+	/* Sleepable uprobes are 6.1; the classic object's identity reads do without. */
+	bpf_program__set_autoload(skel->progs.kh_usdt_identity,
+				  features__has(f, KH_FEAT_BPF_LOOP));
+	bpf_program__set_autoload(skel->progs.kh_usdt_identity_nosleep,
+				  !features__has(f, KH_FEAT_BPF_LOOP));
+	/* Without cookies: a site's spec by its file and offset (bpf/site.bpf.h). */
+	skel->rodata->have_bpf_cookie = features__has(f, KH_FEAT_BPF_COOKIE);
+	if (!features__has(f, KH_FEAT_BPF_COOKIE)) {
+		bpf_map__set_max_entries(skel->maps.kh_sites, KH_MAX_PROBE_SITES);
+		bpf_map__set_max_entries(skel->maps.__bpf_usdt_ip_to_spec_id, KH_MAX_PROBE_SITES);
+	}
 	for (size_t i = 0; i < sizeof(uprobes) / sizeof(uprobes[0]); i++)
 		bpf_program__set_expected_attach_type(
 			uprobes[i], multi ? (enum bpf_attach_type)KH_BPF_TRACE_UPROBE_MULTI : 0);
@@ -347,6 +417,8 @@ void tracer__note_layout(struct tracer *t)
 					  "and counter)",
 		[KH_LAYOUT_SCHED_CLOCK] = "the scheduler's clock in a perf event: CPU time is read "
 					  "up to the scheduler's last tick",
+		[KH_LAYOUT_UPROBE_SITE] = "which probe site a uprobe is (no BPF cookies): hits of "
+					  "sites not found by file and offset are not counted",
 	};
 	uint32_t bits = t->skel ? t->skel->bss->layout_failed & ~t->layout_said : 0;
 
@@ -398,7 +470,7 @@ static int open_and_load(struct tracer *t)
 		    .btf_custom_path = t->btf_cache.usable ? t->btf_cache.btf_path : NULL);
 	int err;
 
-	t->skel = khprof_bpf__open_opts(&open_opts);
+	t->skel = tracer__open_object(&open_opts, &t->features);
 	if (!t->skel) {
 		err = -errno;
 		log__error("cannot open BPF object: %s", strerror(errno));
@@ -479,6 +551,9 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 		t->btf_cache.features = t->features.btf_bits;
 		t->btf_cache.features_known = true;
 	}
+	/* The CO-RE cache is the default object's (btf_cache.h). */
+	if (!features__has(&t->features, KH_FEAT_BPF_LOOP))
+		t->btf_cache.usable = t->btf_cache.fillable = false;
 	floor = features__floor_missing(&t->features);
 	if (floor != KH_FEAT_COUNT) {
 		log__error("kernel %s has no %s (%s): khprof needs Linux 6.1 or later "
@@ -511,6 +586,14 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 		goto fail;
 	}
 	report_features(t);
+	if (t->opts.sample_hz && !features__has(&t->features, KH_FEAT_TASK_STORAGE)) {
+		/* The sampler's perf-event program reads thread_store as task storage. */
+		log__error("cannot sample stacks: kernel %s has no task-local storage (%s), which "
+			   "--sample needs", t->features.release,
+			   features__since(KH_FEAT_TASK_STORAGE));
+		err = -ENOTSUP;
+		goto fail;
+	}
 	if (t->opts.sample_hz) {
 		err = sampler__load(&t->sampler, t->skel, t->opts.sample_hz);
 		if (err)
