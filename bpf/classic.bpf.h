@@ -52,11 +52,14 @@
 		0;                                                                             \
 	})
 #define KH_GLOBAL static
+/* No batch path: khprof traces in span mode with this object (kh_usdt). */
+#define KH_BATCH_PATH 0
 #define kh_current_task() ((struct task_struct *)bpf_get_current_task())
 #define KH_TASK_READ(task, field) BPF_CORE_READ(task, field)
 #else
 #define kh_loop(max, n, cb, ctx) bpf_loop(n, cb, ctx, 0)
 #define KH_GLOBAL
+#define KH_BATCH_PATH 1
 #define kh_current_task() bpf_get_current_task_btf()
 #define KH_TASK_READ(task, field) ((task)->field)
 #endif

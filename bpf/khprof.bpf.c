@@ -964,10 +964,17 @@ int kh_usdt(struct pt_regs *ctx)
 
 	if (filter_tgid && traced_tgid && (__u32)(bpf_get_current_pid_tgid() >> 32) != traced_tgid)
 		return 0; /* another tracer's process (compat.bpf.h) */
-	if (kind == KH_PROBE_BATCH)
+	if (KH_BATCH_PATH && kind == KH_PROBE_BATCH) {
 		on_batch_probe(ctx);
-	else
-		on_probe(ctx, kind);
+		return 0;
+	}
+	/*
+	 * The classic object has no batch path: in bounded loops the walk of a
+	 * 256-span batch (probe ABI 6) took kh_usdt past the verifier's
+	 * 1,000,000 instructions on 6.18, and khprof traces in span mode
+	 * where it loads this object (capture/kernel/load.c).
+	 */
+	on_probe(ctx, kind);
 	return 0;
 }
 

@@ -9,8 +9,9 @@
 #  - a file in usdt/ includes only include/, common/ and usdt/ headers (and
 #    libelf, libdw), never libbpf or the skeleton; one in userspace/capture
 #    everything but userspace/cmd;
-#  - the files of userspace/capture call each other one way: no circle of
-#    calls between its objects (build/userspace/capture, by their symbols);
+#  - within each layer (common, usdt, analysis, capture, cmd) the files call
+#    each other one way: no circle of calls between its objects
+#    (build/userspace/LAYER, by their symbols);
 #  - no unit-test binary (build/tests/test_* of tests/unit) needs libbpf or
 #    references any symbol libbpf exports: unit tests run without it.
 # Prints one line per breach and exits 1, or prints "layers: ok".
@@ -99,7 +100,9 @@ check_one_way() {
 	[ -n "$loop" ] && breach "$dir calls in a circle: $loop"
 }
 
-check_one_way userspace/capture
+for dir in userspace/common usdt userspace/analysis userspace/capture userspace/cmd; do
+	check_one_way "$dir"
+done
 
 libbpf=$(${CC:-cc} -print-file-name=libbpf.so)
 if [ ! -e "$libbpf" ]; then

@@ -22,18 +22,6 @@
 #include "diff_internal.h"
 #include "stats.h"
 
-char *diff__format(const char *fmt, ...)
-{
-	va_list ap;
-	char *out;
-	int n;
-
-	va_start(ap, fmt);
-	n = vasprintf(&out, fmt, ap);
-	va_end(ap);
-	return n < 0 ? NULL : out;
-}
-
 /* --- names -------------------------------------------------------------- */
 
 const char *diff_verdict__name(enum kh_diff_verdict verdict)

@@ -7,9 +7,11 @@
 #ifndef KHPROF_DIFF_INTERNAL_H
 #define KHPROF_DIFF_INTERNAL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "diff.h"
 
@@ -28,8 +30,22 @@
 /* Room for an item's label, such as "scanner-queue-wait.per_call". */
 #define DIFF_LABEL_LEN 64
 
-/* vasprintf into a fresh string; NULL when out of memory. */
-char *diff__format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * vasprintf into a fresh string; NULL when out of memory.  Inline, so that
+ * the diff's files, which all format messages, need not call diff.c for it
+ * (they call one way: diff.c -> diff_runs.c -> diff_options.c -> diff_bind.c).
+ */
+__attribute__((format(printf, 1, 2))) static inline char *diff__format(const char *fmt, ...)
+{
+	va_list ap;
+	char *out;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&out, fmt, ap);
+	va_end(ap);
+	return n < 0 ? NULL : out;
+}
 
 static inline bool diff_metric__is_stage(enum kh_diff_metric metric)
 {

@@ -33,7 +33,7 @@ char *runs__render_html(const struct kh_profile *runs, const char *const *names,
 /* The page for a comparison: verdicts, intervals, base against candidate. */
 char *diff__render_html(const struct kh_diff *d);
 
-/* --- shared by the page writers (html.c, html_runs.c) ---------------------- */
+/* --- shared by the page writers (html_kit.c) --------------------------------- */
 
 /* Okabe-Ito colours, by position; html__stage_colour cycles them per stage. */
 extern const char *const html_palette[8];

@@ -20,75 +20,6 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-static const char *const stage_names[] = {
-	"source-acquire", "source-walk", "source-read", "preprocess",
-	"phase1-triggers", "backend-dispatch", "hot-patterns",
-	"confirmed-patterns", "phase2-prefilter", "phase2-keyword-ac",
-	"phase2-shared-ac", "phase2-anchored-verify", "phase2-whole-chunk",
-	"generic-detection", "entropy", "machine-learning", "decode",
-	"suppression", "live-verification", "reporting", "source-queue-wait",
-	"incremental-lookup", "backend-select", "result-merge",
-	"scanner-queue-wait",
-};
-_Static_assert(ARRAY_SIZE(stage_names) == KH_STAGE_COUNT, "one name per kh_stage");
-
-static const char *const run_state_names[] = {
-	"created", "acquiring", "scanning", "resolving",
-	"verifying", "reporting", "completed", "failed",
-};
-_Static_assert(ARRAY_SIZE(run_state_names) == KH_STATE_COUNT, "one name per kh_run_state");
-
-static const char *const cache_state_names[] = { "unknown", "disabled", "cold", "warm" };
-_Static_assert(ARRAY_SIZE(cache_state_names) == KH_CACHE_COUNT, "one name per kh_cache_state");
-
-static const char *const daemon_state_names[] = { "off", "client", "worker", "mass" };
-_Static_assert(ARRAY_SIZE(daemon_state_names) == KH_DAEMON_COUNT, "one name per kh_daemon_state");
-
-static const char *const drop_names[] = {
-	"stack_overflow", "unmatched_exit", "ringbuf_full",
-	"session_slots", "bad_stage", "late_batch",
-	"exit_unread", "exit_unknown",
-};
-_Static_assert(ARRAY_SIZE(drop_names) == KH_DROP_COUNT, "one name per kh_drop");
-
-static const char *const trace_mode_names[] = { "span", "pair", "batch" };
-_Static_assert(ARRAY_SIZE(trace_mode_names) == KH_MODE_COUNT, "one name per kh_trace_mode");
-
-static const char *table__name(const char *const *table, size_t count, uint32_t value)
-{
-	return value < count ? table[value] : NULL;
-}
-
-static int table__parse(const char *const *table, size_t count, const char *name,
-			uint32_t *out)
-{
-	if (!name)
-		return -EINVAL;
-	for (size_t i = 0; i < count; i++) {
-		if (strcmp(table[i], name) == 0) {
-			*out = (uint32_t)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-#define NAME_TABLE(prefix, table)                                              \
-	const char *prefix##__name(uint32_t value)                             \
-	{                                                                      \
-		return table__name(table, ARRAY_SIZE(table), value);           \
-	}                                                                      \
-	int prefix##__parse(const char *name, uint32_t *out)                   \
-	{                                                                      \
-		return table__parse(table, ARRAY_SIZE(table), name, out);      \
-	}
-
-NAME_TABLE(kh_stage, stage_names)
-NAME_TABLE(kh_run_state, run_state_names)
-NAME_TABLE(kh_cache_state, cache_state_names)
-NAME_TABLE(kh_daemon_state, daemon_state_names)
-NAME_TABLE(kh_drop, drop_names)
-NAME_TABLE(kh_trace_mode, trace_mode_names)
 
 int kh_parse_u64(const char *text, uint64_t *out)
 {
@@ -386,11 +317,6 @@ static struct kh_opt_u64 opt_u64(uint64_t value)
 	return (struct kh_opt_u64){ true, value };
 }
 
-static bool opt_pair_ordered(struct kh_opt_u64 start, struct kh_opt_u64 finish)
-{
-	return start.present && finish.present && finish.value >= start.value;
-}
-
 static struct kh_opt_u64 max_option(struct kh_opt_u64 left, struct kh_opt_u64 right)
 {
 	if (left.present && right.present)
@@ -404,7 +330,7 @@ struct kh_opt_f64 kh_cpu_percent(struct kh_opt_u64 start_ms, struct kh_opt_u64 f
 	struct kh_opt_f64 none = { false, 0.0 };
 	double wall_ms;
 
-	if (!opt_pair_ordered(start_ms, finish_ms))
+	if (!kh_opt_u64__ordered(start_ms, finish_ms))
 		return none;
 	wall_ms = (double)elapsed_ns / 1000000.0;
 	if (!(wall_ms > 0.0))
@@ -419,7 +345,7 @@ struct kh_opt_u64 kh_cpu_milli_percent(struct kh_opt_u64 start_ms, struct kh_opt
 	struct kh_opt_u64 none = { false, 0 };
 	unsigned __int128 milli;
 
-	if (elapsed_ns == 0 || !opt_pair_ordered(start_ms, finish_ms))
+	if (elapsed_ns == 0 || !kh_opt_u64__ordered(start_ms, finish_ms))
 		return none;
 	milli = (unsigned __int128)(finish_ms.value - start_ms.value) * 100000000000u / elapsed_ns;
 	return opt_u64(milli > UINT64_MAX ? UINT64_MAX : (uint64_t)milli);
@@ -438,7 +364,7 @@ static struct kh_state_measurement state__measure(const struct kh_transition *t,
 		.threads_end = finish->thread_count,
 	};
 
-	if (opt_pair_ordered(start->cpu_time_ms, finish->cpu_time_ms))
+	if (kh_opt_u64__ordered(start->cpu_time_ms, finish->cpu_time_ms))
 		m.cpu_time_ms = opt_u64(finish->cpu_time_ms.value - start->cpu_time_ms.value);
 	m.aggregate_cpu_milli_percent =
 		kh_cpu_milli_percent(start->cpu_time_ms, finish->cpu_time_ms, m.elapsed_ns);
@@ -562,40 +488,6 @@ void profile__fold_peaks(struct kh_profile *p)
 	for (size_t i = 0; i < p->ext.series.count; i++)
 		r->max_observed_resident_bytes = max_option(r->max_observed_resident_bytes,
 							    p->ext.series.intervals[i].resident_bytes);
-}
-
-/*
- * khprof's own CPU share (docs/REPORTS.md, "CPU shares"): the seed's
- * whole milliseconds make a 47 us state with 1 ms of CPU read 2141 %, so
- * khprof prefers the samples' nanoseconds and never states more than
- * 100 % per logical CPU.  The kernel's per-thread runtimes lag by up to a
- * tick on other CPUs, so even nanoseconds can overshoot a tiny window.
- */
-struct kh_cpu_share kh_cpu_share(struct kh_opt_u64 start_ns, struct kh_opt_u64 finish_ns,
-				 struct kh_opt_u64 start_ms, struct kh_opt_u64 finish_ms,
-				 uint64_t elapsed_ns, uint64_t logical_cpus)
-{
-	struct kh_cpu_share out = { 0 };
-	double cap = logical_cpus ? 100.0 * (double)logical_cpus : 0;
-
-	if (!elapsed_ns)
-		return out;
-	if (start_ns.present && finish_ns.present && finish_ns.value >= start_ns.value) {
-		out.present = true;
-		out.from_ns = true;
-		out.cpu_ns = finish_ns.value - start_ns.value;
-	} else if (opt_pair_ordered(start_ms, finish_ms)) {
-		out.present = true;
-		out.cpu_ns = (finish_ms.value - start_ms.value) * 1000000u;
-	} else {
-		return out;
-	}
-	out.percent = (double)out.cpu_ns * 100.0 / (double)elapsed_ns;
-	if (cap > 0 && out.percent > cap) {
-		out.percent = cap;
-		out.capped = true;
-	}
-	return out;
 }
 
 /* Window i's samples' ns, or absent when the extension does not line up. */

@@ -32,6 +32,12 @@ struct kh_opt_u64 {
 	uint64_t value;
 };
 
+/* Both present and in order: a difference of the two is defined. */
+static inline bool kh_opt_u64__ordered(struct kh_opt_u64 start, struct kh_opt_u64 finish)
+{
+	return start.present && finish.present && finish.value >= start.value;
+}
+
 /* Option<f64>. */
 struct kh_opt_f64 {
 	bool present;

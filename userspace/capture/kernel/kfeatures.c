@@ -56,7 +56,8 @@ static const struct {
 	[KH_FEAT_FENTRY] = { "fentry", "Linux 5.5 with ftrace direct calls", NULL },
 	[KH_FEAT_BPF_LOOP] = {
 		"bpf_loop", "Linux 5.17",
-		"khprof loads its object of bounded loops: batched spans get no off-CPU split, "
+		"khprof loads its object of bounded loops and traces in span mode (a 256-span "
+		"batch walked in bounded loops is past the verifier's 1,000,000 instructions), "
 		"process CPU samples sum at most 256 live threads, identity strings are read "
 		"without faulting pages in (khprof re-reads what failed), and the load takes "
 		"longer (the verifier walks every iteration)" },

@@ -554,6 +554,15 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 	/* The CO-RE cache is the default object's (btf_cache.h). */
 	if (!features__has(&t->features, KH_FEAT_BPF_LOOP))
 		t->btf_cache.usable = t->btf_cache.fillable = false;
+	/*
+	 * The classic object has no batch path (bpf/khprof.bpf.c, kh_usdt):
+	 * span mode, which the bpf_loop line of kernel.degraded names.
+	 */
+	if (!features__has(&t->features, KH_FEAT_BPF_LOOP) && t->opts.mode == KH_MODE_BATCH) {
+		t->opts.mode = KH_MODE_SPAN;
+		t->monotonic_clock = false;
+		choose_clock(t);
+	}
 	floor = features__floor_missing(&t->features);
 	if (floor != KH_FEAT_COUNT) {
 		log__error("kernel %s has no %s (%s): khprof needs Linux 6.1 or later "
