@@ -140,7 +140,7 @@ static __always_inline __u64 sched_clock_now(void);
  */
 static __noinline int kh_offcpu_repair(struct kh_offcpu_thread *th, __u64 now)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	struct task_struct *task = kh_current_task(); /* 5.11: the BTF one (classic.bpf.h) */
 	__u64 clock, arrived, in_ns;
 
 	if (!th || !th->out_ns || !bpf_core_field_exists(task->sched_info))

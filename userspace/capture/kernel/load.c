@@ -565,7 +565,7 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 	}
 	floor = features__floor_missing(&t->features);
 	if (floor != KH_FEAT_COUNT) {
-		log__error("kernel %s has no %s (%s): khprof needs Linux 6.1 or later "
+		log__error("kernel %s has no %s (%s): khprof needs Linux 5.10 or later "
 			   "(see 'khprof features')", t->features.release, features__name(floor),
 			   features__since(floor));
 		err = -ENOTSUP;

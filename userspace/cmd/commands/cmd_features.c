@@ -38,7 +38,7 @@ int cmd_features(int argc, char **argv)
 	features__probe(&f, false, 0);
 	features__print(&f, stdout);
 	if (features__floor_missing(&f) != KH_FEAT_COUNT) {
-		log__error("this kernel lacks %s (%s): khprof needs Linux 6.1 or later",
+		log__error("this kernel lacks %s (%s): khprof needs Linux 5.10 or later",
 			   features__name(features__floor_missing(&f)),
 			   features__since(features__floor_missing(&f)));
 		return KHPROF_EXIT_FAILURE;
