@@ -98,10 +98,19 @@ static void check_scenario(const struct scenario *sc, const char *mode, const ch
 			 r.exit_code, sc->exit_code, r.err);
 	c = read_counts(counts_path);
 	load_record(out, &p);
-	if (calls_of(&p, KH_STAGE_DECODE) != c.spans || p.input_bytes != c.input_bytes)
+	if (calls_of(&p, KH_STAGE_DECODE) != c.spans || p.input_bytes != c.input_bytes) {
+		char drops[256] = "";
+
+		/* What the record says it could not see, to tell the cause apart. */
+		for (int d = 0; d < KH_DROP_COUNT; d++)
+			if (p.ext.drops[d])
+				snprintf(drops + strlen(drops), sizeof(drops) - strlen(drops),
+					 " %s=%" PRIu64, kh_drop__name(d), p.ext.drops[d]);
 		fail_msg("%s in %s mode: record has %" PRIu64 " spans and %" PRIu64 " bytes, the "
-			 "program counted %" PRIu64 " and %" PRIu64, sc->name, mode,
-			 calls_of(&p, KH_STAGE_DECODE), p.input_bytes, c.spans, c.input_bytes);
+			 "program counted %" PRIu64 " and %" PRIu64 "; drops:%s", sc->name, mode,
+			 calls_of(&p, KH_STAGE_DECODE), p.input_bytes, c.spans, c.input_bytes,
+			 drops[0] ? drops : " none");
+	}
 	/* Spans read from an ended thread's buffer are in the histogram too. */
 	if (p.ext.latency.stages[KH_STAGE_DECODE].spans != c.spans)
 		fail_msg("%s in %s mode: the decode histogram has %" PRIu64 " spans, the program "
