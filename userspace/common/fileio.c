@@ -50,6 +50,7 @@ static int path__split(const char *path, char **dir, char **base)
 	if (!*dir || !*base) {
 		free(*dir);
 		free(*base);
+		*dir = *base = NULL;
 		return -ENOMEM;
 	}
 	return 0;
@@ -136,79 +137,80 @@ static int temp__fill(int fd, const void *data, size_t len)
 	return err;
 }
 
+/* A temporary file beside path: its names, freed by temp_beside__free. */
+struct temp_beside {
+	char *dir, *base, *name;
+};
+
+static void temp_beside__free(struct temp_beside *t)
+{
+	free(t->name);
+	free(t->dir);
+	free(t->base);
+}
+
+/* Creates it: an open descriptor, or a negative errno with nothing left behind. */
+static int temp_beside__create(struct temp_beside *t, const char *path)
+{
+	size_t size;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	err = path__split(path, &t->dir, &t->base);
+	if (err)
+		return err;
+	size = strlen(t->dir) + strlen(t->base) + 64;
+	t->name = malloc(size);
+	if (!t->name)
+		return -ENOMEM;
+	return temp__create(t->dir, t->base, t->name, size);
+}
+
 int file__write_atomic(const char *path, const void *data, size_t len)
 {
-	char *dir, *base, *temp = NULL;
-	size_t temp_size;
+	struct temp_beside t;
 	int fd, err;
 
 	if (!path || !*path || (!data && len))
 		return -EINVAL;
-	err = path__split(path, &dir, &base);
-	if (err)
-		return err;
-	temp_size = strlen(dir) + strlen(base) + 64;
-	temp = malloc(temp_size);
-	if (!temp) {
-		err = -ENOMEM;
-		goto out;
-	}
-	fd = temp__create(dir, base, temp, temp_size);
+	fd = temp_beside__create(&t, path);
 	if (fd < 0) {
-		err = fd;
-		goto out;
+		temp_beside__free(&t);
+		return fd;
 	}
 	err = temp__fill(fd, data, len);
-	if (!err && rename(temp, path) < 0)
+	if (!err && rename(t.name, path) < 0)
 		err = -errno;
 	if (err)
-		unlink(temp);
+		unlink(t.name);
 	else
-		err = dir__sync(dir);
-out:
-	free(temp);
-	free(dir);
-	free(base);
+		err = dir__sync(t.dir);
+	temp_beside__free(&t);
 	return err;
 }
 
 int file__check_writable(const char *path)
 {
-	char *dir, *base, *temp = NULL;
-	size_t temp_size;
+	struct temp_beside t;
 	struct stat st;
-	int fd, err;
+	int fd;
 
 	if (!path || !*path)
 		return -EINVAL;
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 		return -EISDIR;
-	err = path__split(path, &dir, &base);
-	if (err)
-		return err;
-	temp_size = strlen(dir) + strlen(base) + 64;
-	temp = malloc(temp_size);
-	if (!temp) {
-		err = -ENOMEM;
-		goto out;
-	}
 	/*
 	 * What file__write_atomic will do, done now: a real temporary file is
 	 * the one test that sees a missing or read-only directory, a read-only
 	 * mount and permissions (access(2) answers yes to root everywhere).
 	 */
-	fd = temp__create(dir, base, temp, temp_size);
-	if (fd < 0) {
-		err = fd;
-		goto out;
+	fd = temp_beside__create(&t, path);
+	if (fd >= 0) {
+		close(fd);
+		unlink(t.name);
 	}
-	close(fd);
-	unlink(temp);
-out:
-	free(temp);
-	free(dir);
-	free(base);
-	return err;
+	temp_beside__free(&t);
+	return fd < 0 ? fd : 0;
 }
 
 /*
