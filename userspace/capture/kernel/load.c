@@ -536,7 +536,6 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 			   (double)(tracer__now_ns() - t->open_ns) / 1e6);
 	}
 	tsc__sample(&tsc_start);
-	choose_clock(t);
 	t->ncpus = libbpf_num_possible_cpus();
 	if (t->ncpus <= 0) {
 		log__error("cannot count possible CPUs: %s", strerror(-t->ncpus));
@@ -558,11 +557,10 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 	 * The classic object has no batch path (bpf/khprof.bpf.c, kh_usdt):
 	 * span mode, which the bpf_loop line of kernel.degraded names.
 	 */
-	if (!features__has(&t->features, KH_FEAT_BPF_LOOP) && t->opts.mode == KH_MODE_BATCH) {
+	if (!features__has(&t->features, KH_FEAT_BPF_LOOP) && t->opts.mode == KH_MODE_BATCH)
 		t->opts.mode = KH_MODE_SPAN;
-		t->monotonic_clock = false;
-		choose_clock(t);
-	}
+	/* Once the mode is final: batch mode's clock is decided from evidence. */
+	choose_clock(t);
 	floor = features__floor_missing(&t->features);
 	if (floor != KH_FEAT_COUNT) {
 		log__error("kernel %s has no %s (%s): khprof needs Linux 5.10 or later "
