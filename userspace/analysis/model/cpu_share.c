@@ -21,7 +21,7 @@ struct kh_cpu_share kh_cpu_share(struct kh_opt_u64 start_ns, struct kh_opt_u64 f
 
 	if (!elapsed_ns)
 		return out;
-	if (start_ns.present && finish_ns.present && finish_ns.value >= start_ns.value) {
+	if (kh_opt_u64__ordered(start_ns, finish_ns)) {
 		out.present = true;
 		out.from_ns = true;
 		out.cpu_ns = finish_ns.value - start_ns.value;

@@ -569,7 +569,7 @@ void sessions__set_end_peaks(struct session_table *tbl, uint64_t threads, uint64
 
 void sessions__note_end_sample(struct session_table *tbl, const struct kh_event *e)
 {
-	if ((e->type == KH_EVENT_PROCESS_EXIT || e->type == KH_EVENT_EXEC) && e->threads)
+	if (e->threads)
 		tbl->end_sample = *e;
 }
 

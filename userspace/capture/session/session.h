@@ -141,7 +141,7 @@ void sessions__process_ended(struct session_table *tbl, int wait_status);
 void sessions__process_execed(struct session_table *tbl);
 /*
  * Keeps the sample an exit or exec event carries (bpf/thread_ends.bpf.h),
- * for the state the process ends in; other events are ignored.
+ * for the state the process ends in (trace.c calls it for those two).
  */
 void sessions__note_end_sample(struct session_table *tbl, const struct kh_event *e);
 /*
