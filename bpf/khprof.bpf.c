@@ -154,12 +154,14 @@ struct batch_buffer {
 	__u64 anchor_ticks;
 	__u64 anchor_ns;
 	/*
-	 * Earliest start in ticks of the batch's counted spans (0 for one in
-	 * ns; batch_min_start_ns).  Kept here, not in the walk on the stack:
+	 * Earliest start of the batch's counted spans, in ticks of those timed
+	 * by the TSC and in ns of those timed by CLOCK_MONOTONIC
+	 * (batch_min_start_ns).  Kept here, not in the walk on the stack:
 	 * the verifier re-walks a bpf_loop body while the caller's stack
 	 * changes, and a changing value there never settles.
 	 */
-	__u64 min_start_ns;
+	__u64 min_start_ticks;
+	__u64 min_start_mono;
 	/*
 	 * on_batch's count and thresholds pass through here so that the
 	 * verifier takes them as any number (its tracking stops at a load
@@ -446,20 +448,20 @@ static __always_inline enum kh_drop batch_span_drop(const struct batch_walk *wal
 
 /*
  * The earliest start of the batch's counted spans on the kernel clock, from
- * the earliest in ticks that add_batch_stride kept.  A CLOCK_MONOTONIC
- * start (timed while a span-mode tracer was attached too) is kept there as
- * 0, so such a batch always takes the off-CPU pass, which tests each span
- * on its own.
+ * the earliest in ticks and the earliest in ns that add_batch_stride kept.
+ * CLOCK_MONOTONIC starts (a batch timed without the TSC, or while a
+ * span-mode tracer was attached too) are kept on their own: when they were
+ * kept as 0, every batch of a run without the TSC took the off-CPU pass,
+ * one more walk of all its spans.
  */
 static __always_inline __u64 batch_min_start_ns(const struct batch_walk *walk)
 {
-	__u64 min = walk->buf->min_start_ns;
+	__u64 ticks = walk->buf->min_start_ticks, ns = walk->buf->min_start_mono;
+	__u64 min = ns == KH_BATCH_NO_START ? ~0ull : ns;
 
-	if (min == KH_BATCH_NO_START)
-		return ~0ull; /* nothing counted */
-	if (min == 0)
-		return 0;
-	return tsc_time_ns(min, walk);
+	if (ticks != KH_BATCH_NO_START && tsc_time_ns(ticks, walk) < min)
+		min = tsc_time_ns(ticks, walk);
+	return min; /* ~0: nothing counted */
 }
 
 /*
@@ -482,17 +484,18 @@ static long add_batch_stride(__u64 stride, void *ctx)
 	struct kh_slot_stats *stats = walk->stats;
 	struct kh_hist_block *hist = walk->hist;
 	__u32 index = walk->first + stride * BATCH_STRIDE, count = walk->count;
-	__u64 min_start;
+	__u64 min_ticks, min_mono;
 	long done = 0;
 
 	if (stride >= KH_BATCH_CAPACITY / BATCH_STRIDE)
 		return 1;
-	/* In a register through the stride, stored once: 47.6 -> 46.8 ns a span here. */
-	min_start = buf->min_start_ns;
+	/* In registers through the stride, stored once: 47.6 -> 46.8 ns a span here. */
+	min_ticks = buf->min_start_ticks;
+	min_mono = buf->min_start_mono;
 	for (__u32 j = 0; j < BATCH_STRIDE; j++, index++) {
 		struct kh_batch_entry *e;
 		enum kh_drop drop;
-		__u64 elapsed_ns;
+		__u64 elapsed_ns, tsc;
 		__u32 slot;
 
 		if (index >= count || index >= KH_BATCH_CAPACITY) {
@@ -512,12 +515,15 @@ static long add_batch_stride(__u64 stride, void *ctx)
 			stats->drops[drop] += 1;
 			continue;
 		}
-		/* Its start in ticks, 0 if in ns (batch_min_start_ns). */
-		min_start = min_no_branch(min_start, e->start_ns & ~KH_TIME_TSC &
-							     (0 - (e->start_ns >> 63)));
+		/* Its start into the minimum of its clock, the other's left alone. */
+		tsc = 0 - (e->start_ns >> 63);
+		min_ticks = min_no_branch(min_ticks, (e->start_ns & ~KH_TIME_TSC & tsc) |
+							     (KH_BATCH_NO_START & ~tsc));
+		min_mono = min_no_branch(min_mono, (e->start_ns & ~tsc) | (KH_BATCH_NO_START & tsc));
 		add_span(stats, hist, e->stage, elapsed_ns, e->attribution);
 	}
-	buf->min_start_ns = min_start;
+	buf->min_start_ticks = min_ticks;
+	buf->min_start_mono = min_mono;
 	return done;
 }
 
@@ -641,7 +647,8 @@ static __noinline void on_batch(const __u64 *args, __u32 flags)
 		*(volatile __s64 *)&walk.buf->end_lo = tsc_lower_bound(&walk, walk.session_start);
 		walk.start_lo = *(volatile __s64 *)&walk.buf->start_lo;
 		walk.end_lo = *(volatile __s64 *)&walk.buf->end_lo;
-		walk.buf->min_start_ns = KH_BATCH_NO_START;
+		walk.buf->min_start_ticks = KH_BATCH_NO_START;
+		walk.buf->min_start_mono = KH_BATCH_NO_START;
 		if (walk.first < count)
 			kh_loop(KH_BATCH_CAPACITY / BATCH_STRIDE,
 				(count - walk.first + BATCH_STRIDE - 1) / BATCH_STRIDE,

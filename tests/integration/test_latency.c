@@ -203,6 +203,27 @@ static void test_two_threads_split_all_modes(void **state)
 		check_split_run(modes[i], "sleep2", "sleep2", "10", "10", 2, 11000000);
 }
 
+/*
+ * Batch mode timed with CLOCK_MONOTONIC (the TSC distrusted through the
+ * test hook): its spans' starts are in ns, and the off-CPU pass a batch
+ * takes only when one of them began before a switch must still find them.
+ */
+static void test_split_batch_monotonic(void **state)
+{
+	struct kh_profile p;
+	struct run_result r;
+
+	(void)state;
+	setenv("KHPROF_TEST_TSC", "untrusted", 1);
+	check_split_run("batch", "sleep-mono", "sleep", "10", "10", 1, 11000000);
+	check_split_run("batch", "sleep2-mono", "sleep2", "10", "10", 2, 11000000);
+	r = record("batch", "clock-mono", &p, "sleep", "2", "1");
+	assert_string_equal(p.ext.span_clock, "monotonic");
+	profile__free(&p);
+	run_result_free(&r);
+	unsetenv("KHPROF_TEST_TSC");
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -226,6 +247,7 @@ int main(void)
 		cmocka_unit_test(test_sleep_inside_span_all_modes),
 		cmocka_unit_test(test_compute_only_all_modes),
 		cmocka_unit_test(test_two_threads_split_all_modes),
+		cmocka_unit_test(test_split_batch_monotonic),
 	};
 
 	khprof = tool_path("KH_KHPROF", "build/khprof");
