@@ -7,6 +7,9 @@
  *   span_cost bare N               the same loop without spans
  *   span_cost inproc-off N         the seed's in-process design, disabled
  *   span_cost inproc-on N          the seed's in-process design, enabled
+ *   span_cost clocks N             two CLOCK_MONOTONIC reads a span and nothing
+ *                                  else: the floor of any design that times
+ *                                  each span with that clock
  *
  * Prints "ns_per_span=X" (median of 5 rounds of N spans per thread).
  */
@@ -74,6 +77,16 @@ __attribute__((noinline)) static void spans_inproc(long n)
 	}
 }
 
+__attribute__((noinline)) static void spans_clocks(long n)
+{
+	for (long i = 0; i < n; i++) {
+		unsigned long long start = now_ns();
+
+		sink = i;
+		sink = now_ns() - start;
+	}
+}
+
 static void (*run_spans)(long n);
 
 static int cmp(const void *a, const void *b)
@@ -105,7 +118,7 @@ int main(int argc, char **argv)
 	double result[16], worst = 0;
 
 	if (argc < 3 || threads < 1 || threads > 16) {
-		fprintf(stderr, "usage: span_cost probes|bare|inproc-off|inproc-on N [THREADS]\n");
+		fprintf(stderr, "usage: span_cost probes|bare|inproc-off|inproc-on|clocks N [THREADS]\n");
 		return 2;
 	}
 	spans = atol(argv[2]);
@@ -113,6 +126,8 @@ int main(int argc, char **argv)
 		run_spans = spans_probes;
 	else if (!strcmp(argv[1], "bare"))
 		run_spans = spans_bare;
+	else if (!strcmp(argv[1], "clocks"))
+		run_spans = spans_clocks;
 	else if (!strncmp(argv[1], "inproc", 6)) {
 		run_spans = spans_inproc;
 		atomic_store(&inproc_enabled, !strcmp(argv[1], "inproc-on"));
