@@ -354,6 +354,12 @@ bench: tests
 	@./scripts/install-deps.sh $(BENCH_PACKAGES) valgrind $(SEED_PACKAGES)
 	@./bench/run.sh
 
+# The false-alarm and detection rates of docs/CI.md (bench/diff-rates/run.sh).
+$(BUILD)/diff_rates: $(BUILD)/bench/diff-rates/diff_rates.o $(COMMON_OBJS) $(ANALYSIS_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(NOBPF_LIBS)
+$(BUILD)/bench/%.o: LAYER_INC = $(INC_ALL)
+
 # Regenerates the vendored kernel type header from the running kernel's BTF.
 vmlinux:
 	./vmlinux/gen.sh

@@ -2,18 +2,14 @@
 # The false-alarm and detection rates of docs/CI.md ("False alarms and
 # detection"): records RUNS runs of kh-scan on the demo corpus (or takes an
 # existing directory of them) and resamples them with build/diff_rates.
-#   bench/diff-rates.sh [DIR [RUNS]]     (as root when DIR must be recorded)
+#   bench/diff-rates/run.sh [DIR [RUNS]]     (as root when DIR must be recorded)
 # DRAWS (default 400) comparisons a cell, for each count of runs a side in
 # SIDES (default "5 8 10").
 set -eu
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 dir=${1:-build/diff-rates-runs}
 runs=${2:-60}
-make -s build/khprof build/kh-scan build/kh-corpus
-objs=$(find userspace/common userspace/analysis -name '*.c' | while read -r c; do echo "build/${c%.c}.o"; done)
-incs=$(find userspace/common userspace/analysis -type d | sed 's/^/-I/')
-gcc -O2 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude $incs \
-	-o build/diff_rates bench/diff_rates.c $objs -lcjson -lm
+make -s build/khprof build/kh-scan build/kh-corpus build/diff_rates
 if [ ! -d "$dir" ]; then
 	[ -f build/demo-corpus/truth.jsonl ] || build/kh-corpus --seed 1 --size 32 build/demo-corpus
 	# kh-scan exits 1 when it reports findings, and record with the command's status.
