@@ -31,6 +31,41 @@ pub(crate) struct BatchEntry {
 
 const _: () = assert!(core::mem::size_of::<BatchEntry>() == 24);
 
+/// The stapsdt note of the site at local label 990, which libbpf,
+/// bpftrace, perf and khprof read: the layout of the C header's
+/// `KH__SITE_END`, with `.stapsdt.base` for prelink adjustment (defined
+/// once per object).  The note's `"?"` puts it in the section group of the
+/// function, so a copy the linker drops as a duplicate takes its note
+/// along.  One template for `probe!` and `clock_site`.
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
+macro_rules! probe_note {
+    ($semaphore:expr, $name:expr, $args:expr) => {
+        concat!(
+            ".pushsection .note.stapsdt, \"?\", @note\n",
+            ".balign 4\n",
+            ".4byte 992f-991f, 994f-993f, 3\n",
+            "991: .asciz \"stapsdt\"\n",
+            "992: .balign 4\n",
+            "993: .8byte 990b\n",
+            ".8byte _.stapsdt.base\n",
+            $semaphore, "\n",
+            ".asciz \"keyhog\"\n",
+            ".asciz \"", $name, "\"\n",
+            ".asciz \"", $args, "\"\n",
+            "994: .balign 4\n",
+            ".popsection\n",
+            ".ifndef _.stapsdt.base\n",
+            ".pushsection .stapsdt.base, \"aG\", @progbits, .stapsdt.base, comdat\n",
+            ".weak _.stapsdt.base\n",
+            ".hidden _.stapsdt.base\n",
+            "_.stapsdt.base: .space 1\n",
+            ".size _.stapsdt.base, 1\n",
+            ".popsection\n",
+            ".endif"
+        )
+    };
+}
+
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
 mod sites {
     // The semaphore word and the session counter, defined in assembly so
@@ -253,27 +288,7 @@ mod sites {
                 "jmp 995f",
                 "990: nop",
                 "995:",
-                ".pushsection .note.stapsdt, \"?\", @note",
-                ".balign 4",
-                ".4byte 992f-991f, 994f-993f, 3",
-                "991: .asciz \"stapsdt\"",
-                "992: .balign 4",
-                "993: .8byte 990b",
-                ".8byte _.stapsdt.base",
-                ".8byte keyhog_semaphores+4",
-                ".asciz \"keyhog\"",
-                ".asciz \"clock_monotonic\"",
-                ".asciz \"\"",
-                "994: .balign 4",
-                ".popsection",
-                ".ifndef _.stapsdt.base",
-                ".pushsection .stapsdt.base, \"aG\", @progbits, .stapsdt.base, comdat",
-                ".weak _.stapsdt.base",
-                ".hidden _.stapsdt.base",
-                "_.stapsdt.base: .space 1",
-                ".size _.stapsdt.base, 1",
-                ".popsection",
-                ".endif",
+                probe_note!(".8byte keyhog_semaphores+4", "clock_monotonic", ""),
                 options(att_syntax, nostack, preserves_flags)
             );
         }
@@ -477,27 +492,7 @@ macro_rules! probe {
                     "lea -128(%rsp), %rsp",
                     concat!("990: ", probe_nop!($nop)),
                     "lea 128(%rsp), %rsp",
-                    ".pushsection .note.stapsdt, \"?\", @note",
-                    ".balign 4",
-                    ".4byte 992f-991f, 994f-993f, 3",
-                    "991: .asciz \"stapsdt\"",
-                    "992: .balign 4",
-                    "993: .8byte 990b",
-                    ".8byte _.stapsdt.base",
-                    probe_semaphore!($semaphore),
-                    ".asciz \"keyhog\"",
-                    concat!(".asciz \"", $name, "\""),
-                    concat!(".asciz \"", probe_args!($($arg),+), "\""),
-                    "994: .balign 4",
-                    ".popsection",
-                    ".ifndef _.stapsdt.base",
-                    ".pushsection .stapsdt.base, \"aG\", @progbits, .stapsdt.base, comdat",
-                    ".weak _.stapsdt.base",
-                    ".hidden _.stapsdt.base",
-                    "_.stapsdt.base: .space 1",
-                    ".size _.stapsdt.base, 1",
-                    ".popsection",
-                    ".endif",
+                    probe_note!(probe_semaphore!($semaphore), $name, probe_args!($($arg),+)),
                     $($arg = in(reg) $arg,)+
                     options(att_syntax, nostack, preserves_flags)
                 );
