@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,7 @@ struct stack_entry {
 };
 
 struct mapping {
-	uint64_t start, end, pgoff;
+	uint64_t start, end, pgoff; /* start first: count_at_or_below's key */
 	bool exec;
 	char *path;        /* NULL: anonymous */
 	unsigned char build_id[BUILD_ID_MAX];
@@ -44,7 +45,7 @@ struct mapping {
 
 /* A function symbol: [addr, addr + size) in the module's addresses. */
 struct symbol {
-	GElf_Addr addr;
+	GElf_Addr addr; /* first: count_at_or_below's key */
 	GElf_Xword size;
 	const char *name; /* libdwfl's, alive with the Dwfl */
 };
@@ -115,18 +116,36 @@ void stack_store__free(struct stack_store *s)
 	memset(s, 0, sizeof(*s));
 }
 
-static const struct mapping *mapping_of(const struct stack_store *s, uint64_t ip)
+_Static_assert(offsetof(struct mapping, start) == 0, "count_at_or_below's key");
+_Static_assert(offsetof(struct symbol, addr) == 0 && sizeof(GElf_Addr) == 8,
+	       "count_at_or_below's key");
+
+/*
+ * Elements of a sorted array whose first member, a u64 key, is at or below
+ * x: the index just past the last of them.  For the mappings by start and
+ * the symbols by address.
+ */
+static size_t count_at_or_below(const void *base, size_t n, size_t size, uint64_t x)
 {
-	size_t lo = 0, hi = s->map_count;
+	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
+		uint64_t key;
 
-		if (s->maps[mid].start <= ip)
+		memcpy(&key, (const char *)base + mid * size, sizeof(key));
+		if (key <= x)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+static const struct mapping *mapping_of(const struct stack_store *s, uint64_t ip)
+{
+	size_t lo = count_at_or_below(s->maps, s->map_count, sizeof(*s->maps), ip);
+
 	if (lo && ip < s->maps[lo - 1].end)
 		return &s->maps[lo - 1];
 	return NULL;
@@ -522,16 +541,8 @@ static void read_symbols(struct symbol_file *f)
 /* The function at addr (the module's addresses), or NULL. */
 static const char *symbol_at(const struct symbol_file *f, GElf_Addr addr)
 {
-	size_t lo = 0, hi = f->sym_count;
+	size_t lo = count_at_or_below(f->syms, f->sym_count, sizeof(*f->syms), addr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (f->syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	/* The closest symbol at or below addr whose extent holds it (aliases share one). */
 	for (size_t i = lo; i-- > 0 && f->syms[i].addr == f->syms[lo - 1].addr;)
 		if (addr < f->syms[i].addr + (f->syms[i].size ? f->syms[i].size : 1))
