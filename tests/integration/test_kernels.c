@@ -221,6 +221,47 @@ static void test_features_command_names_every_feature(void **state)
 	assert_run_exits(extra, 2, "khprof: unexpected argument 'now' (see 'khprof features --help')\n");
 }
 
+/*
+ * Without bpf_loop khprof loads the classic object, which does without some
+ * features a kernel may still have: those say "unused", not "no", in the
+ * table, and the rest of the table is unchanged.
+ */
+static void test_features_unused_by_the_classic_object(void **state)
+{
+	char *argv[] = { khprof, "features", NULL };
+	struct kh_features f;
+	struct run_result r;
+
+	(void)state;
+	features__probe(&f, false, 0);
+	setenv("KHPROF_DISABLE_FEATURES", "bpf_loop", 1);
+	r = run_here(argv);
+	unsetenv("KHPROF_DISABLE_FEATURES");
+	assert_int_equal(r.exit_code, 0);
+	for (int i = 0; i < KH_FEAT_COUNT; i++) {
+		const char *name = features__name((enum kh_kernel_feature)i);
+		bool has = features__has(&f, (enum kh_kernel_feature)i);
+		uint32_t bit = 1u << i;
+		/* A kernel without bpf_loop already said unused without the variable. */
+		const char *want = i == KH_FEAT_BPF_LOOP && has ? "disabled"
+				   : (has && (KH_FEAT_CLASSIC_UNUSED & bit)) || (f.unused & bit)
+					   ? "unused"
+				   : has ? "yes"
+				   : i == KH_FEAT_UPROBE_MULTI && geteuid() ? "unknown"
+									     : "no";
+		char row[64], found[16];
+		const char *at;
+
+		snprintf(row, sizeof(row), "\n%s ", name);
+		at = strstr(r.out, row);
+		if (!at || sscanf(at + strlen(row), "%15s", found) != 1)
+			fail_msg("no row for '%s' in:\n%s", name, r.out);
+		if (strcmp(found, want) != 0)
+			fail_msg("'%s' found '%s', expected '%s':\n%s", name, found, want, r.out);
+	}
+	run_result_free(&r);
+}
+
 /* The records of test_fallbacks_record_exactly, with the features of fallbacks off. */
 static void record_with_fallbacks(uint32_t fallbacks)
 {
@@ -330,6 +371,7 @@ int main(void)
 		cmocka_unit_test(test_kernel_below_floor_refused),
 		cmocka_unit_test(test_programs_fit_512_bytes_of_stack),
 		cmocka_unit_test(test_features_command_names_every_feature),
+		cmocka_unit_test(test_features_unused_by_the_classic_object),
 		cmocka_unit_test(test_fallbacks_record_exactly),
 	};
 	const struct root_tests rt = { "test_kernels", "BPF tests need root", "khprof-kernels",

@@ -422,8 +422,10 @@ void features__probe(struct kh_features *f, bool btf_bits_known, uint32_t btf_bi
 		f->disabled |= f->have & (1u << KH_FEAT_UPROBE_MULTI);
 	f->have &= ~f->disabled;
 	/* Without bpf_loop the classic object does without these (kfeatures.h). */
-	if (!features__has(f, KH_FEAT_BPF_LOOP))
+	if (!features__has(f, KH_FEAT_BPF_LOOP)) {
+		f->unused = f->have & KH_FEAT_CLASSIC_UNUSED;
 		f->have &= ~KH_FEAT_CLASSIC_UNUSED;
+	}
 }
 
 enum kh_kernel_feature features__floor_missing(const struct kh_features *f)
@@ -444,6 +446,7 @@ void features__print(const struct kh_features *f, FILE *out)
 		const char *cost = features__cost(f, (enum kh_kernel_feature)i);
 		const char *found = features__has(f, (enum kh_kernel_feature)i) ? "yes"
 				    : (f->disabled & (1u << i))                 ? "disabled"
+				    : (f->unused & (1u << i))                   ? "unused"
 				    : i == KH_FEAT_UPROBE_MULTI && geteuid() != 0 ? "unknown"
 										  : "no";
 

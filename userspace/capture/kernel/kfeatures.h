@@ -67,6 +67,7 @@ struct kh_features {
 	uint32_t btf_bits;             /* what the kernel's BTF says, before any is disabled */
 	bool btf_read;                 /* btf_bits come from the BTF (or its cache), not a failure */
 	uint32_t disabled;             /* turned off by KHPROF_DISABLE_FEATURES */
+	uint32_t unused;               /* the kernel has them, the classic object does without */
 	enum kh_preempt_mode preempt;
 	char release[65];              /* uname -r */
 };

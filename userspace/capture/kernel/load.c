@@ -400,7 +400,9 @@ static void list_degraded(struct tracer *t)
 			 features__name((enum kh_kernel_feature)i),
 			 features__since((enum kh_kernel_feature)i),
 			 (t->features.disabled & (1u << i)) ? ", disabled by KHPROF_DISABLE_FEATURES"
-							    : "",
+			 : (t->features.unused & (1u << i))
+				 ? ", which this kernel has, unused by the object for kernels without bpf_loop"
+				 : "",
 			 cost);
 		t->degraded_list[t->degraded_count++] = line;
 	}
