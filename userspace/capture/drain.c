@@ -211,8 +211,9 @@ void drain__process_ended(struct tracer *t)
 	if (!left)
 		return;
 	t->pending[slot].drops[KH_DROP_EXIT_UNKNOWN] += left;
-	log__warn("%" PRIu64 " thread%s of PID %d ended unseen: the kernel skipped khprof's "
-		  "thread-end programs (%" PRIu64 " times); the spans %s buffered are lost, "
-		  "counted as exit_unknown", left, left == 1 ? "" : "s", t->pid, misses,
-		  left == 1 ? "it" : "they");
+	log__warn("%" PRIu64 " thread%s of PID %d ended unseen: the kernel ran neither of "
+		  "khprof's thread-end programs for %s (it skipped them %" PRIu64 " times, "
+		  "another end holding them on the same CPU); the spans %s buffered are lost, "
+		  "counted as exit_unknown", left, left == 1 ? "" : "s", t->pid,
+		  left == 1 ? "it" : "them", misses, left == 1 ? "it" : "they");
 }
