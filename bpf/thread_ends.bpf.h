@@ -261,14 +261,23 @@ static __always_inline void thread_end(struct task_struct *task, bool group_dead
 	struct kh_event *e;
 	__u32 tid;
 
-	if (!traced_tgid || task->tgid != traced_tgid)
-		return;
 	tid = task->pid;
 	offcpu_thread_end(task);
 	info = kh_task_state_get(&thread_store, task, 0);
 	if (info && info->state_addr) {
+		/*
+		 * Not preempted while it reads and sends the buffer (a few us):
+		 * a thread preempted inside this program holds it on its CPU,
+		 * and the kernel skips it there for every other thread's end
+		 * (kh_thread_exit_again).
+		 */
+		kh_preempt_disable();
 		if (drain)
 			send_buffer(info, false);
+		else if (drain_at_do_exit && !(info->flags & KH_THREAD_DRAINED))
+			/* kh_exit_drain did not run for it: its buffer is unknown. */
+			count_drop(active_slot, KH_DROP_EXIT_UNKNOWN);
+		kh_preempt_enable();
 		bpf_map_delete_elem(&thread_list, &tid);
 	} else if (bpf_map_delete_elem(&thread_list, &tid) == 0 || abi2_batch_traced) {
 		/* Listed without a record (thread_info_learn), or ABI 2: its buffer is unknown. */
@@ -285,17 +294,81 @@ static __always_inline void thread_end(struct task_struct *task, bool group_dead
 	event_submit(e);
 }
 
+static __always_inline bool traced_thread(const struct task_struct *task)
+{
+	return traced_tgid && task->tgid == traced_tgid;
+}
+
+/*
+ * The threads whose end kh_thread_exit took, by thread id, until
+ * kh_thread_exit_again (next on the same tracepoint, in the same thread)
+ * takes the entry out.  LRU: an entry whose second program the kernel
+ * skipped is evicted in time instead of filling the map.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+} thread_ends_taken SEC(".maps");
+
+/*
+ * Test hook (KHPROF_TEST_SKIP_THREAD_EXITS, userspace/capture/process.c):
+ * the traced process's threads end as if the kernel had skipped the first
+ * N of the two programs below.
+ */
+__u32 test_skip_thread_exits = 0;
+
 /*
  * Every thread's end: normal exit, exit_group from any thread, a fatal
- * signal, the other threads of an execve.  The one sched_process_exit
- * program: it also drops the thread's switch log (latency.bpf.h), which
- * a second program on the tracepoint would cost every exit another call.
- * Since Linux 6.16 the tracepoint fires before the thread lets go of its
- * memory (exit_mm).
+ * signal, the other threads of an execve.  Also drops the thread's switch
+ * log (latency.bpf.h).  Since Linux 6.16 the tracepoint fires before the
+ * thread lets go of its memory (exit_mm).
+ *
+ * Two programs, because the kernel may skip one: it runs a tracing
+ * program at most once per CPU at a time, and an entry while another
+ * thread is preempted inside it is dropped, counted only in the program's
+ * recursion_misses.  Tracepoints run preemptible on newer kernels (under
+ * SRCU: 7.3's cloud kernel has tracepoint_srcu, this 6.18 host has not;
+ * the guest runs preempt=full).  Two threads of a process that a signal
+ * kills end together: one of them lost its whole buffer in about one run
+ * of three on 7.3 under QEMU (test_fault_matrix, thread_segv in batch
+ * mode; in pair mode the end sample went missing the same way).  A thread
+ * preempted inside one program holds only that one, so the other runs
+ * for the next thread; the first marks the thread taken for the second.
+ * On 7.3 the second took a thread's end within 40 runs of thread_segv.
+ * Cost: one more program at every exit on the machine, which returns at
+ * the tgid check (with kernel.bpf_stats_enabled each of the two took
+ * ~600 ns per exit of an untraced /bin/true here, 2,400 exits, most of it
+ * the statistics' own clock reads), and one LRU-hash update and delete
+ * per traced thread.  What
+ * the kernel skips twice is counted at the process's end (thread_list,
+ * userspace/capture/drain.c).
  */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(kh_thread_exit, struct task_struct *task, bool group_dead)
 {
+	__u32 tid = task->pid, taken = 1;
+
+	if (!traced_thread(task) || test_skip_thread_exits >= 1)
+		return 0;
+	/* Not taken, not done: kh_thread_exit_again does it then. */
+	if (bpf_map_update_elem(&thread_ends_taken, &tid, &taken, BPF_ANY))
+		return 0;
+	thread_end(task, group_dead, true, false);
+	return 0;
+}
+
+/* The same thread's end where the kernel skipped kh_thread_exit. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(kh_thread_exit_again, struct task_struct *task, bool group_dead)
+{
+	__u32 tid = task->pid;
+
+	if (!traced_thread(task) || test_skip_thread_exits >= 2)
+		return 0;
+	if (bpf_map_delete_elem(&thread_ends_taken, &tid) == 0)
+		return 0;
 	thread_end(task, group_dead, true, false);
 	return 0;
 }
@@ -307,8 +380,11 @@ int BPF_PROG(kh_thread_exit, struct task_struct *task, bool group_dead)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(kh_thread_exit_old, struct task_struct *task)
 {
-	bool group_dead = BPF_CORE_READ(task, signal, live.counter) == 0;
+	bool group_dead;
 
+	if (!traced_thread(task))
+		return 0;
+	group_dead = BPF_CORE_READ(task, signal, live.counter) == 0;
 	/*
 	 * The memory as kh_exit_drain and kh_rss_stat left it, even on a
 	 * kernel that still maps it here: the fallback then runs as it
@@ -334,8 +410,13 @@ int BPF_PROG(kh_exit_drain, long code)
 		end_virtual_pages = BPF_CORE_READ(mm, total_vm);
 	}
 	info = kh_task_state_get(&thread_store, task, 0);
-	if (info && info->state_addr)
+	if (info && info->state_addr) {
+		kh_preempt_disable();
 		send_buffer(info, false);
+		/* For kh_thread_exit_old: a thread without the mark was skipped here. */
+		info->flags |= KH_THREAD_DRAINED;
+		kh_preempt_enable();
+	}
 	return 0;
 }
 

@@ -196,6 +196,7 @@ _Static_assert(sizeof(struct kh_batch_entry) == 24, "");
 #define KH_THREAD_ABI3 1u   /* registered or flushed with probe ABI 3 */
 #define KH_THREAD_MARKED 2u /* the marked_* fields are valid */
 #define KH_THREAD_ABI6 4u   /* registered or flushed with probe ABI 6: 256 entries */
+#define KH_THREAD_DRAINED 8u /* kh_exit_drain read its buffer (kernels before 6.16) */
 #define KH_MAX_THREADS 16384
 
 struct kh_thread_info {

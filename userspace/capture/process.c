@@ -159,22 +159,30 @@ static int hook_loader(struct tracer *t, const char *exe)
 	return 0;
 }
 
-static const char *const end_program_names[] = { "thread exit", "thread exit",
-						 "thread exit",  "execve check",
-						 "execve check", "exec" };
+static const char *const end_program_names[] = { "thread exit",  "thread exit",
+						 "thread exit",  "thread exit",
+						 "execve check", "execve check",
+						 "exec" };
 
 int attach__process_end(struct tracer *t)
 {
 	/* One of each kind loads, as the kernel allows (load.c, configure_features). */
 	struct bpf_program *progs[] = { t->skel->progs.kh_thread_exit,
+					 t->skel->progs.kh_thread_exit_again,
 					 t->skel->progs.kh_thread_exit_old,
 					 t->skel->progs.kh_exit_drain,
 					 t->skel->progs.kh_exec_check,
 					 t->skel->progs.kh_exec_check_old,
 					 t->skel->progs.kh_exec };
 
+	const char *skip = getenv("KHPROF_TEST_SKIP_THREAD_EXITS");
+
 	_Static_assert(sizeof(progs) / sizeof(progs[0]) ==
 			       sizeof(t->end_links) / sizeof(t->end_links[0]), "one link each");
+	_Static_assert(sizeof(end_program_names) / sizeof(end_program_names[0]) ==
+			       sizeof(progs) / sizeof(progs[0]), "one name each");
+	/* Test hook: thread ends as if the kernel skipped N programs (thread_ends.bpf.h). */
+	t->skel->bss->test_skip_thread_exits = skip ? (__u32)atoi(skip) : 0;
 	t->skel->bss->traced_tgid = (__u32)t->pid;
 	/* Under record, the child khprof forked has yet to exec COMMAND. */
 	t->skel->bss->execs_expected = t->opts.joins_running_process ? 0 : 1;

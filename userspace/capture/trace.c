@@ -290,6 +290,8 @@ void tracer__finish(struct tracer *t, int exit_status)
 		exit_status = t->sessions.end_code;
 	else if (exit_status >= 0 && t->sessions.end == SESSION_END_SIGNAL)
 		exit_status = 128 + t->sessions.end_code;
+	if (exit_status >= 0 && !t->detached)
+		drain__process_ended(t);
 	end_sessions(t, exit_status, t->detached ? t->detach_ns : now);
 	t->ended = true;
 }

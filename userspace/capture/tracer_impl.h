@@ -59,7 +59,7 @@ struct tracer {
 	uint32_t spec_count;
 	size_t probe_count;
 	struct session_table sessions;
-	struct bpf_link *end_links[6]; /* thread exit (3 kinds), execve check (2), exec */
+	struct bpf_link *end_links[7]; /* thread exit (4 kinds), execve check (2), exec */
 	bool ended;                    /* the records are written (exec) */
 	bool detached;
 	uint64_t detach_ns;            /* when tracer__detach began */
@@ -143,6 +143,8 @@ void attach__join_session(struct tracer *t);
 void drain__thread_ended(struct tracer *t, const struct kh_buffer_event *e);
 /* drain.c: reads the threads' buffers of a process khprof has detached from. */
 void drain__detached(struct tracer *t, uint64_t detach_ns);
+/* drain.c: counts the threads of a process that ended whose end was never seen. */
+void drain__process_ended(struct tracer *t);
 /* live.c: unmaps what tracer__read_live mapped (tracer__close). */
 void live__unmap(struct tracer *t);
 /* calibrate.c: learns span cost and bias by tracing khprof itself. */

@@ -20,8 +20,8 @@ static const char *const drop_descriptions[] = {
 				"over (or the program uses probe ABI 2: rebuild it with today's "
 				"keyhog_profile.h)",
 	[KH_DROP_EXIT_UNKNOWN] = "threads ended with buffers khprof could not find; their last "
-				 "spans, if any, are missing (probe ABI 2: rebuild it with "
-				 "today's keyhog_profile.h)",
+				 "spans, if any, are missing (probe ABI 2, or the kernel ran no "
+				 "khprof program at their end: docs/PROBES.md)",
 };
 _Static_assert(ARRAY_SIZE(drop_descriptions) == KH_DROP_COUNT, "one description per kh_drop");
 
