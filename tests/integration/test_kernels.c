@@ -262,6 +262,42 @@ static void test_features_unused_by_the_classic_object(void **state)
 	run_result_free(&r);
 }
 
+/*
+ * A program the kernel did not run (another run of it held the CPU:
+ * recursion_misses; simulated through KHPROF_TEST_PROGRAM_MISSES) is named
+ * in the record's kernel.degraded with its count, and once on stderr; the
+ * record is otherwise whole.
+ */
+static void test_skipped_programs_named(void **state)
+{
+	char out[PATH_MAX];
+	char *argv[] = { khprof, "record", "-q", "-o", out, "--", WORKLOAD, "nested", "3", NULL };
+	struct run_result r;
+	struct kh_profile p;
+	const char *line = NULL, *warn;
+
+	(void)state;
+	path_in(out, sizeof(out), tmpdir, "misses.json");
+	setenv("KHPROF_TEST_PROGRAM_MISSES", "2", 1);
+	r = run_here(argv);
+	unsetenv("KHPROF_TEST_PROGRAM_MISSES");
+	if (r.exit_code != 0)
+		fail_msg("exit %d: %s", r.exit_code, r.err);
+	load_record(out, &p);
+	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 3);
+	for (size_t k = 0; k < p.ext.kernel_degraded_count; k++)
+		if (!strncmp(p.ext.kernel_degraded[k], "programs skipped by the kernel", 30))
+			line = p.ext.kernel_degraded[k];
+	if (!line || !strstr(line, "kh_rss_stat "))
+		fail_msg("the record does not name the skipped program: %s", line ? line : "(none)");
+	warn = strstr(r.err, "the kernel skipped khprof's programs");
+	assert_non_null(warn);
+	assert_null(strstr(warn + 1, "the kernel skipped khprof's programs"));
+	profile__free(&p);
+	assert_seed_conformance_of(khprof, out);
+	run_result_free(&r);
+}
+
 /* The records of test_fallbacks_record_exactly, with the features of fallbacks off. */
 static void record_with_fallbacks(uint32_t fallbacks)
 {
@@ -373,6 +409,7 @@ int main(void)
 		cmocka_unit_test(test_features_command_names_every_feature),
 		cmocka_unit_test(test_features_unused_by_the_classic_object),
 		cmocka_unit_test(test_fallbacks_record_exactly),
+		cmocka_unit_test(test_skipped_programs_named),
 	};
 	const struct root_tests rt = { "test_kernels", "BPF tests need root", "khprof-kernels",
 				       &tmpdir, 0, true };

@@ -19,6 +19,7 @@
 
 #include "khprof.skel.h"
 #include "log.h"
+#include "misses.h"
 #include "sampler.h"
 #include "tracer_impl.h"
 
@@ -123,6 +124,7 @@ static void image_execed(struct tracer *t, const struct kh_event *e)
 	log__note("PID %d ran execve: its records end there and the new program is "
 		  "not traced (docs/PROBES.md)", t->pid);
 	sessions__process_execed(&t->sessions);
+	tracer__note_misses(t);
 	end_sessions(t, 0, e->ts_ns);
 	t->ended = true;
 }
@@ -151,6 +153,7 @@ static void session_finished(struct tracer *t, const struct kh_event *e)
 	struct kh_latency latency;
 
 	tracer__collect_slot(t, sessions__slot_of(e), true, &totals, &latency);
+	tracer__note_misses(t);
 	sessions__finish(&t->sessions, e, &totals, &latency);
 }
 
@@ -292,6 +295,7 @@ void tracer__finish(struct tracer *t, int exit_status)
 		exit_status = 128 + t->sessions.end_code;
 	if (exit_status >= 0 && !t->detached)
 		drain__process_ended(t);
+	tracer__note_misses(t);
 	end_sessions(t, exit_status, t->detached ? t->detach_ns : now);
 	t->ended = true;
 }

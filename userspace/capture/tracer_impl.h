@@ -91,9 +91,11 @@ struct tracer {
 	struct btf_cache btf_cache;    /* CO-RE targets kept between runs (btf_cache.h) */
 	struct kh_features features;   /* what the running kernel offers (kfeatures.h) */
 	/* "name (since): cost" of each missing feature that costs the record something. */
-	char degraded[KH_FEAT_COUNT + KH_LAYOUT_COUNT][384];
-	const char *degraded_list[KH_FEAT_COUNT + KH_LAYOUT_COUNT];
+	char degraded[KH_FEAT_COUNT + KH_LAYOUT_COUNT + 1][384]; /* + programs' misses */
+	const char *degraded_list[KH_FEAT_COUNT + KH_LAYOUT_COUNT + 1];
 	size_t degraded_count;
+	char *misses_line;             /* the misses' line in degraded, once there are any (misses.c) */
+	uint64_t misses_said;          /* programs' misses already in that line */
 	uint32_t layout_said;          /* layout_failed bits already named (load.c) */
 	uint64_t open_ns;              /* tracer__open began: start-up phase times (-v) */
 	struct sampler *sampler;       /* --sample, or NULL (sampler.h) */
