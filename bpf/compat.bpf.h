@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * compat.bpf.h - part of khprof.bpf.c: what the BPF side uses from kernels
- * newer than khprof's floor (Linux 6.1), each behind a flag the loader sets
+ * newer than Linux 6.1 (the classic object of bpf/classic.bpf.h does
+ * without them before 5.17), each behind a flag the loader sets
  * from the running kernel before load (userspace/capture/kernel/kfeatures.c).
  *
  * The kfuncs are weak: libbpf leaves a call to one the kernel lacks as an

@@ -81,7 +81,7 @@ const volatile __u32 kernel_id_signal_struct = 0;
 #define KERNEL_TYPE_ID(name) \
 	(core_ids_given ? kernel_id_##name : bpf_core_type_id_kernel(struct name))
 
-/* Kernel features that khprof's floor (Linux 6.1) lacks, behind the loader's flags. */
+/* Kernel features newer than Linux 6.1 (and 5.10's classic object), behind the loader's flags. */
 #include "compat.bpf.h"
 /* Per-thread state on kernels with and without task storage. */
 #include "task_state.bpf.h"

@@ -66,6 +66,8 @@ static const struct {
 		"per-thread state in hash maps keyed by thread id, deleted at the thread's exit "
 		"(a hash lookup at each flush, ~2.3 ns a batched span here); --sample is refused" },
 	[KH_FEAT_SWITCH_PREV_STATE] = { "switch_prev_state", "Linux 5.18", NULL },
+	[KH_FEAT_RINGBUF] = { "ringbuf", "Linux 5.8",
+			      "khprof does not run: every event comes through a BPF ring buffer" },
 	[KH_FEAT_BPF_COOKIE] = {
 		"bpf_cookie", "Linux 5.15",
 		"each probe hit finds its site from the kernel's uprobe (its file and offset: "
@@ -223,6 +225,7 @@ int features__scan_btf(const char *path, uint32_t *bits)
 		{ "bpf_loop", BTF_KIND_FUNC, KH_FEAT_BPF_LOOP },
 		{ "bpf_task_storage_get", BTF_KIND_FUNC, KH_FEAT_TASK_STORAGE },
 		{ "bpf_get_attach_cookie_trace", BTF_KIND_FUNC, KH_FEAT_BPF_COOKIE },
+		{ "bpf_ringbuf_output", BTF_KIND_FUNC, KH_FEAT_RINGBUF },
 	};
 	struct btf *btf = btf__parse(path, NULL);
 	bool preempt_enable = false;
@@ -428,12 +431,16 @@ void features__probe(struct kh_features *f, bool btf_bits_known, uint32_t btf_bi
 	}
 }
 
-enum kh_kernel_feature features__floor_missing(const struct kh_features *f)
+const char *features__floor_missing(const struct kh_features *f, char *buf, size_t len)
 {
-	for (int i = 0; i < KH_FEAT_COUNT; i++)
-		if ((KH_FEAT_FLOOR_MASK & (1u << i)) && !features__has(f, (enum kh_kernel_feature)i))
-			return (enum kh_kernel_feature)i;
-	return KH_FEAT_COUNT;
+	for (int i = 0; i < KH_FEAT_COUNT; i++) {
+		if (!(KH_FEAT_FLOOR_MASK & (1u << i)) || features__has(f, (enum kh_kernel_feature)i))
+			continue;
+		snprintf(buf, len, "%s (%s)%s", table[i].name, table[i].since,
+			 (f->disabled & (1u << i)) ? ", disabled by KHPROF_DISABLE_FEATURES" : "");
+		return buf;
+	}
+	return NULL;
 }
 
 void features__print(const struct kh_features *f, FILE *out)

@@ -35,6 +35,7 @@ enum kh_kernel_feature {
 	KH_FEAT_TASK_STORAGE = 12,      /* BPF task-local storage (else hash maps by thread id) */
 	KH_FEAT_BPF_COOKIE = 13,        /* BPF cookies for uprobes (else sites by file and offset) */
 	KH_FEAT_SWITCH_PREV_STATE = 14, /* sched_switch's prev_state argument */
+	KH_FEAT_RINGBUF = 15,           /* BPF ring buffers, through which every event comes */
 	KH_FEAT_COUNT
 };
 
@@ -46,9 +47,13 @@ enum kh_kernel_feature {
 	 (1u << KH_FEAT_PERCPU_RSS) | (1u << KH_FEAT_OPTIMIZED_UPROBES) |                     \
 	 (1u << KH_FEAT_EXIT_BEFORE_MM) | (1u << KH_FEAT_FENTRY) | (1u << KH_FEAT_BPF_LOOP) |  \
 	 (1u << KH_FEAT_TASK_STORAGE) | (1u << KH_FEAT_BPF_COOKIE) |                           \
-	 (1u << KH_FEAT_SWITCH_PREV_STATE))
-/* What khprof cannot do without. */
-#define KH_FEAT_FLOOR_MASK 0u
+	 (1u << KH_FEAT_SWITCH_PREV_STATE) | (1u << KH_FEAT_RINGBUF))
+/*
+ * What khprof cannot do without: a kernel older than its oldest (5.10)
+ * fails at the first, ring buffers (5.8), in one line instead of a
+ * verifier's log.
+ */
+#define KH_FEAT_FLOOR_MASK (1u << KH_FEAT_RINGBUF)
 /*
  * What the object for kernels without bpf_loop (bpf/classic.bpf.h) does
  * not use, should a kernel have it: kfuncs, task storage (its programs'
@@ -99,8 +104,11 @@ const char *features__since(enum kh_kernel_feature feat);
  * costs nothing (khprof reads the same some other way).
  */
 const char *features__cost(const struct kh_features *f, enum kh_kernel_feature feat);
-/* The first feature of khprof's floor that the kernel lacks, or KH_FEAT_COUNT. */
-enum kh_kernel_feature features__floor_missing(const struct kh_features *f);
+/*
+ * The first feature of khprof's floor that the kernel lacks, as "name
+ * (since)" in buf, or NULL when it has them all.
+ */
+const char *features__floor_missing(const struct kh_features *f, char *buf, size_t len);
 /* The table `khprof features` prints: every feature, found or not. */
 void features__print(const struct kh_features *f, FILE *out);
 

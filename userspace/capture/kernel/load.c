@@ -512,7 +512,7 @@ static int open_and_load(struct tracer *t)
 
 int tracer__open(struct tracer **out, const struct trace_options *opts)
 {
-	enum kh_kernel_feature floor;
+	char floor[96];
 	struct tsc_sample tsc_start;
 	struct tracer *t;
 	int err;
@@ -564,11 +564,9 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 		t->opts.mode = KH_MODE_SPAN;
 	/* Once the mode is final: batch mode's clock is decided from evidence. */
 	choose_clock(t);
-	floor = features__floor_missing(&t->features);
-	if (floor != KH_FEAT_COUNT) {
-		log__error("kernel %s has no %s (%s): khprof needs Linux 5.10 or later "
-			   "(see 'khprof features')", t->features.release, features__name(floor),
-			   features__since(floor));
+	if (features__floor_missing(&t->features, floor, sizeof(floor))) {
+		log__error("kernel %s has no %s: khprof needs Linux 5.10 or later "
+			   "(see 'khprof features')", t->features.release, floor);
 		err = -ENOTSUP;
 		goto fail;
 	}

@@ -26,6 +26,7 @@ static const char features_usage[] =
 int cmd_features(int argc, char **argv)
 {
 	struct kh_features f;
+	char floor[96];
 
 	if (wants_help(argc, argv)) {
 		fputs(features_usage, stdout);
@@ -37,10 +38,9 @@ int cmd_features(int argc, char **argv)
 	}
 	features__probe(&f, false, 0);
 	features__print(&f, stdout);
-	if (features__floor_missing(&f) != KH_FEAT_COUNT) {
-		log__error("this kernel lacks %s (%s): khprof needs Linux 5.10 or later",
-			   features__name(features__floor_missing(&f)),
-			   features__since(features__floor_missing(&f)));
+	if (features__floor_missing(&f, floor, sizeof(floor))) {
+		log__error("kernel %s has no %s: khprof needs Linux 5.10 or later", f.release,
+			   floor);
 		return KHPROF_EXIT_FAILURE;
 	}
 	return KHPROF_EXIT_OK;
