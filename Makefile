@@ -67,11 +67,11 @@ PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev lib
             libcmocka-dev libpcre2-dev libpng-dev libdw-dev libprotobuf-c-dev protobuf-c-compiler \
             pkg-config make gcc systemtap-sdt-dev
 # What make test needs besides the build: the browser the HTML reports are
-# opened in (tests/integration/test_html.c), and the Prometheus server and
+# opened in (tests/integration/commands/test_html.c), and the Prometheus server and
 # promtool the OpenMetrics exposition is checked with
-# (tests/integration/test_metrics.c), the Pushgateway `khprof export` is
-# pushed to with curl (tests/integration/test_pushgateway.c), and protoc,
-# whose --decode_raw reads the pprof output (tests/integration/test_stacks.c).
+# (tests/integration/commands/test_metrics.c), the Pushgateway `khprof export` is
+# pushed to with curl (tests/integration/commands/test_pushgateway.c), and protoc,
+# whose --decode_raw reads the pprof output (tests/integration/tracing/test_stacks.c).
 TEST_PACKAGES := chromium prometheus prometheus-pushgateway curl protobuf-compiler
 BENCH_PACKAGES := bpftrace hyperfine time
 # The kernel matrix (tests/kernels/): QEMU, the guest's busybox, the
@@ -111,10 +111,14 @@ MODULE_OBJS := $(filter-out $(BUILD)/userspace/cmd/main.o,$(KHPROF_OBJS))
 # took 6-17 ms at every start; without the copies, 1 batch site is left.
 $(filter-out $(BUILD)/userspace/capture/clock/calibrate.o,$(KHPROF_OBJS)): private CPPFLAGS += -DKH_PROBES_DISABLED
 
-UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
-UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
-ITEST_SRCS := $(wildcard tests/integration/*.c)
-ITEST_BINS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(ITEST_SRCS))
+# Tests sit in sub-folders by what they check (tests/unit/records, ...);
+# each binary is build/tests/NAME whatever its folder.
+UNIT_SRCS  := $(sort $(shell find tests/unit -name 'test_*.c'))
+UNIT_BINS  := $(addprefix $(BUILD)/tests/,$(notdir $(UNIT_SRCS:.c=)))
+ITEST_SRCS := $(sort $(shell find tests/integration -name 'test_*.c'))
+ITEST_BINS := $(addprefix $(BUILD)/tests/,$(notdir $(ITEST_SRCS:.c=)))
+# Each binary's own object, first in its link line.
+$(foreach src,$(UNIT_SRCS) $(ITEST_SRCS),$(eval $(BUILD)/tests/$(notdir $(src:.c=)): $(BUILD)/$(src:.c=.o)))
 
 EXAMPLES   := $(BUILD)/kh-scan $(BUILD)/kh-corpus
 
@@ -245,11 +249,11 @@ $(BUILD)/kh-corpus: $(patsubst %.c,$(BUILD)/%.o,$(wildcard examples/corpus/*.c))
 # analysis and the plain capture logic do not need it.  Every test binary
 # waits for what it runs, so `make build/tests/test_cli` gives a binary
 # that can run.
-$(UNIT_BINS): $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(UNIT_LINK_OBJS) | $(FIXTURES)
+$(UNIT_BINS): $(UNIT_LINK_OBJS) | $(FIXTURES)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -pthread -o $@ $^ $(NOBPF_LIBS) -lcmocka -ldl
 
-$(ITEST_BINS): $(BUILD)/tests/%: $(BUILD)/tests/integration/%.o $(MODULE_OBJS) | $(TEST_INPUTS)
+$(ITEST_BINS): $(MODULE_OBJS) | $(TEST_INPUTS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) -lcmocka -ldl $(TEST_LIBS)
 # The browser tests decode their screenshots with libpng.
@@ -284,7 +288,7 @@ $(BUILD)/workloads/sdt-nosem: tests/workloads/sdt.c | $(DEPS_STAMP)
 	$(call msg,CC,$< -DKH_SDT_NO_SEMAPHORES)
 	$(Q)$(CC) $(CFLAGS) $(WARNINGS) -DKH_SDT_NO_SEMAPHORES -o $@ $<
 
-# The stack sampler's workload unwinds by frame pointers (tests/integration/test_stacks.c),
+# The stack sampler's workload unwinds by frame pointers (tests/integration/tracing/test_stacks.c),
 # and the same without them, as Debian builds its packages.
 $(BUILD)/workloads/stackwork: private CFLAGS += -fno-omit-frame-pointer
 $(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c include/keyhog_profile.h $(BUILD)/workloads/libkhwork.so | $(DEPS_STAMP)
@@ -294,7 +298,7 @@ $(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c include/keyhog_pr
 
 # --- Rust: the probe crate and its workload ---------------------------------
 # rust/keyhog-probes emits the header's probes from Rust with the seed's API;
-# tests/workloads-rs is its traced workload (tests/integration/test_rust.c).
+# tests/workloads-rs is its traced workload (tests/integration/tracing/test_rust.c).
 # Built offline (no crates from outside) by scripts/build-rust.sh with the
 # cargo found, Debian's RUST_PACKAGES installed when there is none.
 RUST_PACKAGES := cargo

@@ -110,7 +110,7 @@ if [ ! -e "$libbpf" ]; then
 else
 	exports=$(mktemp)
 	nm -D --defined-only "$libbpf" | awk '{ print $NF }' | sed 's/@.*//' | sort -u >"$exports"
-	for src in tests/unit/test_*.c; do
+	for src in $(find tests/unit -name 'test_*.c' | sort); do
 		name=${src##*/}
 		bin=build/tests/${name%.c}
 		if [ ! -x "$bin" ]; then

@@ -60,7 +60,7 @@ run_binary() {
 		broken="$broken $bin$label"
 	fi
 }
-for src in tests/unit/test_*.c tests/integration/test_*.c; do
+for src in $(find tests/unit -name 'test_*.c' | sort) $(find tests/integration -name 'test_*.c' | sort); do
 	name=${src##*/}
 	bin=build/tests/${name%.c}
 	if [ ! -x "$bin" ]; then

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * diff_sets.h - the record sets the khprof diff tests compare
- * (tests/unit/test_diff.c, the pure comparison; test_diff_cli.c, the
+ * (tests/unit/records/test_diff.c, the pure comparison; test_diff_cli.c, the
  * command run on the same sets written out), and the fixture holding a
  * pair of them.  Noise patterns are fixed, so every verdict is
  * deterministic.

@@ -121,8 +121,8 @@ else
 fi
 # A test binary that does not exist is a usage error, found before any boot.
 for bin in $(awk '{ print $1 }' "$plan" | sort -u); do
-	[ -f "tests/integration/$bin.c" ] || [ -f "tests/unit/$bin.c" ] ||
-		die_usage "no test '$bin' (tests/integration/$bin.c)"
+	[ -n "$(find tests/integration tests/unit -name "$bin.c")" ] ||
+		die_usage "no test '$bin' (tests/integration/*/$bin.c)"
 done
 
 for tool in qemu-system-x86_64 cpio gzip dpkg-deb apt-get file; do

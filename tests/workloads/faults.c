@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Traced workload for the fault matrix (tests/integration/test_faults.c),
+ * Traced workload for the fault matrix (tests/integration/tracing/test_faults.c),
  * built like an outside program: only include/keyhog_profile.h.  Every
  * scenario opens a session, runs DECODE spans and ends in its own way; the
  * program writes how many spans it completed, and the input it counted, to

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Traced workload for `khprof record --follow-forks` (tests/integration/
- * test_follow.c), built like an outside program: only
+ * Traced workload for `khprof record --follow-forks`
+ * (tests/integration/tracing/test_follow.c), built like an outside program: only
  * include/keyhog_profile.h.  A family of processes, each counting its own
  * spans and printing them on stdout as "PID STAGE CALLS" lines (written
  * whole with dprintf, so that no stdio buffer is copied by a fork):

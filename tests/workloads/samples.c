@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Traced workload for tests/integration/test_samples.c, built like an
+ * Traced workload for tests/integration/tracing/test_samples.c, built like an
  * outside program: only include/keyhog_profile.h.  Each scenario prints
  * what the program itself knows on stdout, one "name value" per line.
  *

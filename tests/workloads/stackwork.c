@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Traced workload for tests/integration/test_stacks.c (khprof --sample),
+ * Traced workload for tests/integration/tracing/test_stacks.c (khprof --sample),
  * built like an outside program: only include/keyhog_profile.h, with
  * frame pointers.  Its stages spend their CPU in known functions in known
  * proportions:

@@ -302,7 +302,7 @@ pid_t process__fork_quiet(void)
 	 * The parent returns only once the child has let go of its stdio:
 	 * otherwise a parent that exits at once (the link releaser) left the
 	 * child holding them for a moment, and a reader of the parent's
-	 * output missed its EOF (tests/integration/test_record_cli.c).
+	 * output missed its EOF (tests/integration/commands/test_record_cli.c).
 	 */
 	if (pipe2(redirected, O_CLOEXEC) != 0)
 		return -1;

@@ -1,4 +1,4 @@
-//! Traced workload for tests/integration/test_rust.c, written against the
+//! Traced workload for tests/integration/tracing/test_rust.c, written against the
 //! seed's API through the keyhog-probes crate (imported under the seed's
 //! name, see Cargo.toml): the Rust twin of tests/workloads/workload.c.
 //! Each scenario prints what the program itself knows so the tests can
@@ -18,7 +18,7 @@
 //!   workload-rs exit N       a second thread runs the N spans and waits; the main
 //!                            thread calls std::process::exit(3) inside the session
 //!   workload-rs stacks N     N rounds of tests/workloads/stackwork.c's shape, for
-//!                            --sample (tests/integration/test_stacks.c):
+//!                            --sample (tests/integration/tracing/test_stacks.c):
 //!                            phase1-triggers in rs_work_alpha and rs_work_beta 3:1,
 //!                            decode (decoded) in rs_work_gamma, rs_work_delta between
 

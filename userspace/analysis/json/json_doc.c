@@ -7,7 +7,7 @@
  * that such a problem is named wherever it is; the structural pass then
  * builds a tree whose number nodes keep their source span.  Its errors
  * ("invalid JSON at line L column C") point where the cJSON-based reader
- * pointed, so that messages did not change (tests/unit/test_json.c pins
+ * pointed, so that messages did not change (tests/unit/records/test_json.c pins
  * each one); the rules that decide that position are cJSON's: see
  * doc__skip_blank and doc__fail.
  */

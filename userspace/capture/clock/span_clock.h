@@ -25,7 +25,7 @@
  * is not kept, so the next run checks again.
  *
  * Test hook: KHPROF_TEST_TSC=untrusted makes the cross-CPU check report a
- * warp and keeps no verdict (tests/integration/test_clock.c; documented in
+ * warp and keeps no verdict (tests/integration/tracing/test_clock.c; documented in
  * docs/PROBES.md).  It only ever makes khprof choose the slower clock.
  */
 #ifndef KHPROF_SPAN_CLOCK_H

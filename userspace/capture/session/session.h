@@ -8,7 +8,7 @@
  * (struct kh_slot_stats summed over the CPUs) and its distributions as
  * parameters; this unit turns them into records exactly as the seed would
  * and hands each to on_profile.  The unit tests drive it without root
- * (tests/unit/test_session.c).
+ * (tests/unit/tracing/test_session.c).
  */
 #ifndef KHPROF_SESSION_H
 #define KHPROF_SESSION_H

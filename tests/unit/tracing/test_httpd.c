@@ -2,7 +2,7 @@
 /*
  * The metrics server's request parser: the status each request head gets,
  * the Accept header it hands to the renderer, HEAD.  (The socket side is
- * exercised against a live khprof in tests/integration/test_metrics.c.)
+ * exercised against a live khprof in tests/integration/commands/test_metrics.c.)
  */
 #include <setjmp.h>
 #include <stdarg.h>
