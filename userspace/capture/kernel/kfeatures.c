@@ -10,6 +10,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 
+#include "btf_heap.h"
 #include "compat.h"
 #include "kfeatures.h"
 #include "log.h"
@@ -224,14 +225,17 @@ int features__scan_btf(const char *path, uint32_t *bits)
 		{ "bpf_task_storage_get", BTF_KIND_FUNC, KH_FEAT_TASK_STORAGE },
 		{ "bpf_get_attach_cookie_trace", BTF_KIND_FUNC, KH_FEAT_BPF_COOKIE },
 	};
+	void *heap = btf_heap__begin(path);
 	struct btf *btf = btf__parse(path, NULL);
+	int parse_errno = errno; /* before btf_heap__end's calls */
 	bool preempt_enable = false;
 	__s32 do_exit_id = -1;
 	__u32 n;
 
+	btf_heap__end(heap);
 	*bits = 0;
 	if (!btf)
-		return -errno;
+		return -parse_errno;
 	n = btf__type_cnt(btf);
 	for (__u32 id = 1; id < n; id++) {
 		const struct btf_type *t = btf__type_by_id(btf, id);

@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "btf_cache.h"
+#include "btf_heap.h"
 #include "compat.h"
 #include "khprof.skel.h"
 #include "khprof_classic.skel.h"
@@ -468,6 +469,7 @@ static int open_and_load(struct tracer *t)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, open_opts,
 		    .btf_custom_path = t->btf_cache.usable ? t->btf_cache.btf_path : NULL);
+	void *heap;
 	int err;
 
 	t->skel = tracer__open_object(&open_opts, &t->features);
@@ -495,7 +497,10 @@ static int open_and_load(struct tracer *t)
 	load_log_len = 0;
 	load_log[0] = '\0';
 	load_log_on = true;
+	/* libbpf parses the kernel's BTF first thing (btf_heap.h). */
+	heap = btf_heap__begin("/sys/kernel/btf/vmlinux");
 	err = khprof_bpf__load(t->skel);
+	btf_heap__end(heap);
 	load_log_on = false;
 	/*
 	 * With the cache, or with fentry programs that a kernel's BTF promised
