@@ -12,17 +12,21 @@
  * read at exec, which would also reach the traced command), and libbpf
  * takes no buffer of ours, so around the parse:
  *
- *  - large blocks come from the heap, not from mmap, and no free trims it
- *    (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD);
+ *  - a large block is allocated and freed untouched, which raises glibc's
+ *    dynamic mmap and trim thresholds above what the parse takes (as
+ *    libbpf's own free of its first copy would, after the parse): large
+ *    blocks then come from the heap, and no free trims it;
  *  - the heap is grown once by what the two copies take and freed again,
  *    which leaves that memory as the heap's top;
  *  - the copies' span of it, from a 2 MiB boundary, is advised huge, and a
  *    pad block puts the first copy just before that boundary (libbpf's small
- *    blocks before it take the few KiB between).
+ *    blocks before it take the few KiB between);
+ *  - after the parse malloc_trim gives the freed copies back.
  *
  * The span is rounded down to whole huge pages, so the copies touch no more
  * memory than before (peak RSS unchanged; the last partial 2 MiB stays on
- * small pages, ~250 faults).  Where THP is off or glibc lays the heap out
+ * small pages, ~250 faults).  No mallopt: it would fix glibc's thresholds
+ * for the rest of the run.  Where THP is off or glibc lays the heap out
  * another way, the advice does nothing and the parse runs as before: only
  * its speed depends on this, never what it reads.
  */
@@ -37,49 +41,50 @@
 #define HUGE_PAGE_BYTES ((size_t)2 << 20)
 /* libbpf's small blocks (the FILE and its buffer) before the first copy. */
 #define HEAD_BYTES ((size_t)64 << 10)
-/* glibc's default for both thresholds (mallopt(3)). */
-#define DEFAULT_THRESHOLD (128 * 1024)
+/* glibc raises its thresholds dynamically up to 32 MiB on 64-bit (mallopt(3)). */
+#define MAX_DYNAMIC_THRESHOLD ((size_t)32 << 20)
 
-/* What begin returns when the pad could not be allocated: end still restores. */
+/* What begin returns when the pad could not be allocated. */
 static char no_pad;
 
 void *btf_heap__begin(const char *path)
 {
 	size_t span, grow_len, pad;
 	uintptr_t top, start;
+	char *volatile prime;
 	struct stat st;
 	char *grow;
 
-	if (stat(path, &st) != 0 || st.st_size <= 0 || st.st_size > (64 << 20))
+	if (stat(path, &st) != 0 || st.st_size <= 0)
 		return NULL;
 	span = 2 * (size_t)st.st_size;
 	grow_len = span + 2 * HUGE_PAGE_BYTES + HEAD_BYTES;
-	if (mallopt(M_MMAP_THRESHOLD, (int)(grow_len * 2)) != 1 ||
-	    mallopt(M_TRIM_THRESHOLD, (int)(grow_len * 2)) != 1) {
-		btf_heap__end(NULL);
+	if (grow_len + HEAD_BYTES > MAX_DYNAMIC_THRESHOLD)
 		return NULL;
-	}
+	/*
+	 * Mapped and unmapped, never touched: the thresholds rise above
+	 * grow_len.  Volatile, or the compiler drops the pair.
+	 */
+	prime = malloc(grow_len + HEAD_BYTES);
+	free(prime);
 	grow = malloc(grow_len);
-	if (!grow) {
-		btf_heap__end(NULL);
+	if (!grow)
 		return NULL;
-	}
 	top = (uintptr_t)grow;
 	free(grow);
 	start = (top + HEAD_BYTES + HUGE_PAGE_BYTES - 1) & ~(uintptr_t)(HUGE_PAGE_BYTES - 1);
 	pad = start - HEAD_BYTES - top;
 	madvise((void *)start, span & ~(HUGE_PAGE_BYTES - 1), MADV_HUGEPAGE);
-	/* Never NULL where the heap was laid out: end must restore the thresholds. */
 	grow = malloc(pad ? pad : 1);
 	return grow ? grow : &no_pad;
 }
 
 void btf_heap__end(void *cookie)
 {
+	if (!cookie)
+		return;
 	if (cookie != &no_pad)
 		free(cookie);
-	mallopt(M_TRIM_THRESHOLD, DEFAULT_THRESHOLD);
-	mallopt(M_MMAP_THRESHOLD, DEFAULT_THRESHOLD);
-	/* The copies are freed by now: their memory goes back to the kernel. */
+	/* The parse's copies, freed by now, go back to the kernel. */
 	malloc_trim(0);
 }

@@ -227,15 +227,17 @@ int features__scan_btf(const char *path, uint32_t *bits)
 	};
 	void *heap = btf_heap__begin(path);
 	struct btf *btf = btf__parse(path, NULL);
-	int parse_errno = errno; /* before btf_heap__end's calls */
 	bool preempt_enable = false;
 	__s32 do_exit_id = -1;
 	__u32 n;
 
-	btf_heap__end(heap);
 	*bits = 0;
-	if (!btf)
-		return -parse_errno;
+	if (!btf) {
+		int err = -errno;
+
+		btf_heap__end(heap);
+		return err;
+	}
 	n = btf__type_cnt(btf);
 	for (__u32 id = 1; id < n; id++) {
 		const struct btf_type *t = btf__type_by_id(btf, id);
@@ -262,6 +264,7 @@ int features__scan_btf(const char *path, uint32_t *bits)
 	if (!preempt_enable)
 		*bits &= ~(1u << KH_FEAT_PREEMPT_KFUNCS);
 	btf__free(btf);
+	btf_heap__end(heap);
 	/* ftrace's symbols are there on builds that cannot attach trampolines too. */
 	if ((*bits & (1u << KH_FEAT_FENTRY)) && (do_exit_id <= 0 || !probe_fentry(do_exit_id)))
 		*bits &= ~(1u << KH_FEAT_FENTRY);
