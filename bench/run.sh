@@ -1151,6 +1151,32 @@ for the decision in docs/SAMPLING.md.
   (1.05×); 48.6, 103.5 and 82.5 ms in a spell of heavier load (1.70×). The
   load is khprof's own CPU time, so it stretches with the machine's load
   where 1598a32's grace-period wait did not.
+  Issue 19's regression (1.33× 1598a32 in the run before this page's) was
+  mostly page faults, not the load's own work. On this VM a first touch
+  of a page costs ~24 µs (the host shadows the guest's page tables: 6 MiB
+  touched took 37 ms, 1.1 ms on 2 MiB pages), and libbpf 1.1 parses the
+  kernel's BTF into two heap copies of 5.5 MB, ~2,500 first touches, about
+  60 ms of every start for 1598a32 and later builds alike; since 1598a32
+  a start had gained ~300 page faults and the verifier's time for the
+  programs added since (22 BPF_PROG_LOAD calls against 9, libbpf's and
+  khprof's feature probes included). Now `capture/kernel/btf_heap.c` lays
+  the heap out so that both copies land on memory advised `MADV_HUGEPAGE`
+  (page faults of `khprof record -- first_probe` 3,520 → ~930, its CPU
+  time ~170 → ~110 ms, peak RSS unchanged within noise), `kh_usdt` keeps
+  only the paths of the mode whose sites it links (processed instructions
+  in batch mode 10,161 → 8,698; span mode 2,814, pair mode 3,018), and
+  `kh_follow_exec`, `kh_follow_fork` and `kh_untraced` load only where
+  forks are followed or made safe (`khprof record -v` names the programs
+  loaded). Same rounds (`bench/launch`, 1598a32, the build before
+  (9153ff9) and this one alternating, 1 s apart; medians): 99.5, 126.8
+  and 73.3 ms over 21 rounds at load 1.5–2.2 (1.27× → 0.74× 1598a32);
+  129.6, 155.9 and 120.3 ms over 15 rounds at load 2–4.5 (1.20× →
+  0.93×). A first start on a kernel parses the BTF twice (the features
+  scan, then the load), both on huge pages now: 308.7 → 178.6 ms in the
+  same 15 rounds. Left as they were: the warmer (its two forks cost
+  khprof ~90 copy-on-write faults while it loads), the end-of-thread and
+  exec programs (~7 ms of verifying) and the batch walk, about half of
+  `kh_usdt`'s instructions.
 - Row 4, whole command ≤1.01×. The scan takes about 40 ms; khprof's fixed
   start-up (row 3) and teardown are about as long again, so timing
   `khprof record` as a whole can never come within 1% of a scan this short.
