@@ -67,6 +67,13 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u64 trace_start_ns = 0;
 const volatile __u32 stop_on_loader_event = 0;
 /*
+ * The mode whose probe sites this tracer links (capture/attach.c's
+ * probe_kinds): the verifier then drops the other modes' paths of kh_usdt
+ * (in batch mode, span and pair mode's).  KH_MODE_COUNT: every path.
+ */
+const volatile __u32 trace_mode = KH_MODE_COUNT;
+#define MODE_LINKED(m) (trace_mode == KH_MODE_COUNT || trace_mode == (m))
+/*
  * Kernel BTF type ids for bpf_rdonly_cast: from a CO-RE relocation, or,
  * when the CO-RE targets come from khprof's cache (a small BTF of just the
  * types this object uses, whose ids are not the kernel's:
@@ -486,14 +493,18 @@ static __noinline void on_probe(struct pt_regs *ctx, long kind)
 	bpf_usdt_arg(ctx, 1, &a1);
 	switch (kind) {
 	case KH_PROBE_SPAN:
+		if (!MODE_LINKED(KH_MODE_SPAN))
+			break;
 		bpf_usdt_arg(ctx, 2, &a2);
 		record_span(a0, a1, bpf_ktime_get_ns(), a2);
 		break;
 	case KH_PROBE_SPAN_ENTER:
-		on_span_enter(a0);
+		if (MODE_LINKED(KH_MODE_PAIR))
+			on_span_enter(a0);
 		break;
 	case KH_PROBE_SPAN_EXIT:
-		on_span_exit(a0, a1);
+		if (MODE_LINKED(KH_MODE_PAIR))
+			on_span_exit(a0, a1);
 		break;
 	case KH_PROBE_BATCH_REGISTER:
 		/* a1: the program's probe ABI, 6 and on with 256-entry buffers. */
@@ -524,7 +535,7 @@ int kh_usdt(struct pt_regs *ctx)
 
 	if (filter_tgid && traced_tgid && (__u32)(bpf_get_current_pid_tgid() >> 32) != traced_tgid)
 		return 0; /* another tracer's process (compat.bpf.h) */
-	if (KH_BATCH_PATH && kind == KH_PROBE_BATCH) {
+	if (KH_BATCH_PATH && MODE_LINKED(KH_MODE_BATCH) && kind == KH_PROBE_BATCH) {
 		on_batch_probe(ctx);
 		return 0;
 	}

@@ -4,7 +4,8 @@
  * earlier run's records, a shell wrapper gets the hint about children, and
  * `report DIR` prints what `record --repeat` printed, and the helper
  * processes khprof leaves behind keep none of its output open, and the
- * CO-RE target cache is written, used, and rebuilt when it does not load.
+ * CO-RE target cache is written, used, and rebuilt when it does not load,
+ * and each mode loads only its own programs.
  * Needs root; never skips when CI=true.
  */
 #include <errno.h>
@@ -270,6 +271,68 @@ static void test_btf_cache(void **state)
 	free(saved);
 }
 
+/*
+ * The line of -v that names the programs a tracer loaded, copied to line;
+ * fails without one.
+ */
+static void loaded_programs(const char *err, char *line, size_t len)
+{
+	const char *at = strstr(err, "programs loaded for ");
+	const char *end = at ? strchr(at, '\n') : NULL;
+
+	if (!at)
+		fail_msg("khprof -v names no programs loaded: %s", err);
+	snprintf(line, len, "%.*s", end ? (int)(end - at) : (int)strlen(at), at);
+}
+
+/*
+ * Each mode loads only what it attaches (capture/kernel/load.c): kh_usdt
+ * keeps only the paths of the mode the record names, whose spans are all
+ * counted, and the fork-following programs load with --follow-forks only.
+ */
+static void test_each_mode_loads_its_programs(void **state)
+{
+	static const char *const modes[] = { "span", "pair", "batch" };
+	char out[PATH_MAX], line[1024], mode[16];
+
+	(void)state;
+	path_in(out, sizeof(out), tmpdir, "programs.json");
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		char *argv[] = { khprof, "record", "-v", "-q", "--mode", (char *)modes[i], "-o",
+				 out, "--", WORKLOAD, "sessions", "1", NULL };
+		struct run_result r = run_here(argv);
+		struct kh_profile p;
+
+		if (r.exit_code != 0)
+			fail_msg("khprof exited %d: %s", r.exit_code, r.err);
+		loaded_programs(r.err, line, sizeof(line));
+		assert_int_equal(sscanf(line, "programs loaded for %15s mode:", mode), 1);
+		load_record(out, &p);
+		assert_true(p.ext.present);
+		/* The mode kh_usdt kept is the record's (span where a kernel has no bpf_loop). */
+		assert_string_equal(mode, p.ext.mode);
+		assert_int_equal(calls_of(&p, KH_STAGE_PREPROCESS), 1);
+		assert_non_null(strstr(line, " kh_usdt "));
+		assert_null(strstr(line, "kh_follow_exec"));
+		profile__free(&p);
+		run_result_free(&r);
+	}
+	{
+		char *argv[] = { khprof, "record", "-v", "-q", "--follow-forks", "-o", out, "--",
+				 WORKLOAD, "sessions", "1", NULL };
+		struct run_result r = run_here(argv);
+
+		if (r.exit_code != 0)
+			fail_msg("khprof exited %d: %s", r.exit_code, r.err);
+		loaded_programs(r.err, line, sizeof(line));
+		assert_non_null(strstr(line, " kh_follow_fork"));
+		assert_non_null(strstr(line, " kh_follow_exec"));
+		/* Followed children get tracers of their own: none is made safe. */
+		assert_null(strstr(line, "kh_untraced"));
+		run_result_free(&r);
+	}
+}
+
 int main(void)
 {
 	static const struct root_tests rt = {
@@ -284,6 +347,7 @@ int main(void)
 		cmocka_unit_test(test_report_dir_prints_the_series_spread),
 		cmocka_unit_test(test_helpers_keep_no_output_open),
 		cmocka_unit_test(test_btf_cache),
+		cmocka_unit_test(test_each_mode_loads_its_programs),
 	};
 
 	khprof = tool_path("KH_KHPROF", "build/khprof");

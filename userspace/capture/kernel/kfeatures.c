@@ -10,6 +10,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 
+#include "btf_heap.h"
 #include "compat.h"
 #include "kfeatures.h"
 #include "log.h"
@@ -227,14 +228,19 @@ int features__scan_btf(const char *path, uint32_t *bits)
 		{ "bpf_get_attach_cookie_trace", BTF_KIND_FUNC, KH_FEAT_BPF_COOKIE },
 		{ "bpf_ringbuf_output", BTF_KIND_FUNC, KH_FEAT_RINGBUF },
 	};
+	void *heap = btf_heap__begin(path);
 	struct btf *btf = btf__parse(path, NULL);
 	bool preempt_enable = false;
 	__s32 do_exit_id = -1;
 	__u32 n;
 
 	*bits = 0;
-	if (!btf)
-		return -errno;
+	if (!btf) {
+		int err = -errno;
+
+		btf_heap__end(heap);
+		return err;
+	}
 	n = btf__type_cnt(btf);
 	for (__u32 id = 1; id < n; id++) {
 		const struct btf_type *t = btf__type_by_id(btf, id);
@@ -261,6 +267,7 @@ int features__scan_btf(const char *path, uint32_t *bits)
 	if (!preempt_enable)
 		*bits &= ~(1u << KH_FEAT_PREEMPT_KFUNCS);
 	btf__free(btf);
+	btf_heap__end(heap);
 	/* ftrace's symbols are there on builds that cannot attach trampolines too. */
 	if ((*bits & (1u << KH_FEAT_FENTRY)) && (do_exit_id <= 0 || !probe_fentry(do_exit_id)))
 		*bits &= ~(1u << KH_FEAT_FENTRY);

@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "btf_cache.h"
+#include "btf_heap.h"
 #include "compat.h"
 #include "khprof.skel.h"
 #include "khprof_classic.skel.h"
@@ -24,6 +25,7 @@
 #include "latency.h"
 #include "fileio.h"
 #include "log.h"
+#include "record.h"
 #include "tracer_impl.h"
 #include "span_clock.h"
 #include "tsc.h"
@@ -319,6 +321,7 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 	bool multi = features__has(f, KH_FEAT_UPROBE_MULTI);
 	bool early_exit = features__has(f, KH_FEAT_EXIT_BEFORE_MM);
 	bool fentry = features__has(f, KH_FEAT_FENTRY);
+	bool stop_forks;
 
 	(void)batch; /* every mode loads the same programs since the exec sample */
 	skel->rodata->have_preempt_kfuncs = features__has(f, KH_FEAT_PREEMPT_KFUNCS);
@@ -359,10 +362,18 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 	bpf_program__set_autoload(skel->progs.kh_thread_exit_old, !early_exit);
 	bpf_program__set_autoload(skel->progs.kh_exit_drain, !early_exit && fentry);
 	skel->rodata->drain_at_do_exit = !early_exit && fentry;
-	/* Forks are stopped to be followed, or to be made safe (process.c, watch_forks). */
+	/*
+	 * Forks are stopped to be followed, or to be made safe (process.c,
+	 * watch_forks): where neither is asked, their programs do not load;
+	 * a vforked child is followed from its execve only when following.
+	 */
+	stop_forks = follow_forks || features__has(f, KH_FEAT_OPTIMIZED_UPROBES);
+	bpf_program__set_autoload(skel->progs.kh_follow_fork, stop_forks);
+	bpf_program__set_autoload(skel->progs.kh_follow_exec, follow_forks);
+	/* The sites of a child made safe, not followed (trace.c, fork_stopped). */
+	bpf_program__set_autoload(skel->progs.kh_untraced, stop_forks && !follow_forks);
 	bpf_program__set_autoload(skel->progs.kh_fork_stop,
-				  (follow_forks || features__has(f, KH_FEAT_OPTIMIZED_UPROBES)) &&
-					  !features__has(f, KH_FEAT_SEND_SIGNAL_TASK));
+				  stop_forks && !features__has(f, KH_FEAT_SEND_SIGNAL_TASK));
 }
 
 /*
@@ -471,6 +482,7 @@ static int open_and_load(struct tracer *t)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, open_opts,
 		    .btf_custom_path = t->btf_cache.usable ? t->btf_cache.btf_path : NULL);
+	void *heap;
 	int err;
 
 	t->skel = tracer__open_object(&open_opts, &t->features);
@@ -483,6 +495,7 @@ static int open_and_load(struct tracer *t)
 	configure_sessions(t, realtime_minus_monotonic());
 	t->skel->rodata->trace_start_ns = t->trace_start_ns;
 	t->skel->rodata->stop_on_loader_event = t->opts.stop_on_loader;
+	t->skel->rodata->trace_mode = t->opts.mode;
 	if (t->btf_cache.usable) {
 		t->skel->rodata->core_ids_given = 1;
 		t->skel->rodata->kernel_id_task_struct = t->btf_cache.ids[BTF_ID_TASK_STRUCT];
@@ -498,7 +511,10 @@ static int open_and_load(struct tracer *t)
 	load_log_len = 0;
 	load_log[0] = '\0';
 	load_log_on = true;
+	/* libbpf parses the kernel's BTF first thing (btf_heap.h). */
+	heap = btf_heap__begin("/sys/kernel/btf/vmlinux");
 	err = khprof_bpf__load(t->skel);
+	btf_heap__end(heap);
 	load_log_on = false;
 	/*
 	 * With the cache, or with fentry programs that a kernel's BTF promised
@@ -508,6 +524,34 @@ static int open_and_load(struct tracer *t)
 	if (err && !t->btf_cache.usable && !uses_fentry(t))
 		report_load_error(t, err);
 	return err;
+}
+
+/*
+ * -v: the programs this mode, kernel and these options loaded (each costs
+ * the verifier's time at every start: docs/PERFORMANCE.md, row 3), and
+ * the mode whose paths kh_usdt kept (trace_mode).
+ */
+static void note_programs(const struct tracer *t)
+{
+	char names[1024];
+	struct bpf_program *prog;
+	size_t len = 0;
+	int n = 0;
+
+	names[0] = '\0';
+	bpf_object__for_each_program(prog, t->skel->obj) {
+		int w;
+
+		if (!bpf_program__autoload(prog))
+			continue;
+		w = snprintf(names + len, sizeof(names) - len, "%s%s", n ? " " : "",
+			     bpf_program__name(prog));
+		n++;
+		if (w > 0 && (size_t)w < sizeof(names) - len)
+			len += (size_t)w;
+	}
+	log__debug("start-up: %d programs loaded for %s mode: %s", n,
+		   kh_trace_mode__name(t->skel->rodata->trace_mode), names);
 }
 
 int tracer__open(struct tracer **out, const struct trace_options *opts)
@@ -533,7 +577,7 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 	t->warmer.pid = -1;
 	t->opts = *opts;
 	/* First: its wait for a grace period runs while the programs load. */
-	if (opts->attach_at_once) {
+	if (opts->attach_at_once && !getenv("NOWARM")) {
 		warmer__start(&t->warmer);
 		log__debug("start-up: uprobe warmer started in %.2f ms",
 			   (double)(tracer__now_ns() - t->open_ns) / 1e6);
@@ -609,6 +653,7 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 		t->sessions.cfg.fill_stacks = sampler__fill_stacks;
 		t->sessions.cfg.stacks_ctx = t->sampler;
 	}
+	note_programs(t);
 	log__debug("start-up: BPF object opened in %.1f ms, programs loaded in %.1f ms%s",
 		   (double)(t->trace_start_ns - t->open_ns) / 1e6,
 		   (double)(tracer__now_ns() - t->trace_start_ns) / 1e6,

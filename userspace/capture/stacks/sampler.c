@@ -18,6 +18,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "btf_heap.h"
 #include "khprof.skel.h"
 #include "khprof_shared.h"
 #include "log.h"
@@ -51,6 +52,7 @@ static int on_sample(void *ctx, void *data, size_t len)
 int sampler__load(struct sampler **out, struct khprof_bpf *skel, uint64_t hz)
 {
 	struct sampler *s = calloc(1, sizeof(*s));
+	void *heap;
 	int err;
 
 	*out = NULL;
@@ -68,7 +70,9 @@ int sampler__load(struct sampler **out, struct khprof_bpf *skel, uint64_t hz)
 		log__error("cannot share thread_store with the sampler: %s", strerror(-err));
 		goto fail;
 	}
+	heap = btf_heap__begin("/sys/kernel/btf/vmlinux"); /* libbpf parses it (btf_heap.h) */
 	err = sample_bpf__load(s->skel);
+	btf_heap__end(heap);
 	if (err) {
 		log__error("cannot load the sampler's BPF program: %s (run with -v for the "
 			   "verifier's log)", strerror(-err));
