@@ -25,6 +25,7 @@
 #include "buffers.h"
 #include "khprof.skel.h"
 #include "log.h"
+#include "misses.h"
 #include "tracer_impl.h"
 
 /* The clock of TSC times near anchor (a TSC reading and the kernel time then). */
@@ -169,20 +170,8 @@ void drain__detached(struct tracer *t, uint64_t detach_ns)
 /* How often the kernel skipped the thread-end programs on some CPU (any process's end). */
 static uint64_t exit_misses(const struct tracer *t)
 {
-	const struct bpf_program *progs[] = { t->skel->progs.kh_thread_exit,
-					       t->skel->progs.kh_thread_exit_again };
-	uint64_t misses = 0;
-
-	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
-		struct bpf_prog_info info;
-		__u32 len = sizeof(info);
-		int fd = bpf_program__fd(progs[i]);
-
-		memset(&info, 0, sizeof(info));
-		if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &info, &len) == 0)
-			misses += info.recursion_misses;
-	}
-	return misses;
+	return program__misses(t->skel->progs.kh_thread_exit) +
+	       program__misses(t->skel->progs.kh_thread_exit_again);
 }
 
 /*

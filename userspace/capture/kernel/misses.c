@@ -20,6 +20,18 @@ static uint64_t test_misses(const char *name)
 	return hook && strcmp(name, "kh_rss_stat") == 0 ? strtoull(hook, NULL, 10) : 0;
 }
 
+uint64_t program__misses(const struct bpf_program *prog)
+{
+	struct bpf_prog_info info;
+	__u32 info_len = sizeof(info);
+	int fd = bpf_program__fd(prog);
+
+	memset(&info, 0, sizeof(info));
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &info_len) != 0)
+		return 0;
+	return info.recursion_misses + test_misses(bpf_program__name(prog));
+}
+
 uint64_t programs__misses(const struct bpf_object *obj, char *by_name, size_t len)
 {
 	struct bpf_program *prog;
@@ -30,17 +42,8 @@ uint64_t programs__misses(const struct bpf_object *obj, char *by_name, size_t le
 		by_name[0] = '\0';
 	bpf_object__for_each_program(prog, obj) {
 		const char *name = bpf_program__name(prog);
-		struct bpf_prog_info info;
-		__u32 info_len = sizeof(info);
-		int fd = bpf_program__fd(prog);
-		uint64_t misses;
+		uint64_t misses = strcmp(name, "kh_thread_exit") ? program__misses(prog) : 0;
 
-		if (fd < 0 || strcmp(name, "kh_thread_exit") == 0)
-			continue;
-		memset(&info, 0, sizeof(info));
-		if (bpf_obj_get_info_by_fd(fd, &info, &info_len) != 0)
-			continue;
-		misses = info.recursion_misses + test_misses(name);
 		if (!misses)
 			continue;
 		total += misses;

@@ -15,6 +15,10 @@
 #include <stdint.h>
 
 struct bpf_object;
+struct bpf_program;
+
+/* How often the kernel skipped prog, 0 when it cannot say (before 5.12, or not loaded). */
+uint64_t program__misses(const struct bpf_program *prog);
 
 /*
  * The misses of obj's loaded programs, summed, and "name N, ..." of those
