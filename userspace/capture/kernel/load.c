@@ -577,7 +577,7 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 	t->warmer.pid = -1;
 	t->opts = *opts;
 	/* First: its wait for a grace period runs while the programs load. */
-	if (opts->attach_at_once && !getenv("NOWARM")) {
+	if (opts->attach_at_once) {
 		warmer__start(&t->warmer);
 		log__debug("start-up: uprobe warmer started in %.2f ms",
 			   (double)(tracer__now_ns() - t->open_ns) / 1e6);
