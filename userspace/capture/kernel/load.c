@@ -592,6 +592,13 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 
 	btf_cache__find(&t->btf_cache);
 	features__probe(&t->features, t->btf_cache.usable, t->btf_cache.features);
+	/* Before any other work: below the floor nothing else is tried. */
+	if (features__floor_missing(&t->features, floor, sizeof(floor))) {
+		log__error("kernel %s has no %s: khprof needs Linux 5.10 or later "
+			   "(see 'khprof features')", t->features.release, floor);
+		err = -ENOTSUP;
+		goto fail;
+	}
 	/* Scanned here on a first run: the cache written at close keeps these. */
 	if (t->features.btf_read) {
 		t->btf_cache.features = t->features.btf_bits;
@@ -608,12 +615,6 @@ int tracer__open(struct tracer **out, const struct trace_options *opts)
 		t->opts.mode = KH_MODE_SPAN;
 	/* Once the mode is final: batch mode's clock is decided from evidence. */
 	choose_clock(t);
-	if (features__floor_missing(&t->features, floor, sizeof(floor))) {
-		log__error("kernel %s has no %s: khprof needs Linux 5.10 or later "
-			   "(see 'khprof features')", t->features.release, floor);
-		err = -ENOTSUP;
-		goto fail;
-	}
 	err = open_and_load(t);
 	if (err && t->btf_cache.usable) {
 		/* A cache that no longer fits: rebuilt when this run closes. */
