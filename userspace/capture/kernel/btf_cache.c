@@ -19,7 +19,6 @@
 #include "log.h"
 
 #define NT_GNU_BUILD_ID_TYPE 3
-#define VMLINUX_BTF "/sys/kernel/btf/vmlinux"
 
 /* In the order of enum btf_cache_id. */
 static const char *const id_names[BTF_ID_COUNT] = { "task_struct", "mm_struct", "signal_struct" };

@@ -15,7 +15,6 @@
 #include "kfeatures.h"
 #include "log.h"
 
-#define VMLINUX_BTF "/sys/kernel/btf/vmlinux"
 
 static const struct {
 	const char *name;

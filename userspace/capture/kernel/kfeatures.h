@@ -17,6 +17,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Where the running kernel gives its BTF (CONFIG_DEBUG_INFO_BTF). */
+#define VMLINUX_BTF "/sys/kernel/btf/vmlinux"
+
 /* Append only, explicit values: the bits are kept in the CO-RE target cache. */
 enum kh_kernel_feature {
 	KH_FEAT_UPROBE_MULTI = 0,       /* uprobe-multi links filtering by process */

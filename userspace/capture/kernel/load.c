@@ -102,7 +102,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 
 static int check_kernel_support(void)
 {
-	if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) {
+	if (access(VMLINUX_BTF, R_OK) != 0) {
 		log__error("kernel has no BTF at '/sys/kernel/btf/vmlinux' "
 			   "(khprof needs a kernel built with CONFIG_DEBUG_INFO_BTF)");
 		return -ENOTSUP;
@@ -512,7 +512,7 @@ static int open_and_load(struct tracer *t)
 	load_log[0] = '\0';
 	load_log_on = true;
 	/* libbpf parses the kernel's BTF first thing (btf_heap.h). */
-	heap = btf_heap__begin("/sys/kernel/btf/vmlinux");
+	heap = btf_heap__begin(VMLINUX_BTF);
 	err = khprof_bpf__load(t->skel);
 	btf_heap__end(heap);
 	load_log_on = false;

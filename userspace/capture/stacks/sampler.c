@@ -19,6 +19,7 @@
 #include <bpf/libbpf.h>
 
 #include "btf_heap.h"
+#include "kfeatures.h"
 #include "khprof.skel.h"
 #include "khprof_shared.h"
 #include "log.h"
@@ -70,7 +71,7 @@ int sampler__load(struct sampler **out, struct khprof_bpf *skel, uint64_t hz)
 		log__error("cannot share thread_store with the sampler: %s", strerror(-err));
 		goto fail;
 	}
-	heap = btf_heap__begin("/sys/kernel/btf/vmlinux"); /* libbpf parses it (btf_heap.h) */
+	heap = btf_heap__begin(VMLINUX_BTF); /* libbpf parses it (btf_heap.h) */
 	err = sample_bpf__load(s->skel);
 	btf_heap__end(heap);
 	if (err) {
