@@ -227,8 +227,8 @@ int procfs__parse_mapping(const char *line, struct procfs_mapping *m)
 
 	m->path[0] = '\0';
 	/* The path is optional: anonymous mappings have none. */
-	if (sscanf(line, "%llx-%llx %7s %llx %*x:%*x %llu %4095[^\n]", &start, &end, m->perms,
-		   &offset, &inode, m->path) < 5)
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %4095[^\n]", &start, &end, m->perms,
+		   &offset, &m->dev_major, &m->dev_minor, &inode, m->path) < 7)
 		return -EINVAL;
 	m->start = start;
 	m->end = end;
@@ -253,4 +253,54 @@ int procfs__for_each_mapping(pid_t pid, procfs_mapping_fn fn, void *ctx)
 			ret = fn(&m, ctx);
 	fclose(maps);
 	return ret;
+}
+
+int procfs__parse_stop_stat(const char *stat, struct procfs_stop_view *out)
+{
+	const char *close = strrchr(stat, ')');
+	size_t pos = 0, start, len;
+	const char *fields;
+
+	if (!close || close[1] != ' ' || !close[2])
+		return -EINVAL;
+	fields = close + 2;
+	out->state = fields[0];
+	/* starttime is the 22nd field, the 20th after the name. */
+	for (int i = 0; i < 20; i++)
+		if (!next_word(fields, &pos, &start, &len))
+			return -EINVAL;
+	return parse_rust_u64(fields + start, len, &out->start_ticks) ? 0 : -EINVAL;
+}
+
+bool procfs__parse_stop_pending(const char *status)
+{
+	/* SIGSTOP, SIGTSTP, SIGTTIN and SIGTTOU: bits 18 to 21 of the masks. */
+	const uint64_t stops = 0xfull << 18;
+	static const char *const masks[] = { "SigPnd:", "ShdPnd:" };
+
+	for (size_t i = 0; i < sizeof(masks) / sizeof(masks[0]); i++) {
+		const char *line = strstr(status, masks[i]);
+		unsigned long long mask;
+
+		if (line && sscanf(line + strlen(masks[i]), "%llx", &mask) == 1 && (mask & stops))
+			return true;
+	}
+	return false;
+}
+
+int procfs__stop_view(pid_t pid, struct procfs_stop_view *out)
+{
+	char stat[STAT_BUF_SIZE], status[STATUS_BUF_SIZE];
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	err = read_proc_file(pid, "stat", stat, sizeof(stat));
+	if (!err)
+		err = procfs__parse_stop_stat(stat, out);
+	if (err || out->state != 'T')
+		return err;
+	err = read_proc_file(pid, "status", status, sizeof(status));
+	if (!err)
+		out->stop_pending = procfs__parse_stop_pending(status);
+	return err;
 }
