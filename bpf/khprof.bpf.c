@@ -173,6 +173,9 @@ static __always_inline void count_drop(__u32 slot, enum kh_drop drop)
 	kh_preempt_enable();
 }
 
+/* Stopping a process until khprof, or its stop keeper, lets it go. */
+#include "stops.bpf.h"
+
 /*
  * Minimum of two values less than 2^63 apart, without a
  * branch: in the unrolled batch walk every branch is one more fork for the
@@ -550,17 +553,6 @@ int kh_usdt(struct pt_regs *ctx)
 }
 
 /*
- * The probe sites of a child the traced process forked, when it is not
- * followed: linked only so that the kernel keeps its sites working in the
- * child (attach__protect_child); its hits are not the traced process's.
- */
-SEC("uprobe")
-int kh_untraced(struct pt_regs *ctx)
-{
-	return 0;
-}
-
-/*
  * The identity sites of a file, with a link of their own: sleepable, so
  * that bpf_copy_from_user_str can fault in a string on a page the program
  * never touched (a version literal in .rodata, the usual case).
@@ -626,8 +618,9 @@ int kh_loader_state(struct pt_regs *ctx)
 		return 0;
 	}
 	fill_event(e, KH_EVENT_LOADER_STATE, active_slot);
+	/* Not stopped, it runs on, and the library is attached a little late. */
 	if (stop_on_loader_event)
-		bpf_send_signal(SIGSTOP);
+		kh_stop(NULL, e, e->pid, traced_tgid ? KH_STOP_LOADER : KH_STOP_START);
 	event_submit(e);
 	return 0;
 }
@@ -671,5 +664,5 @@ int BPF_PROG(kh_process_fork, struct task_struct *parent, struct task_struct *ch
 
 /* Buffers of threads that end: a file of its own, for its length. */
 #include "thread_ends.bpf.h"
-/* Forked children: followed (--follow-forks) or made safe (attach__protect_child). */
+/* Forked children: followed (--follow-forks) or made safe (userspace/capture/stops/sites.h). */
 #include "follow.bpf.h"

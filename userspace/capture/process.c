@@ -93,7 +93,7 @@ static int watch_peaks(struct tracer *t, pid_t pid)
 /*
  * --follow-forks: the new processes pid forks (bpf/follow.bpf.h).  Without
  * it, only kernels that rewrite probe sites into calls (optimized uprobes)
- * need their forks stopped, to be made safe (attach__protect_child).
+ * need their forks stopped, to be made safe (stops/sites.h).
  */
 static int watch_forks(struct tracer *t, pid_t pid)
 {

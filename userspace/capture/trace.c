@@ -21,6 +21,7 @@
 #include "log.h"
 #include "misses.h"
 #include "sampler.h"
+#include "stops.h"
 #include "tracer_impl.h"
 
 /*
@@ -74,20 +75,52 @@ size_t tracer__records_emitted(const struct tracer *t)
 
 static void end_sessions(struct tracer *t, int exit_status, uint64_t now);
 
+/* The keeper let a stop of this process, or of a child, go before khprof came to it. */
+static void stop_let_go(struct tracer *t)
+{
+	sessions__note_let_go(&t->sessions);
+}
+
 /*
- * A process the traced one forked, stopped until someone resumes it, even
- * after an execve, whose new image is not traced, and neither are its
- * children.
+ * A forked child gets its probe sites' original bytes back before it runs
+ * (sites.h), followed or not, and even after the traced image's execve:
+ * the new image's uprobes are khprof's too.
+ */
+static void make_child_safe(struct tracer *t, pid_t parent, pid_t child)
+{
+	uint64_t begin = tracer__now_ns();
+	int restored = stops__make_safe(t->opts.stops, child);
+
+	if (restored < 0 && restored != -ESRCH)
+		log__warn("PID %d forked by PID %d may crash at a probe site: cannot put its probe "
+			  "sites back: %s", child, parent, strerror(-restored));
+	else if (restored >= 0)
+		log__debug("PID %d forked by PID %d: %d probe sites put back in %.3f ms", child,
+			   parent, restored, (double)(tracer__now_ns() - begin) / 1e6);
+}
+
+/*
+ * A process the traced one forked (or vforked and exec'd), stopped: made
+ * safe, followed if asked (not after an execve of the traced image: the
+ * new image is not traced, and neither are its children), let go.
  */
 static void fork_stopped(struct tracer *t, const struct kh_event *e)
 {
-	if (t->opts.on_fork && !t->ended) {
-		t->opts.on_fork((pid_t)e->pid, (pid_t)e->arg0, t->opts.fork_ctx);
+	pid_t child = (pid_t)e->arg0;
+	struct kh_stop_key stop;
+
+	if (!t->opts.stops || !stops__of_event(e, child, &stop))
+		return;
+	if (!stops__take_up(t->opts.stops, &stop)) {
+		stop_let_go(t);
 		return;
 	}
-	if (!t->ended)
-		attach__protect_child(t, (pid_t)e->arg0);
-	kill((pid_t)e->arg0, SIGCONT);
+	if (stop.kind == KH_STOP_FORK)
+		make_child_safe(t, (pid_t)e->pid, child);
+	if (t->opts.on_fork && !t->ended)
+		t->opts.on_fork((pid_t)e->pid, child, t->opts.fork_ctx);
+	if (!stops__release(t->opts.stops, &stop))
+		stop_let_go(t);
 }
 
 /*
@@ -103,19 +136,32 @@ static bool image_event(struct tracer *t)
 	return true;
 }
 
-/* The dynamic loader mapped objects: their probes are attached before their code runs. */
+/*
+ * The dynamic loader mapped objects: their probes are attached before
+ * their code runs, the process stopped meanwhile when khprof is its parent.
+ */
 static void loader_stopped(struct tracer *t, const struct kh_event *e)
 {
+	struct kh_stop_key stop;
+	bool stopped = t->opts.stops && stops__of_event(e, (pid_t)e->pid, &stop);
+
+	if (stopped && !stops__take_up(t->opts.stops, &stop)) {
+		/* Let go untraced: a new process is not attached; a library is, late. */
+		stop_let_go(t);
+		if (t->on_start)
+			return;
+		stopped = false;
+	}
 	if (t->on_start) {
 		/* A watcher's hook is a file's start, not the loader (process.c). */
-		t->on_start(e->pid, t->start_ctx);
+		t->on_start(e->pid, stopped ? &stop : NULL, t->start_ctx);
 		return;
 	}
 	/* After an execve the new image is not traced, but must not stay stopped. */
 	if (image_event(t))
 		tracer__attach_mapped(t);
-	if (t->opts.stop_on_loader)
-		kill(t->pid, SIGCONT);
+	if (stopped && !stops__release(t->opts.stops, &stop))
+		stop_let_go(t);
 }
 
 /* The old image's records end here; the new image is not traced. */
@@ -157,17 +203,31 @@ static void session_finished(struct tracer *t, const struct kh_event *e)
 	sessions__finish(&t->sessions, e, &totals, &latency);
 }
 
+/* Closing: a process stopped at the loader is let go, nothing attached. */
+static void let_loader_stop_go(struct tracer *t, const struct kh_event *e)
+{
+	struct kh_stop_key stop;
+
+	if (t->opts.stops && stops__of_event(e, (pid_t)e->pid, &stop) &&
+	    stops__take_up(t->opts.stops, &stop))
+		stops__release(t->opts.stops, &stop);
+}
+
 /*
  * Every event of the events and control rings, in order: the one place an
  * event's type is dispatched (bcc's and retsnoop's handle_event).  Closing
- * (attach__stop_watching_forks), only forks are still answered.
+ * (attach__stop_watching_forks), only stops are still answered.
  */
 static int handle_event(void *ctx, void *data, size_t len)
 {
 	struct tracer *t = ctx;
 	const struct kh_event *e = data;
 
-	if (len < sizeof(*e) || (t->closing && e->type != KH_EVENT_FORK))
+	if (len < sizeof(*e))
+		return 0;
+	if (t->closing && e->type == KH_EVENT_LOADER_STATE)
+		let_loader_stop_go(t, e);
+	if (t->closing && e->type != KH_EVENT_FORK)
 		return 0;
 	switch (e->type) {
 	case KH_EVENT_FORK:

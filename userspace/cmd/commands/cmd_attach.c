@@ -15,6 +15,7 @@
 #include "log.h"
 #include "privileges.h"
 #include "procfs.h"
+#include "stops.h"
 
 static const char attach_usage[] =
 	"usage: khprof attach -p PID [-o PATH] [--duration DURATION] [--identity KEY=VALUE]...\n"
@@ -114,9 +115,16 @@ static int attach_exe_cli(const struct trace_cli *cli)
 					 .quiet = cli->quiet, .duration_s = cli->duration_s,
 					 .from_start = !cli->no_stop, .serve = cli->serve };
 	struct output_state unused = { 0 };
+	struct stops *stops;
+	int code;
 
 	trace_options_from(cli, NULL, &unused, &o.trace);
-	return attach_exe(&o);
+	if (stops__open(&stops, cli->stop_limit_ns))
+		return KHPROF_EXIT_FAILURE;
+	o.trace.stops = stops;
+	code = attach_exe(&o);
+	stops__close(stops);
+	return code;
 }
 
 int cmd_attach(int argc, char **argv)
@@ -125,6 +133,7 @@ int cmd_attach(int argc, char **argv)
 	struct trace_options opts = { 0 };
 	struct event_loop loop = EVENT_LOOP_INIT;
 	struct tracer *t = NULL;
+	struct stops *stops = NULL;
 	struct trace_cli cli;
 	char exe[64];
 	sigset_t old_mask;
@@ -159,7 +168,14 @@ int cmd_attach(int argc, char **argv)
 	if (code)
 		return code;
 	code = KHPROF_EXIT_FAILURE;
+	/* The process's forks are stopped to be made safe (stops.h). */
+	if (stops__open(&stops, cli.stop_limit_ns)) {
+		live_metrics__close(out.metrics);
+		return KHPROF_EXIT_FAILURE;
+	}
+	opts.stops = stops;
 	if (tracer__open(&t, &opts)) {
+		stops__close(stops);
 		live_metrics__close(out.metrics);
 		return KHPROF_EXIT_FAILURE;
 	}
@@ -200,5 +216,6 @@ out:
 		tracer__close_in_background(t);
 	else
 		tracer__close(t);
+	stops__close(stops);
 	return code;
 }

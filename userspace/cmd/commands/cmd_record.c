@@ -26,6 +26,7 @@
 #include "privileges.h"
 #include "record_dir.h"
 #include "spread.h"
+#include "stops.h"
 
 static const char record_usage[] =
 	"usage: khprof record [-o PATH] [--identity KEY=VALUE]... [--mode MODE] [--user USER]\n"
@@ -248,6 +249,7 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	struct child_failure failure;
 	struct tracer *t = NULL;
 	struct follow *follow = NULL;
+	struct stops *stops = NULL;
 	int ready[2] = { -1, -1 }, exec_err[2] = { -1, -1 };
 	sigset_t old_mask;
 	int status = 0, code, err;
@@ -260,8 +262,15 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	code = serve_open(cli, &out, &loop);
 	if (code)
 		return code;
+	/* Before anything can stop COMMAND: its keeper (stops.h). */
+	if (stops__open(&stops, cli->stop_limit_ns)) {
+		live_metrics__close(out.metrics);
+		return KHPROF_EXIT_FAILURE;
+	}
+	opts.stops = stops;
 	if (cli->follow_forks) {
 		if (follow__open(&follow, cli, out.metrics)) {
+			stops__close(stops);
 			live_metrics__close(out.metrics);
 			return KHPROF_EXIT_FAILURE;
 		}
@@ -271,6 +280,7 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	err = tracer__open(&t, &opts);
 	if (err) {
 		follow__close(follow);
+		stops__close(stops);
 		live_metrics__close(out.metrics);
 		return KHPROF_EXIT_FAILURE;
 	}
@@ -369,6 +379,7 @@ out:
 		tracer__close_in_background(t);
 	else
 		tracer__close(t);
+	stops__close(stops);
 	return code;
 }
 

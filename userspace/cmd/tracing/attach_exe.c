@@ -6,11 +6,11 @@
  * (the BPF side keeps one process's session state per object).  A watcher
  * links PATH's first code for every process; its hits name new processes.
  * With from_start (the default; --no-stop clears it) the watcher's BPF
- * program also stops each one there (SIGSTOP) until its tracer is attached
- * (SIGCONT), as record does at dlopen, so that a scanner run of a few
- * milliseconds is recorded whole; otherwise a new process runs on for the
- * few milliseconds that attaching takes (8 ms measured here, the tracer
- * already loaded).
+ * program also stops each one there until its tracer is attached, as
+ * record does at dlopen (stops.h: the stop keeper lets it go if khprof
+ * cannot), so that a scanner run of a few milliseconds is recorded whole;
+ * otherwise a new process runs on for the few milliseconds that attaching
+ * takes (8 ms measured here, the tracer already loaded).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -33,10 +33,17 @@
 #include "log.h"
 #include "process_trace.h"
 #include "procfs.h"
+#include "stops.h"
 #include "trace.h"
 
-/* Pids the watcher reported, attached once its ring buffer is drained. */
+/* Processes the watcher reported, attached once its ring buffer is drained. */
 #define PENDING_MAX 256
+
+struct pending {
+	pid_t pid;
+	bool stopped;
+	struct kh_stop_key stop; /* with stopped: let go once attached */
+};
 
 struct exe_attach {
 	const struct exe_attach_options *o;
@@ -46,7 +53,7 @@ struct exe_attach {
 	struct tracer *watcher;
 	struct process_set set; /* the traced processes; set.epoll_fd is the loop's */
 	int signal_fd;
-	pid_t pending[PENDING_MAX];
+	struct pending pending[PENDING_MAX];
 	size_t pending_count;
 	size_t traced_total;
 	bool calibrated;
@@ -66,18 +73,27 @@ static uint64_t tag(enum tag_kind kind, struct process_trace *p)
 	return (uint64_t)(uintptr_t)p | kind; /* malloc'd: the low 3 bits are free */
 }
 
-static void on_start(pid_t pid, void *ctx)
+/* Stopped at its start whether or not it could be traced: let go. */
+static void let_go(struct exe_attach *ea, const struct pending *p)
+{
+	if (p->stopped)
+		stops__release(ea->o->trace.stops, &p->stop);
+}
+
+static void on_start(pid_t pid, const struct kh_stop_key *stop, void *ctx)
 {
 	struct exe_attach *ea = ctx;
+	struct pending p = { .pid = pid, .stopped = stop != NULL };
 
+	if (stop)
+		p.stop = *stop;
 	if (ea->pending_count < PENDING_MAX) {
-		ea->pending[ea->pending_count++] = pid;
+		ea->pending[ea->pending_count++] = p;
 		return;
 	}
 	log__warn("PID %d started '%s' while %d others waited: not traced", pid, ea->o->path,
 		  PENDING_MAX);
-	if (ea->o->from_start)
-		kill(pid, SIGCONT);
+	let_go(ea, &p);
 }
 
 /* A process record with its tracer opened and loaded, not yet attached. */
@@ -284,10 +300,8 @@ static void run(struct exe_attach *ea, uint64_t deadline_ns)
 			}
 		}
 		for (size_t i = 0; i < ea->pending_count; i++) {
-			process_start(ea, ea->pending[i]);
-			/* Stopped at its start whether or not it could be traced. */
-			if (ea->o->from_start)
-				kill(ea->pending[i], SIGCONT);
+			process_start(ea, ea->pending[i].pid);
+			let_go(ea, &ea->pending[i]);
 		}
 		ea->pending_count = 0;
 		prepare_spare(ea);
