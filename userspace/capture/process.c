@@ -28,6 +28,7 @@
 #include "procfs.h"
 #include "sampler.h"
 #include "stackstore.h"
+#include "stops.h"
 #include "tracer_impl.h"
 #include "usdt_elf.h"
 
@@ -220,7 +221,11 @@ static int attach_process(struct tracer *t, pid_t pid, const char *exe_path);
 int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path)
 {
 	uint64_t begin = tracer__now_ns();
-	int err = attach_process(t, pid, exe_path);
+	/* Nothing that stops a process is attached before its keeper runs (stops.h). */
+	int err = stops__ready(t->opts.stops);
+
+	if (!err)
+		err = attach_process(t, pid, exe_path);
 
 	/* Every link of the start-up exists (libraries mapped later follow within ms). */
 	warmer__stop(&t->warmer);
@@ -475,6 +480,9 @@ int tracer__watch_starts(struct tracer *t, const char *path, tracer_start_fn fn,
 	uint64_t start;
 	int err;
 
+	err = stops__ready(t->opts.stops);
+	if (err)
+		return err;
 	err = elf__start_offset(path, &start);
 	if (err) {
 		log__error("cannot watch '%s' for new processes: %s", path,

@@ -272,35 +272,42 @@ int procfs__parse_stop_stat(const char *stat, struct procfs_stop_view *out)
 	return parse_rust_u64(fields + start, len, &out->start_ticks) ? 0 : -EINVAL;
 }
 
-bool procfs__parse_stop_pending(const char *status)
+int procfs__parse_stop_status(const char *status, struct procfs_stop_view *out)
 {
 	/* SIGSTOP, SIGTSTP, SIGTTIN and SIGTTOU: bits 18 to 21 of the masks. */
 	const uint64_t stops = 0xfull << 18;
 	static const char *const masks[] = { "SigPnd:", "ShdPnd:" };
+	const char *state = strstr(status, "State:");
+	char letter;
 
+	if (!state || sscanf(state + strlen("State:"), " %c", &letter) != 1)
+		return -EINVAL;
+	out->state = letter;
+	out->stop_pending = false;
 	for (size_t i = 0; i < sizeof(masks) / sizeof(masks[0]); i++) {
 		const char *line = strstr(status, masks[i]);
 		unsigned long long mask;
 
 		if (line && sscanf(line + strlen(masks[i]), "%llx", &mask) == 1 && (mask & stops))
-			return true;
+			out->stop_pending = true;
 	}
-	return false;
+	return 0;
 }
 
-int procfs__stop_view(pid_t pid, struct procfs_stop_view *out)
+int procfs__stop_view(pid_t pid, bool with_start, struct procfs_stop_view *out)
 {
 	char stat[STAT_BUF_SIZE], status[STATUS_BUF_SIZE];
 	int err;
 
 	memset(out, 0, sizeof(*out));
-	err = read_proc_file(pid, "stat", stat, sizeof(stat));
-	if (!err)
-		err = procfs__parse_stop_stat(stat, out);
-	if (err || out->state != 'T')
-		return err;
+	if (with_start) {
+		err = read_proc_file(pid, "stat", stat, sizeof(stat));
+		if (!err)
+			err = procfs__parse_stop_stat(stat, out);
+		/* Not stopped: nothing pending to look for. */
+		if (err || out->state != 'T')
+			return err;
+	}
 	err = read_proc_file(pid, "status", status, sizeof(status));
-	if (!err)
-		out->stop_pending = procfs__parse_stop_pending(status);
-	return err;
+	return err ? err : procfs__parse_stop_status(status, out);
 }

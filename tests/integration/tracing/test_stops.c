@@ -15,11 +15,13 @@
  * process shows stopped in /proc.  "before": khprof is killed before.
  *
  * Killed, khprof runs with --stop-limit none, so that only its end can let
- * a process go (the keeper's pidfd); frozen, with a limit of 250 ms, which
- * is what lets the process go, and khprof, resumed, says it was let go.
- * No assertion is about time: on a machine slow enough that khprof itself
- * takes longer than the limit, more stops are let go, and every process
- * still finishes as its own.
+ * a process go (the keeper's pidfd).  Frozen, the limit is what lets the
+ * process go, and khprof, resumed, says it was let go; so that no time
+ * decides which stop the keeper lets go and when, the keeper has a hook of
+ * its own (KHPROF_TEST_KEEPER_HOOK): with a limit of 1 ms it asks
+ * "limit PID KIND" of every stop, and the test lets go the one under test
+ * once khprof is frozen at its step (and everything after it, with khprof
+ * frozen), and no other.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -72,12 +74,25 @@ struct source {
 	size_t all_len;
 };
 
+/* What the test answers the keeper's "limit PID KIND" with. */
+enum keeper_policy {
+	KEEP,      /* n: khprof lets it go (before the trigger) */
+	HOLD,      /* after the trigger: a stop of the kind under test waits for a verdict */
+	TARGET,    /* y to the stop under test (target_pid, or any of its kind), hold the rest */
+	LET_GO,    /* y: khprof is frozen past the stop under test */
+};
+
 struct run {
 	enum kind kind;
 	pid_t khprof;
 	int khprof_code; /* exit code, or 128+signal, once reaped; -1 before */
-	int hook;        /* the test's end of the hook socket */
-	struct source hooks, out, err;
+	int hook;        /* the test's end of khprof's hook socket */
+	int keeper_hook; /* and of the keeper's */
+	struct source hooks, out, err, keeper;
+	enum keeper_policy policy;
+	pid_t target_pid;   /* with TARGET: the stop under test's process, 0: the first of its kind */
+	bool question_held; /* the keeper waits for a verdict on held_line */
+	char held_line[64];
 	int in;          /* the workload's stdin */
 	pid_t target;    /* the test's own child (attach kinds), else 0 */
 	pid_t shell;     /* the shell COMMAND (K_SHELL) */
@@ -140,6 +155,46 @@ static void answer(struct run *r)
 
 enum got { GOT_HOOK, GOT_OUT, GOT_ERR, GOT_EOF };
 
+static void verdict(struct run *r, char answer)
+{
+	if (r->keeper_hook >= 0 && send(r->keeper_hook, &answer, 1, MSG_NOSIGNAL) != 1) {
+		close(r->keeper_hook);
+		r->keeper_hook = -1;
+	}
+	r->question_held = false;
+}
+
+/* The keeper asks about one stop at a time: answered now, or held (policy). */
+static void judge(struct run *r)
+{
+	char kind[16];
+	int pid;
+	bool of_kind;
+
+	if (!r->question_held)
+		return;
+	assert_int_equal(sscanf(r->held_line, "limit %d %15s", &pid, kind), 2);
+	of_kind = !stop_kinds[r->kind] || !strcmp(kind, stop_kinds[r->kind]);
+	if (r->policy == KEEP || (!of_kind && r->policy != LET_GO)) {
+		verdict(r, 'n');
+	} else if (r->policy == LET_GO) {
+		verdict(r, 'y');
+	} else if (r->policy == TARGET && (!r->target_pid || pid == r->target_pid)) {
+		verdict(r, 'y');
+		r->policy = LET_GO;
+	} else if (r->policy == TARGET) {
+		verdict(r, 'n'); /* another stop of the kind: khprof's */
+	}
+}
+
+/* From now on the keeper lets go the stop under test (pid, or the first of its kind). */
+static void let_go_target(struct run *r, pid_t pid)
+{
+	r->policy = TARGET;
+	r->target_pid = pid;
+	judge(r);
+}
+
 /*
  * Reads what comes, answering every hook step but the one wanted (step,
  * and kind unless NULL), until that step, a line of the workload's output
@@ -151,8 +206,8 @@ static enum got pump(struct run *r, const char *step, const char *kind, const ch
 		     const char *err)
 {
 	for (;;) {
-		struct pollfd fds[3];
-		struct source *srcs[3];
+		struct pollfd fds[4];
+		struct source *srcs[4];
 		nfds_t n = 0;
 
 		while (take_line(&r->hooks, r->line, sizeof(r->line))) {
@@ -171,6 +226,12 @@ static enum got pump(struct run *r, const char *step, const char *kind, const ch
 		while (take_line(&r->err, r->line, sizeof(r->line)))
 			if (err && strstr(r->line, err))
 				return GOT_ERR;
+		while (!r->question_held && take_line(&r->keeper, r->held_line, sizeof(r->held_line))) {
+			r->question_held = true;
+			judge(r);
+		}
+		if (!r->keeper.eof && r->keeper.fd >= 0 && !r->question_held)
+			srcs[n++] = &r->keeper;
 		if (!r->hooks.eof && r->hooks.fd >= 0)
 			srcs[n++] = &r->hooks;
 		if (!r->out.eof && r->out.fd >= 0 && r->out.len + 1 < sizeof(r->out.buf))
@@ -202,12 +263,13 @@ static void expect_out(struct run *r, const char *what)
  */
 static void start_khprof(struct run *r, char **argv)
 {
-	int in[2], out[2], err[2], hook[2];
+	int in[2], out[2], err[2], hook[2], keeper[2];
 
 	assert_int_equal(pipe2(in, O_CLOEXEC), 0);
 	assert_int_equal(pipe2(out, O_CLOEXEC), 0);
 	assert_int_equal(pipe2(err, O_CLOEXEC), 0);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, hook), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, keeper), 0);
 	r->khprof = fork();
 	assert_true(r->khprof >= 0);
 	if (r->khprof == 0) {
@@ -220,6 +282,9 @@ static void start_khprof(struct run *r, char **argv)
 		fcntl(hook[1], F_SETFD, 0);
 		snprintf(fd, sizeof(fd), "%d", hook[1]);
 		setenv("KHPROF_TEST_STOP_HOOK", fd, 1);
+		fcntl(keeper[1], F_SETFD, 0);
+		snprintf(fd, sizeof(fd), "%d", keeper[1]);
+		setenv("KHPROF_TEST_KEEPER_HOOK", fd, 1);
 		execv(argv[0], argv);
 		_exit(RUN_EXEC_FAILED);
 	}
@@ -227,9 +292,12 @@ static void start_khprof(struct run *r, char **argv)
 	close(out[1]);
 	close(err[1]);
 	close(hook[1]);
+	close(keeper[1]);
 	r->khprof_code = -1;
 	r->hook = hook[0];
+	r->keeper_hook = keeper[0];
 	source_init(&r->hooks, hook[0], false);
+	source_init(&r->keeper, keeper[0], false);
 	source_init(&r->err, err[0], true);
 	if (r->kind == K_ATTACH || r->kind == K_EXE) {
 		/* The workload is the test's own child: its pipes come from start_target. */
@@ -361,6 +429,7 @@ static void act(struct run *r, enum fate fate)
 /* The stop under test is made: the workload is told to do what khprof stops it for. */
 static void trigger(struct run *r)
 {
+	r->policy = HOLD;
 	switch (r->kind) {
 	case K_SHELL:
 		send_line(r, "go\n");
@@ -397,7 +466,7 @@ static pid_t stopped_process(struct run *r)
 /* khprof running, and the workload started and past its first stops. */
 static void start(struct run *r, enum fate fate)
 {
-	const char *limit = fate == KILLED ? "none" : "250ms";
+	const char *limit = fate == KILLED ? "none" : "1ms";
 	char out[512];
 	char *argv[16] = { khprof };
 	size_t n = 1;
@@ -458,6 +527,16 @@ static void start(struct run *r, enum fate fate)
 	}
 }
 
+/*
+ * The test's own child's exit status, once its output ends: the hooks are
+ * answered meanwhile (the keeper may wait for a verdict on its stop).
+ */
+static int wait_target(struct run *r)
+{
+	assert_int_equal(pump(r, NULL, NULL, "\x01", NULL), GOT_EOF);
+	return wait_exit(r->target);
+}
+
 /* What every process of the run must have done, whatever happened to khprof. */
 static void expect_results(struct run *r)
 {
@@ -482,10 +561,10 @@ static void expect_results(struct run *r)
 		expect_out(r, "exit ");
 		assert_string_equal(r->line, "exit 3");
 		if (r->kind == K_ATTACH)
-			assert_int_equal(wait_exit(r->target), 3);
+			assert_int_equal(wait_target(r), 3);
 		break;
 	case K_EXE:
-		assert_int_equal(wait_exit(r->target), 6);
+		assert_int_equal(wait_target(r), 6);
 		break;
 	default:
 		fail();
@@ -533,6 +612,8 @@ static void close_run(struct run *r)
 {
 	if (r->hook >= 0)
 		close(r->hook);
+	if (r->keeper_hook >= 0)
+		close(r->keeper_hook);
 	if (r->in >= 0)
 		close(r->in);
 	if (r->out.fd >= 0)
@@ -549,7 +630,7 @@ static bool applies(enum kind kind, enum moment moment)
 
 static void scenario(enum kind kind, enum moment moment, enum fate fate)
 {
-	struct run r = { .kind = kind, .in = -1, .hook = -1 };
+	struct run r = { .kind = kind, .in = -1, .hook = -1, .keeper_hook = -1 };
 
 	if (!applies(kind, moment))
 		return;
@@ -565,13 +646,25 @@ static void scenario(enum kind kind, enum moment moment, enum fate fate)
 		if (fate == KILLED) {
 			stopped_process(&r);
 			act(&r, KILLED);
+		} else {
+			let_go_target(&r, 0);
 		}
 	} else {
 		trigger(&r);
 		if (pump(&r, moment_steps[moment], stop_kinds[kind], NULL, NULL) != GOT_HOOK)
 			fail_msg("%s: khprof never came to '%s %s': %s", kind_names[kind],
-				 moment_steps[moment], stop_kinds[kind], r.err.all);
+				 moment_steps[moment], stop_kinds[kind] ? stop_kinds[kind] : "",
+				 r.err.all);
 		act(&r, fate);
+		if (fate == FROZEN) {
+			int pid;
+
+			assert_int_equal(sscanf(r.line, "%*s %d", &pid), 1);
+			if (debug_lines)
+				fprintf(stderr, "[frozen at %s: PID %d in state %c]\n", r.line, pid,
+					state_of((pid_t)pid));
+			let_go_target(&r, (pid_t)pid);
+		}
 	}
 	expect_results(&r);
 	if (fate == FROZEN) {

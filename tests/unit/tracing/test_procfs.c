@@ -299,21 +299,32 @@ static void test_stop_stat(void **state)
 	assert_int_equal(procfs__parse_stop_stat("no name here", &v), -EINVAL);
 }
 
+static bool stop_pending(const char *masks)
+{
+	struct procfs_stop_view v;
+	char *status;
+
+	assert_true(asprintf(&status, "Name:\tx\nState:\tT (stopped)\n%s", masks) > 0);
+	assert_int_equal(procfs__parse_stop_status(status, &v), 0);
+	assert_int_equal(v.state, 'T');
+	free(status);
+	return v.stop_pending;
+}
+
 /* A stop signal pending, shared or the thread's own: SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU only. */
 static void test_stop_pending(void **state)
 {
+	struct procfs_stop_view v;
+
 	(void)state;
-	assert_false(procfs__parse_stop_pending("SigPnd:\t0000000000000000\n"
-						 "ShdPnd:\t0000000000000000\n"));
+	assert_false(stop_pending("SigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\n"));
 	/* SIGCONT (18: bit 17) and SIGCHLD (17: bit 16) are not stop signals. */
-	assert_false(procfs__parse_stop_pending("SigPnd:\t0000000000030000\n"
-						 "ShdPnd:\t0000000000000000\n"));
-	assert_true(procfs__parse_stop_pending("SigPnd:\t0000000000000000\n"
-						"ShdPnd:\t0000000000080000\n")); /* SIGTSTP */
-	assert_true(procfs__parse_stop_pending("SigPnd:\t0000000000040000\n"
-						"ShdPnd:\t0000000000000000\n")); /* SIGSTOP */
-	assert_true(procfs__parse_stop_pending("ShdPnd:\t0000000000200000\n")); /* SIGTTOU */
-	assert_false(procfs__parse_stop_pending("ShdPnd:\t0000000000400000\n")); /* SIGURG */
+	assert_false(stop_pending("SigPnd:\t0000000000030000\nShdPnd:\t0000000000000000\n"));
+	assert_true(stop_pending("SigPnd:\t0000000000000000\nShdPnd:\t0000000000080000\n"));
+	assert_true(stop_pending("SigPnd:\t0000000000040000\nShdPnd:\t0000000000000000\n"));
+	assert_true(stop_pending("ShdPnd:\t0000000000200000\n")); /* SIGTTOU */
+	assert_false(stop_pending("ShdPnd:\t0000000000400000\n")); /* SIGURG */
+	assert_int_equal(procfs__parse_stop_status("Name:\tx\n", &v), -EINVAL);
 }
 
 /* A live child stopped, as the kernel shows it: state T, its start time, nothing pending. */
@@ -330,17 +341,18 @@ static void test_stop_view_of_child(void **state)
 		_exit(0);
 	}
 	assert_int_equal(waitid(P_PID, (id_t)pid, &info, WSTOPPED | WNOWAIT), 0);
-	assert_int_equal(procfs__stop_view(pid, &v), 0);
+	assert_int_equal(procfs__stop_view(pid, true, &v), 0);
 	assert_int_equal(v.state, 'T');
 	assert_true(v.start_ticks > 0);
 	assert_false(v.stop_pending);
 	/* Asked to stop again while stopped: the signal waits, pending. */
 	assert_int_equal(kill(pid, SIGTSTP), 0);
-	assert_int_equal(procfs__stop_view(pid, &v), 0);
+	assert_int_equal(procfs__stop_view(pid, false, &v), 0);
+	assert_int_equal(v.state, 'T');
 	assert_true(v.stop_pending);
 	assert_int_equal(kill(pid, SIGKILL), 0);
 	assert_int_equal(waitpid(pid, NULL, 0), pid);
-	assert_int_equal(procfs__stop_view(pid, &v), -ENOENT);
+	assert_int_equal(procfs__stop_view(pid, true, &v), -ENOENT);
 }
 
 int main(void)

@@ -56,6 +56,7 @@ struct keeper {
 	struct kh_stop_key *queue;
 	size_t head, tail, cap;
 	size_t let_go;      /* at the limit, while khprof lived */
+	int hook_fd;        /* KHPROF_TEST_KEEPER_HOOK (stops.c), or -1 */
 };
 
 static uint64_t now_ns(void)
@@ -97,6 +98,27 @@ static bool ended_by_keeper(enum stop_end end)
 	return end == STOP_ENDED || end == STOP_HANDED_OVER;
 }
 
+/*
+ * Test hook: "limit PID KIND" when a stop reaches its limit, and the test
+ * answers y (let it go now) or n (leave it to khprof, or to khprof's end):
+ * a test lets go exactly the stop it chose, while khprof is frozen at the
+ * step it chose, however long khprof took to get there.
+ */
+static bool test_allows(struct keeper *k, const struct kh_stop_key *key)
+{
+	char line[64], answer = 'y';
+	int len;
+
+	if (k->hook_fd < 0)
+		return true;
+	len = snprintf(line, sizeof(line), "limit %u %s\n", key->tgid, stops__kind_name(key->kind));
+	if (write(k->hook_fd, line, (size_t)len) != len || read(k->hook_fd, &answer, 1) != 1) {
+		close(k->hook_fd);
+		k->hook_fd = -1;
+	}
+	return answer == 'y';
+}
+
 /* Lets go every noted stop whose limit has come, then sets the timer for the next. */
 static void let_go_due(struct keeper *k)
 {
@@ -104,7 +126,8 @@ static void let_go_due(struct keeper *k)
 	struct itimerspec next = { 0 };
 
 	while (k->head < k->tail && k->queue[k->head].stamp_ns + k->limit_ns <= now) {
-		if (ended_by_keeper(stops__end(k->table_fd, &k->queue[k->head], k->sites)))
+		if (test_allows(k, &k->queue[k->head]) &&
+		    ended_by_keeper(stops__end(k->table_fd, &k->queue[k->head], true, k->sites)))
 			k->let_go++;
 		k->head++;
 	}
@@ -125,7 +148,7 @@ static size_t let_go_all(struct keeper *k)
 	size_t count = 0, tries = 0;
 
 	while (tries++ < 2 * KH_STOPS_MAX && bpf_map_get_next_key(k->table_fd, NULL, &key) == 0) {
-		if (ended_by_keeper(stops__end(k->table_fd, &key, k->sites)))
+		if (ended_by_keeper(stops__end(k->table_fd, &key, true, k->sites)))
 			count++;
 		else if (!memcmp(&key, &last, sizeof(key)))
 			bpf_map_delete_elem(k->table_fd, &key); /* cannot be taken: do not loop on it */
@@ -220,11 +243,14 @@ static void step_aside(const int *keep, size_t keep_count)
  * command khprof records, and its children, die of it.  The tie is often
  * khprof itself (a shell's job), or a parent that ends when it does
  * (timeout, sudo): measured here, a child stopped at its fork died of
- * SIGHUP in 3 of 4 kills of khprof under timeout.  So the keeper joins
- * khprof's group, and its own parent, the anchor, sits in a group of its
- * own in the same session: the keeper is a tie as long as it lives, and it
- * lets every stop go before it exits.  The anchor holds nothing and waits.
- * Returns in the keeper; the anchor exits when the keeper does.
+ * SIGHUP in 3 of 4 kills of khprof under timeout.  So under record
+ * (group: khprof's) the keeper joins khprof's group, and its own parent,
+ * the anchor, sits in a group of its own in the same session: the keeper
+ * is a tie as long as it lives, and it lets every stop go before it
+ * exits.  Under attach (group 0) the processes stopped are in groups of
+ * their own, and the keeper stays in the anchor's, out of the way of a
+ * kill aimed at khprof's.  The anchor holds nothing and waits.  Returns
+ * in the keeper; the anchor exits when the keeper does.
  */
 static void anchor(pid_t group)
 {
@@ -237,7 +263,8 @@ static void anchor(pid_t group)
 		return; /* the anchor keeps, from a group of its own */
 	if (keeper == 0) {
 		/* Failing (khprof's group is gone), the keeper stays in the anchor's. */
-		setpgid(0, group);
+		if (group > 0)
+			setpgid(0, group);
 		return;
 	}
 	close_all_but(NULL, 0);
@@ -262,7 +289,7 @@ static int parse_fd(const char *text, int *fd)
 int stops__keeper_main(int argc, char **argv)
 {
 	static const int kept_caps[] = { CAP_KILL, CAP_SYS_PTRACE, CAP_BPF };
-	struct keeper k = { .timer_fd = -1 };
+	struct keeper k = { .timer_fd = -1, .hook_fd = -1 };
 	struct ring_buffer *rb = NULL;
 	struct epoll_event ev = { .events = EPOLLIN };
 	int sites_fd, epoll_fd, khprof_pid, group;
@@ -270,8 +297,8 @@ int stops__keeper_main(int argc, char **argv)
 	size_t at_end;
 	char *end;
 
-	/* khprof-keeper TABLE NOTES SITES KHPROF_PIDFD KHPROF_PID LIMIT_NS KHPROF_PGRP */
-	if (argc != 8 || parse_fd(argv[1], &k.table_fd) || parse_fd(argv[2], &k.notes_fd) ||
+	/* khprof-keeper TABLE NOTES SITES KHPROF_PIDFD KHPROF_PID LIMIT_NS KHPROF_PGRP HOOK */
+	if (argc != 9 || parse_fd(argv[1], &k.table_fd) || parse_fd(argv[2], &k.notes_fd) ||
 	    parse_fd(argv[3], &sites_fd) || parse_fd(argv[4], &k.khprof_fd) ||
 	    parse_fd(argv[5], &khprof_pid) || parse_fd(argv[7], &group)) {
 		log__error("'%s' is started by khprof, not by hand", STOPS_KEEPER_NAME);
@@ -280,10 +307,12 @@ int stops__keeper_main(int argc, char **argv)
 	k.khprof = (pid_t)khprof_pid;
 	limit = strtoull(argv[6], &end, 10);
 	k.limit_ns = *end ? 0 : limit;
+	if (strcmp(argv[8], "-1") && parse_fd(argv[8], &k.hook_fd))
+		k.hook_fd = -1;
 	{
-		const int keep[] = { k.table_fd, k.notes_fd, sites_fd, k.khprof_fd };
+		const int keep[] = { k.table_fd, k.notes_fd, sites_fd, k.khprof_fd, k.hook_fd };
 
-		step_aside(keep, 4);
+		step_aside(keep, 5);
 		anchor((pid_t)group);
 	}
 	keep_only(kept_caps, sizeof(kept_caps) / sizeof(kept_caps[0]));

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -24,11 +26,31 @@
 #include "sites.h"
 #include "stops.h"
 
+/*
+ * The keeper's start, on a thread of its own (stops__open): its command
+ * line, and what the child side needs until it has exec'd.
+ */
+struct spawn {
+	/* The table, the notes, the sites, khprof's pidfd, the keeper's test hook or -1: kept across exec. */
+	int keep[5];
+	char text[6][24];
+	char *argv[10];
+	sigset_t mask;
+	int err;     /* the exec's errno, left by the child */
+	pid_t pid;
+	pthread_t thread;
+	bool started; /* the thread runs until stops__ready joins it */
+	uint64_t took_ns;
+};
+
 struct stops {
 	int table_fd;  /* kh_stops */
 	int notes_fd;  /* kh_stop_notes */
 	int sites_fd;  /* the site table's memfd */
 	struct site_table *sites;
+	struct spawn spawn;
+	int start_err; /* the keeper's start failed: -errno, once stops__ready knows */
+	uint64_t open_ns; /* what stops__open took on khprof's own thread */
 	pid_t keeper;
 	int keeper_fd; /* the keeper's pidfd: readable if it is gone */
 	bool keeper_gone_said;
@@ -42,26 +64,34 @@ static int pidfd_open(pid_t pid)
 	return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
-/*
- * The keeper's child side of clone(CLONE_VM | CLONE_VFORK), as
- * posix_spawn's: it shares khprof's memory until the exec, so it only
- * clears close-on-exec on what the keeper keeps, restores the signal mask
- * and execs; a failure is left in err for khprof.
- */
-struct spawn {
-	char **argv;
-	const int *keep;
-	size_t keep_count;
-	sigset_t mask;
-	int err;
-};
+const char *stops__kind_name(uint32_t kind)
+{
+	static const char *const names[] = { "none", "loader", "start", "fork", "exec" };
 
-static int spawn_keeper(void *arg)
+	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The child side of clone(CLONE_VM | CLONE_VFORK), as posix_spawn's: it
+ * shares khprof's memory until the exec, so it only clears close-on-exec
+ * on what the keeper keeps, restores the signal mask and execs; a failure
+ * is left in err for khprof.
+ */
+static int spawn_child(void *arg)
 {
 	struct spawn *sp = arg;
 
-	for (size_t i = 0; i < sp->keep_count; i++)
-		fcntl(sp->keep[i], F_SETFD, 0);
+	for (size_t i = 0; i < sizeof(sp->keep) / sizeof(sp->keep[0]); i++)
+		if (sp->keep[i] >= 0)
+			fcntl(sp->keep[i], F_SETFD, 0);
 	sigprocmask(SIG_SETMASK, &sp->mask, NULL);
 	execv("/proc/self/exe", sp->argv);
 	sp->err = errno;
@@ -74,61 +104,109 @@ static int spawn_keeper(void *arg)
  * with four descriptors, khprof's pid and process group and the limit on
  * its command line.  What starts is the keeper's anchor, which starts the
  * keeper itself in khprof's process group (keeper.c says why).
+ *
+ * On a thread: the vfork waits until the child has exec'd, which took
+ * 0.1 ms on an idle CPU and up to 8 ms here at load 9 on 2 CPUs, waiting
+ * for a CPU; the programs' load goes on meanwhile, and the keeper is
+ * waited for only before the first program that stops is attached.
  */
-static int start_keeper(struct stops *s, int self_fd)
+static void *spawn_thread(void *arg)
 {
 	static char stack[32768] __attribute__((aligned(16)));
-	int keep[] = { s->table_fd, s->notes_fd, s->sites_fd, self_fd };
-	char fds[4][16], pid_text[16], limit[24], pgrp[16];
-	char *argv[] = { STOPS_KEEPER_NAME, fds[0], fds[1], fds[2], fds[3], pid_text, limit, pgrp,
-			 NULL };
-	struct spawn sp = { .argv = argv, .keep = keep, .keep_count = 4 };
+	struct spawn *sp = arg;
+	uint64_t begin = now_ns();
 	sigset_t all;
-	pid_t pid;
 
-	for (size_t i = 0; i < 4; i++)
-		snprintf(fds[i], sizeof(fds[i]), "%d", keep[i]);
-	snprintf(pid_text, sizeof(pid_text), "%d", (int)getpid());
-	snprintf(limit, sizeof(limit), "%" PRIu64, s->limit_ns);
-	snprintf(pgrp, sizeof(pgrp), "%d", (int)getpgrp());
 	/* No handler of khprof's may run in the child, on khprof's memory. */
 	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &sp.mask);
-	pid = clone(spawn_keeper, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &sp);
-	sigprocmask(SIG_SETMASK, &sp.mask, NULL);
-	if (pid < 0)
-		return -errno;
-	if (sp.err) {
-		waitpid(pid, NULL, 0);
-		return -sp.err;
+	pthread_sigmask(SIG_BLOCK, &all, &sp->mask);
+	sp->pid = clone(spawn_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, sp);
+	if (sp->pid < 0)
+		sp->err = errno;
+	else if (sp->err)
+		waitpid(sp->pid, NULL, 0);
+	pthread_sigmask(SIG_SETMASK, &sp->mask, NULL);
+	/* khprof's own pidfd and the keeper's hook: the child holds its copies from the clone on. */
+	close(sp->keep[3]);
+	if (sp->keep[4] >= 0)
+		close(sp->keep[4]);
+	sp->took_ns = now_ns() - begin;
+	return NULL;
+}
+
+static int start_keeper(struct stops *s, int self_fd, bool hold_group, int keeper_hook)
+{
+	struct spawn *sp = &s->spawn;
+	int err;
+
+	sp->keep[0] = s->table_fd;
+	sp->keep[1] = s->notes_fd;
+	sp->keep[2] = s->sites_fd;
+	sp->keep[3] = self_fd;
+	sp->keep[4] = keeper_hook;
+	sp->argv[0] = STOPS_KEEPER_NAME;
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(sp->text[i], sizeof(sp->text[i]), "%d", sp->keep[i]);
+		sp->argv[1 + i] = sp->text[i];
 	}
-	s->keeper = pid;
-	s->keeper_fd = pidfd_open(pid);
+	snprintf(sp->text[4], sizeof(sp->text[4]), "%d", (int)getpid());
+	sp->argv[5] = sp->text[4];
+	if (asprintf(&sp->argv[6], "%" PRIu64, s->limit_ns) < 0 ||
+	    asprintf(&sp->argv[7], "%d", hold_group ? (int)getpgrp() : 0) < 0)
+		return -ENOMEM;
+	snprintf(sp->text[5], sizeof(sp->text[5]), "%d", keeper_hook);
+	sp->argv[8] = sp->text[5];
+	sp->argv[9] = NULL;
+	err = pthread_create(&sp->thread, NULL, spawn_thread, sp);
+	if (err)
+		return -err;
+	sp->started = true;
 	return 0;
 }
 
-/* KHPROF_TEST_STOP_HOOK=FD: tests see each step and say when to go on. */
-static void open_hook(struct stops *s)
+int stops__ready(struct stops *s)
 {
-	const char *hook = getenv("KHPROF_TEST_STOP_HOOK");
+	struct spawn *sp;
+
+	if (!s || !s->spawn.started)
+		return s ? s->start_err : 0;
+	sp = &s->spawn;
+	pthread_join(sp->thread, NULL);
+	sp->started = false;
+	if (sp->pid < 0 || sp->err) {
+		s->start_err = -(sp->err ? sp->err : EAGAIN);
+		log__error("cannot start the stop keeper: %s (khprof stops no process without one, "
+			   "docs/PROBES.md)", strerror(-s->start_err));
+		return s->start_err;
+	}
+	s->keeper = sp->pid;
+	s->keeper_fd = pidfd_open(sp->pid);
+	log__debug("start-up: stops opened in %.2f ms, their keeper (PID %d) started in %.2f ms "
+		   "on a thread (stops let go after %.3g s, or when khprof ends)",
+		   (double)s->open_ns / 1e6, (int)s->keeper, (double)sp->took_ns / 1e6,
+		   (double)s->limit_ns / 1e9);
+	return 0;
+}
+
+/*
+ * Test hooks, descriptors named in the environment: KHPROF_TEST_STOP_HOOK
+ * for khprof's steps (hook below), KHPROF_TEST_KEEPER_HOOK for the
+ * keeper's (keeper.c).  Close-on-exec, so that COMMAND does not get them.
+ */
+static int test_hook(const char *name)
+{
+	const char *hook = getenv(name);
 	char *end;
 	long fd;
 
-	s->hook_fd = -1;
 	if (!hook || !*hook)
-		return;
+		return -1;
 	fd = strtol(hook, &end, 10);
 	if (*end || fd < 3 || fcntl((int)fd, F_SETFD, FD_CLOEXEC) != 0)
-		return;
-	s->hook_fd = (int)fd;
+		return -1;
+	return (int)fd;
 }
 
-static const char *kind_name(uint32_t kind)
-{
-	static const char *const names[] = { "none", "loader", "start", "fork", "exec" };
-
-	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
-}
 
 /*
  * Test hook: says "STEP PID KIND" and waits for a byte.  A test kills or
@@ -141,17 +219,18 @@ static void hook(struct stops *s, const char *step, const struct kh_stop_key *ke
 
 	if (s->hook_fd < 0)
 		return;
-	len = snprintf(line, sizeof(line), "%s %u %s\n", step, key->tgid, kind_name(key->kind));
+	len = snprintf(line, sizeof(line), "%s %u %s\n", step, key->tgid, stops__kind_name(key->kind));
 	if (write(s->hook_fd, line, (size_t)len) != len || read(s->hook_fd, line, 1) != 1) {
 		close(s->hook_fd);
 		s->hook_fd = -1;
 	}
 }
 
-int stops__open(struct stops **out, uint64_t limit_ns)
+int stops__open(struct stops **out, uint64_t limit_ns, bool hold_group)
 {
 	struct stops *s = calloc(1, sizeof(*s));
-	int self_fd = -1, err;
+	uint64_t begin = now_ns();
+	int self_fd = -1, keeper_hook, err;
 
 	*out = NULL;
 	if (!s)
@@ -178,17 +257,19 @@ int stops__open(struct stops **out, uint64_t limit_ns)
 		goto fail;
 	}
 	self_fd = pidfd_open(getpid());
-	err = self_fd < 0 ? -errno : start_keeper(s, self_fd);
-	if (self_fd >= 0)
-		close(self_fd);
+	keeper_hook = test_hook("KHPROF_TEST_KEEPER_HOOK");
+	err = self_fd < 0 ? -errno : start_keeper(s, self_fd, hold_group, keeper_hook);
 	if (err) {
+		if (self_fd >= 0)
+			close(self_fd);
+		if (keeper_hook >= 0)
+			close(keeper_hook);
 		log__error("cannot start the stop keeper: %s (khprof stops no process without "
 			   "one, docs/PROBES.md)", strerror(-err));
 		goto fail;
 	}
-	open_hook(s);
-	log__debug("stop keeper PID %d: stops let go after %.3f s, or when khprof ends",
-		   (int)s->keeper, (double)limit_ns / 1e9);
+	s->hook_fd = test_hook("KHPROF_TEST_STOP_HOOK");
+	s->open_ns = now_ns() - begin;
 	*out = s;
 	return 0;
 fail:
@@ -200,6 +281,9 @@ void stops__close(struct stops *s)
 {
 	if (!s)
 		return;
+	stops__ready(s);
+	free(s->spawn.argv[6]);
+	free(s->spawn.argv[7]);
 	if (s->let_go)
 		log__warn("%zu process%s released untraced after waiting %.3g s for khprof (the "
 			  "stop limit: --stop-limit, docs/PROBES.md)", s->let_go,
@@ -267,9 +351,14 @@ bool stops__take_up(struct stops *s, const struct kh_stop_key *key)
 bool stops__release(struct stops *s, const struct kh_stop_key *key)
 {
 	enum stop_end end;
+	uint64_t begin;
 
 	hook(s, "release", key);
-	end = stops__end(s->table_fd, key, NULL);
+	begin = now_ns();
+	end = stops__end(s->table_fd, key, false, NULL);
+	log__debug("PID %d: stop (%s) ended in %.1f us, %.1f us after it was made", key->tgid,
+		   stops__kind_name(key->kind), (double)(now_ns() - begin) / 1e3,
+		   (double)(now_ns() - key->stamp_ns) / 1e3);
 	if (end == STOP_NOT_HELD) {
 		s->let_go++;
 		log__debug("PID %d was let go by the stop keeper while khprof attached", key->tgid);
@@ -335,7 +424,8 @@ static uint64_t start_ticks_of(uint64_t start_boottime_ns)
 	return (uint64_t)((int64_t)start_boottime_ns + offset_ns) / (uint64_t)tick_ns;
 }
 
-enum stop_end stops__end(int map_fd, const struct kh_stop_key *key, struct site_table *sites)
+enum stop_end stops__end(int map_fd, const struct kh_stop_key *key, bool late,
+			 struct site_table *sites)
 {
 	struct procfs_stop_view view;
 	struct kh_stop stop;
@@ -344,12 +434,17 @@ enum stop_end stops__end(int map_fd, const struct kh_stop_key *key, struct site_
 
 	if (take_entry(map_fd, key, &stop))
 		return STOP_NOT_HELD;
-	/* The pidfd first: if the stat is the stopped process's, so is the pidfd. */
+	/*
+	 * The pidfd first: if the stat is the stopped process's, so is the
+	 * pidfd.  Only a stop ended late (the keeper's) can have outlived its
+	 * process and had its pid reused; khprof ends one within the time it
+	 * takes to attach, and skips the read (~20 us here).
+	 */
 	pid_fd = pidfd_open((pid_t)key->tgid);
 	if (pid_fd < 0)
 		return STOP_GONE;
-	if (procfs__stop_view((pid_t)key->tgid, &view) ||
-	    view.start_ticks != start_ticks_of(stop.start_boottime_ns))
+	if (procfs__stop_view((pid_t)key->tgid, late, &view) ||
+	    (late && view.start_ticks != start_ticks_of(stop.start_boottime_ns)))
 		goto out;
 	/* A child that cannot be made safe still runs: stopped, it would wait for good. */
 	if (sites && key->kind == KH_STOP_FORK)

@@ -48,12 +48,21 @@ struct bpf_map;
 
 /*
  * The stops of one command: their maps and the site table, and the keeper
- * started (limit_ns 0: no limit, only khprof's end lets them go).  0, or
- * -errno after one line saying why (khprof then stops nothing).
+ * started (limit_ns 0: no limit, only khprof's end lets them go).
+ * hold_group: the processes stopped run in khprof's process group
+ * (record's COMMAND), which the keeper then joins (keeper.c, anchor);
+ * otherwise it keeps out of it, and of a kill aimed at it.  0, or -errno
+ * after one line saying why (khprof then stops nothing).
  */
-int stops__open(struct stops **out, uint64_t limit_ns);
+int stops__open(struct stops **out, uint64_t limit_ns, bool hold_group);
 /* Says how many stops the keeper let go, and frees s; the keeper outlives it. */
 void stops__close(struct stops *s);
+/*
+ * The keeper starts on a thread while khprof loads its programs; before
+ * anything that stops a process is attached, this waits until it has
+ * started.  0, or -errno after one line saying why (s NULL: 0).
+ */
+int stops__ready(struct stops *s);
 
 /*
  * A tracer's BPF object, before its load: its kh_stops and kh_stop_notes
@@ -78,6 +87,9 @@ bool stops__take_up(struct stops *s, const struct kh_stop_key *key);
  */
 bool stops__release(struct stops *s, const struct kh_stop_key *key);
 
+/* "loader", "start", "fork", "exec": a stop's kind as the test hooks say it. */
+const char *stops__kind_name(uint32_t kind);
+
 /* Stops the keeper let go before khprof came to them, so far. */
 size_t stops__let_go(const struct stops *s);
 
@@ -90,7 +102,8 @@ int stops__make_safe(struct stops *s, pid_t pid);
 /*
  * Shared by khprof and its keeper: ends the stop key names if its entry
  * is still in the table (map_fd), for whoever takes the entry; a forked
- * child is made safe first with sites when they are given.
+ * child is made safe first with sites when they are given.  late (the
+ * keeper): the process is checked to be the one stopped (its start time).
  */
 enum stop_end {
 	STOP_ENDED,       /* taken and let go (SIGCONT) */
@@ -99,7 +112,8 @@ enum stop_end {
 	STOP_NOT_HELD,    /* someone else took it first */
 };
 struct site_table;
-enum stop_end stops__end(int map_fd, const struct kh_stop_key *key, struct site_table *sites);
+enum stop_end stops__end(int map_fd, const struct kh_stop_key *key, bool late,
+			 struct site_table *sites);
 
 /*
  * The keeper itself: the program khprof's binary runs as when started as

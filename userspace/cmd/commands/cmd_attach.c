@@ -20,7 +20,7 @@
 static const char attach_usage[] =
 	"usage: khprof attach -p PID [-o PATH] [--duration DURATION] [--identity KEY=VALUE]...\n"
 	"                     [--mode MODE] [--interval DURATION] [--serve [ADDR:]PORT]\n"
-	"                     [--sample[=HZ]] [-q] [-v]\n"
+	"                     [--sample[=HZ]] [--stop-limit DURATION|none] [-q] [-v]\n"
 	"       khprof attach --exe PATH [--no-stop] [same options]\n"
 	"\n"
 	"Profiles a running process until Ctrl-C (SIGINT), SIGTERM, the duration or\n"
@@ -42,6 +42,11 @@ static const char attach_usage[] =
 	"                        shell with job control reports its foreground job as\n"
 	"                        stopped); what a process does before it is attached\n"
 	"                        is not seen.  --from-start, the default, is accepted\n"
+	"   --stop-limit DURATION  the longest a process khprof stopped waits for it\n"
+	"                        (default 1s; none: until khprof ends): past it the\n"
+	"                        process runs on untraced, counted.  Whatever ends khprof,\n"
+	"                        even SIGKILL, its stop keeper lets every stopped\n"
+	"                        process go (docs/PROBES.md)\n"
 	"   -o PATH              write the JSON record(s) to PATH (as for record; without\n"
 	"                        -o, khprof.json here, the previous one kept as\n"
 	"                        khprof.json.old); with --exe, PATH with .PID before the\n"
@@ -119,7 +124,7 @@ static int attach_exe_cli(const struct trace_cli *cli)
 	int code;
 
 	trace_options_from(cli, NULL, &unused, &o.trace);
-	if (stops__open(&stops, cli->stop_limit_ns))
+	if (stops__open(&stops, cli->stop_limit_ns, false))
 		return KHPROF_EXIT_FAILURE;
 	o.trace.stops = stops;
 	code = attach_exe(&o);
@@ -169,7 +174,7 @@ int cmd_attach(int argc, char **argv)
 		return code;
 	code = KHPROF_EXIT_FAILURE;
 	/* The process's forks are stopped to be made safe (stops.h). */
-	if (stops__open(&stops, cli.stop_limit_ns)) {
+	if (stops__open(&stops, cli.stop_limit_ns, false)) {
 		live_metrics__close(out.metrics);
 		return KHPROF_EXIT_FAILURE;
 	}

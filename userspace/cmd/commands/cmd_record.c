@@ -32,7 +32,7 @@ static const char record_usage[] =
 	"usage: khprof record [-o PATH] [--identity KEY=VALUE]... [--mode MODE] [--user USER]\n"
 	"                     [--interval DURATION] [--serve [ADDR:]PORT]\n"
 	"                     [--follow-forks | --no-follow-forks]\n"
-	"                     [--sample[=HZ]] [-q] [-v]\n"
+	"                     [--sample[=HZ]] [--stop-limit DURATION|none] [-q] [-v]\n"
 	"                     -- COMMAND [ARG...]\n"
 	"       khprof record --repeat N [--warmup K] [--append] -o DIR [...]\n"
 	"                     -- COMMAND [ARG...]\n"
@@ -120,6 +120,12 @@ static const char record_usage[] =
 	"   --serve [ADDR:]PORT  serve live metrics at http://ADDR:PORT/metrics while\n"
 	"                        tracing (OpenMetrics or Prometheus text; ADDR defaults\n"
 	"                        to 127.0.0.1; docs/FLEET.md); not with --repeat\n"
+	"   --stop-limit DURATION  the longest a process khprof stopped (at a dlopen, a\n"
+	"                        fork, a followed exec) waits for it (default 1s; none:\n"
+	"                        until khprof ends); past it the process runs on\n"
+	"                        untraced, counted.  Whatever ends khprof, even SIGKILL,\n"
+	"                        its stop keeper lets every stopped process go\n"
+	"                        (docs/PROBES.md)\n"
 	"   -v, --verbose        debug messages, libbpf's own included\n"
 	"\n"
 	"examples:\n"
@@ -263,7 +269,8 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	if (code)
 		return code;
 	/* Before anything can stop COMMAND: its keeper (stops.h). */
-	if (stops__open(&stops, cli->stop_limit_ns)) {
+	/* COMMAND runs in khprof's process group: the keeper holds it (stops.h). */
+	if (stops__open(&stops, cli->stop_limit_ns, true)) {
 		live_metrics__close(out.metrics);
 		return KHPROF_EXIT_FAILURE;
 	}
