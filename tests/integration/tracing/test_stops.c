@@ -93,6 +93,7 @@ struct run {
 	pid_t target_pid;   /* with TARGET: the stop under test's process, 0: the first of its kind */
 	bool question_held; /* the keeper waits for a verdict on held_line */
 	char held_line[64];
+	pid_t want_ended;   /* pump returns GOT_ENDED at the keeper's "ended PID HOW" for it */
 	int in;          /* the workload's stdin */
 	pid_t target;    /* the test's own child (attach kinds), else 0 */
 	pid_t shell;     /* the shell COMMAND (K_SHELL) */
@@ -153,7 +154,7 @@ static void answer(struct run *r)
 	}
 }
 
-enum got { GOT_HOOK, GOT_OUT, GOT_ERR, GOT_EOF };
+enum got { GOT_HOOK, GOT_OUT, GOT_ERR, GOT_EOF, GOT_ENDED };
 
 static void verdict(struct run *r, char answer)
 {
@@ -227,6 +228,16 @@ static enum got pump(struct run *r, const char *step, const char *kind, const ch
 			if (err && strstr(r->line, err))
 				return GOT_ERR;
 		while (!r->question_held && take_line(&r->keeper, r->held_line, sizeof(r->held_line))) {
+			int pid;
+
+			if (sscanf(r->held_line, "ended %d", &pid) == 1) {
+				if (r->want_ended && pid == r->want_ended) {
+					snprintf(r->line, sizeof(r->line), "%s", r->held_line);
+					r->want_ended = 0;
+					return GOT_ENDED;
+				}
+				continue;
+			}
 			r->question_held = true;
 			judge(r);
 		}
@@ -238,7 +249,8 @@ static enum got pump(struct run *r, const char *step, const char *kind, const ch
 			srcs[n++] = &r->out;
 		if (!r->err.eof && r->err.fd >= 0)
 			srcs[n++] = &r->err;
-		if ((!out || r->out.eof) && (!err || r->err.eof) && (!step || r->hooks.eof))
+		if ((!out || r->out.eof) && (!err || r->err.eof) && (!step || r->hooks.eof) &&
+		    (!r->want_ended || r->keeper.eof))
 			return GOT_EOF;
 		for (nfds_t i = 0; i < n; i++)
 			fds[i] = (struct pollfd){ .fd = srcs[i]->fd, .events = POLLIN };
@@ -700,6 +712,38 @@ KIND_TESTS(safe, K_SAFE)
 KIND_TESTS(exe, K_EXE)
 KIND_TESTS(attach, K_ATTACH)
 
+/*
+ * A process khprof stopped that someone else asks to stop meanwhile (a
+ * job-control shell's Ctrl-Z: SIGTSTP) is theirs once the stop ends: the
+ * keeper does not SIGCONT it, which would throw their stop away, and it
+ * runs again, to its own end, when they continue it.
+ */
+static void test_stop_of_someone_else(void **state)
+{
+	struct run r = { .kind = K_EXE, .in = -1, .hook = -1, .keeper_hook = -1 };
+	int pid;
+
+	(void)state;
+	r.out.fd = -1;
+	start(&r, FROZEN);
+	trigger(&r);
+	assert_int_equal(pump(&r, "stop", "start", NULL, NULL), GOT_HOOK);
+	act(&r, FROZEN);
+	assert_int_equal(sscanf(r.line, "%*s %d", &pid), 1);
+	assert_int_equal(pid, r.target);
+	assert_int_equal(kill(r.target, SIGTSTP), 0);
+	r.want_ended = r.target;
+	let_go_target(&r, r.target);
+	assert_int_equal(pump(&r, NULL, NULL, NULL, NULL), GOT_ENDED);
+	assert_non_null(strstr(r.line, "handed-over"));
+	assert_int_equal(state_of(r.target), 'T');
+	/* The shell's fg. */
+	assert_int_equal(kill(r.target, SIGCONT), 0);
+	assert_int_equal(wait_target(&r), 6);
+	thaw_and_end(&r, M_STOP);
+	close_run(&r);
+}
+
 /* --stop-limit's syntax, and a keeper started by hand. */
 static void test_stop_limit_errors(void **state)
 {
@@ -755,6 +799,7 @@ int main(void)
 		cmocka_unit_test(test_killed_safe),   cmocka_unit_test(test_frozen_safe),
 		cmocka_unit_test(test_killed_exe),    cmocka_unit_test(test_frozen_exe),
 		cmocka_unit_test(test_killed_attach), cmocka_unit_test(test_frozen_attach),
+		cmocka_unit_test(test_stop_of_someone_else),
 		cmocka_unit_test(test_stop_limit_errors),
 	};
 

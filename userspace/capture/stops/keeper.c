@@ -102,7 +102,8 @@ static bool ended_by_keeper(enum stop_end end)
  * Test hook: "limit PID KIND" when a stop reaches its limit, and the test
  * answers y (let it go now) or n (leave it to khprof, or to khprof's end):
  * a test lets go exactly the stop it chose, while khprof is frozen at the
- * step it chose, however long khprof took to get there.
+ * step it chose, however long khprof took to get there.  Then "ended PID
+ * HOW" (how: stop_end_name), which needs no answer.
  */
 static bool test_allows(struct keeper *k, const struct kh_stop_key *key)
 {
@@ -126,10 +127,16 @@ static void let_go_due(struct keeper *k)
 	struct itimerspec next = { 0 };
 
 	while (k->head < k->tail && k->queue[k->head].stamp_ns + k->limit_ns <= now) {
-		if (test_allows(k, &k->queue[k->head]) &&
-		    ended_by_keeper(stops__end(k->table_fd, &k->queue[k->head], true, k->sites)))
+		const struct kh_stop_key *key = &k->queue[k->head++];
+		enum stop_end end;
+
+		if (!test_allows(k, key))
+			continue;
+		end = stops__end(k->table_fd, key, true, k->sites);
+		if (ended_by_keeper(end))
 			k->let_go++;
-		k->head++;
+		if (k->hook_fd >= 0)
+			dprintf(k->hook_fd, "ended %u %s\n", key->tgid, stops__end_name(end));
 	}
 	if (k->head < k->tail) {
 		uint64_t at = k->queue[k->head].stamp_ns + k->limit_ns;

@@ -43,6 +43,9 @@ struct spawn {
 	uint64_t took_ns;
 };
 
+/* What khprof ends sooner than this needs no look at the process (stops__end). */
+#define STOP_YOUNG_NS 1000000ull
+
 struct stops {
 	int table_fd;  /* kh_stops */
 	int notes_fd;  /* kh_stop_notes */
@@ -424,6 +427,16 @@ static uint64_t start_ticks_of(uint64_t start_boottime_ns)
 	return (uint64_t)((int64_t)start_boottime_ns + offset_ns) / (uint64_t)tick_ns;
 }
 
+const char *stops__end_name(enum stop_end end)
+{
+	static const char *const names[] = { [STOP_ENDED] = "ended",
+					     [STOP_HANDED_OVER] = "handed-over",
+					     [STOP_GONE] = "gone",
+					     [STOP_NOT_HELD] = "not-held" };
+
+	return (size_t)end < sizeof(names) / sizeof(names[0]) ? names[end] : "?";
+}
+
 enum stop_end stops__end(int map_fd, const struct kh_stop_key *key, bool late,
 			 struct site_table *sites)
 {
@@ -435,10 +448,19 @@ enum stop_end stops__end(int map_fd, const struct kh_stop_key *key, bool late,
 	if (take_entry(map_fd, key, &stop))
 		return STOP_NOT_HELD;
 	/*
+	 * A stop khprof ends within a millisecond (a dlopen's, ~0.1 ms here)
+	 * is let go at once: its process cannot have been replaced, and a
+	 * stop signal of someone else's landing in so short a window is not
+	 * worth the two /proc reads (20-35 us each here, where the rest of
+	 * the end costs ~5 us: 22 against 5 us a dlopen stop).
+	 */
+	if (!late && now_ns() - key->stamp_ns < STOP_YOUNG_NS)
+		return kill((pid_t)key->tgid, SIGCONT) == 0 ? STOP_ENDED : STOP_GONE;
+	/*
 	 * The pidfd first: if the stat is the stopped process's, so is the
 	 * pidfd.  Only a stop ended late (the keeper's) can have outlived its
 	 * process and had its pid reused; khprof ends one within the time it
-	 * takes to attach, and skips the read (~20 us here).
+	 * takes to attach, and skips that read.
 	 */
 	pid_fd = pidfd_open((pid_t)key->tgid);
 	if (pid_fd < 0)

@@ -114,6 +114,8 @@ enum stop_end {
 struct site_table;
 enum stop_end stops__end(int map_fd, const struct kh_stop_key *key, bool late,
 			 struct site_table *sites);
+/* "ended", "handed-over", "gone", "not-held": for the test hooks. */
+const char *stops__end_name(enum stop_end end);
 
 /*
  * The keeper itself: the program khprof's binary runs as when started as
