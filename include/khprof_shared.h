@@ -84,7 +84,7 @@ struct kh_stop {
 	__u64 reserved;
 };
 
-/* 4096 processes held at once; notes for 1,024 the keeper has not read yet. */
+/* 4096 processes held at once; about 1,600 notes (40 bytes each) the keeper has not read yet. */
 #define KH_STOPS_MAX 4096
 #define KH_STOP_NOTES_BYTES (16 * 4096)
 
