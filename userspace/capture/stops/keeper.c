@@ -33,6 +33,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "fileio.h"
 #include "log.h"
 #include "sites.h"
 #include "stops.h"
@@ -168,42 +169,12 @@ static size_t let_go_all(struct keeper *k)
  * What the keeper keeps of root's: signalling other users' processes
  * (CAP_KILL), writing a forked child's text and reading its maps
  * (CAP_SYS_PTRACE), the table's map operations on kernels that want
- * CAP_BPF for them; the anchor keeps nothing.  The raw system call, as
- * warmer.c: no libcap needed.
+ * CAP_BPF for them; the anchor keeps nothing.  No new privileges either.
  */
 static void keep_only(const int *kept, size_t count)
 {
-	struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[2] = { { 0 } }, keep[2] = { { 0 } };
-
-	if (syscall(SYS_capget, &header, data) != 0)
-		return;
-	for (size_t i = 0; i < count; i++) {
-		__u32 bit = 1u << (kept[i] % 32), word = (__u32)kept[i] / 32;
-
-		keep[word].permitted |= data[word].permitted & bit;
-		keep[word].effective |= data[word].effective & bit;
-	}
-	syscall(SYS_capset, &header, keep);
+	process__keep_caps(kept, count);
 	prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-}
-
-/* Closes every descriptor from 3 up but those in keep. */
-static void close_all_but(const int *keep, size_t keep_count)
-{
-	for (int fd = 3, next; fd >= 0; fd = next) {
-		next = -1;
-		for (size_t i = 0; i < keep_count; i++)
-			if (keep[i] >= fd && (next < 0 || keep[i] < next))
-				next = keep[i];
-		if (next < 0) {
-			close_range((unsigned int)fd, ~0u, 0);
-			break;
-		}
-		if (next > fd)
-			close_range((unsigned int)fd, (unsigned int)next - 1, 0);
-		next++;
-	}
 }
 
 /*
@@ -228,7 +199,7 @@ static void step_aside(const int *keep, size_t keep_count)
 		dup2(null_fd, STDOUT_FILENO);
 		close(null_fd);
 	}
-	close_all_but(keep, keep_count);
+	process__close_all_but(keep, keep_count);
 	if (chdir("/") != 0) {
 		/* A keeper in a removed directory still works. */
 	}
@@ -274,7 +245,7 @@ static void anchor(pid_t group)
 			setpgid(0, group);
 		return;
 	}
-	close_all_but(NULL, 0);
+	process__close_all_but(NULL, 0);
 	dup2(STDIN_FILENO, STDERR_FILENO);
 	keep_only(NULL, 0);
 	while (waitpid(keeper, NULL, 0) < 0 && errno == EINTR)
