@@ -14,7 +14,7 @@
  *                        it got (128+signal for one killed); "dlopen":
  *                        libkhplugin.so loaded
  *                        and one of its spans run, says "loaded"; "ping":
- *                        says "pong".  At EOF: "exit STATUS" and exits so.
+ *                        says "pong PID".  At EOF: "exit STATUS" and exits so.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -83,7 +83,7 @@ static int serve(int status)
 		else if (!strcmp(line, "dlopen\n"))
 			say(load_plugin() == 0 ? "loaded\n" : "not loaded %d\n", 0);
 		else if (!strcmp(line, "ping\n"))
-			say("pong\n", 0);
+			say("pong %d\n", (int)getpid());
 		else
 			say("unknown command\n", 0);
 	}

@@ -51,18 +51,19 @@ static char *workload;
 static char *tmpdir;
 static bool forks_stopped_untraced;
 
-enum kind { K_SHELL, K_FOLLOW, K_SAFE, K_EXE, K_ATTACH, K_COUNT };
+enum kind { K_SHELL, K_DLOPEN, K_FOLLOW, K_SAFE, K_EXE, K_ATTACH, K_COUNT };
 enum moment { M_BEFORE, M_UNREAD, M_STOP, M_RELEASE, M_RELEASED, M_COUNT };
 enum fate { KILLED, FROZEN };
 
-static const char *const kind_names[] = { "record of a shell", "--follow-forks", "forks made safe",
+static const char *const kind_names[] = { "record of a shell", "a dlopen under record",
+					  "--follow-forks", "forks made safe",
 					  "attach --exe", "attach -p" };
 static const char *const moment_steps[] = { "before", "unread", "stop", "release", "released" };
 /*
  * The hook's name of each kind's stop under test: a shell's command is the
  * first stop after "go", an exec (dash vforks) or a fork.
  */
-static const char *const stop_kinds[] = { NULL, "fork", "fork", "start", "fork" };
+static const char *const stop_kinds[] = { NULL, "loader", "fork", "fork", "start", "fork" };
 
 /* One line at a time from a descriptor, whatever else is ready. */
 struct source {
@@ -96,7 +97,7 @@ struct run {
 	pid_t want_ended;   /* pump returns GOT_ENDED at the keeper's "ended PID HOW" for it */
 	int in;          /* the workload's stdin */
 	pid_t target;    /* the test's own child (attach kinds), else 0 */
-	pid_t shell;     /* the shell COMMAND (K_SHELL) */
+	pid_t command;   /* record's COMMAND: the shell (K_SHELL), the serve loop */
 	char line[512];
 };
 
@@ -446,6 +447,9 @@ static void trigger(struct run *r)
 	case K_SHELL:
 		send_line(r, "go\n");
 		break;
+	case K_DLOPEN:
+		send_line(r, "dlopen\n");
+		break;
 	case K_FOLLOW:
 	case K_SAFE:
 	case K_ATTACH:
@@ -463,8 +467,12 @@ static void trigger(struct run *r)
 static pid_t stopped_process(struct run *r)
 {
 	if (r->kind == K_SHELL) {
-		wait_child_stopped(r->shell);
+		wait_child_stopped(r->command);
 		return 0;
+	}
+	if (r->kind == K_DLOPEN) {
+		wait_stopped(r->command);
+		return r->command;
 	}
 	if (r->kind == K_EXE) {
 		wait_stopped(r->target);
@@ -504,7 +512,7 @@ static void start(struct run *r, enum fate fate)
 		argv[n++] = "record";
 		argv[n++] = "-o";
 		argv[n++] = out;
-		argv[n++] = r->kind == K_SAFE ? "--no-follow-forks" : "--follow-forks";
+		argv[n++] = r->kind == K_FOLLOW ? "--follow-forks" : "--no-follow-forks";
 	}
 	argv[n++] = "-q";
 	argv[n++] = "--stop-limit";
@@ -519,7 +527,7 @@ static void start(struct run *r, enum fate fate)
 		argv[n++] = "/bin/sh";
 		argv[n++] = "-c";
 		argv[n++] = script;
-	} else if (r->kind == K_FOLLOW || r->kind == K_SAFE) {
+	} else if (r->kind != K_EXE && r->kind != K_ATTACH) {
 		argv[n++] = "--";
 		argv[n++] = workload;
 		argv[n++] = "serve";
@@ -529,10 +537,11 @@ static void start(struct run *r, enum fate fate)
 	start_khprof(r, argv);
 	if (r->kind == K_SHELL) {
 		expect_out(r, "ready ");
-		r->shell = (pid_t)atol(r->line + strlen("ready "));
-	} else if (r->kind == K_FOLLOW || r->kind == K_SAFE) {
+		r->command = (pid_t)atol(r->line + strlen("ready "));
+	} else if (r->kind != K_EXE && r->kind != K_ATTACH) {
 		send_line(r, "ping\n");
-		expect_out(r, "pong");
+		expect_out(r, "pong ");
+		r->command = (pid_t)atol(r->line + strlen("pong "));
 	} else if (pump(r, NULL, NULL, NULL, r->kind == K_EXE ? "watching '" : "attached to PID") !=
 		   GOT_ERR) {
 		fail_msg("%s: khprof did not start: %s", kind_names[r->kind], r->err.all);
@@ -558,6 +567,13 @@ static void expect_results(struct run *r)
 		expect_out(r, "status 4");
 		expect_out(r, "status 5");
 		expect_out(r, "end");
+		break;
+	case K_DLOPEN:
+		expect_out(r, "loaded");
+		close(r->in);
+		r->in = -1;
+		expect_out(r, "exit ");
+		assert_string_equal(r->line, "exit 3");
 		break;
 	case K_FOLLOW:
 	case K_SAFE:
@@ -597,7 +613,7 @@ static void thaw_and_end(struct run *r, enum moment moment)
 		assert_int_equal(kill(r->khprof, SIGTERM), 0);
 	pump(r, NULL, NULL, NULL, "\x01"); /* answers every step to the end */
 	reap_khprof(r);
-	assert_int_equal(r->khprof_code, r->kind == K_FOLLOW || r->kind == K_SAFE ? 3 : 0);
+	assert_int_equal(r->khprof_code, r->kind == K_EXE || r->kind == K_ATTACH ? 0 : 3);
 	if (!strstr(r->err.all, "released untraced after waiting"))
 		fail_msg("%s, frozen at %s: khprof did not say it was let go: %s",
 			 kind_names[r->kind], moment_steps[moment], r->err.all);
@@ -707,6 +723,7 @@ static void scenario(enum kind kind, enum moment moment, enum fate fate)
 	}
 
 KIND_TESTS(shell, K_SHELL)
+KIND_TESTS(dlopen, K_DLOPEN)
 KIND_TESTS(follow, K_FOLLOW)
 KIND_TESTS(safe, K_SAFE)
 KIND_TESTS(exe, K_EXE)
@@ -795,6 +812,7 @@ int main(void)
 	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_killed_shell),  cmocka_unit_test(test_frozen_shell),
+		cmocka_unit_test(test_killed_dlopen), cmocka_unit_test(test_frozen_dlopen),
 		cmocka_unit_test(test_killed_follow), cmocka_unit_test(test_frozen_follow),
 		cmocka_unit_test(test_killed_safe),   cmocka_unit_test(test_frozen_safe),
 		cmocka_unit_test(test_killed_exe),    cmocka_unit_test(test_frozen_exe),
