@@ -512,7 +512,8 @@ static void start(struct run *r, enum fate fate)
 		argv[n++] = "record";
 		argv[n++] = "-o";
 		argv[n++] = out;
-		argv[n++] = r->kind == K_FOLLOW ? "--follow-forks" : "--no-follow-forks";
+		argv[n++] = r->kind == K_FOLLOW || r->kind == K_SHELL ? "--follow-forks"
+								     : "--no-follow-forks";
 	}
 	argv[n++] = "-q";
 	argv[n++] = "--stop-limit";
@@ -613,7 +614,9 @@ static void thaw_and_end(struct run *r, enum moment moment)
 		assert_int_equal(kill(r->khprof, SIGTERM), 0);
 	pump(r, NULL, NULL, NULL, "\x01"); /* answers every step to the end */
 	reap_khprof(r);
-	assert_int_equal(r->khprof_code, r->kind == K_EXE || r->kind == K_ATTACH ? 0 : 3);
+	/* record exits with COMMAND's status: the shell's is its last echo's. */
+	assert_int_equal(r->khprof_code,
+			 r->kind == K_DLOPEN || r->kind == K_FOLLOW || r->kind == K_SAFE ? 3 : 0);
 	if (!strstr(r->err.all, "released untraced after waiting"))
 		fail_msg("%s, frozen at %s: khprof did not say it was let go: %s",
 			 kind_names[r->kind], moment_steps[moment], r->err.all);
