@@ -9,8 +9,9 @@
  * khprof one it has.
  *
  * Its cost, measured here (docs/PROBES.md, "When khprof cannot let go"):
- * one exec at khprof's start, off khprof's path, one wake-up per stop to
- * read the note, and one map deletion when the stop's limit comes.
+ * one exec at khprof's start (about 1 ms of CPU), off khprof's path, and
+ * about 8 us of CPU a stop: a wake-up to read the note, and a map
+ * deletion when the stop's limit comes (one wake-up per 10 ms of them).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -31,7 +31,7 @@
  * line, and what the child side needs until it has exec'd.
  */
 struct spawn {
-	/* The table, the notes, the sites, khprof's pidfd, the keeper's test hook or -1: kept across exec. */
+	/* The table, the notes, the sites, khprof's pidfd, the keeper's test hook (or -1). */
 	int keep[5];
 	char text[6][24];
 	char *argv[10];
@@ -104,14 +104,14 @@ static int spawn_child(void *arg)
 /*
  * The keeper: khprof's binary again (exec: none of khprof's memory is
  * shared, so none of khprof's later writes fault on copy-on-write pages),
- * with four descriptors, khprof's pid and process group and the limit on
- * its command line.  What starts is the keeper's anchor, which starts the
- * keeper itself in khprof's process group (keeper.c says why).
+ * with its descriptors, khprof's pid, the process group to hold (0: none)
+ * and the limit on its command line.  What starts is the keeper's anchor,
+ * which starts the keeper itself (keeper.c says why).
  *
  * On a thread: the vfork waits until the child has exec'd, which took
- * 0.1 ms on an idle CPU and up to 8 ms here at load 9 on 2 CPUs, waiting
- * for a CPU; the programs' load goes on meanwhile, and the keeper is
- * waited for only before the first program that stops is attached.
+ * 0.1 ms on an idle CPU and up to 30 ms here at load 15 on 2 CPUs,
+ * waiting for a CPU; the programs' load goes on meanwhile, and the keeper
+ * is waited for only before the first program that stops is attached.
  */
 static void *spawn_thread(void *arg)
 {
