@@ -127,7 +127,16 @@ static void let_go_due(struct keeper *k)
 {
 	uint64_t now = now_ns();
 	struct itimerspec next = { 0 };
+	struct kh_stop held;
 
+	/*
+	 * Stops khprof ended already leave the queue as soon as they reach its
+	 * head, not at their limit: with a long limit and many stops the queue
+	 * holds only what is still stopped (one lookup a wake-up, as a rule).
+	 */
+	while (k->head < k->tail &&
+	       bpf_map_lookup_elem(k->table_fd, &k->queue[k->head], &held) != 0)
+		k->head++;
 	while (k->head < k->tail && k->queue[k->head].stamp_ns + k->limit_ns <= now) {
 		const struct kh_stop_key *key = &k->queue[k->head++];
 		enum stop_end end;
