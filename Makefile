@@ -282,6 +282,13 @@ $(BUILD)/workloads/%: tests/workloads/%.c include/keyhog_profile.h $(BUILD)/work
 	$(call msg,CC,$<)
 	$(Q)$(WORKLOAD_CC) -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -ldl -lkhwork
 
+# The program the hostile-file tests mutate (tests/common/elfcraft.h): the
+# header and libc only, so that a copy runs from any folder.
+$(BUILD)/workloads/target: tests/workloads/target.c include/keyhog_profile.h | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(call msg,CC,$<)
+	$(Q)$(WORKLOAD_CC) -o $@ $<
+
 # The <sys/sdt.h> workload once more, without semaphores: its probes always fire.
 $(BUILD)/workloads/sdt-nosem: tests/workloads/sdt.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)

@@ -742,6 +742,7 @@ void tracer__close(struct tracer *t)
 		close(t->link_fds[i]);
 	free(t->link_fds);
 	attach__free_site_sets(t);
+	attach__free_refused_sites(t);
 	attach__release_children(t, true);
 	sessions__free(&t->sessions);
 	for (int i = 0; i < KH_MAX_SLOTS; i++)

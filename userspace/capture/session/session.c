@@ -422,6 +422,9 @@ static void session_emit(struct session_table *tbl, struct open_session *s,
 	tbl->records_emitted++;
 	/* At the end: what the kernel cost the record includes what it showed while tracing. */
 	profile_kernel(p, cfg);
+	for (size_t i = 0; i < cfg->refused_site_count; i++)
+		if (profile__add_refused_site(p, &cfg->refused_sites[i]))
+			break; /* out of memory: the sites were named on stderr */
 	if (cfg->on_profile)
 		cfg->on_profile(p, cfg->ctx);
 	profile__free(p);
