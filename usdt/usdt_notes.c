@@ -83,8 +83,8 @@ const char *usdt_note__refusal_text(const struct usdt_note *note, char *buf, siz
 			 note->semaphore);
 		break;
 	case USDT_SEMAPHORE_CONFLICT:
-		snprintf(buf, len, "another site at its address has another semaphore than 0x%" PRIx64,
-			 note->semaphore);
+		snprintf(buf, len, "another site at its address has a semaphore other than its "
+			 "own (0x%" PRIx64 ")", note->semaphore);
 		break;
 	default:
 		snprintf(buf, len, "it is usable");

@@ -605,10 +605,13 @@ static int attach_file(struct tracer *t, const char *path, bool required)
 		goto out;
 	/* Probe ABI 3 and older: no clock word; their batches keep the TSC. */
 	if (t->monotonic_clock && usdt_notes__has(&notes, PROVIDER, "batch") &&
-	    !usdt_notes__has(&notes, PROVIDER, "clock_monotonic"))
+	    !usdt_notes__has(&notes, PROVIDER, "clock_monotonic")) {
+		char file[256];
+
 		log__warn("'%s' predates probe ABI 4: its batched spans are timed with the TSC, "
 			  "which khprof does not trust here (rebuild it with this khprof's header "
-			  "or crate, or use --mode span)", path);
+			  "or crate, or use --mode span)", utf8__escape(path, file, sizeof(file)));
+	}
 	/* Probe ABI 2: khprof cannot learn where its threads keep their buffers. */
 	if (t->opts.mode == KH_MODE_BATCH && usdt_notes__has(&notes, PROVIDER, "batch") &&
 	    !usdt_notes__has(&notes, PROVIDER, "batch_register"))

@@ -30,6 +30,7 @@
 #include "stackstore.h"
 #include "tracer_impl.h"
 #include "usdt_elf.h"
+#include "utf8.h"
 
 /*
  * A counting cpu-clock event per CPU (no sampling, so no timer), which the
@@ -153,9 +154,13 @@ static int hook_loader(struct tracer *t, const char *exe)
 	if (!err)
 		err = attach__link_sites(t, t->skel->progs.kh_loader_state, interp, &offset,
 					 &no_semaphore, &cookie, 1);
-	if (err)
+	if (err) {
+		char shown[256]; /* the executable's PT_INTERP: its file's string */
+
 		log__warn("cannot watch '%s' for dlopen: %s; libraries loaded later "
-			  "will not be traced", interp, strerror(-err));
+			  "will not be traced", utf8__escape(interp, shown, sizeof(shown)),
+			  strerror(-err));
+	}
 	return 0;
 }
 
