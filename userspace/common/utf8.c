@@ -93,6 +93,11 @@ static bool acts_on_display(unsigned int c)
 	       (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
 }
 
+bool utf8__controls_display(const unsigned char *s, size_t step)
+{
+	return acts_on_display(code_point(s, step));
+}
+
 /* The escaped form of the character at u + i (n bytes in all) into piece; its length. */
 static size_t escape_one(const unsigned char *u, size_t n, size_t i, size_t *step, char *piece,
 			 size_t room)
