@@ -202,6 +202,21 @@ static int by_vaddr(const void *a, const void *b)
 	return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
 }
 
+/* RELRO lies in the memory of one writable loadable segment, as a linker puts it. */
+static int check_relro(const struct elf_layout *layout, char *problem, size_t len)
+{
+	if (layout->relro_start == layout->relro_end)
+		return 0;
+	for (size_t i = 0; i < layout->load_count; i++) {
+		const struct elf_segment *s = &layout->loads[i];
+
+		if ((s->flags & PF_W) && layout->relro_start >= s->vaddr &&
+		    layout->relro_end <= s->vaddr + s->memsz)
+			return 0;
+	}
+	return problem_is(problem, len, "the RELRO range is not inside a writable segment");
+}
+
 /* The program header table and every segment; the PT_LOADs into layout. */
 static int check_segments(Elf *elf, struct elf_layout *layout, char *problem, size_t len)
 {
@@ -234,6 +249,9 @@ static int check_segments(Elf *elf, struct elf_layout *layout, char *problem, si
 			return problem_is(problem, len, "segment %zu's file bytes end past the end of "
 					  "the file (%zu bytes)", i, layout->size);
 		if (ph.p_type == PT_GNU_RELRO) {
+			if (ph.p_vaddr + ph.p_memsz < ph.p_vaddr || layout->relro_end)
+				return problem_is(problem, len, "a second RELRO range, or one past "
+						  "the address space");
 			layout->relro_start = ph.p_vaddr;
 			layout->relro_end = ph.p_vaddr + ph.p_memsz;
 		}
@@ -256,7 +274,7 @@ static int check_segments(Elf *elf, struct elf_layout *layout, char *problem, si
 		if (layout->loads[i].vaddr < layout->loads[i - 1].vaddr + layout->loads[i - 1].memsz)
 			return problem_is(problem, len, "two loadable segments overlap at 0x%llx",
 					  (unsigned long long)layout->loads[i].vaddr);
-	return 0;
+	return check_relro(layout, problem, len);
 }
 
 int elf__layout(Elf *elf, const struct usdt_arch *arch, struct elf_layout *layout,

@@ -502,6 +502,13 @@ static void tail_over_next(struct crafted *c, uint64_t unused)
 	(void)unused;
 	craft_grow_code_over_rodata(c, "session_start");
 }
+static void relro_over_code(struct crafted *c, uint64_t unused)
+{
+	(void)unused;
+	for (size_t i = 0; i < craft_ehdr(c)->e_phnum; i++)
+		if (craft_phdr(c, i)->p_type == PT_GNU_RELRO)
+			craft_phdr(c, i)->p_vaddr = craft_load_segment(c, PF_R | PF_X)->p_vaddr;
+}
 static void note_overruns(struct crafted *c, uint64_t unused)
 {
 	size_t desc = craft_note(c, "batch");
@@ -548,6 +555,7 @@ static void test_malformed_files_are_refused(void **state)
 		{ "more file bytes than memory", files_over_memory, 0 },
 		{ "segment address not in step with its offset", load_misplaced, 0 },
 		{ "code segment grown over the next one", tail_over_next, 0 },
+		{ "RELRO moved over the code", relro_over_code, 0 },
 		{ "note longer than its section", note_overruns, 0 },
 		{ "note strings without NUL", note_unterminated, 0 },
 		{ "program header entries of the wrong size", bad_phentsize, 0 },
