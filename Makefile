@@ -9,6 +9,8 @@
 #                 needs built; K=none leaves the matrix out (not under CI=true)
 #   make tests    build every test binary and what the tests run, run nothing
 #   make bench    overhead benchmarks, written to docs/PERFORMANCE.md
+#   make fuzz     the note and argument-spec parsers under libFuzzer, ASan and
+#                 UBSan, FUZZ_SECONDS each (make test fuzzes them 30 s each)
 #   make test-kernels  the integration tests in Debian's own kernels under
 #                 QEMU (docs/KERNELS.md; K=6.1 for one, T=test_trace for one test)
 #   V=1           print every command in full
@@ -148,7 +150,7 @@ endif
 # What the integration tests run besides themselves.
 TEST_INPUTS := $(BUILD)/khprof $(EXAMPLES) $(WORKLOADS) $(FIXTURES)
 
-.PHONY: all tests deps demo test test-kernels bench clean vmlinux seed-render
+.PHONY: all tests deps demo test test-kernels bench clean vmlinux seed-render fuzz
 .DEFAULT_GOAL := all
 
 # The only lists of what is built: `make` builds the tool and the examples,
@@ -341,16 +343,49 @@ $(SEED_READER) $(SEED_UNBUILDABLE): $(SEED_SRCS) scripts/build-seed-render.sh
 		done; \
 	fi
 
+# --- fuzzing: the parsers of other people's files --------------------------
+# The note reader and the argument-spec parser under libFuzzer, ASan and
+# UBSan (tests/fuzz/, clang's; its runtime is libclang-rt-dev): make test
+# fuzzes each for FUZZ_TEST_SECONDS with a fixed seed and a fresh corpus,
+# make fuzz for FUZZ_SECONDS, keeping the corpus in build/fuzz/.
+FUZZ_PACKAGES     := libclang-rt-dev
+FUZZ_SECONDS      ?= 600
+FUZZ_TEST_SECONDS := 30
+FUZZ_SANITIZE     := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_SRCS         := $(filter-out usdt/usdt_where.c,$(wildcard usdt/*.c)) userspace/common/utf8.c
+FUZZ_OBJS         := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(FUZZ_SRCS))
+FUZZERS           := $(BUILD)/fuzz/fuzz_notes $(BUILD)/fuzz/fuzz_spec
+FUZZ_DEPS_STAMP   := $(BUILD)/.fuzz-deps-installed
+FUZZ_CC            = $(CLANG) -g -O1 -std=gnu11 $(CPPFLAGS) $(WARNINGS) $(FUZZ_SANITIZE) $(INC_USDT)
+
+.SECONDARY: $(FUZZ_OBJS)
+
+$(FUZZ_DEPS_STAMP): Makefile | $(DEPS_STAMP)
+	@./scripts/install-deps.sh $(FUZZ_PACKAGES)
+	@touch $@
+$(BUILD)/fuzz/obj/%.o: %.c | $(FUZZ_DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(call msg,CC-FUZZ,$<)
+	$(Q)$(FUZZ_CC) -fsanitize=fuzzer-no-link -c $< -o $@
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS) | $(FUZZ_DEPS_STAMP)
+	$(call msg,FUZZ,$@)
+	$(Q)$(FUZZ_CC) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJS) -lelf
+
+# The seeds of the notes' corpus are programs the tests build.
+FUZZ_SEEDS := $(BUILD)/workloads/target $(BUILD)/workloads/sdt $(FIXTURES)
+fuzz: $(FUZZERS) $(FUZZ_SEEDS)
+	@./tests/fuzz/run.sh $(FUZZ_SECONDS) --keep
+
 # Unit tests, then the BPF integration tests (root), with the seed's own
 # reader checking every record khprof writes when ../shared/seed is there.
 # The kernel matrix runs last, and its tests count in the closing line.
 # T=BIN[:PATTERN] runs that host test binary alone (KH_TEST_FILTER=PATTERN).
-test: tests seed-render
+test: tests seed-render $(if $(T),,$(FUZZERS))
 	@./scripts/install-deps.sh $(TEST_PACKAGES) $(if $(T),,$(KERNEL_PACKAGES))
 	@# The seed reader's packages bring Debian's rustc after this Makefile
 	@# was read: build the crate with it too (test_rust expects it then).
 	@if [ -x /usr/bin/rustc ]; then $(MAKE) --no-print-directory $(BUILD)/rust-debian/workload-rs; fi
-	@KH_KERNELS="$(K)" KH_TESTS="$(T)" ./tests/run-all.sh
+	@KH_KERNELS="$(K)" KH_TESTS="$(T)" KH_FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) ./tests/run-all.sh
 
 # Debian's 6.1, 6.12, newest backports and 5.10 kernels (tests/kernels/):
 # K=6.1 (or K=6.1,backports) for some, T=BIN[:PATTERN] for other tests.
@@ -381,4 +416,4 @@ clean:
 # The compiler's dependency files of this tree's objects only: build/ also
 # holds reference builds of other commits (build/ref) and cargo's target
 # directories, whose .d files name other trees' headers.
--include $(shell find $(addprefix $(BUILD)/,userspace usdt bpf tests examples) -name '*.d' 2>/dev/null)
+-include $(shell find $(addprefix $(BUILD)/,userspace usdt bpf tests examples fuzz) -name '*.d' 2>/dev/null)
