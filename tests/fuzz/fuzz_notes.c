@@ -25,17 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "promise.h"
 #include "usdt_arch.h"
 #include "usdt_notes.h"
 #include "utf8.h"
-
-#define CHECK(cond)                                                                 \
-	do {                                                                        \
-		if (!(cond)) {                                                      \
-			fprintf(stderr, "fuzz_notes: broken promise: %s\n", #cond); \
-			abort();                                                    \
-		}                                                                   \
-	} while (0)
 
 /* Pairs of sites compared for agreeing semaphores: bounded, so a file of many notes stays fast. */
 #define PAIRS_CHECKED 256
@@ -72,20 +65,20 @@ static void check_usable(const uint8_t *data, size_t size, const struct usdt_not
 	const struct usdt_arch *arch = usdt_arch__native();
 	char buf[256];
 
-	CHECK(n->refusal == USDT_SITE_OK);
-	CHECK(n->spec.arg_cnt >= 0 && n->spec.arg_cnt <= KH_USDT_MAX_ARGS);
+	PROMISE(n->refusal == USDT_SITE_OK);
+	PROMISE(n->spec.arg_cnt >= 0 && n->spec.arg_cnt <= KH_USDT_MAX_ARGS);
 	utf8__escape(n->provider, buf, sizeof(buf));
 	utf8__escape(n->name, buf, sizeof(buf));
 	utf8__escape(n->args, buf, sizeof(buf));
 	if (!n->file_offset)
 		return; /* a file without segments: listed, never attached */
-	CHECK(n->file_offset < size);
-	CHECK(arch->nop_length(data + n->file_offset, size - n->file_offset) > 0);
-	CHECK(in_segment(data, n->address, 1, PF_X, n->file_offset));
+	PROMISE(n->file_offset < size);
+	PROMISE(arch->nop_length(data + n->file_offset, size - n->file_offset) > 0);
+	PROMISE(in_segment(data, n->address, 1, PF_X, n->file_offset));
 	if (n->semaphore) {
-		CHECK(n->semaphore % 2 == 0);
-		CHECK(n->semaphore_offset && n->semaphore_offset + 2 <= size);
-		CHECK(in_segment(data, n->semaphore, 2, PF_W, n->semaphore_offset));
+		PROMISE(n->semaphore % 2 == 0);
+		PROMISE(n->semaphore_offset && n->semaphore_offset + 2 <= size);
+		PROMISE(in_segment(data, n->semaphore, 2, PF_W, n->semaphore_offset));
 	}
 }
 
@@ -96,21 +89,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int err = usdt_notes__read_memory(data, size, &l);
 
 	if (err) {
-		CHECK(err == -ENOEXEC || err == -ENOMEM || l.problem[0]);
+		PROMISE(err == -ENOEXEC || err == -ENOMEM || l.problem[0]);
 		return 0;
 	}
 	for (size_t i = 0; i < l.count; i++)
 		check_usable(data, size, &l.notes[i]);
 	for (size_t i = 0; i < l.count && i < PAIRS_CHECKED; i++)
 		for (size_t j = i + 1; j < l.count && j < PAIRS_CHECKED; j++)
-			CHECK(!l.notes[i].file_offset ||
+			PROMISE(!l.notes[i].file_offset ||
 			      l.notes[i].file_offset != l.notes[j].file_offset ||
 			      l.notes[i].semaphore == l.notes[j].semaphore);
 	for (size_t i = 0; i < l.refused_count; i++) {
-		CHECK(usdt_refusal__name(l.refused[i].refusal) != NULL);
-		CHECK(l.refused[i].refusal != USDT_SITE_OK);
+		PROMISE(usdt_refusal__name(l.refused[i].refusal) != NULL);
+		PROMISE(l.refused[i].refusal != USDT_SITE_OK);
 		usdt_note__refusal_text(&l.refused[i], buf, sizeof(buf));
-		CHECK(!strchr(buf, '\n'));
+		PROMISE(!strchr(buf, '\n'));
 	}
 	usdt_notes__free(&l);
 	return 0;

@@ -13,16 +13,9 @@
 #include <string.h>
 #include <asm/ptrace.h>
 
+#include "promise.h"
 #include "usdt_arch.h"
 #include "usdt_spec.h"
-
-#define CHECK(cond)                                                                \
-	do {                                                                       \
-		if (!(cond)) {                                                     \
-			fprintf(stderr, "fuzz_spec: broken promise: %s\n", #cond); \
-			abort();                                                   \
-		}                                                                  \
-	} while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -34,15 +27,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(text, data, size);
 	text[size] = '\0';
 	if (usdt_spec__parse(usdt_arch__native(), text, 7, &spec) == 0) {
-		CHECK(spec.arg_cnt >= 0 && spec.arg_cnt <= KH_USDT_MAX_ARGS);
-		CHECK(spec.usdt_cookie == 7);
+		PROMISE(spec.arg_cnt >= 0 && spec.arg_cnt <= KH_USDT_MAX_ARGS);
+		PROMISE(spec.usdt_cookie == 7);
 		for (int i = 0; i < spec.arg_cnt; i++) {
 			const struct kh_usdt_arg_spec *a = &spec.args[i];
 
-			CHECK(a->arg_bitshift == 0 || a->arg_bitshift == 32 || a->arg_bitshift == 48 ||
+			PROMISE(a->arg_bitshift == 0 || a->arg_bitshift == 32 || a->arg_bitshift == 48 ||
 			      a->arg_bitshift == 56);
-			CHECK(a->arg_type <= 2);
-			CHECK(a->arg_type == 0 ||
+			PROMISE(a->arg_type <= 2);
+			PROMISE(a->arg_type == 0 ||
 			      (a->reg_off >= 0 &&
 			       (size_t)a->reg_off + 8 <= sizeof(struct pt_regs)));
 		}

@@ -465,13 +465,8 @@ static void name_refused_sites(struct tracer *t, const char *path,
 
 void attach__free_refused_sites(struct tracer *t)
 {
-	for (size_t i = 0; i < t->refused_site_count; i++) {
-		free(t->refused_sites[i].file);
-		free(t->refused_sites[i].provider);
-		free(t->refused_sites[i].name);
-		free(t->refused_sites[i].refusal);
-		free(t->refused_sites[i].reason);
-	}
+	for (size_t i = 0; i < t->refused_site_count; i++)
+		kh_refused_site__free(&t->refused_sites[i]);
 	free(t->refused_sites);
 	t->refused_sites = NULL;
 	t->refused_site_count = 0;

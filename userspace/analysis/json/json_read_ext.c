@@ -383,11 +383,7 @@ static int parse__refused_sites(struct parse *ps, const struct jnode *ext_node,
 		      parse__ext_opt_string(ps, c, "reason", &site.reason);
 		if (!err && profile__add_refused_site(p, &site))
 			err = parse__nomem(ps);
-		free(site.file);
-		free(site.provider);
-		free(site.name);
-		free(site.refusal);
-		free(site.reason);
+		kh_refused_site__free(&site);
 		path__pop(ps, elem);
 	}
 	path__pop(ps, saved);

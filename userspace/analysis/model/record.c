@@ -111,7 +111,7 @@ static void identity__free(struct kh_identity *id)
 	free(id->backend_selected);
 }
 
-static void refused_site__free(struct kh_refused_site *site)
+void kh_refused_site__free(struct kh_refused_site *site)
 {
 	free(site->file);
 	free(site->provider);
@@ -143,7 +143,7 @@ void profile__free(struct kh_profile *p)
 	kh_latency__free(&p->ext.latency);
 	kh_stacks__free(&p->ext.stacks);
 	for (size_t i = 0; i < p->ext.refused_site_count; i++)
-		refused_site__free(&p->ext.refused_sites[i]);
+		kh_refused_site__free(&p->ext.refused_sites[i]);
 	free(p->ext.refused_sites);
 	memset(p, 0, sizeof(*p));
 }
@@ -159,7 +159,7 @@ int profile__add_refused_site(struct kh_profile *p, const struct kh_refused_site
 	    string__replace(&copy.reason, site->reason ? site->reason : "") ||
 	    !(grown = realloc(p->ext.refused_sites,
 			      (p->ext.refused_site_count + 1) * sizeof(*grown)))) {
-		refused_site__free(&copy);
+		kh_refused_site__free(&copy);
 		return -ENOMEM;
 	}
 	p->ext.refused_sites = grown;

@@ -293,6 +293,8 @@ int kh_parse_u64(const char *text, uint64_t *out);
  * valid UTF-8).  0 or -ENOMEM.
  */
 int profile__add_refused_site(struct kh_profile *p, const struct kh_refused_site *site);
+/* Frees site's strings. */
+void kh_refused_site__free(struct kh_refused_site *site);
 
 /*
  * Seed defaults (RunIdentity::new with "unknown" for every string).
