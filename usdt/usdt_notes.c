@@ -217,7 +217,8 @@ static int by_file_offset(const void *a, const void *b)
 
 /*
  * Sites at one file offset are one uprobe to the kernel, which refuses a
- * second with another semaphore: every site of such an offset is refused.
+ * second with another semaphore: every site of such an offset is refused
+ * (one refused already keeps its first reason).
  */
 static int refuse_conflicts(struct usdt_note *notes, size_t count)
 {
@@ -236,7 +237,8 @@ static int refuse_conflicts(struct usdt_note *notes, size_t count)
 		for (j = i + 1; j < n && placed[j]->file_offset == placed[i]->file_offset; j++)
 			differ |= placed[j]->semaphore != placed[i]->semaphore;
 		for (size_t k = i; differ && k < j; k++)
-			placed[k]->refusal = USDT_SEMAPHORE_CONFLICT;
+			if (!placed[k]->refusal)
+				placed[k]->refusal = USDT_SEMAPHORE_CONFLICT;
 	}
 	free(placed);
 	return 0;
