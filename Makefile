@@ -364,6 +364,15 @@ $(BUILD)/diff_rates: $(BUILD)/bench/diff-rates/diff_rates.o $(COMMON_OBJS) $(ANA
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(NOBPF_LIBS)
 $(BUILD)/bench/%.o: LAYER_INC = $(INC_ALL)
 
+# The siege of --serve and the libmicrohttpd server it was measured
+# against (bench/serve-siege/run.sh, which installs libmicrohttpd-dev).
+$(BUILD)/serve-siege: $(BUILD)/bench/serve-siege/siege.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^
+$(BUILD)/serve-mhd: $(BUILD)/bench/serve-siege/mhd_serve.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lmicrohttpd
+
 # Regenerates the vendored kernel type header from the running kernel's BTF.
 vmlinux:
 	./vmlinux/gen.sh
