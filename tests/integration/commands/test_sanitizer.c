@@ -23,6 +23,7 @@
 #include "khchild.h"
 #include "khhttp.h"
 #include "khtest.h"
+#include "outbuf.h"
 
 #define WORKLOAD "build/workloads/workload"
 /* What a sanitizer's report starts with, leaks included. */
@@ -35,20 +36,16 @@ static char *tmpdir;
 /* Everything left on a child's stream, to its end (malloc'd). */
 static char *read_rest(FILE *from)
 {
-	size_t len = 0, cap = 4096, n;
-	char *text = malloc(cap);
+	struct outbuf text;
+	char chunk[4096], *rest;
+	size_t n;
 
-	assert_non_null(text);
-	while ((n = fread(text + len, 1, cap - len - 1, from)) > 0) {
-		len += n;
-		if (cap - len < 1024) {
-			cap *= 2;
-			text = realloc(text, cap);
-			assert_non_null(text);
-		}
-	}
-	text[len] = '\0';
-	return text;
+	outbuf__init(&text);
+	while ((n = fread(chunk, 1, sizeof(chunk), from)) > 0)
+		outbuf__put(&text, chunk, n);
+	rest = outbuf__finish(&text);
+	assert_non_null(rest);
+	return rest;
 }
 
 static void assert_no_report(const char *what, const char *err)
