@@ -19,9 +19,10 @@
  *   200 slowloris             0         0         12              37         37
  *   20 without a line end     0         0         37              37         37
  *
- * ("before": this file with 8 clients and 5 s, closing a ninth at once;
- * "mhd L,Ts": its connection limit L and timeout T; "ip 8": a per-IP
- * limit of 8 with the attackers on 127.0.0.2, the scraper on 127.0.0.1.)
+ * ("before": this file with 8 clients and 5 s, closing a ninth at once,
+ * the khprof of ffd8c98 given to run.sh; "mhd L,Ts": its connection
+ * limit L and timeout T; "ip 8": a per-IP limit of 8 with the attackers
+ * on 127.0.0.2, the scraper on 127.0.0.1.)
  * Its timeout is one of inactivity, which a byte every 500 ms renews
  * for ever, and at its limit it stops accepting, so the scraper waits in
  * the backlog behind the attackers.  Its per-IP limit saves the scraper
