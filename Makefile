@@ -37,6 +37,8 @@ msg  = @printf '  %-8s %s\n' '$(1)' '$(2)';
 endif
 
 BUILD      := build
+# The sanitizer build's objects and binaries (make asan, below).
+ASAN       := $(BUILD)/asan
 ARCH       := x86
 MULTIARCH  := $(shell uname -m)-linux-gnu
 CC         ?= gcc
@@ -111,7 +113,8 @@ MODULE_OBJS := $(filter-out $(BUILD)/userspace/cmd/main.o,$(KHPROF_OBJS))
 # functions leave a copy of their sites in every file that includes it (221
 # sites in 44 files), and registering the uprobes that calibration attaches
 # took 6-17 ms at every start; without the copies, 1 batch site is left.
-$(filter-out $(BUILD)/userspace/capture/clock/calibrate.o,$(KHPROF_OBJS)): private CPPFLAGS += -DKH_PROBES_DISABLED
+KH_QUIET_OBJS := $(filter-out $(BUILD)/userspace/capture/clock/calibrate.o,$(KHPROF_OBJS))
+$(KH_QUIET_OBJS) $(patsubst $(BUILD)/%,$(ASAN)/%,$(KH_QUIET_OBJS)): private CPPFLAGS += -DKH_PROBES_DISABLED
 
 # Tests sit in sub-folders by what they check (tests/unit/records, ...);
 # each binary is build/tests/NAME whatever its folder.
@@ -150,13 +153,13 @@ endif
 # What the integration tests run besides themselves.
 TEST_INPUTS := $(BUILD)/khprof $(EXAMPLES) $(WORKLOADS) $(FIXTURES)
 
-.PHONY: all tests deps demo test test-kernels bench clean vmlinux seed-render fuzz
+.PHONY: all tests deps demo test test-kernels bench clean vmlinux seed-render fuzz asan test-asan
 .DEFAULT_GOAL := all
 
 # The only lists of what is built: `make` builds the tool and the examples,
 # `make tests` everything the tests need (make test builds it first).
 all: $(BUILD)/khprof $(EXAMPLES)
-tests: all $(UNIT_BINS) $(ITEST_BINS) $(FIXTURES) $(WORKLOADS) $(RUST_WORKLOADS)
+tests: all $(UNIT_BINS) $(ITEST_BINS) $(FIXTURES) $(WORKLOADS) $(RUST_WORKLOADS) $(ASAN)/khprof
 
 # --- dependencies -----------------------------------------------------------
 deps: $(DEPS_STAMP)
@@ -168,13 +171,14 @@ $(DEPS_STAMP): Makefile
 	@mkdir -p $(BUILD) && touch $@
 
 # --- compiling: one rule, the include path of the file's layer --------------
-$(BUILD)/userspace/common/%.o:   LAYER_INC = $(INC_COMMON)
-$(BUILD)/userspace/analysis/%.o: LAYER_INC = $(INC_ANALYSIS)
-$(BUILD)/usdt/%.o:               LAYER_INC = $(INC_USDT)
-$(BUILD)/userspace/capture/%.o:  LAYER_INC = $(INC_CAPTURE)
-$(BUILD)/userspace/cmd/%.o:      LAYER_INC = $(INC_ALL)
+# The sanitizer build (build/asan) compiles the same files the same way.
+$(BUILD)/userspace/common/%.o   $(ASAN)/userspace/common/%.o:   LAYER_INC = $(INC_COMMON)
+$(BUILD)/userspace/analysis/%.o $(ASAN)/userspace/analysis/%.o: LAYER_INC = $(INC_ANALYSIS)
+$(BUILD)/usdt/%.o               $(ASAN)/usdt/%.o:               LAYER_INC = $(INC_USDT)
+$(BUILD)/userspace/capture/%.o  $(ASAN)/userspace/capture/%.o:  LAYER_INC = $(INC_CAPTURE)
+$(BUILD)/userspace/cmd/%.o      $(ASAN)/userspace/cmd/%.o:      LAYER_INC = $(INC_ALL)
 # tests/common holds the helpers every test binary shares (khtest.h).
-$(BUILD)/tests/%.o:              LAYER_INC = $(INC_ALL) -Itests/common -pthread
+$(BUILD)/tests/%.o              $(ASAN)/tests/%.o:              LAYER_INC = $(INC_ALL) -Itests/common -pthread
 # examples/common holds what the scanner and its corpus must agree on.
 $(BUILD)/examples/%.o:           LAYER_INC = -Iinclude -Iexamples/common -pthread
 
@@ -230,10 +234,51 @@ $(BUILD)/khprof_object_id.h: $(BUILD)/bpf/khprof.bpf.o
 SKELETONS := $(BUILD)/khprof.skel.h $(BUILD)/khprof_classic.skel.h $(BUILD)/sample.skel.h \
              $(BUILD)/khprof_object_id.h
 $(CAPTURE_BPF_OBJS) $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(ITEST_SRCS)): $(SKELETONS)
+$(patsubst $(BUILD)/%,$(ASAN)/%,$(CAPTURE_BPF_OBJS)) $(patsubst tests/%.c,$(ASAN)/tests/%.o,$(ITEST_SRCS)): $(SKELETONS)
+$(ASAN)/userspace/analysis/formats/pprof.o: $(BUILD)/proto/profile.pb-c.h
 
 $(BUILD)/khprof: $(KHPROF_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS)
+
+# --- the sanitizer build -----------------------------------------------------
+# AddressSanitizer, with LeakSanitizer reporting at exit what khprof did not
+# free, in build/asan: `make asan` builds khprof and the metrics server's
+# tests (unit and integration) there, `make test-asan` runs those tests
+# with it, and make test runs a record and an attach --serve of it
+# (tests/integration/commands/test_sanitizer.c).  Same sources, flags and
+# include paths; the BPF skeletons and the protoc-c object are the normal
+# build's (only khprof's own code is instrumented).
+ASAN_CFLAGS := -fsanitize=address -fno-omit-frame-pointer
+asan_objs    = $(patsubst $(BUILD)/%,$(ASAN)/%,$(filter-out $(BUILD)/proto/%,$(1))) \
+               $(filter $(BUILD)/proto/%,$(1))
+ASAN_TESTS  := $(ASAN)/tests/test_httpd $(ASAN)/tests/test_serve
+
+$(ASAN)/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(call msg,CC-ASAN,$<)
+	$(Q)$(CC) $(USER_CFLAGS) $(ASAN_CFLAGS) $(LAYER_INC) -c $< -o $@
+
+$(ASAN)/khprof: $(call asan_objs,$(KHPROF_OBJS))
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(ASAN_CFLAGS) -o $@ $^ $(LIBS)
+$(ASAN)/tests/test_httpd: $(ASAN)/tests/unit/tracing/test_httpd.o $(call asan_objs,$(UNIT_LINK_OBJS))
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(ASAN_CFLAGS) -pthread -o $@ $^ $(NOBPF_LIBS) -lcmocka -ldl
+$(ASAN)/tests/test_serve: $(ASAN)/tests/integration/commands/test_serve.o \
+                          $(call asan_objs,$(MODULE_OBJS)) | $(TEST_INPUTS) $(ASAN)/khprof
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(ASAN_CFLAGS) -pthread -o $@ $^ $(LIBS) -lcmocka -ldl
+
+asan: $(ASAN)/khprof $(ASAN_TESTS)
+# The server's tests in the sanitizer build, the integration ones against
+# its khprof, and the sanitizer's own test of make test.
+test-asan: tests asan
+	@status=0; for t in $(ASAN_TESTS) $(BUILD)/tests/test_sanitizer; do \
+		echo "== $$t (khprof: $(ASAN)/khprof)"; \
+		KHPROF_CACHE_DIR="$(CURDIR)/$(BUILD)/tests/khprof-cache" KH_KHPROF=$(ASAN)/khprof \
+			$$t || status=1; \
+	done; exit $$status
 
 # --- examples ---------------------------------------------------------------
 EXAMPLES_COMMON := $(patsubst %.c,$(BUILD)/%.o,$(wildcard examples/common/*.c))
@@ -406,6 +451,15 @@ $(BUILD)/diff_rates: $(BUILD)/bench/diff-rates/diff_rates.o $(COMMON_OBJS) $(ANA
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(NOBPF_LIBS)
 $(BUILD)/bench/%.o: LAYER_INC = $(INC_ALL)
 
+# The siege of --serve and the libmicrohttpd server it was measured
+# against (bench/serve-siege/run.sh, which installs libmicrohttpd-dev).
+$(BUILD)/serve-siege: $(BUILD)/bench/serve-siege/siege.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^
+$(BUILD)/serve-mhd: $(BUILD)/bench/serve-siege/mhd_serve.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lmicrohttpd
+
 # Regenerates the vendored kernel type header from the running kernel's BTF.
 vmlinux:
 	./vmlinux/gen.sh
@@ -416,4 +470,5 @@ clean:
 # The compiler's dependency files of this tree's objects only: build/ also
 # holds reference builds of other commits (build/ref) and cargo's target
 # directories, whose .d files name other trees' headers.
--include $(shell find $(addprefix $(BUILD)/,userspace usdt bpf tests examples fuzz) -name '*.d' 2>/dev/null)
+-include $(shell find $(addprefix $(BUILD)/,userspace usdt bpf tests examples fuzz) \
+             $(addprefix $(ASAN)/,userspace usdt tests) -name '*.d' 2>/dev/null)
