@@ -310,20 +310,6 @@ mod sites {
         previous
     }
 
-    /// The sequence the next session will get, without taking it.
-    pub(crate) fn peek_session_sequence() -> u64 {
-        let value: u64;
-        // SAFETY: as above, a plain load.
-        unsafe {
-            core::arch::asm!(
-                "movq kh_session_sequence(%rip), {0}",
-                out(reg) value,
-                options(att_syntax, nostack, preserves_flags, readonly)
-            );
-        }
-        value
-    }
-
     #[repr(C)]
     struct Timespec {
         tv_sec: i64,
@@ -365,9 +351,6 @@ mod sites {
         static SEQUENCE: AtomicU64 = AtomicU64::new(0);
         SEQUENCE.fetch_add(1, Ordering::Relaxed)
     }
-    pub(crate) fn peek_session_sequence() -> u64 {
-        0
-    }
     pub(crate) fn now_ns() -> u64 {
         0
     }
@@ -388,15 +371,16 @@ mod sites {
 
 pub(crate) use sites::{
     clear_identity, clock_site, current_state, keep_identity, monotonic_requested,
-    next_session_sequence, now_ns, peek_session_sequence, semaphores, set_current_state, tsc,
+    next_session_sequence, now_ns, semaphores, set_current_state, tsc,
 };
 
 /// The start of a batched span: the TSC (~11 ns here), or CLOCK_MONOTONIC
-/// (vDSO, ~26 ns) where khprof asked for it; the exit reads the clock its
-/// start did.
+/// (vDSO, ~26 ns) where khprof asked for it, or while the in-process
+/// profile counts too, so that one reading serves both (hook of
+/// src/counters.rs); the exit reads the clock its start did.
 #[inline(always)]
 pub(crate) fn batch_start() -> u64 {
-    if monotonic_requested() {
+    if monotonic_requested() || crate::switch::local_enabled() {
         now_ns()
     } else {
         tsc()

@@ -93,6 +93,12 @@ pub(crate) fn replace_attribution(attribution: u32) -> u32 {
     STATE.with(|t| t.attribution.replace(attribution))
 }
 
+/// This thread's attribution (hook of the in-process counters, which read
+/// it at a span's exit: src/counters.rs).
+pub(crate) fn attribution() -> u32 {
+    STATE.with(|t| t.attribution.get())
+}
+
 /// Hands this thread's buffered spans and counted input to the tracer.
 /// The probe fires even with no tracer left, so a detaching tracer loses
 /// nothing it saw.
