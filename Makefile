@@ -140,8 +140,11 @@ WORKLOADS     := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(filter-ou
 # The Rust probe crate's workload, with the cargo found, and again with
 # Debian 12's own rustc 1.63 when the machine has it (the oldest Rust the
 # crate must keep building with).
-RUST_SRCS := $(shell find rust/keyhog-probes tests/workloads-rs -type f \
-                 \( -name '*.rs' -o -name Cargo.toml \) 2>/dev/null)
+# tests/seed-api, built against the crate too, uses every public item of
+# the seed: its build.rs reads the seed's source and docs page.
+RUST_SRCS := $(shell find rust/keyhog-probes tests/workloads-rs tests/seed-api -type f \
+                 \( -name '*.rs' -o -name Cargo.toml \) 2>/dev/null) \
+             $(wildcard ../shared/seed/keyhog_profile_lib.rs ../shared/seed/keyhog_profile_docs.txt)
 RUST_WORKLOADS := $(BUILD)/workloads/workload-rs
 ifneq ($(wildcard /usr/bin/rustc),)
 RUST_WORKLOADS += $(BUILD)/rust-debian/workload-rs
@@ -306,8 +309,10 @@ $(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c include/keyhog_pr
 # Built offline (no crates from outside) by scripts/build-rust.sh with the
 # cargo found, Debian's RUST_PACKAGES installed when there is none: the
 # crate's record has the seed's serde form (librust-serde-dev,
-# librust-serde-json-dev).
-RUST_CRATES   := librust-serde-dev librust-serde-derive-dev librust-serde-json-dev
+# librust-serde-json-dev), and tests/seed-api's build.rs reads the seed
+# with syn.
+RUST_CRATES   := librust-serde-dev librust-serde-derive-dev librust-serde-json-dev \
+                 librust-syn-dev librust-quote-dev librust-proc-macro2-dev
 RUST_PACKAGES := cargo
 $(BUILD)/workloads/workload-rs: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
 	$(call msg,CARGO,$@)
