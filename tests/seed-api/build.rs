@@ -35,8 +35,9 @@ use std::path::Path;
 fn main() {
     println!("cargo:rerun-if-env-changed=KH_SEED_LIB");
     println!("cargo:rerun-if-env-changed=KH_SEED_DOCS");
-    let lib = env::var("KH_SEED_LIB")
-        .expect("KH_SEED_LIB must name the seed's keyhog_profile_lib.rs (scripts/build-rust.sh sets it)");
+    let lib = env::var("KH_SEED_LIB").expect(
+        "KH_SEED_LIB must name the seed's keyhog_profile_lib.rs (scripts/build-rust.sh sets it)",
+    );
     println!("cargo:rerun-if-changed={lib}");
     let source = fs::read_to_string(&lib).unwrap_or_else(|e| panic!("cannot read '{lib}': {e}"));
     let file = syn::parse_file(&source).unwrap_or_else(|e| panic!("cannot parse '{lib}': {e}"));
@@ -47,11 +48,13 @@ fn main() {
     }
     if let Ok(docs) = env::var("KH_SEED_DOCS") {
         println!("cargo:rerun-if-changed={docs}");
-        let text = fs::read_to_string(&docs).unwrap_or_else(|e| panic!("cannot read '{docs}': {e}"));
+        let text =
+            fs::read_to_string(&docs).unwrap_or_else(|e| panic!("cannot read '{docs}': {e}"));
         generated.check_against_docs(&text);
     }
     let out = Path::new(&env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("seed_api.rs");
-    fs::write(&out, generated.render()).unwrap_or_else(|e| panic!("cannot write '{}': {e}", out.display()));
+    fs::write(&out, generated.render())
+        .unwrap_or_else(|e| panic!("cannot write '{}': {e}", out.display()));
 }
 
 #[derive(Default)]
@@ -82,9 +85,12 @@ fn replace_self(tokens: TokenStream, with: &TokenStream) -> TokenStream {
         .into_iter()
         .flat_map(|tree| -> Vec<TokenTree> {
             match tree {
-                TokenTree::Ident(ref ident) if ident == "Self" => with.clone().into_iter().collect(),
+                TokenTree::Ident(ref ident) if ident == "Self" => {
+                    with.clone().into_iter().collect()
+                }
                 TokenTree::Group(group) => {
-                    let mut replaced = Group::new(group.delimiter(), replace_self(group.stream(), with));
+                    let mut replaced =
+                        Group::new(group.delimiter(), replace_self(group.stream(), with));
                     replaced.set_span(group.span());
                     vec![TokenTree::Group(replaced)]
                 }
@@ -157,7 +163,9 @@ fn serde_variant_name(variant: &str, rename_all: Option<&str>) -> String {
             out
         }
         Some("lowercase") => variant.to_lowercase(),
-        Some(other) => panic!("the seed renames variants '{other}', which this generator does not know: add it"),
+        Some(other) => panic!(
+            "the seed renames variants '{other}', which this generator does not know: add it"
+        ),
     }
 }
 
@@ -172,7 +180,10 @@ fn rename_all(attrs: &[syn::Attribute]) -> Option<String> {
 
 /// `#[repr(X)]`'s X, when it is an integer type.
 fn repr(attrs: &[syn::Attribute]) -> Option<Ident> {
-    attrs.iter().filter(|attr| attr.path.is_ident("repr")).find_map(|attr| attr.parse_args::<Ident>().ok())
+    attrs
+        .iter()
+        .filter(|attr| attr.path.is_ident("repr"))
+        .find_map(|attr| attr.parse_args::<Ident>().ok())
 }
 
 /// An integer literal's value (the seed's discriminants are literals).
@@ -226,7 +237,8 @@ impl Generated {
 
     fn structure(&mut self, item: &syn::ItemStruct) {
         let name = &item.ident;
-        let bounds: Vec<TokenStream> = derives(&item.attrs).iter().map(|d| derive_bound(d)).collect();
+        let bounds: Vec<TokenStream> =
+            derives(&item.attrs).iter().map(|d| derive_bound(d)).collect();
         self.bounds(name, &bounds);
         let build = format_ident!("build_{}", name);
         match &item.fields {
@@ -238,7 +250,8 @@ impl Generated {
                     }
                 }
                 if fields.named.iter().all(|field| is_pub(&field.vis)) {
-                    let idents: Vec<_> = fields.named.iter().map(|f| f.ident.clone().expect("named")).collect();
+                    let idents: Vec<_> =
+                        fields.named.iter().map(|f| f.ident.clone().expect("named")).collect();
                     let types: Vec<_> = fields.named.iter().map(|f| f.ty.clone()).collect();
                     self.checks.push(quote! {
                         #[allow(dead_code, non_snake_case, clippy::too_many_arguments)]
@@ -294,13 +307,16 @@ impl Generated {
             let mut next = 0i128;
             for variant in &item.variants {
                 let value = match &variant.discriminant {
-                    Some((_, expr)) => literal_value(expr).expect("the seed's discriminants are literals"),
+                    Some((_, expr)) => {
+                        literal_value(expr).expect("the seed's discriminants are literals")
+                    }
                     None => next,
                 };
                 next = value + 1;
                 let ident = &variant.ident;
                 let literal = proc_macro2::Literal::i128_unsuffixed(value);
-                self.checks.push(quote! { const _: () = assert!(#name::#ident as i128 == #literal); });
+                self.checks
+                    .push(quote! { const _: () = assert!(#name::#ident as i128 == #literal); });
             }
             if let Some(int) = repr(&item.attrs) {
                 self.checks.push(quote! {
@@ -309,18 +325,22 @@ impl Generated {
             }
         }
         let comparable = derived.iter().any(|d| d == "PartialEq");
-        for variant in item.variants.iter().filter(|v| v.attrs.iter().any(|a| a.path.is_ident("default"))) {
+        for variant in
+            item.variants.iter().filter(|v| v.attrs.iter().any(|a| a.path.is_ident("default")))
+        {
             let ident = &variant.ident;
             let what = format!("{name}::default() is not {name}::{ident}");
             self.runtime.push(quote! {
                 if #name::default() != #name::#ident { errors.push(#what.to_owned()); }
             });
         }
-        let serde = derived.iter().any(|d| d == "Serialize") && derived.iter().any(|d| d == "Deserialize");
+        let serde =
+            derived.iter().any(|d| d == "Serialize") && derived.iter().any(|d| d == "Deserialize");
         if serde && fieldless && comparable {
             let rename = rename_all(&item.attrs);
             for ident in &variants {
-                let json = format!("\"{}\"", serde_variant_name(&ident.to_string(), rename.as_deref()));
+                let json =
+                    format!("\"{}\"", serde_variant_name(&ident.to_string(), rename.as_deref()));
                 let what = format!("{name}::{ident} is not {json} in JSON");
                 self.runtime.push(quote! {
                     if serde_json::to_string(&#name::#ident).ok().as_deref() != Some(#json)
@@ -376,7 +396,9 @@ impl Generated {
                 syn::FnArg::Receiver(receiver) => {
                     let ty = self_ty.expect("a receiver is in an impl").clone();
                     match &receiver.reference {
-                        Some((_, lifetime)) if receiver.mutability.is_some() => quote!(&#lifetime mut #ty),
+                        Some((_, lifetime)) if receiver.mutability.is_some() => {
+                            quote!(&#lifetime mut #ty)
+                        }
                         Some((_, lifetime)) => quote!(&#lifetime #ty),
                         None => ty,
                     }
@@ -394,7 +416,8 @@ impl Generated {
             Some(ty) => quote!(<#ty>::#ident),
             None => quote!(keyhog_profile::#ident),
         };
-        let owner = self_ty.map_or_else(String::new, |ty| format!("{}_", ty.to_string().replace(' ', "")));
+        let owner =
+            self_ty.map_or_else(String::new, |ty| format!("{}_", ty.to_string().replace(' ', "")));
         let wrapper = format_ident!("call_{}{}", owner, ident);
         self.checks.push(quote! {
             #[allow(dead_code, non_snake_case, clippy::too_many_arguments)]
@@ -406,7 +429,8 @@ impl Generated {
         }
         // A `const fn` of an enum taking only `self`: callable in a constant.
         if sig.constness.is_some() && sig.inputs.len() == 1 {
-            if let (Some(ty), Some(syn::FnArg::Receiver(receiver))) = (self_ty, sig.inputs.first()) {
+            if let (Some(ty), Some(syn::FnArg::Receiver(receiver))) = (self_ty, sig.inputs.first())
+            {
                 let first = self.first_variant.iter().find(|(name, _)| *name == ty.to_string());
                 if let (None, Some((_, variant)), syn::ReturnType::Type(_, ret)) =
                     (&receiver.reference, first, &sig.output)
@@ -424,7 +448,8 @@ impl Generated {
     /// out): they are checked all the same, and named in
     /// `UNDOCUMENTED_ITEMS`.
     fn check_against_docs(&mut self, docs: &str) {
-        const HEADINGS: [&str; 6] = ["Structs", "Enums", "Constants", "Functions", "Traits", "Macros"];
+        const HEADINGS: [&str; 6] =
+            ["Structs", "Enums", "Constants", "Functions", "Traits", "Macros"];
         let listed: BTreeSet<String> = docs
             .lines()
             .map(str::trim)
@@ -469,9 +494,13 @@ impl Generated {
             }
         };
         // One item a line, so that a compile error points at one check.
-        let mut out = String::from("// Generated by tests/seed-api/build.rs from the seed's source: do not edit.\n");
+        let mut out = String::from(
+            "// Generated by tests/seed-api/build.rs from the seed's source: do not edit.\n",
+        );
         out.push_str(&format!("{head}\n"));
-        for item in uses.iter().map(|u| quote!(#[allow(unused_imports)] #u)).chain(checks.iter().cloned()) {
+        for item in
+            uses.iter().map(|u| quote!(#[allow(unused_imports)] #u)).chain(checks.iter().cloned())
+        {
             out.push_str(&format!("{item}\n"));
         }
         out.push_str(&format!("{tail}\n"));

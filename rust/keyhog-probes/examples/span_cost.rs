@@ -5,6 +5,9 @@
 //!   span_cost seed-loop N   the crate's spans in the seed's own
 //!                           seed-overhead loop (alternating stages, the
 //!                           guard kept in memory by black_box)
+//!   span_cost enabled N     the same loop with the in-process profile on
+//!                           (set_enabled(true), the seed's enabled figure;
+//!                           traced by khprof, both at once)
 //!
 //! Prints "ns_per_span=X" (median of 5 rounds of N spans).  No bare loop:
 //! LLVM unrolls a loop without spans eightfold (2.4 instructions per
@@ -15,7 +18,7 @@
 // black_box (1.66) is newer than the crate's 1.63; only the bench builds this.
 #![allow(clippy::incompatible_msrv)]
 
-use keyhog_probes::{span, Stage};
+use keyhog_probes::{set_enabled, span, take_stage_measurements, Stage};
 use std::hint::black_box;
 use std::ptr::write_volatile;
 use std::time::Instant;
@@ -50,8 +53,12 @@ fn main() {
     let run: extern "C" fn(u64) = match args.get(1).map(String::as_str) {
         Some("probes") => kh_rs_spans_probes,
         Some("seed-loop") => kh_rs_spans_seed_loop,
+        Some("enabled") => {
+            set_enabled(true);
+            kh_rs_spans_seed_loop
+        }
         _ => {
-            eprintln!("usage: span_cost probes|seed-loop N [ROUNDS]");
+            eprintln!("usage: span_cost probes|seed-loop|enabled N [ROUNDS]");
             std::process::exit(2);
         }
     };
@@ -64,6 +71,13 @@ fn main() {
             t.elapsed().as_nanos() as f64 / n as f64
         })
         .collect();
+    // The in-process counters saw every span (a bench that counted nothing
+    // would be cheap for the wrong reason).
+    let counted: u64 = take_stage_measurements().iter().map(|m| m.calls).sum();
+    if args[1] == "enabled" && counted != n * rounds as u64 {
+        eprintln!("span_cost: {counted} spans counted in process, not {}", n * rounds as u64);
+        std::process::exit(1);
+    }
     results.sort_by(|a, b| a.partial_cmp(b).unwrap());
     println!("ns_per_span={:.3}", results[rounds / 2]);
 }

@@ -70,9 +70,8 @@ impl Set {
                 let elapsed_ns = self.elapsed_ns[index].swap(0, Ordering::Relaxed);
                 let calls = self.calls[index].swap(0, Ordering::Relaxed);
                 let attributed_ns = self.attributed_ns[index].swap(0, Ordering::Relaxed);
-                (elapsed_ns != 0 || calls != 0 || attributed_ns != 0).then_some(
-                    crate::StageMeasurement { stage, elapsed_ns, calls, attributed_ns },
-                )
+                (elapsed_ns != 0 || calls != 0 || attributed_ns != 0)
+                    .then_some(crate::StageMeasurement { stage, elapsed_ns, calls, attributed_ns })
             })
             .collect()
     }

@@ -162,7 +162,11 @@ fn max_option(left: Option<u64>, right: Option<u64>) -> Option<u64> {
 }
 
 /// CPU time over wall time in percent, when CPU time did not go backwards.
-fn cpu_percent(start_cpu_ms: Option<u64>, finish_cpu_ms: Option<u64>, elapsed_ns: u64) -> Option<f64> {
+fn cpu_percent(
+    start_cpu_ms: Option<u64>,
+    finish_cpu_ms: Option<u64>,
+    elapsed_ns: u64,
+) -> Option<f64> {
     start_cpu_ms.zip(finish_cpu_ms).filter(|(start, finish)| finish >= start).and_then(
         |(start, finish)| {
             let wall_ms = elapsed_ns as f64 / 1_000_000.0;
@@ -172,11 +176,16 @@ fn cpu_percent(start_cpu_ms: Option<u64>, finish_cpu_ms: Option<u64>, elapsed_ns
 }
 
 /// The same in thousandths of a percent, in integers.
-fn cpu_milli_percent(start_cpu_ms: Option<u64>, finish_cpu_ms: Option<u64>, elapsed_ns: u64) -> Option<u64> {
+fn cpu_milli_percent(
+    start_cpu_ms: Option<u64>,
+    finish_cpu_ms: Option<u64>,
+    elapsed_ns: u64,
+) -> Option<u64> {
     if elapsed_ns == 0 {
         return None;
     }
-    let (start, finish) = start_cpu_ms.zip(finish_cpu_ms).filter(|(start, finish)| finish >= start)?;
+    let (start, finish) =
+        start_cpu_ms.zip(finish_cpu_ms).filter(|(start, finish)| finish >= start)?;
     let numerator = u128::from(finish - start) * 100_000_000_000_u128;
     Some(u64::try_from(numerator / u128::from(elapsed_ns)).unwrap_or(u64::MAX))
 }
@@ -226,7 +235,10 @@ fn resource_usage(
 
 /// One measurement per state left: between each transition and the next,
 /// with the samples taken at both.
-fn state_measurements(transitions: &[StateTransition], samples: &[ResourceSample]) -> Vec<StateMeasurement> {
+fn state_measurements(
+    transitions: &[StateTransition],
+    samples: &[ResourceSample],
+) -> Vec<StateMeasurement> {
     transitions
         .windows(2)
         .zip(samples.windows(2))
@@ -294,7 +306,11 @@ impl LocalSession {
     pub(crate) fn transition(&mut self, state: RunState) {
         let elapsed_ns = nanos(self.started.elapsed());
         self.transitions.push(StateTransition { state, elapsed_ns });
-        self.resource_samples.push(ResourceSample { state, elapsed_ns, snapshot: process_resources() });
+        self.resource_samples.push(ResourceSample {
+            state,
+            elapsed_ns,
+            snapshot: process_resources(),
+        });
     }
 
     /// The seed's finish: the last transition, the counters disabled and
@@ -408,7 +424,9 @@ impl RunProfile {
             } else {
                 output.push_str(" cpu=unavailable");
             }
-            if let (Some(start), Some(finish)) = (state.resident_start_bytes, state.resident_end_bytes) {
+            if let (Some(start), Some(finish)) =
+                (state.resident_start_bytes, state.resident_end_bytes)
+            {
                 output.push_str(&format!(" rss_bytes={start}->{finish}"));
             }
             if let (Some(start), Some(finish)) = (state.threads_start, state.threads_end) {

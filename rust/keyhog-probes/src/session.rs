@@ -233,7 +233,8 @@ impl Session {
             .map_err(|_| SessionActive)?;
         fire_session_start();
         let local = LocalSession::start();
-        let mut session = Self { identity: Some(identity), sent: vec![None; 12], local: Some(local) };
+        let mut session =
+            Self { identity: Some(identity), sent: vec![None; 12], local: Some(local) };
         session.send_identity();
         Ok(session)
     }

@@ -74,6 +74,24 @@ mod imp {
         local != 0
     }
 
+    /// `monotonic` or `local`, the 4 bytes at +4 in one load: the clock
+    /// a batched span's start reads (`probes::batch_start`), which is
+    /// CLOCK_MONOTONIC for either, 3 instructions fewer per traced span
+    /// than testing the two halves apart (callgrind).
+    #[inline(always)]
+    pub(crate) fn monotonic_or_local() -> bool {
+        let halves: u32;
+        // SAFETY: reads the last 4 bytes of the same object.
+        unsafe {
+            core::arch::asm!(
+                "movl keyhog_semaphores+4(%rip), {0:e}",
+                out(reg) halves,
+                options(att_syntax, nostack, preserves_flags, readonly)
+            );
+        }
+        halves != 0
+    }
+
     /// Sets `local` with a 2-byte store, leaving the kernel's bytes alone.
     pub(crate) fn set_local(on: bool) {
         // SAFETY: writes the last 2 bytes of the same object (writable,
@@ -107,6 +125,10 @@ mod imp {
     pub(crate) fn set_local(on: bool) {
         WORD.store(u64::from(on) << super::LOCAL_SHIFT, Ordering::Relaxed);
     }
+
+    pub(crate) fn monotonic_or_local() -> bool {
+        local_enabled()
+    }
 }
 
-pub(crate) use imp::{local_enabled, set_local, word};
+pub(crate) use imp::{local_enabled, monotonic_or_local, set_local, word};

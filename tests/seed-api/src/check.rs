@@ -10,14 +10,19 @@ use std::path::Path;
 
 fn read(dir: &Path, name: &str) -> Result<String, Vec<String>> {
     let path = dir.join(name);
-    std::fs::read_to_string(&path).map_err(|e| vec![format!("cannot read '{}': {e}", path.display())])
+    std::fs::read_to_string(&path)
+        .map_err(|e| vec![format!("cannot read '{}': {e}", path.display())])
 }
 
 fn profile(dir: &Path) -> Result<(RunProfile, String, String), Vec<String>> {
     let json = read(dir, "profile.json")?;
     let text = read(dir, "profile.txt")?;
-    let parsed = serde_json::from_str(&json)
-        .map_err(|e| vec![format!("'{}': not a RunProfile for this build: {e}", dir.join("profile.json").display())])?;
+    let parsed = serde_json::from_str(&json).map_err(|e| {
+        vec![format!(
+            "'{}': not a RunProfile for this build: {e}",
+            dir.join("profile.json").display()
+        )]
+    })?;
     Ok((parsed, json, text))
 }
 
@@ -26,7 +31,8 @@ fn profile(dir: &Path) -> Result<(RunProfile, String, String), Vec<String>> {
 /// are left out.
 pub fn check(mine: &Path, other: &Path, traced: bool) -> Result<(), Vec<String>> {
     let mut errors = Vec::new();
-    let (my_transcript, their_transcript) = (read(mine, "transcript.txt")?, read(other, "transcript.txt")?);
+    let (my_transcript, their_transcript) =
+        (read(mine, "transcript.txt")?, read(other, "transcript.txt")?);
     let compared = |line: &&str| !(traced && line.starts_with("~ "));
     let (my_transcript, their_transcript): (String, String) = (
         my_transcript.lines().filter(compared).map(|l| format!("{l}\n")).collect(),
@@ -38,7 +44,8 @@ pub fn check(mine: &Path, other: &Path, traced: bool) -> Result<(), Vec<String>>
             break;
         }
     }
-    let (mine_lines, their_lines) = (my_transcript.lines().count(), their_transcript.lines().count());
+    let (mine_lines, their_lines) =
+        (my_transcript.lines().count(), their_transcript.lines().count());
     if mine_lines != their_lines {
         errors.push(format!("transcript: {mine_lines} lines here, {their_lines} there"));
     }
@@ -46,11 +53,16 @@ pub fn check(mine: &Path, other: &Path, traced: bool) -> Result<(), Vec<String>>
     let (ours, _, _) = profile(mine)?;
     let (theirs, their_json, their_text) = profile(other)?;
     if theirs.render_text() != their_text {
-        errors.push(format!("render_text of the other record differs here:\n{}\nthere:\n{their_text}", theirs.render_text()));
+        errors.push(format!(
+            "render_text of the other record differs here:\n{}\nthere:\n{their_text}",
+            theirs.render_text()
+        ));
     }
     match theirs.to_json_pretty() {
         Ok(json) if json == their_json => {}
-        Ok(json) => errors.push(format!("to_json_pretty of the other record differs here:\n{json}\nthere:\n{their_json}")),
+        Ok(json) => errors.push(format!(
+            "to_json_pretty of the other record differs here:\n{json}\nthere:\n{their_json}"
+        )),
         Err(e) => errors.push(format!("to_json_pretty of the other record: {e}")),
     }
 
@@ -65,22 +77,47 @@ pub fn check(mine: &Path, other: &Path, traced: bool) -> Result<(), Vec<String>>
     b.run_id.clear();
     differ("identity", format!("{a:?}"), format!("{b:?}"));
     differ("status", format!("{:?}", ours.status), format!("{:?}", theirs.status));
-    differ("input", format!("{} {}", ours.input_bytes, ours.input_units), format!("{} {}", theirs.input_bytes, theirs.input_units));
+    differ(
+        "input",
+        format!("{} {}", ours.input_bytes, ours.input_units),
+        format!("{} {}", theirs.input_bytes, theirs.input_units),
+    );
     let stages = |p: &RunProfile| -> Vec<String> {
-        p.stages.iter().map(|m| format!("{} calls={} decoded={}", m.stage.as_str(), m.calls, m.attributed_ns != 0)).collect()
+        p.stages
+            .iter()
+            .map(|m| {
+                format!("{} calls={} decoded={}", m.stage.as_str(), m.calls, m.attributed_ns != 0)
+            })
+            .collect()
     };
     differ("stages", format!("{:?}", stages(&ours)), format!("{:?}", stages(&theirs)));
-    let transitions = |p: &RunProfile| -> Vec<String> { p.transitions.iter().map(|t| format!("{:?}", t.state)).collect() };
-    differ("transitions", format!("{:?}", transitions(&ours)), format!("{:?}", transitions(&theirs)));
+    let transitions = |p: &RunProfile| -> Vec<String> {
+        p.transitions.iter().map(|t| format!("{:?}", t.state)).collect()
+    };
+    differ(
+        "transitions",
+        format!("{:?}", transitions(&ours)),
+        format!("{:?}", transitions(&theirs)),
+    );
     let states = |p: &RunProfile| -> Vec<String> {
         p.states
             .iter()
-            .map(|s| format!("{:?} {} {}", s.state, s.cpu_time_ms.is_some(), s.aggregate_cpu_milli_percent.is_some()))
+            .map(|s| {
+                format!(
+                    "{:?} {} {}",
+                    s.state,
+                    s.cpu_time_ms.is_some(),
+                    s.aggregate_cpu_milli_percent.is_some()
+                )
+            })
             .collect()
     };
     differ("states", format!("{:?}", states(&ours)), format!("{:?}", states(&theirs)));
     let samples = |p: &RunProfile| -> Vec<String> {
-        p.resource_samples.iter().map(|s| format!("{:?} {:?}", s.state, s.snapshot.thread_count.is_some())).collect()
+        p.resource_samples
+            .iter()
+            .map(|s| format!("{:?} {:?}", s.state, s.snapshot.thread_count.is_some()))
+            .collect()
     };
     differ("resource samples", format!("{:?}", samples(&ours)), format!("{:?}", samples(&theirs)));
     differ(

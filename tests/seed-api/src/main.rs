@@ -30,15 +30,16 @@ mod workload;
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let path = |i: usize| std::path::Path::new(&args[i]);
-    let result = match (args.get(1).map(String::as_str), args.get(2).map(String::as_str), args.len()) {
-        (Some("run"), _, 3) => workload::run(path(2)),
-        (Some("check"), Some("--traced"), 5) => check::check(path(3), path(4), true),
-        (Some("check"), _, 4) => check::check(path(2), path(3), false),
-        _ => {
-            eprintln!("usage: seed-api run DIR | seed-api check [--traced] MINE_DIR OTHER_DIR");
-            std::process::exit(2);
-        }
-    };
+    let result =
+        match (args.get(1).map(String::as_str), args.get(2).map(String::as_str), args.len()) {
+            (Some("run"), _, 3) => workload::run(path(2)),
+            (Some("check"), Some("--traced"), 5) => check::check(path(3), path(4), true),
+            (Some("check"), _, 4) => check::check(path(2), path(3), false),
+            _ => {
+                eprintln!("usage: seed-api run DIR | seed-api check [--traced] MINE_DIR OTHER_DIR");
+                std::process::exit(2);
+            }
+        };
     if let Err(errors) = result {
         for error in &errors {
             eprintln!("seed-api: {error}");

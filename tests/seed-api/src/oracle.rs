@@ -61,7 +61,12 @@ impl Clocks {
 
 /// The stages taken must be the ones run, in wire order, with their calls,
 /// their times between the program's readings.
-pub fn check_stages(what: &str, stages: &[StageMeasurement], clocks: &Clocks, errors: &mut Vec<String>) {
+pub fn check_stages(
+    what: &str,
+    stages: &[StageMeasurement],
+    clocks: &Clocks,
+    errors: &mut Vec<String>,
+) {
     let mut run: Vec<&(Stage, u64, [u64; 4])> = clocks.stages.iter().collect();
     run.sort_by_key(|(stage, _, _)| Stage::ALL.iter().position(|s| s == stage));
     let got: Vec<(Stage, u64)> = stages.iter().map(|m| (m.stage, m.calls)).collect();
@@ -104,7 +109,14 @@ pub struct Expected {
 impl Expected {
     /// A transition between `before` and `after`, in a session started
     /// between `before_start` and `after_start`.
-    pub fn transition(&mut self, state: RunState, before: Instant, after: Instant, after_start: Instant, before_start: Instant) {
+    pub fn transition(
+        &mut self,
+        state: RunState,
+        before: Instant,
+        after: Instant,
+        after_start: Instant,
+        before_start: Instant,
+    ) {
         let low = ns(before.saturating_duration_since(after_start));
         let high = ns(after.saturating_duration_since(before_start));
         self.transitions.push((state, low, high));
@@ -135,7 +147,8 @@ fn states_from(profile: &RunProfile) -> Vec<StateMeasurement> {
             elapsed_ns,
             cpu_time_ms: cpu.map(|(a, b)| b - a),
             aggregate_cpu_milli_percent: cpu.filter(|_| elapsed_ns != 0).map(|(a, b)| {
-                u64::try_from(u128::from(b - a) * 100_000_000_000 / u128::from(elapsed_ns)).unwrap_or(u64::MAX)
+                u64::try_from(u128::from(b - a) * 100_000_000_000 / u128::from(elapsed_ns))
+                    .unwrap_or(u64::MAX)
             }),
             resident_start_bytes: start.resident_bytes,
             resident_end_bytes: finish.resident_bytes,
@@ -152,9 +165,12 @@ fn resources_from(profile: &RunProfile) -> Option<ResourceUsage> {
     let start = profile.resource_samples.first()?.snapshot;
     let finish = profile.resource_samples.last()?.snapshot;
     let peak = |value: fn(&ResourceSnapshot) -> Option<u64>| {
-        profile.resource_samples.iter().fold(max_option(value(&start), value(&finish)), |max, sample| {
-            max_option(max, value(&sample.snapshot))
-        })
+        profile
+            .resource_samples
+            .iter()
+            .fold(max_option(value(&start), value(&finish)), |max, sample| {
+                max_option(max, value(&sample.snapshot))
+            })
     };
     let wall_ms = profile.wall_time_ns as f64 / 1_000_000.0;
     Some(ResourceUsage {
@@ -186,7 +202,11 @@ pub fn check_profile(profile: &RunProfile, expected: &Expected, errors: &mut Vec
         fail(format!("wall_time_ns {} outside [{low}, {high}]", profile.wall_time_ns));
     }
     if (profile.input_bytes, profile.input_units) != expected.input {
-        fail(format!("input {:?}, not {:?}", (profile.input_bytes, profile.input_units), expected.input));
+        fail(format!(
+            "input {:?}, not {:?}",
+            (profile.input_bytes, profile.input_units),
+            expected.input
+        ));
     }
     let states: Vec<RunState> = profile.transitions.iter().map(|t| t.state).collect();
     let want: Vec<RunState> = expected.transitions.iter().map(|t| t.0).collect();
@@ -195,23 +215,35 @@ pub fn check_profile(profile: &RunProfile, expected: &Expected, errors: &mut Vec
     }
     for (transition, (_, low, high)) in profile.transitions.iter().zip(&expected.transitions) {
         if transition.elapsed_ns < *low || transition.elapsed_ns > *high {
-            fail(format!("transition {:?} at {} outside [{low}, {high}]", transition.state, transition.elapsed_ns));
+            fail(format!(
+                "transition {:?} at {} outside [{low}, {high}]",
+                transition.state, transition.elapsed_ns
+            ));
         }
     }
-    let sampled: Vec<(RunState, u64)> = profile.resource_samples.iter().map(|s| (s.state, s.elapsed_ns)).collect();
-    let transitions: Vec<(RunState, u64)> = profile.transitions.iter().map(|t| (t.state, t.elapsed_ns)).collect();
+    let sampled: Vec<(RunState, u64)> =
+        profile.resource_samples.iter().map(|s| (s.state, s.elapsed_ns)).collect();
+    let transitions: Vec<(RunState, u64)> =
+        profile.transitions.iter().map(|t| (t.state, t.elapsed_ns)).collect();
     if sampled != transitions {
         fail(format!("resource samples at {sampled:?}, transitions at {transitions:?}"));
     }
     if cfg!(target_os = "linux") {
         for sample in &profile.resource_samples {
             let s = sample.snapshot;
-            if s.cpu_time_ms.is_none() || s.resident_bytes.is_none() || s.virtual_bytes.is_none() || s.thread_count.is_none() {
+            if s.cpu_time_ms.is_none()
+                || s.resident_bytes.is_none()
+                || s.virtual_bytes.is_none()
+                || s.thread_count.is_none()
+            {
                 fail(format!("sample in {:?} misses /proc figures: {s:?}", sample.state));
             }
         }
-        let threads = expected.threads_at.and_then(|i| profile.resource_samples.get(i)).and_then(|s| s.snapshot.thread_count);
-        if threads.map_or(true, |n| n < 3) {
+        let threads = expected
+            .threads_at
+            .and_then(|i| profile.resource_samples.get(i))
+            .and_then(|s| s.snapshot.thread_count);
+        if !matches!(threads, Some(n) if n >= 3) {
             fail(format!("{threads:?} threads sampled while two workers ran"));
         }
     }
@@ -253,10 +285,18 @@ pub fn describe(profile: &RunProfile, t: &mut String) {
     writeln!(t, "profile identity {identity:?}").unwrap();
     writeln!(t, "profile input {} {}", profile.input_bytes, profile.input_units).unwrap();
     for m in &profile.stages {
-        let decoded = if m.attributed_ns == 0 { "none" } else if m.attributed_ns == m.elapsed_ns { "all" } else { "some" };
-        writeln!(t, "profile stage {} calls={} decoded={decoded}", m.stage.as_str(), m.calls).unwrap();
+        let decoded = if m.attributed_ns == 0 {
+            "none"
+        } else if m.attributed_ns == m.elapsed_ns {
+            "all"
+        } else {
+            "some"
+        };
+        writeln!(t, "profile stage {} calls={} decoded={decoded}", m.stage.as_str(), m.calls)
+            .unwrap();
     }
-    let transitions: Vec<String> = profile.transitions.iter().map(|x| format!("{:?}", x.state)).collect();
+    let transitions: Vec<String> =
+        profile.transitions.iter().map(|x| format!("{:?}", x.state)).collect();
     writeln!(t, "profile transitions {}", transitions.join(" ")).unwrap();
     for s in &profile.states {
         writeln!(
@@ -316,9 +356,24 @@ pub fn crafted(t: &mut String, errors: &mut Vec<String>) {
         input_bytes: 987_654_321,
         input_units: 1234,
         stages: vec![
-            StageMeasurement { stage: Stage::SourceRead, elapsed_ns: 333_333_333, calls: 7, attributed_ns: 0 },
-            StageMeasurement { stage: Stage::BackendDispatch, elapsed_ns: 900_000_000, calls: 1, attributed_ns: 5 },
-            StageMeasurement { stage: Stage::Decode, elapsed_ns: 333_333_333, calls: 0, attributed_ns: 333_333_333 },
+            StageMeasurement {
+                stage: Stage::SourceRead,
+                elapsed_ns: 333_333_333,
+                calls: 7,
+                attributed_ns: 0,
+            },
+            StageMeasurement {
+                stage: Stage::BackendDispatch,
+                elapsed_ns: 900_000_000,
+                calls: 1,
+                attributed_ns: 5,
+            },
+            StageMeasurement {
+                stage: Stage::Decode,
+                elapsed_ns: 333_333_333,
+                calls: 0,
+                attributed_ns: 333_333_333,
+            },
         ],
         transitions: vec![
             StateTransition { state: RunState::Created, elapsed_ns: 0 },
@@ -390,7 +445,8 @@ pub fn crafted(t: &mut String, errors: &mut Vec<String>) {
         }
         for (ty, field) in crate::seed_api::SERDE_DEFAULT_FIELDS {
             if *ty != "RunProfile" {
-                errors.push(format!("no {ty} at hand to check its #[serde(default)] field {field}"));
+                errors
+                    .push(format!("no {ty} at hand to check its #[serde(default)] field {field}"));
                 continue;
             }
             let mut value: serde_json::Value = serde_json::from_str(&json).expect("own JSON");

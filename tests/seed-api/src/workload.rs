@@ -20,7 +20,12 @@ fn burn(iterations: u64) -> u64 {
     let mut x: u64 = 1;
     for i in 0..iterations {
         // SAFETY: a local.
-        unsafe { write_volatile(&mut x, read_volatile(&x).wrapping_mul(6364136223846793005).wrapping_add(i)) };
+        unsafe {
+            write_volatile(
+                &mut x,
+                read_volatile(&x).wrapping_mul(6364136223846793005).wrapping_add(i),
+            )
+        };
     }
     x
 }
@@ -29,7 +34,12 @@ fn burn(iterations: u64) -> u64 {
 fn cpu_ticks() -> u64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let after_command = stat.rfind(')').map_or("", |end| &stat[end + 2..]);
-    after_command.split_whitespace().skip(11).take(2).filter_map(|field| field.parse::<u64>().ok()).sum()
+    after_command
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|field| field.parse::<u64>().ok())
+        .sum()
 }
 
 /// Works until the process's CPU time has grown by two ticks, so that the
@@ -91,7 +101,8 @@ fn counters_alone(t: &mut String, errors: &mut Vec<String>) {
     writeln!(t, "~ enabled at start: {}", enabled()).unwrap();
     set_enabled(true);
     writeln!(t, "enabled after set_enabled(true): {}", enabled()).unwrap();
-    writeln!(t, "set_attribution(Decoded) was {:?}", set_attribution(Attribution::Decoded)).unwrap();
+    writeln!(t, "set_attribution(Decoded) was {:?}", set_attribution(Attribution::Decoded))
+        .unwrap();
     writeln!(t, "set_attribution(Root) was {:?}", set_attribution(Attribution::Root)).unwrap();
     for _ in 0..3 {
         add_input_bytes(100);
@@ -112,21 +123,33 @@ fn counters_alone(t: &mut String, errors: &mut Vec<String>) {
     let taken = take_stage_measurements();
     oracle::check_stages("process counters", &taken, &clocks, errors);
     writeln!(t, "take_stage_measurements: {}", taken_line(&taken)).unwrap();
-    writeln!(t, "take_stage_measurements again: {}", taken_line(&take_stage_measurements())).unwrap();
+    writeln!(t, "take_stage_measurements again: {}", taken_line(&take_stage_measurements()))
+        .unwrap();
     writeln!(t, "take_input_totals: {:?}", take_input_totals()).unwrap();
     writeln!(t, "take_input_totals again: {:?}", take_input_totals()).unwrap();
 
     timed(&mut Clocks::default(), Stage::Preprocess, 100);
     add_input_bytes(7);
     reset();
-    writeln!(t, "after reset: {} {:?}", taken_line(&take_stage_measurements()), take_input_totals()).unwrap();
+    writeln!(
+        t,
+        "after reset: {} {:?}",
+        taken_line(&take_stage_measurements()),
+        take_input_totals()
+    )
+    .unwrap();
 
     set_enabled(false);
     writeln!(t, "~ enabled after set_enabled(false): {}", enabled()).unwrap();
-    writeln!(t, "~ disabled span is_recording: {}", timed(&mut Clocks::default(), Stage::Preprocess, 100))
-        .unwrap();
+    writeln!(
+        t,
+        "~ disabled span is_recording: {}",
+        timed(&mut Clocks::default(), Stage::Preprocess, 100)
+    )
+    .unwrap();
     add_input_bytes(7);
-    writeln!(t, "disabled: {} {:?}", taken_line(&take_stage_measurements()), take_input_totals()).unwrap();
+    writeln!(t, "disabled: {} {:?}", taken_line(&take_stage_measurements()), take_input_totals())
+        .unwrap();
 }
 
 fn identity(version: &str) -> RunIdentity {
@@ -138,7 +161,8 @@ fn run_id_sequence(identity: &RunIdentity, errors: &mut Vec<String>) -> String {
     let parts: Vec<&str> = identity.run_id.split('-').collect();
     let pid = std::process::id().to_string();
     if parts.len() != 3 || parts[0] != pid || parts[1].parse::<u128>().is_err() {
-        errors.push(format!("run_id '{}' is not {{pid}}-{{unix ns}}-{{sequence}}", identity.run_id));
+        errors
+            .push(format!("run_id '{}' is not {{pid}}-{{unix ns}}-{{sequence}}", identity.run_id));
     }
     parts.last().copied().unwrap_or("").to_owned()
 }
@@ -161,8 +185,13 @@ fn refused_and_dropped(t: &mut String, errors: &mut Vec<String>) {
     timed(&mut Clocks::default(), Stage::Suppression, 100);
     drop(session);
     writeln!(t, "~ enabled after a dropped session: {}", enabled()).unwrap();
-    writeln!(t, "after a dropped session: {} {:?}", taken_line(&take_stage_measurements()), take_input_totals())
-        .unwrap();
+    writeln!(
+        t,
+        "after a dropped session: {} {:?}",
+        taken_line(&take_stage_measurements()),
+        take_input_totals()
+    )
+    .unwrap();
 }
 
 /// A worker's share of the scan: spans, nested and decoded, and input.
@@ -180,7 +209,11 @@ fn worker(stage: Stage, chunks: u64, started: mpsc::Sender<()>, go: mpsc::Receiv
 }
 
 /// The session whose `RunProfile` the program writes.
-fn profiled_session(t: &mut String, expected: &mut Expected, errors: &mut Vec<String>) -> RunProfile {
+fn profiled_session(
+    t: &mut String,
+    expected: &mut Expected,
+    errors: &mut Vec<String>,
+) -> RunProfile {
     const CHUNKS: u64 = 40;
     let mut identity = identity("seed-api 1.0");
     identity.scanner_threads = 2;
@@ -252,7 +285,13 @@ fn profiled_session(t: &mut String, expected: &mut Expected, errors: &mut Vec<St
     let profile = session.finish(RunState::Completed);
     let after_finish = Instant::now();
     drop(late);
-    expected.transition(RunState::Completed, before_finish, after_finish, after_start, before_start);
+    expected.transition(
+        RunState::Completed,
+        before_finish,
+        after_finish,
+        after_start,
+        before_start,
+    );
     expected.wall = (before_finish - after_start, after_finish - before_start);
     profile
 }
@@ -261,7 +300,8 @@ pub fn run(dir: &Path) -> Result<(), Vec<String>> {
     let mut errors = crate::seed_api::runtime_checks();
     let mut t = String::new();
     writeln!(t, "seed items: {}", crate::seed_api::SEED_ITEMS.join(" ")).unwrap();
-    writeln!(t, "not on the seed's docs page: {}", crate::seed_api::UNDOCUMENTED_ITEMS.join(" ")).unwrap();
+    writeln!(t, "not on the seed's docs page: {}", crate::seed_api::UNDOCUMENTED_ITEMS.join(" "))
+        .unwrap();
     writeln!(t, "PROFILE_SCHEMA: {PROFILE_SCHEMA}").unwrap();
     let stages: Vec<&str> = Stage::ALL.iter().map(|stage| stage.as_str()).collect();
     writeln!(t, "Stage::ALL: {}", stages.join(" ")).unwrap();
@@ -272,18 +312,32 @@ pub fn run(dir: &Path) -> Result<(), Vec<String>> {
     let profile = profiled_session(&mut t, &mut expected, &mut errors);
     oracle::check_profile(&profile, &expected, &mut errors);
     writeln!(t, "~ enabled after finish: {}", enabled()).unwrap();
-    writeln!(t, "after finish: {} {:?}", taken_line(&take_stage_measurements()), take_input_totals()).unwrap();
+    writeln!(
+        t,
+        "after finish: {} {:?}",
+        taken_line(&take_stage_measurements()),
+        take_input_totals()
+    )
+    .unwrap();
     // The span left after the finish counted for that session too, too
     // late: the next session starts without it.
     let again = Session::start(identity("seed-api again")).expect("no session is open");
     let again = again.finish(RunState::Completed);
-    writeln!(t, "next session: {} {} {}", taken_line(&again.stages), again.input_bytes, again.transitions.len()).unwrap();
+    writeln!(
+        t,
+        "next session: {} {} {}",
+        taken_line(&again.stages),
+        again.input_bytes,
+        again.transitions.len()
+    )
+    .unwrap();
     oracle::describe(&profile, &mut t);
     oracle::crafted(&mut t, &mut errors);
 
     let json = profile.to_json_pretty().map_err(|e| vec![format!("to_json_pretty: {e}")])?;
     let write = |name: &str, text: &str| {
-        std::fs::write(dir.join(name), text).map_err(|e| vec![format!("cannot write '{name}' in '{}': {e}", dir.display())])
+        std::fs::write(dir.join(name), text)
+            .map_err(|e| vec![format!("cannot write '{name}' in '{}': {e}", dir.display())])
     };
     write("profile.json", &json)?;
     write("profile.txt", &profile.render_text())?;
