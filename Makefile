@@ -83,9 +83,11 @@ BENCH_PACKAGES := bpftrace hyperfine time
 # 6.1, zstd after) to read their BTF on the host.
 KERNEL_PACKAGES := qemu-system-x86 busybox-static cpio file lz4 zstd xz-utils gzip
 # The seed conformance reader (../shared/seed/conformance) builds offline
-# from Debian's packaged crates.
+# from Debian's packaged crates; so does tests/seed-api against the seed,
+# whose build.rs reads the seed's source with syn.
 SEED_PACKAGES := cargo librust-serde-dev librust-serde-derive-dev \
-                 librust-serde-json-dev librust-libc-dev
+                 librust-serde-json-dev librust-libc-dev \
+                 librust-syn-dev librust-quote-dev librust-proc-macro2-dev
 
 DEPS_STAMP := $(BUILD)/.deps-installed
 
@@ -143,8 +145,11 @@ WORKLOADS     := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(filter-ou
 # The Rust probe crate's workload, with the cargo found, and again with
 # Debian 12's own rustc 1.63 when the machine has it (the oldest Rust the
 # crate must keep building with).
-RUST_SRCS := $(shell find rust/keyhog-probes tests/workloads-rs -type f \
-                 \( -name '*.rs' -o -name Cargo.toml \) 2>/dev/null)
+# tests/seed-api, built against the crate too, uses every public item of
+# the seed: its build.rs reads the seed's source and docs page.
+RUST_SRCS := $(shell find rust/keyhog-probes tests/workloads-rs tests/seed-api -type f \
+                 \( -name '*.rs' -o -name Cargo.toml \) 2>/dev/null) \
+             $(wildcard ../shared/seed/keyhog_profile_lib.rs ../shared/seed/keyhog_profile_docs.txt)
 RUST_WORKLOADS := $(BUILD)/workloads/workload-rs
 ifneq ($(wildcard /usr/bin/rustc),)
 RUST_WORKLOADS += $(BUILD)/rust-debian/workload-rs
@@ -306,6 +311,8 @@ $(ITEST_BINS): $(MODULE_OBJS) | $(TEST_INPUTS)
 # The browser tests decode their screenshots with libpng.
 $(BUILD)/tests/test_html: TEST_LIBS := -lpng
 $(BUILD)/tests/test_rust: | $(RUST_WORKLOADS)
+# The seed's API on the crate: the program built on both (build/seed-api-seed by seed-render).
+$(BUILD)/tests/test_seed_api: | $(RUST_WORKLOADS) seed-render
 
 $(BUILD)/fixtures/%: tests/unit/fixtures/%.S | $(DEPS_STAMP)
 	@mkdir -p $(@D)
@@ -354,19 +361,27 @@ $(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c include/keyhog_pr
 # rust/keyhog-probes emits the header's probes from Rust with the seed's API;
 # tests/workloads-rs is its traced workload (tests/integration/tracing/test_rust.c).
 # Built offline (no crates from outside) by scripts/build-rust.sh with the
-# cargo found, Debian's RUST_PACKAGES installed when there is none.
+# cargo found, Debian's RUST_PACKAGES installed when there is none: the
+# crate's record has the seed's serde form (librust-serde-dev,
+# librust-serde-json-dev), and tests/seed-api's build.rs reads the seed
+# with syn.
+RUST_CRATES   := librust-serde-dev librust-serde-derive-dev librust-serde-json-dev \
+                 librust-syn-dev librust-quote-dev librust-proc-macro2-dev
 RUST_PACKAGES := cargo
 $(BUILD)/workloads/workload-rs: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
 	$(call msg,CARGO,$@)
+	$(Q)./scripts/install-deps.sh $(RUST_CRATES)
 	$(Q)RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) current $@
 $(BUILD)/rust-debian/workload-rs: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
 	$(call msg,CARGO,$@ (rustc 1.63))
+	$(Q)./scripts/install-deps.sh $(RUST_CRATES)
 	$(Q)RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) debian $@
 
 # The reader is rebuilt when the seed or the build script changes.  The
 # wildcard leaves the seed sources out when ../shared/seed is absent; the
 # script then just says the check is unavailable, which costs nothing.
 SEED_SRCS := $(wildcard ../shared/seed/keyhog_profile_lib.rs \
+                        ../shared/seed/keyhog_profile_docs.txt \
                         ../shared/seed/conformance/Cargo.toml \
                         ../shared/seed/conformance/src/bin/*.rs)
 SEED_READER := $(BUILD)/seed-render
@@ -377,7 +392,9 @@ SEED_READER := $(BUILD)/seed-render
 SEED_UNBUILDABLE := $(BUILD)/.seed-render-unbuildable
 
 seed-render: $(if $(wildcard $(SEED_UNBUILDABLE)),$(SEED_UNBUILDABLE),$(SEED_READER))
-$(SEED_READER) $(SEED_UNBUILDABLE): $(SEED_SRCS) scripts/build-seed-render.sh
+# It also builds tests/seed-api against the seed (build/seed-api-seed).
+SEED_API_SRCS := $(shell find tests/seed-api -type f \( -name '*.rs' -o -name Cargo.toml \))
+$(SEED_READER) $(SEED_UNBUILDABLE): $(SEED_SRCS) $(SEED_API_SRCS) scripts/build-seed-render.sh
 	@rm -f $(SEED_UNBUILDABLE)
 	@./scripts/build-seed-render.sh $(BUILD) $(SEED_PACKAGES)
 	@if [ -n "$(SEED_SRCS)" ]; then \
