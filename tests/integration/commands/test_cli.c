@@ -406,6 +406,55 @@ static void test_one_line_usage_errors(void **state)
 }
 
 /*
+ * A bad value is a bad command line like an unknown option: one line, exit
+ * 2, ending in the pointer to the command's --help that the README promises.
+ */
+static void test_bad_values_point_to_help(void **state)
+{
+	static const struct {
+		const char *command;
+		char *argv[8];
+		const char *says;
+	} cases[] = {
+		{ "report", { "report", "--format", "xml", "x.json" }, "unknown format 'xml' (text, " },
+		{ "export", { "export", "--format", "xml", "x.json" }, "unknown format 'xml'" },
+		{ "diff", { "diff", "--format", "xml", "a", "b" }, "unknown format 'xml'" },
+		{ "diff", { "diff", "--threshold", "foo", "a", "b" }, "bad --threshold 'foo'" },
+		{ "diff", { "diff", "--min-change-ms", "x", "a", "b" }, "bad --min-change-ms 'x'" },
+		{ "attach", { "attach", "-p", "abc" }, "bad PID 'abc'" },
+		{ "attach", { "attach", "-p", "1", "--duration", "5x" }, "bad duration '5x'" },
+		{ "record", { "record", "--mode", "fast", "--", "/bin/true" }, "unknown mode 'fast'" },
+		{ "attach", { "attach", "--mode", "fast", "-p", "1" }, "unknown mode 'fast'" },
+		{ "record", { "record", "--repeat", "0", "-o", "d", "--", "/bin/true" },
+		  "bad --repeat '0': expected a whole number from 1 to " },
+		{ "record", { "record", "--interval", "5ms", "--", "/bin/true" }, "bad interval '5ms'" },
+		{ "record", { "record", "--sample=0", "--", "/bin/true" }, "bad sampling rate '0'" },
+		{ "record", { "record", "--identity", "nokey", "--", "/bin/true" },
+		  "bad --identity 'nokey'" },
+		{ "record", { "record", "--append", "--", "/bin/true" }, "--append needs --repeat" },
+		{ "attach", { "attach", "-p", "1", "--exe", "/bin/true" }, "not both" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *argv[9] = { khprof };
+		char ending[64];
+		struct run_result r;
+		size_t len;
+
+		memcpy(argv + 1, cases[i].argv, sizeof(cases[i].argv));
+		r = run_here(argv);
+		snprintf(ending, sizeof(ending), " (see 'khprof %s --help')\n", cases[i].command);
+		len = strlen(r.err);
+		if (r.exit_code != 2 || count_lines(r.err) != 1 || !strstr(r.err, cases[i].says) ||
+		    len < strlen(ending) || strcmp(r.err + len - strlen(ending), ending))
+			fail_msg("khprof %s %s %s: exit %d, stderr: %s", argv[1], argv[2],
+				 argv[3] ? argv[3] : "", r.exit_code, r.err);
+		run_result_free(&r);
+	}
+}
+
+/*
  * report without PATH reads khprof.json here (what record writes without
  * -o), and says so when there is none.
  */
@@ -516,6 +565,7 @@ int main(void)
 		cmocka_unit_test(test_every_command_has_help),
 		cmocka_unit_test(test_usage_errors),
 		cmocka_unit_test(test_one_line_usage_errors),
+		cmocka_unit_test(test_bad_values_point_to_help),
 		cmocka_unit_test(test_report_reads_the_default_record),
 		cmocka_unit_test(test_unknown_schema_is_refused),
 		cmocka_unit_test(test_unprivileged_tracing_is_refused),
