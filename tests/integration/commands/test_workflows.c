@@ -340,6 +340,69 @@ static void test_mid_session_attach_keeps_identity(void **state)
 	serve_loop_stop(&w);
 }
 
+/*
+ * `khprof probes` and `attach -p` give one count of the sites attach
+ * attaches in batch mode: probes' figure without clock_monotonic, and
+ * with it, which attach links only where batched spans are timed with
+ * CLOCK_MONOTONIC (forced here through the untrusted-TSC hook, else as
+ * this machine's evidence says, which the record names).  attach counts
+ * the executable's sites and its libraries' (the workload's libkhwork.so).
+ */
+static void test_probes_counts_what_attach_attaches(void **state)
+{
+	char out[PATH_MAX], pid_text[16], line[512], library[PATH_MAX];
+	size_t plain = 0, with_clock = 0;
+
+	(void)state;
+	snprintf(library, sizeof(library), "%.*s/libkhwork.so",
+		 (int)(strrchr(workload, '/') - workload), workload);
+	for (int i = 0; i < 2; i++) {
+		char *probes[] = { khprof, "probes", i ? library : workload, NULL };
+		struct run_result r = run_here(probes);
+		char *note = strstr(r.err, "attach counts ");
+		size_t a, b;
+
+		assert_int_equal(r.exit_code, 0);
+		assert_non_null(note);
+		assert_int_equal(sscanf(note, "attach counts %zu in batch mode, the default (%zu "
+					"with clock_monotonic, attached where khprof times batched "
+					"spans with CLOCK_MONOTONIC)", &a, &b), 2);
+		assert_int_equal(b, a + 1);
+		plain += a;
+		with_clock += b;
+		run_result_free(&r);
+	}
+
+	for (int forced = 0; forced < 2; forced++) {
+		char *attach[] = { khprof, "attach", "-q", "-p", pid_text, "-o", out, NULL };
+		struct kh_profile p;
+		struct child w, k;
+		size_t attached;
+
+		if (forced)
+			setenv("KHPROF_TEST_TSC", "untrusted", 1);
+		path_in(out, sizeof(out), tmpdir, "counted-%d.json", forced);
+		w = serve_loop_start_pid(workload, pid_text, sizeof(pid_text));
+		k = child_spawn(attach, true);
+		child_read_line(&k, "attached to PID", line, sizeof(line));
+		assert_int_equal(sscanf(strstr(line, "attached to PID"), "attached to PID %*d (%zu "
+					"probe sites)", &attached), 1);
+		serve_loop_command(&w, "session\n");
+		assert_int_equal(kill(k.pid, SIGTERM), 0);
+		assert_int_equal(child_wait(&k), 0);
+		serve_loop_stop(&w);
+		unsetenv("KHPROF_TEST_TSC");
+		load_record(out, &p);
+		if (!strcmp(p.ext.span_clock, "monotonic"))
+			assert_int_equal(attached, with_clock);
+		else
+			assert_int_equal(attached, plain);
+		if (forced)
+			assert_string_equal(p.ext.span_clock, "monotonic");
+		profile__free(&p);
+	}
+}
+
 /* attach --duration takes --interval's syntax: "1s", "500ms", or seconds. */
 static void test_duration_syntax(void **state)
 {
@@ -386,6 +449,7 @@ int main(void)
 		cmocka_unit_test(test_sigint_to_khprof_alone),
 		cmocka_unit_test(test_duration_syntax),
 		cmocka_unit_test(test_mid_session_attach_keeps_identity),
+		cmocka_unit_test(test_probes_counts_what_attach_attaches),
 		cmocka_unit_test(test_wrappers_are_followed),
 	};
 	char *k = tool_path("KH_KHPROF", "build/khprof"), *w = tool_path("KH_WORKLOAD",
