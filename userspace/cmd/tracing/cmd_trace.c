@@ -60,12 +60,11 @@ void record_path(const char *path, size_t n, char *out, size_t len)
 /*
  * The records an earlier run left beside path (PATH.2, PATH.3, ... up to
  * the first missing one) go before this run writes its first: a series in
- * the directory is always one run's, and `diff` never mixes two.  Said on
- * stderr, since files disappear.
+ * the directory is always one run's, and `diff` never mixes two.  How
+ * many, for output__end to name those this run did not write again.
  */
-static void remove_earlier_series(const char *path)
+static size_t remove_earlier_series(const char *path)
 {
-	char first[PATH_MAX], last[PATH_MAX];
 	size_t removed = 0;
 
 	for (size_t n = 2;; n++) {
@@ -76,16 +75,31 @@ static void remove_earlier_series(const char *path)
 			if (errno != ENOENT)
 				log__warn("cannot remove '%s' of an earlier run: %s", sibling,
 					  strerror(errno));
-			break;
+			return removed;
 		}
-		snprintf(removed ? last : first, PATH_MAX, "%s", sibling);
 		removed++;
 	}
-	if (removed == 1)
-		log__note("removed '%s', left by an earlier run beside '%s'", first, path);
-	else if (removed > 1)
-		log__note("removed %zu records ('%s' to '%s') left by an earlier run beside '%s'",
-			  removed, first, last, path);
+}
+
+void output__end(struct output_state *out)
+{
+	size_t first = out->records + 1, last = out->earlier + 1;
+	char a[PATH_MAX], b[PATH_MAX];
+
+	/* PATH.2 ... PATH.records were written again: replaced, as PATH was. */
+	if (!out->path || first < 2)
+		first = 2;
+	if (out->path && out->earlier && first <= last) {
+		record_path(out->path, first, a, sizeof(a));
+		record_path(out->path, last, b, sizeof(b));
+		if (first == last)
+			log__note("removed '%s', left by an earlier run beyond this run's %zu "
+				  "record%s", a, out->records, out->records == 1 ? "" : "s");
+		else
+			log__note("removed %zu records ('%s' to '%s') left by an earlier run beyond "
+				  "this run's %zu", last - first + 1, a, b, out->records);
+	}
+	out->earlier = 0;
 }
 
 int output__prepare(struct trace_cli *cli)
@@ -154,7 +168,7 @@ void output__on_profile(const struct kh_profile *p, void *ctx)
 	if (out->records == 1 && out->keep_old)
 		keep_previous(out->path, old, sizeof(old));
 	if (out->records == 1)
-		remove_earlier_series(out->path);
+		out->earlier = remove_earlier_series(out->path);
 	record_path(out->path, out->records, path, sizeof(path));
 	json = profile__to_json(p);
 	if (!json) {
@@ -696,7 +710,8 @@ int exit_code_of(int status)
 	return KHPROF_EXIT_FAILURE;
 }
 
-int finish_output(const struct output_state *out, int code)
+int finish_output(struct output_state *out, int code)
 {
+	output__end(out);
 	return out->write_failed && code == 0 ? KHPROF_EXIT_FAILURE : code;
 }
