@@ -49,6 +49,30 @@ static void print_latency_notes(const struct kh_latency *l)
 }
 
 /*
+ * --sample's stacks walk frame pointers: a program or library built
+ * without them (gcc's -O2 default, Debian's libraries, Rust's release
+ * builds) gives stacks that stop short of their thread's entry, their
+ * outer frames [unknown] or missing.  When that is most samples (more than
+ * half, leaving out those cut at the frame limit), said once per command
+ * with the fix, since the stacks alone do not say why.
+ */
+static void print_stack_notes(const struct kh_stacks *s)
+{
+	static bool said;
+	uint64_t short_of_entry = s->incomplete > s->truncated ? s->incomplete - s->truncated : 0;
+
+	if (said || !s->present || short_of_entry * 2 <= s->samples)
+		return;
+	said = true;
+	log__warn("%" PRIu64 " of %" PRIu64 " sampled stacks stop short of their thread's entry, "
+		  "their outer frames [unknown] or missing: the program or a library it runs "
+		  "has no frame pointers (the stage and the innermost two frames are still "
+		  "right); build with -fno-omit-frame-pointer (C, C++) or -C "
+		  "force-frame-pointers=yes (Rust) for whole stacks (docs/SAMPLING.md)",
+		  short_of_entry, s->samples);
+}
+
+/*
  * Sites never attached: counted here, named in the record (khprof.
  * refused_sites) and on stderr when they were refused.  A site the
  * linker discarded could never fire: a note; any other is a warning.
@@ -98,4 +122,5 @@ void profile__print_notes(const struct kh_profile *p)
 			  "their fields keep their earlier values", p->ext.identity_unreadable);
 	print_latency_notes(&p->ext.latency);
 	print_refused_sites(p);
+	print_stack_notes(&p->ext.stacks);
 }
