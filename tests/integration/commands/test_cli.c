@@ -4,6 +4,7 @@
  * third-party library), report, help texts and the one-line errors with
  * their documented exit codes.
  */
+#include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,7 @@
 
 #include "fileio.h"
 #include "khtest.h"
+#include "record.h"
 
 /* build/khprof, or $KH_KHPROF; set in main(). */
 static char *khprof;
@@ -454,6 +456,47 @@ static void test_bad_values_point_to_help(void **state)
 	}
 }
 
+/* The constant of a stage or state name: "source-acquire" -> KH_STAGE_SOURCE_ACQUIRE. */
+static void constant_of(const char *prefix, const char *name, char *out, size_t len)
+{
+	size_t n = (size_t)snprintf(out, len, "%s", prefix);
+
+	for (; *name && n + 1 < len; name++)
+		out[n++] = *name == '-' ? '_' : (char)toupper((unsigned char)*name);
+	out[n] = '\0';
+}
+
+/*
+ * docs/INSTRUMENTING.md, linked first from the README, names every stage
+ * and state with its constant as the header and the records spell them.
+ */
+static void test_instrumenting_page_names_everything(void **state)
+{
+	char *page, *readme, cell[160], constant[64];
+	size_t len;
+
+	(void)state;
+	assert_int_equal(file__read_all("docs/INSTRUMENTING.md", &page, &len), 0);
+	for (uint32_t i = 0; i < KH_STAGE_COUNT; i++) {
+		constant_of("KH_STAGE_", kh_stage__name(i), constant, sizeof(constant));
+		snprintf(cell, sizeof(cell), "| `%s` | `%s` |", constant, kh_stage__name(i));
+		if (!strstr(page, cell))
+			fail_msg("docs/INSTRUMENTING.md has no '%s'", cell);
+	}
+	for (uint32_t i = 0; i < KH_STATE_COUNT; i++) {
+		constant_of("KH_STATE_", kh_run_state__name(i), constant, sizeof(constant));
+		snprintf(cell, sizeof(cell), "| `%s` | `%s`", constant, kh_run_state__name(i));
+		if (!strstr(page, cell))
+			fail_msg("docs/INSTRUMENTING.md has no '%s'", cell);
+	}
+	free(page);
+	assert_int_equal(file__read_all("README.md", &readme, &len), 0);
+	page = strstr(readme, "](docs/");
+	assert_non_null(page);
+	assert_int_equal(strncmp(page, "](docs/INSTRUMENTING.md)", 24), 0);
+	free(readme);
+}
+
 /*
  * report without PATH reads khprof.json here (what record writes without
  * -o), and says so when there is none.
@@ -566,6 +609,7 @@ int main(void)
 		cmocka_unit_test(test_usage_errors),
 		cmocka_unit_test(test_one_line_usage_errors),
 		cmocka_unit_test(test_bad_values_point_to_help),
+		cmocka_unit_test(test_instrumenting_page_names_everything),
 		cmocka_unit_test(test_report_reads_the_default_record),
 		cmocka_unit_test(test_unknown_schema_is_refused),
 		cmocka_unit_test(test_unprivileged_tracing_is_refused),
