@@ -438,6 +438,43 @@ static void test_text_goldens_are_current(void **state)
 	assert_goldens_current(".txt", false);
 }
 
+/*
+ * Spans whose off-CPU time is a lower bound: the warning names their
+ * stages, most first, and says what still holds (docs/SCHEMA.md,
+ * offcpu_truncated), not only how khprof came to it.
+ */
+static void test_offcpu_lower_bound_says_what_holds(void **state)
+{
+	struct kh_profile p = minimal_profile();
+	const uint32_t stages[] = { KH_STAGE_ENTROPY, KH_STAGE_DECODE, KH_STAGE_SOURCE_READ,
+				    KH_STAGE_PREPROCESS, KH_STAGE_REPORTING };
+	const uint64_t counts[] = { 3, 12, 2, 1, 1 };
+	char *text, expected[768];
+
+	(void)state;
+	p.ext.latency.present = true;
+	p.ext.latency.off_cpu = true;
+	p.ext.latency.stages[KH_STAGE_DECODE].offcpu_truncated = 1;
+	text = notes_of(&p);
+	snprintf(expected, sizeof(expected), "khprof: warning: 1 span (decode 1) has an off-CPU "
+		 "time that is only a lower bound: those stages' off-CPU times may read low and "
+		 "their on-CPU times high; their elapsed times, calls and latencies are exact "
+		 "(such a span switched out more than the %d times khprof logs per thread, or "
+		 "was read from a thread's buffer after the thread ended or khprof detached)\n",
+		 KH_OFFCPU_LOG);
+	assert_string_equal(text, expected);
+	free(text);
+	for (size_t i = 0; i < sizeof(stages) / sizeof(stages[0]); i++)
+		p.ext.latency.stages[stages[i]].offcpu_truncated = counts[i];
+	text = notes_of(&p);
+	assert_int_equal(strncmp(text, "khprof: warning: 19 spans (decode 12, entropy 3, "
+				       "source-read 2 and 2 more stages) have an off-CPU time ", 96),
+			 0);
+	assert_int_equal(count_lines(text), 1);
+	free(text);
+	profile__free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -450,6 +487,7 @@ int main(void)
 		cmocka_unit_test(test_non_finite_cpu),
 		cmocka_unit_test(test_own_cpu_shares_are_possible),
 		cmocka_unit_test(test_sub_millisecond_states_as_the_readme_says),
+		cmocka_unit_test(test_offcpu_lower_bound_says_what_holds),
 		cmocka_unit_test(test_off_cpu_share_is_possible),
 		cmocka_unit_test(test_report_then_notes_on_one_stream),
 		cmocka_unit_test(test_every_drop_is_described),
