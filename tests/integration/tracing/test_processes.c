@@ -254,6 +254,60 @@ static void test_exe_errors(void **state)
 	assert_run_exits(record, 2, NULL);
 }
 
+/*
+ * A file that is not ELF, or a cut one, is bad input (2) for attach --exe
+ * as for probes and record, said as probes says it.
+ */
+static void test_exe_bad_files(void **state)
+{
+	char cut[600], *text = NULL;
+	size_t len;
+	char *not_elf[] = { khprof, "attach", "--exe", "README.md", "--duration", "1", NULL };
+	char *malformed[] = { khprof, "attach", "--exe", cut, "--duration", "1", NULL };
+	struct run_result r;
+
+	(void)state;
+	r = run_here(not_elf);
+	assert_int_equal(r.exit_code, 2);
+	assert_int_equal(count_lines(r.err), 1);
+	assert_non_null(strstr(r.err, "/README.md': not an ELF file\n"));
+	run_result_free(&r);
+
+	snprintf(cut, sizeof(cut), "%s/cut-workload", tmpdir);
+	assert_int_equal(file__read_all(WORKLOAD, &text, &len), 0);
+	assert_int_equal(file__write_atomic(cut, text, 3000), 0);
+	free(text);
+	r = run_here(malformed);
+	assert_int_equal(r.exit_code, 2);
+	assert_int_equal(count_lines(r.err), 1);
+	assert_non_null(strstr(r.err, "cut-workload': malformed ELF file: "));
+	run_result_free(&r);
+}
+
+/* The watch says where its records go, and that without -o there are none. */
+static void test_exe_says_where_records_go(void **state)
+{
+	char out[600], line[512], expected[700];
+	char *bare[] = { khprof, "attach", "--exe", WORKLOAD, "--mode", "span", NULL };
+	char *named[] = { khprof, "attach", "--exe", WORKLOAD, "--mode", "span", "-q", "-o", out,
+			  NULL };
+	struct child k;
+
+	(void)state;
+	k = child_spawn(bare, true);
+	child_read_line(&k, "watching", line, sizeof(line));
+	assert_non_null(strstr(line, "; their reports go to stderr, no record is written "
+				     "without -o (-o PATH writes PATH.PID.json per process); "));
+	stop_watch(&k);
+
+	snprintf(out, sizeof(out), "%s/where.json", tmpdir);
+	k = child_spawn(named, true);
+	child_read_line(&k, "watching", line, sizeof(line));
+	snprintf(expected, sizeof(expected), ", their records to '%s/where.PID.json'; ", tmpdir);
+	assert_non_null(strstr(line, expected));
+	stop_watch(&k);
+}
+
 int main(void)
 {
 	static const struct root_tests rt = {
@@ -269,6 +323,8 @@ int main(void)
 		cmocka_unit_test(test_from_start_library),
 		cmocka_unit_test(test_exe_interval),
 		cmocka_unit_test(test_exe_errors),
+		cmocka_unit_test(test_exe_bad_files),
+		cmocka_unit_test(test_exe_says_where_records_go),
 	};
 
 	khprof = tool_path("KH_KHPROF", "build/khprof");

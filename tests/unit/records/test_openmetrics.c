@@ -245,6 +245,30 @@ static void test_openmetrics_layout(void **state)
 	free(text);
 }
 
+/*
+ * A session ends with the status its program gives KH_SESSION_FINISH, any
+ * run state (the seed's Session::finish takes any; tests/workloads/forks.c
+ * ends its sessions `created`): counted under it, every status present.
+ */
+static void test_sessions_end_in_any_state(void **state)
+{
+	struct om_counters c = { 0 };
+	struct om_info_set info = { 0 };
+	struct kh_profile p;
+	char *text;
+
+	(void)state;
+	sample_profile(&p, "1.0", KH_STATE_SCANNING);
+	om_counters__add_profile(&c, &p);
+	profile__free(&p);
+	text = om__render(&c, &info, NULL, OM_FORMAT_PROMETHEUS);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "khprof_sessions_ended_total{status=\"scanning\"} 1\n"));
+	assert_non_null(strstr(text, "khprof_sessions_ended_total{status=\"completed\"} 0\n"));
+	assert_int_equal(count_of(text, "khprof_sessions_ended_total{"), KH_STATE_COUNT);
+	free(text);
+}
+
 static void test_prometheus_text_layout(void **state)
 {
 	char *text = render(OM_FORMAT_PROMETHEUS, true);
@@ -402,6 +426,7 @@ int main(void)
 		cmocka_unit_test(test_identities_dedupe_and_fold),
 		cmocka_unit_test(test_openmetrics_layout),
 		cmocka_unit_test(test_prometheus_text_layout),
+		cmocka_unit_test(test_sessions_end_in_any_state),
 		cmocka_unit_test(test_help_texts_need_no_escaping),
 		cmocka_unit_test(test_content_negotiation),
 		cmocka_unit_test(test_span_histogram_from_records),

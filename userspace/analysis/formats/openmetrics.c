@@ -363,7 +363,8 @@ static const struct family started_family = {
 	"khprof_sessions_started", OM_COUNTER, NULL, "Scanner sessions khprof saw start"
 };
 static const struct family ended_family = {
-	"khprof_sessions_ended", OM_COUNTER, NULL, "Scanner sessions that ended, by final status"
+	"khprof_sessions_ended", OM_COUNTER, NULL,
+	"Scanner sessions that ended, by the final status their program gave (any run state)"
 };
 static const struct family cpu_family = {
 	"khprof_session_cpu_seconds", OM_COUNTER, "seconds",

@@ -34,6 +34,8 @@
 #include "process_trace.h"
 #include "procfs.h"
 #include "trace.h"
+#include "usdt_notes.h"
+#include "utf8.h"
 
 /* Pids the watcher reported, attached once its ring buffer is drained. */
 #define PENDING_MAX 256
@@ -186,6 +188,32 @@ static void scan_running(struct exe_attach *ea)
 	closedir(proc);
 }
 
+/*
+ * PATH is read as `khprof probes` and `record` read a file, before a
+ * watcher links its first code: a file that is not ELF, malformed or of
+ * another architecture is bad input (exit 2), said as `probes` says it.
+ */
+static int check_file(const char *path)
+{
+	struct usdt_note_list notes;
+	char file[512];
+	int err = usdt_notes__read(path, &notes);
+
+	if (!err) {
+		usdt_notes__free(&notes);
+		return 0;
+	}
+	utf8__escape(path, file, sizeof(file));
+	if (err == -ENOEXEC)
+		log__error("cannot watch '%s': not an ELF file", file);
+	else if (err == -EINVAL || err == -ENOTSUP)
+		log__error("cannot watch '%s': %s ELF file: %s", file,
+			   err == -EINVAL ? "malformed" : "unsupported", notes.problem);
+	else
+		log__error("cannot watch '%s': %s", file, strerror(-err));
+	return -EINVAL;
+}
+
 static int setup(struct exe_attach *ea, sigset_t *old_mask)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -198,6 +226,8 @@ static int setup(struct exe_attach *ea, sigset_t *old_mask)
 		log__error("cannot watch '%s': %s", ea->o->path, strerror(errno));
 		return -EINVAL;
 	}
+	if (check_file(ea->real))
+		return -EINVAL;
 	ea->dev = st.st_dev;
 	ea->ino = st.st_ino;
 	watch_opts.on_profile = NULL;
@@ -294,6 +324,25 @@ static void run(struct exe_attach *ea, uint64_t deadline_ns)
 	}
 }
 
+/*
+ * Where the records go, since without -o there are none (a watch runs as
+ * a service, often in /, and would litter its working directory).
+ */
+static void announce(const struct exe_attach *ea)
+{
+	char pattern[PATH_MAX];
+
+	if (ea->o->output) {
+		path_with_tag(ea->o->output, ".PID", pattern, sizeof(pattern));
+		log__note("watching '%s' for processes, their records to '%s'; stop with Ctrl-C",
+			  ea->real, pattern);
+	} else {
+		log__note("watching '%s' for processes; %sno record is written without -o (-o "
+			  "PATH writes PATH.PID.json per process); stop with Ctrl-C", ea->real,
+			  ea->o->quiet ? "" : "their reports go to stderr, ");
+	}
+}
+
 int attach_exe(const struct exe_attach_options *o)
 {
 	struct exe_attach ea = { .o = o, .set.epoll_fd = -1, .signal_fd = -1 };
@@ -309,7 +358,7 @@ int attach_exe(const struct exe_attach_options *o)
 	sigprocmask(SIG_SETMASK, NULL, &old_mask);
 	err = setup(&ea, &old_mask);
 	if (!err) {
-		log__note("watching '%s' for processes; stop with Ctrl-C", ea.real);
+		announce(&ea);
 		scan_running(&ea);
 		prepare_spare(&ea);
 		if (o->duration_s > 0)

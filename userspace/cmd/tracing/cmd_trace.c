@@ -60,12 +60,11 @@ void record_path(const char *path, size_t n, char *out, size_t len)
 /*
  * The records an earlier run left beside path (PATH.2, PATH.3, ... up to
  * the first missing one) go before this run writes its first: a series in
- * the directory is always one run's, and `diff` never mixes two.  Said on
- * stderr, since files disappear.
+ * the directory is always one run's, and `diff` never mixes two.  How
+ * many, for output__end to name those this run did not write again.
  */
-static void remove_earlier_series(const char *path)
+static size_t remove_earlier_series(const char *path)
 {
-	char first[PATH_MAX], last[PATH_MAX];
 	size_t removed = 0;
 
 	for (size_t n = 2;; n++) {
@@ -76,16 +75,31 @@ static void remove_earlier_series(const char *path)
 			if (errno != ENOENT)
 				log__warn("cannot remove '%s' of an earlier run: %s", sibling,
 					  strerror(errno));
-			break;
+			return removed;
 		}
-		snprintf(removed ? last : first, PATH_MAX, "%s", sibling);
 		removed++;
 	}
-	if (removed == 1)
-		log__note("removed '%s', left by an earlier run beside '%s'", first, path);
-	else if (removed > 1)
-		log__note("removed %zu records ('%s' to '%s') left by an earlier run beside '%s'",
-			  removed, first, last, path);
+}
+
+void output__end(struct output_state *out)
+{
+	size_t first = out->records + 1, last = out->earlier + 1;
+	char a[PATH_MAX], b[PATH_MAX];
+
+	/* PATH.2 ... PATH.records were written again: replaced, as PATH was. */
+	if (!out->path || first < 2)
+		first = 2;
+	if (out->path && out->earlier && first <= last) {
+		record_path(out->path, first, a, sizeof(a));
+		record_path(out->path, last, b, sizeof(b));
+		if (first == last)
+			log__note("removed '%s', left by an earlier run beyond this run's %zu "
+				  "record%s", a, out->records, out->records == 1 ? "" : "s");
+		else
+			log__note("removed %zu records ('%s' to '%s') left by an earlier run beyond "
+				  "this run's %zu", last - first + 1, a, b, out->records);
+	}
+	out->earlier = 0;
 }
 
 int output__prepare(struct trace_cli *cli)
@@ -154,7 +168,7 @@ void output__on_profile(const struct kh_profile *p, void *ctx)
 	if (out->records == 1 && out->keep_old)
 		keep_previous(out->path, old, sizeof(old));
 	if (out->records == 1)
-		remove_earlier_series(out->path);
+		out->earlier = remove_earlier_series(out->path);
 	record_path(out->path, out->records, path, sizeof(path));
 	json = profile__to_json(p);
 	if (!json) {
@@ -174,18 +188,18 @@ void output__on_profile(const struct kh_profile *p, void *ctx)
 	}
 }
 
-static int parse_identity(struct trace_cli *cli, char *arg)
+static int parse_identity(const char *command, struct trace_cli *cli, char *arg)
 {
 	char *eq = strchr(arg, '=');
 	struct kh_profile scratch;
 	int err;
 
 	if (!eq || eq == arg) {
-		log__error("bad --identity '%s': expected KEY=VALUE", arg);
+		usage_error(command, "bad --identity '%s': expected KEY=VALUE", arg);
 		return -EINVAL;
 	}
 	if (cli->override_count == MAX_OVERRIDES) {
-		log__error("too many --identity options (at most %d)", MAX_OVERRIDES);
+		usage_error(command, "too many --identity options (at most %d)", MAX_OVERRIDES);
 		return -E2BIG;
 	}
 	*eq = '\0';
@@ -194,8 +208,8 @@ static int parse_identity(struct trace_cli *cli, char *arg)
 	err = identity__set(&scratch.identity, arg, eq + 1);
 	profile__free(&scratch);
 	if (err) {
-		log__error("bad --identity '%s': not a RunIdentity field or bad value '%s'", arg,
-			   eq + 1);
+		usage_error(command, "bad --identity '%s': not a RunIdentity field or bad value '%s'",
+			    arg, eq + 1);
 		return -EINVAL;
 	}
 	cli->overrides[cli->override_count++] = (struct identity_override){ arg, eq + 1 };
@@ -207,14 +221,14 @@ static int parse_identity(struct trace_cli *cli, char *arg)
 #define KH_DURATION_MAX_NS (1000ull * 3600 * 1000000000)
 
 /* Strict decimal in [min, max] for option: "5", not "5x", "-1" or " 5". */
-static int parse_count(const char *option, const char *text, unsigned min, unsigned max,
-		       unsigned *out)
+static int parse_count(const char *command, const char *option, const char *text, unsigned min,
+		       unsigned max, unsigned *out)
 {
 	uint64_t value;
 
 	if (kh_parse_u64(text, &value) || value < min || value > max) {
-		log__error("bad %s '%s': expected a whole number from %u to %u", option, text,
-			   min, max);
+		usage_error(command, "bad %s '%s': expected a whole number from %u to %u", option,
+			    text, min, max);
 		return -EINVAL;
 	}
 	*out = (unsigned)value;
@@ -222,11 +236,11 @@ static int parse_count(const char *option, const char *text, unsigned min, unsig
 }
 
 /* --sample=HZ: a whole number of samples per second per thread. */
-static int parse_sample_rate(const char *text, uint64_t *hz)
+static int parse_sample_rate(const char *command, const char *text, uint64_t *hz)
 {
 	if (kh_parse_u64(text, hz) || *hz == 0 || *hz > KH_SAMPLE_MAX_HZ) {
-		log__error("bad sampling rate '%s': expected 1 to %d samples per second "
-			   "(--sample=99)", text, KH_SAMPLE_MAX_HZ);
+		usage_error(command, "bad sampling rate '%s': expected 1 to %d samples per second "
+			    "(--sample=99)", text, KH_SAMPLE_MAX_HZ);
 		return -EINVAL;
 	}
 	return 0;
@@ -287,7 +301,7 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 			errno = 0;
 			cli->pid = (pid_t)strtol(optarg, &end, 10);
 			if (errno || *end || cli->pid <= 0) {
-				log__error("bad PID '%s'", optarg);
+				usage_error(command, "bad PID '%s': expected a process id", optarg);
 				return -EINVAL;
 			}
 			break;
@@ -296,20 +310,20 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 				goto bad_option;
 			if (kh_parse_duration_ns(optarg, KH_DURATION_MIN_NS, KH_DURATION_MAX_NS,
 						 &duration_ns)) {
-				log__error("bad duration '%s': expected a duration, 1ms to 1000h "
-					   "(5s, 100ms, 1m, or 5 for five seconds)", optarg);
+				usage_error(command, "bad duration '%s': expected a duration, 1ms to "
+					    "1000h (5s, 100ms, 1m, or 5 for five seconds)", optarg);
 				return -EINVAL;
 			}
 			cli->duration_s = (double)duration_ns / 1e9;
 			break;
 		case OPT_IDENTITY:
-			if (parse_identity(cli, optarg))
+			if (parse_identity(command, cli, optarg))
 				return -EINVAL;
 			break;
 		case OPT_MODE:
 			cli->mode_is_default = false;
 			if (kh_trace_mode__parse(optarg, &mode)) {
-				log__error("unknown mode '%s' (batch, span or pair)", optarg);
+				usage_error(command, "unknown mode '%s' (batch, span or pair)", optarg);
 				return -EINVAL;
 			}
 			cli->mode = mode;
@@ -317,13 +331,13 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		case OPT_REPEAT:
 			if (attach)
 				goto bad_option;
-			if (parse_count("--repeat", optarg, 1, MAX_REPEAT, &cli->repeat))
+			if (parse_count(command, "--repeat", optarg, 1, MAX_REPEAT, &cli->repeat))
 				return -EINVAL;
 			break;
 		case OPT_WARMUP:
 			if (attach)
 				goto bad_option;
-			if (parse_count("--warmup", optarg, 0, MAX_REPEAT, &cli->warmup))
+			if (parse_count(command, "--warmup", optarg, 0, MAX_REPEAT, &cli->warmup))
 				return -EINVAL;
 			break;
 		case OPT_APPEND:
@@ -339,8 +353,8 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		case OPT_INTERVAL:
 			if (kh_parse_duration_ns(optarg, KH_INTERVAL_MIN_NS, KH_INTERVAL_MAX_NS,
 						 &cli->interval_ns)) {
-				log__error("bad interval '%s': expected a duration, 10ms to 1h "
-					   "(100ms, 1s, 2.5s, or 2 for two seconds)", optarg);
+				usage_error(command, "bad interval '%s': expected a duration, 10ms to "
+					    "1h (100ms, 1s, 2.5s, or 2 for two seconds)", optarg);
 				return -EINVAL;
 			}
 			break;
@@ -374,7 +388,7 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 			break;
 		case OPT_SAMPLE:
 			cli->sample_hz = KH_SAMPLE_DEFAULT_HZ;
-			if (optarg && parse_sample_rate(optarg, &cli->sample_hz))
+			if (optarg && parse_sample_rate(command, optarg, &cli->sample_hz))
 				return -EINVAL;
 			break;
 		case 'q':
@@ -389,37 +403,38 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		}
 	}
 	if ((cli->warmup || cli->append) && !cli->repeat) {
-		log__error("%s needs --repeat", cli->warmup ? "--warmup" : "--append");
+		usage_error(command, "%s needs --repeat", cli->warmup ? "--warmup" : "--append");
 		return -EINVAL;
 	}
 	if (cli->repeat && cli->serve) {
-		log__error("--serve cannot be used with --repeat (each run is its own process)");
+		usage_error(command, "--serve cannot be used with --repeat (each run is its own "
+			    "process)");
 		return -EINVAL;
 	}
 	if (cli->follow_forks && cli->no_follow_forks) {
-		log__error("--follow-forks and --no-follow-forks contradict each other");
+		usage_error(command, "--follow-forks and --no-follow-forks contradict each other");
 		return -EINVAL;
 	}
 	if (cli->repeat && cli->follow_forks) {
-		log__error("--follow-forks cannot be used with --repeat (a run's records would "
-			   "not be one file)");
+		usage_error(command, "--follow-forks cannot be used with --repeat (a run's records "
+			    "would not be one file)");
 		return -EINVAL;
 	}
 	if (cli->repeat && !cli->output) {
-		log__error("--repeat needs -o DIR for the records");
+		usage_error(command, "--repeat needs -o DIR for the records");
 		return -EINVAL;
 	}
 	cli->first_arg = optind;
 	if (attach && cli->pid && cli->exe) {
-		log__error("attach takes -p PID or --exe PATH, not both");
+		usage_error(command, "attach takes -p PID or --exe PATH, not both");
 		return -EINVAL;
 	}
 	if ((cli->from_start || cli->no_stop) && !cli->exe) {
-		log__error("%s needs --exe", cli->from_start ? "--from-start" : "--no-stop");
+		usage_error(command, "%s needs --exe", cli->from_start ? "--from-start" : "--no-stop");
 		return -EINVAL;
 	}
 	if (cli->from_start && cli->no_stop) {
-		log__error("--from-start and --no-stop contradict each other");
+		usage_error(command, "--from-start and --no-stop contradict each other");
 		return -EINVAL;
 	}
 	if (attach && ((cli->pid == 0 && !cli->exe) || optind != argc)) {
@@ -695,7 +710,8 @@ int exit_code_of(int status)
 	return KHPROF_EXIT_FAILURE;
 }
 
-int finish_output(const struct output_state *out, int code)
+int finish_output(struct output_state *out, int code)
 {
+	output__end(out);
 	return out->write_failed && code == 0 ? KHPROF_EXIT_FAILURE : code;
 }

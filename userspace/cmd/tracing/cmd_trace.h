@@ -51,12 +51,19 @@ struct output_state {
 	bool keep_old;   /* the default file: the previous one becomes PATH.old */
 	bool quiet;
 	size_t records;
+	size_t earlier;  /* an earlier run's PATH.2 ... removed at the first record */
 	bool write_failed;
 	struct live_metrics *metrics; /* --serve: finished records join its totals */
 };
 
 /* A tracer_profile_fn for ctx an output_state: report, notes, record file. */
 void output__on_profile(const struct kh_profile *p, void *ctx);
+/*
+ * At the end of out's trace: names the records of an earlier run's series
+ * that this run removed and did not write again (those it wrote again
+ * were replaced, as PATH is).
+ */
+void output__end(struct output_state *out);
 /* PATH for the first record, PATH with ".N" before the extension after. */
 void record_path(const char *path, size_t n, char *out, size_t len);
 /* PATH with tag (".4242") before its extension, or at its end. */
@@ -89,7 +96,7 @@ void choose_mode_for(const char *path, struct trace_cli *cli);
 void trace_options_from(const struct trace_cli *cli, const char *output,
 			struct output_state *out, struct trace_options *opts);
 /* The exit code once out's records are written: 1 if one could not be. */
-int finish_output(const struct output_state *out, int code);
+int finish_output(struct output_state *out, int code);
 
 /* The signals that end a trace: khprof handles them instead of dying. */
 void stop_signals(sigset_t *set);
