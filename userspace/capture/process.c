@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 #include "khprof.skel.h"
 #include "latency.h"
 #include "log.h"
+#include "ns.h"
 #include "procfs.h"
 #include "sampler.h"
 #include "stackstore.h"
@@ -135,23 +137,40 @@ static int watch_forks(struct tracer *t, pid_t pid)
  */
 #define R_DEBUG_R_STATE_OFFSET 24 /* struct r_debug on LP64 */
 
-static int hook_loader(struct tracer *t, const char *exe)
+static int hook_loader(struct tracer *t, const struct ns_view *v, const char *exe)
 {
-	char interp[PATH_MAX];
+	char interp[PATH_MAX], path[PATH_MAX];
 	uint64_t hook_vaddr = 0, hook_offset = 0, r_debug_vaddr = 0, r_debug_offset = 0;
 	__u64 offset, cookie = 0, no_semaphore = 0;
+	struct stat st;
 	int err;
 
 	err = elf__interpreter(exe, interp, sizeof(interp));
 	if (err || interp[0] == '\0')
 		return 0; /* static executable: nothing is ever loaded later */
-	err = elf__symbol(interp, "_dl_debug_state", &hook_vaddr, &hook_offset);
-	if (!err && elf__symbol(interp, "_r_debug", &r_debug_vaddr, &r_debug_offset) == 0)
-		t->skel->bss->r_state_from_hook =
-			(__s64)(r_debug_vaddr + R_DEBUG_R_STATE_OFFSET) - (__s64)hook_vaddr;
+	/* The loader the process runs: its own root's (a container's), not khprof's. */
+	err = ns__inner_path(v, interp, path, sizeof(path));
+	if (!err && stat(path, &st) != 0)
+		err = -errno;
+	if (!err && attach__seen_before(&t->loaders, &t->loader_count, st.st_dev, st.st_ino))
+		return 0;
+	if (!err)
+		err = elf__symbol(path, "_dl_debug_state", &hook_vaddr, &hook_offset);
+	if (!err && elf__symbol(path, "_r_debug", &r_debug_vaddr, &r_debug_offset) == 0) {
+		__s64 r_state = (__s64)(r_debug_vaddr + R_DEBUG_R_STATE_OFFSET) - (__s64)hook_vaddr;
+
+		cookie = (__u64)r_state;
+		/*
+		 * Without cookies one distance serves every loader: a second
+		 * loader at another distance makes it unknown (every hit stops).
+		 */
+		if (t->loader_count > 1 && t->skel->bss->r_state_from_hook != r_state)
+			r_state = 0;
+		t->skel->bss->r_state_from_hook = r_state;
+	}
 	offset = hook_offset;
 	if (!err)
-		err = attach__link_sites(t, t->skel->progs.kh_loader_state, interp, &offset,
+		err = attach__link_sites(t, t->skel->progs.kh_loader_state, path, &offset,
 					 &no_semaphore, &cookie, 1);
 	if (err)
 		log__warn("cannot watch '%s' for dlopen: %s; libraries loaded later "
@@ -215,6 +234,23 @@ static void forget_own_thread(struct tracer *t)
 	bpf_map_delete_elem(bpf_map__fd(t->skel->maps.thread_list), &tid);
 }
 
+/*
+ * Who the process is as it sees itself and in which container: its pid in
+ * its own namespace begins the run ids, as the seed's RunIdentity does
+ * with std::process::id().  Read again at each attach of mapped files: a
+ * runtime's process joins its container's cgroup after khprof found it.
+ */
+static void note_identity(struct tracer *t)
+{
+	if (ns__identity(t->pid, &t->identity) != 0)
+		return; /* gone: the records keep what was read before */
+	t->sessions.cfg.ns_pid = t->identity.ns_pid ? t->identity.ns_pid : t->pid;
+	t->sessions.cfg.cgroup_id = t->identity.cgroup_id;
+	t->sessions.cfg.cgroup = t->identity.cgroup[0] ? t->identity.cgroup : NULL;
+	t->sessions.cfg.container_id =
+		t->identity.container_id[0] ? t->identity.container_id : NULL;
+}
+
 static int attach_process(struct tracer *t, pid_t pid, const char *exe_path);
 
 int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path)
@@ -232,6 +268,7 @@ int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path)
 
 static int attach_process(struct tracer *t, pid_t pid, const char *exe_path)
 {
+	struct ns_view view;
 	int err;
 
 	if (t->opts.calibration) {
@@ -262,11 +299,18 @@ static int attach_process(struct tracer *t, pid_t pid, const char *exe_path)
 		return err;
 	/* Without the off-CPU split the rest of the trace goes on (latency.c warns). */
 	t->sessions.cfg.off_cpu = latency__attach(t->skel, pid, t->sched_links) == 0;
+	err = ns__view(pid, &view);
+	if (err) {
+		log__error("cannot attach to PID %d: cannot read '/proc/%d/root': %s", pid, pid,
+			   strerror(-err));
+		return err;
+	}
+	note_identity(t);
 	err = attach__object_once(t, exe_path);
 	if (err)
 		return err;
 	t->skel->bss->abi2_batch_traced = t->abi2_batch;
-	err = hook_loader(t, exe_path);
+	err = hook_loader(t, &view, exe_path);
 	if (!err && t->sampler)
 		err = sampler__attach(t->sampler, pid);
 	return err;
@@ -280,29 +324,48 @@ void tracer__calibration(const struct tracer *t, struct tracer_calibration *out)
 
 struct mapped_attach {
 	struct tracer *t;
+	const struct ns_view *view;
 	int err;
 };
 
-/* Each executable file mapping is a file whose probes may be attached. */
+/*
+ * Each executable file mapping is a file whose probes may be attached,
+ * opened where the process's root has it (ns.h).
+ */
 static int attach_mapping(const struct procfs_mapping *m, void *ctx)
 {
 	struct mapped_attach *a = ctx;
+	char path[PATH_MAX];
 
 	if (m->perms[2] != 'x' || m->inode == 0 || m->path[0] != '/')
 		return 0;
-	a->err = attach__object_once(a->t, m->path);
+	if (ns__shown_path(a->view, m->path, path, sizeof(path)) != 0) {
+		log__debug("skipping '%s' of PID %d: outside its root, in another mount namespace",
+			   m->path, a->t->pid);
+		return 0;
+	}
+	a->err = attach__object_once(a->t, path);
 	return a->err != 0;
 }
 
 int tracer__attach_mapped(struct tracer *t)
 {
-	struct mapped_attach a = { .t = t };
+	struct ns_view view;
+	struct mapped_attach a = { .t = t, .view = &view };
+	char exe[64];
 	int err;
 
 	sessions__take_first_sample(&t->sessions);
-	err = procfs__for_each_mapping(t->pid, attach_mapping, &a);
+	err = ns__view(t->pid, &view);
+	if (!err)
+		err = procfs__for_each_mapping(t->pid, attach_mapping, &a);
 	if (err < 0)
 		return err == -ENOENT ? -ESRCH : err;
+	note_identity(t);
+	/* After an execve, the new image's loader (hook_loader skips one already hooked). */
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", t->pid);
+	if (!a.err)
+		hook_loader(t, &view, exe);
 	t->skel->bss->abi2_batch_traced = t->abi2_batch;
 	if (t->sampler)
 		stack_store__read_maps(sampler__store(t->sampler)); /* a library just mapped */

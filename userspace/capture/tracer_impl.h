@@ -14,6 +14,7 @@
 #include "btf_cache.h"
 #include "kfeatures.h"
 #include "latency.h"
+#include "ns.h"
 #include "session.h"
 #include "span_clock.h"
 #include "trace.h"
@@ -49,6 +50,9 @@ struct tracer {
 	uint64_t trace_start_ns;
 	struct seen_object *seen;
 	size_t seen_count;
+	struct seen_object *loaders;   /* the dynamic loaders hooked (a container's is its own) */
+	size_t loader_count;
+	struct ns_identity identity;   /* the process's pid, cgroup and container (ns.h) */
 	int *link_fds;             /* one uprobe-multi link per traced file */
 	size_t link_fd_count;
 	struct site_set *site_sets;    /* every link_fds' uprobe-multi link, for a forked child */
@@ -102,6 +106,11 @@ struct tracer {
 	bool warned_old_abi;           /* a session of probe ABI < 4 was named on stderr */
 };
 
+/*
+ * attach.c: whether dev:ino is in the list, added to it when it is not
+ * (a file attached or a loader hooked once per tracer).
+ */
+bool attach__seen_before(struct seen_object **list, size_t *count, dev_t dev, ino_t ino);
 /* attach.c: all wanted keyhog sites of one file, in one uprobe-multi link. */
 int attach__object(struct tracer *t, const char *path);
 /* attach.c: attach__object for a file not attached yet (by device and inode). */

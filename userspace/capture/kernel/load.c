@@ -750,5 +750,6 @@ void tracer__close(struct tracer *t)
 	sampler__close(t->sampler);
 	khprof_bpf__destroy(t->skel);
 	free(t->seen);
+	free(t->loaders);
 	free(t);
 }

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ns.c - namespaces and cgroups of a traced process (ns.h): its root as
+ * /proc/PID/root gives it, its pid as it sees itself (NSpid), its cgroup,
+ * cgroup id and container id.  Plain /proc and cgroupfs reads, so that the
+ * unit tests check them without root.
+ *
+ * Why /proc/PID/root and the shown root instead of /proc/PID/map_files:
+ * map_files needs CAP_SYS_ADMIN (or CAP_CHECKPOINT_RESTORE), which khprof
+ * gives up once attached (docs/PRIVILEGES.md), while libraries mapped
+ * later still have to be opened; /proc/PID/root needs only the ptrace
+ * read access khprof keeps.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ns.h"
+
+/* The kernel's inode number of the initial PID namespace (PROC_PID_INIT_INO). */
+#define INITIAL_PID_NS_INO 0xEFFFFFFCu
+
+static bool same_ns(pid_t pid, const char *kind)
+{
+	char path[64], own[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, kind);
+	snprintf(own, sizeof(own), "/proc/self/ns/%s", kind);
+	return stat(path, &a) == 0 && stat(own, &b) == 0 && a.st_ino == b.st_ino &&
+	       a.st_dev == b.st_dev;
+}
+
+int ns__view(pid_t pid, struct ns_view *v)
+{
+	char link[64];
+	ssize_t n;
+
+	memset(v, 0, sizeof(*v));
+	v->pid = pid;
+	snprintf(link, sizeof(link), "/proc/%d/root", (int)pid);
+	n = readlink(link, v->root, sizeof(v->root) - 1);
+	if (n <= 0)
+		return n == 0 ? -EINVAL : (errno == ENOENT ? -ESRCH : -errno);
+	v->root[n] = '\0';
+	v->same_mount_ns = same_ns(pid, "mnt");
+	v->own_root = v->same_mount_ns && strcmp(v->root, "/") == 0;
+	return 0;
+}
+
+static int join(char *out, size_t len, const char *a, const char *b)
+{
+	int n = snprintf(out, len, "%s%s", a, b);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int ns__shown_path(const struct ns_view *v, const char *shown, char *out, size_t len)
+{
+	char prefix[64];
+	size_t root_len = strlen(v->root);
+	const char *inner = NULL;
+
+	if (v->own_root)
+		return join(out, len, shown, "");
+	if (strcmp(v->root, "/") == 0)
+		inner = shown;
+	else if (!strncmp(shown, v->root, root_len) &&
+		 (shown[root_len] == '/' || shown[root_len] == '\0'))
+		inner = shown[root_len] ? shown + root_len : "/";
+	if (!inner) {
+		/*
+		 * Outside its root: mapped before it entered a chroot.  In
+		 * khprof's mount namespace the shown path is khprof's own;
+		 * in another, nothing khprof can open names it.
+		 */
+		return v->same_mount_ns ? join(out, len, shown, "") : -ENOENT;
+	}
+	snprintf(prefix, sizeof(prefix), "/proc/%d/root", (int)v->pid);
+	return join(out, len, prefix, inner);
+}
+
+int ns__inner_path(const struct ns_view *v, const char *inner, char *out, size_t len)
+{
+	char prefix[64];
+
+	if (v->own_root)
+		return join(out, len, inner, "");
+	snprintf(prefix, sizeof(prefix), "/proc/%d/root%s", (int)v->pid,
+		 inner[0] == '/' ? "" : "/");
+	return join(out, len, prefix, inner);
+}
+
+pid_t ns__parse_nspid(const char *status)
+{
+	const char *line = strstr(status, "\nNSpid:");
+	long last = 0;
+
+	if (!strncmp(status, "NSpid:", 6))
+		line = status;
+	else if (line)
+		line++;
+	if (!line)
+		return 0;
+	line += 6;
+	/* From khprof's namespace down to the process's own: the last is what getpid() says. */
+	while (*line && *line != '\n') {
+		char *end;
+		long pid;
+
+		while (*line == ' ' || *line == '\t')
+			line++;
+		if (*line == '\n' || !*line)
+			break;
+		pid = strtol(line, &end, 10);
+		if (end == line || pid <= 0)
+			return 0;
+		last = pid;
+		line = end;
+	}
+	return (pid_t)last;
+}
+
+int ns__parse_cgroup(const char *text, char *path, size_t len)
+{
+	const char *first = NULL, *chosen = NULL;
+
+	for (const char *line = text; line && *line;) {
+		const char *end = strchr(line, '\n');
+		const char *colon = memchr(line, ':', end ? (size_t)(end - line) : strlen(line));
+		const char *second = colon ? strchr(colon + 1, ':') : NULL;
+
+		if (second && (!end || second < end)) {
+			if (!strncmp(line, "0::", 3)) {
+				chosen = second + 1;
+				break;
+			}
+			if (!first)
+				first = second + 1;
+		}
+		line = end ? end + 1 : NULL;
+	}
+	if (!chosen)
+		chosen = first;
+	if (!chosen)
+		return -ENOENT;
+	snprintf(path, len, "%.*s", (int)strcspn(chosen, "\n"), chosen);
+	return 0;
+}
+
+bool ns__container_id(const char *cgroup, char *out)
+{
+	size_t n = strlen(cgroup), run = 0;
+
+	out[0] = '\0';
+	/* The last run of exactly 64 hex digits: the innermost container. */
+	for (size_t i = 0; i <= n; i++) {
+		if (i < n && isxdigit((unsigned char)cgroup[i])) {
+			run++;
+			continue;
+		}
+		if (run == NS_CONTAINER_ID_LEN) {
+			memcpy(out, cgroup + i - run, run);
+			out[run] = '\0';
+		}
+		run = 0;
+	}
+	return out[0] != '\0';
+}
+
+static int read_small(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	while (len < size - 1 && (n = read(fd, buf + len, size - 1 - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	buf[len] = '\0';
+	return 0;
+}
+
+/* mountinfo's octal escapes (\040 for a blank) undone in place. */
+static void unescape(char *s)
+{
+	char *w = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*w++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*w++ = *s;
+		}
+	}
+	*w = '\0';
+}
+
+/*
+ * Where khprof's mount namespace has the cgroup2 file system: /sys/fs/cgroup
+ * on a pure v2 host, /sys/fs/cgroup/unified on a hybrid one; "" when none.
+ */
+static const char *cgroup2_mount(void)
+{
+	static char mount[PATH_MAX];
+	static bool looked;
+	char line[PATH_MAX * 2];
+	FILE *f;
+
+	if (looked)
+		return mount;
+	looked = true;
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return mount;
+	while (fgets(line, sizeof(line), f)) {
+		char root[PATH_MAX], point[PATH_MAX];
+		const char *dash = strstr(line, " - ");
+
+		if (!dash || strncmp(dash + 3, "cgroup2 ", 8) != 0)
+			continue;
+		if (sscanf(line, "%*s %*s %*s %4095s %4095s", root, point) != 2)
+			continue;
+		unescape(point);
+		/* The whole hierarchy: a cgroup's path below its mount is the path /proc shows. */
+		if (strcmp(root, "/") == 0) {
+			snprintf(mount, sizeof(mount), "%s", point);
+			break;
+		}
+	}
+	fclose(f);
+	return mount;
+}
+
+/* The cgroup2 id of path: the inode number of its directory (kernfs's id). */
+static uint64_t cgroup_id_of(const char *cgroup)
+{
+	const char *mount = cgroup2_mount();
+	char dir[PATH_MAX];
+	struct stat st;
+
+	if (!mount[0] || join(dir, sizeof(dir), mount, cgroup) || stat(dir, &st) != 0 ||
+	    !S_ISDIR(st.st_mode))
+		return 0;
+	return (uint64_t)st.st_ino;
+}
+
+int ns__identity(pid_t pid, struct ns_identity *id)
+{
+	char path[64], text[4096];
+	int status_err, cgroup_err;
+
+	memset(id, 0, sizeof(*id));
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	status_err = read_small(path, text, sizeof(text));
+	if (!status_err)
+		id->ns_pid = ns__parse_nspid(text);
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	cgroup_err = read_small(path, text, sizeof(text));
+	if (!cgroup_err && ns__parse_cgroup(text, id->cgroup, sizeof(id->cgroup)) == 0) {
+		ns__container_id(id->cgroup, id->container_id);
+		/* Only a v2 path names a cgroup2 directory. */
+		if (strstr(text, "0::") == text || strstr(text, "\n0::"))
+			id->cgroup_id = cgroup_id_of(id->cgroup);
+	}
+	return status_err && cgroup_err ? status_err : 0;
+}
+
+/* The first pid in dir's cgroup.procs, or in a cgroup below it (a pod's containers). */
+static pid_t first_process_below(const char *dir, int depth)
+{
+	char path[PATH_MAX], text[64];
+	pid_t pid = 0;
+	DIR *d;
+	struct dirent *e;
+
+	if (join(path, sizeof(path), dir, "/cgroup.procs") == 0 &&
+	    read_small(path, text, sizeof(text)) == 0 && atoi(text) > 0)
+		return (pid_t)atoi(text);
+	if (depth == 0 || !(d = opendir(dir)))
+		return 0;
+	while (!pid && (e = readdir(d))) {
+		if (e->d_type != DT_DIR || e->d_name[0] == '.')
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) < (int)sizeof(path))
+			pid = first_process_below(path, depth - 1);
+	}
+	closedir(d);
+	return pid;
+}
+
+int ns__container_process(const char *which, pid_t *pid, char *cgroup)
+{
+	const char *mount = cgroup2_mount();
+	size_t mount_len = strlen(mount);
+	char dir[PATH_MAX], proc[64];
+	struct ns_identity id;
+	char *end;
+	long n;
+
+	*pid = 0;
+	cgroup[0] = '\0';
+	errno = 0;
+	n = strtol(which, &end, 10);
+	if (end != which && !*end) {
+		snprintf(proc, sizeof(proc), "/proc/%ld", n);
+		if (errno || n <= 0 || access(proc, F_OK) != 0)
+			return -ENOENT;
+		*pid = (pid_t)n;
+		if (ns__identity(*pid, &id) == 0)
+			snprintf(cgroup, NS_CGROUP_MAX, "%s", id.cgroup);
+		return 0;
+	}
+	if (which[0] != '/')
+		return -EINVAL;
+	/* /sys/fs/cgroup/X or /X as /proc/PID/cgroup shows it: the same cgroup. */
+	if (mount_len && !strncmp(which, mount, mount_len) &&
+	    (which[mount_len] == '/' || !which[mount_len]))
+		which += mount_len;
+	snprintf(cgroup, NS_CGROUP_MAX, "%s", which[0] ? which : "/");
+	if (!mount_len || join(dir, sizeof(dir), mount, which))
+		return -ENOENT;
+	/* A pod's cgroup holds its containers' one level or two below. */
+	*pid = first_process_below(dir, 2);
+	return *pid ? 0 : -ENOENT;
+}
+
+bool ns__in_initial_pid_ns(void)
+{
+	struct stat st;
+
+	/* Without /proc/self/ns (no namespaces at all) every pid is the kernel's. */
+	return stat("/proc/self/ns/pid", &st) != 0 || st.st_ino == INITIAL_PID_NS_INO;
+}
