@@ -597,6 +597,9 @@ int kh_usdt_identity_nosleep(struct pt_regs *ctx)
 	return identity_probe(ctx);
 }
 
+/* A watcher's scope, and attach --all's watcher of every execve on the host. */
+#include "watch.bpf.h"
+
 /*
  * Names the current process to khprof on the control ring and, where
  * khprof asked (record, a followed process, a watched start), stops it
@@ -610,8 +613,11 @@ int kh_usdt_identity_nosleep(struct pt_regs *ctx)
  */
 static __always_inline int loader_stop(__u64 arg0, __u64 arg1)
 {
-	struct kh_event *e = bpf_ringbuf_reserve(&control, sizeof(*e), 0);
+	struct kh_event *e;
 
+	if (!watch_in_scope())
+		return 0;
+	e = bpf_ringbuf_reserve(&control, sizeof(*e), 0);
 	if (!e) {
 		count_drop(active_slot, KH_DROP_RINGBUF_FULL);
 		return 0;

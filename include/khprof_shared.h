@@ -95,6 +95,19 @@ struct kh_stage_stats {
 	__u64 attributed_calls; /* for the start-up bias correction */
 };
 
+/*
+ * attach --all: an executable file as the kernel knows it (its superblock's
+ * device, inode number and generation, which tells a new file from a
+ * deleted one whose number was reused), the key of the files khprof found
+ * without keyhog probes (bpf/watch.bpf.h's plain_files).  A start event of
+ * the exec watcher carries it: arg0 = dev << 32 | generation, arg1 = ino.
+ */
+struct kh_file_key {
+	__u64 ino;
+	__u32 dev;
+	__u32 generation;
+};
+
 /* Per-CPU, per-session-slot aggregate; userspace sums the CPUs. */
 struct kh_slot_stats {
 	struct kh_stage_stats stages[KH_STAGE_COUNT];

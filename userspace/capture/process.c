@@ -557,6 +557,43 @@ int tracer__watch_starts(struct tracer *t, const char *path, tracer_start_fn fn,
 	return 0;
 }
 
+int tracer__watch_execs(struct tracer *t, tracer_start_fn fn, void *ctx)
+{
+	int fd, err;
+
+	t->pid = 0;
+	t->skel->bss->watcher_tgid = (__u32)getpid();
+	fd = bpf_raw_tracepoint_open(NULL, bpf_program__fd(t->skel->progs.kh_exec_start));
+	err = attach__keep_link(t, fd < 0 ? -errno : fd);
+	if (err) {
+		log__error("cannot watch the processes that start: %s", strerror(-err));
+		return err;
+	}
+	t->on_start = fn;
+	t->start_ctx = ctx;
+	return 0;
+}
+
+int tracer__watch_scope(struct tracer *t, int cgroup_fd)
+{
+	__u32 key = 0;
+
+	if (bpf_map_update_elem(bpf_map__fd(t->skel->maps.watch_scope), &key, &cgroup_fd,
+				BPF_ANY))
+		return -errno;
+	t->skel->bss->watch_scoped = 1;
+	return 0;
+}
+
+void tracer__watch_plain(struct tracer *t, const struct tracer_file_key *file)
+{
+	struct kh_file_key key = { file->ino, file->dev, file->generation };
+	__u8 one = 1;
+
+	/* Full: the LRU map pushes an old file out, looked at again at its next exec. */
+	bpf_map_update_elem(bpf_map__fd(t->skel->maps.plain_files), &key, &one, BPF_ANY);
+}
+
 /*
  * Debian's kernels add perf_event_paranoid 3, their default: perf_event_open
  * then needs CAP_SYS_ADMIN, CAP_PERFMON is not enough (measured under

@@ -67,6 +67,11 @@ int tracer__wait_ms(uint64_t now, uint64_t wake, uint64_t deadline_ns)
 	return wake > now ? (int)((wake - now + 999999) / 1000000) : 0;
 }
 
+bool tracer__execed(const struct tracer *t)
+{
+	return t->sessions.end == SESSION_END_EXEC;
+}
+
 size_t tracer__records_emitted(const struct tracer *t)
 {
 	return t->sessions.records_emitted;
@@ -107,8 +112,14 @@ static bool image_event(struct tracer *t)
 static void loader_stopped(struct tracer *t, const struct kh_event *e)
 {
 	if (t->on_start) {
-		/* A watcher's hook is a file's start, not the loader (process.c). */
-		t->on_start(e->pid, t->start_ctx);
+		/*
+		 * A watcher's hook is a file's start or an execve, not the
+		 * loader (process.c); an execve's event names the file.
+		 */
+		struct tracer_file_key file = { e->arg1, (uint32_t)(e->arg0 >> 32),
+						(uint32_t)e->arg0 };
+
+		t->on_start((pid_t)e->pid, e->arg1 ? &file : NULL, t->start_ctx);
 		return;
 	}
 	/* After an execve the new image is not traced, but must not stay stopped. */

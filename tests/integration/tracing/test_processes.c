@@ -247,7 +247,7 @@ static void test_exe_errors(void **state)
 
 	(void)state;
 	assert_run_exits(missing, 2, "cannot watch '/nonexistent/scanner'");
-	assert_run_exits(both, 2, "not both");
+	assert_run_exits(both, 2, "one of -p PID, --exe PATH and --all");
 	assert_run_exits(lone, 2, "--from-start needs --exe");
 	assert_run_exits(lone_no_stop, 2, "--no-stop needs --exe");
 	assert_run_exits(both_stops, 2, "--from-start and --no-stop contradict each other");

@@ -505,6 +505,8 @@ static int open_and_load(struct tracer *t)
 
 	tracer__configure_features(t->skel, &t->features, t->opts.mode == KH_MODE_BATCH,
 				   t->opts.on_fork);
+	/* Every execve on the host: attach --all's watcher only (process.c). */
+	bpf_program__set_autoload(t->skel->progs.kh_exec_start, t->opts.watch_execs);
 	err = latency__configure(t->skel, t->ncpus);
 	if (err)
 		return err;

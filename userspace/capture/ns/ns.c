@@ -86,6 +86,18 @@ int ns__shown_path(const struct ns_view *v, const char *shown, char *out, size_t
 	return join(out, len, prefix, inner);
 }
 
+int ns__inner_of(const struct ns_view *v, const char *shown, char *out, size_t len)
+{
+	size_t root_len = strlen(v->root);
+
+	if (strcmp(v->root, "/") == 0)
+		return join(out, len, shown, "");
+	if (strncmp(shown, v->root, root_len) != 0 ||
+	    (shown[root_len] != '/' && shown[root_len] != '\0'))
+		return -ENOENT;
+	return join(out, len, shown[root_len] ? shown + root_len : "/", "");
+}
+
 int ns__inner_path(const struct ns_view *v, const char *inner, char *out, size_t len)
 {
 	char prefix[64];
@@ -299,6 +311,45 @@ static pid_t first_process_below(const char *dir, int depth)
 	return pid;
 }
 
+/* The shortest container id prefix taken: what `docker ps` shows. */
+#define ID_PREFIX_MIN 12
+
+static bool is_hex_id(const char *s)
+{
+	size_t n = strspn(s, "0123456789abcdef");
+
+	return n >= ID_PREFIX_MIN && n <= NS_CONTAINER_ID_LEN && !s[n];
+}
+
+/*
+ * The cgroup directory below dir whose name carries a container id
+ * starting with prefix (docker-ID.scope, /docker/ID...), into found.
+ */
+static bool find_container_cgroup(const char *dir, const char *prefix, int depth, char *found,
+				  size_t len)
+{
+	char path[PATH_MAX], id[NS_CONTAINER_ID_LEN + 1];
+	struct dirent *e;
+	bool hit = false;
+	DIR *d;
+
+	if (depth == 0 || !(d = opendir(dir)))
+		return false;
+	while (!hit && (e = readdir(d))) {
+		if (e->d_type != DT_DIR || e->d_name[0] == '.' ||
+		    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
+			continue;
+		if (ns__container_id(e->d_name, id) && !strncmp(id, prefix, strlen(prefix))) {
+			snprintf(found, len, "%s", path);
+			hit = true;
+		} else {
+			hit = find_container_cgroup(path, prefix, depth - 1, found, len);
+		}
+	}
+	closedir(d);
+	return hit;
+}
+
 int ns__container_process(const char *which, pid_t *pid, char *cgroup)
 {
 	const char *mount = cgroup2_mount();
@@ -312,13 +363,21 @@ int ns__container_process(const char *which, pid_t *pid, char *cgroup)
 	cgroup[0] = '\0';
 	errno = 0;
 	n = strtol(which, &end, 10);
-	if (end != which && !*end) {
+	if (end != which && !*end && strlen(which) < ID_PREFIX_MIN) {
 		snprintf(proc, sizeof(proc), "/proc/%ld", n);
 		if (errno || n <= 0 || access(proc, F_OK) != 0)
 			return -ENOENT;
 		*pid = (pid_t)n;
 		if (ns__identity(*pid, &id) == 0)
 			snprintf(cgroup, NS_CGROUP_MAX, "%s", id.cgroup);
+		return 0;
+	}
+	if (is_hex_id(which)) {
+		/* A container id (or its first 12 digits): the cgroup that names it. */
+		if (!mount_len || !find_container_cgroup(mount, which, 8, dir, sizeof(dir)))
+			return -ENOENT;
+		snprintf(cgroup, NS_CGROUP_MAX, "%s", dir + mount_len);
+		*pid = first_process_below(dir, 2);
 		return 0;
 	}
 	if (which[0] != '/')
@@ -328,11 +387,11 @@ int ns__container_process(const char *which, pid_t *pid, char *cgroup)
 	    (which[mount_len] == '/' || !which[mount_len]))
 		which += mount_len;
 	snprintf(cgroup, NS_CGROUP_MAX, "%s", which[0] ? which : "/");
-	if (!mount_len || join(dir, sizeof(dir), mount, which))
+	if (!mount_len || join(dir, sizeof(dir), mount, which) || access(dir, F_OK) != 0)
 		return -ENOENT;
 	/* A pod's cgroup holds its containers' one level or two below. */
 	*pid = first_process_below(dir, 2);
-	return *pid ? 0 : -ENOENT;
+	return 0;
 }
 
 bool ns__in_initial_pid_ns(void)
@@ -341,4 +400,18 @@ bool ns__in_initial_pid_ns(void)
 
 	/* Without /proc/self/ns (no namespaces at all) every pid is the kernel's. */
 	return stat("/proc/self/ns/pid", &st) != 0 || st.st_ino == INITIAL_PID_NS_INO;
+}
+
+int ns__cgroup_open(const char *cgroup)
+{
+	const char *mount = cgroup2_mount();
+	char dir[PATH_MAX];
+	int fd;
+
+	if (!mount[0])
+		return -EOPNOTSUPP;
+	if (join(dir, sizeof(dir), mount, cgroup))
+		return -ENAMETOOLONG;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }

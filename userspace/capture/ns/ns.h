@@ -43,6 +43,12 @@ int ns__view(pid_t pid, struct ns_view *v);
 int ns__shown_path(const struct ns_view *v, const char *shown, char *out, size_t len);
 
 /*
+ * The path v's process itself uses for a shown path (its $ORIGIN, say):
+ * the shown path inside its root.  0, or -ENOENT outside its root.
+ */
+int ns__inner_of(const struct ns_view *v, const char *shown, char *out, size_t len);
+
+/*
  * Where khprof opens a path as v's process itself names it (PT_INTERP,
  * a path inside a container): inner resolved against the process's root.
  * 0, or -ENAMETOOLONG.
@@ -86,12 +92,20 @@ bool ns__container_id(const char *cgroup, char *out);
 
 /*
  * What an operator names a container by: a host PID of one of its
- * processes (its init's), or its cgroup path as /proc/PID/cgroup shows it
- * or under the cgroup2 mount (/sys/fs/cgroup/...).  The pid of a process
- * in it, and its cgroup path (NS_CGROUP_MAX bytes); -ENOENT (no such
- * process or cgroup, or an empty one) or -EINVAL (neither form).
+ * processes (its init's), its id (64 hex digits, or the first 12 or more,
+ * as `docker ps` shows it: found in the cgroup2 tree's names), or its
+ * cgroup path as /proc/PID/cgroup shows it or under the cgroup2 mount
+ * (/sys/fs/cgroup/...).  The pid of a process in it (0 for an empty
+ * cgroup), and its cgroup path (NS_CGROUP_MAX bytes); -ENOENT (no such
+ * process, container or cgroup) or -EINVAL (none of these forms).
  */
 int ns__container_process(const char *which, pid_t *pid, char *cgroup);
+
+/*
+ * The cgroup2 directory of a cgroup path, opened (O_DIRECTORY), for the BPF
+ * side's cgroup checks; -EOPNOTSUPP where khprof has no cgroup2 mounted.
+ */
+int ns__cgroup_open(const char *cgroup);
 
 /* Whether khprof runs in the initial PID namespace (where the kernel's pids are its). */
 bool ns__in_initial_pid_ns(void);

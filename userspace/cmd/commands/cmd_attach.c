@@ -112,7 +112,9 @@ static int attach_exe_cli(const struct trace_cli *cli)
 {
 	struct exe_attach_options o = { .path = cli->exe, .output = cli->output,
 					 .quiet = cli->quiet, .duration_s = cli->duration_s,
-					 .from_start = !cli->no_stop, .serve = cli->serve };
+					 .from_start = !cli->no_stop, .serve = cli->serve,
+					 .container = cli->container, .all = cli->all,
+					 .keep = cli->keep };
 	struct output_state unused = { 0 };
 
 	trace_options_from(cli, NULL, &unused, &o.trace);
@@ -143,9 +145,9 @@ int cmd_attach(int argc, char **argv)
 	 * runs as a service, often in /, for many processes, and would litter
 	 * its working directory.
 	 */
-	if ((cli.output || !cli.exe) && output__prepare(&cli))
+	if ((cli.output || (!cli.exe && !cli.all)) && output__prepare(&cli))
 		return KHPROF_EXIT_USAGE;
-	if (cli.exe)
+	if (cli.exe || cli.all)
 		return attach_exe_cli(&cli);
 	if (check_traceable(cli.pid))
 		return KHPROF_EXIT_FAILURE;

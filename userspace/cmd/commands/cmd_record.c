@@ -546,6 +546,7 @@ int cmd_record(int argc, char **argv)
 		return err == -ENOENT ? KHPROF_EXIT_NOT_FOUND : KHPROF_EXIT_CANNOT_EXEC;
 	}
 	choose_mode_for(path, &cli);
+	note_daemon_client(path);
 	choose_follow_for(path, &cli);
 	if (cli.repeat) {
 		cli.quiet = true; /* N reports would bury the spread table */
