@@ -514,6 +514,7 @@ int attach_exe(const struct exe_attach_options *o)
 	ea.retain.keep = o->keep ? o->keep : o->all && o->output ? KEEP_DEFAULT_ALL : 0;
 	if (o->serve) {
 		err = live_metrics__open(&ea.set.metrics, o->serve);
+		live_metrics__by_container(ea.set.metrics);
 		if (err)
 			return err == -EINVAL ? KHPROF_EXIT_USAGE : KHPROF_EXIT_FAILURE;
 	}
