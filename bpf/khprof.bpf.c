@@ -702,3 +702,5 @@ int BPF_PROG(kh_process_fork, struct task_struct *parent, struct task_struct *ch
 #include "thread_ends.bpf.h"
 /* Forked children: followed (--follow-forks) or made safe (attach__protect_child). */
 #include "follow.bpf.h"
+/* khprof in a PID namespace of its own: the kernel's pids of the tasks it sees. */
+#include "pidns.bpf.h"

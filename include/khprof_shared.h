@@ -108,6 +108,16 @@ struct kh_file_key {
 	__u32 generation;
 };
 
+/*
+ * khprof in a PID namespace of its own: a task's id in the kernel's
+ * (initial) namespace and in khprof's, as bpf/pidns.bpf.h's iterator
+ * writes them.
+ */
+struct kh_pid_pair {
+	__u32 kernel_tid;
+	__u32 local_tid;
+};
+
 /* Per-CPU, per-session-slot aggregate; userspace sums the CPUs. */
 struct kh_slot_stats {
 	struct kh_stage_stats stages[KH_STAGE_COUNT];

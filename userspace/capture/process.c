@@ -77,7 +77,7 @@ static int watch_peaks(struct tracer *t, pid_t pid)
 {
 	struct bpf_program *progs[] = { t->skel->progs.kh_rss_stat, t->skel->progs.kh_process_fork };
 
-	t->skel->bss->traced_tgid = (__u32)pid;
+	t->skel->bss->traced_tgid = (__u32)t->kernel_pid;
 	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
 		int fd = bpf_raw_tracepoint_open(NULL, bpf_program__fd(progs[i]));
 		int err = attach__keep_link(t, fd);
@@ -202,7 +202,7 @@ int attach__process_end(struct tracer *t)
 			       sizeof(progs) / sizeof(progs[0]), "one name each");
 	/* Test hook: thread ends as if the kernel skipped N programs (thread_ends.bpf.h). */
 	t->skel->bss->test_skip_thread_exits = skip ? (__u32)atoi(skip) : 0;
-	t->skel->bss->traced_tgid = (__u32)t->pid;
+	t->skel->bss->traced_tgid = (__u32)t->kernel_pid;
 	/* Under record, the child khprof forked has yet to exec COMMAND. */
 	t->skel->bss->execs_expected = t->opts.joins_running_process ? 0 : 1;
 	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
@@ -229,7 +229,7 @@ int attach__process_end(struct tracer *t)
  */
 static void forget_own_thread(struct tracer *t)
 {
-	__u32 tid = (__u32)gettid();
+	__u32 tid = (__u32)pid_map__kernel(t, gettid()); /* listed by the kernel's id */
 
 	bpf_map_delete_elem(bpf_map__fd(t->skel->maps.thread_list), &tid);
 }
@@ -288,6 +288,13 @@ static int attach_process(struct tracer *t, pid_t pid, const char *exe_path)
 	forget_own_thread(t);
 	t->pid = pid;
 	t->sessions.cfg.pid = pid;
+	/* The BPF side's programs see it by the kernel's pid, khprof by its own namespace's. */
+	t->kernel_pid = pid_map__kernel(t, pid);
+	if (!t->kernel_pid) {
+		log__error("cannot attach to PID %d: the kernel's id of it is not found (khprof "
+			   "runs in a PID namespace of its own)", pid);
+		return -ESRCH;
+	}
 	err = open_sched_clocks(t);
 	if (!err)
 		err = watch_peaks(t, pid);
@@ -312,7 +319,7 @@ static int attach_process(struct tracer *t, pid_t pid, const char *exe_path)
 	t->skel->bss->abi2_batch_traced = t->abi2_batch;
 	err = hook_loader(t, &view, exe_path);
 	if (!err && t->sampler)
-		err = sampler__attach(t->sampler, pid);
+		err = sampler__attach(t->sampler, pid, t->kernel_pid);
 	return err;
 }
 
@@ -562,7 +569,7 @@ int tracer__watch_execs(struct tracer *t, tracer_start_fn fn, void *ctx)
 	int fd, err;
 
 	t->pid = 0;
-	t->skel->bss->watcher_tgid = (__u32)getpid();
+	t->skel->bss->watcher_tgid = (__u32)pid_map__kernel(t, getpid());
 	fd = bpf_raw_tracepoint_open(NULL, bpf_program__fd(t->skel->progs.kh_exec_start));
 	err = attach__keep_link(t, fd < 0 ? -errno : fd);
 	if (err) {

@@ -86,13 +86,21 @@ static void end_sessions(struct tracer *t, int exit_status, uint64_t now);
  */
 static void fork_stopped(struct tracer *t, const struct kh_event *e)
 {
+	/* The BPF side names it by the kernel's pid (pid_map.c). */
+	pid_t child = pid_map__local(t, (pid_t)e->arg0);
+
+	if (!child) {
+		log__warn("a process forked by PID %d is not in khprof's PID namespace: left "
+			  "stopped for whoever sees it", t->pid);
+		return;
+	}
 	if (t->opts.on_fork && !t->ended) {
-		t->opts.on_fork((pid_t)e->pid, (pid_t)e->arg0, t->opts.fork_ctx);
+		t->opts.on_fork(t->pid, child, t->opts.fork_ctx);
 		return;
 	}
 	if (!t->ended)
-		attach__protect_child(t, (pid_t)e->arg0);
-	kill((pid_t)e->arg0, SIGCONT);
+		attach__protect_child(t, child);
+	kill(child, SIGCONT);
 }
 
 /*
@@ -119,7 +127,11 @@ static void loader_stopped(struct tracer *t, const struct kh_event *e)
 		struct tracer_file_key file = { e->arg1, (uint32_t)(e->arg0 >> 32),
 						(uint32_t)e->arg0 };
 
-		t->on_start((pid_t)e->pid, e->arg1 ? &file : NULL, t->start_ctx);
+		pid_t pid = pid_map__local(t, (pid_t)e->pid);
+
+		/* Stopped, but not in khprof's namespace: nothing here can resume it. */
+		if (pid)
+			t->on_start(pid, e->arg1 ? &file : NULL, t->start_ctx);
 		return;
 	}
 	/* After an execve the new image is not traced, but must not stay stopped. */

@@ -46,6 +46,7 @@ struct tracer {
 	struct ring_buffer *rb;
 	struct trace_options opts;
 	pid_t pid;
+	pid_t kernel_pid;              /* pid in the kernel's namespace: the BPF side's (pid_map.c) */
 	int ncpus;
 	uint64_t trace_start_ns;
 	struct seen_object *seen;
@@ -156,6 +157,15 @@ void drain__thread_ended(struct tracer *t, const struct kh_buffer_event *e);
 void drain__detached(struct tracer *t, uint64_t detach_ns);
 /* drain.c: counts the threads of a process that ended whose end was never seen. */
 void drain__process_ended(struct tracer *t);
+/*
+ * pid_map.c: khprof in a PID namespace of its own.  Whether the kernel's
+ * pids are not khprof's (the iterator program must load), and a task's
+ * pid from khprof's namespace to the kernel's and back; 0 when khprof
+ * cannot see it.  Without a namespace of its own, the pid itself.
+ */
+bool pid_map__needed(void);
+pid_t pid_map__kernel(struct tracer *t, pid_t local);
+pid_t pid_map__local(struct tracer *t, pid_t kernel);
 /* live.c: unmaps what tracer__read_live mapped (tracer__close). */
 void live__unmap(struct tracer *t);
 /* calibrate.c: learns span cost and bias by tracing khprof itself. */

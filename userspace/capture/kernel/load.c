@@ -507,6 +507,8 @@ static int open_and_load(struct tracer *t)
 				   t->opts.on_fork);
 	/* Every execve on the host: attach --all's watcher only (process.c). */
 	bpf_program__set_autoload(t->skel->progs.kh_exec_start, t->opts.watch_execs);
+	/* The kernel's pids and khprof's differ only in a PID namespace of its own (pid_map.c). */
+	bpf_program__set_autoload(t->skel->progs.kh_pid_map, pid_map__needed());
 	err = latency__configure(t->skel, t->ncpus);
 	if (err)
 		return err;

@@ -218,11 +218,7 @@ static void unescape(char *s)
 	*w = '\0';
 }
 
-/*
- * Where khprof's mount namespace has the cgroup2 file system: /sys/fs/cgroup
- * on a pure v2 host, /sys/fs/cgroup/unified on a hybrid one; "" when none.
- */
-static const char *cgroup2_mount(void)
+const char *ns__cgroup2_mount(void)
 {
 	static char mount[PATH_MAX];
 	static bool looked;
@@ -257,7 +253,7 @@ static const char *cgroup2_mount(void)
 /* The cgroup2 id of path: the inode number of its directory (kernfs's id). */
 static uint64_t cgroup_id_of(const char *cgroup)
 {
-	const char *mount = cgroup2_mount();
+	const char *mount = ns__cgroup2_mount();
 	char dir[PATH_MAX];
 	struct stat st;
 
@@ -352,7 +348,7 @@ static bool find_container_cgroup(const char *dir, const char *prefix, int depth
 
 int ns__container_process(const char *which, pid_t *pid, char *cgroup)
 {
-	const char *mount = cgroup2_mount();
+	const char *mount = ns__cgroup2_mount();
 	size_t mount_len = strlen(mount);
 	char dir[PATH_MAX], proc[64];
 	struct ns_identity id;
@@ -404,7 +400,7 @@ bool ns__in_initial_pid_ns(void)
 
 int ns__cgroup_open(const char *cgroup)
 {
-	const char *mount = cgroup2_mount();
+	const char *mount = ns__cgroup2_mount();
 	char dir[PATH_MAX];
 	int fd;
 

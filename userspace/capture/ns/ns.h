@@ -102,6 +102,13 @@ bool ns__container_id(const char *cgroup, char *out);
 int ns__container_process(const char *which, pid_t *pid, char *cgroup);
 
 /*
+ * Where khprof's mount namespace has the cgroup2 file system, the whole
+ * hierarchy: /sys/fs/cgroup on a pure v2 host, /sys/fs/cgroup/unified on a
+ * hybrid one; "" when none.
+ */
+const char *ns__cgroup2_mount(void);
+
+/*
  * The cgroup2 directory of a cgroup path, opened (O_DIRECTORY), for the BPF
  * side's cgroup checks; -EOPNOTSUPP where khprof has no cgroup2 mounted.
  */
