@@ -28,12 +28,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <poll.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "khchild.h"
@@ -80,14 +82,50 @@ static void make_parents(const char *path)
 	}
 }
 
-/* host's file at the same path inside the root (path absolute). */
-static void copy_in(const char *host, const char *path)
+/* host's file at the same path inside root (path absolute). */
+static void copy_into(const char *root, const char *host, const char *path)
 {
 	char to[PATH_MAX];
 
-	path_in(to, sizeof(to), rootfs, "%s", path);
+	path_in(to, sizeof(to), root, "%s", path);
 	make_parents(to);
 	copy_file(host, to);
+}
+
+static void copy_in(const char *host, const char *path)
+{
+	copy_into(rootfs, host, path);
+}
+
+/* The libraries binary needs, at their paths inside root, as ldd finds them; how many. */
+static size_t copy_libraries(const char *root, const char *binary)
+{
+	char *ldd[] = { "/usr/bin/ldd", (char *)binary, NULL };
+	struct run_result r = run_here(ldd);
+	size_t libs = 0;
+
+	assert_int_equal(r.exit_code, 0);
+	for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n")) {
+		char *path = strstr(line, "=> /");
+
+		path = path ? path + 3 : strchr(line, '/');
+		if (!path)
+			continue; /* linux-vdso.so.1 */
+		path[strcspn(path, " ")] = '\0';
+		copy_into(root, path, path);
+		libs++;
+	}
+	run_result_free(&r);
+	return libs;
+}
+
+/* mkdir of root/name for a mount point. */
+static void mount_point(const char *root, const char *name)
+{
+	char dir[PATH_MAX];
+
+	path_in(dir, sizeof(dir), root, "%s", name);
+	assert_int_equal(mkdir(dir, 0755), 0);
 }
 
 /*
@@ -97,35 +135,19 @@ static void copy_in(const char *host, const char *path)
  */
 static void make_rootfs(void)
 {
-	char workload[PATH_MAX], dir[PATH_MAX], plugin[PATH_MAX], proc[PATH_MAX];
-	char *ldd[] = { "/usr/bin/ldd", workload, NULL };
-	struct run_result r;
-	size_t libs = 0;
+	char workload[PATH_MAX], dir[PATH_MAX], plugin[PATH_MAX];
 
 	assert_non_null(realpath(WORKLOAD, workload));
 	assert_non_null(realpath(SDT, inner));
 	path_in(rootfs, sizeof(rootfs), tmpdir, "rootfs");
 	copy_in(workload, inner);
-	r = run_here(ldd);
-	assert_int_equal(r.exit_code, 0);
-	for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n")) {
-		char *path = strstr(line, "=> /");
-
-		path = path ? path + 3 : strchr(line, '/');
-		if (!path)
-			continue; /* linux-vdso.so.1 */
-		path[strcspn(path, " ")] = '\0';
-		copy_in(path, path);
-		libs++;
-	}
-	run_result_free(&r);
-	assert_true(libs >= 3); /* libkhwork.so, libc, the loader */
+	/* libkhwork.so, libc, the loader */
+	assert_true(copy_libraries(rootfs, workload) >= 3);
 	snprintf(dir, sizeof(dir), "%s", workload);
 	*strrchr(dir, '/') = '\0';
 	path_in(plugin, sizeof(plugin), dir, "libkhplugin.so");
 	copy_in(plugin, plugin);
-	path_in(proc, sizeof(proc), rootfs, "proc");
-	assert_int_equal(mkdir(proc, 0555), 0);
+	mount_point(rootfs, "proc");
 }
 
 static void prepare(void)
@@ -608,29 +630,232 @@ static void test_attach_all(void **state_)
 }
 
 /*
- * The test's cgroup, and the ones runc made beside it in each cgroup v1
- * hierarchy of a hybrid host (its containers' own are gone with them).
+ * khprof in a PID namespace of its own, tracing its child there (the
+ * kernel's pids are not khprof's: its thread peaks and thread ends are
+ * seen all the same), and a program in a namespace nested in it.
  */
+static void test_khprof_in_pid_namespace(void **state_)
+{
+	char out[PATH_MAX], dir[PATH_MAX], proc[PATH_MAX + 32], workload[PATH_MAX];
+	char *threads[] = { "/usr/bin/unshare", "-pf", "--mount-proc", khprof, "record", "-q",
+			    "-o", out, "--", workload, "threads", "500", NULL };
+	char *nested[] = { "/usr/bin/unshare", "-pf", "--mount-proc", khprof, "record", "-q", "-o",
+			   out, "--", "/usr/bin/unshare", "-pmf", proc, "/usr/sbin/chroot", rootfs,
+			   inner, "nested", "4", NULL };
+	struct run_result r;
+	struct kh_profile p;
+	glob_t found;
+
+	(void)state_;
+	prepare();
+	assert_non_null(realpath(WORKLOAD, workload));
+	path_in(out, sizeof(out), tmpdir, "pidns.json");
+	r = run_here(threads);
+	if (r.exit_code != 0)
+		fail_msg("unshare -pf khprof record exited %d: %s", r.exit_code, r.err);
+	assert_null(strstr(r.err, "ended unseen"));
+	run_result_free(&r);
+	load_record(out, &p);
+	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 500);
+	assert_int_equal(calls_of(&p, KH_STAGE_GENERIC_DETECTION), 500);
+	/* Its two threads, seen starting, and seen ending: nothing unknown. */
+	assert_true(p.resources.max_observed_threads.present);
+	assert_int_equal(p.resources.max_observed_threads.value, 3);
+	assert_int_equal(p.ext.drops[KH_DROP_EXIT_UNKNOWN], 0);
+	/* khprof and its child share the namespace: the pid khprof sees is the program's own. */
+	assert_run_id_pid(&p, (long)p.ext.traced_pid);
+	profile__free(&p);
+
+	fresh_dir("pidns-nested", dir, sizeof(dir));
+	path_in(out, sizeof(out), dir, "scan.json");
+	snprintf(proc, sizeof(proc), "--mount-proc=%s/proc", rootfs);
+	r = run_here(nested);
+	if (r.exit_code != 0)
+		fail_msg("nested unshare under khprof exited %d: %s", r.exit_code, r.err);
+	records_in(dir, 1, &found);
+	load_record(found.gl_pathv[0], &p);
+	assert_nested(&p, 4);
+	assert_run_id_pid(&p, 1);
+	assert_true(p.ext.traced_pid > 1); /* its pid in khprof's namespace */
+	profile__free(&p);
+	globfree(&found);
+	run_result_free(&r);
+}
+
+/*
+ * What a container needs to run khprof (docs/PRIVILEGES.md): the host's PID
+ * namespace, /proc and /sys (the kernel's BTF), CAP_BPF, CAP_PERFMON,
+ * CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (and CAP_SYS_ADMIN where
+ * perf_event_paranoid is 3, Debian's kernels' default), no seccomp filter
+ * that refuses bpf() and perf_event_open().  The root holds khprof and its
+ * libraries only; it attaches by the host's PID to a program in another
+ * container and writes its record to a folder bound into it.
+ */
+static void make_khprof_bundle(const char *id, pid_t target, const char *out_dir)
+{
+	char dir[PATH_MAX], root[PATH_MAX], config[PATH_MAX], caps[512], *json, *level;
+	size_t len;
+	bool admin;
+
+	path_in(root, sizeof(root), tmpdir, "%s-root", id);
+	copy_into(root, khprof, "/usr/bin/khprof");
+	assert_true(copy_libraries(root, khprof) >= 5);
+	mount_point(root, "proc");
+	mount_point(root, "sys");
+	mount_point(root, "out");
+	mount_point(root, "tmp");
+	assert_int_equal(file__read_all("/proc/sys/kernel/perf_event_paranoid", &level, &len), 0);
+	admin = atoi(level) >= 3;
+	free(level);
+	snprintf(caps, sizeof(caps), "[\"CAP_BPF\", \"CAP_PERFMON\", \"CAP_SYS_PTRACE\", "
+		 "\"CAP_DAC_READ_SEARCH\"%s]", admin ? ", \"CAP_SYS_ADMIN\"" : "");
+	path_in(dir, sizeof(dir), tmpdir, "%s", id);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	path_in(config, sizeof(config), dir, "config.json");
+	assert_true(asprintf(&json,
+		"{\"ociVersion\": \"1.0.2\",\n"
+		" \"process\": {\"terminal\": false, \"user\": {\"uid\": 0, \"gid\": 0},\n"
+		"  \"args\": [\"/usr/bin/khprof\", \"attach\", \"-p\", \"%d\", \"--mode\", \"span\",\n"
+		"   \"-q\", \"-o\", \"/out/in-container.json\"],\n"
+		"  \"env\": [\"PATH=/usr/bin:/bin\"], \"cwd\": \"/\", \"noNewPrivileges\": true,\n"
+		"  \"capabilities\": {\"bounding\": %s, \"effective\": %s, \"permitted\": %s}},\n"
+		" \"root\": {\"path\": \"%s\", \"readonly\": true},\n"
+		" \"hostname\": \"khprof\",\n"
+		" \"mounts\": [{\"destination\": \"/proc\", \"type\": \"proc\", \"source\": \"proc\"},\n"
+		"  {\"destination\": \"/sys\", \"type\": \"bind\", \"source\": \"/sys\",\n"
+		"   \"options\": [\"rbind\", \"ro\"]},\n"
+		"  {\"destination\": \"/out\", \"type\": \"bind\", \"source\": \"%s\",\n"
+		"   \"options\": [\"bind\", \"rw\"]},\n"
+		"  {\"destination\": \"/tmp\", \"type\": \"tmpfs\", \"source\": \"tmpfs\"}],\n"
+		" \"linux\": {\"namespaces\": [{\"type\": \"mount\"}, {\"type\": \"ipc\"},\n"
+		"   {\"type\": \"uts\"}], \"cgroupsPath\": \"%s/%s\"}}\n",
+		(int)target, caps, caps, caps, root, out_dir, cgroup, id) > 0);
+	assert_int_equal(file__write_atomic(config, json, strlen(json)), 0);
+	free(json);
+}
+
+/* khprof in a container of its own traces a program in another one. */
+static void test_khprof_in_a_container(void **state_)
+{
+	char target_id[80], id[80], out_dir[PATH_MAX], out[PATH_MAX + 32], bundle[PATH_MAX];
+	char needle[64];
+	char *argv[8];
+	struct child w, k;
+	struct kh_profile p;
+	pid_t pid;
+
+	(void)state_;
+	prepare();
+	new_id(target_id);
+	new_id(id);
+	fresh_dir("khprof-out", out_dir, sizeof(out_dir));
+	w = start_serving(target_id);
+	pid = container_pid(target_id);
+	make_khprof_bundle(id, pid, out_dir);
+	runc_run_argv(argv, bundle, sizeof(bundle), id);
+	snprintf(needle, sizeof(needle), "attached to PID %d ", (int)pid);
+	k = child_spawn(argv, true);
+	child_wait_for_line(&k, needle);
+	serve_loop_command(&w, "session\n");
+	serve_loop_stop(&w);
+	assert_int_equal(child_wait(&k), 0);
+	snprintf(out, sizeof(out), "%s/in-container.json", out_dir);
+	load_record(out, &p);
+	assert_nested(&p, 10);
+	assert_in_container(&p, target_id);
+	assert_int_equal(p.ext.traced_pid, (uint64_t)pid);
+	profile__free(&p);
+}
+
+/* record of a client whose containers a daemon starts: one line saying so and what works. */
+static void test_daemon_client_named(void **state_)
+{
+	char docker[PATH_MAX], out[PATH_MAX];
+	char *argv[] = { khprof, "record", "-q", "-o", out, "--", docker, NULL };
+
+	(void)state_;
+	path_in(docker, sizeof(docker), tmpdir, "docker");
+	path_in(out, sizeof(out), tmpdir, "docker.json");
+	assert_int_equal(symlink("/bin/true", docker), 0);
+	assert_run_exits(argv, 0, "'docker' hands its containers to dockerd and containerd, which "
+			 "khprof did not start: their processes are not followed; 'khprof attach "
+			 "--all' or 'khprof attach --exe PATH --container ID' traces them");
+}
+
+/*
+ * Processes left in the test's cgroups: khprof's helper that holds uprobe
+ * links while the kernel detaches them outlives a khprof whose container
+ * had no PID namespace of its own (runc then cannot remove that cgroup).
+ * Ended and waited for through a pidfd, so that the cgroups can go.
+ */
+static void end_leftovers(const char *dir)
+{
+	char path[PATH_MAX + 16], *text;
+	size_t len;
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	if (file__read_all(path, &text, &len) == 0) {
+		for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+			int fd = (int)syscall(SYS_pidfd_open, atoi(line), 0);
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+
+			if (fd < 0)
+				continue;
+			syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0);
+			poll(&p, 1, 10000);
+			close(fd);
+		}
+		free(text);
+	}
+	if (!(d = opendir(dir)))
+		return;
+	while ((e = readdir(d)))
+		if (e->d_type == DT_DIR && e->d_name[0] != '.') {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			end_leftovers(path);
+		}
+	closedir(d);
+}
+
+/* dir and every cgroup below it, deepest first. */
+static void remove_below(const char *dir)
+{
+	char path[PATH_MAX + 16];
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (e->d_type == DT_DIR && e->d_name[0] != '.') {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			remove_below(path);
+		}
+	closedir(d);
+	rmdir(dir);
+}
+
+/* The test's cgroup in the cgroup2 tree and in each v1 hierarchy runc used beside it. */
 static void remove_cgroups(void)
 {
 	char line[PATH_MAX * 2], point[PATH_MAX], dir[PATH_MAX + 80];
-	FILE *f = fopen("/proc/self/mountinfo", "re");
+	FILE *f;
 
-	if (!f || !cgroup[0]) {
-		if (f)
-			fclose(f);
+	if (!cgroup[0])
 		return;
-	}
-	while (fgets(line, sizeof(line), f)) {
+	end_leftovers(cgroup_dir);
+	f = fopen("/proc/self/mountinfo", "re");
+	while (f && fgets(line, sizeof(line), f)) {
 		if (!strstr(line, " - cgroup") ||
 		    sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1)
 			continue;
-		snprintf(dir, sizeof(dir), "%s%s/host", point, cgroup);
-		rmdir(dir);
 		snprintf(dir, sizeof(dir), "%s%s", point, cgroup);
-		rmdir(dir);
+		remove_below(dir);
 	}
-	fclose(f);
+	if (f)
+		fclose(f);
 }
 
 int main(void)
@@ -649,6 +874,9 @@ int main(void)
 		cmocka_unit_test(test_attach_host_pid),
 		cmocka_unit_test(test_attach_exe_in_container),
 		cmocka_unit_test(test_attach_all),
+		cmocka_unit_test(test_khprof_in_pid_namespace),
+		cmocka_unit_test(test_khprof_in_a_container),
+		cmocka_unit_test(test_daemon_client_named),
 	};
 
 	int failed;

@@ -547,8 +547,8 @@ int attach_exe(const struct exe_attach_options *o)
 	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	host_scan__free(ea.scan);
 	if (ea.retain.removed)
-		log__note("removed %zu older records to keep the newest %zu (--keep)",
-			  ea.retain.removed, ea.retain.keep);
+		log__note("removed %zu older record%s to keep the newest %zu (--keep)",
+			  ea.retain.removed, ea.retain.removed == 1 ? "" : "s", ea.retain.keep);
 	retention__free(&ea.retain);
 	if (err)
 		return err;
