@@ -38,6 +38,7 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 for r in $(seq "$ROUNDS"); do
 	in_cgroup "$N" /bin/true >>"$out/plain"
 	in_cgroup 20 "$WORKLOAD" timed 1 1 >>"$out/instr_plain"
+	: >"$out/khprof.err"
 	"$KHPROF" attach --all --container "$cg" -q 2>"$out/khprof.err" &
 	kpid=$!
 	until grep -q watching "$out/khprof.err"; do

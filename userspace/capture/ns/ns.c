@@ -218,19 +218,26 @@ static void unescape(char *s)
 	*w = '\0';
 }
 
+/*
+ * The cgroup2 mount and the cgroup at its root as /proc/PID/cgroup paths
+ * name it for khprof: "/" in the host's cgroup namespace, "/../.." seen
+ * from a container's own, whose /sys is the host's.  The whole hierarchy
+ * where a mount has it.
+ */
+static char cgroup2_point[PATH_MAX], cgroup2_root[PATH_MAX];
+
 const char *ns__cgroup2_mount(void)
 {
-	static char mount[PATH_MAX];
 	static bool looked;
 	char line[PATH_MAX * 2];
 	FILE *f;
 
 	if (looked)
-		return mount;
+		return cgroup2_point;
 	looked = true;
 	f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
-		return mount;
+		return cgroup2_point;
 	while (fgets(line, sizeof(line), f)) {
 		char root[PATH_MAX], point[PATH_MAX];
 		const char *dash = strstr(line, " - ");
@@ -239,26 +246,53 @@ const char *ns__cgroup2_mount(void)
 			continue;
 		if (sscanf(line, "%*s %*s %*s %4095s %4095s", root, point) != 2)
 			continue;
+		unescape(root);
 		unescape(point);
-		/* The whole hierarchy: a cgroup's path below its mount is the path /proc shows. */
-		if (strcmp(root, "/") == 0) {
-			snprintf(mount, sizeof(mount), "%s", point);
-			break;
+		/* The first, unless a later one has the hierarchy's root. */
+		if (!cgroup2_point[0] || strcmp(root, "/") == 0) {
+			snprintf(cgroup2_point, sizeof(cgroup2_point), "%s", point);
+			snprintf(cgroup2_root, sizeof(cgroup2_root), "%s", root);
 		}
+		if (strcmp(root, "/") == 0)
+			break;
 	}
 	fclose(f);
-	return mount;
+	return cgroup2_point;
+}
+
+/* The directory of a cgroup path as /proc shows it; -ENOENT outside the mount. */
+static int cgroup_dir(const char *cgroup, char *dir, size_t len)
+{
+	const char *mount = ns__cgroup2_mount();
+	size_t root_len = strlen(cgroup2_root);
+
+	if (!mount[0])
+		return -ENOENT;
+	if (strcmp(cgroup2_root, "/") == 0)
+		return join(dir, len, mount, cgroup);
+	if (strncmp(cgroup, cgroup2_root, root_len) != 0 ||
+	    (cgroup[root_len] != '/' && cgroup[root_len] != '\0'))
+		return -ENOENT;
+	return join(dir, len, mount, cgroup + root_len);
+}
+
+/* A path below the mount (its leading '/' kept) as /proc shows the cgroup. */
+static void cgroup_of_dir(const char *below, char *cgroup, size_t len)
+{
+	int err = strcmp(cgroup2_root, "/") == 0 ? join(cgroup, len, below[0] ? below : "/", "")
+						 : join(cgroup, len, cgroup2_root, below);
+
+	if (err)
+		cgroup[0] = '\0'; /* too long to name: no cgroup */
 }
 
 /* The cgroup2 id of path: the inode number of its directory (kernfs's id). */
 static uint64_t cgroup_id_of(const char *cgroup)
 {
-	const char *mount = ns__cgroup2_mount();
 	char dir[PATH_MAX];
 	struct stat st;
 
-	if (!mount[0] || join(dir, sizeof(dir), mount, cgroup) || stat(dir, &st) != 0 ||
-	    !S_ISDIR(st.st_mode))
+	if (cgroup_dir(cgroup, dir, sizeof(dir)) || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
 		return 0;
 	return (uint64_t)st.st_ino;
 }
@@ -372,18 +406,19 @@ int ns__container_process(const char *which, pid_t *pid, char *cgroup)
 		/* A container id (or its first 12 digits): the cgroup that names it. */
 		if (!mount_len || !find_container_cgroup(mount, which, 8, dir, sizeof(dir)))
 			return -ENOENT;
-		snprintf(cgroup, NS_CGROUP_MAX, "%s", dir + mount_len);
+		cgroup_of_dir(dir + mount_len, cgroup, NS_CGROUP_MAX);
 		*pid = first_process_below(dir, 2);
 		return 0;
 	}
 	if (which[0] != '/')
 		return -EINVAL;
-	/* /sys/fs/cgroup/X or /X as /proc/PID/cgroup shows it: the same cgroup. */
+	/* /sys/fs/cgroup/X or the path /proc/PID/cgroup shows: the same cgroup. */
 	if (mount_len && !strncmp(which, mount, mount_len) &&
 	    (which[mount_len] == '/' || !which[mount_len]))
-		which += mount_len;
-	snprintf(cgroup, NS_CGROUP_MAX, "%s", which[0] ? which : "/");
-	if (!mount_len || join(dir, sizeof(dir), mount, which) || access(dir, F_OK) != 0)
+		cgroup_of_dir(which + mount_len, cgroup, NS_CGROUP_MAX);
+	else
+		snprintf(cgroup, NS_CGROUP_MAX, "%s", which);
+	if (cgroup_dir(cgroup, dir, sizeof(dir)) || access(dir, F_OK) != 0)
 		return -ENOENT;
 	/* A pod's cgroup holds its containers' one level or two below. */
 	*pid = first_process_below(dir, 2);
@@ -400,14 +435,50 @@ bool ns__in_initial_pid_ns(void)
 
 int ns__cgroup_open(const char *cgroup)
 {
-	const char *mount = ns__cgroup2_mount();
 	char dir[PATH_MAX];
 	int fd;
 
-	if (!mount[0])
+	if (!ns__cgroup2_mount()[0])
 		return -EOPNOTSUPP;
-	if (join(dir, sizeof(dir), mount, cgroup))
-		return -ENAMETOOLONG;
+	if (cgroup_dir(cgroup, dir, sizeof(dir)))
+		return -ENOENT;
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
+}
+
+static int members_below(const char *dir, int (*fn)(pid_t pid, void *ctx), void *ctx, int depth)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	int ret = 0;
+	FILE *procs;
+	DIR *d;
+
+	if (join(path, sizeof(path), dir, "/cgroup.procs") == 0 && (procs = fopen(path, "re"))) {
+		long pid;
+
+		while (!ret && fscanf(procs, "%ld", &pid) == 1)
+			ret = fn((pid_t)pid, ctx);
+		fclose(procs);
+	}
+	if (ret || depth == 0 || !(d = opendir(dir)))
+		return ret;
+	while (!ret && (e = readdir(d)))
+		if (e->d_type == DT_DIR && e->d_name[0] != '.' &&
+		    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) < (int)sizeof(path))
+			ret = members_below(path, fn, ctx, depth - 1);
+	closedir(d);
+	return ret;
+}
+
+int ns__for_each_member(const char *cgroup, int (*fn)(pid_t pid, void *ctx), void *ctx)
+{
+	char dir[PATH_MAX];
+
+	if (!ns__cgroup2_mount()[0])
+		return -EOPNOTSUPP;
+	if (cgroup_dir(cgroup, dir, sizeof(dir)) || access(dir, F_OK) != 0)
+		return -ENOENT;
+	/* A cgroup tree is shallow: a node's pods, their containers, what runs in them. */
+	return members_below(dir, fn, ctx, 16);
 }

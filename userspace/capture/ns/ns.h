@@ -114,6 +114,14 @@ const char *ns__cgroup2_mount(void);
  */
 int ns__cgroup_open(const char *cgroup);
 
+/*
+ * Calls fn with every process in the cgroup and those below it, until fn
+ * returns non-zero: which processes a container or a pod has, whatever
+ * cgroup namespace khprof sees their paths from.  0, fn's value,
+ * -EOPNOTSUPP without cgroup2, or -ENOENT.
+ */
+int ns__for_each_member(const char *cgroup, int (*fn)(pid_t pid, void *ctx), void *ctx);
+
 /* Whether khprof runs in the initial PID namespace (where the kernel's pids are its). */
 bool ns__in_initial_pid_ns(void);
 

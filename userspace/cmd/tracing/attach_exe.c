@@ -72,6 +72,8 @@ struct exe_attach {
 	char what[PATH_MAX + 64]; /* what the watch is of, for messages */
 	struct host_scan *scan;   /* --all */
 	int scope_fd;             /* --container: its cgroup, open for the watcher; -1 */
+	bool scoped;              /* the kernel names only the container's processes */
+	size_t scanned;           /* processes looked at when the watch began */
 	struct retention retain;  /* --keep */
 	struct tracer *watcher;
 	struct process_set set; /* the traced processes; set.epoll_fd is the loop's */
@@ -145,13 +147,17 @@ static struct process_trace *process_open(struct exe_attach *ea)
 	return p;
 }
 
-/* --container: whether pid is in the container's cgroup (or one below it). */
+/*
+ * --container: whether pid is in the container's cgroup (or one below it):
+ * the kernel said so already where it keeps the watch to it; else by the
+ * path /proc shows.
+ */
 static bool in_container(const struct exe_attach *ea, pid_t pid)
 {
 	struct ns_identity id;
 	size_t len = strlen(ea->cgroup);
 
-	if (!ea->cgroup[0])
+	if (!ea->cgroup[0] || ea->scoped)
 		return true;
 	if (ns__identity(pid, &id) != 0)
 		return false;
@@ -259,34 +265,46 @@ static bool process_uses(const struct exe_attach *ea, pid_t pid)
 	       procfs__for_each_mapping(pid, maps_file, &q) > 0;
 }
 
-/* The processes already running PATH (--all: any instrumented file) when khprof starts. */
+/* A process running when khprof starts: traced when it uses PATH (--all: any instrumented file). */
+static int consider_running(pid_t pid, void *ctx)
+{
+	struct exe_attach *ea = ctx;
+
+	if (pid == getpid())
+		return 0;
+	ea->scanned++;
+	if (ea->o->all ? host_scan__running(ea->scan, pid) : process_uses(ea, pid))
+		process_start(ea, pid);
+	return 0;
+}
+
+/*
+ * The processes already running when khprof starts: every one, or with
+ * --container those of its cgroup tree (read from the cgroups themselves,
+ * which name their processes whatever cgroup namespace khprof is in).
+ */
 static void scan_running(struct exe_attach *ea)
 {
 	uint64_t begin = tracer__now_ns();
-	DIR *proc = opendir("/proc");
+	DIR *proc;
 	struct dirent *d;
-	size_t processes = 0;
 
-	if (!proc)
+	if (ea->cgroup[0] && ns__for_each_member(ea->cgroup, consider_running, ea) >= 0)
+		goto done;
+	if (!(proc = opendir("/proc")))
 		return;
 	while ((d = readdir(proc))) {
 		char *end;
 		long pid = strtol(d->d_name, &end, 10);
-		bool uses;
 
-		if (*end || pid <= 0 || pid == getpid())
-			continue;
-		processes++;
-		uses = in_container(ea, (pid_t)pid) &&
-		       (ea->o->all ? host_scan__running(ea->scan, (pid_t)pid)
-				   : process_uses(ea, (pid_t)pid));
-		if (uses)
-			process_start(ea, (pid_t)pid);
+		if (!*end && pid > 0 && in_container(ea, (pid_t)pid))
+			consider_running((pid_t)pid, ea);
 	}
 	closedir(proc);
+done:
 	if (ea->o->all)
 		log__debug("--all: %zu processes and %zu distinct files looked at in %.1f ms",
-			   processes, host_scan__files_read(ea->scan),
+			   ea->scanned, host_scan__files_read(ea->scan),
 			   (double)(tracer__now_ns() - begin) / 1e6);
 }
 
@@ -369,6 +387,7 @@ static void scope_watcher(struct exe_attach *ea)
 		return;
 	ea->scope_fd = ns__cgroup_open(ea->cgroup);
 	err = ea->scope_fd < 0 ? ea->scope_fd : tracer__watch_scope(ea->watcher, ea->scope_fd);
+	ea->scoped = !err;
 	if (err)
 		log__note("cannot keep the watch to cgroup '%s' in the kernel (%s): the host's other "
 			  "processes are stopped at %s too, for well under a millisecond",
