@@ -113,28 +113,32 @@ int elf__symbol(const char *path, const char *name, uint64_t *vaddr, uint64_t *o
 	return err;
 }
 
-/* DT_INIT of a shared object, or 0. */
-static uint64_t dt_init_of(Elf *elf)
+/* The entries of the file's PT_DYNAMIC segment, or NULL without one (a static file). */
+static Elf_Data *dynamic_entries(Elf *elf)
 {
 	size_t phnum;
 
 	if (elf_getphdrnum(elf, &phnum) != 0)
-		return 0;
+		return NULL;
 	for (size_t i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
-		Elf_Data *data;
-		GElf_Dyn dyn;
 
-		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_DYNAMIC)
-			continue;
-		data = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_DYN);
-		for (int j = 0; data && gelf_getdyn(data, j, &dyn); j++) {
-			if (dyn.d_tag == DT_NULL)
-				break;
-			if (dyn.d_tag == DT_INIT)
-				return dyn.d_un.d_ptr;
-		}
+		if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_DYNAMIC)
+			return elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
+						    ELF_T_DYN);
 	}
+	return NULL;
+}
+
+/* DT_INIT of a shared object, or 0. */
+static uint64_t dt_init_of(Elf *elf)
+{
+	Elf_Data *data = dynamic_entries(elf);
+	GElf_Dyn dyn;
+
+	for (int j = 0; data && gelf_getdyn(data, j, &dyn) && dyn.d_tag != DT_NULL; j++)
+		if (dyn.d_tag == DT_INIT)
+			return dyn.d_un.d_ptr;
 	return 0;
 }
 
@@ -219,9 +223,11 @@ int elf__needed(const char *path, void (*fn)(const char *name, void *ctx), void 
 		char *runpath, size_t len)
 {
 	uint64_t needed[NEEDED_MAX], strtab = 0, strsz = 0, run = 0, rpath = 0, strtab_offset = 0;
-	size_t count = 0, phnum, size;
+	size_t count = 0, size;
 	bool have_runpath = false, have_rpath = false, executable;
 	const char *raw, *name;
+	Elf_Data *data;
+	GElf_Dyn dyn;
 	Elf *elf;
 	int fd, err;
 
@@ -229,32 +235,21 @@ int elf__needed(const char *path, void (*fn)(const char *name, void *ctx), void 
 	err = elf__open(path, &fd, &elf);
 	if (err)
 		return err;
-	if (elf_getphdrnum(elf, &phnum) != 0)
-		phnum = 0;
-	for (size_t i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-		Elf_Data *data;
-		GElf_Dyn dyn;
-
-		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_DYNAMIC)
-			continue;
-		data = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_DYN);
-		for (int j = 0; data && gelf_getdyn(data, j, &dyn) && dyn.d_tag != DT_NULL; j++) {
-			if (dyn.d_tag == DT_NEEDED && count < NEEDED_MAX)
-				needed[count++] = dyn.d_un.d_val;
-			else if (dyn.d_tag == DT_STRTAB)
-				strtab = dyn.d_un.d_ptr;
-			else if (dyn.d_tag == DT_STRSZ)
-				strsz = dyn.d_un.d_val;
-			else if (dyn.d_tag == DT_RUNPATH) {
-				run = dyn.d_un.d_val;
-				have_runpath = true;
-			} else if (dyn.d_tag == DT_RPATH) {
-				rpath = dyn.d_un.d_val;
-				have_rpath = true;
-			}
+	data = dynamic_entries(elf);
+	for (int j = 0; data && gelf_getdyn(data, j, &dyn) && dyn.d_tag != DT_NULL; j++) {
+		if (dyn.d_tag == DT_NEEDED && count < NEEDED_MAX)
+			needed[count++] = dyn.d_un.d_val;
+		else if (dyn.d_tag == DT_STRTAB)
+			strtab = dyn.d_un.d_ptr;
+		else if (dyn.d_tag == DT_STRSZ)
+			strsz = dyn.d_un.d_val;
+		else if (dyn.d_tag == DT_RUNPATH) {
+			run = dyn.d_un.d_val;
+			have_runpath = true;
+		} else if (dyn.d_tag == DT_RPATH) {
+			rpath = dyn.d_un.d_val;
+			have_rpath = true;
 		}
-		break;
 	}
 	/* No dynamic section (static): nothing needed, no error. */
 	raw = elf_rawfile(elf, &size);

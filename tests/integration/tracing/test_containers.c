@@ -305,35 +305,50 @@ static void fresh_dir(const char *name, char *dir, size_t len)
 }
 
 /*
+ * khprof record -q -o DIR/scan.json -- runc run of a new container whose
+ * workload runs with args: the one record it wrote (path in record) in
+ * *p, the run in *r, the container's id in id.
+ */
+static void record_in_container(const char *name, const char *args, char *id,
+				struct kh_profile *p, struct run_result *r, char *record, size_t len)
+{
+	char dir[PATH_MAX], out[PATH_MAX], bundle[PATH_MAX];
+	char *argv[16] = { khprof, "record", "-q", "-o", out, "--" };
+	glob_t found;
+
+	prepare();
+	new_id(id);
+	make_bundle(id, args);
+	fresh_dir(name, dir, sizeof(dir));
+	path_in(out, sizeof(out), dir, "scan.json");
+	runc_run_argv(argv + 6, bundle, sizeof(bundle), id);
+	*r = run_here(argv);
+	if (r->exit_code != 0)
+		fail_msg("khprof record -- runc run exited %d: %s", r->exit_code, r->err);
+	records_in(dir, 1, &found);
+	snprintf(record, len, "%s", found.gl_pathv[0]);
+	globfree(&found);
+	load_record(record, p);
+}
+
+/*
  * khprof record -- runc run: followed through runc's forks into the
  * container, whose program is attached through its own root.
  */
 static void test_record_through_runc(void **state_)
 {
-	char id[80], dir[PATH_MAX], out[PATH_MAX], bundle[PATH_MAX];
-	char *argv[16] = { khprof, "record", "-q", "-o", out, "--" };
+	char id[80], record[PATH_MAX];
 	struct run_result r;
 	struct kh_profile p;
-	glob_t found;
 
 	(void)state_;
-	prepare();
-	new_id(id);
-	make_bundle(id, "\"nested\", \"7\"");
-	fresh_dir("record-runc", dir, sizeof(dir));
-	path_in(out, sizeof(out), dir, "scan.json");
-	runc_run_argv(argv + 6, bundle, sizeof(bundle), id);
-	r = run_here(argv);
-	if (r.exit_code != 0)
-		fail_msg("khprof record -- runc run exited %d: %s", r.exit_code, r.err);
+	record_in_container("record-runc", "\"nested\", \"7\"", id, &p, &r, record,
+			    sizeof(record));
 	assert_non_null(strstr(r.out, "nested n=7 pid=1\n"));
-	records_in(dir, 1, &found);
-	load_record(found.gl_pathv[0], &p);
 	assert_nested(&p, 7);
 	assert_in_container(&p, id);
-	assert_seed_conformance_of(khprof, found.gl_pathv[0]);
+	assert_seed_conformance_of(khprof, record);
 	profile__free(&p);
-	globfree(&found);
 	run_result_free(&r);
 }
 
@@ -343,29 +358,17 @@ static void test_record_through_runc(void **state_)
  */
 static void test_record_runc_dlopen(void **state_)
 {
-	char id[80], dir[PATH_MAX], out[PATH_MAX], bundle[PATH_MAX];
-	char *argv[16] = { khprof, "record", "-q", "-o", out, "--" };
+	char id[80], record[PATH_MAX];
 	struct run_result r;
 	struct kh_profile p;
-	glob_t found;
 
 	(void)state_;
-	prepare();
-	new_id(id);
-	make_bundle(id, "\"library\", \"6\"");
-	fresh_dir("record-runc-dlopen", dir, sizeof(dir));
-	path_in(out, sizeof(out), dir, "scan.json");
-	runc_run_argv(argv + 6, bundle, sizeof(bundle), id);
-	r = run_here(argv);
-	if (r.exit_code != 0)
-		fail_msg("khprof record -- runc run exited %d: %s", r.exit_code, r.err);
-	records_in(dir, 1, &found);
-	load_record(found.gl_pathv[0], &p);
+	record_in_container("record-runc-dlopen", "\"library\", \"6\"", id, &p, &r, record,
+			    sizeof(record));
 	/* 6 in the linked library, 6 in the one it opened. */
 	assert_int_equal(calls_of(&p, KH_STAGE_ENTROPY), 12);
 	assert_in_container(&p, id);
 	profile__free(&p);
-	globfree(&found);
 	run_result_free(&r);
 }
 
@@ -429,13 +432,36 @@ static void khprof_stop(struct child *k)
 	assert_int_equal(child_wait(k), 0);
 }
 
+/*
+ * khprof (argv) attaches to the container's process pid, serving on w; one
+ * session runs, the process ends, and khprof with it: its record at out
+ * has that session, exactly, and the container's identity.
+ */
+static void attach_one_session(char *const argv[], struct child *w, pid_t pid, const char *out,
+			       const char *id)
+{
+	struct kh_profile p;
+	struct child k;
+	char needle[64];
+
+	snprintf(needle, sizeof(needle), "attached to PID %d ", (int)pid);
+	k = khprof_start(argv, needle);
+	serve_loop_command(w, "session\n");
+	serve_loop_stop(w);
+	assert_int_equal(child_wait(&k), 0);
+	load_record(out, &p);
+	assert_nested(&p, 10);
+	assert_in_container(&p, id);
+	assert_int_equal(p.ext.traced_pid, (uint64_t)pid);
+	profile__free(&p);
+}
+
 /* attach -p with the container's init's host PID. */
 static void test_attach_host_pid(void **state_)
 {
-	char id[80], out[PATH_MAX], pid_text[16], needle[64];
+	char id[80], out[PATH_MAX], pid_text[16];
 	char *argv[] = { khprof, "attach", "-p", pid_text, "--mode", "span", "-q", "-o", out, NULL };
-	struct child w, k;
-	struct kh_profile p;
+	struct child w;
 	pid_t pid;
 
 	(void)state_;
@@ -445,17 +471,7 @@ static void test_attach_host_pid(void **state_)
 	w = start_serving(id);
 	pid = container_pid(id);
 	snprintf(pid_text, sizeof(pid_text), "%d", (int)pid);
-	snprintf(needle, sizeof(needle), "attached to PID %d ", (int)pid);
-	k = khprof_start(argv, needle);
-	serve_loop_command(&w, "session\n");
-	serve_loop_stop(&w);
-	/* Ends with the process. */
-	assert_int_equal(child_wait(&k), 0);
-	load_record(out, &p);
-	assert_nested(&p, 10);
-	assert_in_container(&p, id);
-	assert_int_equal(p.ext.traced_pid, (uint64_t)pid);
-	profile__free(&p);
+	attach_one_session(argv, &w, pid, out, id);
 }
 
 /*
@@ -738,10 +754,8 @@ static void make_khprof_bundle(const char *id, pid_t target, const char *out_dir
 static void test_khprof_in_a_container(void **state_)
 {
 	char target_id[80], id[80], out_dir[PATH_MAX], out[PATH_MAX + 32], bundle[PATH_MAX];
-	char needle[64];
 	char *argv[8];
-	struct child w, k;
-	struct kh_profile p;
+	struct child w;
 	pid_t pid;
 
 	(void)state_;
@@ -753,18 +767,8 @@ static void test_khprof_in_a_container(void **state_)
 	pid = container_pid(target_id);
 	make_khprof_bundle(id, pid, out_dir);
 	runc_run_argv(argv, bundle, sizeof(bundle), id);
-	snprintf(needle, sizeof(needle), "attached to PID %d ", (int)pid);
-	k = child_spawn(argv, true);
-	child_wait_for_line(&k, needle);
-	serve_loop_command(&w, "session\n");
-	serve_loop_stop(&w);
-	assert_int_equal(child_wait(&k), 0);
 	snprintf(out, sizeof(out), "%s/in-container.json", out_dir);
-	load_record(out, &p);
-	assert_nested(&p, 10);
-	assert_in_container(&p, target_id);
-	assert_int_equal(p.ext.traced_pid, (uint64_t)pid);
-	profile__free(&p);
+	attach_one_session(argv, &w, pid, out, target_id);
 }
 
 /* record of a client whose containers a daemon starts: one line saying so and what works. */

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "ns.h"
 
 /* The kernel's inode number of the initial PID namespace (PROC_PID_INIT_INO). */
@@ -186,21 +187,6 @@ bool ns__container_id(const char *cgroup, char *out)
 	return out[0] != '\0';
 }
 
-static int read_small(const char *path, char *buf, size_t size)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t len = 0;
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	while (len < size - 1 && (n = read(fd, buf + len, size - 1 - len)) > 0)
-		len += (size_t)n;
-	close(fd);
-	buf[len] = '\0';
-	return 0;
-}
-
 /* mountinfo's octal escapes (\040 for a blank) undone in place. */
 static void unescape(char *s)
 {
@@ -299,36 +285,46 @@ static uint64_t cgroup_id_of(const char *cgroup)
 
 int ns__identity(pid_t pid, struct ns_identity *id)
 {
-	char path[64], text[4096];
+	char path[64], *text;
+	size_t len;
 	int status_err, cgroup_err;
 
 	memset(id, 0, sizeof(*id));
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	status_err = read_small(path, text, sizeof(text));
-	if (!status_err)
+	status_err = file__read_all(path, &text, &len);
+	if (!status_err) {
 		id->ns_pid = ns__parse_nspid(text);
+		free(text);
+	}
 	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	cgroup_err = read_small(path, text, sizeof(text));
+	cgroup_err = file__read_all(path, &text, &len);
 	if (!cgroup_err && ns__parse_cgroup(text, id->cgroup, sizeof(id->cgroup)) == 0) {
 		ns__container_id(id->cgroup, id->container_id);
 		/* Only a v2 path names a cgroup2 directory. */
 		if (strstr(text, "0::") == text || strstr(text, "\n0::"))
 			id->cgroup_id = cgroup_id_of(id->cgroup);
 	}
+	if (!cgroup_err)
+		free(text);
 	return status_err && cgroup_err ? status_err : 0;
 }
 
 /* The first pid in dir's cgroup.procs, or in a cgroup below it (a pod's containers). */
 static pid_t first_process_below(const char *dir, int depth)
 {
-	char path[PATH_MAX], text[64];
+	char path[PATH_MAX], *text;
+	size_t len;
 	pid_t pid = 0;
 	DIR *d;
 	struct dirent *e;
 
 	if (join(path, sizeof(path), dir, "/cgroup.procs") == 0 &&
-	    read_small(path, text, sizeof(text)) == 0 && atoi(text) > 0)
-		return (pid_t)atoi(text);
+	    file__read_all(path, &text, &len) == 0) {
+		pid = (pid_t)atoi(text);
+		free(text);
+		if (pid > 0)
+			return pid;
+	}
 	if (depth == 0 || !(d = opendir(dir)))
 		return 0;
 	while (!pid && (e = readdir(d))) {

@@ -22,6 +22,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "fileio.h"
 #include "khprof.skel.h"
 #include "log.h"
 #include "ns.h"
@@ -38,55 +39,31 @@ bool pid_map__needed(void)
 	return !initial;
 }
 
+/* A machine's tasks, as pairs: far more than any machine runs. */
+#define PAIRS_MAX (4u << 20)
+
 /* Every task khprof's namespace has, read with t's iterator. */
 static int refresh(struct tracer *t)
 {
 	struct bpf_link *link;
-	struct kh_pid_pair *read_pairs = NULL;
-	size_t count = 0, cap = 0;
-	int fd, err = 0;
+	char *read_pairs;
+	size_t len;
+	int fd, err;
 
 	link = bpf_program__attach_iter(t->skel->progs.kh_pid_map, NULL);
 	if (!link)
 		return -errno;
 	fd = bpf_iter_create(bpf_link__fd(link));
-	if (fd < 0) {
-		err = -errno;
-		bpf_link__destroy(link);
-		return err;
-	}
-	for (;;) {
-		ssize_t n;
-
-		if (count == cap) {
-			struct kh_pid_pair *grown;
-
-			cap = cap ? cap * 2 : 1024;
-			grown = realloc(read_pairs, cap * sizeof(*grown));
-			if (!grown) {
-				err = -ENOMEM;
-				break;
-			}
-			read_pairs = grown;
-		}
-		n = read(fd, read_pairs + count, (cap - count) * sizeof(*read_pairs));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			err = -errno;
-		if (n <= 0)
-			break;
-		count += (size_t)n / sizeof(*read_pairs);
-	}
-	close(fd);
+	err = fd < 0 ? -errno : fd__read_all(fd, &read_pairs, &len,
+					       PAIRS_MAX * sizeof(struct kh_pid_pair));
+	if (fd >= 0)
+		close(fd);
 	bpf_link__destroy(link);
-	if (err) {
-		free(read_pairs);
+	if (err)
 		return err;
-	}
 	free(pairs);
-	pairs = read_pairs;
-	pair_count = count;
+	pairs = (struct kh_pid_pair *)read_pairs;
+	pair_count = len / sizeof(*pairs);
 	return 0;
 }
 
