@@ -6,6 +6,9 @@
 #   plain_us=       /bin/true's fork, execve and exit, no khprof
 #   known_us=       the same under attach --all, its file known plain (a
 #                   lookup in the BPF side, no stop)
+#   prog_ns=        kh_exec_start's own time per execve in that case, from
+#                   the kernel's BPF statistics (kernel.bpf_stats_enabled,
+#                   on for that loop only)
 #   new_us=         a file the watch has not seen: stopped, its notes and
 #                   those of the libraries it names read, resumed (copies
 #                   of /bin/true, each run once)
@@ -46,7 +49,17 @@ for r in $(seq "$ROUNDS"); do
 		sleep 0.05
 	done
 	in_cgroup 1 /bin/true >/dev/null # its file known plain from here on
+	stats=$(sysctl -n kernel.bpf_stats_enabled)
+	sysctl -qw kernel.bpf_stats_enabled=1
 	in_cgroup "$N" /bin/true >>"$out/known"
+	# This watch's program: the newest of the name (one alone, as a rule).
+	bpftool -j prog show name kh_exec_start | python3 -c '
+import json, sys
+progs = json.load(sys.stdin)
+p = max(progs if isinstance(progs, list) else [progs], key=lambda p: p["id"])
+if p.get("run_cnt"):
+    print("%.0f" % (p["run_time_ns"] / p["run_cnt"]))' >>"$out/prog"
+	sysctl -qw kernel.bpf_stats_enabled="$stats"
 	rm -rf "$out/copies"
 	mkdir "$out/copies"
 	for i in $(seq "$N"); do cp /bin/true "$out/copies/true.$i"; done
@@ -61,4 +74,5 @@ echo "$scan" | sed 's/instrumented=[0-9]* //; s/cold_ms/scan_cold_ms/; s/warm_ms
 for f in plain known new instr_plain instr_all; do
 	printf '%s_us=%s ' "$f" "$(median <"$out/$f")"
 done
+printf 'prog_ns=%s' "$( [ -s "$out/prog" ] && median <"$out/prog" || echo n/a)"
 echo

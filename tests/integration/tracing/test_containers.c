@@ -172,6 +172,36 @@ static void prepare(void)
 	assert_int_equal(mkdir(host, 0755), 0);
 }
 
+/*
+ * The children a test spawned (khprof, runc run): a test that fails half
+ * way leaves none running, above all no attach --all, past its end.
+ */
+static pid_t spawned[8];
+static size_t spawned_count;
+
+static struct child spawn(char *const argv[], bool capture_stderr)
+{
+	struct child c = child_spawn(argv, capture_stderr);
+
+	if (spawned_count < sizeof(spawned) / sizeof(spawned[0]))
+		spawned[spawned_count++] = c.pid;
+	return c;
+}
+
+/* Teardown: SIGTERM to each child still running, then reaped; nothing for those reaped. */
+static int end_spawned(void **state_)
+{
+	(void)state_;
+	for (size_t i = 0; i < spawned_count; i++) {
+		if (waitpid(spawned[i], NULL, WNOHANG) != 0)
+			continue;
+		kill(spawned[i], SIGTERM);
+		waitpid(spawned[i], NULL, 0);
+	}
+	spawned_count = 0;
+	return 0;
+}
+
 /* A fresh container id: 64 hex digits, as Docker's and containerd's are. */
 static void new_id(char *id)
 {
@@ -411,7 +441,7 @@ static struct child start_serving(const char *id)
 
 	make_bundle(id, "\"serve\"");
 	runc_run_argv(argv, bundle, sizeof(bundle), id);
-	c = child_spawn(argv, false);
+	c = spawn(argv, false);
 	child_wait_for_line(&c, "ready");
 	return c;
 }
@@ -419,7 +449,7 @@ static struct child start_serving(const char *id)
 /* khprof attach as argv says, once its line saying so came; stderr captured. */
 static struct child khprof_start(char *const argv[], const char *line)
 {
-	struct child k = child_spawn(argv, true);
+	struct child k = spawn(argv, true);
 
 	child_wait_for_line(&k, line);
 	return k;
@@ -589,7 +619,7 @@ static void test_attach_all(void **state_)
 	assert_non_null(realpath(WORKLOAD, workload));
 	fresh_dir("all", dir, sizeof(dir));
 	path_in(out, sizeof(out), dir, "all.json");
-	k = child_spawn(argv, true);
+	k = spawn(argv, true);
 	child_read_line(&k, "serving metrics at http://127.0.0.1:", line, sizeof(line));
 	port = atoi(strstr(line, "127.0.0.1:") + 10);
 	child_wait_for_line(&k, "watching");
@@ -872,15 +902,15 @@ int main(void)
 		.seed_checked = true,
 	};
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_record_through_runc),
-		cmocka_unit_test(test_record_runc_dlopen),
-		cmocka_unit_test(test_record_through_unshare_chroot),
-		cmocka_unit_test(test_attach_host_pid),
-		cmocka_unit_test(test_attach_exe_in_container),
-		cmocka_unit_test(test_attach_all),
-		cmocka_unit_test(test_khprof_in_pid_namespace),
-		cmocka_unit_test(test_khprof_in_a_container),
-		cmocka_unit_test(test_daemon_client_named),
+		cmocka_unit_test_teardown(test_record_through_runc, end_spawned),
+		cmocka_unit_test_teardown(test_record_runc_dlopen, end_spawned),
+		cmocka_unit_test_teardown(test_record_through_unshare_chroot, end_spawned),
+		cmocka_unit_test_teardown(test_attach_host_pid, end_spawned),
+		cmocka_unit_test_teardown(test_attach_exe_in_container, end_spawned),
+		cmocka_unit_test_teardown(test_attach_all, end_spawned),
+		cmocka_unit_test_teardown(test_khprof_in_pid_namespace, end_spawned),
+		cmocka_unit_test_teardown(test_khprof_in_a_container, end_spawned),
+		cmocka_unit_test_teardown(test_daemon_client_named, end_spawned),
 	};
 
 	int failed;
