@@ -79,10 +79,10 @@ gcc "${CFLAGS_BENCH[@]}" -o "$B/page_fault" bench/page_fault.c
 gcc "${CFLAGS_BENCH[@]}" -o "$B/scrape" bench/scrape.c
 gcc "${CFLAGS_BENCH[@]}" -o "$B/switch_cost" bench/switch_cost.c
 # exec_loop and host_scan measure what attach --all costs the host (row 14).
-gcc "${CFLAGS_BENCH[@]}" -o "$B/exec_loop" bench/exec_loop.c
+gcc "${CFLAGS_BENCH[@]}" -o "$B/exec_loop" bench/all-cost/exec_loop.c
 # shellcheck disable=SC2046
 gcc "${CFLAGS_BENCH[@]}" $(incs_of usdt userspace/common userspace/analysis userspace/capture \
-	userspace/cmd/tracing) -Ibuild -o "$B/host_scan" bench/host_scan.c \
+	userspace/cmd/tracing) -Ibuild -o "$B/host_scan" bench/all-cost/host_scan.c \
 	build/userspace/cmd/tracing/host_scan.o build/userspace/capture/ns/ns.o \
 	build/userspace/capture/procfs.o $(objs_of usdt userspace/common) -ldw -lelf -lz -lm
 
@@ -861,7 +861,7 @@ row 13 "khprof diff, peak RSS, MiB, 4,000 runs a side" "$(calc %.0f "$m4")" "—
 
 # --- 14. attach --all: what watching every execve of a host costs -------------
 say "14/14 attach --all: the first look at the host, and an execve known, new and instrumented"
-./bench/all_cost.sh "$KHPROF" "$WORKLOAD" "$root/$B/exec_loop" "$root/$B/host_scan" "$tmp/r14" \
+./bench/all-cost/run.sh "$KHPROF" "$WORKLOAD" "$root/$B/exec_loop" "$root/$B/host_scan" "$tmp/r14" \
 	>"$tmp/r14.out"
 plain14=$(field "$tmp/r14.out" plain_us)
 known14=$(field "$tmp/r14.out" known_us)
@@ -869,8 +869,10 @@ row 14 "attach --all, first look at every process: ms cold (warm in brackets), $
 	"$(field "$tmp/r14.out" scan_cold_ms) ($(field "$tmp/r14.out" scan_warm_ms))" "—" "—" "—" "—"
 row 14 "attach --all, µs from fork to exit of /bin/true: its file known plain (no stop)" \
 	"$known14" "no khprof $plain14" "$(calc %.3f× "$known14 / $plain14")" "—" "—"
-row 14 "attach --all, µs from fork to exit: a file not seen before (stopped, read, resumed)" \
-	"$(field "$tmp/r14.out" new_us)" "no khprof $plain14" "—" "—" "—"
+row 14 "attach --all, µs from fork to exit: a file not seen before (stopped, read, resumed; khprof's look in brackets)" \
+	"$(field "$tmp/r14.out" new_us) ($(field "$tmp/r14.out" look_us))" "no khprof $plain14" "—" "—" "—"
+row 14 "attach --all, ns of kh_exec_start per execve (the kernel's BPF statistics)" \
+	"$(field "$tmp/r14.out" prog_ns)" "—" "—" "—" "—"
 row 14 "attach --all, µs from fork to exit of an instrumented ~1 ms program (stopped until attached)" \
 	"$(field "$tmp/r14.out" instr_all_us)" "no khprof $(field "$tmp/r14.out" instr_plain_us)" \
 	"—" "—" "—"

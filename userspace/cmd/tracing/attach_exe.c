@@ -508,11 +508,18 @@ static void run(struct exe_attach *ea, uint64_t deadline_ns)
 		}
 		for (size_t i = 0; i < ea->pending_count; i++) {
 			const struct pending *w = &ea->pending[i];
+			uint64_t looked = tracer__now_ns();
+			int probes = w->has_file ? host_scan__execed(ea->scan, w->pid) : 1;
 
-			if (w->has_file && !host_scan__execed(ea->scan, w->pid))
+			if (w->has_file)
+				log__debug("PID %d's program looked at in %.0f us: %s", w->pid,
+					   (double)(tracer__now_ns() - looked) / 1e3,
+					   probes > 0 ? "probes" : probes == 0 ? "none" : "gone");
+
+			if (probes == 0)
 				/* Plain: its file's next execs are not stopped at all. */
 				tracer__watch_plain(ea->watcher, &w->file);
-			else if (in_container(ea, w->pid))
+			else if (probes > 0 && in_container(ea, w->pid))
 				process_start(ea, w->pid);
 			/* Stopped at its start whether or not it could be traced. */
 			if (ea->o->from_start)

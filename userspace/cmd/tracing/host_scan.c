@@ -97,8 +97,11 @@ static void remember(struct host_scan *s, dev_t dev, ino_t ino, bool probes)
 	s->table[i] = (struct verdict){ dev, ino, true, probes };
 }
 
-/* Whether the file at path (as khprof opens it) carries keyhog probes; read once. */
-static bool file_has_probes(struct host_scan *s, const char *path)
+/*
+ * Whether the file at path (as khprof opens it) carries keyhog probes;
+ * read once.  -1: it cannot be looked at (gone, not a file).
+ */
+static int probes_in(struct host_scan *s, const char *path)
 {
 	struct usdt_note_list notes;
 	struct stat st;
@@ -106,7 +109,7 @@ static bool file_has_probes(struct host_scan *s, const char *path)
 	size_t i;
 
 	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-		return false;
+		return -1;
 	i = slot_of(s, st.st_dev, st.st_ino);
 	if (s->table[i].used)
 		return s->table[i].probes;
@@ -118,6 +121,11 @@ static bool file_has_probes(struct host_scan *s, const char *path)
 	}
 	remember(s, st.st_dev, st.st_ino, probes);
 	return probes;
+}
+
+static bool file_has_probes(struct host_scan *s, const char *path)
+{
+	return probes_in(s, path) > 0;
 }
 
 struct mapped_scan {
@@ -217,20 +225,22 @@ static void scan_needed(const char *name, void *ctx)
 	}
 }
 
-bool host_scan__execed(struct host_scan *s, pid_t pid)
+int host_scan__execed(struct host_scan *s, pid_t pid)
 {
 	char exe[64], shown[PATH_MAX], inner[PATH_MAX], runpath[PATH_MAX];
 	struct needed_scan n = { .s = s, .runpath = runpath };
 	struct ns_view view;
 	ssize_t len;
 	char *slash;
+	int probes;
 
 	snprintf(exe, sizeof(exe), "/proc/%d/exe", (int)pid);
-	if (file_has_probes(s, exe))
-		return true;
+	probes = probes_in(s, exe);
+	if (probes != 0)
+		return probes;
 	len = readlink(exe, shown, sizeof(shown) - 1);
 	if (len <= 0 || ns__view(pid, &view) != 0)
-		return false;
+		return -1;
 	shown[len] = '\0';
 	/* $ORIGIN: the program's folder as the process itself names it. */
 	if (ns__inner_of(&view, shown, inner, sizeof(inner)) != 0)
@@ -241,6 +251,6 @@ bool host_scan__execed(struct host_scan *s, pid_t pid)
 	n.origin = inner;
 	n.view = &view;
 	if (elf__needed(exe, scan_needed, &n, runpath, sizeof(runpath)) != 0)
-		return false;
+		return -1;
 	return n.probes;
 }

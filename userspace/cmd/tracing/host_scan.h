@@ -28,9 +28,11 @@ bool host_scan__running(struct host_scan *s, pid_t pid);
  * A process stopped just after its execve: whether the program carries
  * keyhog probes, or a library it names (DT_NEEDED) does, found where its
  * loader looks in its own root (RUNPATH or RPATH with $ORIGIN, then the
- * system's library folders; not LD_LIBRARY_PATH or ld.so.cache).
+ * system's library folders; not LD_LIBRARY_PATH or ld.so.cache): 1 or 0,
+ * -1 when the program cannot be looked at (the process is gone), which
+ * says nothing of the file.
  */
-bool host_scan__execed(struct host_scan *s, pid_t pid);
+int host_scan__execed(struct host_scan *s, pid_t pid);
 
 /* Distinct files whose notes were read so far (the cost of a scan). */
 size_t host_scan__files_read(const struct host_scan *s);

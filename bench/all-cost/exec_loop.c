@@ -4,7 +4,7 @@
  * exec_loop -each PROGRAM...: runs each PROGRAM (no arguments) once.
  * Fork, execve and wait; prints the mean wall time of one start to exit in
  * µs: what attach --all adds to every execve of the host
- * (bench/all_cost.sh, make bench row 13).
+ * (bench/all-cost/run.sh, make bench row 14).
  */
 #include <stdbool.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * with keyhog probes (userspace/cmd/tracing/host_scan.c), cold (every
  * distinct file read) and again warm (each file's verdict remembered).
  * Prints processes=, instrumented=, files=, cold_ms=, warm_ms=
- * (bench/all_cost.sh, make bench row 13).
+ * (bench/all-cost/run.sh, make bench row 14).
  */
 #include <dirent.h>
 #include <stdio.h>
