@@ -32,6 +32,7 @@
 #include "stackstore.h"
 #include "tracer_impl.h"
 #include "usdt_elf.h"
+#include "utf8.h"
 
 /*
  * A counting cpu-clock event per CPU (no sampling, so no timer), which the
@@ -172,9 +173,13 @@ static int hook_loader(struct tracer *t, const struct ns_view *v, const char *ex
 	if (!err)
 		err = attach__link_sites(t, t->skel->progs.kh_loader_state, path, &offset,
 					 &no_semaphore, &cookie, 1);
-	if (err)
+	if (err) {
+		char shown[256]; /* the executable's PT_INTERP: its file's string */
+
 		log__warn("cannot watch '%s' for dlopen: %s; libraries loaded later "
-			  "will not be traced", interp, strerror(-err));
+			  "will not be traced", utf8__escape(interp, shown, sizeof(shown)),
+			  strerror(-err));
+	}
 	return 0;
 }
 
@@ -313,7 +318,7 @@ static int attach_process(struct tracer *t, pid_t pid, const char *exe_path)
 		return err;
 	}
 	note_identity(t);
-	err = attach__object_once(t, exe_path);
+	err = attach__object_once(t, exe_path, true);
 	if (err)
 		return err;
 	t->skel->bss->abi2_batch_traced = t->abi2_batch;
@@ -351,7 +356,7 @@ static int attach_mapping(const struct procfs_mapping *m, void *ctx)
 			   m->path, a->t->pid);
 		return 0;
 	}
-	a->err = attach__object_once(a->t, path);
+	a->err = attach__object_once(a->t, path, false);
 	return a->err != 0;
 }
 
@@ -532,6 +537,11 @@ void attach__join_session(struct tracer *t)
 size_t tracer__probe_count(const struct tracer *t)
 {
 	return t->probe_count;
+}
+
+bool tracer__bad_file(const struct tracer *t)
+{
+	return t->bad_file;
 }
 
 /*

@@ -137,7 +137,7 @@ static char *render(void *ctx, const char *accept, const char **content_type)
 			live->process_rss_bytes += now.resident_bytes.value;
 		}
 	}
-	health.http_rejected = httpd__rejected(m->httpd);
+	httpd__rejected(m->httpd, health.http_rejected);
 	/* Without containers one group, unlabelled; with them each seen so far, then "other". */
 	for (size_t g = 0; g <= LIVE_GROUPS_MAX; g++) {
 		bool seen = m->by_container ? g < m->group_count ||
