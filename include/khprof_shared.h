@@ -48,6 +48,7 @@ enum kh_event_type {
 	KH_EVENT_SESSION_REFUSED = 8, /* session_start while one was open; arg0: sequence */
 	KH_EVENT_THREAD_BUFFER = 9,   /* struct kh_buffer_event, not struct kh_event */
 	KH_EVENT_FORK = 10,           /* a new process, stopped; arg0: its pid (--follow-forks) */
+	KH_EVENT_SELF_STOP = 11,      /* the traced process sent itself SIGSTOP (follow.bpf.h) */
 };
 
 /* One ring-buffer record; identity events use key and value. */

@@ -107,6 +107,13 @@ static int watch_forks(struct tracer *t, pid_t pid)
 	t->skel->bss->protect_forks = !t->opts.on_fork;
 	fd = bpf_raw_tracepoint_open(NULL, bpf_program__fd(t->skel->progs.kh_follow_fork));
 	err = attach__keep_link(t, fd < 0 ? -errno : fd);
+	if (!err) {
+		/* A parent that stops itself when its child stops for khprof (trace.c). */
+		int self_fd = bpf_raw_tracepoint_open(NULL,
+						      bpf_program__fd(t->skel->progs.kh_self_stop));
+
+		err = attach__keep_link(t, self_fd < 0 ? -errno : self_fd);
+	}
 	if (!err && bpf_program__autoload(t->skel->progs.kh_fork_stop)) {
 		/* Before Linux 6.13 the child stops itself (kh_fork_stop). */
 		int stop_fd = bpf_raw_tracepoint_open(NULL,

@@ -94,6 +94,7 @@ static void fork_stopped(struct tracer *t, const struct kh_event *e)
 			  "stopped for whoever sees it", t->pid);
 		return;
 	}
+	t->children_stopped++;
 	if (t->opts.on_fork && !t->ended) {
 		t->opts.on_fork(t->pid, child, t->opts.fork_ctx);
 		return;
@@ -101,6 +102,22 @@ static void fork_stopped(struct tracer *t, const struct kh_event *e)
 	if (!t->ended)
 		attach__protect_child(t, child);
 	kill(child, SIGCONT);
+}
+
+/*
+ * The traced process sent itself SIGSTOP.  A wrapper that waits for its
+ * child with WUNTRACED (util-linux's nsenter) stops itself when the child
+ * does, for a job-control shell to resume: after a stop of khprof's own
+ * in a child, khprof resumes it (its SIGSTOP is dropped if still pending).
+ * Another self-stop is left to whoever expects it.
+ */
+static void stopped_itself(struct tracer *t)
+{
+	if (!t->children_stopped)
+		return;
+	log__debug("PID %d stopped itself as a child it waits for stopped for khprof: resumed",
+		   t->pid);
+	kill(t->pid, SIGCONT);
 }
 
 /*
@@ -190,11 +207,15 @@ static int handle_event(void *ctx, void *data, size_t len)
 	struct tracer *t = ctx;
 	const struct kh_event *e = data;
 
-	if (len < sizeof(*e) || (t->closing && e->type != KH_EVENT_FORK))
+	if (len < sizeof(*e) ||
+	    (t->closing && e->type != KH_EVENT_FORK && e->type != KH_EVENT_SELF_STOP))
 		return 0;
 	switch (e->type) {
 	case KH_EVENT_FORK:
 		fork_stopped(t, e);
+		break;
+	case KH_EVENT_SELF_STOP:
+		stopped_itself(t);
 		break;
 	case KH_EVENT_LOADER_STATE:
 		loader_stopped(t, e);

@@ -446,6 +446,44 @@ static struct child start_serving(const char *id)
 	return c;
 }
 
+/*
+ * khprof record -- nsenter into a running container: followed into its
+ * namespaces and root.  nsenter waits for its child with WUNTRACED and
+ * stops itself when the child stops, as it does for khprof at its fork
+ * and execve: khprof resumes it, or the run never ends.
+ */
+static void test_record_through_nsenter(void **state_)
+{
+	char id[80], dir[PATH_MAX], out[PATH_MAX], pid_text[16];
+	char *argv[] = { khprof, "record", "-q", "-o", out, "--", "/usr/bin/nsenter", "-t",
+			 pid_text, "-a", inner, "nested", "3", NULL };
+	struct run_result r;
+	struct kh_profile p;
+	struct child w;
+	glob_t found;
+
+	(void)state_;
+	prepare();
+	new_id(id);
+	w = start_serving(id);
+	snprintf(pid_text, sizeof(pid_text), "%d", (int)container_pid(id));
+	fresh_dir("record-nsenter", dir, sizeof(dir));
+	path_in(out, sizeof(out), dir, "scan.json");
+	r = run_here(argv);
+	if (r.exit_code != 0)
+		fail_msg("khprof record -- nsenter exited %d: %s", r.exit_code, r.err);
+	records_in(dir, 1, &found);
+	load_record(found.gl_pathv[0], &p);
+	assert_nested(&p, 3);
+	/* Its pid in the container's namespace, after the container's first process. */
+	assert_run_id_pid(&p, printed_pid(r.out));
+	assert_true(printed_pid(r.out) > 1);
+	profile__free(&p);
+	globfree(&found);
+	run_result_free(&r);
+	serve_loop_stop(&w);
+}
+
 /* khprof attach as argv says, once its line saying so came; stderr captured. */
 static struct child khprof_start(char *const argv[], const char *line)
 {
@@ -905,6 +943,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_record_through_runc, end_spawned),
 		cmocka_unit_test_teardown(test_record_runc_dlopen, end_spawned),
 		cmocka_unit_test_teardown(test_record_through_unshare_chroot, end_spawned),
+		cmocka_unit_test_teardown(test_record_through_nsenter, end_spawned),
 		cmocka_unit_test_teardown(test_attach_host_pid, end_spawned),
 		cmocka_unit_test_teardown(test_attach_exe_in_container, end_spawned),
 		cmocka_unit_test_teardown(test_attach_all, end_spawned),

@@ -369,6 +369,8 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 	 */
 	stop_forks = follow_forks || features__has(f, KH_FEAT_OPTIMIZED_UPROBES);
 	bpf_program__set_autoload(skel->progs.kh_follow_fork, stop_forks);
+	/* A parent that stops itself when its stopped child does (nsenter): resumed. */
+	bpf_program__set_autoload(skel->progs.kh_self_stop, stop_forks);
 	bpf_program__set_autoload(skel->progs.kh_follow_exec, follow_forks);
 	/* The sites of a child made safe, not followed (trace.c, fork_stopped). */
 	bpf_program__set_autoload(skel->progs.kh_untraced, stop_forks && !follow_forks);
