@@ -148,6 +148,51 @@ static void keep_previous(const char *path, char *old, size_t len)
 	old[0] = '\0';
 }
 
+void retention__add(struct retention *r, const char *path)
+{
+	char *copy = strdup(path), **grown;
+
+	if (!copy)
+		return;
+	/* Written again (a pid used again, a session number again): it is the newest now. */
+	for (size_t i = 0; i < r->count; i++) {
+		if (strcmp(r->paths[i], path) != 0)
+			continue;
+		free(r->paths[i]);
+		memmove(&r->paths[i], &r->paths[i + 1], (r->count - i - 1) * sizeof(*r->paths));
+		r->count--;
+		break;
+	}
+	grown = realloc(r->paths, (r->count + 1) * sizeof(*grown));
+	if (!grown) {
+		free(copy);
+		return;
+	}
+	r->paths = grown;
+	r->paths[r->count++] = copy;
+	while (r->keep && r->count > r->keep) {
+		if (unlink(r->paths[0]) == 0) {
+			r->removed++;
+			log__debug("removed '%s', older than the newest %zu records (--keep)",
+				   r->paths[0], r->keep);
+		} else if (errno != ENOENT) {
+			log__warn("cannot remove '%s' (--keep): %s", r->paths[0], strerror(errno));
+		}
+		free(r->paths[0]);
+		memmove(&r->paths[0], &r->paths[1], (r->count - 1) * sizeof(*r->paths));
+		r->count--;
+	}
+}
+
+void retention__free(struct retention *r)
+{
+	for (size_t i = 0; i < r->count; i++)
+		free(r->paths[i]);
+	free(r->paths);
+	r->paths = NULL;
+	r->count = 0;
+}
+
 void output__on_profile(const struct kh_profile *p, void *ctx)
 {
 	struct output_state *out = ctx;
@@ -181,7 +226,11 @@ void output__on_profile(const struct kh_profile *p, void *ctx)
 	if (err) {
 		log__error("cannot write record '%s': %s", path, strerror(-err));
 		out->write_failed = true;
-	} else if (out->keep_old) {
+		return;
+	}
+	if (out->retain)
+		retention__add(out->retain, path);
+	if (out->keep_old) {
 		/* Nobody named the file: say where it is, as perf does. */
 		log__note("record written to '%s'%s%s%s", path, old[0] ? " (the previous one is "
 			  "now '" : "", old, old[0] ? "')" : "");
@@ -251,7 +300,7 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 	const char *command = attach ? "attach" : "record";
 	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP, OPT_APPEND,
 	       OPT_USER, OPT_INTERVAL, OPT_SERVE, OPT_EXE, OPT_FROM_START, OPT_FOLLOW_FORKS,
-	       OPT_NO_STOP, OPT_NO_FOLLOW_FORKS, OPT_SAMPLE };
+	       OPT_NO_STOP, OPT_NO_FOLLOW_FORKS, OPT_SAMPLE, OPT_ALL, OPT_CONTAINER, OPT_KEEP };
 	static const struct option options[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -265,6 +314,9 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
 		{ "serve", required_argument, NULL, OPT_SERVE },
 		{ "exe", required_argument, NULL, OPT_EXE },
+		{ "all", no_argument, NULL, OPT_ALL },
+		{ "container", required_argument, NULL, OPT_CONTAINER },
+		{ "keep", required_argument, NULL, OPT_KEEP },
 		{ "from-start", no_argument, NULL, OPT_FROM_START },
 		{ "no-stop", no_argument, NULL, OPT_NO_STOP },
 		{ "no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW_FORKS },
@@ -366,6 +418,22 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 				goto bad_option;
 			cli->exe = optarg;
 			break;
+		case OPT_ALL:
+			if (!attach)
+				goto bad_option;
+			cli->all = true;
+			break;
+		case OPT_CONTAINER:
+			if (!attach)
+				goto bad_option;
+			cli->container = optarg;
+			break;
+		case OPT_KEEP:
+			if (!attach)
+				goto bad_option;
+			if (parse_count("--keep", optarg, 1, 10000000, &cli->keep))
+				return -EINVAL;
+			break;
 		case OPT_FROM_START:
 			if (!attach)
 				goto bad_option;
@@ -425,21 +493,30 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		return -EINVAL;
 	}
 	cli->first_arg = optind;
-	if (attach && cli->pid && cli->exe) {
-		usage_error(command, "attach takes -p PID or --exe PATH, not both");
+	if (attach && (!!cli->pid + !!cli->exe + cli->all) > 1) {
+		usage_error(command, "attach takes one of -p PID, --exe PATH and --all");
 		return -EINVAL;
 	}
-	if ((cli->from_start || cli->no_stop) && !cli->exe) {
-		usage_error(command, "%s needs --exe", cli->from_start ? "--from-start" : "--no-stop");
+	if ((cli->from_start || cli->no_stop) && !cli->exe && !cli->all) {
+		usage_error(command, "%s needs --exe or --all",
+			    cli->from_start ? "--from-start" : "--no-stop");
+		return -EINVAL;
+	}
+	if (cli->container && !cli->exe && !cli->all) {
+		usage_error(command, "--container needs --exe PATH (a path inside the container) or --all");
+		return -EINVAL;
+	}
+	if (cli->keep && ((!cli->exe && !cli->all) || !cli->output)) {
+		usage_error(command, "--keep needs --exe or --all, and -o for the records");
 		return -EINVAL;
 	}
 	if (cli->from_start && cli->no_stop) {
 		usage_error(command, "--from-start and --no-stop contradict each other");
 		return -EINVAL;
 	}
-	if (attach && ((cli->pid == 0 && !cli->exe) || optind != argc)) {
+	if (attach && ((cli->pid == 0 && !cli->exe && !cli->all) || optind != argc)) {
 		if (optind == argc)
-			usage_error(command, "attach needs -p PID or --exe PATH");
+			usage_error(command, "attach needs -p PID, --exe PATH or --all");
 		else
 			usage_error(command, "unexpected argument '%s'", argv[optind]);
 		return -EINVAL;
@@ -486,6 +563,36 @@ void choose_follow_for(const char *path, struct trace_cli *cli)
 		      sizeof(pattern));
 	log__note("'%s' has no keyhog probes: following the processes it starts, each "
 		  "instrumented one recorded as '%s' (--no-follow-forks: not)", path, pattern);
+}
+
+/*
+ * Clients that hand the container to a daemon khprof did not start: the
+ * processes it runs are the daemon's children, not COMMAND's, so no fork
+ * of COMMAND leads to them.  (runc, crun, podman, unshare, chroot and
+ * nsenter start them themselves and are followed.)
+ */
+static const struct {
+	const char *command;
+	const char *daemon;
+} daemon_clients[] = {
+	{ "docker", "dockerd and containerd" },
+	{ "nerdctl", "containerd" },
+	{ "ctr", "containerd" },
+	{ "crictl", "the node's CRI runtime (containerd, CRI-O)" },
+	{ "kubectl", "the kubelet and its CRI runtime" },
+	{ "podman-remote", "the Podman service" },
+};
+
+void note_daemon_client(const char *path)
+{
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+
+	for (size_t i = 0; i < sizeof(daemon_clients) / sizeof(daemon_clients[0]); i++)
+		if (!strcmp(name, daemon_clients[i].command))
+			log__warn("'%s' hands its containers to %s, which khprof did not start: "
+				  "their processes are not followed; 'khprof attach --all' or "
+				  "'khprof attach --exe PATH --container ID' traces them "
+				  "(docs/FLEET.md)", name, daemon_clients[i].daemon);
 }
 
 void choose_mode_for(const char *path, struct trace_cli *cli)

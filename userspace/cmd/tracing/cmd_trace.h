@@ -34,6 +34,9 @@ struct trace_cli {
 	uint64_t interval_ns; /* --interval; 0: no series */
 	const char *serve; /* --serve ADDR:PORT, or NULL */
 	const char *exe;   /* attach --exe PATH, or NULL */
+	const char *container; /* attach --exe PATH --container WHICH, or NULL */
+	bool all;          /* attach --all */
+	unsigned keep;     /* attach --keep N; 0: not given */
 	bool from_start;   /* attach --exe --from-start (the default) */
 	bool no_stop;      /* attach --exe --no-stop: new processes are not stopped */
 	bool follow_forks; /* record --follow-forks (follow.h), or chosen for a wrapper */
@@ -46,6 +49,23 @@ struct trace_cli {
 
 struct live_metrics;
 
+/*
+ * --keep N (attach --all and --exe): the newest N records this run wrote
+ * stay on disk, and the oldest goes when one more is written, so that a
+ * watch that runs for months stays bounded.  Files of earlier runs are
+ * never touched.
+ */
+struct retention {
+	size_t keep;    /* 0: no bound */
+	char **paths;   /* the records written and still kept, oldest first */
+	size_t count;
+	size_t removed; /* records removed so far */
+};
+
+/* path was just written: kept, and the oldest removed beyond r->keep. */
+void retention__add(struct retention *r, const char *path);
+void retention__free(struct retention *r);
+
 struct output_state {
 	const char *path;
 	bool keep_old;   /* the default file: the previous one becomes PATH.old */
@@ -54,6 +74,7 @@ struct output_state {
 	size_t earlier;  /* an earlier run's PATH.2 ... removed at the first record */
 	bool write_failed;
 	struct live_metrics *metrics; /* --serve: finished records join its totals */
+	struct retention *retain;     /* --keep, or NULL */
 };
 
 /* A tracer_profile_fn for ctx an output_state: report, notes, record file. */
@@ -84,6 +105,12 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli);
  * processes it starts followed, with a note (docs/PROBES.md).
  */
 void choose_follow_for(const char *path, struct trace_cli *cli);
+
+/*
+ * One line when COMMAND is a client whose containers a daemon starts
+ * (docker, nerdctl...): record cannot follow into them; what can.
+ */
+void note_daemon_client(const char *path);
 
 /*
  * The default batch mode turns to span mode for an executable with span
