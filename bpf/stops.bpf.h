@@ -30,23 +30,55 @@ struct {
 
 /* Set by the loader when the maps above are its keeper's (load.c). */
 const volatile __u32 stops_kept = 0;
+/*
+ * khprof's PID namespace, by its inode number, when it is not the
+ * initial one (capture/ns/pid_map.c): 0, a task's pid is khprof's too.
+ */
+const volatile __u32 stops_pidns_inum = 0;
 
 /*
- * Stops task (NULL: the current task, on any kernel; another task needs
- * bpf_send_signal_task, Linux 6.13) for e, a reserved control event that
- * names it, with e's time as the stop's stamp; e's arg1 says the kind.
- * 0 once the SIGSTOP is sent, the entry made and the keeper told; else
- * nothing was done and the caller submits e as an event without a stop,
- * or drops it.
+ * The pid khprof sees task's process as: its tgid's number at the level
+ * of khprof's namespace (namespaces nest at most 32 deep); 0 when khprof
+ * cannot see it, and then nothing may stop it: nobody could let it go.
  */
-static __always_inline int kh_stop(struct task_struct *task, struct kh_event *e, __u32 tgid,
-				   enum kh_stop_kind kind)
+static __always_inline __u32 kh_local_tgid(struct task_struct *task, __u32 tgid)
 {
+	struct pid *pid;
+	struct upid up;
+	unsigned int level;
+
+	if (!stops_pidns_inum)
+		return tgid;
+	pid = BPF_CORE_READ(task, group_leader, thread_pid);
+	level = BPF_CORE_READ(pid, level);
+	for (unsigned int i = 0; i < 32 && i <= level; i++)
+		if (bpf_probe_read_kernel(&up, sizeof(up), &pid->numbers[i]) == 0 &&
+		    BPF_CORE_READ(up.ns, ns.inum) == stops_pidns_inum)
+			return (__u32)up.nr;
+	return 0;
+}
+
+/*
+ * Enters a stop of task (NULL: the current task) for e, a reserved
+ * control event that names it, with e's time as the stamp, and sends
+ * SIGSTOP when send says so (on any kernel for the current task; another
+ * needs bpf_send_signal_task, Linux 6.13); without, the process stops
+ * itself (KH_STOP_SELF).  0 once the entry is made, the keeper told and
+ * the signal sent, e's stop_kind set; else nothing was done and the caller
+ * submits e as an event without a stop, or drops it.
+ */
+static __always_inline int kh_stop_enter(struct task_struct *task, struct kh_event *e,
+					 __u32 tgid, enum kh_stop_kind kind, bool send)
+{
+	struct task_struct *stopped = task ? task : kh_current_task();
 	struct kh_stop stop = {};
 	struct kh_stop *note;
-	long err;
+	long err = 0;
 
 	if (!stops_kept)
+		return -1;
+	stop.local_tgid = kh_local_tgid(stopped, tgid);
+	if (!stop.local_tgid)
 		return -1;
 	note = bpf_ringbuf_reserve(&kh_stop_notes, sizeof(*note), 0);
 	if (!note) {
@@ -56,13 +88,15 @@ static __always_inline int kh_stop(struct task_struct *task, struct kh_event *e,
 	stop.key.tgid = tgid;
 	stop.key.kind = kind;
 	stop.key.stamp_ns = e->ts_ns;
-	stop.start_boottime_ns = BPF_CORE_READ(task ? task : kh_current_task(), start_boottime);
+	stop.start_boottime_ns = BPF_CORE_READ(stopped, start_boottime);
 	/* A second stop of the process in the same ns: the first one holds it. */
 	if (bpf_map_update_elem(&kh_stops, &stop.key, &stop, BPF_NOEXIST)) {
 		bpf_ringbuf_discard(note, 0);
 		return -1;
 	}
-	err = task ? bpf_send_signal_task(task, SIGSTOP, PIDTYPE_TGID, 0) : bpf_send_signal(SIGSTOP);
+	if (send)
+		err = task ? bpf_send_signal_task(task, SIGSTOP, PIDTYPE_TGID, 0)
+			   : bpf_send_signal(SIGSTOP);
 	if (err) {
 		bpf_map_delete_elem(&kh_stops, &stop.key);
 		bpf_ringbuf_discard(note, 0);
@@ -71,6 +105,13 @@ static __always_inline int kh_stop(struct task_struct *task, struct kh_event *e,
 	*note = stop;
 	/* The keeper times every stop from its note: wake it now. */
 	bpf_ringbuf_submit(note, BPF_RB_FORCE_WAKEUP);
-	e->arg1 = kind;
+	e->stop_kind = kind;
 	return 0;
+}
+
+/* Stops task (NULL: the current one) for e: kh_stop_enter with SIGSTOP. */
+static __always_inline int kh_stop(struct task_struct *task, struct kh_event *e, __u32 tgid,
+				   enum kh_stop_kind kind)
+{
+	return kh_stop_enter(task, e, tgid, kind, true);
 }

@@ -48,19 +48,26 @@ enum kh_event_type {
 	KH_EVENT_SESSION_REFUSED = 8, /* session_start while one was open; arg0: sequence */
 	KH_EVENT_THREAD_BUFFER = 9,   /* struct kh_buffer_event, not struct kh_event */
 	KH_EVENT_FORK = 10,           /* a new process, stopped; arg0: its pid (--follow-forks) */
+	KH_EVENT_SELF_STOP = 11,      /* the traced process sent itself SIGSTOP (follow.bpf.h) */
 };
 
 /*
  * A process a BPF program stops with SIGSTOP (bpf/stops.bpf.h) until khprof
  * lets it go: why.  A control event that stopped a process carries its
- * kind in arg1 and the stop's stamp in ts_ns (0 in arg1: nothing stopped).
+ * kind in stop_kind and the stop's stamp in ts_ns (0: nothing stopped).
  */
 enum kh_stop_kind {
 	KH_STOP_NONE = 0,
 	KH_STOP_LOADER = 1, /* the traced process, at the loader: a library to attach */
-	KH_STOP_START = 2,  /* a process reaching a watched file's start (attach --exe) */
+	KH_STOP_START = 2,  /* a process reaching a watched start or execve (attach --exe, --all) */
 	KH_STOP_FORK = 3,   /* a child the traced process forked: made safe, maybe followed */
 	KH_STOP_EXEC = 4,   /* a vforked child after its execve (--follow-forks) */
+	/*
+	 * The traced process stopped itself as a child stopped for khprof
+	 * (nsenter waits with WUNTRACED): its own SIGSTOP, kept like khprof's
+	 * so that it too is let go if khprof cannot (follow.bpf.h)
+	 */
+	KH_STOP_SELF = 5,
 };
 
 /*
@@ -81,7 +88,9 @@ struct kh_stop {
 	struct kh_stop_key key;
 	/* task->start_boottime, which /proc/PID/stat gives in ticks: the same process */
 	__u64 start_boottime_ns;
-	__u64 reserved;
+	/* Its pid in khprof's PID namespace (key.tgid is the kernel's): what SIGCONT is sent to */
+	__u32 local_tgid;
+	__u32 pad;
 };
 
 /* 4096 processes held at once; about 1,600 notes (40 bytes each) the keeper has not read yet. */
@@ -124,6 +133,12 @@ struct kh_event {
 	 */
 	__s32 key_err;
 	__s32 value_err;
+	/*
+	 * A control event that stopped a process (bpf/stops.bpf.h): why (enum
+	 * kh_stop_kind; 0: nothing stopped), the stop's stamp being ts_ns.
+	 */
+	__u32 stop_kind;
+	__u32 stop_pad;
 };
 
 struct kh_stage_stats {
@@ -131,6 +146,29 @@ struct kh_stage_stats {
 	__u64 calls;
 	__u64 attributed_ns;
 	__u64 attributed_calls; /* for the start-up bias correction */
+};
+
+/*
+ * attach --all: an executable file as the kernel knows it (its superblock's
+ * device, inode number and generation, which tells a new file from a
+ * deleted one whose number was reused), the key of the files khprof found
+ * without keyhog probes (bpf/watch.bpf.h's plain_files).  A start event of
+ * the exec watcher carries it: arg0 = dev << 32 | generation, arg1 = ino.
+ */
+struct kh_file_key {
+	__u64 ino;
+	__u32 dev;
+	__u32 generation;
+};
+
+/*
+ * khprof in a PID namespace of its own: a task's id in the kernel's
+ * (initial) namespace and in khprof's, as bpf/pidns.bpf.h's iterator
+ * writes them.
+ */
+struct kh_pid_pair {
+	__u32 kernel_tid;
+	__u32 local_tid;
 };
 
 /* Per-CPU, per-session-slot aggregate; userspace sums the CPUs. */

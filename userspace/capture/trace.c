@@ -68,6 +68,11 @@ int tracer__wait_ms(uint64_t now, uint64_t wake, uint64_t deadline_ns)
 	return wake > now ? (int)((wake - now + 999999) / 1000000) : 0;
 }
 
+bool tracer__execed(const struct tracer *t)
+{
+	return t->sessions.end == SESSION_END_EXEC;
+}
+
 size_t tracer__records_emitted(const struct tracer *t)
 {
 	return t->sessions.records_emitted;
@@ -106,21 +111,53 @@ static void make_child_safe(struct tracer *t, pid_t parent, pid_t child)
  */
 static void fork_stopped(struct tracer *t, const struct kh_event *e)
 {
-	pid_t child = (pid_t)e->arg0;
 	struct kh_stop_key stop;
+	pid_t child;
 
-	if (!t->opts.stops || !stops__of_event(e, child, &stop))
+	/* The BPF side names it by the kernel's pid, the stop by khprof's (stops.h). */
+	if (!t->opts.stops || !stops__of_event(e, (pid_t)e->arg0, &stop))
 		return;
-	if (!stops__take_up(t->opts.stops, &stop)) {
+	if (!stops__take_up(t->opts.stops, &stop, &child)) {
 		stop_let_go(t);
 		return;
 	}
+	t->children_stopped++;
 	if (stop.kind == KH_STOP_FORK)
-		make_child_safe(t, (pid_t)e->pid, child);
+		make_child_safe(t, t->pid, child);
 	if (t->opts.on_fork && !t->ended)
-		t->opts.on_fork((pid_t)e->pid, child, t->opts.fork_ctx);
+		t->opts.on_fork(t->pid, child, t->opts.fork_ctx);
 	if (!stops__release(t->opts.stops, &stop))
 		stop_let_go(t);
+}
+
+/*
+ * The traced process sent itself SIGSTOP.  A wrapper that waits for its
+ * child with WUNTRACED (util-linux's nsenter) stops itself when the child
+ * does, for a job-control shell to resume: after a stop of khprof's own
+ * in a child, khprof resumes it (its SIGSTOP is dropped if still pending).
+ * Another self-stop is left to whoever expects it.  The BPF side keeps
+ * either as a stop (KH_STOP_SELF), so that the keeper resumes the wrapper
+ * if khprof cannot; khprof forgets the ones it leaves.
+ */
+static void stopped_itself(struct tracer *t, const struct kh_event *e)
+{
+	struct kh_stop_key stop;
+	pid_t self;
+
+	if (!t->opts.stops || !stops__of_event(e, (pid_t)e->pid, &stop)) {
+		if (t->children_stopped)
+			kill(t->pid, SIGCONT); /* not kept (the table was full): resumed all the same */
+		return;
+	}
+	if (!stops__take_up(t->opts.stops, &stop, &self))
+		return; /* the keeper resumed it already */
+	if (!t->children_stopped) {
+		stops__forget(t->opts.stops, &stop);
+		return;
+	}
+	log__debug("PID %d stopped itself as a child it waits for stopped for khprof: resumed",
+		   t->pid);
+	stops__release(t->opts.stops, &stop);
 }
 
 /*
@@ -144,8 +181,9 @@ static void loader_stopped(struct tracer *t, const struct kh_event *e)
 {
 	struct kh_stop_key stop;
 	bool stopped = t->opts.stops && stops__of_event(e, (pid_t)e->pid, &stop);
+	pid_t local = 0;
 
-	if (stopped && !stops__take_up(t->opts.stops, &stop)) {
+	if (stopped && !stops__take_up(t->opts.stops, &stop, &local)) {
 		/* Let go untraced: a new process is not attached; a library is, late. */
 		stop_let_go(t);
 		if (t->on_start)
@@ -153,8 +191,19 @@ static void loader_stopped(struct tracer *t, const struct kh_event *e)
 		stopped = false;
 	}
 	if (t->on_start) {
-		/* A watcher's hook is a file's start, not the loader (process.c). */
-		t->on_start(e->pid, stopped ? &stop : NULL, t->start_ctx);
+		/*
+		 * A watcher's hook is a file's start or an execve, not the
+		 * loader (process.c); an execve's event names the file.
+		 */
+		struct tracer_file_key file = { e->arg1, (uint32_t)(e->arg0 >> 32),
+						(uint32_t)e->arg0 };
+
+		if (!stopped)
+			local = pid_map__local(t, (pid_t)e->pid);
+		/* Not in khprof's namespace: never stopped (stops.bpf.h), nothing to trace. */
+		if (local)
+			t->on_start(local, e->arg1 ? &file : NULL, stopped ? &stop : NULL,
+				    t->start_ctx);
 		return;
 	}
 	/* After an execve the new image is not traced, but must not stay stopped. */
@@ -208,8 +257,10 @@ static void let_loader_stop_go(struct tracer *t, const struct kh_event *e)
 {
 	struct kh_stop_key stop;
 
+	pid_t local;
+
 	if (t->opts.stops && stops__of_event(e, (pid_t)e->pid, &stop) &&
-	    stops__take_up(t->opts.stops, &stop))
+	    stops__take_up(t->opts.stops, &stop, &local))
 		stops__release(t->opts.stops, &stop);
 }
 
@@ -227,11 +278,14 @@ static int handle_event(void *ctx, void *data, size_t len)
 		return 0;
 	if (t->closing && e->type == KH_EVENT_LOADER_STATE)
 		let_loader_stop_go(t, e);
-	if (t->closing && e->type != KH_EVENT_FORK)
+	if (t->closing && e->type != KH_EVENT_FORK && e->type != KH_EVENT_SELF_STOP)
 		return 0;
 	switch (e->type) {
 	case KH_EVENT_FORK:
 		fork_stopped(t, e);
+		break;
+	case KH_EVENT_SELF_STOP:
+		stopped_itself(t, e);
 		break;
 	case KH_EVENT_LOADER_STATE:
 		loader_stopped(t, e);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
@@ -370,6 +371,8 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 	 */
 	stop_forks = follow_forks || features__has(f, KH_FEAT_OPTIMIZED_UPROBES);
 	bpf_program__set_autoload(skel->progs.kh_follow_fork, stop_forks);
+	/* A parent that stops itself when its stopped child does (nsenter): resumed. */
+	bpf_program__set_autoload(skel->progs.kh_self_stop, stop_forks);
 	bpf_program__set_autoload(skel->progs.kh_follow_exec, follow_forks);
 	bpf_program__set_autoload(skel->progs.kh_fork_stop,
 				  stop_forks && !features__has(f, KH_FEAT_SEND_SIGNAL_TASK));
@@ -515,6 +518,17 @@ static int open_and_load(struct tracer *t)
 
 	tracer__configure_features(t->skel, &t->features, t->opts.mode == KH_MODE_BATCH,
 				   t->opts.on_fork);
+	/* Every execve on the host: attach --all's watcher only (process.c). */
+	bpf_program__set_autoload(t->skel->progs.kh_exec_start, t->opts.watch_execs);
+	/* The kernel's pids and khprof's differ only in a PID namespace of its own (pid_map.c). */
+	bpf_program__set_autoload(t->skel->progs.kh_pid_map, pid_map__needed());
+	/* There, a stop names the process by khprof's pid too (bpf/stops.bpf.h). */
+	if (pid_map__needed()) {
+		struct stat ns;
+
+		if (stat("/proc/self/ns/pid", &ns) == 0)
+			t->skel->rodata->stops_pidns_inum = (__u32)ns.st_ino;
+	}
 	err = latency__configure(t->skel, t->ncpus);
 	if (err)
 		return err;
@@ -718,11 +732,16 @@ void tracer__close_in_background(struct tracer *t)
 		_exit(0);
 	}
 	close(hold[0]);
-	if (pid < 0) {
+	if (pid < 0)
 		close(hold[1]);
-		tracer__close(t);
-	}
-	/* hold[1] stays open until exit; the links are released by the child. */
+	/*
+	 * The child holds a copy of every descriptor, so closing ours here
+	 * detaches nothing: the kernel's objects live until the child lets go
+	 * of them after khprof's exit.  What this frees is khprof's own
+	 * memory, which a sanitizer build must find freed at exit.  hold[1]
+	 * stays open until exit.
+	 */
+	tracer__close(t);
 }
 
 static void *close_tracer(void *t)
@@ -751,6 +770,7 @@ void tracer__close(struct tracer *t)
 	for (size_t i = 0; i < t->link_fd_count; i++)
 		close(t->link_fds[i]);
 	free(t->link_fds);
+	attach__free_refused_sites(t);
 	sessions__free(&t->sessions);
 	for (int i = 0; i < KH_MAX_SLOTS; i++)
 		kh_latency__free(&t->pending_latency[i]);
@@ -758,5 +778,6 @@ void tracer__close(struct tracer *t)
 	sampler__close(t->sampler);
 	khprof_bpf__destroy(t->skel);
 	free(t->seen);
+	free(t->loaders);
 	free(t);
 }

@@ -69,7 +69,7 @@ static int pidfd_open(pid_t pid)
 
 const char *stops__kind_name(uint32_t kind)
 {
-	static const char *const names[] = { "none", "loader", "start", "fork", "exec" };
+	static const char *const names[] = { "none", "loader", "start", "fork", "exec", "self" };
 
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }
@@ -314,10 +314,10 @@ int stops__share_maps(const struct stops *s, struct bpf_map *table, struct bpf_m
 
 bool stops__of_event(const struct kh_event *e, pid_t stopped, struct kh_stop_key *key)
 {
-	if (e->arg1 == KH_STOP_NONE || e->arg1 > KH_STOP_EXEC)
+	if (e->stop_kind == KH_STOP_NONE || e->stop_kind > KH_STOP_SELF)
 		return false;
 	key->tgid = (uint32_t)stopped;
-	key->kind = (uint32_t)e->arg1;
+	key->kind = e->stop_kind;
 	key->stamp_ns = e->ts_ns;
 	return true;
 }
@@ -338,14 +338,16 @@ static void check_keeper(struct stops *s)
 		  "alone (docs/PROBES.md)", (int)s->keeper);
 }
 
-bool stops__take_up(struct stops *s, const struct kh_stop_key *key)
+bool stops__take_up(struct stops *s, const struct kh_stop_key *key, pid_t *local)
 {
 	struct kh_stop stop;
 
 	hook(s, "stop", key);
 	check_keeper(s);
-	if (bpf_map_lookup_elem(s->table_fd, key, &stop) == 0)
+	if (bpf_map_lookup_elem(s->table_fd, key, &stop) == 0) {
+		*local = (pid_t)stop.local_tgid;
 		return true;
+	}
 	s->let_go++;
 	log__debug("PID %d was let go by the stop keeper before khprof came to it", key->tgid);
 	return false;
@@ -369,6 +371,11 @@ bool stops__release(struct stops *s, const struct kh_stop_key *key)
 	}
 	hook(s, "released", key);
 	return end == STOP_ENDED;
+}
+
+void stops__forget(struct stops *s, const struct kh_stop_key *key)
+{
+	bpf_map_delete_elem(s->table_fd, key);
 }
 
 size_t stops__let_go(const struct stops *s)
@@ -455,22 +462,22 @@ enum stop_end stops__end(int map_fd, const struct kh_stop_key *key, bool late,
 	 * the end costs ~5 us: 22 against 5 us a dlopen stop).
 	 */
 	if (!late && now_ns() - key->stamp_ns < STOP_YOUNG_NS)
-		return kill((pid_t)key->tgid, SIGCONT) == 0 ? STOP_ENDED : STOP_GONE;
+		return kill((pid_t)stop.local_tgid, SIGCONT) == 0 ? STOP_ENDED : STOP_GONE;
 	/*
 	 * The pidfd first: if the stat is the stopped process's, so is the
 	 * pidfd.  Only a stop ended late (the keeper's) can have outlived its
 	 * process and had its pid reused; khprof ends one within the time it
 	 * takes to attach, and skips that read.
 	 */
-	pid_fd = pidfd_open((pid_t)key->tgid);
+	pid_fd = pidfd_open((pid_t)stop.local_tgid);
 	if (pid_fd < 0)
 		return STOP_GONE;
-	if (procfs__stop_view((pid_t)key->tgid, late, &view) ||
+	if (procfs__stop_view((pid_t)stop.local_tgid, late, &view) ||
 	    (late && view.start_ticks != start_ticks_of(stop.start_boottime_ns)))
 		goto out;
 	/* A child that cannot be made safe still runs: stopped, it would wait for good. */
 	if (sites && key->kind == KH_STOP_FORK)
-		sites__restore(sites, (pid_t)key->tgid);
+		sites__restore(sites, (pid_t)stop.local_tgid);
 	/*
 	 * Stopped by khprof, then asked to stop by someone else (a shell's
 	 * Ctrl-Z): SIGCONT would throw their stop away.  Theirs to end.

@@ -76,9 +76,13 @@ bool stops__of_event(const struct kh_event *e, pid_t stopped, struct kh_stop_key
 
 /*
  * khprof comes to a stop: false when it is no longer held (the keeper let
- * it go after the limit; counted), and there is nothing to do for it.
+ * it go after the limit; counted), and there is nothing to do for it;
+ * else *local is the process's pid in khprof's PID namespace (the key has
+ * the kernel's).
  */
-bool stops__take_up(struct stops *s, const struct kh_stop_key *key);
+bool stops__take_up(struct stops *s, const struct kh_stop_key *key, pid_t *local);
+/* Drops a stop khprof leaves as it is (a process's own SIGSTOP): nobody lets it go. */
+void stops__forget(struct stops *s, const struct kh_stop_key *key);
 
 /*
  * Lets the process a stop holds go.  true when khprof ended the stop;
