@@ -340,6 +340,36 @@ static void test_wall_of_runs_not_starved(void **state)
 }
 
 /*
+ * source-read sleeps for most of its own time (blocked 12 ms, 9 ms on CPU):
+ * it gates on its own time, on CPU or blocked.  A busy runner made its
+ * time on CPU 10 % longer (each switch back in costs more after a
+ * neighbour ran: measured here), its own time 4 %: no regression.  A
+ * change that doubles its sleeping is one.
+ */
+static void test_blocking_stage_judged_on_own_time(void **state)
+{
+	struct run rb[RUNS], rc[RUNS];
+	const struct kh_diff_item *own;
+	struct kh_diff d;
+
+	(void)state;
+	quiet_runs(rb);
+	quiet_runs(rc);
+	for (int i = 0; i < RUNS; i++)
+		rc[i].cpu[0] *= 1.10;
+	compare_runs(rb, rc, &d);
+	own = find(&d, KH_DIFF_M_OWN, KH_STAGE_SOURCE_READ);
+	assert_true(own->gating);
+	assert_false(find(&d, KH_DIFF_M_ON_CPU, KH_STAGE_SOURCE_READ)->gating);
+	assert_true(find(&d, KH_DIFF_M_ON_CPU, KH_STAGE_DECODE)->gating);
+	assert_int_equal(find(&d, KH_DIFF_M_ON_CPU, KH_STAGE_SOURCE_READ)->verdict,
+			 KH_DIFF_REGRESSED);
+	assert_int_equal(own->verdict, KH_DIFF_OK);
+	assert_int_equal(d.verdict, KH_DIFF_VERDICT_OK);
+	diff__free(&d);
+}
+
+/*
  * decode's split is incomplete in most runs (its thread left its CPU more
  * often than khprof's log holds): it is judged on elapsed time, leaving
  * out the runs in which it waited for a CPU far longer, and a warning
@@ -513,6 +543,7 @@ int main(void)
 		cmocka_unit_test(test_speedup_fails_nothing),
 		cmocka_unit_test(test_busy_runner_same_build_never_fails),
 		cmocka_unit_test(test_wall_of_runs_not_starved),
+		cmocka_unit_test(test_blocking_stage_judged_on_own_time),
 		cmocka_unit_test(test_incomplete_split_judged_on_elapsed),
 		cmocka_unit_test(test_change_inside_interval_for_every_item),
 		cmocka_unit_test(test_one_stage_never_moves_another),

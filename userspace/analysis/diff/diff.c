@@ -62,6 +62,7 @@ const char *diff_metric__name(enum kh_diff_metric metric)
 		[KH_DIFF_M_PEAK_RSS] = "peak_rss", [KH_DIFF_M_ELAPSED] = "elapsed",
 		[KH_DIFF_M_CALLS] = "calls",	   [KH_DIFF_M_PER_CALL] = "per_call",
 		[KH_DIFF_M_ON_CPU] = "on_cpu",	   [KH_DIFF_M_ON_CPU_PER_CALL] = "on_cpu_per_call",
+		[KH_DIFF_M_OWN] = "own",
 		[KH_DIFF_M_BLOCKED] = "blocked",   [KH_DIFF_M_RUNNABLE] = "runnable",
 		[KH_DIFF_M_P50] = "p50",	   [KH_DIFF_M_P99] = "p99",
 		[KH_DIFF_M_DECODED] = "decoded",
@@ -87,7 +88,7 @@ struct diff_ctx {
 	double *work[2];       /* the judged values, packed */
 	bool *starved[2];      /* runs starved of CPU, over all their stages */
 	bool *stage_starved[2]; /* the current stage's runs that waited for a CPU far longer */
-	bool on_cpu_gates;     /* the current stage is judged on its time on CPU */
+	enum kh_diff_metric gate; /* the current stage's gating figure: on_cpu, own or elapsed */
 	double calls[2];       /* the current stage's median calls, per side */
 };
 
@@ -274,7 +275,8 @@ static int item__select(struct diff_ctx *ctx, struct kh_diff_item *it, size_t n[
 			}
 			if (diff_metric__is_wall(it->metric) && ctx->starved[s][i])
 				out = true;
-			if ((it->metric == KH_DIFF_M_ON_CPU || it->metric == KH_DIFF_M_ON_CPU_PER_CALL) &&
+			if ((it->metric == KH_DIFF_M_ON_CPU || it->metric == KH_DIFF_M_ON_CPU_PER_CALL ||
+			     it->metric == KH_DIFF_M_OWN) &&
 			    !diff_run__split_complete(&side->records[i], it->stage)) {
 				out = true;
 				it->left_out = KH_DIFF_LEFT_INCOMPLETE;
@@ -356,9 +358,9 @@ static bool item__gating(const struct diff_ctx *ctx, enum kh_diff_metric metric)
 {
 	switch (metric) {
 	case KH_DIFF_M_ELAPSED:
-		return !ctx->on_cpu_gates;
 	case KH_DIFF_M_ON_CPU:
-		return ctx->on_cpu_gates;
+	case KH_DIFF_M_OWN:
+		return metric == ctx->gate;
 	case KH_DIFF_M_WALL:
 	case KH_DIFF_M_THROUGHPUT:
 	case KH_DIFF_M_PEAK_RSS:
@@ -451,33 +453,47 @@ static bool has_decoded(const struct kh_profile *p, uint32_t stage)
 
 /*
  * What the stage's items share: its median calls per side (for the per-call
- * floors), whether enough runs of both sides split its time completely for
- * it to be judged on its time on CPU, and else which runs waited for a CPU
- * in that stage far longer than usual, which its elapsed time leaves out.
- * Read from this stage's spans alone, so that no other stage moves them.
+ * floors), and its gating figure: its time on CPU, or for a stage that
+ * blocks (DIFF_BLOCKING_SHARE of its own time in the median run) its own
+ * time, on CPU or blocked, when enough runs of both sides split it
+ * completely; else its elapsed time, leaving out the runs in which that
+ * stage waited for a CPU far longer than usual.  Read from this stage's
+ * spans alone, so that no other stage moves them.
  */
 static int diff__stage_ctx(struct diff_ctx *ctx, uint32_t stage)
 {
-	double *share[2] = { ctx->work[0], ctx->work[1] };
-	size_t complete[2] = { 0, 0 }, count[2];
+	double *share[2] = { ctx->work[0], ctx->work[1] }, blocked, own, *blocking;
+	size_t complete[2] = { 0, 0 }, count[2], k = 0;
 	const size_t n[2] = { ctx->side[0]->count, ctx->side[1]->count };
+	int err;
 
+	blocking = malloc((n[0] + n[1] + 1) * sizeof(*blocking));
+	if (!blocking)
+		return -ENOMEM;
 	for (int s = 0; s < 2; s++) {
-		size_t k = 0;
+		size_t calls = 0;
 
 		for (size_t i = 0; i < n[s]; i++) {
 			const struct kh_profile *p = &ctx->side[s]->records[i];
 
-			if (diff_record__value(p, KH_DIFF_M_CALLS, stage, &ctx->value[s][k]))
-				k++;
+			if (diff_record__value(p, KH_DIFF_M_CALLS, stage, &ctx->value[s][calls]))
+				calls++;
 			complete[s] += diff_run__split_complete(p, stage);
+			if (diff_record__value(p, KH_DIFF_M_BLOCKED, stage, &blocked) &&
+			    diff_record__value(p, KH_DIFF_M_OWN, stage, &own) && own > 0)
+				blocking[k++] = blocked / own;
 		}
-		ctx->calls[s] = k ? stats__median(ctx->value[s], k) : 0;
+		ctx->calls[s] = calls ? stats__median(ctx->value[s], calls) : 0;
 		for (size_t i = 0; i < n[s]; i++)
 			share[s][i] = diff_run__stage_share(&ctx->side[s]->records[i], stage);
 	}
-	ctx->on_cpu_gates = interval_exists(complete[0], complete[1], ctx->d->opts.confidence);
-	return diff_runs__starved((const double *const *)share, n, ctx->stage_starved, count);
+	ctx->gate = !interval_exists(complete[0], complete[1], ctx->d->opts.confidence)
+			    ? KH_DIFF_M_ELAPSED
+		    : k && stats__median(blocking, k) >= DIFF_BLOCKING_SHARE ? KH_DIFF_M_OWN
+									    : KH_DIFF_M_ON_CPU;
+	free(blocking);
+	err = diff_runs__starved((const double *const *)share, n, ctx->stage_starved, count);
+	return err;
 }
 
 /* The stages whose split too few runs had complete: judged on elapsed time instead. */
@@ -615,8 +631,8 @@ static int diff__items(struct kh_diff *d, const struct kh_diff_side *base,
 {
 	static const enum kh_diff_metric per_stage[] = {
 		KH_DIFF_M_ELAPSED, KH_DIFF_M_CALLS,    KH_DIFF_M_PER_CALL, KH_DIFF_M_ON_CPU,
-		KH_DIFF_M_ON_CPU_PER_CALL, KH_DIFF_M_BLOCKED, KH_DIFF_M_RUNNABLE, KH_DIFF_M_P50,
-		KH_DIFF_M_P99,
+		KH_DIFF_M_ON_CPU_PER_CALL, KH_DIFF_M_OWN, KH_DIFF_M_BLOCKED, KH_DIFF_M_RUNNABLE,
+		KH_DIFF_M_P50,	   KH_DIFF_M_P99,
 	};
 	uint32_t incomplete[KH_STAGE_COUNT];
 	size_t incomplete_count = 0;
@@ -641,7 +657,7 @@ static int diff__items(struct kh_diff *d, const struct kh_diff_side *base,
 			err = diff__add_item(&ctx, KH_DIFF_M_DECODED, s);
 		/* Split, but too few runs split it completely: elapsed decides. */
 		for (size_t i = first; !err && i < d->item_count; i++)
-			if (d->items[i].metric == KH_DIFF_M_ON_CPU && !ctx.on_cpu_gates &&
+			if (d->items[i].metric == KH_DIFF_M_ON_CPU && ctx.gate == KH_DIFF_M_ELAPSED &&
 			    !diff_stage__is_queue_wait(s))
 				incomplete[incomplete_count++] = s;
 	}

@@ -41,10 +41,10 @@
 
 /*
  * Wall, throughput, peak RSS; elapsed, calls, per-call, on-CPU, on-CPU per
- * call, blocked, runnable, p50, p99 and decoded per stage; wall and CPU
- * per macro state.
+ * call, own, blocked, runnable, p50, p99 and decoded per stage; wall and
+ * CPU per macro state.
  */
-#define KH_DIFF_MAX_ITEMS (3 + 10 * KH_STAGE_COUNT + 2 * KH_STATE_COUNT)
+#define KH_DIFF_MAX_ITEMS (3 + 11 * KH_STAGE_COUNT + 2 * KH_STATE_COUNT)
 
 /* Identity fields that bind a comparison, as --allow-mismatch names them. */
 enum kh_diff_field {
@@ -135,6 +135,7 @@ enum kh_diff_metric {
 	KH_DIFF_M_PER_CALL, /* ns, per stage; judged but never gates */
 	KH_DIFF_M_ON_CPU,   /* ns, per stage: elapsed less off-CPU time (khprof.latency) */
 	KH_DIFF_M_ON_CPU_PER_CALL, /* ns, per stage; judged but never gates */
+	KH_DIFF_M_OWN,      /* ns, per stage: on CPU or blocked, elapsed less waiting for a CPU */
 	KH_DIFF_M_BLOCKED,  /* ns, per stage: off CPU, not runnable: sleeps, locks, I/O */
 	KH_DIFF_M_RUNNABLE, /* ns, per stage: waiting for a CPU, the machine's; never judged */
 	KH_DIFF_M_P50,      /* ns, per stage: median span */

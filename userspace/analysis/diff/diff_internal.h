@@ -89,6 +89,16 @@ bool diff_options__valid(const struct kh_diff_options *o);
  */
 #define DIFF_STARVED_FACTOR 1.5
 #define DIFF_STARVED_POINTS 0.05
+/*
+ * A stage that blocks (asleep, on the disk, a lock, a queue) for this share
+ * of its own time (on CPU or blocked), in the median run, gates on that own
+ * time rather than on its time on CPU alone: each switch out and back in
+ * costs the CPU time after it more on a busy runner (a stage that slept
+ * 75 times a run here took 10 % more time on CPU with a neighbour spinning
+ * on every CPU, and 2.5 % more own time), and a stage that starts to block
+ * more has regressed too.
+ */
+#define DIFF_BLOCKING_SHARE 0.25
 
 /* A record's runnable (waiting for a CPU) share of its stages' time; -1 when unmeasured. */
 double diff_run__starved_share(const struct kh_profile *p);

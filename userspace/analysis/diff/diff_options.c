@@ -103,6 +103,7 @@ const struct kh_diff_threshold *diff_options__threshold(const struct kh_diff_opt
 	case KH_DIFF_M_PER_CALL:
 	case KH_DIFF_M_ON_CPU:
 	case KH_DIFF_M_ON_CPU_PER_CALL:
+	case KH_DIFF_M_OWN:
 		if (stage < KH_STAGE_COUNT && opts->stage[stage].set)
 			return &opts->stage[stage];
 		if (diff_stage__is_queue_wait(stage))

@@ -83,6 +83,9 @@ static bool split_value(const struct kh_profile *p, enum kh_diff_metric metric, 
 	case KH_DIFF_M_ON_CPU_PER_CALL:
 		*out = s->calls ? (elapsed - off) / (double)s->calls : 0;
 		break;
+	case KH_DIFF_M_OWN:
+		*out = elapsed - runnable;
+		break;
 	case KH_DIFF_M_BLOCKED:
 		*out = off - runnable;
 		break;

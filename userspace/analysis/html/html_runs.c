@@ -220,6 +220,7 @@ static void item_label(char *buf, size_t len, const struct kh_diff_item *it)
 	case KH_DIFF_M_PER_CALL: snprintf(buf, len, "%s per call", it->name); break;
 	case KH_DIFF_M_ON_CPU: snprintf(buf, len, "%s on CPU", it->name); break;
 	case KH_DIFF_M_ON_CPU_PER_CALL: snprintf(buf, len, "%s on CPU per call", it->name); break;
+	case KH_DIFF_M_OWN: snprintf(buf, len, "%s on CPU or blocked", it->name); break;
 	case KH_DIFF_M_BLOCKED: snprintf(buf, len, "%s blocked", it->name); break;
 	case KH_DIFF_M_RUNNABLE: snprintf(buf, len, "%s waiting for a CPU", it->name); break;
 	case KH_DIFF_M_P50: snprintf(buf, len, "%s p50", it->name); break;
