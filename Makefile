@@ -362,6 +362,10 @@ bench: tests
 $(BUILD)/diff_rates: $(BUILD)/bench/diff-rates/diff_rates.o $(COMMON_OBJS) $(ANALYSIS_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(NOBPF_LIBS)
+# The verdicts' quality on recorded runs, beside a plain U test (bench/verdict/run.sh).
+$(BUILD)/verdict_rates: $(BUILD)/bench/verdict/verdict_rates.o $(COMMON_OBJS) $(ANALYSIS_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(NOBPF_LIBS)
 $(BUILD)/bench/%.o: LAYER_INC = $(INC_ALL)
 
 # Regenerates the vendored kernel type header from the running kernel's BTF.
@@ -374,4 +378,4 @@ clean:
 # The compiler's dependency files of this tree's objects only: build/ also
 # holds reference builds of other commits (build/ref) and cargo's target
 # directories, whose .d files name other trees' headers.
--include $(shell find $(addprefix $(BUILD)/,userspace usdt bpf tests examples) -name '*.d' 2>/dev/null)
+-include $(shell find $(addprefix $(BUILD)/,userspace usdt bpf tests examples bench) -name '*.d' 2>/dev/null)
