@@ -356,9 +356,29 @@ static double item_size(const struct kh_diff_item *it)
 }
 
 /*
- * The rows in print order: the changed items, largest change first (ties
- * in the record's order), then with opts.all the others in theirs.
- * Returns the number of rows; *rest the items left out.
+ * Which rows lead: what fails the job, what could not be judged, the
+ * gating figures that moved, then the items that say why (per call,
+ * percentiles, waiting, elapsed where on_cpu gates).
+ */
+static int item_rank(const struct kh_diff_item *it)
+{
+	if (!it->gating)
+		return 3;
+	return it->verdict == KH_DIFF_REGRESSED ? 0 : it->verdict == KH_DIFF_UNJUDGED ? 1 : 2;
+}
+
+/* Whether row a goes before row b: by rank, then larger change first. */
+static bool row_before(const struct kh_diff_item *a, const struct kh_diff_item *b)
+{
+	if (item_rank(a) != item_rank(b))
+		return item_rank(a) < item_rank(b);
+	return item_size(a) > item_size(b);
+}
+
+/*
+ * The rows in print order: the changed items by row_before (ties in the
+ * record's order), then with opts.all the others in theirs.  Returns the
+ * number of rows; *rest the items left out.
  */
 static size_t table_rows(const struct kh_diff *d, size_t *order, size_t *rest)
 {
@@ -371,7 +391,7 @@ static size_t table_rows(const struct kh_diff *d, size_t *order, size_t *rest)
 	for (size_t i = 1; i < n; i++) {
 		size_t v = order[i], j = i;
 
-		while (j > 0 && item_size(&d->items[order[j - 1]]) < item_size(&d->items[v])) {
+		while (j > 0 && row_before(&d->items[v], &d->items[order[j - 1]])) {
 			order[j] = order[j - 1];
 			j--;
 		}
