@@ -228,13 +228,16 @@ static int item__judge(struct kh_diff *d, struct kh_diff_item *it, const double 
 	/*
 	 * Sure of a change beyond the budget, not merely of some change: the
 	 * whole interval must lie beyond the threshold, and beyond
-	 * DIFF_NOISE_K pooled MADs of the runs, so that an item whose runs
-	 * spread widely needs a change as wide to fail.
+	 * DIFF_NOISE_K (for the wall times DIFF_NOISE_K_WALL) pooled MADs of
+	 * the runs, so that an item whose runs spread widely needs a change as
+	 * wide to fail.
 	 */
 	least_bad = bad > 0 ? it->interval_low : -it->interval_high;
 	most_bad = bad > 0 ? it->interval_high : -it->interval_low;
 	if (!isnan(it->noise) && b != 0) {
-		it->noise_pct = 100.0 * DIFF_NOISE_K * it->noise / fabs(b);
+		it->noise_pct = 100.0 *
+				(diff_metric__is_wall(it->metric) ? DIFF_NOISE_K_WALL : DIFF_NOISE_K) *
+				it->noise / fabs(b);
 		limit = fmax(limit, it->noise_pct * fabs(b));
 	}
 	if (least_bad * 100.0 > limit)
@@ -364,7 +367,6 @@ static bool item__gating(const struct diff_ctx *ctx, enum kh_diff_metric metric)
 	case KH_DIFF_M_WALL:
 	case KH_DIFF_M_THROUGHPUT:
 	case KH_DIFF_M_PEAK_RSS:
-	case KH_DIFF_M_STATE_WALL:
 		return true;
 	default:
 		return false;

@@ -207,7 +207,7 @@ struct kh_diff_item {
 	enum kh_diff_unjudged unjudged;
 	double calls_base, calls_cand; /* per-call and span items: median calls, for the floor */
 	double noise;      /* pooled MAD of the judged values, item's unit */
-	double noise_pct;  /* the noise bound: DIFF_NOISE_K MADs in % of the base median */
+	double noise_pct;  /* the noise bound: 2 MADs (3 for wall times) in % of the base median */
 	/*
 	 * p50, p99, per_call: the tracing mode's per-span error, the largest
 	 * calibrated bias per span of the records (docs/REPORTS.md, "How
