@@ -2,8 +2,8 @@
 /*
  * diff_rates: how often `khprof diff` fails identical builds, and how
  * often it catches an injected single-stage slowdown, by resampling one
- * series of records of the same binary (docs/CI.md, "False alarms and
- * detection").  Built and run by bench/diff-rates/run.sh.
+ * series of records of the same binary (docs/CI.md, "The archived kh-scan
+ * series").  Built and run by bench/diff-rates/run.sh.
  *
  *   diff_rates DIR [DRAWS [SIDE]]
  *

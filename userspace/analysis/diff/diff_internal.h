@@ -22,8 +22,8 @@
  * An interval must clear this many pooled MADs of the judged values, as well
  * as the threshold: 2 (at 1.5 the bench's kh-scan runs failed identical
  * builds in source-walk, at 3 the archived kh-scan series caught +33 % of
- * source-read 22-57 % of the time, at 2 44-87 %), and 3 for the wall
- * times, whose runs also differ by waits no record accounts for (a
+ * source-read 22-61 % of the time at 10 runs a side, at 2 50-91 %), and 3
+ * for the wall times, whose runs also differ by waits no record accounts for (a
  * neighbour's preemption outside every span, a queue a preempted thread
  * left empty: at 2, 1.6 % of identical builds beside a hog failed).
  */
