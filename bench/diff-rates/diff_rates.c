@@ -22,7 +22,6 @@
  * threshold, DIFF_RATES_VERBOSE=1 names each false alarm,
  * DIFF_RATES_MISSES=1 prints the stage's gating items of each miss.
  */
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,51 +30,25 @@
 #include "diff.h"
 #include "hist.h"
 #include "json.h"
+#include "record_dir.h"
+#include "../draws.h"
 #include "record.h"
 
 #define MAX_SIDE 12
 static int SIDE = 5;
-#define MAX_RECORDS 512
 
-static struct kh_profile records[MAX_RECORDS];
+static struct kh_profile *records;
 static size_t record_count;
-static unsigned long long rng = 0x9e3779b97f4a7c15ull;
 
-static unsigned long long next_random(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
+/* The runs in DIR (run-NNN.json), in recording order; 0 or -1. */
 static int load_dir(const char *dir)
 {
-	char *names[MAX_RECORDS], path[4096], problem[256];
-	struct dirent *e;
-	size_t n = 0;
-	DIR *d = opendir(dir);
+	size_t unreadable = 0;
 
-	if (!d)
+	if (record_dir__read_runs(dir, &records, &record_count, &unreadable))
 		return -1;
-	while ((e = readdir(d)) && n < MAX_RECORDS)
-		if (strncmp(e->d_name, "run-", 4) == 0 && strstr(e->d_name, ".json"))
-			names[n++] = strdup(e->d_name);
-	closedir(d);
-	qsort(names, n, sizeof(*names), by_name);
-	for (size_t i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		if (profile__read_file(path, &records[record_count], problem, sizeof(problem)))
-			fprintf(stderr, "diff_rates: skipping '%s': %s\n", path, problem);
-		else
-			record_count++;
-		free(names[i]);
-	}
+	if (unreadable)
+		fprintf(stderr, "diff_rates: %zu records skipped\n", unreadable);
 	return 0;
 }
 

@@ -32,8 +32,6 @@
  * (collateral); phase1-triggers twice as fast (fast): the trials that flag
  * anything.  Prints a Markdown table.
  */
-#include <dirent.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,64 +40,46 @@
 
 #include "diff.h"
 #include "diff_internal.h"
+#include "../draws.h"
 #include "json.h"
+#include "record_dir.h"
 #include "record.h"
 #include "stats.h"
 
-#define MAX_ROUNDS 512
 #define MAX_SIDE 32
 #define ALPHA 0.05
 
 struct pool {
-	struct kh_profile runs[MAX_ROUNDS];
+	struct kh_profile *runs; /* in round order */
 	size_t count;
 };
 
-static unsigned long long rng = 0x9e3779b97f4a7c15ull;
 static size_t side = 10;
-
-static unsigned long long next_random(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 /* The pool DIR/WORKLOAD/CONFIG, in round order; 0 or -1 (named on stderr). */
 static int load_pool(const char *dir, const char *workload, const char *config, struct pool *p)
 {
-	char path[4096], problem[256], *names[MAX_ROUNDS];
-	struct dirent *e;
-	size_t n = 0;
-	DIR *d;
+	size_t unreadable = 0;
+	char path[4096];
+	int err;
 
 	snprintf(path, sizeof(path), "%s/%s/%s", dir, workload, config);
-	if (!(d = opendir(path))) {
-		fprintf(stderr, "verdict_rates: cannot open '%s': %s\n", path, strerror(errno));
+	err = record_dir__read_runs(path, &p->runs, &p->count, &unreadable);
+	if (err || unreadable) {
+		fprintf(stderr, "verdict_rates: cannot read the runs in '%s': %s\n", path,
+			err ? strerror(-err) : "unreadable records");
 		return -1;
 	}
-	while ((e = readdir(d)) && n < MAX_ROUNDS)
-		if (!strncmp(e->d_name, "run-", 4) && strstr(e->d_name, ".json"))
-			names[n++] = strdup(e->d_name);
-	closedir(d);
-	qsort(names, n, sizeof(*names), by_name);
-	p->count = 0;
-	for (size_t i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "%s/%s/%s/%s", dir, workload, config, names[i]);
-		if (profile__read_file(path, &p->runs[p->count], problem, sizeof(problem))) {
-			fprintf(stderr, "verdict_rates: cannot read '%s': %s\n", path, problem);
-			return -1;
-		}
-		p->count++;
-		free(names[i]);
-	}
 	return 0;
+}
+
+static void free_pool(struct pool *p)
+{
+	for (size_t i = 0; i < p->count; i++)
+		profile__free(&p->runs[i]);
+	free(p->runs);
+	p->runs = NULL;
+	p->count = 0;
 }
 
 /* SIDE distinct rounds of ROUNDS at random. */
@@ -334,8 +314,7 @@ static void workload_rows(const char *dir, const char *workload, size_t count, b
 		row(workload, cond, "identical builds: exit 1", count, pct(kh.failed, count), extra,
 		    pct(plain.failed, count), "≤1 %", pct(kh.failed, count) <= 1,
 		    kh.failed <= plain.failed);
-		for (size_t i = 0; i < other.count; i++)
-			profile__free(&other.runs[i]);
+		free_pool(&other);
 		if (!ab)
 			continue;
 		for (int up = 10; up <= 20; up += 10) {
@@ -353,8 +332,7 @@ static void workload_rows(const char *dir, const char *workload, size_t count, b
 			row(workload, cond, what, count, pct(kh.collateral, count), "",
 			    pct(plain.collateral, count), "0", kh.collateral == 0,
 			    kh.collateral <= plain.collateral);
-			for (size_t i = 0; i < other.count; i++)
-				profile__free(&other.runs[i]);
+			free_pool(&other);
 		}
 		snprintf(name, sizeof(name), "fast%s", busy ? "-busy" : "");
 		if (load_pool(dir, workload, name, &other))
@@ -363,12 +341,10 @@ static void workload_rows(const char *dir, const char *workload, size_t count, b
 		row(workload, cond, "phase1-triggers 2× faster: exit 1", count,
 		    pct(kh.failed, count), "", pct(plain.failed, count), "0", kh.failed == 0,
 		    kh.failed <= plain.failed);
-		for (size_t i = 0; i < other.count; i++)
-			profile__free(&other.runs[i]);
+		free_pool(&other);
 	}
 	fprintf(stderr, "verdict_rates: %s: %zu rounds\n", workload, a.count);
-	for (size_t i = 0; i < a.count; i++)
-		profile__free(&a.runs[i]);
+	free_pool(&a);
 }
 
 int main(int argc, char **argv)
