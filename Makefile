@@ -468,6 +468,10 @@ bench: tests
 $(BUILD)/diff_rates: $(BUILD)/bench/diff-rates/diff_rates.o $(COMMON_OBJS) $(ANALYSIS_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(NOBPF_LIBS)
+# The verdicts' quality on recorded runs, beside a plain U test (bench/verdict/run.sh).
+$(BUILD)/verdict_rates: $(BUILD)/bench/verdict/verdict_rates.o $(COMMON_OBJS) $(ANALYSIS_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(NOBPF_LIBS)
 $(BUILD)/bench/%.o: LAYER_INC = $(INC_ALL)
 
 # The siege of --serve and the libmicrohttpd server it was measured
@@ -489,5 +493,5 @@ clean:
 # The compiler's dependency files of this tree's objects only: build/ also
 # holds reference builds of other commits (build/ref) and cargo's target
 # directories, whose .d files name other trees' headers.
--include $(shell find $(addprefix $(BUILD)/,userspace usdt bpf tests examples fuzz) \
+-include $(shell find $(addprefix $(BUILD)/,userspace usdt bpf tests examples fuzz bench) \
              $(addprefix $(ASAN)/,userspace usdt tests) -name '*.d' 2>/dev/null)
