@@ -59,17 +59,19 @@ INC_CAPTURE  := $(INC_ANALYSIS) -Iusdt $(call dirs_of,userspace/capture) -I$(BUI
 INC_ALL      := $(INC_CAPTURE) $(call dirs_of,userspace/cmd)
 CPPFLAGS   := -MMD -MP -D_GNU_SOURCE
 USER_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 $(CPPFLAGS)
-NOBPF_LIBS := -ldw -lelf -lprotobuf-c -lz -lcjson -lm -pthread
+NOBPF_LIBS := -ldw -lelf -lprotobuf-c -lz -lcjson -liberty -lm -pthread
 LIBS       := -lbpf -lcap $(NOBPF_LIBS)
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
               -I/usr/include/$(MULTIARCH) -Wall -Werror
 
 # Debian packages the build, the tests, the demo and the benchmarks use.
 # systemtap-sdt-dev: <sys/sdt.h>, whose STAP_PROBE macros a test workload
-# fires instead of the header's (tests/workloads/sdt.c).
+# fires instead of the header's (tests/workloads/sdt.c).  libiberty-dev:
+# the demangler of Rust and C++ function names (analysis/formats/demangle.c);
+# g++: the C++ workload whose names it is tested on.
 PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev libcap-dev \
             libcmocka-dev libpcre2-dev libpng-dev libdw-dev libprotobuf-c-dev protobuf-c-compiler \
-            pkg-config make gcc systemtap-sdt-dev
+            libiberty-dev pkg-config make gcc g++ systemtap-sdt-dev
 # What make test needs besides the build: the browser the HTML reports are
 # opened in (tests/integration/commands/test_html.c), and the Prometheus server and
 # promtool the OpenMetrics exposition is checked with
