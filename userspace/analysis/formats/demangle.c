@@ -170,7 +170,15 @@ static bool shorten_span(struct outbuf *o, const char *name, const char *p, cons
 			close = group_end(p, end);
 			if (!close)
 				return false;
-			if (*p == '<') {
+			if (*p == '<' && p - name >= 2 && p[-1] == ':' && p[-2] == ':') {
+				/*
+				 * Rust's turbofish, a generic function's arguments
+				 * (`sift::<S>`): v0 names them, legacy does not, and
+				 * one function is one row whichever built it.
+				 */
+				if (!o->failed && o->len >= 2)
+					o->len -= 2;
+			} else if (*p == '<') {
 				outbuf__puts(o, "<" ELLIPSIS ">");
 			} else if (*p == '(' && (type || !segment)) {
 				outbuf__puts(o, close - p == 2 ? "()" : "(" ELLIPSIS ")");

@@ -18,8 +18,10 @@ char *kh_name__demangle(const char *name);
 
 /*
  * A demangled name shortened for a table: generic and template arguments
- * as `<…>`, a parameter list as `(…)` (`()` when empty), and the types of a
- * leading Rust qualified path by their last segment:
+ * as `<…>`, a parameter list as `(…)` (`()` when empty), a Rust generic
+ * function's arguments left out (`sift::<S>` is `sift`, as the legacy
+ * scheme names it), and the types of a leading Rust qualified path by
+ * their last segment:
  * `<regex_syntax::hir::ClassUnicodeRange as regex_syntax::hir::interval::Interval>::case_fold_simple`
  * is `<ClassUnicodeRange as Interval>::case_fold_simple`,
  * `<alloc::vec::Vec<u8>>::push` is `alloc::vec::Vec<…>::push`.  A name whose brackets
