@@ -42,6 +42,7 @@ ASAN       := $(BUILD)/asan
 ARCH       := x86
 MULTIARCH  := $(shell uname -m)-linux-gnu
 CC         ?= gcc
+CXX        ?= g++
 CLANG      ?= clang
 BPFTOOL    ?= bpftool
 
@@ -139,10 +140,11 @@ FIXTURES     := $(foreach f,$(FIXTURE_SRCS),$(patsubst tests/unit/fixtures/%.S,$
 
 # Traced workloads used by the integration tests (built like outside programs:
 # only include/keyhog_profile.h); sdt-nosem and stackwork-nofp are two of
-# them built a second way (below).
+# them built a second way, stackwork-cxx stackwork's shape in C++ (below).
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOADS     := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(filter-out tests/workloads/lib%,$(WORKLOAD_SRCS))) \
-                 $(BUILD)/workloads/sdt-nosem $(BUILD)/workloads/stackwork-nofp
+                 $(BUILD)/workloads/sdt-nosem $(BUILD)/workloads/stackwork-nofp \
+                 $(BUILD)/workloads/stackwork-cxx
 
 # The Rust probe crate's workload, with the cargo found, and again with
 # Debian 12's own rustc 1.63 when the machine has it (the oldest Rust the
@@ -152,7 +154,7 @@ WORKLOADS     := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(filter-ou
 RUST_SRCS := $(shell find rust/keyhog-probes tests/workloads-rs tests/seed-api -type f \
                  \( -name '*.rs' -o -name Cargo.toml \) 2>/dev/null) \
              $(wildcard ../shared/seed/keyhog_profile_lib.rs ../shared/seed/keyhog_profile_docs.txt)
-RUST_WORKLOADS := $(BUILD)/workloads/workload-rs
+RUST_WORKLOADS := $(BUILD)/workloads/workload-rs $(BUILD)/workloads/workload-rs-v0
 ifneq ($(wildcard /usr/bin/rustc),)
 RUST_WORKLOADS += $(BUILD)/rust-debian/workload-rs
 endif
@@ -359,6 +361,13 @@ $(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c include/keyhog_pr
 	$(call msg,CC,$< -fomit-frame-pointer)
 	$(Q)$(WORKLOAD_CC) -fomit-frame-pointer -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -lkhwork
 
+# The same shape in C++ (g++, the header alone, frame pointers): the names
+# of a C++ program's samples, which khprof demangles (test_stacks.c).
+$(BUILD)/workloads/stackwork-cxx: tests/workloads/stackwork_cxx.cc include/keyhog_profile.h | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(call msg,CXX,$<)
+	$(Q)$(CXX) $(CFLAGS) $(WARNINGS) -fno-omit-frame-pointer -Iinclude -o $@ $<
+
 # --- Rust: the probe crate and its workload ---------------------------------
 # rust/keyhog-probes emits the header's probes from Rust with the seed's API;
 # tests/workloads-rs is its traced workload (tests/integration/tracing/test_rust.c).
@@ -369,11 +378,13 @@ $(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c include/keyhog_pr
 # with syn.
 RUST_CRATES   := librust-serde-dev librust-serde-derive-dev librust-serde-json-dev \
                  librust-syn-dev librust-quote-dev librust-proc-macro2-dev
+# The workload comes twice from the cargo found: workload-rs-v0 is built
+# with Rust's v0 symbol mangling, for the demangled names of --sample.
 RUST_PACKAGES := cargo
-$(BUILD)/workloads/workload-rs: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
-	$(call msg,CARGO,$@)
+$(BUILD)/workloads/workload-rs $(BUILD)/workloads/workload-rs-v0 &: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
+	$(call msg,CARGO,$(BUILD)/workloads/workload-rs)
 	$(Q)./scripts/install-deps.sh $(RUST_CRATES)
-	$(Q)RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) current $@
+	$(Q)RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) current $(BUILD)/workloads/workload-rs
 $(BUILD)/rust-debian/workload-rs: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
 	$(call msg,CARGO,$@ (rustc 1.63))
 	$(Q)./scripts/install-deps.sh $(RUST_CRATES)
