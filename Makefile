@@ -356,14 +356,15 @@ $(BUILD)/workloads/sdt-nosem: tests/workloads/sdt.c | $(DEPS_STAMP)
 # The stack sampler's workload unwinds by frame pointers (tests/integration/tracing/test_stacks.c),
 # and the same without them, as Debian builds its packages.
 $(BUILD)/workloads/stackwork: private CFLAGS += -fno-omit-frame-pointer
-$(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c include/keyhog_profile.h $(BUILD)/workloads/libkhwork.so | $(DEPS_STAMP)
+$(BUILD)/workloads/stackwork: tests/workloads/spin.h
+$(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c tests/workloads/spin.h include/keyhog_profile.h $(BUILD)/workloads/libkhwork.so | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,CC,$< -fomit-frame-pointer)
 	$(Q)$(WORKLOAD_CC) -fomit-frame-pointer -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -lkhwork
 
 # The same shape in C++ (g++, the header alone, frame pointers): the names
 # of a C++ program's samples, which khprof demangles (test_stacks.c).
-$(BUILD)/workloads/stackwork-cxx: tests/workloads/stackwork_cxx.cc include/keyhog_profile.h | $(DEPS_STAMP)
+$(BUILD)/workloads/stackwork-cxx: tests/workloads/stackwork_cxx.cc tests/workloads/spin.h include/keyhog_profile.h | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,CXX,$<)
 	$(Q)$(CXX) $(CFLAGS) $(WARNINGS) -fno-omit-frame-pointer -Iinclude -o $@ $<

@@ -66,25 +66,20 @@
 
 #define E "\xE2\x80\xA6" /* the ellipsis of the short names */
 
-static void assert_demangles(const char *mangled, const char *shown)
+/* show(name) is want; how says what show does. */
+static void assert_shows(char *(*show)(const char *), const char *how, const char *name,
+			 const char *want)
 {
-	char *got = kh_name__demangle(mangled);
-
-	assert_non_null(got);
-	if (strcmp(got, shown))
-		fail_msg("'%s' demangled as '%s', wanted '%s'", mangled, got, shown);
-	free(got);
-}
-
-static void assert_shortens(const char *shown, const char *want)
-{
-	char *got = kh_name__shorten(shown);
+	char *got = show(name);
 
 	assert_non_null(got);
 	if (strcmp(got, want))
-		fail_msg("'%s' shortened as '%s', wanted '%s'", shown, got, want);
+		fail_msg("'%s' %s as '%s', wanted '%s'", name, how, got, want);
 	free(got);
 }
+
+#define assert_demangles(name, want) assert_shows(kh_name__demangle, "demangled", name, want)
+#define assert_shortens(name, want) assert_shows(kh_name__shorten, "shortened", name, want)
 
 /* Legacy Rust: the path without the hash, and without LLVM's clone suffix. */
 static void test_rust_legacy(void **state)
