@@ -130,7 +130,12 @@ static int by_text(const void *a, const void *b)
 	return c ? c : (x->from > y->from) - (x->from < y->from);
 }
 
-/* s's names as form shows them, sorted (then by index); NULL without memory. */
+/*
+ * s's names as form shows them, sorted (then by index); NULL without
+ * memory.  Each name once per output, not once per frame: demangling and
+ * shortening a name took 1.4 to 10 us here (libstdc++'s 5,891 C++ symbols
+ * in 16 to 28 ms, load average ~20), and a stack repeats its names.
+ */
 static struct shown_name *shown_names(const struct kh_stacks *s, enum kh_name_form form)
 {
 	struct shown_name *names = calloc(s->name_count ? s->name_count : 1, sizeof(*names));
