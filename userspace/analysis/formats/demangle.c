@@ -5,7 +5,9 @@
  * Demangling is libiberty's (Debian's libiberty-dev, the library c++filt,
  * gdb and perf use): Rust's legacy and v0 schemes and the Itanium C++ ABI,
  * kept up to date with the compilers by the GCC project and fuzzed with
- * binutils.  elfutils' libdw, which names the frames, has no demangler of
+ * binutils.  Debian 12's (20230104, of GCC 13's tree) has v0, which
+ * libiberty has known since GCC 11: tests/unit/records/test_demangle.c
+ * demangles v0 symbols of a workload built here.  elfutils' libdw, which names the frames, has no demangler of
  * its own, and a hand-written one would lag both languages' manglings.
  * The names come from the traced program's symbol tables (or a record
  * someone sent): libiberty bounds its recursion unless asked not to
