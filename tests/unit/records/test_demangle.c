@@ -333,6 +333,31 @@ static void test_folded_demangled(void **state)
 	profile__free(&p);
 }
 
+/* A name's ';' (a Rust array type) would split its frame in two: ':' as perf writes it. */
+static void test_folded_separator(void **state)
+{
+	struct kh_profile p;
+	struct outbuf out;
+	uint32_t frames[2];
+	char *text;
+
+	(void)state;
+	assert_int_equal(profile__init(&p), 0);
+	p.ext.stacks.present = true;
+	/* <[u8; 4] as core::fmt::Debug>::fmt, legacy */
+	frames[0] = kh_stacks__name(&p.ext.stacks, "main");
+	frames[1] = kh_stacks__name(&p.ext.stacks, "_ZN60_$LT$$u5b$u8$u3b$$u20$4$u5d$$u20$as$u20$"
+						   "core..fmt..Debug$GT$3fmt17h0123456789abcdefE");
+	assert_int_equal(kh_stacks__add(&p.ext.stacks, KH_STAGE_DECODE, KH_ATTRIBUTION_ROOT, frames,
+					2, 3), 0);
+	outbuf__init(&out);
+	kh_stacks__folded(&p.ext.stacks, &out);
+	text = outbuf__finish(&out);
+	assert_string_equal(text, "decode;main;<[u8: 4] as core::fmt::Debug>::fmt 3\n");
+	free(text);
+	profile__free(&p);
+}
+
 static void test_top_table_short(void **state)
 {
 	struct kh_profile p;
@@ -492,6 +517,7 @@ int main(void)
 		cmocka_unit_test(test_utf8_columns),
 		cmocka_unit_test(test_view_merges_alike),
 		cmocka_unit_test(test_folded_demangled),
+		cmocka_unit_test(test_folded_separator),
 		cmocka_unit_test(test_top_table_short),
 		cmocka_unit_test(test_pprof_names),
 		cmocka_unit_test(test_html_and_perfetto_demangled),

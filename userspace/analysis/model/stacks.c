@@ -257,6 +257,17 @@ static int folded_cmp(const void *a, const void *b)
 	return strcmp(((const struct folded_line *)a)->text, ((const struct folded_line *)b)->text);
 }
 
+/*
+ * A frame of a folded line: ';' separates frames, so a name's own (Rust's
+ * array types, `<[u8; 4] as Debug>::fmt`) becomes ':' as perf's
+ * stackcollapse writes it, and a line break (a crafted symbol) a space.
+ */
+static void put_frame(struct outbuf *line, const char *name)
+{
+	for (const char *p = name; *p; p++)
+		outbuf__putc(line, *p == ';' ? ':' : *p == '\n' || *p == '\r' ? ' ' : *p);
+}
+
 static void folded_of(const struct kh_stacks *s, struct outbuf *out)
 {
 	struct folded_line *lines = calloc(s->stack_count ? s->stack_count : 1, sizeof(*lines));
@@ -274,8 +285,8 @@ static void folded_of(const struct kh_stacks *s, struct outbuf *out)
 		outbuf__puts(&line, stage_label(st->stage));
 		for (uint32_t f = 0; f < st->frame_count; f++) {
 			outbuf__putc(&line, ';');
-			outbuf__puts(&line, st->frames[f] < s->name_count ? s->names[st->frames[f]]
-									: "[unknown]");
+			put_frame(&line, st->frames[f] < s->name_count ? s->names[st->frames[f]]
+								   : "[unknown]");
 		}
 		lines[n].text = outbuf__finish(&line);
 		if (!lines[n].text) {
