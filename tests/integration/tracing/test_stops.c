@@ -2,7 +2,9 @@
 /*
  * A khprof that dies or is stuck never leaves a process stopped
  * (userspace/capture/stops/stops.h, docs/PROBES.md "When khprof cannot let
- * go"): for each kind of stop, khprof is killed (SIGKILL) or frozen
+ * go"): for each kind of stop (a shell's runs followed, a dlopen under
+ * record, a followed fork, a fork made safe, attach --exe's and --all's
+ * new processes, attach -p's forks), khprof is killed (SIGKILL) or frozen
  * (SIGSTOP) at each moment of it, and every process the test started
  * must finish with its own status and output.
  *
@@ -42,6 +44,7 @@
 #include <unistd.h>
 
 #include "khtest.h"
+#include "ns.h"
 #include "record.h"
 
 #define STOPS_WL "build/workloads/stops"
@@ -49,21 +52,29 @@
 static char *khprof;
 static char *workload;
 static char *tmpdir;
+/*
+ * attach --all watches only the cgroup the test makes (/khprof-stops-PID,
+ * under the cgroup2 mount), so that no other process of the host is ever
+ * stopped; its workload runs in the leaf "target" below it.
+ */
+static char all_cgroup[64];
+static char all_procs[PATH_MAX];
 static bool forks_stopped_untraced;
 
-enum kind { K_SHELL, K_DLOPEN, K_FOLLOW, K_SAFE, K_EXE, K_ATTACH, K_COUNT };
+enum kind { K_SHELL, K_DLOPEN, K_FOLLOW, K_SAFE, K_EXE, K_ATTACH, K_ALL, K_COUNT };
 enum moment { M_BEFORE, M_UNREAD, M_STOP, M_RELEASE, M_RELEASED, M_COUNT };
 enum fate { KILLED, FROZEN };
 
 static const char *const kind_names[] = { "record of a shell", "a dlopen under record",
 					  "--follow-forks", "forks made safe",
-					  "attach --exe", "attach -p" };
+					  "attach --exe", "attach -p", "attach --all" };
 static const char *const moment_steps[] = { "before", "unread", "stop", "release", "released" };
 /*
  * The hook's name of each kind's stop under test: a shell's command is the
  * first stop after "go", an exec (dash vforks) or a fork.
  */
-static const char *const stop_kinds[] = { NULL, "loader", "fork", "fork", "start", "fork" };
+static const char *const stop_kinds[] = { NULL, "loader", "fork", "fork", "start", "fork",
+					  "start" };
 
 /* One line at a time from a descriptor, whatever else is ready. */
 struct source {
@@ -322,7 +333,10 @@ static void start_khprof(struct run *r, char **argv)
 	source_init(&r->out, out[0], false);
 }
 
-/* attach -p's process (serve) or attach --exe's (run): the test's child, pipes of its own. */
+/*
+ * attach -p's process (serve) or attach --exe's and --all's (run): the
+ * test's child, pipes of its own; --all's in the watched cgroup.
+ */
 static void start_target(struct run *r, const char *how, const char *status)
 {
 	char *argv[] = { workload, (char *)how, (char *)status, NULL };
@@ -333,6 +347,10 @@ static void start_target(struct run *r, const char *how, const char *status)
 	r->target = fork();
 	assert_true(r->target >= 0);
 	if (r->target == 0) {
+		int procs = r->kind == K_ALL ? open(all_procs, O_WRONLY | O_CLOEXEC) : -1;
+
+		if (r->kind == K_ALL && (procs < 0 || write(procs, "0", 1) != 1))
+			_exit(RUN_SETUP_FAILED);
 		dup2(in[0], STDIN_FILENO);
 		dup2(out[1], STDOUT_FILENO);
 		execv(argv[0], argv);
@@ -456,6 +474,7 @@ static void trigger(struct run *r)
 		send_line(r, "fork 4\n");
 		break;
 	case K_EXE:
+	case K_ALL:
 		start_target(r, "run", "6");
 		break;
 	default:
@@ -474,7 +493,7 @@ static pid_t stopped_process(struct run *r)
 		wait_stopped(r->command);
 		return r->command;
 	}
-	if (r->kind == K_EXE) {
+	if (r->kind == K_EXE || r->kind == K_ALL) {
 		wait_stopped(r->target);
 		return r->target;
 	}
@@ -508,6 +527,11 @@ static void start(struct run *r, enum fate fate)
 		argv[n++] = "attach";
 		argv[n++] = "--exe";
 		argv[n++] = workload;
+	} else if (r->kind == K_ALL) {
+		argv[n++] = "attach";
+		argv[n++] = "--all";
+		argv[n++] = "--container";
+		argv[n++] = all_cgroup;
 	} else {
 		argv[n++] = "record";
 		argv[n++] = "-o";
@@ -528,7 +552,7 @@ static void start(struct run *r, enum fate fate)
 		argv[n++] = "/bin/sh";
 		argv[n++] = "-c";
 		argv[n++] = script;
-	} else if (r->kind != K_EXE && r->kind != K_ATTACH) {
+	} else if (r->kind != K_EXE && r->kind != K_ATTACH && r->kind != K_ALL) {
 		argv[n++] = "--";
 		argv[n++] = workload;
 		argv[n++] = "serve";
@@ -539,11 +563,11 @@ static void start(struct run *r, enum fate fate)
 	if (r->kind == K_SHELL) {
 		expect_out(r, "ready ");
 		r->command = (pid_t)atol(r->line + strlen("ready "));
-	} else if (r->kind != K_EXE && r->kind != K_ATTACH) {
+	} else if (r->kind != K_EXE && r->kind != K_ATTACH && r->kind != K_ALL) {
 		send_line(r, "ping\n");
 		expect_out(r, "pong ");
 		r->command = (pid_t)atol(r->line + strlen("pong "));
-	} else if (pump(r, NULL, NULL, NULL, r->kind == K_EXE ? "watching '" : "attached to PID") !=
+	} else if (pump(r, NULL, NULL, NULL, r->kind == K_ATTACH ? "attached to PID" : "watching ") !=
 		   GOT_ERR) {
 		fail_msg("%s: khprof did not start: %s", kind_names[r->kind], r->err.all);
 	}
@@ -593,6 +617,7 @@ static void expect_results(struct run *r)
 			assert_int_equal(wait_target(r), 3);
 		break;
 	case K_EXE:
+	case K_ALL:
 		assert_int_equal(wait_target(r), 6);
 		break;
 	default:
@@ -609,8 +634,8 @@ static void thaw_and_end(struct run *r, enum moment moment)
 		assert_int_equal(pump(r, "stop", stop_kinds[r->kind], NULL, NULL), GOT_HOOK);
 	}
 	answer(r);
-	/* attach --exe watches until told; the others end with their process, which has. */
-	if (r->kind == K_EXE)
+	/* attach --exe and --all watch until told; the others end with their process, which has. */
+	if (r->kind == K_EXE || r->kind == K_ALL)
 		assert_int_equal(kill(r->khprof, SIGTERM), 0);
 	pump(r, NULL, NULL, NULL, "\x01"); /* answers every step to the end */
 	reap_khprof(r);
@@ -725,12 +750,47 @@ static void scenario(enum kind kind, enum moment moment, enum fate fate)
 			scenario(kind, m, FROZEN);                                 \
 	}
 
+/* The cgroup attach --all watches, and its leaf for the workload (cgroup v2). */
+static int make_all_cgroup(void **state)
+{
+	const char *mount = ns__cgroup2_mount();
+	char dir[PATH_MAX];
+
+	(void)state;
+	if (!mount[0])
+		fail_msg("no cgroup2 file system mounted: attach --all's test needs one");
+	snprintf(all_cgroup, sizeof(all_cgroup), "/khprof-stops-%d", (int)getpid());
+	path_in(dir, sizeof(dir), mount, "%s", all_cgroup + 1);
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		fail_msg("cannot make cgroup '%s': %s", dir, strerror(errno));
+	path_in(dir, sizeof(dir), mount, "%s/target", all_cgroup + 1);
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		fail_msg("cannot make cgroup '%s': %s", dir, strerror(errno));
+	path_in(all_procs, sizeof(all_procs), dir, "cgroup.procs");
+	return 0;
+}
+
+/* Every process of the cgroup has ended (each scenario waits for its own). */
+static int remove_all_cgroup(void **state)
+{
+	const char *mount = ns__cgroup2_mount();
+	char dir[PATH_MAX];
+
+	(void)state;
+	path_in(dir, sizeof(dir), mount, "%s/target", all_cgroup + 1);
+	rmdir(dir);
+	path_in(dir, sizeof(dir), mount, "%s", all_cgroup + 1);
+	rmdir(dir);
+	return 0;
+}
+
 KIND_TESTS(shell, K_SHELL)
 KIND_TESTS(dlopen, K_DLOPEN)
 KIND_TESTS(follow, K_FOLLOW)
 KIND_TESTS(safe, K_SAFE)
 KIND_TESTS(exe, K_EXE)
 KIND_TESTS(attach, K_ATTACH)
+KIND_TESTS(all, K_ALL)
 
 /*
  * A process khprof stopped that someone else asks to stop meanwhile (a
@@ -820,6 +880,8 @@ int main(void)
 		cmocka_unit_test(test_killed_safe),   cmocka_unit_test(test_frozen_safe),
 		cmocka_unit_test(test_killed_exe),    cmocka_unit_test(test_frozen_exe),
 		cmocka_unit_test(test_killed_attach), cmocka_unit_test(test_frozen_attach),
+		cmocka_unit_test_setup_teardown(test_killed_all, make_all_cgroup, remove_all_cgroup),
+		cmocka_unit_test_setup_teardown(test_frozen_all, make_all_cgroup, remove_all_cgroup),
 		cmocka_unit_test(test_stop_of_someone_else),
 		cmocka_unit_test(test_stop_limit_errors),
 	};
