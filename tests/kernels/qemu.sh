@@ -74,17 +74,18 @@ qemu_setup() {
 # watches it every 0.2 s until /init's first line arrives on the results
 # port ("@@ "); then waits for it to end.  It is stopped when CONSOLE
 # stays empty for SILENT seconds or no /init line came in START.  Sets qrc
-# (its exit status: 124 past LIMIT) and nostart: empty when the guest
-# started, else why not, in a few words.
+# (its exit status: 124 past LIMIT), nostart: empty when the guest
+# started, else why not, in a few words, and init_secs: when /init spoke.
 qemu_watch() {
 	silent=$(($1 * 5)) limit=$(($2 * 5)) w_limit=$3 w_console=$4 w_results=$5 w_log=$6
 	shift 6
 	timeout -k 10 "$w_limit" ${KH_MATRIX_QEMU_WRAPPER:+$KH_MATRIX_QEMU_WRAPPER} "$@" \
 		>"$w_log" 2>&1 &
 	w_pid=$!
-	ticks=0 nostart=""
+	ticks=0 nostart="" init_secs="?"
 	while kill -0 "$w_pid" 2>/dev/null; do
 		if grep -q '^@@ ' "$w_results" 2>/dev/null; then
+			init_secs=$((ticks / 5))
 			break
 		fi
 		if [ "$ticks" -ge "$silent" ] && [ ! -s "$w_console" ]; then

@@ -259,7 +259,7 @@ test_kernel() {
 			if [ "$verdict" = nostart ]; then
 				echo "attempt $attempt: did not start under $a after ${secs}s: $nostart"
 			else
-				echo "attempt $attempt: $verdict after ${secs}s under $a, console ${console#"$top"/}"
+				echo "attempt $attempt: $verdict after ${secs}s under $a (/init after ${init_secs}s), console ${console#"$top"/}"
 			fi
 			if [ "$verdict" = panic ]; then
 				grep -m 3 -E "Oops|BUG:|RIP:|Kernel panic" "$console" | sed 's/^ */    /'
