@@ -28,8 +28,9 @@
 
 # The guests' shape, the same under every accelerator.
 QEMU_MEM_GIB=2 QEMU_SMP=2
-# The probe boot's limits.  A working KVM prints within a second and
-# reaches /init in about two (docs/KERNELS.md has the figures).
+# The probe boot's limits, wide for KVM, which boots a kernel to /init in
+# seconds: a probe wrongly failed costs the matrix TCG's slower boots, never
+# a result.
 PROBE_SILENCE=15 PROBE_LIMIT=60
 # A real boot's, by accelerator: how long a guest may print nothing, and
 # how long it may take to reach /init, before it counts as not started.
@@ -50,12 +51,13 @@ qemu_arch() {
 	esac
 }
 
-# qemu_setup ARCH ACCEL: q_bin and q_args (machine, CPU, memory) for a guest
-# of ARCH under ACCEL.  One case per architecture; x86-64 guests talk over
-# two 8250 serial ports, built into every Debian kernel (run.sh's boot).
+# qemu_setup ARCH ACCEL: q_bin, q_args (machine, CPU, memory) and q_console
+# (the kernel's console device) for a guest of ARCH under ACCEL.  One case
+# per architecture; x86-64 guests talk over two 8250 serial ports, built
+# into every Debian kernel (the console, then /init's results: run.sh's boot).
 qemu_setup() {
 	case $1 in
-	x86_64) q_bin=qemu-system-x86_64 q_args="" ;;
+	x86_64) q_bin=qemu-system-x86_64 q_args="" q_console=ttyS0 ;;
 	*)
 		echo "run.sh: no QEMU set up for $1 guests (tests/kernels/qemu.sh)" >&2
 		return 1
@@ -130,9 +132,10 @@ accel_kvm_device() {
 # accel_choose ARCH KVER DIR: the accelerator of every ARCH guest, written
 # to DIR/accel.ARCH as "ACCEL<tab>LINE" (once per run and QEMU binary; KVER
 # is the kernel a probe boots) and its one LINE printed:
-#   kernel matrix: kvm (a probe boot of 6.1.0-57-cloud-amd64 reached /init in 2 s)
+#   kernel matrix: kvm (a probe boot of 6.1.0-57-cloud-amd64 reached /init in N.N s)
 #   kernel matrix: kvm unusable here (qemu: failed to set MSR 0x10a to 0x69): tcg
-# Returns 1 when no accelerator can be chosen (no QEMU for ARCH).
+# Returns 1 when no accelerator can be chosen (no QEMU for ARCH).  Reads
+# run.sh's $top, $here and $forced (the accelerator asked for, if any).
 accel_choose() {
 	arch=$1 pkver=$2 adir=$3
 	[ -f "$adir/accel.$arch" ] && return 0
@@ -163,7 +166,7 @@ accel_choose() {
 		set -- $q_bin -accel kvm $q_args -display none -no-reboot -nodefaults -monitor none \
 			-kernel "$top/build/kernels/$pkver/vmlinuz" -initrd "$pdir/initramfs.gz" \
 			-serial "file:$pdir/console.log" -serial "file:$pdir/results.log" \
-			-append "console=ttyS0 panic=-1 no_timer_check kh.probe"
+			-append "console=$q_console panic=-1 no_timer_check kh.probe"
 		qemu_watch "$PROBE_SILENCE" "$PROBE_LIMIT" $((PROBE_LIMIT + 5)) "$pdir/console.log" \
 			"$pdir/results.log" "$pdir/qemu.log" "$@"
 		p_ms=$((($(date +%s%N) - p_start) / 1000000))

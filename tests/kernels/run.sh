@@ -163,7 +163,7 @@ boot() {
 		-kernel "$dir/vmlinuz" -initrd "$run/initramfs.gz"
 	if [ "$shell" = 1 ]; then
 		${KH_MATRIX_QEMU_WRAPPER:+$KH_MATRIX_QEMU_WRAPPER} "$@" -serial stdio -serial null \
-			-append "console=ttyS0 panic=-1 no_timer_check kh.shell"
+			-append "console=$q_console panic=-1 no_timer_check kh.shell"
 		exit $?
 	fi
 	# oops=panic: after an oops the guest's results cannot be trusted, and a
@@ -174,7 +174,7 @@ boot() {
 	start=$(date +%s)
 	qemu_watch "$start_silence" "$start_limit" "$timeout" "$console" "$results" "$dir/qemu$sfx.log" \
 		"$@" -serial "file:$console" -serial "file:$results" \
-		-append "console=ttyS0 panic=-1 oops=panic no_timer_check"
+		-append "console=$q_console panic=-1 oops=panic no_timer_check"
 	secs=$(($(date +%s) - start))
 	if [ -n "$nostart" ]; then
 		verdict=nostart
