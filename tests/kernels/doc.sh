@@ -306,7 +306,7 @@ Hooks, each forcing a case on any machine:
 | no `/dev/kvm` | `KH_MATRIX_KVM=/nonexistent make test` | no probe, TCG |
 | a `/dev/kvm` whose guests abort | `KH_MATRIX_QEMU_WRAPPER=tests/kernels/fake-kvm.sh make test` | QEMU under `-accel kvm` prints QEMU 7.2's two lines and dies of SIGABRT: probe fails, TCG |
 | a KVM guest that hangs silent | same, `KH_FAKE_KVM=hang` | probe stopped after 15 s, TCG |
-| KVM that works | same, `KH_FAKE_KVM=works` (the guest runs under TCG in KVM's place; on a machine whose KVM works, nothing) | probe passes, every guest "kvm" |
+| KVM that works | nothing where KVM works; elsewhere `KH_FAKE_KVM=works` with the wrapper (each guest runs under TCG in KVM's place) | probe passes, every guest under "kvm" |
 | KVM boots the probe, not a guest | same, `KH_FAKE_KVM=probe-only` | each guest aborts under KVM and is retried under TCG |
 | KVM forced | `KH_MATRIX_ACCEL=kvm make test` (or `run.sh --accel kvm`) | no probe and no retry under TCG: guests that cannot start are `not run` |
 
