@@ -33,7 +33,8 @@ header() {
 
 # The accelerators the guests ran under, and how each QEMU binary's was chosen.
 accel=$(cut -d' ' -f2- build/kernels/run/time 2>/dev/null)
-choice=$(cut -f2 build/kernels/run/accel.* 2>/dev/null | sed 's/^kernel matrix: //' | paste -s -d';' - | sed 's/;/; /g')
+choice=$({ cat build/kernels/run/hooks; cut -f2 build/kernels/run/accel.*; } 2>/dev/null |
+	sed 's/^kernel matrix: //' | paste -s -d';' - | sed 's/;/; /g')
 cat <<EOF
 # Kernels
 
@@ -312,6 +313,10 @@ Hooks, each forcing a case on any machine:
 
 `KH_MATRIX_KVM` names the KVM device the harness looks for;
 `KH_MATRIX_QEMU_WRAPPER` runs every QEMU command as `WRAPPER QEMU ARG...`.
+A hook in force is named first among the matrix's lines (`kernel matrix:
+test hooks: KH_MATRIX_QEMU_WRAPPER=tests/kernels/fake-kvm.sh
+KH_FAKE_KVM=works`), so that a log never passes a played machine for
+the real one.
 
 ### What else the suite takes from the machine
 

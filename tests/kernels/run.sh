@@ -328,7 +328,7 @@ total_p=0 total_f=0 total_s=0 kpass=0 kfail=0 knot=0
 summary=$run/summary
 : >"$summary"
 : >"$run/kernels"
-rm -f "$run"/accel.* "$run/time"
+rm -f "$run"/accel.* "$run/time" "$run/hooks"
 matrix_start=$(date +%s)
 cut -d' ' -f1 /proc/loadavg >"$run/load"
 for k in $kernels; do
@@ -341,6 +341,15 @@ for k in $kernels; do
 	echo "$k $kver" >>"$run/kernels"
 	"$here/btf-facts.sh" "$top/build/kernels/$kver" >/dev/null || echo "run.sh: $kver: no BTF facts" >&2
 done
+# A test hook in force is said first: the lines after it are about a
+# machine it plays, not this one.
+hooks=""
+for v in KH_MATRIX_KVM KH_MATRIX_QEMU_WRAPPER KH_FAKE_KVM; do
+	eval "val=\${$v:-}"
+	[ -n "$val" ] && hooks="$hooks $v=$val"
+done
+[ -z "$hooks" ] || echo "kernel matrix: test hooks:$hooks" >"$run/hooks"
+cat "$run/hooks" 2>/dev/null
 # Each architecture's accelerator, by a probe boot of its first kernel
 # (qemu.sh): one line each, "kernel matrix: kvm unusable here (...): tcg".
 for arch in $(awk '{ print $2 }' "$run/kernels" | while read -r kver; do qemu_arch "$kver"; done | sort -u); do
@@ -404,6 +413,7 @@ if [ "$full" = 1 ]; then
 fi
 echo "== kernel matrix (${matrix_secs}s)"
 cat "$summary"
+cat "$run/hooks" 2>/dev/null
 cut -f2 "$run"/accel.* 2>/dev/null
 echo "kernel matrix: ${matrix_secs} s, ${used:--}"
 echo "kernels: $kpass passed, $kfail failed, $knot not started"
