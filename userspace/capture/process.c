@@ -30,6 +30,7 @@
 #include "stackstore.h"
 #include "tracer_impl.h"
 #include "usdt_elf.h"
+#include "utf8.h"
 
 /*
  * A counting cpu-clock event per CPU (no sampling, so no timer), which the
@@ -153,9 +154,13 @@ static int hook_loader(struct tracer *t, const char *exe)
 	if (!err)
 		err = attach__link_sites(t, t->skel->progs.kh_loader_state, interp, &offset,
 					 &no_semaphore, &cookie, 1);
-	if (err)
+	if (err) {
+		char shown[256]; /* the executable's PT_INTERP: its file's string */
+
 		log__warn("cannot watch '%s' for dlopen: %s; libraries loaded later "
-			  "will not be traced", interp, strerror(-err));
+			  "will not be traced", utf8__escape(interp, shown, sizeof(shown)),
+			  strerror(-err));
+	}
 	return 0;
 }
 
@@ -262,7 +267,7 @@ static int attach_process(struct tracer *t, pid_t pid, const char *exe_path)
 		return err;
 	/* Without the off-CPU split the rest of the trace goes on (latency.c warns). */
 	t->sessions.cfg.off_cpu = latency__attach(t->skel, pid, t->sched_links) == 0;
-	err = attach__object_once(t, exe_path);
+	err = attach__object_once(t, exe_path, true);
 	if (err)
 		return err;
 	t->skel->bss->abi2_batch_traced = t->abi2_batch;
@@ -290,7 +295,7 @@ static int attach_mapping(const struct procfs_mapping *m, void *ctx)
 
 	if (m->perms[2] != 'x' || m->inode == 0 || m->path[0] != '/')
 		return 0;
-	a->err = attach__object_once(a->t, m->path);
+	a->err = attach__object_once(a->t, m->path, false);
 	return a->err != 0;
 }
 
@@ -462,6 +467,11 @@ void attach__join_session(struct tracer *t)
 size_t tracer__probe_count(const struct tracer *t)
 {
 	return t->probe_count;
+}
+
+bool tracer__bad_file(const struct tracer *t)
+{
+	return t->bad_file;
 }
 
 /*

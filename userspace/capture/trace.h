@@ -154,6 +154,11 @@ int tracer__watch_starts(struct tracer *t, const char *path, tracer_start_fn fn,
 /* Number of keyhog probe sites attached so far. */
 size_t tracer__probe_count(const struct tracer *t);
 /*
+ * Whether tracer__attach failed on the executable's file itself (a
+ * malformed ELF file, said on stderr): bad input, not a tracing failure.
+ */
+bool tracer__bad_file(const struct tracer *t);
+/*
  * Whether what khprof opens after attaching needs CAP_SYS_ADMIN: perf-event
  * uprobes do (kernels without uprobe-multi links), and any perf event does
  * where perf_event_paranoid is 3 (Debian's kernels' default).

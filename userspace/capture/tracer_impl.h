@@ -100,12 +100,25 @@ struct tracer {
 	uint64_t open_ns;              /* tracer__open began: start-up phase times (-v) */
 	struct sampler *sampler;       /* --sample, or NULL (sampler.h) */
 	bool warned_old_abi;           /* a session of probe ABI < 4 was named on stderr */
+	/* Probe sites of the traced files refused by usdt_notes.c, for each record. */
+	struct kh_refused_site *refused_sites;
+	size_t refused_site_count;
+	bool bad_file;                 /* the attach failed on a malformed executable */
 };
 
-/* attach.c: all wanted keyhog sites of one file, in one uprobe-multi link. */
+/*
+ * attach.c: all wanted keyhog sites of one file, in one uprobe-multi link;
+ * a file whose notes cannot be read is named and left untraced.
+ */
 int attach__object(struct tracer *t, const char *path);
-/* attach.c: attach__object for a file not attached yet (by device and inode). */
-int attach__object_once(struct tracer *t, const char *path);
+/*
+ * attach.c: attach__object for a file not attached yet (by device and
+ * inode); required (the executable under record): a malformed file fails
+ * the attach, and tracer__bad_file says so.
+ */
+int attach__object_once(struct tracer *t, const char *path, bool required);
+/* attach.c: frees the refused sites kept for the records. */
+void attach__free_refused_sites(struct tracer *t);
 struct bpf_program;
 /* attach.c: links prog to count sites of path, kept until tracer__close. */
 int attach__link_sites(struct tracer *t, struct bpf_program *prog, const char *path,

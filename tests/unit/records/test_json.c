@@ -257,6 +257,42 @@ static void test_span_clock_round_trips(void **state)
 	profile__free(&p);
 }
 
+/*
+ * Refused probe sites round-trip, their strings (the traced file's, any
+ * bytes) escaped by JSON: a control character as \u00XX, invalid UTF-8
+ * as U+FFFD; a record without any is written without the member.
+ */
+static void test_refused_sites_round_trip(void **state)
+{
+	const struct kh_refused_site site = {
+		.file = "/tmp/x", .provider = "keyhog", .name = "\nforged\x1b[2K\xff",
+		.address = 0x1331, .refusal = "not_a_nop", .reason = "the instruction there is not a no-op",
+	};
+	struct kh_profile p, again;
+	char err[256], *json, *json_again;
+
+	(void)state;
+	golden_load("unknown_fields", ".json", &p);
+	json = profile__to_json(&p);
+	assert_null(strstr(json, "refused_sites"));
+	free(json);
+	assert_int_equal(profile__add_refused_site(&p, &site), 0);
+	json = profile__to_json(&p);
+	assert_non_null(strstr(json, "\"name\": \"\\nforged\\u001b[2K\xef\xbf\xbd\""));
+	assert_non_null(strstr(json, "\"address\": 4913"));
+	assert_int_equal(profile__from_json(json, &again, err, sizeof(err)), 0);
+	assert_int_equal(again.ext.refused_site_count, 1);
+	assert_string_equal(again.ext.refused_sites[0].name, "\nforged\x1b[2K\xef\xbf\xbd");
+	assert_string_equal(again.ext.refused_sites[0].refusal, "not_a_nop");
+	assert_int_equal(again.ext.refused_sites[0].address, 0x1331);
+	json_again = profile__to_json(&again);
+	assert_string_equal(json_again, json);
+	free(json_again);
+	free(json);
+	profile__free(&again);
+	profile__free(&p);
+}
+
 /* An older khprof record may lack extension members: they default to zero. */
 static void test_extension_members_are_optional(void **state)
 {
@@ -965,6 +1001,7 @@ int main(void)
 		cmocka_unit_test(test_seed_json_is_a_fixed_point),
 		cmocka_unit_test(test_extension_round_trips),
 		cmocka_unit_test(test_span_clock_round_trips),
+		cmocka_unit_test(test_refused_sites_round_trip),
 		cmocka_unit_test(test_extension_members_are_optional),
 		cmocka_unit_test(test_read_file),
 		cmocka_unit_test(test_u64_beyond_double_precision),

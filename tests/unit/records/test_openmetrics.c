@@ -40,6 +40,13 @@ static void test_escapes_backslash_quote_newline(void **state)
 	/* Invalid UTF-8 becomes U+FFFD; valid multibyte passes untouched. */
 	assert_escaped("x\xff" "y", "x\xef\xbf\xbdy");
 	assert_escaped("\xc3\xa9\xe2\x98\x83", "\xc3\xa9\xe2\x98\x83");
+	/*
+	 * The program's controls, which a terminal showing the exposition
+	 * would act on (a carriage return, an escape sequence, C1, a bidi
+	 * override), become U+FFFD too.
+	 */
+	assert_escaped("a\rb\x1b[2Kc\x7f", "a\xef\xbf\xbd" "b\xef\xbf\xbd[2Kc\xef\xbf\xbd");
+	assert_escaped("\xc2\x9b\xe2\x80\xaex", "\xef\xbf\xbd\xef\xbf\xbdx");
 }
 
 static void test_long_values_are_cut_with_an_ellipsis(void **state)

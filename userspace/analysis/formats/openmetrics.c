@@ -122,7 +122,18 @@ void om_counters__add(struct om_counters *dst, const struct om_counters *src)
 
 /* --- label values ------------------------------------------------------- */
 
-/* Bytes of s once invalid sequences become U+FFFD. */
+/*
+ * Whether the character of step bytes at s is kept: not invalid UTF-8,
+ * and not a control a terminal or a reader would act on (an identity
+ * value is the program's; tab stays, newline is escaped).  Others become
+ * U+FFFD.
+ */
+static bool kept_as_is(const unsigned char *s, size_t step, bool valid)
+{
+	return valid && (*s == '\t' || *s == '\n' || !utf8__controls_display(s, step));
+}
+
+/* Bytes of s once invalid sequences and controls become U+FFFD. */
 static size_t cleaned_width(const unsigned char *s, size_t n)
 {
 	size_t width = 0;
@@ -131,7 +142,7 @@ static size_t cleaned_width(const unsigned char *s, size_t n)
 		bool valid;
 		size_t step = utf8__scan(s + i, n - i, &valid);
 
-		width += valid ? step : 3;
+		width += kept_as_is(s + i, step, valid) ? step : 3;
 		i += step;
 	}
 	return width;
@@ -148,11 +159,12 @@ size_t om__escape_label_value(const char *value, char *out)
 	for (size_t i = 0; i < n;) {
 		bool valid;
 		size_t step = utf8__scan(s + i, n - i, &valid);
-		size_t width = valid ? step : 3;
+		bool kept_char = kept_as_is(s + i, step, valid);
+		size_t width = kept_char ? step : 3;
 
 		if (kept + width > limit)
 			break;
-		if (!valid) {
+		if (!kept_char) {
 			memcpy(out + len, replacement, 3);
 			len += 3;
 		} else if (s[i] == '\\' || s[i] == '"' || s[i] == '\n') {
@@ -401,8 +413,7 @@ static const struct family ringbuf_size_family = {
 };
 static const struct family rejected_family = {
 	"khprof_http_requests_rejected", OM_COUNTER, NULL,
-	"Metrics requests answered with an error or dropped (malformed, too large, too slow, "
-	"too many at once)"
+	"Connections to the metrics server that got no metrics, by reason (docs/FLEET.md)"
 };
 
 static void render_stages(struct outbuf *b, enum om_format format, const struct om_counters *c)
@@ -515,7 +526,8 @@ static void render_live(struct outbuf *b, enum om_format format, const struct om
 		family_u64(b, format, &process_rss_family, live->process_rss_bytes);
 	family_u64(b, format, &ringbuf_used_family, live->ringbuf_used_bytes);
 	family_u64(b, format, &ringbuf_size_family, live->ringbuf_size_bytes);
-	family_u64(b, format, &rejected_family, live->http_rejected);
+	family_by_name(b, format, &rejected_family, "reason", httpd__reject_name,
+		       live->http_rejected, HTTPD_REJECT_COUNT);
 }
 
 char *om__render(const struct om_counters *c, const struct om_info_set *info,

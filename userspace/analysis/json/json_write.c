@@ -512,6 +512,22 @@ static void writer__ext(struct writer *w, const struct kh_profile *p)
 	}
 	if (ext->stacks.present)
 		writer__stacks(w, &ext->stacks);
+	if (ext->refused_site_count) {
+		writer__open_member(w, "refused_sites", '[');
+		for (size_t i = 0; i < ext->refused_site_count; i++) {
+			const struct kh_refused_site *r = &ext->refused_sites[i];
+
+			writer__open_item(w);
+			writer__str(w, "file", r->file);
+			writer__str(w, "provider", r->provider);
+			writer__str(w, "name", r->name);
+			writer__u64(w, "address", r->address);
+			writer__str(w, "refusal", r->refusal);
+			writer__str(w, "reason", r->reason);
+			writer__close(w, '}');
+		}
+		writer__close(w, ']');
+	}
 	writer__close(w, '}');
 }
 

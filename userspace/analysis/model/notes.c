@@ -48,6 +48,26 @@ static void print_latency_notes(const struct kh_latency *l)
 			  truncated == 1 ? "" : "s", KH_OFFCPU_LOG);
 }
 
+/*
+ * Sites never attached: counted here, named in the record (khprof.
+ * refused_sites) and on stderr when they were refused.  A site the
+ * linker discarded could never fire: a note; any other is a warning.
+ */
+static void print_refused_sites(const struct kh_profile *p)
+{
+	size_t discarded = 0, n = p->ext.refused_site_count;
+
+	for (size_t i = 0; i < n; i++)
+		discarded += p->ext.refused_sites[i].refusal &&
+			     strcmp(p->ext.refused_sites[i].refusal, "outside_code") == 0;
+	if (n && discarded == n)
+		log__note("%zu probe site%s outside executable code (sites the linker discarded) "
+			  "never attached: khprof.refused_sites names them", n, n == 1 ? "" : "s");
+	else if (n)
+		log__warn("%zu probe site%s of the traced files refused and never attached: "
+			  "khprof.refused_sites names them and why", n, n == 1 ? "" : "s");
+}
+
 void profile__print_notes(const struct kh_profile *p)
 {
 	if (p->ext.started_mid_session)
@@ -77,4 +97,5 @@ void profile__print_notes(const struct kh_profile *p)
 		log__warn("%" PRIu64 " identity probes passed memory that could not be read; "
 			  "their fields keep their earlier values", p->ext.identity_unreadable);
 	print_latency_notes(&p->ext.latency);
+	print_refused_sites(p);
 }

@@ -178,6 +178,20 @@ struct kh_sample_ext {
 };
 
 /*
+ * A probe site of a traced file that khprof refused (usdt/usdt_notes.h):
+ * never attached, named in the record with why.  Strings as the file has
+ * them (JSON escapes them; text output escapes them too).
+ */
+struct kh_refused_site {
+	char *file;
+	char *provider;
+	char *name;
+	uint64_t address;
+	char *refusal; /* the reason's name: "semaphore_misaligned" */
+	char *reason;  /* in words: "its semaphore 0x4011 is not aligned to 2 bytes" */
+};
+
+/*
  * khprof's own fields, written as a trailing "khprof" object.  They say how
  * far the record can be trusted: spans lost, sessions observed only in part,
  * and what the tracing itself cost the traced program.
@@ -225,6 +239,8 @@ struct kh_profile_ext {
 	char **kernel_degraded;
 	size_t kernel_degraded_count;
 	struct kh_stacks stacks;   /* --sample: stacks tagged with their stage (stacks.h) */
+	struct kh_refused_site *refused_sites; /* sites of the traced files never attached */
+	size_t refused_site_count;
 };
 
 /* RunProfile */
@@ -271,6 +287,14 @@ int kh_trace_mode__parse(const char *name, uint32_t *out);
  * 0 or -EINVAL (also for overflow).
  */
 int kh_parse_u64(const char *text, uint64_t *out);
+
+/*
+ * Appends a copy of site to p's refused sites (the strings copied, made
+ * valid UTF-8).  0 or -ENOMEM.
+ */
+int profile__add_refused_site(struct kh_profile *p, const struct kh_refused_site *site);
+/* Frees site's strings. */
+void kh_refused_site__free(struct kh_refused_site *site);
 
 /*
  * Seed defaults (RunIdentity::new with "unknown" for every string).

@@ -708,11 +708,16 @@ void tracer__close_in_background(struct tracer *t)
 		_exit(0);
 	}
 	close(hold[0]);
-	if (pid < 0) {
+	if (pid < 0)
 		close(hold[1]);
-		tracer__close(t);
-	}
-	/* hold[1] stays open until exit; the links are released by the child. */
+	/*
+	 * The child holds a copy of every descriptor, so closing ours here
+	 * detaches nothing: the kernel's objects live until the child lets go
+	 * of them after khprof's exit.  What this frees is khprof's own
+	 * memory, which a sanitizer build must find freed at exit.  hold[1]
+	 * stays open until exit.
+	 */
+	tracer__close(t);
 }
 
 static void *close_tracer(void *t)
@@ -742,6 +747,7 @@ void tracer__close(struct tracer *t)
 		close(t->link_fds[i]);
 	free(t->link_fds);
 	attach__free_site_sets(t);
+	attach__free_refused_sites(t);
 	attach__release_children(t, true);
 	sessions__free(&t->sessions);
 	for (int i = 0; i < KH_MAX_SLOTS; i++)

@@ -50,6 +50,9 @@ struct session_config {
 	const char *kernel_release;
 	const char *const *kernel_degraded;
 	size_t kernel_degraded_count;
+	/* The probe sites of the traced files refused so far (attach.c), copied into each record. */
+	const struct kh_refused_site *refused_sites;
+	size_t refused_site_count;
 	/*
 	 * --sample: fills a record's stacks with the samples of its time
 	 * span, just before on_profile (the tracer's sampler); NULL: none.

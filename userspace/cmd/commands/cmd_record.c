@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -169,6 +172,66 @@ struct child_failure {
 	char step[48]; /* "" for exec itself */
 };
 
+/* Closes fd when khprof opened it (close-on-exec), unless it is keep_a or keep_b. */
+static void close_own(int fd, int keep_a, int keep_b)
+{
+	int flags;
+
+	if (fd > STDERR_FILENO && fd != keep_a && fd != keep_b &&
+	    (flags = fcntl(fd, F_GETFD)) >= 0 && (flags & FD_CLOEXEC))
+		close(fd);
+}
+
+/*
+ * In the child before it waits for the tracer: every descriptor khprof
+ * opened but the two pipe ends it uses.  The write end of its own ready
+ * pipe above all: while the child held it, a tracer that failed and closed
+ * its end left the child waiting for ever, and record with it.  Links,
+ * maps and sockets are not the command's either.  khprof opens all its
+ * descriptors close-on-exec, so that flag tells them from those khprof
+ * inherited for the command (a make jobserver's pipe), which stay.
+ * /proc/self/fd is listed with getdents64 on a stack buffer: after fork
+ * only async-signal-safe calls are safe, and opendir allocates.
+ */
+struct dirent64_raw { /* what getdents64 returns: <dirent.h> has no raw call */
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+static void close_own_descriptors(int keep_a, int keep_b)
+{
+	char buf[4096] __attribute__((aligned(8)));
+	long n;
+	int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dir < 0) { /* no /proc: try each number a descriptor can have */
+		struct rlimit lim;
+		int max = getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < 65536
+				  ? (int)lim.rlim_cur : 65536;
+
+		for (int fd = STDERR_FILENO + 1; fd < max; fd++)
+			close_own(fd, keep_a, keep_b);
+		return;
+	}
+	while ((n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
+		for (long at = 0; at < n;) {
+			const struct dirent64_raw *d = (const void *)(buf + at);
+			int fd = 0;
+			const char *c = d->d_name;
+
+			for (; *c >= '0' && *c <= '9' && fd < 1 << 24; c++)
+				fd = fd * 10 + (*c - '0');
+			if (!*c && c != d->d_name && fd != dir)
+				close_own(fd, keep_a, keep_b);
+			at += d->d_reclen;
+		}
+	}
+	close(dir);
+}
+
 /*
  * Child side of record: wait for the tracer, become whom COMMAND runs as,
  * then exec; report failures through error_fd.
@@ -182,6 +245,7 @@ static void run_child(int ready_fd, int error_fd, const char *path, char **argv,
 	int err;
 
 	sigprocmask(SIG_SETMASK, mask, NULL);
+	close_own_descriptors(ready_fd, error_fd);
 	if (read(ready_fd, &go, 1) != 1)
 		_exit(KHPROF_EXIT_FAILURE); /* tracer setup failed; it said why */
 	err = run_as__apply(run_as, &step);
@@ -303,7 +367,8 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 		close(ready[1]); /* the child exits without running the command */
 		ready[1] = -1;
 		waitpid(pid, NULL, 0);
-		code = KHPROF_EXIT_FAILURE;
+		/* A malformed executable is bad input (said on stderr), not a tracing failure. */
+		code = tracer__bad_file(t) ? KHPROF_EXIT_BAD_INPUT : KHPROF_EXIT_FAILURE;
 		goto out;
 	}
 	/* Loaded and attached: from here khprof needs far less. */

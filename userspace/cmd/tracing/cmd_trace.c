@@ -444,11 +444,15 @@ void choose_follow_for(const char *path, struct trace_cli *cli)
 	struct usdt_note_list notes;
 	bool probes = false;
 	char pattern[PATH_MAX];
+	int err;
 
 	if (cli->follow_forks || cli->no_follow_forks || cli->repeat)
 		return;
 	/* A script is no ELF file: it has no probes either. */
-	if (usdt_notes__read(path, &notes) == 0) {
+	err = usdt_notes__read(path, &notes);
+	if (err == -EINVAL)
+		return; /* malformed: attaching says so, and the command does not run */
+	if (err == 0) {
 		for (size_t i = 0; i < notes.count && !probes; i++)
 			probes = strcmp(notes.notes[i].provider, "keyhog") == 0;
 		usdt_notes__free(&notes);
