@@ -33,7 +33,7 @@ header() {
 
 # The accelerators the guests ran under, and how each QEMU binary's was chosen.
 accel=$(cut -d' ' -f2- build/kernels/run/time 2>/dev/null)
-choice=$({ cat build/kernels/run/hooks; cut -f2 build/kernels/run/accel.*; } 2>/dev/null |
+choice=$({ cat build/kernels/run/hooks || :; cut -f2 build/kernels/run/accel.*; } 2>/dev/null |
 	sed 's/^kernel matrix: //' | paste -s -d';' - | sed 's/;/; /g')
 cat <<EOF
 # Kernels
@@ -283,7 +283,7 @@ of that binary, said in one line:
 
 The probe costs 2 ms without a KVM device, 0.3–0.5 s when QEMU aborts
 (0.15 s of it building the 1 MiB initramfs), 15.6 s when the guest hangs
-silent, and one short boot where KVM works (4.5–5 s here for the same
+silent, and one short boot where KVM works (4.5–8.1 s here for the same
 boot under TCG through the `works` hook below); measured with
 `tests/kernels/run.sh --kernel 6.1 --test test_cli:test_report_prints_the_seed_text`
 and each hook. Another architecture's guests (qemu-system-aarch64) get
@@ -353,11 +353,11 @@ Found and left open (they need changes outside the test harness):
   write end itself.
 
 What a run depended on is in `make test`'s closing lines (here, from a
-fresh clone of 248e4bd with `CI=true`, the whole of it 955 s, the
-matrix 538 s at load 20):
+fresh clone of fac2122 with `CI=true`: the whole of it 1,729 s with the
+build, the matrix 387 s, at loads 12 to 22):
 
     machine: kernel 6.18.44-fc-v1272 (#1 SMP PREEMPT_DYNAMIC @0), x86_64, clocksource tsc, 2 CPUs (AMD EPYC), 24 GiB, perf_event_paranoid 2
     machine: khprof features missing: fentry
-    machine: kernel matrix: kvm unusable here (qemu: failed to set MSR 0x10a to 0x69): tcg; 538 s, tcg,thread=single
-    tests: 457 passed, 0 failed, 0 skipped
+    machine: kernel matrix: kvm unusable here (qemu: failed to set MSR 0x10a to 0x69): tcg; 387 s, tcg,thread=single
+    tests: 483 passed, 0 failed, 0 skipped
 EOF
