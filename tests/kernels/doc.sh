@@ -334,7 +334,7 @@ the real one.
 | `/dev/kvm` | the matrix | the probe above |
 | the kernel build | every BPF test | khprof probes its features (`khprof features`); `tests/run-all.sh` runs `test_trace`, `test_faults` and `test_follow` again with every fallback forced (`KHPROF_DISABLE_FEATURES`); the matrix runs four Debian kernels |
 | Python with its USDT probes | `test_cli`'s long probe names | `python3-minimal` is one of `make test`'s packages, so the test never skips for want of it |
-| load and speed | guest boot times; the fuzzers (`tests/fuzz/run.sh`, 30 s a target) | no test times anything; the guests reached `/init` 7–19 s after QEMU started at loads 10–29, against start limits of 120 and 300 s; the fuzzers try the same inputs in the same order (seed 1), a slower machine fewer of them, and pass when none crashes |
+| load and speed | guest boot times; the fuzzers (`tests/fuzz/run.sh`, 30 s a target) | no test times anything; the guests reached `/init` 7–20 s after QEMU started at loads 8–29, against start limits of 120 and 300 s; the fuzzers try the same inputs in the same order (seed 1), a slower machine fewer of them, and pass when none crashes |
 | ASLR entropy (`vm.mmap_rnd_bits`, 28 here) | AddressSanitizer builds (gcc's `make asan` for `test_sanitizer`, clang's fuzzers) | not handled, not tried: the sanitizers of LLVM before 18 (clang 14 here) are reported to fail at start with 32 bits, the default of some distributions' kernels; machines of our kind have 28 |
 
 Found and left open (they need changes outside the test harness):
@@ -353,11 +353,11 @@ Found and left open (they need changes outside the test harness):
   write end itself.
 
 What a run depended on is in `make test`'s closing lines (here, from a
-fresh clone of fac2122 with `CI=true`: the whole of it 1,729 s with the
-build, the matrix 387 s, at loads 12 to 22):
+fresh clone of f2e9efd with `CI=true`: the whole of it 1,499 s with the
+build, the matrix 489 s, at loads 8 to 17):
 
     machine: kernel 6.18.44-fc-v1272 (#1 SMP PREEMPT_DYNAMIC @0), x86_64, clocksource tsc, 2 CPUs (AMD EPYC), 24 GiB, perf_event_paranoid 2
     machine: khprof features missing: fentry
-    machine: kernel matrix: kvm unusable here (qemu: failed to set MSR 0x10a to 0x69): tcg; 387 s, tcg,thread=single
-    tests: 483 passed, 0 failed, 0 skipped
+    machine: kernel matrix: kvm unusable here (qemu: failed to set MSR 0x10a to 0x69): tcg; 489 s, tcg,thread=single
+    tests: 531 passed, 0 failed, 0 skipped
 EOF
