@@ -2,9 +2,10 @@
 /*
  * The stop keeper (stops.h): khprof's binary started again as
  * khprof-keeper by stops__open, once per command.  It sleeps in epoll on
- * three things: the notes ring (a BPF program stopped a process), a timer
- * (the oldest stop reaches the limit) and khprof's pidfd (khprof has
- * ended).  It lets a process go only by taking the stop's entry from the
+ * four things: the notes ring (a BPF program stopped a process), a timer
+ * (the oldest stop reaches the limit), khprof's pidfd (khprof has ended,
+ * however) and a pipe khprof writes to as it ends in order (stops__close:
+ * it waits for the keeper, which then holds none of its output open).  It lets a process go only by taking the stop's entry from the
  * table (stops__end), so it never ends a stop khprof has ended, nor
  * khprof one it has.
  *
@@ -50,6 +51,7 @@ struct keeper {
 	int table_fd;
 	int notes_fd;
 	int khprof_fd;      /* khprof's pidfd */
+	int quit_fd;        /* readable: khprof is ending in order */
 	pid_t khprof;
 	int timer_fd;
 	uint64_t limit_ns;  /* 0: stops wait for khprof's end only */
@@ -277,7 +279,7 @@ static int parse_fd(const char *text, int *fd)
 int stops__keeper_main(int argc, char **argv)
 {
 	static const int kept_caps[] = { CAP_KILL, CAP_SYS_PTRACE, CAP_BPF };
-	struct keeper k = { .timer_fd = -1, .hook_fd = -1 };
+	struct keeper k = { .timer_fd = -1, .hook_fd = -1, .quit_fd = -1 };
 	struct ring_buffer *rb = NULL;
 	struct epoll_event ev = { .events = EPOLLIN };
 	int sites_fd, epoll_fd, khprof_pid, group;
@@ -285,8 +287,8 @@ int stops__keeper_main(int argc, char **argv)
 	size_t at_end;
 	char *end;
 
-	/* khprof-keeper TABLE NOTES SITES KHPROF_PIDFD KHPROF_PID LIMIT_NS KHPROF_PGRP HOOK */
-	if (argc != 9 || parse_fd(argv[1], &k.table_fd) || parse_fd(argv[2], &k.notes_fd) ||
+	/* khprof-keeper TABLE NOTES SITES KHPROF_PIDFD KHPROF_PID LIMIT_NS KHPROF_PGRP HOOK QUIT */
+	if (argc != 10 || parse_fd(argv[9], &k.quit_fd) || parse_fd(argv[1], &k.table_fd) || parse_fd(argv[2], &k.notes_fd) ||
 	    parse_fd(argv[3], &sites_fd) || parse_fd(argv[4], &k.khprof_fd) ||
 	    parse_fd(argv[5], &khprof_pid) || parse_fd(argv[7], &group)) {
 		log__error("'%s' is started by khprof, not by hand", STOPS_KEEPER_NAME);
@@ -298,9 +300,10 @@ int stops__keeper_main(int argc, char **argv)
 	if (strcmp(argv[8], "-1") && parse_fd(argv[8], &k.hook_fd))
 		k.hook_fd = -1;
 	{
-		const int keep[] = { k.table_fd, k.notes_fd, sites_fd, k.khprof_fd, k.hook_fd };
+		const int keep[] = { k.table_fd, k.notes_fd, sites_fd, k.khprof_fd, k.hook_fd,
+				     k.quit_fd };
 
-		step_aside(keep, 5);
+		step_aside(keep, 6);
 		anchor((pid_t)group);
 	}
 	keep_only(kept_caps, sizeof(kept_caps) / sizeof(kept_caps[0]));
@@ -314,6 +317,8 @@ int stops__keeper_main(int argc, char **argv)
 	if (epoll_fd >= 0) {
 		ev.data.fd = k.khprof_fd;
 		epoll_ctl(epoll_fd, EPOLL_CTL_ADD, k.khprof_fd, &ev);
+		ev.data.fd = k.quit_fd;
+		epoll_ctl(epoll_fd, EPOLL_CTL_ADD, k.quit_fd, &ev);
 		if (rb) {
 			ev.data.fd = ring_buffer__epoll_fd(rb);
 			epoll_ctl(epoll_fd, EPOLL_CTL_ADD, ev.data.fd, &ev);
@@ -341,7 +346,7 @@ int stops__keeper_main(int argc, char **argv)
 			break;
 		}
 		for (int i = 0; i < n; i++) {
-			if (got[i].data.fd == k.khprof_fd) {
+			if (got[i].data.fd == k.khprof_fd || got[i].data.fd == k.quit_fd) {
 				ended = true;
 			} else if (got[i].data.fd == k.timer_fd) {
 				uint64_t expirations;

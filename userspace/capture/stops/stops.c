@@ -31,10 +31,13 @@
  * line, and what the child side needs until it has exec'd.
  */
 struct spawn {
-	/* The table, the notes, the sites, khprof's pidfd, the keeper's test hook (or -1). */
-	int keep[5];
-	char text[6][24];
-	char *argv[10];
+	/*
+	 * The table, the notes, the sites, khprof's pidfd, the keeper's test
+	 * hook (or -1), the read end of the pipe khprof says "quit" on.
+	 */
+	int keep[6];
+	char text[7][24];
+	char *argv[11];
 	sigset_t mask;
 	int err;     /* the exec's errno, left by the child */
 	pid_t pid;
@@ -56,6 +59,7 @@ struct stops {
 	uint64_t open_ns; /* what stops__open took on khprof's own thread */
 	pid_t keeper;
 	int keeper_fd; /* the keeper's pidfd: readable if it is gone */
+	int quit_fd;   /* a byte written here ends the keeper (stops__close) */
 	bool keeper_gone_said;
 	uint64_t limit_ns;
 	size_t let_go;
@@ -129,15 +133,20 @@ static void *spawn_thread(void *arg)
 	else if (sp->err)
 		waitpid(sp->pid, NULL, 0);
 	pthread_sigmask(SIG_SETMASK, &sp->mask, NULL);
-	/* khprof's own pidfd and the keeper's hook: the child holds its copies from the clone on. */
+	/*
+	 * khprof's own pidfd, the keeper's hook and the quit pipe's read end:
+	 * the child holds its copies from the clone on.
+	 */
 	close(sp->keep[3]);
 	if (sp->keep[4] >= 0)
 		close(sp->keep[4]);
+	close(sp->keep[5]);
 	sp->took_ns = now_ns() - begin;
 	return NULL;
 }
 
-static int start_keeper(struct stops *s, int self_fd, bool hold_group, int keeper_hook)
+static int start_keeper(struct stops *s, int self_fd, bool hold_group, int keeper_hook,
+			int quit_read)
 {
 	struct spawn *sp = &s->spawn;
 	int err;
@@ -147,6 +156,7 @@ static int start_keeper(struct stops *s, int self_fd, bool hold_group, int keepe
 	sp->keep[2] = s->sites_fd;
 	sp->keep[3] = self_fd;
 	sp->keep[4] = keeper_hook;
+	sp->keep[5] = quit_read;
 	sp->argv[0] = STOPS_KEEPER_NAME;
 	for (size_t i = 0; i < 4; i++) {
 		snprintf(sp->text[i], sizeof(sp->text[i]), "%d", sp->keep[i]);
@@ -159,7 +169,9 @@ static int start_keeper(struct stops *s, int self_fd, bool hold_group, int keepe
 		return -ENOMEM;
 	snprintf(sp->text[5], sizeof(sp->text[5]), "%d", keeper_hook);
 	sp->argv[8] = sp->text[5];
-	sp->argv[9] = NULL;
+	snprintf(sp->text[6], sizeof(sp->text[6]), "%d", quit_read);
+	sp->argv[9] = sp->text[6];
+	sp->argv[10] = NULL;
 	err = pthread_create(&sp->thread, NULL, spawn_thread, sp);
 	if (err)
 		return -err;
@@ -233,12 +245,12 @@ int stops__open(struct stops **out, uint64_t limit_ns, bool hold_group)
 {
 	struct stops *s = calloc(1, sizeof(*s));
 	uint64_t begin = now_ns();
-	int self_fd = -1, keeper_hook, err;
+	int self_fd = -1, quit[2] = { -1, -1 }, keeper_hook = -1, err;
 
 	*out = NULL;
 	if (!s)
 		return -ENOMEM;
-	s->table_fd = s->notes_fd = s->sites_fd = s->keeper_fd = s->hook_fd = -1;
+	s->table_fd = s->notes_fd = s->sites_fd = s->keeper_fd = s->quit_fd = s->hook_fd = -1;
 	s->limit_ns = limit_ns;
 	s->table_fd = bpf_map_create(BPF_MAP_TYPE_HASH, "kh_stops", sizeof(struct kh_stop_key),
 				     sizeof(struct kh_stop), KH_STOPS_MAX, NULL);
@@ -260,11 +272,18 @@ int stops__open(struct stops **out, uint64_t limit_ns, bool hold_group)
 		goto fail;
 	}
 	self_fd = pidfd_open(getpid());
-	keeper_hook = test_hook("KHPROF_TEST_KEEPER_HOOK");
-	err = self_fd < 0 ? -errno : start_keeper(s, self_fd, hold_group, keeper_hook);
+	if (self_fd < 0 || pipe2(quit, O_CLOEXEC) != 0) {
+		err = -errno;
+	} else {
+		s->quit_fd = quit[1];
+		keeper_hook = test_hook("KHPROF_TEST_KEEPER_HOOK");
+		err = start_keeper(s, self_fd, hold_group, keeper_hook, quit[0]);
+	}
 	if (err) {
 		if (self_fd >= 0)
 			close(self_fd);
+		if (quit[0] >= 0)
+			close(quit[0]);
 		if (keeper_hook >= 0)
 			close(keeper_hook);
 		log__error("cannot start the stop keeper: %s (khprof stops no process without "
@@ -280,11 +299,40 @@ fail:
 	return err;
 }
 
+/*
+ * How long khprof's end waits for its keeper's: the keeper needs about a
+ * millisecond (its last look at the table, its exit, the anchor's); a
+ * keeper that takes longer is left to see khprof's end on its own.
+ */
+#define KEEPER_QUIT_WAIT_MS 1000
+
+/*
+ * khprof ends in order: the keeper is told to quit now, and waited for, so
+ * that nothing of khprof's (stderr: a pipe its caller reads to EOF) stays
+ * open once khprof has exited.  Whatever stop is still held it lets go first.
+ */
+static void quit_keeper(struct stops *s)
+{
+	struct pollfd exited = { .fd = s->keeper_fd, .events = POLLIN };
+
+	if (s->keeper <= 0 || s->keeper_fd < 0 || s->keeper_gone_said ||
+	    write(s->quit_fd, "q", 1) != 1)
+		return;
+	while (poll(&exited, 1, KEEPER_QUIT_WAIT_MS) < 0 && errno == EINTR)
+		;
+	if (exited.revents & POLLIN)
+		waitpid(s->keeper, NULL, 0);
+	else
+		log__debug("the stop keeper (PID %d) did not end within %d ms of khprof's asking",
+			   (int)s->keeper, KEEPER_QUIT_WAIT_MS);
+}
+
 void stops__close(struct stops *s)
 {
 	if (!s)
 		return;
 	stops__ready(s);
+	quit_keeper(s);
 	free(s->spawn.argv[6]);
 	free(s->spawn.argv[7]);
 	if (s->let_go)
@@ -302,6 +350,8 @@ void stops__close(struct stops *s)
 		close(s->sites_fd);
 	if (s->keeper_fd >= 0)
 		close(s->keeper_fd);
+	if (s->quit_fd >= 0)
+		close(s->quit_fd);
 	free(s);
 }
 
