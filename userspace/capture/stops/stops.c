@@ -314,15 +314,17 @@ fail:
 static void quit_keeper(struct stops *s)
 {
 	struct pollfd exited = { .fd = s->keeper_fd, .events = POLLIN };
+	uint64_t begin = now_ns();
 
 	if (s->keeper <= 0 || s->keeper_fd < 0 || s->keeper_gone_said ||
 	    write(s->quit_fd, "q", 1) != 1)
 		return;
 	while (poll(&exited, 1, KEEPER_QUIT_WAIT_MS) < 0 && errno == EINTR)
 		;
-	if (exited.revents & POLLIN)
+	if (exited.revents & POLLIN) {
 		waitpid(s->keeper, NULL, 0);
-	else
+		log__debug("the stop keeper ended in %.2f ms", (double)(now_ns() - begin) / 1e6);
+	} else
 		log__debug("the stop keeper (PID %d) did not end within %d ms of khprof's asking",
 			   (int)s->keeper, KEEPER_QUIT_WAIT_MS);
 }
