@@ -9,13 +9,17 @@
  * of khprof's output.  Needs root; never skips when CI=true.
  */
 #include <limits.h>
+#include <poll.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -256,6 +260,145 @@ static void test_forged_strings(void **state)
 	free(program);
 }
 
+/*
+ * khprof as argv says (bounded as run_bounded), with its test hook
+ * KHPROF_TEST_STOP_BEFORE_LINK=stop_at: it stops (SIGSTOP) once it has
+ * checked the file it opened as stop_at, before it links its sites; then
+ * swap(ctx) runs and khprof is resumed.  Its stops are seen through
+ * SIGCHLD on a signalfd, so the wait is bounded and nothing sleeps.
+ */
+static struct run_result run_swapping(char *const argv[], const char *stop_at,
+				      void (*swap)(void *ctx), void *ctx)
+{
+	struct run_result r = { .exit_code = -1 };
+	char *out_path, *err_path;
+	int out_fd = temp_file(&out_path), err_fd = temp_file(&err_path), status, sfd;
+	bool swapped = false;
+	sigset_t chld, old;
+	pid_t pid;
+
+	assert_true(out_fd >= 0 && err_fd >= 0);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	assert_int_equal(sigprocmask(SIG_BLOCK, &chld, &old), 0);
+	sfd = signalfd(-1, &chld, SFD_CLOEXEC);
+	assert_true(sfd >= 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		setpgid(0, 0);
+		setenv("KHPROF_TEST_STOP_BEFORE_LINK", stop_at, 1);
+		if (dup2(out_fd, STDOUT_FILENO) < 0 || dup2(err_fd, STDERR_FILENO) < 0)
+			_exit(RUN_SETUP_FAILED);
+		execv(argv[0], argv);
+		_exit(RUN_EXEC_FAILED);
+	}
+	setpgid(pid, pid);
+	for (;;) {
+		struct pollfd p = { .fd = sfd, .events = POLLIN };
+		struct signalfd_siginfo info;
+		pid_t got;
+
+		if (poll(&p, 1, HANG_BOUND_S * 1000) == 0) {
+			kill(-pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			fail_msg("%s %s did not end within %d s: it hangs", argv[0], argv[1],
+				 HANG_BOUND_S);
+		}
+		assert_int_equal(read(sfd, &info, sizeof(info)), (ssize_t)sizeof(info));
+		/* One SIGCHLD may stand for several changes: take them all. */
+		while ((got = waitpid(pid, &status, WNOHANG | WUNTRACED)) == pid &&
+		       WIFSTOPPED(status)) {
+			if (!swapped)
+				swap(ctx);
+			swapped = true;
+			kill(pid, SIGCONT);
+		}
+		if (got == pid)
+			break; /* exited */
+	}
+	close(sfd);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (!swapped)
+		fail_msg("khprof never stopped before linking '%s' (its test hook)", stop_at);
+	r.exit_code = exit_code_of_status(status);
+	r.out = run_take_output(out_fd, out_path);
+	r.err = run_take_output(err_fd, err_path);
+	return r;
+}
+
+/*
+ * The file khprof checks: target_value's "movl $0x41, %eax" made five
+ * one-byte nops, and session_start's site put on the second, so that
+ * every site passes every check.  In the unchanged target the same file
+ * offset is the instruction's immediate, 0x41.
+ */
+static void nops_at_the_immediate(struct crafted *c)
+{
+	size_t at = craft_offset_of(c, craft_symbol(c, "target_value"));
+
+	assert_int_equal(c->bytes[at], 0xb8); /* movl $imm32, %eax */
+	memset(c->bytes + at, 0x90, 5);
+	craft_set_note_address(c, "session_start", craft_symbol(c, "target_value") + 1);
+}
+
+static void unchanged(struct crafted *c)
+{
+	(void)c;
+}
+
+struct swap {
+	const char *decoy, *path;
+};
+
+static void swap_files(void *ctx)
+{
+	const struct swap *s = ctx;
+
+	assert_int_equal(rename(s->decoy, s->path), 0);
+}
+
+/*
+ * The file renamed over between khprof's checks and its links, as the
+ * owner of a container can do to any file khprof opens through
+ * /proc/PID/root: khprof hands the kernel the file it checked
+ * (/proc/self/fd/N), so the checked offsets never reach the file now at
+ * the path.  khprof before attached by path: the kernel put the site
+ * checked on a nop into the immediate of the new file's instruction, and
+ * the program printed value=0xcc.  Now the breakpoints are in the file
+ * khprof checked, which the path no longer names, and the program
+ * computes what it computes untraced.
+ */
+static void test_file_swapped_before_attach(void **state)
+{
+	char *checked = crafted_target(nops_at_the_immediate);
+	char *decoy = crafted_target(unchanged), out[PATH_MAX];
+	char *argv[] = { khprof, "record", "-q", "-o", out, "--", checked, NULL };
+	struct swap s = { decoy, checked };
+	struct run_result r;
+	struct kh_profile p;
+
+	(void)state;
+	assert_runs_unchanged(decoy);
+	path_in(out, sizeof(out), tmpdir, "swapped.json");
+	r = run_swapping(argv, checked, swap_files, &s);
+	if (r.exit_code != 0)
+		fail_msg("record exited %d: %s", r.exit_code, r.err);
+	assert_string_equal(r.out, UNCHANGED);
+	/*
+	 * The file that ran is attached too, as every file the process maps,
+	 * by its own checks, when the loader reports it: its spans counted.
+	 */
+	load_record(out, &p);
+	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 3);
+	profile__free(&p);
+	run_result_free(&r);
+	unlink(checked);
+	free(checked);
+	free(decoy);
+}
+
 int main(void)
 {
 	static const struct root_tests rt = {
@@ -270,6 +413,7 @@ int main(void)
 		cmocka_unit_test(test_malformed_executable),
 		cmocka_unit_test(test_semaphores_the_kernel_refuses),
 		cmocka_unit_test(test_forged_strings),
+		cmocka_unit_test(test_file_swapped_before_attach),
 	};
 
 	khprof = tool_path("KH_KHPROF", "build/khprof");
