@@ -510,14 +510,27 @@ static int add_spec(struct tracer *t, const char *path, const struct usdt_note *
 }
 
 /*
- * The keyhog sites of path that the parser refused (usdt_notes.h): each
- * named on stderr, and kept for the records.  A site the linker discarded
- * could never fire (a note); any other one the file should not have (a
- * warning).  Other providers' sites are other tools' business.
+ * Files whose refused sites were named on stderr, by device and inode:
+ * once per file in a run of khprof, however many processes map it
+ * (--follow-forks, attach --exe and --all trace each with a tracer of its
+ * own, and each one's records name them).  Tracers attach on the main
+ * thread only.
  */
-static void name_refused_sites(struct tracer *t, const char *path,
+static struct seen_object *named_files;
+static size_t named_file_count;
+
+/*
+ * The keyhog sites of a file that the parser refused (usdt_notes.h): kept
+ * for the records, and named on stderr the first time khprof attaches the
+ * file.  A site the linker discarded could never fire: a note, which -q
+ * leaves out; any other one the file should not have: a warning, always.
+ * Other providers' sites are other tools' business.
+ */
+static void name_refused_sites(struct tracer *t, const struct held_file *f, const char *path,
 			       const struct usdt_note_list *notes)
 {
+	int say = -1; /* unknown until the file has a keyhog site refused */
+
 	for (size_t i = 0; i < notes->refused_count; i++) {
 		const struct usdt_note *n = &notes->refused[i];
 		char provider[64], name[96], file[256], reason[192];
@@ -525,14 +538,16 @@ static void name_refused_sites(struct tracer *t, const char *path,
 
 		if (strcmp(n->provider, PROVIDER) != 0)
 			continue;
+		if (say < 0)
+			say = !attach__seen_before(&named_files, &named_file_count, f->dev, f->ino);
 		usdt_note__refusal_text(n, reason, sizeof(reason));
 		utf8__escape(n->provider, provider, sizeof(provider));
 		utf8__escape(n->name, name, sizeof(name));
 		utf8__escape(path, file, sizeof(file));
-		if (n->refusal == USDT_SITE_OUTSIDE_CODE)
+		if (say && n->refusal == USDT_SITE_OUTSIDE_CODE && !t->opts.quiet)
 			log__note("probe site '%s:%s' at 0x%llx of '%s' not attached: %s", provider,
 				  name, (unsigned long long)n->address, file, reason);
-		else
+		else if (say && n->refusal != USDT_SITE_OUTSIDE_CODE)
 			log__warn("refused probe site '%s:%s' at 0x%llx of '%s': %s", provider,
 				  name, (unsigned long long)n->address, file, reason);
 		grown = realloc(t->refused_sites, (t->refused_site_count + 1) * sizeof(*grown));
@@ -633,9 +648,33 @@ static int unreadable_notes(struct tracer *t, const char *path, int err,
 	return err;
 }
 
+/*
+ * How messages and records name a held file: the path it was opened by,
+ * but for /proc/PID/exe (a followed child's, attach -p's) the file the
+ * link names, the same for every process that runs it.
+ */
+static const char *held_file__name(const struct held_file *f, char *buf, size_t len)
+{
+	const char *pid = f->path + strlen("/proc/");
+	char *end;
+	ssize_t n;
+
+	if (strncmp(f->path, "/proc/", strlen("/proc/")) != 0)
+		return f->path;
+	strtoul(pid, &end, 10);
+	if (end == pid || strcmp(end, "/exe") != 0)
+		return f->path;
+	n = readlink(f->kernel_path, buf, len - 1);
+	if (n <= 0 || buf[0] != '/')
+		return f->path;
+	buf[n] = '\0';
+	return buf;
+}
+
 static int attach_file(struct tracer *t, struct held_file *f, bool required)
 {
-	const char *path = f->path;
+	char shown[PATH_MAX];
+	const char *path = held_file__name(f, shown, sizeof(shown));
 	struct usdt_note_list notes;
 	__u64 *offsets = NULL, *ref_ctr_offsets = NULL, *cookies = NULL;
 	struct kh_usdt_spec *specs = NULL;
@@ -646,7 +685,7 @@ static int attach_file(struct tracer *t, struct held_file *f, bool required)
 	err = usdt_notes__read_fd(f->fd, &notes);
 	if (err)
 		return unreadable_notes(t, path, err, &notes, required);
-	name_refused_sites(t, path, &notes);
+	name_refused_sites(t, f, path, &notes);
 	if (notes.count) {
 		offsets = calloc(notes.count, sizeof(*offsets));
 		ref_ctr_offsets = calloc(notes.count, sizeof(*ref_ctr_offsets));

@@ -8,6 +8,7 @@
  * file is one line and exit 2, and no string of the file can write a line
  * of khprof's output.  Needs root; never skips when CI=true.
  */
+#include <glob.h>
 #include <limits.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -201,6 +202,88 @@ static void test_semaphores_the_kernel_refuses(void **state)
 		unlink(program);
 		free(program);
 	}
+}
+
+static void discarded_and_misaligned(struct crafted *c)
+{
+	misaligned_semaphore(c);
+	/* Pair mode's, out of code: a site the linker discarded, as rustc leaves them. */
+	craft_set_note_address(c, "span_enter", craft_symbol(c, "target_rodata"));
+}
+
+static size_t occurrences(const char *text, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *at = text; (at = strstr(at, needle)); at += strlen(needle))
+		n++;
+	return n;
+}
+
+/* The records dir/NAME.*.json that --follow-forks wrote: their count, each checked. */
+static size_t check_child_records(const char *name, const char *program)
+{
+	char pattern[PATH_MAX];
+	glob_t g;
+
+	path_in(pattern, sizeof(pattern), tmpdir, "%s.*.json", name);
+	assert_int_equal(glob(pattern, 0, NULL, &g), 0);
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		struct kh_profile p;
+
+		load_record(g.gl_pathv[i], &p);
+		/* Every record names both, by the file, not by the process's /proc/PID/exe. */
+		assert_int_equal(p.ext.refused_site_count, 2);
+		assert_string_equal(refused_site(&p, "batch")->file, program);
+		assert_string_equal(refused_site(&p, "span_enter")->refusal, "outside_code");
+		profile__free(&p);
+		unlink(g.gl_pathv[i]);
+	}
+	globfree(&g);
+	return g.gl_pathc;
+}
+
+/*
+ * One file, two processes (a wrapper runs it twice; --follow-forks, the
+ * default for sh, gives each a tracer of its own): its refused sites are
+ * named once in the run, by the file's path, and the line counting a
+ * record's refused sites once; each record still names them all.  -q
+ * leaves out the note on the site the linker discarded and keeps the
+ * warnings: they say the file has sites khprof would not attach.
+ */
+static void test_refused_sites_said_once(void **state)
+{
+	char *program = crafted_target(discarded_and_misaligned), script[2 * PATH_MAX + 8];
+	char out[PATH_MAX], warning[PATH_MAX + 64];
+	char *argv[2][10] = {
+		{ khprof, "record", "-o", out, "--", "/bin/sh", "-c", script, NULL },
+		{ khprof, "record", "-q", "-o", out, "--", "/bin/sh", "-c", script, NULL },
+	};
+
+	(void)state;
+	snprintf(script, sizeof(script), "%s; %s", program, program);
+	snprintf(warning, sizeof(warning), "khprof: warning: refused probe site 'keyhog:batch' "
+		 "at 0x13e2 of '%s': its semaphore", program);
+	for (size_t q = 0; q < 2; q++) {
+		struct run_result r;
+
+		path_in(out, sizeof(out), tmpdir, "twice%zu.json", q);
+		r = run_bounded(argv[q], HANG_BOUND_S);
+		if (r.exit_code != 0)
+			fail_msg("record exited %d: %s", r.exit_code, r.err);
+		assert_string_equal(r.out, UNCHANGED UNCHANGED);
+		if (occurrences(r.err, "refused probe site 'keyhog:batch'") != 1 ||
+		    !strstr(r.err, warning))
+			fail_msg("the refused site not named once, by its file:\n%s", r.err);
+		assert_int_equal(occurrences(r.err, "probe site 'keyhog:span_enter' at "),
+				 q ? 0 : 1);
+		assert_int_equal(occurrences(r.err, "2 probe sites of the traced files refused"),
+				 1);
+		assert_int_equal(check_child_records(q ? "twice1" : "twice0", program), 2);
+		run_result_free(&r);
+	}
+	unlink(program);
+	free(program);
 }
 
 #define FORGED "\nkhprof: error: forged line\x1b[2K"
@@ -414,6 +497,7 @@ int main(void)
 		cmocka_unit_test(test_semaphores_the_kernel_refuses),
 		cmocka_unit_test(test_forged_strings),
 		cmocka_unit_test(test_file_swapped_before_attach),
+		cmocka_unit_test(test_refused_sites_said_once),
 	};
 
 	khprof = tool_path("KH_KHPROF", "build/khprof");
