@@ -465,6 +465,11 @@ static void test_config_file_settings(void **state)
 	assert_true(fx->opts.wall.pct == 4 && fx->opts.stages.pct == 7);
 	assert_true(fx->opts.allow & 1u << KH_DIFF_F_MODE);
 	assert_true(fx->opts.allow & 1u << KH_DIFF_F_BINARY_VERSION);
+
+	/* A config of before the on-CPU verdicts: its off_cpu is read as blocked. */
+	assert_int_equal(diff_config__parse("threshold.off_cpu 35\n", &fx->opts, &line, err,
+					    sizeof(err)), 0);
+	assert_true(fx->opts.blocked.pct == 35);
 }
 
 static void test_config_and_option_errors(void **state)
