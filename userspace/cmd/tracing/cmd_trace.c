@@ -207,7 +207,7 @@ void output__on_profile(const struct kh_profile *p, void *ctx)
 	if (text && !out->quiet)
 		fputs(text, stderr);
 	free(text);
-	profile__print_notes(p);
+	profile__print_notes(p, out->quiet_notes);
 	if (!out->path)
 		return;
 	if (out->records == 1 && out->keep_old)
@@ -654,6 +654,7 @@ void trace_options_from(const struct trace_cli *cli, const char *output,
 	out->path = output;
 	out->keep_old = output && cli->default_output && output == cli->output;
 	out->quiet = cli->quiet;
+	out->quiet_notes = cli->quiet_asked;
 	opts->mode = cli->mode;
 	opts->mode_is_default = cli->mode_is_default;
 	opts->quiet = cli->quiet_asked;
