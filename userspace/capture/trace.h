@@ -78,6 +78,13 @@ struct trace_options {
 	 */
 	bool follow_forks;
 	void (*on_fork)(pid_t parent, pid_t child, void *ctx);
+	/*
+	 * The traced process stopped itself as a child it waits for stopped
+	 * (util-linux's nsenter), and will resume that child as soon as it is
+	 * resumed: called before khprof resumes it, to answer first the stops
+	 * khprof put the followed children in (an execve's, a loader's).
+	 */
+	void (*on_self_stop)(void *ctx);
 	void *fork_ctx;
 	/*
 	 * tracer__attach follows tracer__open at once (not a tracer loaded
