@@ -109,20 +109,13 @@ static void fork_stopped(struct tracer *t, const struct kh_event *e)
  * child with WUNTRACED (util-linux's nsenter) stops itself when the child
  * does, for a job-control shell to resume: after a stop of khprof's own
  * in a child, khprof resumes it (its SIGSTOP is dropped if still pending).
- * Resumed, nsenter resumes its child at once (SIGCONT): the child's own
- * stop, at its execve or in its loader, is answered first (on_self_stop),
- * or the child runs before its tracer attached the new image, and is not
- * traced.  Its event is already in its tracer's ring: the BPF side submits
- * it before the child returns to user space, where it stops, and the
- * parent sees the stop only then.  A fork's stop is answered before this
- * event is read (same ring, fork_stopped).  Another self-stop is left to
- * whoever expects it.
+ * Another self-stop is left to whoever expects it.
  */
 static void stopped_itself(struct tracer *t)
 {
 	if (!t->children_stopped)
 		return;
-	if (t->opts.on_self_stop)
+	if (t->opts.on_self_stop) /* the child's own stop answered first (trace.h) */
 		t->opts.on_self_stop(t->opts.fork_ctx);
 	log__debug("PID %d stopped itself as a child it waits for stopped for khprof: resumed",
 		   t->pid);
