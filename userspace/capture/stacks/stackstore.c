@@ -21,6 +21,7 @@
 #include <elfutils/libdwfl.h>
 
 #include "log.h"
+#include "procfs.h"
 #include "record.h"
 #include "stackstore.h"
 
@@ -230,17 +231,19 @@ static bool overlaps(const struct mapping *a, const struct mapping *b)
 	return a->start < b->end && b->start < a->end;
 }
 
+/* An executable mapping of the process, kept (procfs.c reads /proc/PID/maps). */
+static int keep_code_mapping(const struct procfs_mapping *m, void *ctx)
+{
+	if (m->perms[2] == 'x')
+		stack_store__add_mapping(ctx, m->start, m->end, m->offset, true, m->path);
+	return 0;
+}
+
 void stack_store__read_maps(struct stack_store *s)
 {
-	char path[64], line[4096 + 128];
 	struct mapping *old = s->maps;
-	size_t old_count = s->map_count;
-	FILE *f;
+	size_t old_count = s->map_count, old_cap = s->map_cap;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)s->pid);
-	f = fopen(path, "re");
-	if (!f)
-		return; /* it exited: the mappings seen so far stay */
 	/*
 	 * The mappings now, and of the earlier ones those nothing maps over
 	 * since (a library closed: its samples are still named).  An earlier
@@ -249,23 +252,14 @@ void stack_store__read_maps(struct stack_store *s)
 	 */
 	s->maps = NULL;
 	s->map_count = s->map_cap = 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, pgoff;
-		char perms[8], *name = NULL, *nl;
-		int used = 0;
-
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s%n", &start, &end, perms, &pgoff,
-			   &used) < 4 || perms[2] != 'x')
-			continue;
-		name = line + used;
-		while (*name == ' ')
-			name++;
-		nl = strchr(name, '\n');
-		if (nl)
-			*nl = '\0';
-		stack_store__add_mapping(s, start, end, pgoff, true, name);
+	if (procfs__for_each_mapping(s->pid, keep_code_mapping, s) < 0) {
+		/* It exited: the mappings seen so far stay. */
+		free(s->maps);
+		s->maps = old;
+		s->map_count = old_count;
+		s->map_cap = old_cap;
+		return;
 	}
-	fclose(f);
 	for (size_t i = 0; i < old_count; i++) {
 		bool covered = false;
 
