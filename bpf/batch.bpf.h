@@ -384,11 +384,16 @@ static __always_inline int take_other(struct kh_take *tk, struct batch_buffer *b
 	__u64 addr = tk->state_addr, flushes_off = flushes_offset(tk->flags), bytes;
 	__u32 count, tid = tk->tid;
 
-	/* Read into the take itself: this frame is on the deepest chain of calls. */
+	/*
+	 * Read into the take itself: this frame is on the deepest chain of
+	 * calls.  `flushes` first: a count read before it could be the
+	 * previous generation's, taken for the next one's (the soak counted
+	 * 44 spans twice in one of 600 records so).
+	 */
 	tk->count = 0;
-	if (bpf_probe_read_user(&tk->count, sizeof(__u32), (const void *)(addr + KH_TS_BATCH_COUNT_OFF)) ||
-	    bpf_probe_read_user(&tk->bytes, 2 * sizeof(__u64), (const void *)(addr + KH_TS_INPUT_OFF)) ||
-	    bpf_probe_read_user(&tk->flushes, sizeof(tk->flushes), (const void *)(addr + flushes_off))) {
+	if (bpf_probe_read_user(&tk->flushes, sizeof(tk->flushes), (const void *)(addr + flushes_off)) ||
+	    bpf_probe_read_user(&tk->count, sizeof(__u32), (const void *)(addr + KH_TS_BATCH_COUNT_OFF)) ||
+	    bpf_probe_read_user(&tk->bytes, 2 * sizeof(__u64), (const void *)(addr + KH_TS_INPUT_OFF))) {
 		count_drop(tk->slot, KH_DROP_EXIT_UNKNOWN); /* its buffer is not readable */
 		return 0;
 	}

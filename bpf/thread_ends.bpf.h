@@ -183,8 +183,8 @@ static __always_inline void thread_end(struct task_struct *task, bool group_dead
 		kh_preempt_disable();
 		if (drain)
 			send_buffer(tid, entry);
-		else if (drain_at_do_exit && !(entry->flags & KH_THREAD_DRAINED))
-			/* kh_exit_drain did not run for it: its buffer is unknown. */
+		else if (drain_at_do_exit)
+			/* kh_exit_drain, which takes the entry out, did not run for it. */
 			count_drop(active_slot, KH_DROP_EXIT_UNKNOWN);
 		kh_preempt_enable();
 		bpf_map_delete_elem(&thread_list, &tid);
@@ -324,9 +324,14 @@ int BPF_PROG(kh_exit_drain, long code)
 	if (entry && entry->state_addr) {
 		kh_preempt_disable();
 		send_buffer(tid, entry);
-		/* For kh_thread_exit_old: a thread without the mark was skipped here. */
-		entry->flags |= KH_THREAD_DRAINED;
 		kh_preempt_enable();
+		/*
+		 * Out of the list at once: kh_thread_exit_old counts a thread
+		 * still listed as one this program missed, and a session's
+		 * end must not read a stack the C library may give to a new
+		 * thread once exit_mm() has cleared this one's id.
+		 */
+		bpf_map_delete_elem(&thread_list, &tid);
 	}
 	return 0;
 }

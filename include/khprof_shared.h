@@ -196,7 +196,6 @@ _Static_assert(sizeof(struct kh_batch_entry) == 24, "");
 
 #define KH_THREAD_ABI3 1u   /* registered or flushed with probe ABI 3 */
 #define KH_THREAD_ABI6 4u   /* registered or flushed with probe ABI 6: 256 entries */
-#define KH_THREAD_DRAINED 8u /* kh_exit_drain read its buffer (kernels before 6.16) */
 #define KH_THREAD_ABI7 16u  /* probe ABI 7: flushed_spans numbers its spans */
 #define KH_THREAD_LAYOUT (KH_THREAD_ABI3 | KH_THREAD_ABI6 | KH_THREAD_ABI7)
 #define KH_MAX_THREADS 16384
@@ -265,7 +264,7 @@ static inline __u64 kh_claim_counted(__u64 claim, __u64 flushes, __u64 amount)
  */
 struct kh_thread_entry {
 	__u64 state_addr; /* &kh_thread_state in the program */
-	__u32 flags;      /* KH_THREAD_LAYOUT's bits, KH_THREAD_DRAINED */
+	__u32 flags;      /* KH_THREAD_LAYOUT's bits */
 	__u32 stored;     /* thread_store has the address too (for the sampler) */
 	__u64 claim_spans;
 	__u64 claim_bytes;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* notes.c - notes and drop warnings beside the seed's text report. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "log.h"
@@ -33,22 +34,40 @@ const char *kh_drop__description(uint32_t drop)
 	return drop < KH_DROP_COUNT ? drop_descriptions[drop] : NULL;
 }
 
-/* What the off-CPU split could not see (docs/SCHEMA.md, khprof.latency). */
+/*
+ * What the off-CPU split could not see (docs/SCHEMA.md, khprof.latency),
+ * said so that a reader knows which rows of the table are bounds: per
+ * stage, the spans whose off-CPU time is only partly known.
+ */
 static void print_latency_notes(const struct kh_latency *l)
 {
+	char stages[1024] = "";
+	size_t used = 0;
 	uint64_t truncated = 0;
 
-	for (int s = 0; s < KH_STAGE_COUNT; s++)
-		truncated += l->stages[s].offcpu_truncated;
+	for (uint32_t s = 0; s < KH_STAGE_COUNT; s++) {
+		const struct kh_stage_dist *d = &l->stages[s];
+		int n;
+
+		if (!d->offcpu_truncated)
+			continue;
+		truncated += d->offcpu_truncated;
+		n = snprintf(stages + used, sizeof(stages) - used, "%s%s %" PRIu64 " of %" PRIu64,
+			     used ? ", " : "", kh_stage__name(s), d->offcpu_truncated, d->spans);
+		if (n > 0 && (size_t)n < sizeof(stages) - used)
+			used += (size_t)n;
+	}
 	if (l->missed_switches)
 		log__warn("%" PRIu64 " context switch%s of the traced threads not seen: off-CPU "
 			  "times may miss as many intervals", l->missed_switches,
 			  l->missed_switches == 1 ? "" : "es");
 	if (truncated)
-		log__warn("%" PRIu64 " span%s switched out more often than khprof's log of %d "
-			  "switches, or read from a thread's buffer after it ended or after "
-			  "the detach: their off-CPU times are lower bounds", truncated,
-			  truncated == 1 ? "" : "s", KH_OFFCPU_LOG);
+		log__warn("the off-CPU time of %" PRIu64 " span%s is only partly known (%s): "
+			  "each left its CPU more often than the %d switches khprof logs per "
+			  "thread, or was read from a thread's buffer after the thread ended or "
+			  "khprof detached; for %s off-cpu and blocked are lower bounds, on-cpu "
+			  "an upper bound", truncated, truncated == 1 ? "" : "s", stages,
+			  KH_OFFCPU_LOG, used && strchr(stages, ',') ? "these stages" : "this stage");
 }
 
 void profile__print_notes(const struct kh_profile *p)
