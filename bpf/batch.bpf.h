@@ -42,6 +42,12 @@ struct batch_buffer {
 	__u64 last_born;
 	__u64 last_switches;
 	__u64 last_flush_ns;
+	/* This batch's thread and switches, read before the walk (off its stack). */
+	__u64 born;
+	__u64 switches;
+	__u64 min_start; /* batch_min_start_ns, kept here for the same reason */
+	__u32 own;       /* the batch is its thread's own */
+	__u32 tid;       /* whose the batch is */
 };
 
 struct {
@@ -289,6 +295,9 @@ struct kh_take {
 #define KH_TAKE_TSC (1u << 31) /* the anchor's TSC is usable */
 _Static_assert(__builtin_offsetof(struct kh_take, flushed) == 7 * sizeof(__u64),
 	       "batch_args writes the probe's arguments into a take");
+_Static_assert(__builtin_offsetof(struct kh_take, units) - __builtin_offsetof(struct kh_take, count) ==
+		       __builtin_offsetof(struct claim_take, units) - __builtin_offsetof(struct claim_take, count),
+	       "a take's count, bytes and units are a struct claim_take");
 
 /*
  * Session slots a batch is being counted into, so that khprof, when a
@@ -419,11 +428,12 @@ static __always_inline int take_other(struct kh_take *tk, struct batch_buffer *b
 		kh_preempt_enable();
 		return 0;
 	}
-	tk->first = claim_raise(&entry->claim_spans, tk->flushes, count);
-	tk->bytes -= claim_raise(&entry->claim_bytes, tk->flushes, tk->bytes);
-	tk->units -= claim_raise(&entry->claim_units, tk->flushes, tk->units);
-	tk->unseen = 0;
+	/* The take's count, bytes and units are a struct claim_take: no copy on this frame. */
 	tk->count = count;
+	claims_raise(entry, tk->flushes, (struct claim_take *)&tk->count);
+	tk->first = tk->count;
+	tk->count = count;
+	tk->unseen = 0;
 	return 1;
 }
 
@@ -436,12 +446,10 @@ static __always_inline int take_other(struct kh_take *tk, struct batch_buffer *b
  * off-CPU interval ended while one of them ran); for another thread's its
  * log by its id.
  */
-static __always_inline void count_scratch(const struct kh_take *tk, struct batch_buffer *buf)
+static __noinline void count_scratch(const struct kh_take *tk, struct batch_buffer *buf)
 {
 	struct batch_walk walk;
-	struct task_struct *task;
-	__u64 born, switches, min_start;
-	__u32 slot = tk->slot, tid = tk->tid, count;
+	__u32 slot = tk->slot, count;
 
 	walk.buf = buf;
 	walk.now_ns = tk->anchor_ns;
@@ -473,27 +481,32 @@ static __always_inline void count_scratch(const struct kh_take *tk, struct batch
 	walk.end_lo = *(volatile __s64 *)&buf->end_lo;
 	buf->min_start_ticks = KH_BATCH_NO_START;
 	buf->min_start_mono = KH_BATCH_NO_START;
+	/*
+	 * What the off-CPU pass needs after the walk is kept in the map value,
+	 * so that nothing but the walk is live across it: this frame is the
+	 * largest of the deepest chain of calls (512 bytes in all).
+	 */
+	buf->own = !!(tk->flags & KH_TAKE_OWN);
+	buf->tid = tk->tid;
 	if (walk.first >= count)
 		return;
 	kh_loop(KH_BATCH_CAPACITY / BATCH_STRIDE, (count - walk.first + BATCH_STRIDE - 1) / BATCH_STRIDE,
 		add_batch_stride, &walk);
-	min_start = batch_min_start_ns(&walk);
+	buf = walk.buf;
+	buf->min_start = batch_min_start_ns(&walk);
 	walk.offcpu = NULL;
-	if (tk->flags & KH_TAKE_OWN) {
-		task = kh_current_task();
-		born = KH_TASK_READ(task, start_time);
-		switches = KH_TASK_READ(task, nvcsw) + KH_TASK_READ(task, nivcsw);
-		if (buf->last_born != born || buf->last_switches != switches ||
-		    min_start < buf->last_flush_ns)
+	if (buf->own) {
+		if (buf->last_born != buf->born || buf->last_switches != buf->switches ||
+		    buf->min_start < buf->last_flush_ns)
 			walk.offcpu = offcpu_of_current();
-		buf->last_born = born;
-		buf->last_switches = switches;
+		buf->last_born = buf->born;
+		buf->last_switches = buf->switches;
 		buf->last_flush_ns = walk.now_ns;
 	} else {
-		walk.offcpu = bpf_map_lookup_elem(&offcpu_threads, &tid);
+		walk.offcpu = bpf_map_lookup_elem(&offcpu_threads, &buf->tid);
 	}
-	if (walk.offcpu && offcpu_newest_in(walk.offcpu) > min_start)
-		kh_loop(KH_CLASSIC_OFFCPU_SPANS, count - walk.first, add_batch_offcpu, &walk);
+	if (walk.offcpu && offcpu_newest_in(walk.offcpu) > buf->min_start)
+		kh_loop(KH_CLASSIC_OFFCPU_SPANS, walk.count - walk.first, add_batch_offcpu, &walk);
 }
 
 /*
@@ -517,10 +530,15 @@ __noinline int kh_take_batch(struct kh_take *tk)
 	buf = bpf_map_lookup_elem(&batch_scratch, &zero);
 	if (!buf)
 		return 0;
-	if (tk->flags & KH_TAKE_OWN)
+	if (tk->flags & KH_TAKE_OWN) {
+		struct task_struct *task = kh_current_task();
+
 		take_own(tk, buf);
-	else if (!take_other(tk, buf))
+		buf->born = KH_TASK_READ(task, start_time);
+		buf->switches = KH_TASK_READ(task, nvcsw) + KH_TASK_READ(task, nivcsw);
+	} else if (!take_other(tk, buf)) {
 		return 0;
+	}
 	count_scratch(tk, buf);
 	if (tk->flags & KH_TAKE_OWN) {
 		/* This CPU's anchor for the buffers of threads that end here; branch-free. */
@@ -549,21 +567,34 @@ struct settle_ctx {
 	__u32 slot;
 };
 
+/*
+ * The settle's take, in a map value rather than on settle_thread's frame,
+ * which is on the deepest chain of calls (512 bytes in all).  Per CPU:
+ * session events come from one thread at a time.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct kh_take);
+} settle_take SEC(".maps");
+
 static long settle_thread(struct bpf_map *map, const __u32 *tid, struct kh_thread_entry *entry,
 			  struct settle_ctx *ctx)
 {
-	struct kh_take tk = {};
+	__u32 zero = 0;
+	struct kh_take *tk = bpf_map_lookup_elem(&settle_take, &zero);
 
-	if (!(entry->flags & KH_THREAD_ABI3))
+	if (!tk || !(entry->flags & KH_THREAD_ABI3))
 		return 0; /* ABI 2: no generation to claim by */
-	tk.state_addr = entry->state_addr;
-	tk.flags = entry->flags & KH_THREAD_LAYOUT;
-	tk.tid = *tid;
-	tk.slot = ctx->slot;
-	tk.anchor_ticks = ctx->anchor_ticks;
-	tk.anchor_ns = ctx->anchor_ns;
-	tk.flags |= ctx->anchor_ns ? KH_TAKE_TSC : 0;
-	kh_take_batch(&tk);
+	__builtin_memset(tk, 0, sizeof(*tk));
+	tk->state_addr = entry->state_addr;
+	tk->flags = (entry->flags & KH_THREAD_LAYOUT) | (ctx->anchor_ns ? KH_TAKE_TSC : 0);
+	tk->tid = *tid;
+	tk->slot = ctx->slot;
+	tk->anchor_ticks = ctx->anchor_ticks;
+	tk->anchor_ns = ctx->anchor_ns;
+	kh_take_batch(tk);
 	return 0;
 }
 

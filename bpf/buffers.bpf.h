@@ -60,10 +60,11 @@ static __always_inline __u64 flushes_offset(__u32 flags)
 	return flags & KH_THREAD_ABI6 ? KH_TS_FLUSHES_OFF : KH_TS_FLUSHES_OFF_ABI5;
 }
 
-/* Entries a buffer of this layout holds. */
+/* Entries a buffer of this layout holds; without a branch (send_buffer says why). */
 static __always_inline __u32 capacity_of(__u32 flags)
 {
-	return flags & KH_THREAD_ABI6 ? KH_BATCH_CAPACITY : KH_BATCH_CAPACITY_ABI5;
+	return KH_BATCH_CAPACITY_ABI5 +
+	       ((flags / KH_THREAD_ABI6) & 1) * (KH_BATCH_CAPACITY - KH_BATCH_CAPACITY_ABI5);
 }
 
 /*
@@ -146,40 +147,83 @@ static __always_inline __u64 claim_take(__u64 *word, __u64 flushes, __u64 amount
 	return kh_claim_counted(old, flushes, amount);
 }
 
+/* All ones when x is 0, else 0. */
+static __always_inline __u64 zero_mask(__u64 x)
+{
+	x |= 0 - x;
+	KH_OPAQUE(x);
+	return (x >> 63) - 1;
+}
+
 /*
  * Anyone else's take of generation flushes holding amount (a session's
  * start or end, the thread's end or execve): raises the claim to amount and
  * returns what was counted before, amount when nothing is left to count.
- * Each failed exchange means another party took its part first; there are
- * at most three, so four tries always settle.
+ * Two tries: a failed exchange means another party took its part first,
+ * and at most one other can.  The thread's own batch moves the claim to a
+ * later generation (nothing left then); a second raiser is the thread's
+ * end or execve against a session event of another thread, which the
+ * program makes one at a time, and the buffer of a thread at its end or
+ * execve holds at least what a session's end read of it.  Without a
+ * branch: the verifier walks it once, where each exit of a loop of tries
+ * multiplied the paths of the thread-end programs (2,200 instructions
+ * walked each became 10,000).  The second try runs whatever the first
+ * did, and changes nothing when the first settled it (the word then
+ * differs from what it expects, or already counts amount).
  */
 static __always_inline __u64 claim_raise(__u64 *word, __u64 flushes, __u64 amount)
 {
-	__u64 old = *(volatile __u64 *)word, prior, seen;
+	__u64 old, counted, need, seen, settled, result, settled2, result2;
 
 	amount &= KH_CLAIM_AMOUNT;
-	for (int i = 0; i < 4; i++) {
-		prior = kh_claim_counted(old, flushes, amount);
-		if (prior >= amount)
-			return amount;
-		seen = __sync_val_compare_and_swap(word, old, kh_claim(flushes, amount));
-		if (seen == old)
-			return prior;
-		old = seen;
-	}
-	return amount;
+	old = *(volatile __u64 *)word;
+	counted = kh_claim_counted(old, flushes, amount);
+	need = ~zero_mask(amount - counted);
+	seen = __sync_val_compare_and_swap(word, old,
+					   (old & ~need) | (kh_claim(flushes, amount) & need));
+	settled = ~need | zero_mask(seen ^ old);
+	result = (counted & need) | (amount & ~need);
+
+	old = seen;
+	counted = kh_claim_counted(old, flushes, amount);
+	need = ~zero_mask(amount - counted);
+	seen = __sync_val_compare_and_swap(word, old,
+					   (old & ~need) | (kh_claim(flushes, amount) & need));
+	settled2 = ~need | zero_mask(seen ^ old);
+	result2 = (counted & need) | (amount & ~need);
+	return (result & settled) | (~settled & ((result2 & settled2) | (amount & ~settled2)));
+}
+
+/* What another party found in a buffer of one generation; out, what is left of it. */
+struct claim_take {
+	__u64 count; /* out: the first entry not counted before */
+	__u64 bytes;
+	__u64 units;
+};
+
+/* The three raises of a buffer's claims, out of line: once per caller. */
+static __noinline int claims_raise(struct kh_thread_entry *entry, __u64 flushes,
+				   struct claim_take *c)
+{
+	if (!entry || !c)
+		return 0;
+	c->count = claim_raise(&entry->claim_spans, flushes, c->count);
+	c->bytes -= claim_raise(&entry->claim_bytes, flushes, c->bytes);
+	c->units -= claim_raise(&entry->claim_units, flushes, c->units);
+	return 0;
 }
 
 /*
  * Probe ABI 7: the spans a thread handed over that khprof never saw,
  * between what it expected (next_flushed) and the sequence number the
- * thread gives (flushed_spans).  0 when it saw them all.
+ * thread gives (flushed_spans; 0 before ABI 7).  0 when it saw them all.
+ * Without a branch.
  */
 static __always_inline __u64 thread_unseen(const struct kh_thread_entry *entry, __u64 flushed)
 {
-	if (!(entry->flags & KH_THREAD_ABI7) || flushed <= entry->next_flushed)
-		return 0;
-	return flushed - entry->next_flushed;
+	__u64 d = flushed - entry->next_flushed;
+
+	return d & ~(__u64)((__s64)d >> 63) & (0 - (__u64)((entry->flags / KH_THREAD_ABI7) & 1));
 }
 
 #endif /* KHPROF_BUFFERS_BPF_H */

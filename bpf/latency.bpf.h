@@ -197,6 +197,42 @@ struct offcpu_scan {
 	__u64 first; /* the first interval (in the thread's count) that ended after start_ns */
 };
 
+/*
+ * The binary search's bounds, in a map value: a bpf_loop callback may not
+ * keep what changes on its caller's stack (the verifier never settles),
+ * and unrolled, its ten steps cost the verifier 3,200 instructions at every
+ * start.  Per CPU: the callers run with preemption off.
+ */
+struct offcpu_bounds {
+	__u64 lo, hi;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct offcpu_bounds);
+} offcpu_search SEC(".maps");
+
+/* One step: the first interval that came back after the span's start is in [lo, hi). */
+static long search_step(__u64 i, void *ctx)
+{
+	struct offcpu_scan *scan = ctx;
+	struct offcpu_bounds *b;
+	__u32 zero = 0;
+	__u64 mid;
+
+	b = bpf_map_lookup_elem(&offcpu_search, &zero);
+	if (!b || b->lo >= b->hi)
+		return 1;
+	mid = b->lo + (b->hi - b->lo) / 2;
+	if (scan->th->log[mid & (KH_OFFCPU_LOG - 1)].in_ns > scan->start_ns)
+		b->hi = mid;
+	else
+		b->lo = mid + 1;
+	return 0;
+}
+
 /* One logged interval per call, oldest first, from scan->first until one begins after the span. */
 static long sum_interval(__u64 i, void *ctx)
 {
@@ -230,7 +266,9 @@ static __always_inline void add_offcpu_of(struct kh_hist_block *hist,
 					  __u64 start_ns, __u64 end_ns)
 {
 	struct offcpu_scan scan = { .th = th, .start_ns = start_ns, .end_ns = end_ns };
-	__u64 n, lo, hi, mid;
+	struct offcpu_bounds *b;
+	__u32 zero = 0;
+	__u64 n, lo;
 
 	if (!hist || !th || stage >= KH_STAGE_COUNT)
 		return;
@@ -238,16 +276,14 @@ static __always_inline void add_offcpu_of(struct kh_hist_block *hist,
 		return; /* the common case: not switched out since the span began */
 	n = th->intervals;
 	lo = n > KH_OFFCPU_LOG ? n - KH_OFFCPU_LOG : 0;
-	hi = n;
-	/* n - lo halves at each step: 10 steps cover the 512 intervals kept. */
-#pragma unroll
-	for (int step = 0; step <= KH_OFFCPU_LOG_BITS; step++) {
-		mid = lo + (hi - lo) / 2;
-		if (lo < hi && th->log[mid & (KH_OFFCPU_LOG - 1)].in_ns > start_ns)
-			hi = mid;
-		else if (lo < hi)
-			lo = mid + 1;
-	}
+	b = bpf_map_lookup_elem(&offcpu_search, &zero);
+	if (!b)
+		return;
+	b->lo = lo;
+	b->hi = n;
+	/* hi - lo halves at each step: 10 steps cover the 512 intervals kept. */
+	kh_loop(KH_OFFCPU_LOG_BITS + 1, KH_OFFCPU_LOG_BITS + 1, search_step, &scan);
+	lo = b->lo;
 	scan.first = lo;
 	scan.h = &hist->stages[stage];
 	/*

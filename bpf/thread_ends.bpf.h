@@ -45,11 +45,19 @@ static __always_inline void count_drops(__u32 slot, enum kh_drop drop, __u64 n)
  * it takes is claimed, so that a session's end, a failed execve's later
  * batch or a second program never counts it again.  Probe ABI 7: the
  * spans the thread numbered before its buffer that khprof never saw are
- * counted as unseen.
+ * counted as unseen.  Global, so that the verifier checks it once per
+ * program whatever path led there (inlined, each program walked 7,000
+ * instructions, 2,200 before the claims); not preempted while it reads
+ * and sends the buffer (a few us): a thread preempted inside one of these
+ * programs holds it on its CPU, and the kernel skips it there for every
+ * other thread's end (kh_thread_exit_again).  Off inside, not around the
+ * call: the verifier of Linux 6.12 refuses a global function's call with
+ * preemption disabled.
  */
 static __always_inline void send_buffer(__u32 tid, struct kh_thread_entry *entry)
 {
-	__u64 addr = entry->state_addr, bytes, flushes, flushed = 0, input[2];
+	__u64 addr = entry->state_addr, bytes, flushes, flushed = 0, input[2], unseen;
+	struct claim_take take;
 	struct kh_buffer_event *e;
 	__u32 zero = 0, slot, count = 0, first, flags = entry->flags;
 	struct batch_buffer *scratch;
@@ -77,22 +85,34 @@ static __always_inline void send_buffer(__u32 tid, struct kh_thread_entry *entry
 		count_drop(active_slot, KH_DROP_EXIT_UNKNOWN);
 		return;
 	}
-	if (count > capacity_of(flags))
-		count = capacity_of(flags);
-	/* The open generation is one khprof's batches did not reach: what it missed. */
-	if (!kh_claim_ahead(entry->claim_spans, flushes) && thread_unseen(entry, flushed)) {
-		count_drops(active_slot, KH_DROP_UNSEEN, thread_unseen(entry, flushed));
-		entry->next_flushed = flushed;
-	}
-	if (kh_claim_counted(entry->claim_spans, flushes, count) >= count &&
-	    kh_claim_counted(entry->claim_bytes, flushes, input[0]) >= input[0] &&
-	    kh_claim_counted(entry->claim_units, flushes, input[1]) >= input[1])
-		return; /* all of it was counted: a settle took it, or it died inside its flush */
+	/*
+	 * No branch until the claims are taken (the verifier walks their code
+	 * once for every way into it): the count within the layout's
+	 * capacity, and (ABI 7) the spans the thread numbered before its
+	 * buffer that khprof's batches never brought, unless its batch had
+	 * already taken the buffer (it died inside its flush).
+	 */
+	count = min_no_branch(count, capacity_of(flags));
+	unseen = thread_unseen(entry, flushed) & (kh_claim_ahead(entry->claim_spans, flushes) - 1);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	slot = active_slot;
-	first = claim_raise(&entry->claim_spans, flushes, count);
-	input[0] -= claim_raise(&entry->claim_bytes, flushes, input[0]);
-	input[1] -= claim_raise(&entry->claim_units, flushes, input[1]);
+	take.count = count;
+	take.bytes = input[0];
+	take.units = input[1];
+	claims_raise(entry, flushes, &take);
+	first = take.count;
+	input[0] = take.bytes;
+	input[1] = take.units;
+	if (unseen) {
+		count_drops(slot, KH_DROP_UNSEEN, unseen);
+		entry->next_flushed = flushed;
+	}
+	if (first >= count && !input[0] && !input[1]) {
+		/* All of it was counted: a settle took it, or it died inside its flush. */
+		if (e)
+			bpf_ringbuf_discard(e, 0);
+		return;
+	}
 	if (!e) {
 		/* The ring buffer is full: the spans are lost, and counted as such. */
 		count_drops(slot, KH_DROP_EXIT_UNREAD, count > first ? count - first : 0);
@@ -138,6 +158,18 @@ static __always_inline void send_buffer(__u32 tid, struct kh_thread_entry *entry
 	event_submit_lazily((struct kh_event *)e);
 }
 
+__noinline int kh_send_buffer(__u32 tid)
+{
+	struct kh_thread_entry *entry = bpf_map_lookup_elem(&thread_list, &tid);
+
+	if (!entry || !entry->state_addr)
+		return 0;
+	kh_preempt_disable();
+	send_buffer(tid, entry);
+	kh_preempt_enable();
+	return 0;
+}
+
 /*
  * Before Linux 6.16 sched_process_exit fires after exit_mm(): the thread's
  * memory is gone there, so its buffer is read at the start of do_exit()
@@ -174,19 +206,11 @@ static __always_inline void thread_end(struct task_struct *task, bool group_dead
 	offcpu_thread_end(task);
 	entry = bpf_map_lookup_elem(&thread_list, &tid);
 	if (entry && entry->state_addr) {
-		/*
-		 * Not preempted while it reads and sends the buffer (a few us):
-		 * a thread preempted inside this program holds it on its CPU,
-		 * and the kernel skips it there for every other thread's end
-		 * (kh_thread_exit_again).
-		 */
-		kh_preempt_disable();
 		if (drain)
-			send_buffer(tid, entry);
+			kh_send_buffer(tid);
 		else if (drain_at_do_exit)
 			/* kh_exit_drain, which takes the entry out, did not run for it. */
 			count_drop(active_slot, KH_DROP_EXIT_UNKNOWN);
-		kh_preempt_enable();
 		bpf_map_delete_elem(&thread_list, &tid);
 	} else if (abi2_batch_traced) {
 		/* ABI 2: its buffer is unknown. */
@@ -322,9 +346,7 @@ int BPF_PROG(kh_exit_drain, long code)
 	tid = task->pid;
 	entry = bpf_map_lookup_elem(&thread_list, &tid);
 	if (entry && entry->state_addr) {
-		kh_preempt_disable();
-		send_buffer(tid, entry);
-		kh_preempt_enable();
+		kh_send_buffer(tid);
 		/*
 		 * Out of the list at once: kh_thread_exit_old counts a thread
 		 * still listed as one this program missed, and a session's
@@ -361,7 +383,7 @@ static __always_inline void exec_check(struct task_struct *task)
 	tid = task->pid;
 	entry = bpf_map_lookup_elem(&thread_list, &tid);
 	if (entry && entry->state_addr)
-		send_buffer(tid, entry);
+		kh_send_buffer(tid);
 }
 
 /*
