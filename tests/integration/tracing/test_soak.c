@@ -74,22 +74,12 @@ static void parse_sessions(const char *out, struct session_counts *want, size_t 
 /* Record run of workload in mode; every session's record exactly as the workload says. */
 static void soak_run(const char *what, char *const workload[], const char *mode, unsigned run)
 {
-	char out[512], *argv[24] = { khprof, "record", "-q", "--mode", (char *)mode, "-o", out,
-				     "--" };
 	struct session_counts want[SESSIONS];
 	struct run_result r;
-	size_t argc = 8;
+	char out[512];
 
 	path_in(out, sizeof(out), tmpdir, "%s-%s.json", what, mode);
-	for (size_t i = 0; workload[i]; i++) {
-		argv[argc++] = workload[i];
-		assert_true(argc < sizeof(argv) / sizeof(argv[0]));
-	}
-	argv[argc] = NULL;
-	r = run_here(argv);
-	if (r.exit_code != 0)
-		fail_msg("%s, %s mode, run %u: khprof record exited %d: %s", what, mode, run,
-			 r.exit_code, r.err);
+	r = record_workload(khprof, mode, out, workload);
 	parse_sessions(r.out, want, SESSIONS);
 	for (size_t s = 0; s < SESSIONS; s++) {
 		char path[512];
