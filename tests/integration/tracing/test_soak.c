@@ -39,8 +39,12 @@
  * thread ends, every shape 3 times).
  */
 #define DEFAULT_RUNS 40
-/* The kernel matrix's, a few minutes a kernel under TCG at most. */
-#define BRIEF_RUNS 2
+/*
+ * The kernel matrix's: a record of each program in each mode, every shape
+ * of thread end three times; about 75 s a kernel under TCG (each record is
+ * mostly khprof's start, ~6 s there).
+ */
+#define BRIEF_RUNS 1
 #define SESSIONS 3
 
 static char *khprof;
@@ -150,7 +154,7 @@ static void test_soak_rust_waves(void **state)
 	soak("workload-rs-waves", waves_rs, soak_runs());
 }
 
-/* The kernel matrix's shorter soak: both programs, a few records each. */
+/* The kernel matrix's shorter soak: both programs, a record a mode each. */
 static void test_soak_brief(void **state)
 {
 	(void)state;
