@@ -36,8 +36,9 @@ struct {
  * start or end reaches every thread's entry (bpf_for_each_map_elem; task
  * storage of another thread needs bpf_task_from_pid, Linux 6.2) and khprof
  * reads them after a detach by thread id (a pidfd of a thread is Linux
- * 6.9).  The flush path's lookup costs about 0.1 ns a span
- * (docs/PERFORMANCE.md).  A thread's end deletes its entry.
+ * 6.9).  The flush path pays one lookup a batch of up to 256 spans (make
+ * bench row 2 showed no change beyond its noise).  A thread's end deletes
+ * its entry.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
