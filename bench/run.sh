@@ -79,6 +79,13 @@ gcc "${CFLAGS_BENCH[@]}" -o "$B/dwarf_unwind" bench/dwarf_unwind.c -ldw -lelf
 gcc "${CFLAGS_BENCH[@]}" -o "$B/page_fault" bench/page_fault.c
 gcc "${CFLAGS_BENCH[@]}" -o "$B/scrape" bench/scrape.c
 gcc "${CFLAGS_BENCH[@]}" -o "$B/switch_cost" bench/switch_cost.c
+# exec_loop and host_scan measure what attach --all costs the host (row 14).
+gcc "${CFLAGS_BENCH[@]}" -o "$B/exec_loop" bench/all-cost/exec_loop.c
+# shellcheck disable=SC2046
+gcc "${CFLAGS_BENCH[@]}" $(incs_of usdt userspace/common userspace/analysis userspace/capture \
+	userspace/cmd/tracing) -Ibuild -o "$B/host_scan" bench/all-cost/host_scan.c \
+	build/userspace/cmd/tracing/host_scan.o build/userspace/capture/ns/ns.o \
+	build/userspace/capture/procfs.o $(objs_of usdt userspace/common) -ldw -lelf -lz -lm
 
 # The seed's own seed-overhead, built with seed-render by the same script,
 # in the same cargo target directory, so the seed compiles once.  Removed
@@ -164,7 +171,7 @@ row() { # row N MEASUREMENT KHPROF REFERENCE RATIO TARGET MET
 }
 
 # --- 1. untraced cost per span ----------------------------------------------
-say "1/13 untraced span cost"
+say "1/14 untraced span cost"
 N1=20000000
 for r in 1 2 3 4 5; do
 	span_ns bare "$SC" bare $N1 >>"$tmp/r1.bare"
@@ -207,6 +214,7 @@ ir_rs() { # ir_rs VARIANT FUNCTION: the same for the Rust crate's span_cost
 	awk -v n=$n '/^totals:/ { printf "%.2f", $2 / (5 * n); found = 1 } END { if (!found) print "n/a" }' "$out"
 }
 ir_bare=n/a ir_probes=n/a ir_inproc=n/a ir_seed=n/a ir_rs_probes=n/a ir_rs_seed=n/a
+ir_seed_en=n/a ir_rs_en=n/a ir_rs_tsim=n/a ir_rs_bsim=n/a
 if [ "$have_valgrind" = 1 ]; then
 	ir_bare=$(ir bare spans_bare)
 	ir_probes=$(ir probes spans_probes)
@@ -219,10 +227,19 @@ if [ "$have_valgrind" = 1 ]; then
 			"$SEED" 100000 >/dev/null 2>&1 && [ -f "$tmp/cg.seed.1" ]; then
 			ir_seed=$(awk '/^totals:/ { printf "%.2f", $2 / 100000 }' "$tmp/cg.seed.1")
 		fi
+		# The second call: N/10 spans enabled (row 2's Rust lines).
+		if [ -f "$tmp/cg.seed.2" ]; then
+			ir_seed_en=$(awk '/^totals:/ { printf "%.2f", $2 / 10000 }' "$tmp/cg.seed.2")
+		fi
 	fi
 	if [ -n "$SCRS" ]; then
 		ir_rs_probes=$(ir_rs probes kh_rs_spans_probes)
 		ir_rs_seed=$(ir_rs seed-loop kh_rs_spans_seed_loop)
+		# Row 2's: the in-process span, and a traced batch span's user
+		# space (the program sets the batch semaphore itself, its sites nops).
+		ir_rs_en=$(ir_rs enabled kh_rs_spans_seed_loop)
+		ir_rs_tsim=$(ir_rs traced-sim kh_rs_spans_seed_loop)
+		ir_rs_bsim=$(ir_rs both-sim kh_rs_spans_seed_loop)
 	fi
 else
 	say "valgrind not found: instruction counts are n/a"
@@ -254,7 +271,7 @@ row 1 "layout check: same loops built with -falign-loops=32" \
 	"probes $probes32" "bare $bare32" "$(calc %.2f× "$probes32 / $bare32")" "—" "—"
 
 # --- 2. traced cost per span ------------------------------------------------
-say "2/13 traced span cost (khprof batch/span/pair, bpftrace, in-process enabled)"
+say "2/14 traced span cost (khprof batch/span/pair, bpftrace, in-process enabled)"
 # bt_pair BINARY OUT: bpftrace's per-stage aggregation with @start[tid],
 # on the same two probes khprof's pair mode uses (rows 2 and 3).
 bt_pair() {
@@ -290,6 +307,16 @@ for r in 1 2 3 4 5; do
 	span_ns inproc-off "$SC" inproc-off $N1 >>"$tmp/r2.inproc-off"
 	span_ns inproc-on "$SC" inproc-on 2000000 >>"$tmp/r2.inproc-on"
 	span_ns clocks "$SC" clocks 2000000 >>"$tmp/r2.clocks"
+	if [ -n "$SCRS" ]; then
+		# The Rust crate: in process (the seed's enabled switch), traced by
+		# khprof alone, and both at once (docs/PERFORMANCE.md, row 2).
+		span_ns rs-untraced "$SCRS" seed-loop $N1 >>"$tmp/r2.rs-untraced"
+		span_ns rs-enabled "$SCRS" enabled 2000000 >>"$tmp/r2.rs-enabled"
+		span_ns "rs traced" "$KHPROF" record -q --mode batch -- "$SCRS" seed-loop "${N2[batch]}" \
+			>>"$tmp/r2.rs-traced"
+		span_ns "rs traced, in process too" "$KHPROF" record -q --mode batch -- "$SCRS" enabled \
+			"${N2[batch]}" >>"$tmp/r2.rs-both"
+	fi
 	if [ -n "$SEED" ]; then "$SEED" >>"$tmp/r2.seed"; fi
 done
 untraced=$(median <"$tmp/r2.untraced")
@@ -349,8 +376,25 @@ row 2 "lowest-overhead mode ($lowest) vs in-process enabled" "${cost[$lowest]}" 
 	"$(calc %.2f× "${cost[$lowest]} / $inproc_on"); $(calc %.2f× "${cost[$lowest]} / $seed_on")" \
 	"≤1.3×" "$(ok "${cost[$lowest]} <= 1.3 * $inproc_on")"
 
+rs_en=n/a rs_traced=n/a rs_both=n/a rs_untraced=n/a seed_en_ns=n/a
+if [ -n "$SCRS" ]; then
+	rs_untraced=$(median <"$tmp/r2.rs-untraced")
+	rs_en=$(median <"$tmp/r2.rs-enabled")
+	rs_traced=$(calc %.1f "$(median <"$tmp/r2.rs-traced") - $rs_untraced")
+	rs_both=$(calc %.1f "$(median <"$tmp/r2.rs-both") - $rs_untraced")
+fi
+[ -n "$SEED" ] && seed_en_ns=$seed_en
+row 2 "Rust crate in process (set_enabled: the seed's API), the seed's own loop: ns/span, instructions/span" \
+	"crate $rs_en ns, $ir_rs_en instr" "seed enabled $seed_en_ns ns, $ir_seed_en instr" \
+	"$(calc %.2f× "$rs_en / $seed_en_ns") ns, $(calc %.2f× "$ir_rs_en / $ir_seed_en") instr" \
+	"≤ the seed's instructions" "$(ok "$ir_rs_en <= $ir_seed_en")"
+row 2 "Rust crate traced by khprof (batch), ns/span over untraced ($rs_untraced): counting in process too vs not" \
+	"$rs_both" "traced alone $rs_traced" "$(calc %.2f× "$rs_both / $rs_traced")" "—" "—"
+row 2 "Rust crate, a traced batch span's user space, instructions/span (batch semaphore set by the program, sites nops)" \
+	"traced $ir_rs_tsim; counting in process too $ir_rs_bsim" "untraced $ir_rs_seed" "—" "—" "—"
+
 # --- 3. attach latency and peak RSS -----------------------------------------
-say "3/13 attach latency and peak RSS (khprof record vs bpftrace -c)"
+say "3/14 attach latency and peak RSS (khprof record vs bpftrace -c)"
 BT3=$tmp/first.bt
 bt_pair "$FP" "$BT3"
 R3=15
@@ -415,7 +459,7 @@ row 3 "peak RSS, MiB (wait4 ru_maxrss, tiny traced program)" "$rss_k" "bpftrace 
 	"$(calc %.2f× "$rss_k / $rss_b")" "≤16 MiB" "$(ok "$rss_k <= 16")"
 
 # --- 4. end to end: kh-scan on the default corpus ---------------------------
-say "4/13 kh-scan --threads 2 on the default corpus, untraced vs traced"
+say "4/14 kh-scan --threads 2 on the default corpus, untraced vs traced"
 corpus=build/demo-corpus
 if [ ! -f "$corpus/truth.jsonl" ]; then
 	corpus=$B/corpus
@@ -506,7 +550,7 @@ row 4 "kh-scan untraced throughput, MiB/s (whole command, 2 threads, $(calc %.1f
 # CPU 1 (libwall.so pins the scanner alone), khprof on CPU 0, 61 rounds in
 # alternating order.  `record --repeat 1` returns only after the kernel has
 # detached its uprobes, so no pause is needed between runs.
-say "4/13 kh-scan --threads 1 pinned, untraced vs batch, 61 rounds"
+say "4/14 kh-scan --threads 1 pinned, untraced vs batch, 61 rounds"
 pinned() { # pinned CONFIG: one run, own wall to r4p.CONFIG.own
 	local cfg=$1 cmd
 	case $cfg in
@@ -579,7 +623,7 @@ row 4 "fixed costs, µs per event: transition (wakes khprof); identity (delivere
 	"$woken_event; $lazy_event" "—" "—" "—" "—"
 
 # --- 5. accuracy against the program's own clock -----------------------------
-say "5/13 accuracy: workload timed US N, khprof vs the workload's own clock"
+say "5/14 accuracy: workload timed US N, khprof vs the workload's own clock"
 declare -A N5=([1]=20000 [10]=5000 [100]=1000)
 for r in 1 2 3; do
 	for us in 1 10 100; do
@@ -684,7 +728,7 @@ for v in migrate forced; do
 done
 
 # --- 6. scaling with threads ------------------------------------------------
-say "6/13 scaling: traced cost per span with 1 and 2 threads"
+say "6/14 scaling: traced cost per span with 1 and 2 threads"
 for r in 1 2 3; do
 	for mode in batch span; do
 		for th in 1 2; do
@@ -711,7 +755,7 @@ row 6 "reference: in-process design enabled (C port, shared atomic counters), 2 
 	"—" "$i2 (1 thread $i1)" "$(calc %.2f× "$i2 / $i1")" "—" "—"
 
 # --- 7. what one --interval sample costs khprof -----------------------------
-say "7/13 --interval sample cost"
+say "7/14 --interval sample cost"
 sleep 600 &
 idle=$!
 for _ in 1 2 3 4 5; do
@@ -724,7 +768,7 @@ p7=$(awk '{ print $3 }' "$tmp/r7" | median)
 row 7 "--interval: khprof CPU per sample, µs (slot map read over the CPUs; /proc stat+status)" \
 	"$s7 ($m7; $p7)" "—" "$(calc %.3f%% "$s7 / 1000")" "at 100 ms, of one CPU" "—"
 # --- 8. page faults of a traced process -------------------------------------
-say "8/13 page faults: untraced and traced (khprof's RSS peak watcher)"
+say "8/14 page faults: untraced and traced (khprof's RSS peak watcher)"
 PF=$root/$B/page_fault
 for r in 1 2 3 4 5; do
 	"$PF" 128 8 | sed -n 's/^ns_per_fault=//p' >>"$tmp/r8.untraced"
@@ -736,7 +780,7 @@ row 8 "page fault, ns, traced process (every RSS change runs the peak watcher)" 
 	"untraced $pf0" "$(calc %.2f× "$pf1 / $pf0")" "—" "—"
 
 # --- 9. live metrics: a scrape, and khprof idle ------------------------------
-say "9/13 --serve: khprof CPU per /metrics scrape, and idle-attached"
+say "9/14 --serve: khprof CPU per /metrics scrape, and idle-attached"
 for r in 1 2 3; do
 	./bench/scrape_cost.sh "$KHPROF" "$WORKLOAD" "$root/$B/scrape" "$tmp/r9.$r" "$SC" >>"$tmp/r9"
 	settle
@@ -754,7 +798,7 @@ row 9 "traced program's ns/span (batch) while scraped every 1 s" "$scraped9" \
 	"not scraped $plain9" "$(calc %.2f× "$scraped9 / $plain9")" "unchanged within noise" \
 	"$(ok "$scraped9 <= 1.1 * $plain9")"
 # --- 10. cost per context switch (off-CPU log) --------------------------------
-say "10/13 context switches: untraced, traced, and while khprof traces another process"
+say "10/14 context switches: untraced, traced, and while khprof traces another process"
 # sw_ns OUT CMD...: a switch_cost run's ns_per_switch, appended to OUT.
 sw_ns() {
 	local out=$1
@@ -792,7 +836,7 @@ row 10 "context switch inside a queue-wait span, batch mode (off-CPU pass), ns" 
 	"$(calc %+.0f "$sw4 - $sw3") ($sw4)" "untraced $sw3" "$(calc %.3f× "$sw4 / $sw3")" "—" "—"
 
 # --- 11. --sample -----------------------------------------------------------
-say "11/13 --sample: the traced program's wall at 0, 99 and 999 Hz, khprof's CPU, symbolization"
+say "11/14 --sample: the traced program's wall at 0, 99 and 999 Hz, khprof's CPU, symbolization"
 ./bench/sample_cost.sh "$KHPROF" build/workloads/stackwork "$B/symbolize" "$tmp/r11" >"$tmp/r11.out"
 r99=$(field "$tmp/r11.out" ratio99)
 r999=$(field "$tmp/r11.out" ratio999)
@@ -823,7 +867,7 @@ row 11 "DWARF unwind (not built): bytes per sample; khprof CPU to unwind one, µ
 	"560 now" "—" "—" "—"
 
 # --- 12. reading a large record: khprof against the seed's reader ----------
-say "12/13 a 50 MB record: khprof report --format seed against the seed's reader"
+say "12/14 a 50 MB record: khprof report --format seed against the seed's reader"
 # timed OUT CMD...: "seconds peak_kib" of one run (GNU time), appended to OUT.
 timed() {
 	local out=$1
@@ -846,7 +890,7 @@ row 12 "50 MB record, peak RSS, MiB" "$(calc %.0f "$k11m")" "seed-render $(calc 
 	"$(calc %.2f× "$k11m / $s11m")" "≤3×" "$(ok "$k11m <= 3 * $s11m")"
 
 # --- 13. khprof diff of many runs: linear, not quadratic ---------------------
-say "13/13 khprof diff of 1,000 and 4,000 runs a side"
+say "13/14 khprof diff of 1,000 and 4,000 runs a side"
 for n in 1000 4000; do
 	python3 bench/records.py runs "$tmp/runs$n" "$n"
 	timed "$tmp/r13.$n" "$KHPROF" diff "$tmp/runs$n/base" "$tmp/runs$n/cand"
@@ -859,6 +903,24 @@ row 13 "khprof diff, seconds: 4,000 runs a side (1,000 a side in brackets)" "$d4
 	"4 × 1,000: $(calc %.1f "4 * $d1")" "$(calc %.2f× "$d4 / (4 * $d1)")" \
 	"≤1.5× (linear; all m n pairs grew 16×)" "$(ok "$d4 <= 6 * $d1")"
 row 13 "khprof diff, peak RSS, MiB, 4,000 runs a side" "$(calc %.0f "$m4")" "—" "—" "—" "—"
+
+# --- 14. attach --all: what watching every execve of a host costs -------------
+say "14/14 attach --all: the first look at the host, and an execve known, new and instrumented"
+./bench/all-cost/run.sh "$KHPROF" "$WORKLOAD" "$root/$B/exec_loop" "$root/$B/host_scan" "$tmp/r14" \
+	>"$tmp/r14.out"
+plain14=$(field "$tmp/r14.out" plain_us)
+known14=$(field "$tmp/r14.out" known_us)
+row 14 "attach --all, first look at every process: ms cold (warm in brackets), $(field "$tmp/r14.out" processes) processes, $(field "$tmp/r14.out" files) files" \
+	"$(field "$tmp/r14.out" scan_cold_ms) ($(field "$tmp/r14.out" scan_warm_ms))" "—" "—" "—" "—"
+row 14 "attach --all, µs from fork to exit of /bin/true: its file known plain (no stop)" \
+	"$known14" "no khprof $plain14" "$(calc %.3f× "$known14 / $plain14")" "—" "—"
+row 14 "attach --all, µs from fork to exit: a file not seen before (stopped, read, resumed; khprof's look in brackets)" \
+	"$(field "$tmp/r14.out" new_us) ($(field "$tmp/r14.out" look_us))" "no khprof $plain14" "—" "—" "—"
+row 14 "attach --all, ns of kh_exec_start per execve (the kernel's BPF statistics)" \
+	"$(field "$tmp/r14.out" prog_ns)" "—" "—" "—" "—"
+row 14 "attach --all, µs from fork to exit of an instrumented ~1 ms program (stopped until attached)" \
+	"$(field "$tmp/r14.out" instr_all_us)" "no khprof $(field "$tmp/r14.out" instr_plain_us)" \
+	"—" "—" "—"
 
 # --- the table and docs/PERFORMANCE.md --------------------------------------
 header='| row | measurement | khprof | reference | ratio | target | met |

@@ -86,6 +86,21 @@ for name in test_trace test_faults test_follow; do
 	[ -x "build/tests/$name" ] && run_binary "build/tests/$name" " (fallbacks: $fallbacks)"
 done
 unset KHPROF_DISABLE_FEATURES
+# The parsers of other people's files under the fuzzer (tests/fuzz/run.sh:
+# KH_FUZZ_SECONDS each, a fixed seed); each of its targets counts as a test.
+echo "== tests/fuzz/run.sh"
+./tests/fuzz/run.sh "${KH_FUZZ_SECONDS:-30}" >"$log" 2>&1
+rc=$?
+cat "$log"
+counts=$(sed -n 's/^fuzz: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log" | tail -n 1)
+if [ -n "$counts" ]; then
+	set -- $counts
+	passed=$((passed + $1)) failed=$((failed + $2))
+fi
+if [ "$rc" -ne 0 ] && [ "${2:-0}" -eq 0 ]; then
+	failed=$((failed + 1))
+	broken="$broken tests/fuzz/run.sh"
+fi
 # Last, the kernel matrix (tests/kernels/run.sh: the integration tests in
 # Debian's own kernels under QEMU), its tests counted with the host's.
 # KH_KERNELS=none leaves it out, but not when CI=true.

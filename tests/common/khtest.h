@@ -27,7 +27,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -263,14 +266,16 @@ static inline char *run_take_output(int fd, char *path)
  * Runs argv[0] (a path; no PATH search) to completion in cwd (NULL: this
  * one), as uid when uid >= 0.  stdout and stderr go to temporary files,
  * not pipes, so neither can fill up while the other is read, and both are
- * read back whole.  Free the result with run_result_free().
+ * read back whole.  bound_s > 0: the run must end within that many
+ * seconds (run_bounded).  Free the result with run_result_free().
  */
-static inline struct run_result run_cmd(const char *cwd, int uid, char *const argv[])
+static inline struct run_result run_cmd_within(const char *cwd, int uid, char *const argv[],
+					       int bound_s)
 {
 	struct run_result r = { .exit_code = -1 };
 	char *out_path, *err_path;
 	int out_fd = temp_file(&out_path), err_fd = temp_file(&err_path);
-	int status;
+	int status, pid_fd = -1;
 	pid_t pid;
 
 	if (out_fd < 0 || err_fd < 0)
@@ -278,6 +283,9 @@ static inline struct run_result run_cmd(const char *cwd, int uid, char *const ar
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
+		/* A group of its own, so that a hung run is killed with what it started. */
+		if (bound_s > 0)
+			setpgid(0, 0);
 		/* dup2 clears close-on-exec on the copies, so the program keeps them. */
 		if (dup2(out_fd, STDOUT_FILENO) < 0 || dup2(err_fd, STDERR_FILENO) < 0)
 			_exit(RUN_SETUP_FAILED);
@@ -293,12 +301,47 @@ static inline struct run_result run_cmd(const char *cwd, int uid, char *const ar
 		fprintf(stderr, "run_cmd: cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(RUN_EXEC_FAILED);
 	}
+	if (bound_s > 0) {
+		struct pollfd pfd = { .events = POLLIN };
+		int ready;
+
+		setpgid(pid, pid); /* as the child does: whichever runs first */
+		pid_fd = (int)syscall(SYS_pidfd_open, pid, 0);
+		assert_true(pid_fd >= 0);
+		pfd.fd = pid_fd;
+		while ((ready = poll(&pfd, 1, bound_s * 1000)) < 0 && errno == EINTR)
+			;
+		if (ready == 0) {
+			kill(-pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			fail_msg("%s %s did not end within %d s: it hangs", argv[0],
+				 argv[1] ? argv[1] : "", bound_s);
+		}
+		close(pid_fd);
+	}
 	while (waitpid(pid, &status, 0) < 0)
 		assert_int_equal(errno, EINTR);
 	r.exit_code = exit_code_of_status(status);
 	r.out = run_take_output(out_fd, out_path);
 	r.err = run_take_output(err_fd, err_path);
 	return r;
+}
+
+static inline struct run_result run_cmd(const char *cwd, int uid, char *const argv[])
+{
+	return run_cmd_within(cwd, uid, argv, 0);
+}
+
+/*
+ * run_cmd() here, as this user, for a command that could hang (a tracer
+ * waiting on a pipe nobody will close): the harness kills it, and what
+ * it started, when it has not ended within bound_s seconds, and fails the
+ * test saying it hung.  The bound tells a hang from a slow machine and
+ * measures nothing, so it is far above any run's length.
+ */
+static inline struct run_result run_bounded(char *const argv[], int bound_s)
+{
+	return run_cmd_within(NULL, -1, argv, bound_s);
 }
 
 /* run_cmd() here, as this user. */

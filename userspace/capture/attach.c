@@ -31,21 +31,21 @@
 #include "sampler.h"
 #include "tracer_impl.h"
 #include "usdt_notes.h"
-#include "usdt_spec.h"
+#include "utf8.h"
 
 #define PROVIDER "keyhog"
 
-static bool seen_before(struct tracer *t, dev_t dev, ino_t ino)
+bool attach__seen_before(struct seen_object **list, size_t *count, dev_t dev, ino_t ino)
 {
 	struct seen_object *grown;
 
-	for (size_t i = 0; i < t->seen_count; i++)
-		if (t->seen[i].dev == dev && t->seen[i].ino == ino)
+	for (size_t i = 0; i < *count; i++)
+		if ((*list)[i].dev == dev && (*list)[i].ino == ino)
 			return true;
-	grown = realloc(t->seen, (t->seen_count + 1) * sizeof(*grown));
+	grown = realloc(*list, (*count + 1) * sizeof(*grown));
 	if (grown) {
-		t->seen = grown;
-		t->seen[t->seen_count++] = (struct seen_object){ dev, ino };
+		*list = grown;
+		(*list)[(*count)++] = (struct seen_object){ dev, ino };
 	}
 	return false;
 }
@@ -398,8 +398,9 @@ void attach__protect_child(struct tracer *t, pid_t child)
 }
 
 /*
- * Parses the argument spec of one site into specs[*n]; its id is the
- * site's cookie.  The specs are stored by store_specs, all at once.
+ * The argument spec of one site (parsed and checked with its note) into
+ * specs[*n]; its id is the site's cookie.  The specs are stored by
+ * store_specs, all at once.
  */
 static int add_spec(struct tracer *t, const char *path, const struct usdt_note *note,
 		    enum kh_probe_kind kind, struct kh_usdt_spec *specs, __u32 *ids, __u32 *n,
@@ -407,21 +408,70 @@ static int add_spec(struct tracer *t, const char *path, const struct usdt_note *
 {
 	__u32 id = t->spec_count;
 
-	if (usdt_spec__parse(note->args, kind, &specs[*n]) != 0) {
-		log__warn("skipping probe '%s:%s' in '%s': unsupported arguments '%s'",
-			  note->provider, note->name, path, note->args);
-		return 1;
-	}
 	if (id >= KH_MAX_PROBE_SITES) {
 		log__error("cannot attach to '%s': more than %d keyhog probe sites", path,
 			   KH_MAX_PROBE_SITES);
 		return -E2BIG;
 	}
+	specs[*n] = note->spec;
+	specs[*n].usdt_cookie = kind;
 	ids[*n] = id;
 	*n += 1;
 	t->spec_count++;
 	*cookie = id;
 	return 0;
+}
+
+/*
+ * The keyhog sites of path that the parser refused (usdt_notes.h): each
+ * named on stderr, and kept for the records.  A site the linker discarded
+ * could never fire (a note); any other one the file should not have (a
+ * warning).  Other providers' sites are other tools' business.
+ */
+static void name_refused_sites(struct tracer *t, const char *path,
+			       const struct usdt_note_list *notes)
+{
+	for (size_t i = 0; i < notes->refused_count; i++) {
+		const struct usdt_note *n = &notes->refused[i];
+		char provider[64], name[96], file[256], reason[192];
+		struct kh_refused_site site, *grown;
+
+		if (strcmp(n->provider, PROVIDER) != 0)
+			continue;
+		usdt_note__refusal_text(n, reason, sizeof(reason));
+		utf8__escape(n->provider, provider, sizeof(provider));
+		utf8__escape(n->name, name, sizeof(name));
+		utf8__escape(path, file, sizeof(file));
+		if (n->refusal == USDT_SITE_OUTSIDE_CODE)
+			log__note("probe site '%s:%s' at 0x%llx of '%s' not attached: %s", provider,
+				  name, (unsigned long long)n->address, file, reason);
+		else
+			log__warn("refused probe site '%s:%s' at 0x%llx of '%s': %s", provider,
+				  name, (unsigned long long)n->address, file, reason);
+		grown = realloc(t->refused_sites, (t->refused_site_count + 1) * sizeof(*grown));
+		if (!grown)
+			continue; /* named above; the records lack it */
+		site = (struct kh_refused_site){
+			.file = strdup(path), .provider = strdup(n->provider),
+			.name = strdup(n->name), .address = n->address,
+			.refusal = strdup(usdt_refusal__name(n->refusal)), .reason = strdup(reason),
+		};
+		t->refused_sites = grown;
+		grown[t->refused_site_count++] = site;
+		t->sessions.cfg.refused_sites = t->refused_sites;
+		t->sessions.cfg.refused_site_count = t->refused_site_count;
+	}
+}
+
+void attach__free_refused_sites(struct tracer *t)
+{
+	for (size_t i = 0; i < t->refused_site_count; i++)
+		kh_refused_site__free(&t->refused_sites[i]);
+	free(t->refused_sites);
+	t->refused_sites = NULL;
+	t->refused_site_count = 0;
+	t->sessions.cfg.refused_sites = NULL;
+	t->sessions.cfg.refused_site_count = 0;
 }
 
 /*
@@ -442,19 +492,61 @@ static int store_specs(struct tracer *t, const struct kh_usdt_spec *specs, const
 	return 0;
 }
 
+/*
+ * The kernel refused the sites of a file.  Its support for uprobes was
+ * established when khprof probed its features, and every site passed the
+ * checks of usdt_notes.c, so a refusal of an argument is the file's (a
+ * site that changed since it was read, or one those checks do not know):
+ * the kernel's configuration is not blamed.
+ */
 static void report_attach_error(const char *path, int err)
 {
+	char file[256];
+
+	utf8__escape(path, file, sizeof(file));
 	if (err == -EPERM || err == -EACCES)
 		log__error("cannot attach to '%s': permission denied "
-			   "(run as root or grant CAP_BPF and CAP_PERFMON)", path);
+			   "(run as root or grant CAP_BPF and CAP_PERFMON)", file);
 	else if (err == -EINVAL || err == -EOPNOTSUPP)
-		log__error("cannot attach to '%s': %s (khprof needs perf-event uprobes, "
-			   "CONFIG_UPROBE_EVENTS)", path, strerror(-err));
+		log__error("cannot attach to '%s': the kernel refused its probe sites: %s "
+			   "(khprof probes '%s' lists them)", file, strerror(-err), file);
 	else
-		log__error("cannot attach to '%s': %s", path, strerror(-err));
+		log__error("cannot attach to '%s': %s", file, strerror(-err));
 }
 
-int attach__object(struct tracer *t, const char *path)
+/*
+ * A file whose notes cannot be read.  Not ELF (a script), gone or not
+ * readable: nothing to attach.  Of another architecture: none of its
+ * probes can be read, said once.  Malformed: khprof will not guess at it;
+ * the executable under `record` fails the trace (the file's fault:
+ * tracer__bad_file), a library is named and left untraced.
+ */
+static int unreadable_notes(struct tracer *t, const char *path, int err,
+			    const struct usdt_note_list *notes, bool required)
+{
+	char file[256];
+
+	utf8__escape(path, file, sizeof(file));
+	if (err == -ENOTSUP) {
+		log__warn("cannot read probes of '%s': unsupported ELF file: %s; it runs untraced",
+			  file, notes->problem);
+		return 0;
+	}
+	if (err != -EINVAL) {
+		log__debug("skipping '%s': %s", file, strerror(-err));
+		return 0;
+	}
+	if (!required) {
+		log__warn("cannot read probes of '%s': malformed ELF file: %s; it runs untraced",
+			  file, notes->problem);
+		return 0;
+	}
+	log__error("cannot trace '%s': malformed ELF file: %s", file, notes->problem);
+	t->bad_file = true;
+	return err;
+}
+
+static int attach_file(struct tracer *t, const char *path, bool required)
 {
 	struct usdt_note_list notes;
 	__u64 *offsets = NULL, *ref_ctr_offsets = NULL, *cookies = NULL;
@@ -464,10 +556,9 @@ int attach__object(struct tracer *t, const char *path)
 	int err;
 
 	err = usdt_notes__read(path, &notes);
-	if (err) {
-		log__debug("skipping '%s': %s", path, strerror(-err));
-		return 0;
-	}
+	if (err)
+		return unreadable_notes(t, path, err, &notes, required);
+	name_refused_sites(t, path, &notes);
 	if (notes.count) {
 		offsets = calloc(notes.count, sizeof(*offsets));
 		ref_ctr_offsets = calloc(notes.count, sizeof(*ref_ctr_offsets));
@@ -494,10 +585,8 @@ int attach__object(struct tracer *t, const char *path)
 			continue;
 		at = kind == KH_PROBE_IDENTITY ? first_identity - 1 : count;
 		err = add_spec(t, path, note, kind, specs, ids, &nspecs, &cookies[at]);
-		if (err < 0)
+		if (err)
 			goto out;
-		if (err > 0)
-			continue;
 		offsets[at] = note->file_offset;
 		ref_ctr_offsets[at] = note->semaphore_offset;
 		if (kind == KH_PROBE_IDENTITY)
@@ -511,10 +600,13 @@ int attach__object(struct tracer *t, const char *path)
 		goto out;
 	/* Probe ABI 3 and older: no clock word; their batches keep the TSC. */
 	if (t->monotonic_clock && usdt_notes__has(&notes, PROVIDER, "batch") &&
-	    !usdt_notes__has(&notes, PROVIDER, "clock_monotonic"))
+	    !usdt_notes__has(&notes, PROVIDER, "clock_monotonic")) {
+		char file[256];
+
 		log__warn("'%s' predates probe ABI 4: its batched spans are timed with the TSC, "
 			  "which khprof does not trust here (rebuild it with this khprof's header "
-			  "or crate, or use --mode span)", path);
+			  "or crate, or use --mode span)", utf8__escape(path, file, sizeof(file)));
+	}
 	/* Probe ABI 2: khprof cannot learn where its threads keep their buffers. */
 	if (t->opts.mode == KH_MODE_BATCH && usdt_notes__has(&notes, PROVIDER, "batch") &&
 	    !usdt_notes__has(&notes, PROVIDER, "batch_register"))
@@ -547,13 +639,18 @@ out:
 	return err;
 }
 
-int attach__object_once(struct tracer *t, const char *path)
+int attach__object(struct tracer *t, const char *path)
+{
+	return attach_file(t, path, false);
+}
+
+int attach__object_once(struct tracer *t, const char *path, bool required)
 {
 	struct stat st;
 
 	if (stat(path, &st) != 0)
 		return 0;
-	if (seen_before(t, st.st_dev, st.st_ino))
+	if (attach__seen_before(&t->seen, &t->seen_count, st.st_dev, st.st_ino))
 		return 0;
-	return attach__object(t, path);
+	return attach_file(t, path, required);
 }

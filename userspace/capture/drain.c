@@ -6,8 +6,7 @@
  * a detach from a live process, the spans its threads completed while
  * khprof was attached but had not handed over yet are read from their
  * buffers with process_vm_readv, where the BPF side learned them
- * (thread_list; what of each was counted is in its task storage,
- * thread_store, looked up by a pidfd of the thread).
+ * (thread_list, which also holds the claims on what of each was counted).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -96,7 +95,7 @@ void drain__detached(struct tracer *t, uint64_t detach_ns)
 	struct kh_latency *lat = &t->pending_latency[slot < KH_MAX_SLOTS ? slot : KH_OUTSIDE_SLOT];
 	struct buffer_clock clock;
 	uint64_t late = 0, unread = 0;
-	__u32 key, next, *prev = NULL;
+	__u32 key, next, tid, *prev = NULL;
 
 	if (slot >= KH_MAX_SLOTS)
 		return; /* after an execve: nobody's session */
@@ -112,7 +111,9 @@ void drain__detached(struct tracer *t, uint64_t detach_ns)
 
 		key = next;
 		prev = &key;
-		if (!thread_of(t->pid, key) || bpf_map_lookup_elem(fd, &key, &entry))
+		/* Listed by the kernel's id; looked up by khprof's (pid_map.c). */
+		tid = (__u32)pid_map__local(t, (pid_t)key);
+		if (!tid || !thread_of(t->pid, tid) || bpf_map_lookup_elem(fd, &key, &entry))
 			continue;
 		if (!(entry.flags & KH_THREAD_ABI3)) {
 			unread++;
@@ -128,7 +129,7 @@ void drain__detached(struct tracer *t, uint64_t detach_ns)
 							       : KH_TS_READ_BYTES_ABI5;
 		remote = (struct iovec){ (void *)(uintptr_t)entry.state_addr, local.iov_len };
 		if (process_vm_readv(t->pid, &local, 1, &remote, 1, 0) != (ssize_t)local.iov_len) {
-			log__debug("cannot read thread %u's buffer: %s", key, strerror(errno));
+			log__debug("cannot read thread %u's buffer: %s", tid, strerror(errno));
 			unread++;
 			continue;
 		}

@@ -4,6 +4,7 @@
  * must not pass invalid UTF-8 on (the record's strings, JSON, OpenMetrics
  * label values): in common, below all of them.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,4 +70,83 @@ char *utf8__dup_lossy(const char *s)
 	}
 	out[len] = '\0';
 	return out;
+}
+
+/* The code point of a valid sequence of step bytes. */
+static unsigned int code_point(const unsigned char *s, size_t step)
+{
+	unsigned int c = step == 1 ? s[0] : s[0] & (0x7F >> step);
+
+	for (size_t i = 1; i < step; i++)
+		c = (c << 6) | (s[i] & 0x3F);
+	return c;
+}
+
+/*
+ * Characters a terminal or a reader would act on rather than show: C0 and
+ * C1 controls, DEL, and the bidirectional overrides and isolates, which
+ * reorder the rest of a line ("Trojan Source").
+ */
+static bool acts_on_display(unsigned int c)
+{
+	return c < 0x20 || c == 0x7F || (c >= 0x80 && c <= 0x9F) ||
+	       (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
+}
+
+bool utf8__controls_display(const unsigned char *s, size_t step)
+{
+	return acts_on_display(code_point(s, step));
+}
+
+/* The escaped form of the character at u + i (n bytes in all) into piece; its length. */
+static size_t escape_one(const unsigned char *u, size_t n, size_t i, size_t *step, char *piece,
+			 size_t room)
+{
+	bool valid;
+	size_t len = 0;
+	unsigned int c;
+
+	*step = utf8__scan(u + i, n - i, &valid);
+	if (!valid) {
+		for (size_t j = 0; j < *step; j++)
+			len += (size_t)snprintf(piece + len, room - len, "\\x%02x", u[i + j]);
+		return len;
+	}
+	c = code_point(u + i, *step);
+	if (c == '\\' || c == '\n' || c == '\t' || c == '\r')
+		return (size_t)snprintf(piece, room, "\\%c",
+					c == '\\' ? '\\' : c == '\n' ? 'n' : c == '\t' ? 't' : 'r');
+	if (acts_on_display(c))
+		return (size_t)snprintf(piece, room, c < 0x80 ? "\\x%02x" : "\\u%04x", c);
+	memcpy(piece, u + i, *step);
+	return *step;
+}
+
+const char *utf8__escape(const char *s, char *buf, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)(s ? s : "");
+	size_t n = strlen((const char *)u), used = 0, whole = 0, step;
+	char piece[16];
+
+	if (len == 0)
+		return buf;
+	for (size_t i = 0; i < n; i += step)
+		whole += escape_one(u, n, i, &step, piece, sizeof(piece));
+	for (size_t i = 0; i < n; i += step) {
+		size_t plen = escape_one(u, n, i, &step, piece, sizeof(piece));
+
+		/*
+		 * When the whole does not fit, room for "..." is kept after
+		 * every piece, so the first piece that does not fit is
+		 * replaced by it.
+		 */
+		if (whole >= len && used + plen + 4 > len) {
+			snprintf(buf + used, len - used, "...");
+			return buf;
+		}
+		memcpy(buf + used, piece, plen);
+		used += plen;
+	}
+	buf[used] = '\0';
+	return buf;
 }

@@ -16,4 +16,21 @@ size_t utf8__scan(const unsigned char *s, size_t n, bool *valid);
 /* Copy of s with invalid UTF-8 replaced by U+FFFD, as serde strings must be. */
 char *utf8__dup_lossy(const char *s);
 
+/*
+ * Whether the valid character of step bytes at s is one a terminal or a
+ * reader acts on rather than shows: C0 and C1 controls, DEL, and the
+ * bidirectional overrides and isolates, which reorder the rest of a line.
+ */
+bool utf8__controls_display(const unsigned char *s, size_t step);
+
+/*
+ * s made safe to print on a line of a terminal or a log: backslash, C0 and
+ * C1 controls, DEL and the bidirectional overrides escaped (\n,
+ * \x1b, \u202e), invalid bytes as \xff, other characters as they
+ * are; cut short with "..." when it does not fit in len.  For strings
+ * from files or programs khprof does not trust (probe notes, identity
+ * keys) in its messages.  buf is returned.
+ */
+const char *utf8__escape(const char *s, char *buf, size_t len);
+
 #endif /* KHPROF_UTF8_H */

@@ -228,6 +228,45 @@ static void test_extension_round_trips(void **state)
 }
 
 /*
+ * A container's scanner (tests/golden/container.json, khprof's record of
+ * a program in a runc container): its pid in its own namespace begins the
+ * run_id, the host's pid, cgroup, cgroup id and container id are in the
+ * extension, and the record is written back byte for byte.  The seed's
+ * reader reads it (the golden loops above).  A record without them (every
+ * other golden) is written without them.
+ */
+static void test_container_fields_round_trip(void **state)
+{
+	char *expected = golden_read("container.json"), *json;
+	struct kh_profile p;
+
+	(void)state;
+	assert_non_null(expected);
+	golden_load("container", ".json", &p);
+	assert_int_equal(strncmp(p.identity.run_id, "1-", 2), 0);
+	assert_int_equal(p.ext.namespace_pid, 1);
+	assert_int_equal(p.ext.traced_pid, 18270);
+	assert_string_equal(p.ext.cgroup, "/system.slice/docker-3f2a9c1b7d4e5a6b8c9d0e1f2a3b4c5d"
+					  "6e7f8091a2b3c4d5e6f708192a3b4c5d.scope");
+	assert_true(p.ext.cgroup_id.present);
+	assert_int_equal(p.ext.cgroup_id.value, 804);
+	assert_string_equal(p.ext.container_id, "3f2a9c1b7d4e5a6b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e"
+						"6f708192a3b4c5d");
+	json = profile__to_json(&p);
+	assert_string_equal(json, expected);
+	free(json);
+	profile__free(&p);
+	golden_load("unknown_fields", ".json", &p);
+	assert_null(p.ext.cgroup);
+	json = profile__to_json(&p);
+	assert_null(strstr(json, "\"cgroup\""));
+	assert_null(strstr(json, "namespace_pid"));
+	free(json);
+	free(expected);
+	profile__free(&p);
+}
+
+/*
  * The span clock and its reason round-trip; a record without them (an
  * older khprof's) is written back without them, byte for byte.
  */
@@ -249,6 +288,42 @@ static void test_span_clock_round_trips(void **state)
 	assert_int_equal(profile__from_json(json, &again, err, sizeof(err)), 0);
 	assert_string_equal(again.ext.span_clock, "monotonic");
 	assert_string_equal(again.ext.span_clock_reason, "the TSC went \"back\"");
+	json_again = profile__to_json(&again);
+	assert_string_equal(json_again, json);
+	free(json_again);
+	free(json);
+	profile__free(&again);
+	profile__free(&p);
+}
+
+/*
+ * Refused probe sites round-trip, their strings (the traced file's, any
+ * bytes) escaped by JSON: a control character as \u00XX, invalid UTF-8
+ * as U+FFFD; a record without any is written without the member.
+ */
+static void test_refused_sites_round_trip(void **state)
+{
+	const struct kh_refused_site site = {
+		.file = "/tmp/x", .provider = "keyhog", .name = "\nforged\x1b[2K\xff",
+		.address = 0x1331, .refusal = "not_a_nop", .reason = "the instruction there is not a no-op",
+	};
+	struct kh_profile p, again;
+	char err[256], *json, *json_again;
+
+	(void)state;
+	golden_load("unknown_fields", ".json", &p);
+	json = profile__to_json(&p);
+	assert_null(strstr(json, "refused_sites"));
+	free(json);
+	assert_int_equal(profile__add_refused_site(&p, &site), 0);
+	json = profile__to_json(&p);
+	assert_non_null(strstr(json, "\"name\": \"\\nforged\\u001b[2K\xef\xbf\xbd\""));
+	assert_non_null(strstr(json, "\"address\": 4913"));
+	assert_int_equal(profile__from_json(json, &again, err, sizeof(err)), 0);
+	assert_int_equal(again.ext.refused_site_count, 1);
+	assert_string_equal(again.ext.refused_sites[0].name, "\nforged\x1b[2K\xef\xbf\xbd");
+	assert_string_equal(again.ext.refused_sites[0].refusal, "not_a_nop");
+	assert_int_equal(again.ext.refused_sites[0].address, 0x1331);
 	json_again = profile__to_json(&again);
 	assert_string_equal(json_again, json);
 	free(json_again);
@@ -964,7 +1039,9 @@ int main(void)
 		cmocka_unit_test(test_goldens_match_seed_json),
 		cmocka_unit_test(test_seed_json_is_a_fixed_point),
 		cmocka_unit_test(test_extension_round_trips),
+		cmocka_unit_test(test_container_fields_round_trip),
 		cmocka_unit_test(test_span_clock_round_trips),
+		cmocka_unit_test(test_refused_sites_round_trip),
 		cmocka_unit_test(test_extension_members_are_optional),
 		cmocka_unit_test(test_read_file),
 		cmocka_unit_test(test_u64_beyond_double_precision),

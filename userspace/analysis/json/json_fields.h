@@ -79,6 +79,6 @@ int parse__snapshot(struct parse *ps, const struct jnode *obj, const char *name,
 		    struct kh_resource_snapshot *out);
 
 /* The khprof extension object of the record (json_read_ext.c). */
-int parse__ext(struct parse *ps, const struct jnode *root, struct kh_profile_ext *ext);
+int parse__ext(struct parse *ps, const struct jnode *root, struct kh_profile *p);
 
 #endif

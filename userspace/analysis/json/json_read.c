@@ -218,7 +218,7 @@ static int parse__profile(struct parse *ps, const struct jnode *root, struct kh_
 	    parse__u64(ps, root, "input_units", &p->input_units) ||
 	    parse__stages(ps, root, p) || parse__transitions(ps, root, p) ||
 	    parse__states(ps, root, p) || parse__samples(ps, root, p) ||
-	    parse__resources(ps, root, &p->resources) || parse__ext(ps, root, &p->ext))
+	    parse__resources(ps, root, &p->resources) || parse__ext(ps, root, p))
 		return -EINVAL;
 	return 0;
 }

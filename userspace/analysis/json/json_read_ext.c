@@ -354,6 +354,42 @@ static int parse__kernel(struct parse *ps, const struct jnode *ext_node, struct 
 	return err ? -EINVAL : 0;
 }
 
+/* "refused_sites": [{"file", "provider", "name", "address", "refusal", "reason"}], or absent. */
+static int parse__refused_sites(struct parse *ps, const struct jnode *ext_node,
+				struct kh_profile *p)
+{
+	const struct jnode *list;
+	size_t saved, i = 0;
+	int err;
+
+	if (parse__container(ps, ext_node, "refused_sites", false, true, &list))
+		return -EINVAL;
+	if (!list)
+		return 0;
+	saved = path__push_field(ps, "refused_sites");
+	err = 0;
+	for (const struct jnode *c = list->child; !err && c; c = c->next) {
+		struct kh_refused_site site = { 0 };
+		size_t elem;
+
+		err = parse__element(ps, c, i++, &elem);
+		if (err)
+			break;
+		err = parse__ext_opt_string(ps, c, "file", &site.file) ||
+		      parse__ext_opt_string(ps, c, "provider", &site.provider) ||
+		      parse__ext_opt_string(ps, c, "name", &site.name) ||
+		      parse__ext_u64(ps, c, "address", &site.address) ||
+		      parse__ext_opt_string(ps, c, "refusal", &site.refusal) ||
+		      parse__ext_opt_string(ps, c, "reason", &site.reason);
+		if (!err && profile__add_refused_site(p, &site))
+			err = parse__nomem(ps);
+		kh_refused_site__free(&site);
+		path__pop(ps, elem);
+	}
+	path__pop(ps, saved);
+	return err ? -EINVAL : 0;
+}
+
 /* One sampled stack: its stage, attribution, count and name indices. */
 static int parse__stack(struct parse *ps, const struct jnode *node, struct kh_stacks *s)
 {
@@ -491,8 +527,9 @@ static int parse__stacks(struct parse *ps, const struct jnode *ext, struct kh_st
 	return err ? -EINVAL : 0;
 }
 
-int parse__ext(struct parse *ps, const struct jnode *root, struct kh_profile_ext *ext)
+int parse__ext(struct parse *ps, const struct jnode *root, struct kh_profile *p)
 {
+	struct kh_profile_ext *ext = &p->ext;
 	const struct jnode *node;
 	size_t saved;
 	int err;
@@ -516,6 +553,10 @@ int parse__ext(struct parse *ps, const struct jnode *root, struct kh_profile_ext
 	      parse__ext_u64(ps, node, "tracer_cost_ns", &ext->tracer_cost_ns) ||
 	      parse__ext_u64(ps, node, "span_bias_ns", &ext->span_bias_ns) ||
 	      parse__ext_u64(ps, node, "traced_pid", &ext->traced_pid) ||
+	      parse__ext_u64(ps, node, "namespace_pid", &ext->namespace_pid) ||
+	      parse__ext_opt_string(ps, node, "cgroup", &ext->cgroup) ||
+	      parse__opt_u64(ps, node, "cgroup_id", &ext->cgroup_id) ||
+	      parse__ext_opt_string(ps, node, "container_id", &ext->container_id) ||
 	      parse__ext_u64(ps, node, "session_sequence", &ext->session_sequence) ||
 	      parse__ext_u64(ps, node, "sample_latency_ns_max", &ext->sample_latency_ns_max) ||
 	      parse__series(ps, node, &ext->series) ||
@@ -528,7 +569,7 @@ int parse__ext(struct parse *ps, const struct jnode *root, struct kh_profile_ext
 	      parse__opt_u64(ps, node, "observed_from_unix_ns", &ext->observed_from_unix_ns) ||
 	      parse__ext_opt_string(ps, node, "attach_state", &ext->attach_state) ||
 	      parse__latency(ps, node, &ext->latency) || parse__kernel(ps, node, ext) ||
-	      parse__stacks(ps, node, &ext->stacks);
+	      parse__stacks(ps, node, &ext->stacks) || parse__refused_sites(ps, node, p);
 	path__pop(ps, saved);
 	return err ? -EINVAL : 0;
 }

@@ -475,6 +475,13 @@ static void writer__ext(struct writer *w, const struct kh_profile *p)
 	writer__u64(w, "tracer_cost_ns", ext->tracer_cost_ns);
 	writer__u64(w, "span_bias_ns", ext->span_bias_ns);
 	writer__u64(w, "traced_pid", ext->traced_pid);
+	/* Only when known: records of older khprof versions round-trip unchanged. */
+	if (ext->cgroup) {
+		writer__u64(w, "namespace_pid", ext->namespace_pid);
+		writer__str(w, "cgroup", ext->cgroup);
+		writer__opt_u64(w, "cgroup_id", ext->cgroup_id);
+		writer__str(w, "container_id", ext->container_id);
+	}
 	writer__u64(w, "session_sequence", ext->session_sequence);
 	writer__u64(w, "sample_latency_ns_max", ext->sample_latency_ns_max);
 	if (ext->series.interval_ns)
@@ -512,6 +519,22 @@ static void writer__ext(struct writer *w, const struct kh_profile *p)
 	}
 	if (ext->stacks.present)
 		writer__stacks(w, &ext->stacks);
+	if (ext->refused_site_count) {
+		writer__open_member(w, "refused_sites", '[');
+		for (size_t i = 0; i < ext->refused_site_count; i++) {
+			const struct kh_refused_site *r = &ext->refused_sites[i];
+
+			writer__open_item(w);
+			writer__str(w, "file", r->file);
+			writer__str(w, "provider", r->provider);
+			writer__str(w, "name", r->name);
+			writer__u64(w, "address", r->address);
+			writer__str(w, "refusal", r->refusal);
+			writer__str(w, "reason", r->reason);
+			writer__close(w, '}');
+		}
+		writer__close(w, ']');
+	}
 	writer__close(w, '}');
 }
 

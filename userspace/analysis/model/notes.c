@@ -35,39 +35,109 @@ const char *kh_drop__description(uint32_t drop)
 }
 
 /*
+ * The stages with spans whose off-CPU time is a lower bound, most first:
+ * "decode 12, entropy 3" (at most three, then "and N more stages").
+ */
+static void truncated_stages(const struct kh_latency *l, char *out, size_t len)
+{
+	bool named[KH_STAGE_COUNT] = { false };
+	size_t n = 0, shown = 0, left = 0;
+
+	out[0] = '\0';
+	for (;;) {
+		int best = -1;
+
+		for (int s = 0; s < KH_STAGE_COUNT; s++)
+			if (!named[s] && l->stages[s].offcpu_truncated &&
+			    (best < 0 || l->stages[s].offcpu_truncated >
+						 l->stages[best].offcpu_truncated))
+				best = s;
+		if (best < 0)
+			break;
+		named[best] = true;
+		if (shown == 3) {
+			left++;
+			continue;
+		}
+		n += (size_t)snprintf(out + n, n < len ? len - n : 0, "%s%s %" PRIu64,
+				      shown ? ", " : "", kh_stage__name((uint32_t)best),
+				      l->stages[best].offcpu_truncated);
+		shown++;
+	}
+	if (left)
+		snprintf(out + n, n < len ? len - n : 0, " and %zu more stage%s", left,
+			 left == 1 ? "" : "s");
+}
+
+/*
  * What the off-CPU split could not see (docs/SCHEMA.md, khprof.latency),
- * said so that a reader knows which rows of the table are bounds: per
- * stage, the spans whose off-CPU time is only partly known.
+ * said as what a reader can still trust: only the on- and off-CPU split
+ * of the stages named is in doubt, never their elapsed times or calls.
  */
 static void print_latency_notes(const struct kh_latency *l)
 {
-	char stages[1024] = "";
-	size_t used = 0;
 	uint64_t truncated = 0;
+	char stages[256];
 
-	for (uint32_t s = 0; s < KH_STAGE_COUNT; s++) {
-		const struct kh_stage_dist *d = &l->stages[s];
-		int n;
-
-		if (!d->offcpu_truncated)
-			continue;
-		truncated += d->offcpu_truncated;
-		n = snprintf(stages + used, sizeof(stages) - used, "%s%s %" PRIu64 " of %" PRIu64,
-			     used ? ", " : "", kh_stage__name(s), d->offcpu_truncated, d->spans);
-		if (n > 0 && (size_t)n < sizeof(stages) - used)
-			used += (size_t)n;
-	}
+	for (int s = 0; s < KH_STAGE_COUNT; s++)
+		truncated += l->stages[s].offcpu_truncated;
 	if (l->missed_switches)
 		log__warn("%" PRIu64 " context switch%s of the traced threads not seen: off-CPU "
 			  "times may miss as many intervals", l->missed_switches,
 			  l->missed_switches == 1 ? "" : "es");
-	if (truncated)
-		log__warn("the off-CPU time of %" PRIu64 " span%s is only partly known (%s): "
-			  "each left its CPU more often than the %d switches khprof logs per "
-			  "thread, or was read from a thread's buffer after the thread ended or "
-			  "khprof detached; for %s off-cpu and blocked are lower bounds, on-cpu "
-			  "an upper bound", truncated, truncated == 1 ? "" : "s", stages,
-			  KH_OFFCPU_LOG, used && strchr(stages, ',') ? "these stages" : "this stage");
+	if (!truncated)
+		return;
+	truncated_stages(l, stages, sizeof(stages));
+	log__warn("%" PRIu64 " span%s (%s) ha%s an off-CPU time that is only a lower bound: "
+		  "those stages' off-CPU times may read low and their on-CPU times high; their "
+		  "elapsed times, calls and latencies are exact (such a span switched out more "
+		  "than the %d times khprof logs per thread, or was read from a thread's buffer "
+		  "after the thread ended or khprof detached)", truncated,
+		  truncated == 1 ? "" : "s", stages, truncated == 1 ? "s" : "ve", KH_OFFCPU_LOG);
+}
+
+/*
+ * --sample's stacks walk frame pointers: a program or library built
+ * without them (gcc's -O2 default, Debian's libraries, Rust's release
+ * builds) gives stacks that stop short of their thread's entry, their
+ * outer frames [unknown] or missing.  When that is most samples (more than
+ * half, leaving out those cut at the frame limit), said once per command
+ * with the fix, since the stacks alone do not say why.
+ */
+static void print_stack_notes(const struct kh_stacks *s)
+{
+	static bool said;
+	uint64_t short_of_entry = s->incomplete > s->truncated ? s->incomplete - s->truncated : 0;
+
+	if (said || !s->present || short_of_entry * 2 <= s->samples)
+		return;
+	said = true;
+	log__warn("%" PRIu64 " of %" PRIu64 " sampled stacks stop short of their thread's entry, "
+		  "their outer frames [unknown] or missing: the program or a library it runs "
+		  "has no frame pointers (the stage and the innermost two frames are still "
+		  "right); build with -fno-omit-frame-pointer (C, C++) or -C "
+		  "force-frame-pointers=yes (Rust) for whole stacks (docs/SAMPLING.md)",
+		  short_of_entry, s->samples);
+}
+
+/*
+ * Sites never attached: counted here, named in the record (khprof.
+ * refused_sites) and on stderr when they were refused.  A site the
+ * linker discarded could never fire: a note; any other is a warning.
+ */
+static void print_refused_sites(const struct kh_profile *p)
+{
+	size_t discarded = 0, n = p->ext.refused_site_count;
+
+	for (size_t i = 0; i < n; i++)
+		discarded += p->ext.refused_sites[i].refusal &&
+			     strcmp(p->ext.refused_sites[i].refusal, "outside_code") == 0;
+	if (n && discarded == n)
+		log__note("%zu probe site%s outside executable code (sites the linker discarded) "
+			  "never attached: khprof.refused_sites names them", n, n == 1 ? "" : "s");
+	else if (n)
+		log__warn("%zu probe site%s of the traced files refused and never attached: "
+			  "khprof.refused_sites names them and why", n, n == 1 ? "" : "s");
 }
 
 void profile__print_notes(const struct kh_profile *p)
@@ -99,4 +169,6 @@ void profile__print_notes(const struct kh_profile *p)
 		log__warn("%" PRIu64 " identity probes passed memory that could not be read; "
 			  "their fields keep their earlier values", p->ext.identity_unreadable);
 	print_latency_notes(&p->ext.latency);
+	print_refused_sites(p);
+	print_stack_notes(&p->ext.stacks);
 }

@@ -111,6 +111,15 @@ static void identity__free(struct kh_identity *id)
 	free(id->backend_selected);
 }
 
+void kh_refused_site__free(struct kh_refused_site *site)
+{
+	free(site->file);
+	free(site->provider);
+	free(site->name);
+	free(site->refusal);
+	free(site->reason);
+}
+
 void profile__free(struct kh_profile *p)
 {
 	if (!p)
@@ -127,13 +136,37 @@ void profile__free(struct kh_profile *p)
 	free(p->ext.samples);
 	free(p->ext.process_end);
 	free(p->ext.attach_state);
+	free(p->ext.cgroup);
+	free(p->ext.container_id);
 	free(p->ext.kernel_release);
 	for (size_t i = 0; i < p->ext.kernel_degraded_count; i++)
 		free(p->ext.kernel_degraded[i]);
 	free(p->ext.kernel_degraded);
 	kh_latency__free(&p->ext.latency);
 	kh_stacks__free(&p->ext.stacks);
+	for (size_t i = 0; i < p->ext.refused_site_count; i++)
+		kh_refused_site__free(&p->ext.refused_sites[i]);
+	free(p->ext.refused_sites);
 	memset(p, 0, sizeof(*p));
+}
+
+int profile__add_refused_site(struct kh_profile *p, const struct kh_refused_site *site)
+{
+	struct kh_refused_site copy = { .address = site->address }, *grown;
+
+	if (string__replace(&copy.file, site->file ? site->file : "") ||
+	    string__replace(&copy.provider, site->provider ? site->provider : "") ||
+	    string__replace(&copy.name, site->name ? site->name : "") ||
+	    string__replace(&copy.refusal, site->refusal ? site->refusal : "") ||
+	    string__replace(&copy.reason, site->reason ? site->reason : "") ||
+	    !(grown = realloc(p->ext.refused_sites,
+			      (p->ext.refused_site_count + 1) * sizeof(*grown)))) {
+		kh_refused_site__free(&copy);
+		return -ENOMEM;
+	}
+	p->ext.refused_sites = grown;
+	grown[p->ext.refused_site_count++] = copy;
+	return 0;
 }
 
 static int identity__set_reader_threads(struct kh_identity *id, const char *value)

@@ -178,6 +178,20 @@ struct kh_sample_ext {
 };
 
 /*
+ * A probe site of a traced file that khprof refused (usdt/usdt_notes.h):
+ * never attached, named in the record with why.  Strings as the file has
+ * them (JSON escapes them; text output escapes them too).
+ */
+struct kh_refused_site {
+	char *file;
+	char *provider;
+	char *name;
+	uint64_t address;
+	char *refusal; /* the reason's name: "semaphore_misaligned" */
+	char *reason;  /* in words: "its semaphore 0x4011 is not aligned to 2 bytes" */
+};
+
+/*
  * khprof's own fields, written as a trailing "khprof" object.  They say how
  * far the record can be trusted: spans lost, sessions observed only in part,
  * and what the tracing itself cost the traced program.
@@ -200,6 +214,15 @@ struct kh_profile_ext {
 	uint64_t tracer_cost_ns;  /* spans * probe_cost_ns, an estimate */
 	uint64_t span_bias_ns;    /* calibrated apparent length of an empty span, subtracted */
 	uint64_t traced_pid;
+	/*
+	 * The process among namespaces (docs/SCHEMA.md): its pid in its own
+	 * PID namespace (the run_id's), its cgroup path, cgroup v2 id and the
+	 * container id the path names; cgroup NULL: not known (not written).
+	 */
+	uint64_t namespace_pid;
+	char *cgroup;
+	struct kh_opt_u64 cgroup_id;
+	char *container_id;           /* NULL: no container id in the cgroup path */
 	uint64_t session_sequence;
 	uint64_t sample_latency_ns_max;
 	struct kh_series series;  /* --interval; written only when interval_ns != 0 */
@@ -225,6 +248,8 @@ struct kh_profile_ext {
 	char **kernel_degraded;
 	size_t kernel_degraded_count;
 	struct kh_stacks stacks;   /* --sample: stacks tagged with their stage (stacks.h) */
+	struct kh_refused_site *refused_sites; /* sites of the traced files never attached */
+	size_t refused_site_count;
 };
 
 /* RunProfile */
@@ -271,6 +296,14 @@ int kh_trace_mode__parse(const char *name, uint32_t *out);
  * 0 or -EINVAL (also for overflow).
  */
 int kh_parse_u64(const char *text, uint64_t *out);
+
+/*
+ * Appends a copy of site to p's refused sites (the strings copied, made
+ * valid UTF-8).  0 or -ENOMEM.
+ */
+int profile__add_refused_site(struct kh_profile *p, const struct kh_refused_site *site);
+/* Frees site's strings. */
+void kh_refused_site__free(struct kh_refused_site *site);
 
 /*
  * Seed defaults (RunIdentity::new with "unknown" for every string).

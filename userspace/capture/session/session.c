@@ -17,6 +17,7 @@
 #include "procfs.h"
 #include "series.h"
 #include "session.h"
+#include "utf8.h"
 
 uint64_t tracer__now_ns(void)
 {
@@ -174,6 +175,17 @@ static void profile_kernel(struct kh_profile *p, const struct session_config *cf
 	}
 }
 
+/* The process among namespaces, when khprof could read its cgroup (ns.h). */
+static void note_namespaces(const struct session_config *cfg, struct kh_profile *p)
+{
+	if (!cfg->cgroup)
+		return;
+	p->ext.namespace_pid = (uint64_t)(cfg->ns_pid ? cfg->ns_pid : cfg->pid);
+	p->ext.cgroup = strdup(cfg->cgroup);
+	p->ext.cgroup_id = (struct kh_opt_u64){ cfg->cgroup_id != 0, cfg->cgroup_id };
+	p->ext.container_id = cfg->container_id ? strdup(cfg->container_id) : NULL;
+}
+
 static void session_begin(struct session_table *tbl, struct open_session *s, uint64_t start_ns,
 			  const char *sequence, bool mid_session, const struct kh_event *e)
 {
@@ -183,7 +195,8 @@ static void session_begin(struct session_table *tbl, struct open_session *s, uin
 	s->start_ns = start_ns;
 	s->last_state = KH_STATE_CREATED;
 	profile__init(&s->profile);
-	identity__set_run_id(&s->profile.identity, (uint64_t)tbl->cfg.pid,
+	identity__set_run_id(&s->profile.identity,
+			     (uint64_t)(tbl->cfg.ns_pid ? tbl->cfg.ns_pid : tbl->cfg.pid),
 			     (uint64_t)((int64_t)start_ns + tbl->cfg.realtime_offset_ns), sequence);
 	s->profile.identity.logical_cpus =
 		logical_cpus_of(tbl->cfg.pid, s->profile.identity.logical_cpus);
@@ -409,6 +422,7 @@ static void session_emit(struct session_table *tbl, struct open_session *s,
 	p->ext.tracer_cost_ns = spans * cfg->span_cost_ns;
 	p->ext.span_bias_ns = cfg->span_bias_ns;
 	p->ext.traced_pid = cfg->pid;
+	note_namespaces(cfg, p);
 	if (ended_mid_session || s == &tbl->slots[KH_OUTSIDE_SLOT])
 		note_end(tbl, p); /* the whole trace ends with the process, too */
 	if (latency) {
@@ -422,6 +436,9 @@ static void session_emit(struct session_table *tbl, struct open_session *s,
 	tbl->records_emitted++;
 	/* At the end: what the kernel cost the record includes what it showed while tracing. */
 	profile_kernel(p, cfg);
+	for (size_t i = 0; i < cfg->refused_site_count; i++)
+		if (profile__add_refused_site(p, &cfg->refused_sites[i]))
+			break; /* out of memory: the sites were named on stderr */
 	if (cfg->on_profile)
 		cfg->on_profile(p, cfg->ctx);
 	profile__free(p);
@@ -442,14 +459,16 @@ static struct open_session *session_for(struct session_table *tbl, uint32_t slot
 
 static void warn_unknown_key_once(struct session_table *tbl, const char *key)
 {
-	char needle[KH_IDENTITY_KEY_MAX + 2];
+	char needle[KH_IDENTITY_KEY_MAX + 2], shown[4 * KH_IDENTITY_KEY_MAX + 4];
 
 	snprintf(needle, sizeof(needle), "|%s|", key);
 	if (strstr(tbl->warned_keys, needle))
 		return;
 	if (strlen(tbl->warned_keys) + strlen(needle) < sizeof(tbl->warned_keys))
 		strcat(tbl->warned_keys, needle);
-	log__warn("ignoring identity '%s': not a RunIdentity field or bad value", key);
+	/* The program's string: escaped, so that it cannot write khprof's output. */
+	log__warn("ignoring identity '%s': not a RunIdentity field or bad value",
+		  utf8__escape(key, shown, sizeof(shown)));
 }
 
 /*
@@ -458,13 +477,16 @@ static void warn_unknown_key_once(struct session_table *tbl, const char *key)
  */
 static void identity_unreadable(struct open_session *s, const struct kh_event *e)
 {
+	char key[4 * sizeof(e->key) + 4];
+
 	s->profile.ext.identity_unreadable++;
 	if (e->key_err)
 		log__warn("cannot read an identity key at 0x%" PRIx64 ": %s; its value is "
 			  "ignored", (uint64_t)e->arg0, strerror(-e->key_err));
 	else
 		log__warn("cannot read identity '%s': its value at 0x%" PRIx64 " is unreadable "
-			  "(%s); the field keeps its previous value", e->key, (uint64_t)e->arg1,
+			  "(%s); the field keeps its previous value",
+			  utf8__escape(e->key, key, sizeof(key)), (uint64_t)e->arg1,
 			  strerror(-e->value_err));
 }
 

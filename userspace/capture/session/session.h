@@ -25,6 +25,16 @@
 /* What records need to know about the trace; the tracer fills it in. */
 struct session_config {
 	pid_t pid;                  /* the traced process */
+	/*
+	 * Who it is among namespaces (capture/ns): its pid in its own PID
+	 * namespace, which begins run ids as the seed's getpid() does (0: pid),
+	 * its cgroup path and id and the container id that path names (NULL,
+	 * 0: unknown).
+	 */
+	pid_t ns_pid;
+	uint64_t cgroup_id;
+	const char *cgroup;
+	const char *container_id;
 	enum kh_trace_mode mode;
 	const char *span_clock;        /* "tsc" or "monotonic" (record.h) */
 	const char *span_clock_reason; /* why: the evidence (span_clock.h) */
@@ -50,6 +60,9 @@ struct session_config {
 	const char *kernel_release;
 	const char *const *kernel_degraded;
 	size_t kernel_degraded_count;
+	/* The probe sites of the traced files refused so far (attach.c), copied into each record. */
+	const struct kh_refused_site *refused_sites;
+	size_t refused_site_count;
 	/*
 	 * --sample: fills a record's stacks with the samples of its time
 	 * span, just before on_profile (the tracer's sampler); NULL: none.

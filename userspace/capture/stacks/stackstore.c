@@ -21,6 +21,7 @@
 #include <elfutils/libdwfl.h>
 
 #include "log.h"
+#include "ns.h"
 #include "procfs.h"
 #include "record.h"
 #include "stackstore.h"
@@ -40,6 +41,14 @@ struct mapping {
 	uint64_t start, end, pgoff; /* start first: count_at_or_below's key */
 	bool exec;
 	char *path;        /* NULL: anonymous */
+	/*
+	 * A file of a process with another root (a container's): opened when
+	 * it was mapped, through that root (capture/ns), and read later as
+	 * /proc/self/fd/N, which outlives the process.  -1 and NULL: path is
+	 * khprof's own.
+	 */
+	int fd;
+	char *file;
 	unsigned char build_id[BUILD_ID_MAX];
 	size_t build_id_len; /* 0: none read */
 };
@@ -102,12 +111,27 @@ static void symbols__free(struct symbol_cache *c)
 	free(c);
 }
 
+/* What a mapping owns: its path, and a container's file kept open. */
+static void mapping_release(struct mapping *m)
+{
+	free(m->path);
+	free(m->file);
+	if (m->fd >= 0)
+		close(m->fd);
+}
+
+/* The name khprof opens a mapping's file by. */
+static const char *file_of(const struct mapping *m)
+{
+	return m->file ? m->file : m->path;
+}
+
 void stack_store__free(struct stack_store *s)
 {
 	for (size_t i = 0; i < s->stack_count; i++)
 		free(s->stacks[i].ips);
 	for (size_t i = 0; i < s->map_count; i++)
-		free(s->maps[i].path);
+		mapping_release(&s->maps[i]);
 	free(s->stacks);
 	free(s->buckets);
 	free(s->samples);
@@ -154,7 +178,7 @@ static const struct mapping *mapping_of(const struct stack_store *s, uint64_t ip
 
 static void read_build_id(struct mapping *m)
 {
-	int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	int fd = open(file_of(m), O_RDONLY | O_CLOEXEC);
 	const void *id;
 	Elf *elf;
 	ssize_t n;
@@ -195,16 +219,24 @@ static int keep_mapping(struct stack_store *s, struct mapping *m)
 	return 0;
 }
 
-int stack_store__add_mapping(struct stack_store *s, uint64_t start, uint64_t end, uint64_t pgoff,
-			     bool exec, const char *path)
+/* stack_store__add_mapping with the file open at fd (-1: open path itself), which it takes. */
+static int add_mapping(struct stack_store *s, uint64_t start, uint64_t end, uint64_t pgoff,
+		       bool exec, const char *path, int fd)
 {
-	struct mapping m = { .start = start, .end = end, .pgoff = pgoff, .exec = exec };
+	struct mapping m = { .start = start, .end = end, .pgoff = pgoff, .exec = exec, .fd = fd };
 	size_t at = 0;
 
+	if (fd >= 0 && asprintf(&m.file, "/proc/self/fd/%d", fd) < 0) {
+		m.file = NULL;
+		close(fd);
+		m.fd = -1;
+	}
 	if (path && path[0] == '/') {
 		m.path = strdup(path);
-		if (!m.path)
+		if (!m.path) {
+			mapping_release(&m);
 			return -ENOMEM;
+		}
 		read_build_id(&m);
 	} else if (path && path[0]) {
 		m.path = strdup(path); /* [vdso], [heap], [anon:...] */
@@ -215,15 +247,21 @@ int stack_store__add_mapping(struct stack_store *s, uint64_t start, uint64_t end
 		at++;
 	if (at < s->map_count && s->maps[at].start == start) {
 		/* The same address mapped again: the newer mapping wins. */
-		free(s->maps[at].path);
+		mapping_release(&s->maps[at]);
 		s->maps[at] = m;
 		return 0;
 	}
 	if (keep_mapping(s, &m)) {
-		free(m.path);
+		mapping_release(&m);
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+int stack_store__add_mapping(struct stack_store *s, uint64_t start, uint64_t end, uint64_t pgoff,
+			     bool exec, const char *path)
+{
+	return add_mapping(s, start, end, pgoff, exec, path, -1);
 }
 
 static bool overlaps(const struct mapping *a, const struct mapping *b)
@@ -231,19 +269,40 @@ static bool overlaps(const struct mapping *a, const struct mapping *b)
 	return a->start < b->end && b->start < a->end;
 }
 
-/* An executable mapping of the process, kept (procfs.c reads /proc/PID/maps). */
+/* What keep_code_mapping needs besides the store: how to reach the process's files. */
+struct maps_read {
+	struct stack_store *s;
+	struct ns_view view;
+	bool own_root;
+};
+
+/*
+ * An executable mapping of the process, kept, its file opened through the
+ * process's root when that is not khprof's (a container's files, kept open
+ * for after it exits).  procfs.c reads /proc/PID/maps.
+ */
 static int keep_code_mapping(const struct procfs_mapping *m, void *ctx)
 {
-	if (m->perms[2] == 'x')
-		stack_store__add_mapping(ctx, m->start, m->end, m->offset, true, m->path);
+	struct maps_read *r = ctx;
+	char file[PATH_MAX];
+	int fd = -1;
+
+	if (m->perms[2] != 'x')
+		return 0;
+	if (!r->own_root && m->path[0] == '/' &&
+	    ns__shown_path(&r->view, m->path, file, sizeof(file)) == 0)
+		fd = open(file, O_RDONLY | O_CLOEXEC);
+	add_mapping(r->s, m->start, m->end, m->offset, true, m->path, fd);
 	return 0;
 }
 
 void stack_store__read_maps(struct stack_store *s)
 {
+	struct maps_read r = { .s = s };
 	struct mapping *old = s->maps;
 	size_t old_count = s->map_count, old_cap = s->map_cap;
 
+	r.own_root = ns__view(s->pid, &r.view) != 0 || r.view.own_root;
 	/*
 	 * The mappings now, and of the earlier ones those nothing maps over
 	 * since (a library closed: its samples are still named).  An earlier
@@ -252,7 +311,7 @@ void stack_store__read_maps(struct stack_store *s)
 	 */
 	s->maps = NULL;
 	s->map_count = s->map_cap = 0;
-	if (procfs__for_each_mapping(s->pid, keep_code_mapping, s) < 0) {
+	if (procfs__for_each_mapping(s->pid, keep_code_mapping, &r) < 0) {
 		/* It exited: the mappings seen so far stay. */
 		free(s->maps);
 		s->maps = old;
@@ -266,7 +325,7 @@ void stack_store__read_maps(struct stack_store *s)
 		for (size_t j = 0; j < s->map_count && !covered; j++)
 			covered = overlaps(&old[i], &s->maps[j]);
 		if (covered || keep_mapping(s, &old[i]))
-			free(old[i].path);
+			mapping_release(&old[i]);
 	}
 	free(old);
 }
@@ -557,10 +616,10 @@ static struct symbol_file *symbol_file(struct stack_store *s, const struct mappi
 			return NULL;
 	}
 	for (f = s->symbols->files; f; f = f->next)
-		if (!strcmp(f->path, m->path))
+		if (!strcmp(f->path, file_of(m)))
 			return f;
 	f = calloc(1, sizeof(*f));
-	if (!f || !(f->path = strdup(m->path))) {
+	if (!f || !(f->path = strdup(file_of(m)))) {
 		free(f);
 		return NULL;
 	}
@@ -569,7 +628,7 @@ static struct symbol_file *symbol_file(struct stack_store *s, const struct mappi
 	f->dwfl = dwfl_begin(&offline_callbacks);
 	if (f->dwfl) {
 		dwfl_report_begin(f->dwfl);
-		f->mod = dwfl_report_offline(f->dwfl, base_name(m->path), m->path, -1);
+		f->mod = dwfl_report_offline(f->dwfl, base_name(m->path), file_of(m), -1);
 		dwfl_report_end(f->dwfl, NULL, NULL);
 	}
 	if (!f->mod || !dwfl_module_getelf(f->mod, &f->bias)) {

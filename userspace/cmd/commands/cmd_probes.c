@@ -17,6 +17,7 @@
 #include "trace.h"
 #include "usdt_notes.h"
 #include "usdt_where.h"
+#include "utf8.h"
 
 static const char probes_usage[] =
 	"usage: khprof probes PATH\n"
@@ -32,7 +33,11 @@ static const char probes_usage[] =
 	"'attach' reports in each mode.  Programs and libraries built with probes\n"
 	"(<sys/sdt.h>, keyhog_profile.h) carry them in .note.stapsdt; many\n"
 	"distributions' Python, libstdc++ or PostgreSQL builds do, other files\n"
-	"have none.  Needs no privileges.\n"
+	"have none.  Sites khprof refuses are not listed: those the linker\n"
+	"discarded are counted on stderr, any other is named with why (a\n"
+	"semaphore in read-only data, a site not on a no-op...: docs/PROBES.md).\n"
+	"A file of another architecture, or whose headers do not hold together,\n"
+	"is exit 2.  Needs no privileges.\n"
 	"\n"
 	"examples:\n"
 	"   khprof probes build/kh-scan\n"
@@ -42,9 +47,18 @@ static const char probes_usage[] =
 #define MODE_BIT(m) (1u << (m))
 #define ALL_MODES (MODE_BIT(KH_MODE_SPAN) | MODE_BIT(KH_MODE_PAIR) | MODE_BIT(KH_MODE_BATCH))
 
+/*
+ * One site's columns, every string escaped (utf8__escape): a note's and
+ * DWARF's strings are the file's, and a crafted one must not write
+ * khprof's output (a newline, a terminal's escape sequence).
+ */
 struct row {
 	struct usdt_where where;
-	char source[600];
+	char provider[96];
+	char name[160];
+	char args[320];
+	char function[200];
+	char source[700];
 	char modes[24];
 };
 
@@ -74,13 +88,39 @@ static int width_of(const char *s, int width)
 	return len > width ? len : width;
 }
 
+/*
+ * The sites the parser refused (usdt_notes.h), which are not listed:
+ * those the linker discarded counted in one line (they can never fire,
+ * and a large library may have many), any other named with its reason.
+ */
+static void name_refused(const char *file, const struct usdt_note_list *notes)
+{
+	if (notes->outside_code)
+		log__note("skipped %zu probe note(s) of '%s' outside executable code "
+			  "(sites the linker discarded); they are never attached",
+			  notes->outside_code, file);
+	for (size_t i = 0; i < notes->refused_count; i++) {
+		const struct usdt_note *n = &notes->refused[i];
+		char provider[64], name[96], reason[192];
+
+		if (n->refusal == USDT_SITE_OUTSIDE_CODE)
+			continue;
+		log__warn("refused probe site '%s:%s' at 0x%" PRIx64 " of '%s': %s; it is never "
+			  "attached", utf8__escape(n->provider, provider, sizeof(provider)),
+			  utf8__escape(n->name, name, sizeof(name)), n->address, file,
+			  usdt_note__refusal_text(n, reason, sizeof(reason)));
+	}
+}
+
 int cmd_probes(int argc, char **argv)
 {
 	struct usdt_note_list notes;
 	struct usdt_where_ctx *where = NULL;
 	struct row *rows;
 	int provider_width = 10, name_width = 16, function_width = 8, args_width = 4, err;
-	size_t counts[KH_MODE_COUNT] = { 0 };
+	char file[512];
+	size_t counts[KH_MODE_COUNT] = { 0 }, clock_sites = 0;
+	char clock_note[160] = "";
 	uint32_t def;
 
 	if (wants_help(argc, argv)) {
@@ -93,31 +133,30 @@ int cmd_probes(int argc, char **argv)
 		return usage_error("probes", "unknown option '%s'", argv[1]);
 	if (argc > 2)
 		return usage_error("probes", "unexpected argument '%s'", argv[2]);
+	utf8__escape(argv[1], file, sizeof(file));
 	err = usdt_notes__read(argv[1], &notes);
 	if (err == -ENOEXEC) {
-		log__error("cannot read probes of '%s': not an ELF file", argv[1]);
+		log__error("cannot read probes of '%s': not an ELF file", file);
 		return KHPROF_EXIT_BAD_INPUT;
 	}
-	if (err == -EINVAL) {
-		log__error("cannot read probes of '%s': malformed stapsdt note", argv[1]);
+	if (err == -EINVAL || err == -ENOTSUP) {
+		log__error("cannot read probes of '%s': %s ELF file: %s", file,
+			   err == -EINVAL ? "malformed" : "unsupported", notes.problem);
 		return KHPROF_EXIT_BAD_INPUT;
 	}
-	if (notes.outside_code)
-		log__note("skipped %zu probe note(s) of '%s' outside executable code "
-			  "(sites the linker discarded); they are never attached",
-			  notes.outside_code, argv[1]);
 	if (err) {
-		log__error("cannot read probes of '%s': %s", argv[1], strerror(-err));
+		log__error("cannot read probes of '%s': %s", file, strerror(-err));
 		return KHPROF_EXIT_BAD_INPUT;
 	}
+	name_refused(file, &notes);
 	if (notes.count == 0) {
-		log__note("'%s' has no USDT probes", argv[1]);
+		log__note("'%s' has no USDT probes", file);
 		usdt_notes__free(&notes);
 		return KHPROF_EXIT_OK;
 	}
 	rows = calloc(notes.count, sizeof(*rows));
 	if (!rows) {
-		log__error("cannot read probes of '%s': out of memory", argv[1]);
+		log__error("cannot read probes of '%s': out of memory", file);
 		usdt_notes__free(&notes);
 		return KHPROF_EXIT_FAILURE;
 	}
@@ -132,25 +171,37 @@ int cmd_probes(int argc, char **argv)
 		if (where)
 			usdt_where__find(where, n->address, &r->where);
 		/* A header function's copy says whose it is: "keyhog_profile.h:361 (scan.c)". */
-		if (r->where.file[0] && r->where.line)
-			snprintf(r->source, sizeof(r->source), "%s:%u%s%s%s", r->where.file,
+		if (r->where.file[0] && r->where.line) {
+			char source[sizeof(r->where.file) + sizeof(r->where.unit) + 16];
+
+			snprintf(source, sizeof(source), "%s:%u%s%s%s", r->where.file,
 				 r->where.line, r->where.unit[0] ? " (" : "", r->where.unit,
 				 r->where.unit[0] ? ")" : "");
-		else
-			snprintf(r->source, sizeof(r->source), "%s",
-				 r->where.file[0] ? r->where.file : "-");
+			utf8__escape(source, r->source, sizeof(r->source));
+		} else {
+			utf8__escape(r->where.file[0] ? r->where.file : "-", r->source,
+				     sizeof(r->source));
+		}
 		if (!r->where.function[0])
 			snprintf(r->where.function, sizeof(r->where.function), "-");
+		utf8__escape(r->where.function, r->function, sizeof(r->function));
+		utf8__escape(n->provider, r->provider, sizeof(r->provider));
+		utf8__escape(n->name, r->name, sizeof(r->name));
+		utf8__escape(n->args, r->args, sizeof(r->args));
 		/* As attach counts: a site it can map, in each mode that wants it. */
 		if (!n->file_offset)
 			modes = 0;
 		modes_text(modes, r->modes, sizeof(r->modes));
-		for (uint32_t m = 0; m < KH_MODE_COUNT; m++)
-			counts[m] += (modes & MODE_BIT(m)) != 0;
-		provider_width = width_of(n->provider, provider_width);
-		name_width = width_of(n->name, name_width);
-		function_width = width_of(r->where.function, function_width);
-		args_width = width_of(n->args, args_width);
+		/* Attached only when batched spans are to use CLOCK_MONOTONIC: counted apart. */
+		if (modes && !strcmp(n->provider, "keyhog") && !strcmp(n->name, "clock_monotonic"))
+			clock_sites++;
+		else
+			for (uint32_t m = 0; m < KH_MODE_COUNT; m++)
+				counts[m] += (modes & MODE_BIT(m)) != 0;
+		provider_width = width_of(r->provider, provider_width);
+		name_width = width_of(r->name, name_width);
+		function_width = width_of(r->function, function_width);
+		args_width = width_of(r->args, args_width);
 	}
 	/* The first five columns as before, for scripts that read them; the new ones after. */
 	printf("%-*s %-*s %-18s %-18s %-*s %-11s %-*s %s\n", provider_width, "PROVIDER",
@@ -164,18 +215,27 @@ int cmd_probes(int argc, char **argv)
 		if (n->semaphore)
 			snprintf(sema, sizeof(sema), "0x%" PRIx64, n->semaphore);
 		printf("%-*s %-*s 0x%-16" PRIx64 " %-18s %-*s %-11s %-*s %s\n", provider_width,
-		       n->provider, name_width, n->name, n->address, sema, args_width, n->args,
-		       r->modes, function_width, r->where.function, r->source);
+		       r->provider, name_width, r->name, n->address, sema, args_width, r->args,
+		       r->modes, function_width, r->function, r->source);
 	}
 	/* Batch is the default mode on every machine (the span clock adapts, span_clock.h). */
 	def = KH_MODE_BATCH;
-	log__note("%zu site%s; attach counts %zu here (%s mode, the default), "
-		  "%zu in batch, %zu in span, %zu in pair mode", notes.count,
-		  notes.count == 1 ? "" : "s", counts[def], kh_trace_mode__name(def),
-		  counts[KH_MODE_BATCH], counts[KH_MODE_SPAN], counts[KH_MODE_PAIR]);
+	/*
+	 * attach -p says how many sites it attached: in batch mode the
+	 * clock_monotonic sites too where khprof does not trust the TSC (their
+	 * semaphore asks for CLOCK_MONOTONIC), a choice made per machine.
+	 */
+	if (clock_sites)
+		snprintf(clock_note, sizeof(clock_note), " (%zu with clock_monotonic, attached "
+			 "where khprof times batched spans with CLOCK_MONOTONIC)",
+			 counts[def] + clock_sites);
+	log__note("%zu site%s; attach counts %zu in %s mode, the default%s, %zu in span, "
+		  "%zu in pair mode", notes.count, notes.count == 1 ? "" : "s", counts[def],
+		  kh_trace_mode__name(def), clock_note, counts[KH_MODE_SPAN],
+		  counts[KH_MODE_PAIR]);
 	if (where && !usdt_where__has_dwarf(where))
 		log__note("'%s' has no DWARF (built without -g, or stripped): functions from its "
-			  "symbols, no file:line", argv[1]);
+			  "symbols, no file:line", file);
 	usdt_where__close(where);
 	free(rows);
 	usdt_notes__free(&notes);

@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,6 +56,13 @@ static const char record_usage[] =
 	"An instrumented program that execs another ends its records there; the new\n"
 	"program is not traced.\n"
 	"\n"
+	"A COMMAND that starts a container (runc, crun, podman, unshare, chroot,\n"
+	"nsenter) is followed into it: the instrumented program there is attached\n"
+	"through its own root, and its run id begins with the pid it sees itself as.\n"
+	"docker, nerdctl, ctr, crictl and kubectl hand the container to a daemon:\n"
+	"khprof says so; 'khprof attach --all' or '--exe PATH --container ID' traces\n"
+	"it (docs/FLEET.md).\n"
+	"\n"
 	"Ctrl-C reaches COMMAND from the terminal.  SIGINT, SIGTERM, SIGHUP and\n"
 	"SIGQUIT sent to khprof alone (kill) are passed on to COMMAND, as perf record\n"
 	"ends its workload: khprof traces until COMMAND exits, then writes its\n"
@@ -66,8 +76,8 @@ static const char record_usage[] =
 	"and directories khprof writes belong to the user who ran sudo.\n"
 	"\n"
 	"Each run replaces the records of the previous run to the same PATH: PATH.2,\n"
-	"PATH.3 ... beyond this run's sessions are removed (and named on stderr)\n"
-	"when the first record is written.\n"
+	"PATH.3 ... are removed when the first record is written, and those this\n"
+	"run does not write again are named on stderr at its end.\n"
 	"\n"
 	"With --repeat, COMMAND runs K times untimed, then N times, each a fresh\n"
 	"process traced from its first instruction, one after the other.  Records\n"
@@ -127,6 +137,7 @@ static const char record_usage[] =
 	"   khprof record --user nobody --identity workload_class=nightly -- ./scanner repo/\n"
 	"   khprof record -- sh -c 'cd repo && exec ../scanner .'\n"
 	"   khprof record -o ci/scan.json -- make scan    # ci/scan.PID.json per scanner run\n"
+	"   khprof record -o scan.json -- runc run --bundle /srv/scan-bundle scan1\n"
 	"   khprof record --repeat 5 --warmup 1 -o runs/ -- build/kh-scan --threads 2 src/\n"
 	"   khprof record --interval 1s -o long.json -- ./scanner monorepo/\n"
 	"   khprof record --sample -o stacks.json -- build/kh-scan src/\n"
@@ -169,6 +180,66 @@ struct child_failure {
 	char step[48]; /* "" for exec itself */
 };
 
+/* Closes fd when khprof opened it (close-on-exec), unless it is keep_a or keep_b. */
+static void close_own(int fd, int keep_a, int keep_b)
+{
+	int flags;
+
+	if (fd > STDERR_FILENO && fd != keep_a && fd != keep_b &&
+	    (flags = fcntl(fd, F_GETFD)) >= 0 && (flags & FD_CLOEXEC))
+		close(fd);
+}
+
+/*
+ * In the child before it waits for the tracer: every descriptor khprof
+ * opened but the two pipe ends it uses.  The write end of its own ready
+ * pipe above all: while the child held it, a tracer that failed and closed
+ * its end left the child waiting for ever, and record with it.  Links,
+ * maps and sockets are not the command's either.  khprof opens all its
+ * descriptors close-on-exec, so that flag tells them from those khprof
+ * inherited for the command (a make jobserver's pipe), which stay.
+ * /proc/self/fd is listed with getdents64 on a stack buffer: after fork
+ * only async-signal-safe calls are safe, and opendir allocates.
+ */
+struct dirent64_raw { /* what getdents64 returns: <dirent.h> has no raw call */
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+static void close_own_descriptors(int keep_a, int keep_b)
+{
+	char buf[4096] __attribute__((aligned(8)));
+	long n;
+	int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dir < 0) { /* no /proc: try each number a descriptor can have */
+		struct rlimit lim;
+		int max = getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < 65536
+				  ? (int)lim.rlim_cur : 65536;
+
+		for (int fd = STDERR_FILENO + 1; fd < max; fd++)
+			close_own(fd, keep_a, keep_b);
+		return;
+	}
+	while ((n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
+		for (long at = 0; at < n;) {
+			const struct dirent64_raw *d = (const void *)(buf + at);
+			int fd = 0;
+			const char *c = d->d_name;
+
+			for (; *c >= '0' && *c <= '9' && fd < 1 << 24; c++)
+				fd = fd * 10 + (*c - '0');
+			if (!*c && c != d->d_name && fd != dir)
+				close_own(fd, keep_a, keep_b);
+			at += d->d_reclen;
+		}
+	}
+	close(dir);
+}
+
 /*
  * Child side of record: wait for the tracer, become whom COMMAND runs as,
  * then exec; report failures through error_fd.
@@ -182,6 +253,7 @@ static void run_child(int ready_fd, int error_fd, const char *path, char **argv,
 	int err;
 
 	sigprocmask(SIG_SETMASK, mask, NULL);
+	close_own_descriptors(ready_fd, error_fd);
 	if (read(ready_fd, &go, 1) != 1)
 		_exit(KHPROF_EXIT_FAILURE); /* tracer setup failed; it said why */
 	err = run_as__apply(run_as, &step);
@@ -303,7 +375,8 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 		close(ready[1]); /* the child exits without running the command */
 		ready[1] = -1;
 		waitpid(pid, NULL, 0);
-		code = KHPROF_EXIT_FAILURE;
+		/* A malformed executable is bad input (said on stderr), not a tracing failure. */
+		code = tracer__bad_file(t) ? KHPROF_EXIT_BAD_INPUT : KHPROF_EXIT_FAILURE;
 		goto out;
 	}
 	/* Loaded and attached: from here khprof needs far less. */
@@ -546,6 +619,7 @@ int cmd_record(int argc, char **argv)
 		return err == -ENOENT ? KHPROF_EXIT_NOT_FOUND : KHPROF_EXIT_CANNOT_EXEC;
 	}
 	choose_mode_for(path, &cli);
+	note_daemon_client(path);
 	choose_follow_for(path, &cli);
 	if (cli.repeat) {
 		cli.quiet = true; /* N reports would bury the spread table */
