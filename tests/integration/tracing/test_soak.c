@@ -89,25 +89,32 @@ static void soak_run(const char *what, char *const workload[], const char *mode,
 		char path[512];
 		struct kh_profile p;
 		uint64_t dropped = 0;
+		char why[256] = "";
 
 		if (s == 0)
 			snprintf(path, sizeof(path), "%s", out);
 		else
 			path_in(path, sizeof(path), tmpdir, "%s-%s.%zu.json", what, mode, s + 1);
 		load_record(path, &p);
-		for (uint32_t d = 0; d < KH_DROP_COUNT; d++)
+		for (uint32_t d = 0; d < KH_DROP_COUNT; d++) {
 			dropped += p.ext.drops[d];
+			if (p.ext.drops[d])
+				snprintf(why + strlen(why), sizeof(why) - strlen(why), " %s=%" PRIu64,
+					 kh_drop__name(d), p.ext.drops[d]);
+		}
+		if (dropped)
+			fprintf(stderr, "%s, %s mode, run %u: khprof said:\n%s", what, mode, run, r.err);
 		if (p.status != KH_STATE_COMPLETED || calls_of(&p, KH_STAGE_HOT_PATTERNS) != want[s].hot ||
 		    calls_of(&p, KH_STAGE_ENTROPY) != want[s].entropy ||
 		    calls_of(&p, KH_STAGE_DECODE) != want[s].decode ||
 		    p.input_bytes != want[s].bytes || p.input_units != want[s].units || dropped)
 			fail_msg("%s, %s mode, run %u, session %zu: hot-patterns=%" PRIu64
 				 " entropy=%" PRIu64 " decode=%" PRIu64 " input_bytes=%" PRIu64
-				 " input_units=%" PRIu64 " with %" PRIu64 " dropped, where the program "
+				 " input_units=%" PRIu64 " with %" PRIu64 " dropped (%s), where the program "
 				 "ran hot-patterns=%llu entropy=%llu decode=%llu input_bytes=%llu "
 				 "input_units=%llu; khprof said: %s", what, mode, run, s,
 				 calls_of(&p, KH_STAGE_HOT_PATTERNS), calls_of(&p, KH_STAGE_ENTROPY),
-				 calls_of(&p, KH_STAGE_DECODE), p.input_bytes, p.input_units, dropped,
+				 calls_of(&p, KH_STAGE_DECODE), p.input_bytes, p.input_units, dropped, why,
 				 want[s].hot, want[s].entropy, want[s].decode, want[s].bytes,
 				 want[s].units, r.err);
 		profile__free(&p);
