@@ -44,6 +44,7 @@ ASAN       := $(BUILD)/asan
 ARCH       := x86
 MULTIARCH  := $(shell uname -m)-linux-gnu
 CC         ?= gcc
+CXX        ?= g++
 CLANG      ?= clang
 BPFTOOL    ?= bpftool
 
@@ -61,26 +62,32 @@ INC_CAPTURE  := $(INC_ANALYSIS) -Iusdt $(call dirs_of,userspace/capture) -I$(BUI
 INC_ALL      := $(INC_CAPTURE) $(call dirs_of,userspace/cmd)
 CPPFLAGS   := -MMD -MP -D_GNU_SOURCE
 USER_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 $(CPPFLAGS)
-NOBPF_LIBS := -ldw -lelf -lprotobuf-c -lz -lcjson -lm -pthread
+NOBPF_LIBS := -ldw -lelf -lprotobuf-c -lz -lcjson -liberty -lm -pthread
 LIBS       := -lbpf -lcap $(NOBPF_LIBS)
 BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
               -I/usr/include/$(MULTIARCH) -Wall -Werror
 
 # Debian packages the build, the tests, the demo and the benchmarks use.
 # systemtap-sdt-dev: <sys/sdt.h>, whose STAP_PROBE macros a test workload
-# fires instead of the header's (tests/workloads/sdt.c).
+# fires instead of the header's (tests/workloads/sdt.c).  libiberty-dev:
+# the demangler of Rust and C++ function names (analysis/formats/demangle.c);
+# g++: the C++ workload whose names it is tested on.
 PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev libcap-dev \
             libcmocka-dev libpcre2-dev libpng-dev libdw-dev libprotobuf-c-dev protobuf-c-compiler \
-            pkg-config make gcc systemtap-sdt-dev
+            libiberty-dev pkg-config make gcc g++ systemtap-sdt-dev
 # What make test needs besides the build: the browser the HTML reports are
 # opened in (tests/integration/commands/test_html.c), and the Prometheus server and
 # promtool the OpenMetrics exposition is checked with
 # (tests/integration/commands/test_metrics.c), the Pushgateway `khprof export` is
-# pushed to with curl (tests/integration/commands/test_pushgateway.c), and protoc,
+# pushed to with curl (tests/integration/commands/test_pushgateway.c), protoc,
 # whose --decode_raw reads the pprof output (tests/integration/tracing/test_stacks.c),
-# and runc, the OCI runtime the container tests run their bundles with
-# (tests/integration/tracing/test_containers.c).
-TEST_PACKAGES := chromium prometheus prometheus-pushgateway curl protobuf-compiler runc
+# runc, the OCI runtime the container tests run their bundles with
+# (tests/integration/tracing/test_containers.c), and Debian's Python, whose
+# USDT probes have the longest names `khprof probes` lists
+# (tests/integration/commands/test_cli.c; a minimal Debian 12 has no Python,
+# and the test would skip there).
+TEST_PACKAGES := chromium prometheus prometheus-pushgateway curl protobuf-compiler runc \
+                 python3-minimal
 BENCH_PACKAGES := bpftrace hyperfine time
 # The kernel matrix (tests/kernels/): QEMU, the guest's busybox, the
 # initramfs's cpio, and what unpacks Debian's kernels (lz4 for 5.10 and
@@ -141,10 +148,11 @@ FIXTURES     := $(foreach f,$(FIXTURE_SRCS),$(patsubst tests/unit/fixtures/%.S,$
 
 # Traced workloads used by the integration tests (built like outside programs:
 # only include/keyhog_profile.h); sdt-nosem and stackwork-nofp are two of
-# them built a second way (below).
+# them built a second way, stackwork-cxx stackwork's shape in C++ (below).
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOADS     := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(filter-out tests/workloads/lib%,$(WORKLOAD_SRCS))) \
-                 $(BUILD)/workloads/sdt-nosem $(BUILD)/workloads/stackwork-nofp
+                 $(BUILD)/workloads/sdt-nosem $(BUILD)/workloads/stackwork-nofp \
+                 $(BUILD)/workloads/stackwork-cxx
 
 # The Rust probe crate's workload, with the cargo found, and again with
 # Debian 12's own rustc 1.63 when the machine has it (the oldest Rust the
@@ -154,7 +162,7 @@ WORKLOADS     := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(filter-ou
 RUST_SRCS := $(shell find rust/keyhog-probes tests/workloads-rs tests/seed-api -type f \
                  \( -name '*.rs' -o -name Cargo.toml \) 2>/dev/null) \
              $(wildcard ../shared/seed/keyhog_profile_lib.rs ../shared/seed/keyhog_profile_docs.txt)
-RUST_WORKLOADS := $(BUILD)/workloads/workload-rs
+RUST_WORKLOADS := $(BUILD)/workloads/workload-rs $(BUILD)/workloads/workload-rs-v0
 ifneq ($(wildcard /usr/bin/rustc),)
 RUST_WORKLOADS += $(BUILD)/rust-debian/workload-rs
 endif
@@ -359,10 +367,18 @@ $(BUILD)/workloads/stackwork: private CFLAGS += -fno-omit-frame-pointer
 # The thread-end soak's workload leaves a span by pthread_exit, which runs
 # KH_SPAN_SCOPE's cleanup only with unwind tables (tests/workloads/waves.c).
 $(BUILD)/workloads/waves: private CFLAGS += -fexceptions
-$(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c include/keyhog_profile.h $(BUILD)/workloads/libkhwork.so | $(DEPS_STAMP)
+$(BUILD)/workloads/stackwork: tests/workloads/spin.h
+$(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c tests/workloads/spin.h include/keyhog_profile.h $(BUILD)/workloads/libkhwork.so | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,CC,$< -fomit-frame-pointer)
 	$(Q)$(WORKLOAD_CC) -fomit-frame-pointer -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -lkhwork
+
+# The same shape in C++ (g++, the header alone, frame pointers): the names
+# of a C++ program's samples, which khprof demangles (test_stacks.c).
+$(BUILD)/workloads/stackwork-cxx: tests/workloads/stackwork_cxx.cc tests/workloads/spin.h include/keyhog_profile.h | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(call msg,CXX,$<)
+	$(Q)$(CXX) $(CFLAGS) $(WARNINGS) -fno-omit-frame-pointer -Iinclude -o $@ $<
 
 # --- Rust: the probe crate and its workload ---------------------------------
 # rust/keyhog-probes emits the header's probes from Rust with the seed's API;
@@ -374,11 +390,13 @@ $(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c include/keyhog_pr
 # with syn.
 RUST_CRATES   := librust-serde-dev librust-serde-derive-dev librust-serde-json-dev \
                  librust-syn-dev librust-quote-dev librust-proc-macro2-dev
+# The workload comes twice from the cargo found: workload-rs-v0 is built
+# with Rust's v0 symbol mangling, for the demangled names of --sample.
 RUST_PACKAGES := cargo
-$(BUILD)/workloads/workload-rs: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
-	$(call msg,CARGO,$@)
+$(BUILD)/workloads/workload-rs $(BUILD)/workloads/workload-rs-v0 &: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
+	$(call msg,CARGO,$(BUILD)/workloads/workload-rs)
 	$(Q)./scripts/install-deps.sh $(RUST_CRATES)
-	$(Q)RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) current $@
+	$(Q)RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) current $(BUILD)/workloads/workload-rs
 $(BUILD)/rust-debian/workload-rs: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
 	$(call msg,CARGO,$@ (rustc 1.63))
 	$(Q)./scripts/install-deps.sh $(RUST_CRATES)
@@ -478,6 +496,10 @@ bench: tests
 $(BUILD)/diff_rates: $(BUILD)/bench/diff-rates/diff_rates.o $(COMMON_OBJS) $(ANALYSIS_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(NOBPF_LIBS)
+# The verdicts' quality on recorded runs, beside a plain U test (bench/verdict/run.sh).
+$(BUILD)/verdict_rates: $(BUILD)/bench/verdict/verdict_rates.o $(COMMON_OBJS) $(ANALYSIS_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(NOBPF_LIBS)
 $(BUILD)/bench/%.o: LAYER_INC = $(INC_ALL)
 
 # The siege of --serve and the libmicrohttpd server it was measured
@@ -499,5 +521,5 @@ clean:
 # The compiler's dependency files of this tree's objects only: build/ also
 # holds reference builds of other commits (build/ref) and cargo's target
 # directories, whose .d files name other trees' headers.
--include $(shell find $(addprefix $(BUILD)/,userspace usdt bpf tests examples fuzz) \
+-include $(shell find $(addprefix $(BUILD)/,userspace usdt bpf tests examples fuzz bench) \
              $(addprefix $(ASAN)/,userspace usdt tests) -name '*.d' 2>/dev/null)

@@ -435,7 +435,7 @@ static void test_bad_values_point_to_help(void **state)
 		  "bad --identity 'nokey'" },
 		{ "record", { "record", "--append", "--", "/bin/true" }, "--append needs --repeat" },
 		{ "attach", { "attach", "-p", "1", "--exe", "/bin/true" },
-		  "takes one of -p PID, --exe PATH and --all" },
+		  "attach takes one of -p PID, --exe PATH and --all" },
 	};
 
 	(void)state;
