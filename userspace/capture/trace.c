@@ -10,6 +10,7 @@
  * Also the --interval samples between polls, the end and the detach.
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -145,8 +146,11 @@ static void stopped_itself(struct tracer *t, const struct kh_event *e)
 	pid_t self;
 
 	if (!t->opts.stops || !stops__of_event(e, (pid_t)e->pid, &stop)) {
-		if (t->children_stopped)
-			kill(t->pid, SIGCONT); /* not kept (the table was full): resumed all the same */
+		if (!t->children_stopped)
+			return;
+		if (t->opts.on_self_stop)
+			t->opts.on_self_stop(t->opts.fork_ctx);
+		kill(t->pid, SIGCONT); /* not kept (the table was full): resumed all the same */
 		return;
 	}
 	if (!stops__take_up(t->opts.stops, &stop, &self))
@@ -155,6 +159,8 @@ static void stopped_itself(struct tracer *t, const struct kh_event *e)
 		stops__forget(t->opts.stops, &stop);
 		return;
 	}
+	if (t->opts.on_self_stop) /* the child's own stop answered first (trace.h) */
+		t->opts.on_self_stop(t->opts.fork_ctx);
 	log__debug("PID %d stopped itself as a child it waits for stopped for khprof: resumed",
 		   t->pid);
 	stops__release(t->opts.stops, &stop);
@@ -241,12 +247,34 @@ static void session_started(struct tracer *t, const struct kh_event *e)
 	sessions__start(&t->sessions, e);
 }
 
+/*
+ * A batch that took the slot before its session ended may still be adding
+ * to it on another CPU (bpf/batch.bpf.h, slot_inflight): microseconds, or
+ * as long as its thread is preempted inside the program.  Its spans are
+ * the session's, so the slot is read once it is done.
+ */
+static void slot_wait_quiet(struct tracer *t, uint32_t slot)
+{
+	const __u32 *inflight = &t->skel->bss->slot_inflight[slot];
+	uint64_t deadline = tracer__now_ns() + 1000000000ull;
+
+	while (__atomic_load_n(inflight, __ATOMIC_ACQUIRE)) {
+		if (tracer__now_ns() > deadline) {
+			log__warn("a batch was still being counted into session slot %u after 1 s: "
+				  "its spans may be missing from the record", slot);
+			return;
+		}
+		sched_yield();
+	}
+}
+
 /* The session ends: its record takes the slot's totals and distributions. */
 static void session_finished(struct tracer *t, const struct kh_event *e)
 {
 	struct kh_slot_stats totals;
 	struct kh_latency latency;
 
+	slot_wait_quiet(t, sessions__slot_of(e));
 	tracer__collect_slot(t, sessions__slot_of(e), true, &totals, &latency);
 	tracer__note_misses(t);
 	sessions__finish(&t->sessions, e, &totals, &latency);
@@ -335,6 +363,15 @@ static int handle_event(void *ctx, void *data, size_t len)
 
 int tracer__poll(struct tracer *t, int timeout_ms)
 {
+	int n;
+
+	/*
+	 * Called again from one of its own events' callbacks (on_self_stop,
+	 * on_fork), libbpf would hand it the event being handled a second
+	 * time: its consumer position moves only after the callback.
+	 */
+	if (t->polling)
+		return 0;
 	if (!t->rb) {
 		int err;
 
@@ -360,7 +397,10 @@ int tracer__poll(struct tracer *t, int timeout_ms)
 			return err;
 		}
 	}
-	return ring_buffer__poll(t->rb, timeout_ms);
+	t->polling = true;
+	n = ring_buffer__poll(t->rb, timeout_ms);
+	t->polling = false;
+	return n;
 }
 
 int tracer__epoll_fd(const struct tracer *t)
@@ -380,6 +420,7 @@ static void end_sessions(struct tracer *t, int exit_status, uint64_t now)
 	for (uint32_t slot = 0; slot < KH_MAX_SLOTS; slot++) {
 		if (!sessions__is_open(&t->sessions, slot))
 			continue;
+		slot_wait_quiet(t, slot);
 		tracer__collect_slot(t, slot, true, &totals, &latency);
 		sessions__end(&t->sessions, slot, exit_status, now, &totals, &latency);
 	}
