@@ -493,6 +493,15 @@ static void identity_unreadable(struct open_session *s, const struct kh_event *e
 			  strerror(-err));
 }
 
+/* One string of an identity probe: the probe's error, or khprof's own read's where it reads. */
+static int identity_string(const struct session_table *tbl, int probe_err, uint64_t addr,
+			   char *buf, size_t len)
+{
+	if (!probe_err || !tbl->cfg.identity_reread)
+		return probe_err;
+	return procfs__read_string(tbl->cfg.pid, addr, buf, len);
+}
+
 /*
  * An identity probe's strings.  Where the probe cannot fault a string's
  * page in (the classic object, before Linux 5.17: no sleepable uprobes),
@@ -504,7 +513,6 @@ static void identity_unreadable(struct open_session *s, const struct kh_event *e
 static void identity_event(struct session_table *tbl, struct open_session *s,
 			   const struct kh_event *e)
 {
-	bool reread_ok = tbl->cfg.identity_reread;
 	char key[sizeof(e->key)], value[sizeof(e->value)];
 	struct kh_event reread;
 	int err;
@@ -512,16 +520,12 @@ static void identity_event(struct session_table *tbl, struct open_session *s,
 	if (e->key_err || e->value_err) {
 		memcpy(key, e->key, sizeof(key));
 		memcpy(value, e->value, sizeof(value));
-		err = e->key_err && reread_ok ? procfs__read_string(tbl->cfg.pid, e->arg0, key,
-								    sizeof(key))
-					      : e->key_err;
+		err = identity_string(tbl, e->key_err, e->arg0, key, sizeof(key));
 		if (err) {
 			identity_unreadable(s, e, NULL, err);
 			return;
 		}
-		err = e->value_err && reread_ok ? procfs__read_string(tbl->cfg.pid, e->arg1, value,
-								      sizeof(value))
-						: e->value_err;
+		err = identity_string(tbl, e->value_err, e->arg1, value, sizeof(value));
 		if (err) {
 			identity_unreadable(s, e, key, err);
 			return;
