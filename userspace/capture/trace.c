@@ -116,6 +116,8 @@ static void stopped_itself(struct tracer *t)
 {
 	if (!t->children_stopped)
 		return;
+	if (t->opts.on_self_stop) /* the child's own stop answered first (trace.h) */
+		t->opts.on_self_stop(t->opts.fork_ctx);
 	log__debug("PID %d stopped itself as a child it waits for stopped for khprof: resumed",
 		   t->pid);
 	kill(t->pid, SIGCONT);
@@ -306,6 +308,15 @@ static int handle_event(void *ctx, void *data, size_t len)
 
 int tracer__poll(struct tracer *t, int timeout_ms)
 {
+	int n;
+
+	/*
+	 * Called again from one of its own events' callbacks (on_self_stop,
+	 * on_fork), libbpf would hand it the event being handled a second
+	 * time: its consumer position moves only after the callback.
+	 */
+	if (t->polling)
+		return 0;
 	if (!t->rb) {
 		int err;
 
@@ -331,7 +342,10 @@ int tracer__poll(struct tracer *t, int timeout_ms)
 			return err;
 		}
 	}
-	return ring_buffer__poll(t->rb, timeout_ms);
+	t->polling = true;
+	n = ring_buffer__poll(t->rb, timeout_ms);
+	t->polling = false;
+	return n;
 }
 
 int tracer__epoll_fd(const struct tracer *t)
