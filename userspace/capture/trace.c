@@ -172,6 +172,19 @@ static void image_execed(struct tracer *t, const struct kh_event *e)
 	t->ended = true;
 }
 
+/*
+ * An identity probe the BPF side could not read, the process stopped at it
+ * (bpf/khprof.bpf.c's on_identity): its strings are read from the process
+ * while it waits, then it runs on, whatever came of the read.  Closing,
+ * it is only resumed.
+ */
+static void identity_stopped(struct tracer *t, const struct kh_event *e)
+{
+	if (!t->closing && image_event(t))
+		sessions__identity(&t->sessions, e);
+	kill(t->pid, SIGCONT);
+}
+
 static void session_started(struct tracer *t, const struct kh_event *e)
 {
 	/* Probe ABI 5 put scoped spans on the stack the sampler reads (docs/PROBES.md). */
@@ -225,7 +238,8 @@ static void session_finished(struct tracer *t, const struct kh_event *e)
 /*
  * Every event of the events and control rings, in order: the one place an
  * event's type is dispatched (bcc's and retsnoop's handle_event).  Closing
- * (attach__stop_watching_forks), only forks are still answered.
+ * (attach__stop_watching_forks), only forks are still answered, and a
+ * process stopped at an identity probe resumed.
  */
 static int handle_event(void *ctx, void *data, size_t len)
 {
@@ -233,7 +247,8 @@ static int handle_event(void *ctx, void *data, size_t len)
 	const struct kh_event *e = data;
 
 	if (len < sizeof(*e) ||
-	    (t->closing && e->type != KH_EVENT_FORK && e->type != KH_EVENT_SELF_STOP))
+	    (t->closing && e->type != KH_EVENT_FORK && e->type != KH_EVENT_SELF_STOP &&
+	     e->type != KH_EVENT_IDENTITY_STOPPED))
 		return 0;
 	switch (e->type) {
 	case KH_EVENT_FORK:
@@ -268,6 +283,9 @@ static int handle_event(void *ctx, void *data, size_t len)
 	case KH_EVENT_IDENTITY:
 		if (image_event(t))
 			sessions__identity(&t->sessions, e);
+		break;
+	case KH_EVENT_IDENTITY_STOPPED:
+		identity_stopped(t, e);
 		break;
 	case KH_EVENT_TRANSITION:
 		if (image_event(t))
