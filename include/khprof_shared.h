@@ -49,6 +49,12 @@ enum kh_event_type {
 	KH_EVENT_THREAD_BUFFER = 9,   /* struct kh_buffer_event, not struct kh_event */
 	KH_EVENT_FORK = 10,           /* a new process, stopped; arg0: its pid (--follow-forks) */
 	KH_EVENT_SELF_STOP = 11,      /* the traced process sent itself SIGSTOP (follow.bpf.h) */
+	/*
+	 * An identity event whose strings the BPF side could not read, the
+	 * process stopped at the probe until khprof has read them itself and
+	 * resumes it (the classic object, where khprof may stop it).
+	 */
+	KH_EVENT_IDENTITY_STOPPED = 12,
 };
 
 /*
@@ -68,6 +74,12 @@ enum kh_stop_kind {
 	 * so that it too is let go if khprof cannot (follow.bpf.h)
 	 */
 	KH_STOP_SELF = 5,
+	/*
+	 * The traced process at an identity probe whose strings the BPF side
+	 * could not read (5.10's classic object): until khprof has read them
+	 */
+	KH_STOP_IDENTITY = 6,
+	KH_STOP_KIND_LAST = KH_STOP_IDENTITY,
 };
 
 /*

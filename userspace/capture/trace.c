@@ -230,6 +230,27 @@ static void image_execed(struct tracer *t, const struct kh_event *e)
 	t->ended = true;
 }
 
+/*
+ * An identity probe the BPF side could not read, the process stopped at it
+ * (bpf/khprof.bpf.c's on_identity): its strings are read from the process
+ * while it waits, then it runs on, whatever came of the read.  Closing,
+ * it is only resumed.
+ */
+static void identity_stopped(struct tracer *t, const struct kh_event *e)
+{
+	struct kh_stop_key stop;
+	bool stopped = t->opts.stops && stops__of_event(e, (pid_t)e->pid, &stop);
+	pid_t local;
+
+	/* The keeper let it go first (khprof was too slow): read late, as unstopped. */
+	if (stopped && !stops__take_up(t->opts.stops, &stop, &local))
+		stopped = false;
+	if (!t->closing && image_event(t))
+		sessions__identity(&t->sessions, e);
+	if (stopped && !stops__release(t->opts.stops, &stop))
+		stop_let_go(t);
+}
+
 static void session_started(struct tracer *t, const struct kh_event *e)
 {
 	/* Probe ABI 5 put scoped spans on the stack the sampler reads (docs/PROBES.md). */
@@ -306,7 +327,8 @@ static int handle_event(void *ctx, void *data, size_t len)
 		return 0;
 	if (t->closing && e->type == KH_EVENT_LOADER_STATE)
 		let_loader_stop_go(t, e);
-	if (t->closing && e->type != KH_EVENT_FORK && e->type != KH_EVENT_SELF_STOP)
+	if (t->closing && e->type != KH_EVENT_FORK && e->type != KH_EVENT_SELF_STOP &&
+	    e->type != KH_EVENT_IDENTITY_STOPPED)
 		return 0;
 	switch (e->type) {
 	case KH_EVENT_FORK:
@@ -341,6 +363,9 @@ static int handle_event(void *ctx, void *data, size_t len)
 	case KH_EVENT_IDENTITY:
 		if (image_event(t))
 			sessions__identity(&t->sessions, e);
+		break;
+	case KH_EVENT_IDENTITY_STOPPED:
+		identity_stopped(t, e);
 		break;
 	case KH_EVENT_TRANSITION:
 		if (image_event(t))

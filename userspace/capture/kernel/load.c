@@ -468,6 +468,7 @@ static void configure_sessions(struct tracer *t, int64_t realtime_offset_ns)
 		.on_interval = t->opts.on_interval,
 		.kernel_release = t->features.release,
 		.kernel_degraded = t->degraded_list,
+		.identity_reread = !features__has(&t->features, KH_FEAT_BPF_LOOP),
 	};
 
 	list_degraded(t);
@@ -508,6 +509,13 @@ static int open_and_load(struct tracer *t)
 			return err;
 		}
 	}
+	/*
+	 * Stops allowed and kept (a keeper), and reads that cannot fault pages
+	 * in (bpf/khprof.bpf.c's on_identity): the process waits at such an
+	 * identity probe until khprof has read the strings.
+	 */
+	t->skel->rodata->stop_to_read_identity =
+		t->opts.stop_on_loader && t->opts.stops && !features__has(&t->features, KH_FEAT_BPF_LOOP);
 	t->skel->rodata->trace_mode = t->opts.mode;
 	if (t->btf_cache.usable) {
 		t->skel->rodata->core_ids_given = 1;

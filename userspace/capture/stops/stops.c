@@ -366,7 +366,7 @@ int stops__share_maps(const struct stops *s, struct bpf_map *table, struct bpf_m
 
 bool stops__of_event(const struct kh_event *e, pid_t stopped, struct kh_stop_key *key)
 {
-	if (e->stop_kind == KH_STOP_NONE || e->stop_kind > KH_STOP_SELF)
+	if (e->stop_kind == KH_STOP_NONE || e->stop_kind > KH_STOP_KIND_LAST)
 		return false;
 	key->tgid = (uint32_t)stopped;
 	key->kind = e->stop_kind;
