@@ -213,6 +213,7 @@ static void test_extension_round_trips(void **state)
 	assert_true(p.ext.exit_signal.present);
 	assert_int_equal(p.ext.exit_signal.value, 9);
 	assert_int_equal(p.ext.refused_session_starts, 2);
+	assert_int_equal(p.ext.begun_before_session, 3);
 	assert_int_equal(p.ext.observed_from_unix_ns.value, 1796007153329499399ull);
 	assert_string_equal(p.ext.attach_state, "scanning");
 	json = profile__to_json(&p);
