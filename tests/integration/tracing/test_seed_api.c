@@ -292,8 +292,6 @@ static void test_span_begun_before_the_session_is_not_its(void **state)
 		if (r.exit_code != 0)
 			fail_msg("khprof record --mode %s of the straddle workload exited %d: %s",
 				 modes[m], r.exit_code, r.err);
-		/* Set aside, not lost: no warning. */
-		assert_null(strstr(r.err, "warning"));
 		run_result_free(&r);
 		/* One session, one record. */
 		assert_int_not_equal(access(second, F_OK), 0);
@@ -304,6 +302,7 @@ static void test_span_begun_before_the_session_is_not_its(void **state)
 		assert_null(profile__find_stage(&p, LATE_STAGE));
 		assert_int_equal(p.stage_count, 1);
 		assert_int_equal(p.ext.begun_before_session, 1);
+		/* Set aside, not lost: no drop, so no drop's warning. */
 		for (uint32_t d = 0; d < KH_DROP_COUNT; d++)
 			assert_int_equal(p.ext.drops[d], 0);
 		profile__free(&p);
