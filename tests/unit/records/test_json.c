@@ -346,6 +346,7 @@ static void test_extension_members_are_optional(void **state)
 	assert_null(p.ext.mode);
 	assert_int_equal(p.ext.probe_hits, 9);
 	assert_int_equal(p.ext.drops[KH_DROP_RINGBUF_FULL], 0);
+	assert_int_equal(p.ext.begun_before_session, 0);
 	profile__free(&p);
 	free(text);
 }
