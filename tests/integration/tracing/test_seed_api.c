@@ -19,10 +19,13 @@
  * - khprof records the crate's build in every mode while it profiles
  *   itself in process: the program's own checks still pass, its record
  *   still matches the seed's, and khprof's record of the session agrees
- *   with the in-process one on every count.
+ *   with the in-process one on every count, a span straddling the
+ *   session's start and one straddling its finish included;
+ * - a C program's span straddling KH_SESSION_START, in every mode, is not
+ *   the session's either (the seed's rule), and is counted apart.
  *
- * Without ../shared/seed nothing here can be built: the tests say so and
- * pass, except under CI=true.  They need root for khprof.
+ * Without ../shared/seed the Rust program cannot be built: those tests say
+ * so and pass, except under CI=true.  They need root for khprof.
  */
 #include <limits.h>
 #include <setjmp.h>
