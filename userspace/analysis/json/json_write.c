@@ -505,6 +505,7 @@ static void writer__ext(struct writer *w, const struct kh_profile *p)
 	/* Absent means 0: the records of a khprof that never let a stop go are unchanged. */
 	if (ext->stops_let_go)
 		writer__u64(w, "stops_let_go", ext->stops_let_go);
+	writer__u64(w, "begun_before_session", ext->begun_before_session);
 	writer__opt_u64(w, "observed_from_unix_ns", ext->observed_from_unix_ns);
 	writer__str(w, "attach_state", ext->attach_state);
 	if (ext->latency.present)

@@ -241,6 +241,8 @@ struct kh_profile_ext {
 	 * khprof attached, since the previous record (docs/PROBES.md)
 	 */
 	uint64_t stops_let_go;
+	/* spans begun before the session started, ended in it: not its, as the seed has it */
+	uint64_t begun_before_session;
 	/* A record begun mid-session: when the probes went live, and the state then. */
 	struct kh_opt_u64 observed_from_unix_ns;
 	char *attach_state;              /* a state name; NULL: not known */
