@@ -1,19 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * record --follow-forks: a new process forked by the traced one (clone
- * without CLONE_THREAD) is stopped before its first user instruction and
- * named to khprof, which attaches a tracer of its own to it and then sends
- * SIGCONT (userspace/cmd/follow.c).  Without the option it is loaded too:
- * a child forked by a traced process must be made safe before it runs on
- * Linux 6.18 (attach__protect_child in userspace/capture/attach.c).
- * Included by khprof.bpf.c.
+ * without CLONE_THREAD) is stopped before its first user instruction
+ * (kh_stop, stops.bpf.h) and named to khprof, which makes it safe, attaches
+ * a tracer of its own to it and lets it go (userspace/capture/trace.c,
+ * userspace/cmd/tracing/follow.c).  Without the option it is loaded too: a
+ * child forked by a traced process must be made safe before it runs on
+ * Linux 6.18 (userspace/capture/stops/sites.h).  Included by khprof.bpf.c.
  */
 
 /*
  * Without --follow-forks (protect_forks set): the processes descending
  * from the traced one, whose forks are stopped too, since a grandchild
- * inherits its parent's rewritten sites just the same
- * (attach__protect_child).  LRU: an entry outlives its process harmlessly.
+ * inherits its parent's rewritten sites just the same (sites.h).  LRU: an entry outlives its process harmlessly.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -105,7 +104,7 @@ int BPF_PROG(kh_follow_fork, struct task_struct *parent, struct task_struct *chi
 	e = fork_event(child_tgid);
 	if (!e)
 		return 0;
-	if (bpf_send_signal_task(child, SIGSTOP, PIDTYPE_TGID, 0) != 0) {
+	if (kh_stop(child, e, child_tgid, KH_STOP_FORK) != 0) {
 		bpf_ringbuf_discard(e, 0);
 		return 0;
 	}
@@ -119,7 +118,8 @@ int BPF_PROG(kh_follow_fork, struct task_struct *parent, struct task_struct *chi
  * to khprof after the stop is pending, so khprof's SIGCONT cannot come
  * before it.
  */
-static __always_inline int stop_current_if_marked(void *marks, __u32 tgid)
+static __always_inline int stop_current_if_marked(void *marks, __u32 tgid,
+						  enum kh_stop_kind kind)
 {
 	struct kh_event *e;
 
@@ -129,7 +129,7 @@ static __always_inline int stop_current_if_marked(void *marks, __u32 tgid)
 	e = fork_event(tgid);
 	if (!e)
 		return 0;
-	if (bpf_send_signal(SIGSTOP) != 0) {
+	if (kh_stop(NULL, e, tgid, kind) != 0) {
 		bpf_ringbuf_discard(e, 0);
 		return 0;
 	}
@@ -145,7 +145,7 @@ static __always_inline int stop_current_if_marked(void *marks, __u32 tgid)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(kh_follow_exec, struct task_struct *task, pid_t old_pid, struct linux_binprm *bprm)
 {
-	return stop_current_if_marked(&vfork_children, (__u32)task->tgid);
+	return stop_current_if_marked(&vfork_children, (__u32)task->tgid, KH_STOP_EXEC);
 }
 
 /*
@@ -167,12 +167,21 @@ int BPF_PROG(kh_self_stop, int sig, struct kernel_siginfo *info, struct task_str
 	if (sig != SIGSTOP || !traced_tgid || (__u32)task->tgid != traced_tgid ||
 	    (__u32)(bpf_get_current_pid_tgid() >> 32) != traced_tgid)
 		return 0;
+	/*
+	 * Sent by the process itself (kill, raise: si_code SI_USER or below),
+	 * not the kernel's: khprof's own stops in its context (kh_stop's
+	 * bpf_send_signal, SEND_SIG_PRIV) are no stop of the wrapper's.
+	 */
+	if ((unsigned long)info <= 1 || BPF_CORE_READ(info, si_code) > 0)
+		return 0;
 	e = bpf_ringbuf_reserve(&control, sizeof(*e), 0);
 	if (!e) {
 		count_drop(KH_OUTSIDE_SLOT, KH_DROP_RINGBUF_FULL);
 		return 0;
 	}
 	fill_event(e, KH_EVENT_SELF_STOP, KH_OUTSIDE_SLOT);
+	/* Its own stop, kept as khprof's: let go by the keeper if khprof cannot. */
+	kh_stop_enter(NULL, e, e->pid, KH_STOP_SELF, false);
 	event_submit(e);
 	return 0;
 }
@@ -188,5 +197,6 @@ int BPF_PROG(kh_self_stop, int sig, struct kernel_siginfo *info, struct task_str
 SEC("tp_btf/sys_exit")
 int BPF_PROG(kh_fork_stop, struct pt_regs *regs, long ret)
 {
-	return stop_current_if_marked(&fork_stops, (__u32)(bpf_get_current_pid_tgid() >> 32));
+	return stop_current_if_marked(&fork_stops, (__u32)(bpf_get_current_pid_tgid() >> 32),
+				      KH_STOP_FORK);
 }

@@ -182,6 +182,9 @@ static __always_inline void count_drop(__u32 slot, enum kh_drop drop)
 	kh_preempt_enable();
 }
 
+/* Stopping a process until khprof, or its stop keeper, lets it go. */
+#include "stops.bpf.h"
+
 /*
  * Minimum of two values less than 2^63 apart, without a
  * branch: in the unrolled batch walk every branch is one more fork for the
@@ -389,6 +392,8 @@ static __always_inline void fill_event(struct kh_event *e, __u32 type, __u32 slo
 	e->sampled_ns = 0;
 	e->key_err = 0;
 	e->value_err = 0;
+	e->stop_kind = KH_STOP_NONE;
+	e->stop_pad = 0;
 	if (type == KH_EVENT_SESSION_START || type == KH_EVENT_TRANSITION ||
 	    type == KH_EVENT_SESSION_FINISH)
 		kh_sample_task(e);
@@ -488,12 +493,14 @@ static __always_inline void on_identity(__u64 key, __u64 value)
 	 * the program's only during KH_IDENTITY (a stack buffer, a freed one),
 	 * and a process that runs on may have exited before khprof wakes
 	 * (1 record in 6 lost its version on 5.10 under TCG).  As loader_stop:
-	 * the signal before the submit, so khprof's SIGCONT cannot come first,
-	 * and only once the event is sure to reach khprof (reserved).
+	 * the stop before the submit, so khprof's SIGCONT cannot come first,
+	 * only once the event is sure to reach khprof (reserved), and kept
+	 * (stops.bpf.h): the keeper lets it go if khprof cannot.  No keeper,
+	 * no stop: khprof reads the strings late, as under attach.
 	 */
-	if (stop_to_read_identity && (e->key_err || e->value_err)) {
+	if (stop_to_read_identity && (e->key_err || e->value_err) &&
+	    kh_stop(NULL, e, e->pid, KH_STOP_IDENTITY) == 0) {
 		e->type = KH_EVENT_IDENTITY_STOPPED;
-		bpf_send_signal(SIGSTOP);
 		event_submit(e);
 		return;
 	}
@@ -612,17 +619,6 @@ int kh_usdt(struct pt_regs *ctx)
 }
 
 /*
- * The probe sites of a child the traced process forked, when it is not
- * followed: linked only so that the kernel keeps its sites working in the
- * child (attach__protect_child); its hits are not the traced process's.
- */
-SEC("uprobe")
-int kh_untraced(struct pt_regs *ctx)
-{
-	return 0;
-}
-
-/*
  * The identity sites of a file, with a link of their own: sleepable, so
  * that bpf_copy_from_user_str can fault in a string on a page the program
  * never touched (a version literal in .rodata, the usual case).
@@ -663,12 +659,11 @@ int kh_usdt_identity_nosleep(struct pt_regs *ctx)
  * Names the current process to khprof on the control ring and, where
  * khprof asked (record, a followed process, a watched start), stops it
  * until khprof resumes it: the loader mapped objects, an execve brought a
- * new image, a watched file started.  The one stop of the BPF side:
- * bpf_send_signal(SIGSTOP) before the event is submitted, so khprof's
- * SIGCONT cannot come before it.  Stopped only when khprof is sure to hear
- * of it: a lost event would leave the process stopped for good.
- * Unheard, it runs on, and the library's probes wait for the next loader
- * event (counted).
+ * new image, a watched file started.  Stopped by kh_stop (stops.bpf.h)
+ * before the event is submitted, so khprof's SIGCONT cannot come before
+ * it, and only when khprof is sure to hear of it: a lost event would
+ * leave the process stopped until the limit.  Unheard, it runs on, and
+ * the library's probes wait for the next loader event (counted).
  */
 static __always_inline int loader_stop(__u64 arg0, __u64 arg1)
 {
@@ -684,8 +679,9 @@ static __always_inline int loader_stop(__u64 arg0, __u64 arg1)
 	fill_event(e, KH_EVENT_LOADER_STATE, active_slot);
 	e->arg0 = arg0;
 	e->arg1 = arg1;
+	/* Not stopped, it runs on, and the library is attached a little late. */
 	if (stop_on_loader_event)
-		bpf_send_signal(SIGSTOP);
+		kh_stop(NULL, e, e->pid, traced_tgid ? KH_STOP_LOADER : KH_STOP_START);
 	event_submit(e);
 	return 0;
 }
@@ -759,7 +755,7 @@ int BPF_PROG(kh_process_fork, struct task_struct *parent, struct task_struct *ch
 
 /* Buffers of threads that end: a file of its own, for its length. */
 #include "thread_ends.bpf.h"
-/* Forked children: followed (--follow-forks) or made safe (attach__protect_child). */
+/* Forked children: followed (--follow-forks) or made safe (userspace/capture/stops/sites.h). */
 #include "follow.bpf.h"
 /* khprof in a PID namespace of its own: the kernel's pids of the tasks it sees. */
 #include "pidns.bpf.h"

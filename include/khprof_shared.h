@@ -57,6 +57,58 @@ enum kh_event_type {
 	KH_EVENT_IDENTITY_STOPPED = 12,
 };
 
+/*
+ * A process a BPF program stops with SIGSTOP (bpf/stops.bpf.h) until khprof
+ * lets it go: why.  A control event that stopped a process carries its
+ * kind in stop_kind and the stop's stamp in ts_ns (0: nothing stopped).
+ */
+enum kh_stop_kind {
+	KH_STOP_NONE = 0,
+	KH_STOP_LOADER = 1, /* the traced process, at the loader: a library to attach */
+	KH_STOP_START = 2,  /* a process reaching a watched start or execve (attach --exe, --all) */
+	KH_STOP_FORK = 3,   /* a child the traced process forked: made safe, maybe followed */
+	KH_STOP_EXEC = 4,   /* a vforked child after its execve (--follow-forks) */
+	/*
+	 * The traced process stopped itself as a child stopped for khprof
+	 * (nsenter waits with WUNTRACED): its own SIGSTOP, kept like khprof's
+	 * so that it too is let go if khprof cannot (follow.bpf.h)
+	 */
+	KH_STOP_SELF = 5,
+	/*
+	 * The traced process at an identity probe whose strings the BPF side
+	 * could not read (5.10's classic object): until khprof has read them
+	 */
+	KH_STOP_IDENTITY = 6,
+	KH_STOP_KIND_LAST = KH_STOP_IDENTITY,
+};
+
+/*
+ * Every stop in flight, in the kh_stops hash map that every tracer of one
+ * khprof shares with its stop keeper (userspace/capture/stops/stops.h):
+ * whoever deletes a stop's entry lets the process go, so that khprof and
+ * the keeper never both do, and a stop nobody deleted is still held.
+ * Each stop is also one note of the keeper's kh_stop_notes ring (the key
+ * and value together), which wakes the keeper to time it.
+ */
+struct kh_stop_key {
+	__u32 tgid;
+	__u32 kind;     /* enum kh_stop_kind */
+	__u64 stamp_ns; /* bpf_ktime_get_ns() at the stop: its control event's ts_ns */
+};
+
+struct kh_stop {
+	struct kh_stop_key key;
+	/* task->start_boottime, which /proc/PID/stat gives in ticks: the same process */
+	__u64 start_boottime_ns;
+	/* Its pid in khprof's PID namespace (key.tgid is the kernel's): what SIGCONT is sent to */
+	__u32 local_tgid;
+	__u32 pad;
+};
+
+/* 4096 processes held at once; about 1,600 notes (40 bytes each) the keeper has not read yet. */
+#define KH_STOPS_MAX 4096
+#define KH_STOP_NOTES_BYTES (16 * 4096)
+
 /* One ring-buffer record; identity events use key and value. */
 struct kh_event {
 	__u32 type;        /* enum kh_event_type */
@@ -93,6 +145,12 @@ struct kh_event {
 	 */
 	__s32 key_err;
 	__s32 value_err;
+	/*
+	 * A control event that stopped a process (bpf/stops.bpf.h): why (enum
+	 * kh_stop_kind; 0: nothing stopped), the stop's stamp being ts_ns.
+	 */
+	__u32 stop_kind;
+	__u32 stop_pad;
 };
 
 struct kh_stage_stats {

@@ -2,13 +2,13 @@
 /*
  * Attaching one file: its keyhog notes -> one argument spec per wanted
  * site -> one uprobe-multi link per file (compat.c), kept until the tracer
- * closes; the same sites linked for a forked child that must not crash at
- * them.  Which files, and the rest of a process's attach, is process.c's.
+ * closes; the sites kept first for the children the process forks
+ * (stops/sites.h).  Which files, and the rest of a process's attach, is
+ * process.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -30,6 +29,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "sampler.h"
+#include "stops.h"
 #include "tracer_impl.h"
 #include "usdt_notes.h"
 #include "utf8.h"
@@ -190,106 +190,43 @@ static enum kh_probe_kind wanted_kind(const struct tracer *t, const struct usdt_
 	return 0;
 }
 
-/* Keeps a link (or closes it on failure) until tracer__close. */
-/* Appends fd to *fds (closed when memory runs out); passes a negative errno on. */
-static int append_fd(int **fds, size_t *count, int fd)
+/* Keeps a link until tracer__close (closes it when memory runs out); passes a negative errno on. */
+int attach__keep_link(struct tracer *t, int fd)
 {
 	int *grown;
 
 	if (fd < 0)
 		return fd;
-	grown = realloc(*fds, (*count + 1) * sizeof(*grown));
+	grown = realloc(t->link_fds, (t->link_fd_count + 1) * sizeof(*grown));
 	if (!grown) {
 		close(fd);
 		return -ENOMEM;
 	}
-	*fds = grown;
-	grown[(*count)++] = fd;
+	t->link_fds = grown;
+	grown[t->link_fd_count++] = fd;
 	return 0;
-}
-
-int attach__keep_link(struct tracer *t, int fd)
-{
-	return append_fd(&t->link_fds, &t->link_fd_count, fd);
-}
-
-static void *copy_of(const void *p, size_t n)
-{
-	void *q = malloc(n ? n : 1);
-
-	if (q && n)
-		memcpy(q, p, n);
-	return q;
-}
-
-/* Keeps a link's arguments for attach__protect_child; without memory, that child is warned of. */
-static void keep_site_set(struct tracer *t, int prog_fd, const struct held_file *f,
-			  const __u64 *offsets, const __u64 *ref_ctr_offsets, const __u64 *cookies,
-			  __u32 count)
-{
-	struct site_set *grown = realloc(t->site_sets, (t->site_set_count + 1) * sizeof(*grown));
-	struct site_set *s;
-
-	if (!grown)
-		return;
-	t->site_sets = grown;
-	s = &grown[t->site_set_count];
-	s->prog_fd = prog_fd;
-	s->count = count;
-	/* The same file for the child, whatever its path names by then. */
-	s->file_fd = fcntl(f->fd, F_DUPFD_CLOEXEC, 0);
-	s->offsets = copy_of(offsets, count * sizeof(__u64));
-	s->ref_ctr_offsets = copy_of(ref_ctr_offsets, count * sizeof(__u64));
-	s->cookies = copy_of(cookies, count * sizeof(__u64));
-	if (s->file_fd < 0 || !s->offsets || !s->ref_ctr_offsets || !s->cookies) {
-		if (s->file_fd >= 0)
-			close(s->file_fd);
-		free(s->offsets);
-		free(s->ref_ctr_offsets);
-		free(s->cookies);
-		return;
-	}
-	t->site_set_count++;
-}
-
-void attach__free_site_sets(struct tracer *t)
-{
-	for (size_t i = 0; i < t->site_set_count; i++) {
-		close(t->site_sets[i].file_fd);
-		free(t->site_sets[i].offsets);
-		free(t->site_sets[i].ref_ctr_offsets);
-		free(t->site_sets[i].cookies);
-	}
-	free(t->site_sets);
-	t->site_sets = NULL;
-	t->site_set_count = 0;
 }
 
 /*
  * Links prog_fd to count sites of path (a held file's /proc/self/fd/N) in
- * process pid: one uprobe-multi link, or on kernels without them one
- * perf-event uprobe per site (compat.h).  Each link's fd goes to keep(ctx, fd), which takes a
- * negative errno too; the first error is returned.
+ * the traced process: one uprobe-multi link, or on kernels without them
+ * one perf-event uprobe per site (compat.h), each kept; the first error
+ * is returned.
  */
-static int link_sites_with(struct tracer *t, int prog_fd, const char *path, const __u64 *offsets,
-			   const __u64 *ref_ctr_offsets, const __u64 *cookies, __u32 count,
-			   pid_t pid, int (*keep)(void *ctx, int fd), void *ctx)
+static int link_sites(struct tracer *t, int prog_fd, const char *path, const __u64 *offsets,
+		      const __u64 *ref_ctr_offsets, const __u64 *cookies, __u32 count)
 {
 	int err = 0;
 
 	if (features__has(&t->features, KH_FEAT_UPROBE_MULTI))
-		return keep(ctx, compat__uprobe_multi_link(prog_fd, path, offsets, ref_ctr_offsets,
-							   cookies, count, pid));
+		return attach__keep_link(t, compat__uprobe_multi_link(prog_fd, path, offsets,
+								      ref_ctr_offsets, cookies,
+								      count, t->pid));
 	for (__u32 i = 0; i < count && !err; i++)
-		err = keep(ctx, compat__uprobe_perf_link(
-					prog_fd, path, offsets[i], ref_ctr_offsets[i], cookies[i], pid,
-					features__has(&t->features, KH_FEAT_BPF_COOKIE)));
+		err = attach__keep_link(t, compat__uprobe_perf_link(
+					prog_fd, path, offsets[i], ref_ctr_offsets[i], cookies[i],
+					t->pid, features__has(&t->features, KH_FEAT_BPF_COOKIE)));
 	return err;
-}
-
-static int keep_tracer_link(void *ctx, int fd)
-{
-	return attach__keep_link(ctx, fd);
 }
 
 /* The identity sites' program: sleepable, or not where uprobes cannot sleep (load.c). */
@@ -314,80 +251,47 @@ int attach__link_sites(struct tracer *t, struct bpf_program *prog, struct held_f
 		err = compat__store_site_ids(bpf_map__fd(t->skel->maps.kh_sites),
 					     bpf_map__fd(t->skel->maps.__bpf_usdt_ip_to_spec_id),
 					     f->dev, f->ino, offsets, cookies, count);
-	if (!err)
-		err = link_sites_with(t, bpf_program__fd(prog), f->kernel_path, offsets,
-				      ref_ctr_offsets, cookies, count, t->pid, keep_tracer_link, t);
+	/*
+	 * A probe site is kept with its original bytes before a uprobe can
+	 * change it, for the children the process forks (sites.h), read from
+	 * the held file.  Not khprof's own sites (calibration): the command
+	 * never stops a fork of khprof.
+	 */
+	if (!err && t->opts.stops && !t->spans_only &&
+	    (prog == t->skel->progs.kh_usdt || prog == identity_prog(t))) {
+		char file[256];
 
-	if (!err && prog == t->skel->progs.kh_usdt)
-		keep_site_set(t, bpf_program__fd(prog), f, offsets, ref_ctr_offsets, cookies,
-			      count);
+		err = stops__publish_sites(t->opts.stops, f->kernel_path, offsets, count);
+		/* A file already gone (a process that exited) is not linked either: said there. */
+		if (err && err != -ENOENT)
+			log__warn("cannot keep the probe sites of '%s' for the processes that fork: "
+				  "%s; one that khprof lets go without attaching may crash at one",
+				  utf8__escape(f->path, file, sizeof(file)), strerror(-err));
+		err = 0;
+	}
+	if (!err)
+		err = link_sites(t, bpf_program__fd(prog), f->kernel_path, offsets, ref_ctr_offsets,
+				 cookies, count);
 	return err;
 }
 
-static bool child_exited(const struct protected_child *c)
-{
-	struct pollfd p = { .fd = c->pid_fd, .events = POLLIN };
-
-	return poll(&p, 1, 0) != 0; /* readable once it exited (or an error) */
-}
-
 /*
- * Closing a child's links while it runs breaks it: a site it has not hit
- * since the fork is left invalid (measured: SIGILL at the site once khprof
- * had exited).  So the links of children still running are handed to a
- * process of khprof's own that waits for them to exit.
+ * A fork already stopped is in the ring buffer: made safe and let go
+ * here (trace.c, fork_stopped), never left stopped.
  */
-static void hold_until_children_exit(struct tracer *t)
-{
-	struct protected_child *c;
-	pid_t pid;
-
-	for (c = t->children; c && child_exited(c); c = c->next)
-		;
-	if (!c)
-		return;
-	pid = process__fork_quiet();
-	if (pid == 0) {
-		for (c = t->children; c; c = c->next) {
-			struct pollfd p = { .fd = c->pid_fd, .events = POLLIN };
-
-			while (poll(&p, 1, -1) < 0 && errno == EINTR)
-				;
-		}
-		_exit(0);
-	}
-	if (pid < 0)
-		log__warn("cannot keep the probe sites of the processes PID %d forked working: "
-			  "fork failed: %s", t->pid, strerror(errno));
-}
-
 void attach__stop_watching_forks(struct tracer *t, bool closing)
 {
-	if (t->fork_link_fd >= 0) {
-		for (size_t i = 0; i < t->link_fd_count; i++)
-			if (t->link_fds[i] == t->fork_link_fd)
-				t->link_fds[i] = -1;
-		close(t->fork_link_fd);
-		t->fork_link_fd = -1;
-		/* A fork already stopped is in the ring buffer: resumed here, never left stopped. */
-		if (t->rb) {
-			t->closing = closing;
-			ring_buffer__consume(t->rb);
-		}
+	if (t->fork_link_fd < 0)
+		return;
+	for (size_t i = 0; i < t->link_fd_count; i++)
+		if (t->link_fds[i] == t->fork_link_fd)
+			t->link_fds[i] = -1;
+	close(t->fork_link_fd);
+	t->fork_link_fd = -1;
+	if (t->rb) {
+		t->closing = closing;
+		ring_buffer__consume(t->rb);
 	}
-	attach__release_children(t, true);
-}
-
-static void *close_child(void *arg)
-{
-	struct protected_child *c = arg;
-
-	for (size_t i = 0; i < c->link_fd_count; i++)
-		close(c->link_fds[i]);
-	free(c->link_fds);
-	close(c->pid_fd);
-	free(c);
-	return NULL;
 }
 
 void attach__close_later(void *(*close)(void *), void *what)
@@ -400,88 +304,6 @@ void attach__close_later(void *(*close)(void *), void *what)
 	if (pthread_create(&thread, &attr, close, what) != 0)
 		close(what);
 	pthread_attr_destroy(&attr);
-}
-
-void attach__release_children(struct tracer *t, bool all)
-{
-	struct protected_child **link = &t->children;
-
-	if (all)
-		hold_until_children_exit(t);
-
-	while (*link) {
-		struct protected_child *c = *link;
-
-		if (!all && !child_exited(c)) {
-			link = &c->next;
-			continue;
-		}
-		*link = c->next;
-		/* Not while the next forked child waits stopped. */
-		attach__close_later(close_child, c);
-	}
-}
-
-/*
- * A child forked by the traced process, stopped before its first
- * instruction.  On Linux 6.18 a hot (nop5) site the parent has hit is a
- * call into the parent's [uprobes-trampoline] page, which fork does not
- * copy: the child would take SIGSEGV there.  Registering the sites for the
- * child's process puts the kernel's breakpoint back over that call in the
- * child's memory (a hit then maps a trampoline of the child's own).  The
- * link must stay while the child runs: closing it at once leaves the call
- * in place (measured: the child still crashes).  Its program, kh_untraced,
- * does nothing, so the child's hits are in no record.
- */
-static int keep_child_link(void *ctx, int fd)
-{
-	struct protected_child *c = ctx;
-
-	return append_fd(&c->link_fds, &c->link_fd_count, fd);
-}
-
-void attach__protect_child(struct tracer *t, pid_t child)
-{
-	uint64_t begin = tracer__now_ns();
-	struct protected_child *c;
-	size_t failed = 0;
-
-	attach__release_children(t, false);
-	if (!t->site_set_count)
-		return;
-	c = calloc(1, sizeof(*c));
-	if (c)
-		c->link_fds = calloc(t->site_set_count, sizeof(*c->link_fds));
-	if (c && c->link_fds)
-		c->pid_fd = (int)syscall(SYS_pidfd_open, child, 0);
-	if (!c || !c->link_fds || c->pid_fd < 0) {
-		bool gone = c && c->link_fds && errno == ESRCH;
-
-		if (c)
-			free(c->link_fds);
-		free(c);
-		if (!gone)
-			log__warn("PID %d forked by PID %d may crash at a probe site: %s", child,
-				  t->pid, strerror(errno));
-		return;
-	}
-	for (size_t i = 0; i < t->site_set_count; i++) {
-		const struct site_set *s = &t->site_sets[i];
-		char path[32];
-
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", s->file_fd);
-		if (link_sites_with(t, bpf_program__fd(t->skel->progs.kh_untraced), path,
-				    s->offsets, s->ref_ctr_offsets, s->cookies, s->count, child,
-				    keep_child_link, c))
-			failed++;
-	}
-	c->next = t->children;
-	t->children = c;
-	log__debug("PID %d forked by PID %d: its %zu probed files linked in %.2f ms", child, t->pid,
-		   c->link_fd_count, (double)(tracer__now_ns() - begin) / 1e6);
-	if (failed && !child_exited(c))
-		log__warn("PID %d forked by PID %d may crash at a probe site: cannot link %zu of "
-			  "its %zu probed files", child, t->pid, failed, t->site_set_count);
 }
 
 /*

@@ -30,6 +30,7 @@
 #include "procfs.h"
 #include "sampler.h"
 #include "stackstore.h"
+#include "stops.h"
 #include "tracer_impl.h"
 #include "usdt_elf.h"
 #include "utf8.h"
@@ -96,7 +97,7 @@ static int watch_peaks(struct tracer *t, pid_t pid)
 /*
  * --follow-forks: the new processes pid forks (bpf/follow.bpf.h).  Without
  * it, only kernels that rewrite probe sites into calls (optimized uprobes)
- * need their forks stopped, to be made safe (attach__protect_child).
+ * need their forks stopped, to be made safe (stops/sites.h).
  */
 static int watch_forks(struct tracer *t, pid_t pid)
 {
@@ -276,7 +277,11 @@ static int attach_process(struct tracer *t, pid_t pid, const char *exe_path);
 int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path)
 {
 	uint64_t begin = tracer__now_ns();
-	int err = attach_process(t, pid, exe_path);
+	/* Nothing that stops a process is attached before its keeper runs (stops.h). */
+	int err = stops__ready(t->opts.stops);
+
+	if (!err)
+		err = attach_process(t, pid, exe_path);
 
 	/* Every link of the start-up exists (libraries mapped later follow within ms). */
 	warmer__stop(&t->warmer);
@@ -572,6 +577,9 @@ int tracer__watch_starts(struct tracer *t, const char *path, tracer_start_fn fn,
 	char file[256];
 	int err;
 
+	err = stops__ready(t->opts.stops);
+	if (err)
+		return err;
 	utf8__escape(path, file, sizeof(file));
 	/* Opened once: the breakpoint goes where the file read has its start (attach.c). */
 	err = held_file__open(path, &f);

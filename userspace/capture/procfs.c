@@ -227,8 +227,8 @@ int procfs__parse_mapping(const char *line, struct procfs_mapping *m)
 
 	m->path[0] = '\0';
 	/* The path is optional: anonymous mappings have none. */
-	if (sscanf(line, "%llx-%llx %7s %llx %*x:%*x %llu %4095[^\n]", &start, &end, m->perms,
-		   &offset, &inode, m->path) < 5)
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %4095[^\n]", &start, &end, m->perms,
+		   &offset, &m->dev_major, &m->dev_minor, &inode, m->path) < 7)
 		return -EINVAL;
 	m->start = start;
 	m->end = end;
@@ -253,4 +253,61 @@ int procfs__for_each_mapping(pid_t pid, procfs_mapping_fn fn, void *ctx)
 			ret = fn(&m, ctx);
 	fclose(maps);
 	return ret;
+}
+
+int procfs__parse_stop_stat(const char *stat, struct procfs_stop_view *out)
+{
+	const char *close = strrchr(stat, ')');
+	size_t pos = 0, start, len;
+	const char *fields;
+
+	if (!close || close[1] != ' ' || !close[2])
+		return -EINVAL;
+	fields = close + 2;
+	out->state = fields[0];
+	/* starttime is the 22nd field, the 20th after the name. */
+	for (int i = 0; i < 20; i++)
+		if (!next_word(fields, &pos, &start, &len))
+			return -EINVAL;
+	return parse_rust_u64(fields + start, len, &out->start_ticks) ? 0 : -EINVAL;
+}
+
+int procfs__parse_stop_status(const char *status, struct procfs_stop_view *out)
+{
+	/* SIGSTOP, SIGTSTP, SIGTTIN and SIGTTOU: bits 18 to 21 of the masks. */
+	const uint64_t stops = 0xfull << 18;
+	static const char *const masks[] = { "SigPnd:", "ShdPnd:" };
+	const char *state = strstr(status, "State:");
+	char letter;
+
+	if (!state || sscanf(state + strlen("State:"), " %c", &letter) != 1)
+		return -EINVAL;
+	out->state = letter;
+	out->stop_pending = false;
+	for (size_t i = 0; i < sizeof(masks) / sizeof(masks[0]); i++) {
+		const char *line = strstr(status, masks[i]);
+		unsigned long long mask;
+
+		if (line && sscanf(line + strlen(masks[i]), "%llx", &mask) == 1 && (mask & stops))
+			out->stop_pending = true;
+	}
+	return 0;
+}
+
+int procfs__stop_view(pid_t pid, bool with_start, struct procfs_stop_view *out)
+{
+	char stat[STAT_BUF_SIZE], status[STATUS_BUF_SIZE];
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	if (with_start) {
+		err = read_proc_file(pid, "stat", stat, sizeof(stat));
+		if (!err)
+			err = procfs__parse_stop_stat(stat, out);
+		/* Not stopped: nothing pending to look for. */
+		if (err || out->state != 'T')
+			return err;
+	}
+	err = read_proc_file(pid, "status", status, sizeof(status));
+	return err ? err : procfs__parse_stop_status(status, out);
 }

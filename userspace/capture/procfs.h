@@ -10,6 +10,7 @@
 #define KHPROF_PROCFS_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -53,6 +54,7 @@ int procfs__read_string(pid_t pid, uint64_t addr, char *buf, size_t len);
 struct procfs_mapping {
 	uint64_t start, end;  /* the addresses it covers, end excluded */
 	uint64_t offset;      /* of start in the mapped file */
+	unsigned int dev_major, dev_minor; /* the file's device, as the kernel maps it */
 	uint64_t inode;       /* 0: not a file */
 	char perms[8];        /* "r-xp" */
 	char path[PATH_MAX];  /* "" for an anonymous mapping; may end in " (deleted)" */
@@ -70,5 +72,22 @@ int procfs__parse_mapping(const char *line, struct procfs_mapping *m);
  */
 typedef int (*procfs_mapping_fn)(const struct procfs_mapping *m, void *ctx);
 int procfs__for_each_mapping(pid_t pid, procfs_mapping_fn fn, void *ctx);
+
+/*
+ * What deciding whether to end a stop needs of a process (stops.h): its
+ * state letter, with with_start its start time from /proc/PID/stat, and,
+ * when it is stopped ('T'), whether a stop signal (SIGSTOP, SIGTSTP,
+ * SIGTTIN, SIGTTOU) is still pending for it, from /proc/PID/status:
+ * someone asked it to stop after it had.  Each file costs 20-35 us here.
+ */
+struct procfs_stop_view {
+	char state;
+	uint64_t start_ticks; /* starttime: clock ticks since boot (with_start) */
+	bool stop_pending;
+};
+int procfs__stop_view(pid_t pid, bool with_start, struct procfs_stop_view *out);
+/* Its parts, for tests: the stat line, the status file. */
+int procfs__parse_stop_stat(const char *stat, struct procfs_stop_view *out);
+int procfs__parse_stop_status(const char *status, struct procfs_stop_view *out);
 
 #endif /* KHPROF_PROCFS_H */

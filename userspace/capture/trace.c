@@ -22,6 +22,7 @@
 #include "log.h"
 #include "misses.h"
 #include "sampler.h"
+#include "stops.h"
 #include "tracer_impl.h"
 
 /*
@@ -80,29 +81,54 @@ size_t tracer__records_emitted(const struct tracer *t)
 
 static void end_sessions(struct tracer *t, int exit_status, uint64_t now);
 
+/* The keeper let a stop of this process, or of a child, go before khprof came to it. */
+static void stop_let_go(struct tracer *t)
+{
+	sessions__note_let_go(&t->sessions);
+}
+
 /*
- * A process the traced one forked, stopped until someone resumes it, even
- * after an execve, whose new image is not traced, and neither are its
- * children.
+ * A forked child gets its probe sites' original bytes back before it runs
+ * (sites.h), followed or not, and even after the traced image's execve:
+ * the new image's uprobes are khprof's too.
+ */
+static void make_child_safe(struct tracer *t, pid_t parent, pid_t child)
+{
+	uint64_t begin = tracer__now_ns();
+	int restored = stops__make_safe(t->opts.stops, child);
+
+	if (restored < 0 && restored != -ESRCH)
+		log__warn("PID %d forked by PID %d may crash at a probe site: cannot put its probe "
+			  "sites back: %s", child, parent, strerror(-restored));
+	else if (restored >= 0)
+		log__debug("PID %d forked by PID %d: %d probe sites put back in %.3f ms", child,
+			   parent, restored, (double)(tracer__now_ns() - begin) / 1e6);
+}
+
+/*
+ * A process the traced one forked (or vforked and exec'd), stopped: made
+ * safe, followed if asked (not after an execve of the traced image: the
+ * new image is not traced, and neither are its children), let go.
  */
 static void fork_stopped(struct tracer *t, const struct kh_event *e)
 {
-	/* The BPF side names it by the kernel's pid (pid_map.c). */
-	pid_t child = pid_map__local(t, (pid_t)e->arg0);
+	struct kh_stop_key stop;
+	pid_t child;
 
-	if (!child) {
-		log__warn("a process forked by PID %d is not in khprof's PID namespace: left "
-			  "stopped for whoever sees it", t->pid);
+	/* The BPF side names it by the kernel's pid, the stop by khprof's (stops.h). */
+	if (!t->opts.stops || !stops__of_event(e, (pid_t)e->arg0, &stop))
+		return;
+	if (!stops__take_up(t->opts.stops, &stop, &child)) {
+		stop_let_go(t);
 		return;
 	}
 	t->children_stopped++;
-	if (t->opts.on_fork && !t->ended) {
+	if (stop.kind == KH_STOP_FORK)
+		make_child_safe(t, t->pid, child);
+	if (t->opts.on_fork && !t->ended)
 		t->opts.on_fork(t->pid, child, t->opts.fork_ctx);
-		return;
-	}
-	if (!t->ended)
-		attach__protect_child(t, child);
-	kill(child, SIGCONT);
+	if (!stops__release(t->opts.stops, &stop))
+		stop_let_go(t);
 }
 
 /*
@@ -110,17 +136,34 @@ static void fork_stopped(struct tracer *t, const struct kh_event *e)
  * child with WUNTRACED (util-linux's nsenter) stops itself when the child
  * does, for a job-control shell to resume: after a stop of khprof's own
  * in a child, khprof resumes it (its SIGSTOP is dropped if still pending).
- * Another self-stop is left to whoever expects it.
+ * Another self-stop is left to whoever expects it.  The BPF side keeps
+ * either as a stop (KH_STOP_SELF), so that the keeper resumes the wrapper
+ * if khprof cannot; khprof forgets the ones it leaves.
  */
-static void stopped_itself(struct tracer *t)
+static void stopped_itself(struct tracer *t, const struct kh_event *e)
 {
-	if (!t->children_stopped)
+	struct kh_stop_key stop;
+	pid_t self;
+
+	if (!t->opts.stops || !stops__of_event(e, (pid_t)e->pid, &stop)) {
+		if (!t->children_stopped)
+			return;
+		if (t->opts.on_self_stop)
+			t->opts.on_self_stop(t->opts.fork_ctx);
+		kill(t->pid, SIGCONT); /* not kept (the table was full): resumed all the same */
 		return;
+	}
+	if (!stops__take_up(t->opts.stops, &stop, &self))
+		return; /* the keeper resumed it already */
+	if (!t->children_stopped) {
+		stops__forget(t->opts.stops, &stop);
+		return;
+	}
 	if (t->opts.on_self_stop) /* the child's own stop answered first (trace.h) */
 		t->opts.on_self_stop(t->opts.fork_ctx);
 	log__debug("PID %d stopped itself as a child it waits for stopped for khprof: resumed",
 		   t->pid);
-	kill(t->pid, SIGCONT);
+	stops__release(t->opts.stops, &stop);
 }
 
 /*
@@ -136,9 +179,23 @@ static bool image_event(struct tracer *t)
 	return true;
 }
 
-/* The dynamic loader mapped objects: their probes are attached before their code runs. */
+/*
+ * The dynamic loader mapped objects: their probes are attached before
+ * their code runs, the process stopped meanwhile when khprof is its parent.
+ */
 static void loader_stopped(struct tracer *t, const struct kh_event *e)
 {
+	struct kh_stop_key stop;
+	bool stopped = t->opts.stops && stops__of_event(e, (pid_t)e->pid, &stop);
+	pid_t local = 0;
+
+	if (stopped && !stops__take_up(t->opts.stops, &stop, &local)) {
+		/* Let go untraced: a new process is not attached; a library is, late. */
+		stop_let_go(t);
+		if (t->on_start)
+			return;
+		stopped = false;
+	}
 	if (t->on_start) {
 		/*
 		 * A watcher's hook is a file's start or an execve, not the
@@ -147,18 +204,19 @@ static void loader_stopped(struct tracer *t, const struct kh_event *e)
 		struct tracer_file_key file = { e->arg1, (uint32_t)(e->arg0 >> 32),
 						(uint32_t)e->arg0 };
 
-		pid_t pid = pid_map__local(t, (pid_t)e->pid);
-
-		/* Stopped, but not in khprof's namespace: nothing here can resume it. */
-		if (pid)
-			t->on_start(pid, e->arg1 ? &file : NULL, t->start_ctx);
+		if (!stopped)
+			local = pid_map__local(t, (pid_t)e->pid);
+		/* Not in khprof's namespace: never stopped (stops.bpf.h), nothing to trace. */
+		if (local)
+			t->on_start(local, e->arg1 ? &file : NULL, stopped ? &stop : NULL,
+				    t->start_ctx);
 		return;
 	}
 	/* After an execve the new image is not traced, but must not stay stopped. */
 	if (image_event(t))
 		tracer__attach_mapped(t);
-	if (t->opts.stop_on_loader)
-		kill(t->pid, SIGCONT);
+	if (stopped && !stops__release(t->opts.stops, &stop))
+		stop_let_go(t);
 }
 
 /* The old image's records end here; the new image is not traced. */
@@ -180,9 +238,17 @@ static void image_execed(struct tracer *t, const struct kh_event *e)
  */
 static void identity_stopped(struct tracer *t, const struct kh_event *e)
 {
+	struct kh_stop_key stop;
+	bool stopped = t->opts.stops && stops__of_event(e, (pid_t)e->pid, &stop);
+	pid_t local;
+
+	/* The keeper let it go first (khprof was too slow): read late, as unstopped. */
+	if (stopped && !stops__take_up(t->opts.stops, &stop, &local))
+		stopped = false;
 	if (!t->closing && image_event(t))
 		sessions__identity(&t->sessions, e);
-	kill(t->pid, SIGCONT);
+	if (stopped && !stops__release(t->opts.stops, &stop))
+		stop_let_go(t);
 }
 
 static void session_started(struct tracer *t, const struct kh_event *e)
@@ -235,27 +301,41 @@ static void session_finished(struct tracer *t, const struct kh_event *e)
 	sessions__finish(&t->sessions, e, &totals, &latency);
 }
 
+/* Closing: a process stopped at the loader is let go, nothing attached. */
+static void let_loader_stop_go(struct tracer *t, const struct kh_event *e)
+{
+	struct kh_stop_key stop;
+
+	pid_t local;
+
+	if (t->opts.stops && stops__of_event(e, (pid_t)e->pid, &stop) &&
+	    stops__take_up(t->opts.stops, &stop, &local))
+		stops__release(t->opts.stops, &stop);
+}
+
 /*
  * Every event of the events and control rings, in order: the one place an
  * event's type is dispatched (bcc's and retsnoop's handle_event).  Closing
- * (attach__stop_watching_forks), only forks are still answered, and a
- * process stopped at an identity probe resumed.
+ * (attach__stop_watching_forks), only stops are still answered.
  */
 static int handle_event(void *ctx, void *data, size_t len)
 {
 	struct tracer *t = ctx;
 	const struct kh_event *e = data;
 
-	if (len < sizeof(*e) ||
-	    (t->closing && e->type != KH_EVENT_FORK && e->type != KH_EVENT_SELF_STOP &&
-	     e->type != KH_EVENT_IDENTITY_STOPPED))
+	if (len < sizeof(*e))
+		return 0;
+	if (t->closing && e->type == KH_EVENT_LOADER_STATE)
+		let_loader_stop_go(t, e);
+	if (t->closing && e->type != KH_EVENT_FORK && e->type != KH_EVENT_SELF_STOP &&
+	    e->type != KH_EVENT_IDENTITY_STOPPED)
 		return 0;
 	switch (e->type) {
 	case KH_EVENT_FORK:
 		fork_stopped(t, e);
 		break;
 	case KH_EVENT_SELF_STOP:
-		stopped_itself(t);
+		stopped_itself(t, e);
 		break;
 	case KH_EVENT_LOADER_STATE:
 		loader_stopped(t, e);

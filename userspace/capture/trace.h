@@ -70,11 +70,18 @@ struct trace_options {
 	 */
 	const struct tracer_calibration *calibration;
 	/*
+	 * The command's stops (stops.h): every process this tracer's programs
+	 * stop is in them, for the keeper to let go if khprof cannot.  NULL:
+	 * nothing is stopped (no dlopen, fork or start is waited for).
+	 */
+	struct stops *stops;
+	/*
 	 * record --follow-forks: every process the traced one forks (not a
-	 * thread, not a vfork) is stopped before its first instruction and
-	 * passed to on_fork, which must SIGCONT it, traced or not.  Without
-	 * on_fork, such a process (and its own forks) is made safe to run the
-	 * probe sites it inherited and resumed, untraced (docs/PROBES.md).
+	 * thread, not a vfork) is stopped before its first instruction, made
+	 * safe to run the probe sites it inherited (sites.h) and passed to
+	 * on_fork, to be attached; the tracer lets it go afterwards, traced or
+	 * not.  Without on_fork, such a process (and its own forks) is made
+	 * safe and let go, untraced (docs/PROBES.md).
 	 */
 	bool follow_forks;
 	void (*on_fork)(pid_t parent, pid_t child, void *ctx);
@@ -171,12 +178,15 @@ struct tracer_file_key {
  * Makes t a watcher instead of a tracer: fn gets the pid of every process
  * that runs the first code of path from now on (an executable's entry
  * point, a library's DT_INIT: at start-up or dlopen), whoever started it,
- * with file NULL.  With stop_on_loader the process is stopped there until
- * the caller resumes it (SIGCONT), which it must do whatever it makes of
- * it; otherwise it runs on while the caller attaches a tracer of its own
- * to it.  t must not be attached to a process.
+ * with file NULL.  With opts.stop_on_loader the process is stopped there,
+ * and fn gets the stop, which the caller ends with stops__release,
+ * whatever it makes of the process, once it has attached a tracer of its
+ * own to it (stop NULL: the process runs on meanwhile).  t must not be
+ * attached to a process.
  */
-typedef void (*tracer_start_fn)(pid_t pid, const struct tracer_file_key *file, void *ctx);
+struct kh_stop_key;
+typedef void (*tracer_start_fn)(pid_t pid, const struct tracer_file_key *file,
+				const struct kh_stop_key *stop, void *ctx);
 int tracer__watch_starts(struct tracer *t, const char *path, tracer_start_fn fn, void *ctx);
 /*
  * attach --all: the same for every process on the host that runs execve

@@ -51,22 +51,6 @@ int held_file__open(const char *path, struct held_file *f);
 int held_file__read(struct held_file *f);
 void held_file__close(struct held_file *f);
 
-/* The arguments of one uprobe-multi link, kept for a forked child (attach.c). */
-struct site_set {
-	int prog_fd;
-	int file_fd;  /* the held file's descriptor, duplicated: the same file again */
-	__u64 *offsets, *ref_ctr_offsets, *cookies;
-	__u32 count;
-};
-
-/* A forked child's links on the traced files, closed once it has exited. */
-struct protected_child {
-	int pid_fd;
-	int *link_fds;
-	size_t link_fd_count;
-	struct protected_child *next;
-};
-
 struct tracer {
 	struct khprof_bpf *skel;
 	struct ring_buffer *rb;
@@ -82,9 +66,6 @@ struct tracer {
 	struct ns_identity identity;   /* the process's pid, cgroup and container (ns.h) */
 	int *link_fds;             /* one uprobe-multi link per traced file */
 	size_t link_fd_count;
-	struct site_set *site_sets;    /* every link_fds' uprobe-multi link, for a forked child */
-	size_t site_set_count;
-	struct protected_child *children; /* forked, not followed, still running */
 	int fork_link_fd;              /* kh_follow_fork's link (also in link_fds), or -1 */
 	size_t children_stopped;       /* forks stopped to be followed or made safe */
 	bool closing;                  /* only forks and stops are still handled */
@@ -171,20 +152,11 @@ int attach__keep_link(struct tracer *t, int fd);
  */
 void attach__close_later(void *(*close)(void *), void *what);
 /*
- * attach.c: makes a forked child (stopped, not traced) safe to run the
- * probe sites it inherited; see attach__protect_child.
- */
-void attach__protect_child(struct tracer *t, pid_t child);
-/* attach.c: closes the links of the children that exited (all: every child's). */
-void attach__release_children(struct tracer *t, bool all);
-/*
- * attach.c: no more forks are stopped; the ones already stopped are
- * resumed (made safe first); running children keep their links.  Closing:
- * the ring buffer's other events are dropped, else handled as a poll would.
+ * attach.c: no more forks are stopped; the ones already stopped are made
+ * safe and let go.  Closing: the ring buffer's other events are dropped,
+ * else handled as a poll would.
  */
 void attach__stop_watching_forks(struct tracer *t, bool closing);
-/* attach.c: frees the kept site sets. */
-void attach__free_site_sets(struct tracer *t);
 /* process.c: watches thread ends and execve of the traced process. */
 int attach__process_end(struct tracer *t);
 /* process.c: once the probes are live, the state of a session already open. */

@@ -16,6 +16,7 @@
 #include <bpf/bpf.h>
 
 #include "compat.h"
+#include "fileio.h"
 #include "log.h"
 #include "warmer.h"
 
@@ -37,27 +38,6 @@ static void quiet_stdio(void)
 		dup2(null_fd, fd);
 }
 
-/* Closes every descriptor from 3 up except the three kept. */
-static void close_all_but(int a, int b, int c)
-{
-	int keep[3] = { a, b, c }, next = 3;
-
-	for (int i = 0; i < 3; i++)
-		for (int j = i + 1; j < 3; j++)
-			if (keep[j] < keep[i]) {
-				int x = keep[i];
-
-				keep[i] = keep[j];
-				keep[j] = x;
-			}
-	for (int i = 0; i < 3; i++) {
-		if (keep[i] > next)
-			close_range((unsigned int)next, (unsigned int)keep[i] - 1, 0);
-		next = keep[i] + 1 > next ? keep[i] + 1 : next;
-	}
-	close_range((unsigned int)next, ~0u, 0);
-}
-
 /*
  * The helper keeps only what a uprobe-multi link needs (CAP_BPF and
  * CAP_PERFMON, if khprof has them): the raw system call, as libcap is not
@@ -65,19 +45,9 @@ static void close_all_but(int a, int b, int c)
  */
 static void drop_to_links_only(void)
 {
-	struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[2] = { { 0 } }, keep[2] = { { 0 } };
 	const int kept[] = { CAP_BPF, CAP_PERFMON };
 
-	if (syscall(SYS_capget, &header, data) != 0)
-		return;
-	for (size_t i = 0; i < sizeof(kept) / sizeof(kept[0]); i++) {
-		__u32 bit = 1u << (kept[i] % 32), word = (__u32)kept[i] / 32;
-
-		keep[word].permitted |= data[word].permitted & bit;
-		keep[word].effective |= data[word].effective & bit;
-	}
-	syscall(SYS_capset, &header, keep);
+	process__keep_caps(kept, sizeof(kept) / sizeof(kept[0]));
 }
 
 /*
@@ -136,7 +106,8 @@ void warmer__start(struct warmer *w)
 		if (fork() != 0)
 			_exit(0);
 		quiet_stdio();
-		close_all_but(prog_fd, file_fd, stop[0]); /* quiet[1] too: EOF for khprof */
+		/* quiet[1] too: EOF for khprof */
+		process__close_all_but((const int[]){ prog_fd, file_fd, stop[0] }, 3);
 		keep_warm(prog_fd, path, stop[0]);
 	}
 	if (pid < 0) {

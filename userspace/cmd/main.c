@@ -16,6 +16,7 @@
 #include "log.h"
 #include "privileges.h"
 #include "record.h"
+#include "stops.h"
 
 #ifndef CAP_PERFMON
 #define CAP_PERFMON 38
@@ -174,8 +175,12 @@ static bool privileged(void)
 int main(int argc, char **argv)
 {
 	const struct command *cmd;
+	const char *self = strrchr(argv[0], '/');
 	int first = 1;
 
+	/* khprof's stop keeper is khprof's binary under another name (stops.h). */
+	if (!strcmp(self ? self + 1 : argv[0], STOPS_KEEPER_NAME))
+		return stops__keeper_main(argc, argv);
 	while (first < argc && argv[first][0] == '-') {
 		if (!strcmp(argv[first], "-v") || !strcmp(argv[first], "--verbose")) {
 			khprof_verbose = true;

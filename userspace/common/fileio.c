@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <linux/capability.h>
 
 #include "fileio.h"
 #include "log.h"
@@ -329,4 +332,37 @@ pid_t process__fork_quiet(void)
 			;
 	close(redirected[0]);
 	return pid;
+}
+
+void process__close_all_but(const int *keep, size_t count)
+{
+	for (int fd = 3, next; fd >= 0; fd = next) {
+		next = -1;
+		for (size_t i = 0; i < count; i++)
+			if (keep[i] >= fd && (next < 0 || keep[i] < next))
+				next = keep[i];
+		if (next < 0) {
+			close_range((unsigned int)fd, ~0u, 0);
+			return;
+		}
+		if (next > fd)
+			close_range((unsigned int)fd, (unsigned int)next - 1, 0);
+		next++;
+	}
+}
+
+void process__keep_caps(const int *caps, size_t count)
+{
+	struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { { 0 } }, keep[2] = { { 0 } };
+
+	if (syscall(SYS_capget, &header, data) != 0)
+		return;
+	for (size_t i = 0; i < count; i++) {
+		__u32 bit = 1u << (caps[i] % 32), word = (__u32)caps[i] / 32;
+
+		keep[word].permitted |= data[word].permitted & bit;
+		keep[word].effective |= data[word].effective & bit;
+	}
+	syscall(SYS_capset, &header, keep);
 }

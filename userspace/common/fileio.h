@@ -58,6 +58,16 @@ int file__read_all_max(const char *path, char **out, size_t *len, size_t max);
 pid_t process__fork_quiet(void);
 
 /*
+ * For khprof's helper processes, after fork or exec: closes every
+ * descriptor from 3 up but the count in keep (negative ones ignored), and
+ * keeps of its capabilities only the count in caps (permitted and
+ * effective), with the raw system calls: both are async-signal-safe, for
+ * a child of a process that may have threads.
+ */
+void process__close_all_but(const int *keep, size_t count);
+void process__keep_caps(const int *caps, size_t count);
+
+/*
  * Files and directories khprof creates from here on (file__write_atomic,
  * dir__create) are given to uid:gid: under sudo, the records belong to
  * whoever ran sudo, as if they had run khprof.  Giving one away needs

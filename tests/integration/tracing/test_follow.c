@@ -111,7 +111,13 @@ static void check_process(const struct said *s, const char *first, const char *t
 static void test_follow_forks(void **state)
 {
 	char out[512];
-	char *argv[] = { khprof, "record", "--follow-forks", "-q", "-o", out, "--", FORKS, NULL };
+	/*
+	 * --stop-limit none: every child is recorded whole only if it waits
+	 * until its tracer is loaded and attached, however long that takes on
+	 * this machine (seconds under TCG in the kernel matrix).
+	 */
+	char *argv[] = { khprof, "record", "--follow-forks", "-q", "--stop-limit", "none", "-o", out,
+			 "--", FORKS, NULL };
 	struct said procs[MAX_PROCS];
 	struct kh_profile first;
 	struct run_result r;
@@ -218,9 +224,14 @@ static void test_control_ring(void **state)
 {
 	static const char *modes[] = { "batch", "span", "pair" };
 	char out[512], line[512];
-	/* --user root: the program must be allowed to stop khprof, even under sudo. */
-	char *argv[] = { khprof, "record", "-q", "--user", "root", "--mode", NULL, "-o", out, "--",
-			 FORKS, "flood", NULL };
+	/*
+	 * --user root: the program must be allowed to stop khprof, even under
+	 * sudo.  --stop-limit none: khprof is stopped on purpose here, and the
+	 * program's stops must wait for it however long the test takes to
+	 * resume it (test_stops checks the limit).
+	 */
+	char *argv[] = { khprof, "record", "-q", "--user", "root", "--stop-limit", "none", "--mode",
+			 NULL, "-o", out, "--", FORKS, "flood", NULL };
 
 	(void)state;
 	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
@@ -231,7 +242,7 @@ static void test_control_ring(void **state)
 		size_t used = 0, count;
 		long pid;
 
-		argv[6] = (char *)modes[m];
+		argv[8] = (char *)modes[m];
 		snprintf(out, sizeof(out), "%s/flood-%s.json", tmpdir, modes[m]);
 		c = child_spawn(argv, false);
 		child_read_line(&c, "loading ", line, sizeof(line));

@@ -28,11 +28,17 @@
 static char *khprof;
 static char *tmpdir;
 
-/* `khprof attach --exe target ...`, once it watches. */
+/*
+ * `khprof attach --exe target ...`, once it watches.  --stop-limit none
+ * here and below: what a new process does before it is attached is
+ * recorded only while it waits stopped, however long attaching takes on
+ * this machine (test_stops checks the limit).
+ */
 static struct child start_watch(const char *target, const char *out, bool from_start)
 {
-	char *argv[] = { khprof, "attach", "--exe", (char *)target, "--mode", "span", "-q", "-o",
-			 (char *)out, from_start ? "--from-start" : NULL, NULL };
+	char *argv[] = { khprof, "attach", "--exe", (char *)target, "--mode", "span", "-q",
+			 "--stop-limit", "none", "-o", (char *)out,
+			 from_start ? "--from-start" : NULL, NULL };
 	struct child k = child_spawn(argv, true);
 
 	child_wait_for_line(&k, "watching");
@@ -143,8 +149,8 @@ static void test_later_short_processes_by_default(void **state)
 {
 	char dir[512], out[600];
 	char *argv[] = { WORKLOAD, "timed", "200", "10", NULL };
-	char *watch[] = { khprof, "attach", "--exe", WORKLOAD, "--mode", "span", "-q", "-o", out,
-			  NULL };
+	char *watch[] = { khprof, "attach", "--exe", WORKLOAD, "--mode", "span", "-q",
+			  "--stop-limit", "none", "-o", out, NULL };
 	pid_t pids[3];
 	struct kh_profile p;
 	struct child k;

@@ -232,6 +232,8 @@ static void test_mapping_lines(void **state)
 	assert_int_equal(m.end, 0x7f3a1c021000ull);
 	assert_int_equal(m.offset, 0x2000);
 	assert_int_equal(m.inode, 1311);
+	assert_int_equal(m.dev_major, 0xfe);
+	assert_int_equal(m.dev_minor, 1);
 	assert_string_equal(m.perms, "r-xp");
 	assert_string_equal(m.path, "/usr/lib/libkh.so");
 
@@ -242,6 +244,7 @@ static void test_mapping_lines(void **state)
 	assert_int_equal(procfs__parse_mapping("1000-2000 rw-s 00000000 00:01 77     "
 					       "/memfd:kh work (deleted)\n", &m), 0);
 	assert_string_equal(m.path, "/memfd:kh work (deleted)");
+	assert_int_equal(m.dev_minor, 1);
 
 	assert_int_equal(procfs__parse_mapping("not a mapping\n", &m), -EINVAL);
 	assert_int_equal(procfs__parse_mapping("1000-2000 r-xp\n", &m), -EINVAL);
@@ -281,6 +284,77 @@ static void test_mappings_of_self(void **state)
 	assert_int_equal(procfs__for_each_mapping(-1, NULL, NULL), -ENOENT);
 }
 
+/* The state and start time of a stat line whose name holds ") T ", and a truncated one. */
+static void test_stop_stat(void **state)
+{
+	char *line = stat_line("a) T (b", "1", "2");
+	struct procfs_stop_view v = { 0 };
+
+	(void)state;
+	assert_int_equal(procfs__parse_stop_stat(line, &v), 0);
+	assert_int_equal(v.state, 'S');
+	assert_int_equal(v.start_ticks, 12345);
+	free(line);
+	assert_int_equal(procfs__parse_stop_stat("4242 (x) T 1 2 3\n", &v), -EINVAL);
+	assert_int_equal(procfs__parse_stop_stat("no name here", &v), -EINVAL);
+}
+
+static bool stop_pending(const char *masks)
+{
+	struct procfs_stop_view v;
+	char *status;
+
+	assert_true(asprintf(&status, "Name:\tx\nState:\tT (stopped)\n%s", masks) > 0);
+	assert_int_equal(procfs__parse_stop_status(status, &v), 0);
+	assert_int_equal(v.state, 'T');
+	free(status);
+	return v.stop_pending;
+}
+
+/* A stop signal pending, shared or the thread's own: SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU only. */
+static void test_stop_pending(void **state)
+{
+	struct procfs_stop_view v;
+
+	(void)state;
+	assert_false(stop_pending("SigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\n"));
+	/* SIGCONT (18: bit 17) and SIGCHLD (17: bit 16) are not stop signals. */
+	assert_false(stop_pending("SigPnd:\t0000000000030000\nShdPnd:\t0000000000000000\n"));
+	assert_true(stop_pending("SigPnd:\t0000000000000000\nShdPnd:\t0000000000080000\n"));
+	assert_true(stop_pending("SigPnd:\t0000000000040000\nShdPnd:\t0000000000000000\n"));
+	assert_true(stop_pending("ShdPnd:\t0000000000200000\n")); /* SIGTTOU */
+	assert_false(stop_pending("ShdPnd:\t0000000000400000\n")); /* SIGURG */
+	assert_int_equal(procfs__parse_stop_status("Name:\tx\n", &v), -EINVAL);
+}
+
+/* A live child stopped, as the kernel shows it: state T, its start time, nothing pending. */
+static void test_stop_view_of_child(void **state)
+{
+	struct procfs_stop_view v;
+	pid_t pid = fork();
+	siginfo_t info;
+
+	(void)state;
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		raise(SIGSTOP);
+		_exit(0);
+	}
+	assert_int_equal(waitid(P_PID, (id_t)pid, &info, WSTOPPED | WNOWAIT), 0);
+	assert_int_equal(procfs__stop_view(pid, true, &v), 0);
+	assert_int_equal(v.state, 'T');
+	assert_true(v.start_ticks > 0);
+	assert_false(v.stop_pending);
+	/* Asked to stop again while stopped: the signal waits, pending. */
+	assert_int_equal(kill(pid, SIGTSTP), 0);
+	assert_int_equal(procfs__stop_view(pid, false, &v), 0);
+	assert_int_equal(v.state, 'T');
+	assert_true(v.stop_pending);
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	assert_int_equal(procfs__stop_view(pid, true, &v), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -295,6 +369,9 @@ int main(void)
 		cmocka_unit_test(test_sample_child_with_awkward_name),
 		cmocka_unit_test(test_mapping_lines),
 		cmocka_unit_test(test_mappings_of_self),
+		cmocka_unit_test(test_stop_stat),
+		cmocka_unit_test(test_stop_pending),
+		cmocka_unit_test(test_stop_view_of_child),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

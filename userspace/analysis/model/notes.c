@@ -176,6 +176,10 @@ void profile__print_notes(const struct kh_profile *p, bool quiet)
 		log__warn("%" PRIu64 " KH_SESSION_START calls while this session was open were "
 			  "refused, as the seed refuses them (SessionActive)",
 			  p->ext.refused_session_starts);
+	if (p->ext.stops_let_go)
+		log__warn("%" PRIu64 " stopped process%s waited for khprof longer than the stop limit "
+			  "and ran on before khprof attached (what ran before is not in the "
+			  "records)", p->ext.stops_let_go, p->ext.stops_let_go == 1 ? "" : "es");
 	for (uint32_t d = 0; d < KH_DROP_COUNT; d++)
 		if (p->ext.drops[d])
 			log__warn("%" PRIu64 " %s", p->ext.drops[d], kh_drop__description(d));

@@ -235,6 +235,12 @@ struct kh_profile_ext {
 	struct kh_opt_u64 exit_code;   /* with "exit" */
 	struct kh_opt_u64 exit_signal; /* with "signal" */
 	uint64_t refused_session_starts; /* KH_SESSION_START while this session was open */
+	/*
+	 * Stops of this process (at a dlopen) or of a process it forked that
+	 * waited for khprof longer than the stop limit and were let go before
+	 * khprof attached, since the previous record (docs/PROBES.md)
+	 */
+	uint64_t stops_let_go;
 	/* spans begun before the session started, ended in it: not its, as the seed has it */
 	uint64_t begun_before_session;
 	/* A record begun mid-session: when the probes went live, and the state then. */

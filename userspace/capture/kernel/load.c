@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
@@ -28,6 +29,7 @@
 #include "record.h"
 #include "tracer_impl.h"
 #include "span_clock.h"
+#include "stops.h"
 #include "tsc.h"
 
 static int64_t realtime_minus_monotonic(void)
@@ -317,7 +319,7 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 {
 	struct bpf_program *uprobes[] = { skel->progs.kh_usdt, skel->progs.kh_usdt_identity,
 					  skel->progs.kh_usdt_identity_nosleep,
-					  skel->progs.kh_loader_state, skel->progs.kh_untraced };
+					  skel->progs.kh_loader_state };
 	bool multi = features__has(f, KH_FEAT_UPROBE_MULTI);
 	bool early_exit = features__has(f, KH_FEAT_EXIT_BEFORE_MM);
 	bool fentry = features__has(f, KH_FEAT_FENTRY);
@@ -372,8 +374,6 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 	/* A parent that stops itself when its stopped child does (nsenter): resumed. */
 	bpf_program__set_autoload(skel->progs.kh_self_stop, stop_forks);
 	bpf_program__set_autoload(skel->progs.kh_follow_exec, follow_forks);
-	/* The sites of a child made safe, not followed (trace.c, fork_stopped). */
-	bpf_program__set_autoload(skel->progs.kh_untraced, stop_forks && !follow_forks);
 	bpf_program__set_autoload(skel->progs.kh_fork_stop,
 				  stop_forks && !features__has(f, KH_FEAT_SEND_SIGNAL_TASK));
 }
@@ -498,9 +498,24 @@ static int open_and_load(struct tracer *t)
 	configure_sessions(t, realtime_minus_monotonic());
 	t->skel->rodata->trace_start_ns = t->trace_start_ns;
 	t->skel->rodata->stop_on_loader_event = t->opts.stop_on_loader;
-	/* Stops allowed, and reads that cannot fault pages in (bpf/khprof.bpf.c's on_identity). */
+	/* Every tracer's stops in the command's table, for its keeper (stops.h). */
+	t->skel->rodata->stops_kept = t->opts.stops != NULL;
+	if (t->opts.stops) {
+		err = stops__share_maps(t->opts.stops, t->skel->maps.kh_stops,
+					t->skel->maps.kh_stop_notes);
+		if (err) {
+			log__error("cannot share the table of stopped processes: %s",
+				   strerror(-err));
+			return err;
+		}
+	}
+	/*
+	 * Stops allowed and kept (a keeper), and reads that cannot fault pages
+	 * in (bpf/khprof.bpf.c's on_identity): the process waits at such an
+	 * identity probe until khprof has read the strings.
+	 */
 	t->skel->rodata->stop_to_read_identity =
-		t->opts.stop_on_loader && !features__has(&t->features, KH_FEAT_BPF_LOOP);
+		t->opts.stop_on_loader && t->opts.stops && !features__has(&t->features, KH_FEAT_BPF_LOOP);
 	t->skel->rodata->trace_mode = t->opts.mode;
 	if (t->btf_cache.usable) {
 		t->skel->rodata->core_ids_given = 1;
@@ -515,6 +530,13 @@ static int open_and_load(struct tracer *t)
 	bpf_program__set_autoload(t->skel->progs.kh_exec_start, t->opts.watch_execs);
 	/* The kernel's pids and khprof's differ only in a PID namespace of its own (pid_map.c). */
 	bpf_program__set_autoload(t->skel->progs.kh_pid_map, pid_map__needed());
+	/* There, a stop names the process by khprof's pid too (bpf/stops.bpf.h). */
+	if (pid_map__needed()) {
+		struct stat ns;
+
+		if (stat("/proc/self/ns/pid", &ns) == 0)
+			t->skel->rodata->stops_pidns_inum = (__u32)ns.st_ino;
+	}
 	err = latency__configure(t->skel, t->ncpus);
 	if (err)
 		return err;
@@ -756,9 +778,7 @@ void tracer__close(struct tracer *t)
 	for (size_t i = 0; i < t->link_fd_count; i++)
 		close(t->link_fds[i]);
 	free(t->link_fds);
-	attach__free_site_sets(t);
 	attach__free_refused_sites(t);
-	attach__release_children(t, true);
 	sessions__free(&t->sessions);
 	for (int i = 0; i < KH_MAX_SLOTS; i++)
 		kh_latency__free(&t->pending_latency[i]);

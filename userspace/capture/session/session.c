@@ -423,6 +423,8 @@ static void session_emit(struct session_table *tbl, struct open_session *s,
 	p->ext.tracer_cost_ns = spans * cfg->span_cost_ns;
 	p->ext.span_bias_ns = cfg->span_bias_ns;
 	p->ext.traced_pid = cfg->pid;
+	p->ext.stops_let_go = tbl->stops_let_go - tbl->stops_let_go_said;
+	tbl->stops_let_go_said = tbl->stops_let_go;
 	note_namespaces(cfg, p);
 	if (ended_mid_session || s == &tbl->slots[KH_OUTSIDE_SLOT])
 		note_end(tbl, p); /* the whole trace ends with the process, too */
@@ -704,4 +706,9 @@ void sessions__end_whole_trace(struct session_table *tbl, int exit_status, uint6
 	session_begin(tbl, s, observation_start(tbl), "0", !exited, NULL);
 	session_transition(tbl, s, status, now, e);
 	session_emit(tbl, s, outside, latency, status, now, !exited);
+}
+
+void sessions__note_let_go(struct session_table *tbl)
+{
+	tbl->stops_let_go++;
 }

@@ -107,6 +107,8 @@ struct session_table {
 	struct kh_opt_u64 first_cpu_ns;
 	struct kh_opt_u64 end_peak_threads, end_peak_pages; /* sessions__set_end_peaks */
 	size_t records_emitted;
+	/* Stops the keeper let go (sessions__note_let_go); each goes in the next record. */
+	uint64_t stops_let_go, stops_let_go_said;
 	char warned_keys[512];
 	enum session_end end;
 	int end_code; /* exit code or signal number */
@@ -126,6 +128,9 @@ void sessions__init(struct session_table *tbl, const struct session_config *cfg)
 void sessions__set_clock(struct session_table *tbl, const char *clock, const char *reason);
 /* Frees the sessions still open, without records. */
 void sessions__free(struct session_table *tbl);
+
+/* A stop of the process, or of one it forked, that the keeper let go (stops.h). */
+void sessions__note_let_go(struct session_table *tbl);
 
 /* Samples the process once, as the start of sessions khprof opens itself. */
 void sessions__take_first_sample(struct session_table *tbl);

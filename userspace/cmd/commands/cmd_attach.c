@@ -15,11 +15,12 @@
 #include "log.h"
 #include "privileges.h"
 #include "procfs.h"
+#include "stops.h"
 
 static const char attach_usage[] =
 	"usage: khprof attach -p PID [-o PATH] [--duration DURATION] [--identity KEY=VALUE]...\n"
 	"                     [--mode MODE] [--interval DURATION] [--serve [ADDR:]PORT]\n"
-	"                     [--sample[=HZ]] [-q] [-v]\n"
+	"                     [--sample[=HZ]] [--stop-limit DURATION|none] [-q] [-v]\n"
 	"       khprof attach --exe PATH [--container WHICH] [--no-stop] [--keep N] [same options]\n"
 	"       khprof attach --all [--container WHICH] [--no-stop] [--keep N] [same options]\n"
 	"\n"
@@ -56,6 +57,11 @@ static const char attach_usage[] =
 	"                        shell with job control reports its foreground job as\n"
 	"                        stopped); what a process does before it is attached\n"
 	"                        is not seen.  --from-start, the default, is accepted\n"
+	"   --stop-limit DURATION  the longest a process khprof stopped waits for it\n"
+	"                        (default 1s; none: until khprof ends): past it the\n"
+	"                        process runs on untraced, counted.  Whatever ends khprof,\n"
+	"                        even SIGKILL, its stop keeper lets every stopped\n"
+	"                        process go (docs/PROBES.md)\n"
 	"   -o PATH              write the JSON record(s) to PATH (as for record; without\n"
 	"                        -o, khprof.json here, the previous one kept as\n"
 	"                        khprof.json.old); with --exe and --all, PATH with .PID\n"
@@ -136,9 +142,16 @@ static int attach_exe_cli(const struct trace_cli *cli)
 					 .container = cli->container, .all = cli->all,
 					 .keep = cli->keep };
 	struct output_state unused = { 0 };
+	struct stops *stops;
+	int code;
 
 	trace_options_from(cli, NULL, &unused, &o.trace);
-	return attach_exe(&o);
+	if (stops__open(&stops, cli->stop_limit_ns, false))
+		return KHPROF_EXIT_FAILURE;
+	o.trace.stops = stops;
+	code = attach_exe(&o);
+	stops__close(stops);
+	return code;
 }
 
 int cmd_attach(int argc, char **argv)
@@ -147,6 +160,7 @@ int cmd_attach(int argc, char **argv)
 	struct trace_options opts = { 0 };
 	struct event_loop loop = EVENT_LOOP_INIT;
 	struct tracer *t = NULL;
+	struct stops *stops = NULL;
 	struct trace_cli cli;
 	char exe[64];
 	sigset_t old_mask;
@@ -181,7 +195,14 @@ int cmd_attach(int argc, char **argv)
 	if (code)
 		return code;
 	code = KHPROF_EXIT_FAILURE;
+	/* The process's forks are stopped to be made safe (stops.h). */
+	if (stops__open(&stops, cli.stop_limit_ns, false)) {
+		live_metrics__close(out.metrics);
+		return KHPROF_EXIT_FAILURE;
+	}
+	opts.stops = stops;
 	if (tracer__open(&t, &opts)) {
+		stops__close(stops);
 		live_metrics__close(out.metrics);
 		return KHPROF_EXIT_FAILURE;
 	}
@@ -222,5 +243,6 @@ out:
 		tracer__close_in_background(t);
 	else
 		tracer__close(t);
+	stops__close(stops);
 	return code;
 }

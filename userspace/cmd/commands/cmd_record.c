@@ -29,12 +29,13 @@
 #include "privileges.h"
 #include "record_dir.h"
 #include "spread.h"
+#include "stops.h"
 
 static const char record_usage[] =
 	"usage: khprof record [-o PATH] [--identity KEY=VALUE]... [--mode MODE] [--user USER]\n"
 	"                     [--interval DURATION] [--serve [ADDR:]PORT]\n"
 	"                     [--follow-forks | --no-follow-forks]\n"
-	"                     [--sample[=HZ]] [-q] [-v]\n"
+	"                     [--sample[=HZ]] [--stop-limit DURATION|none] [-q] [-v]\n"
 	"                     -- COMMAND [ARG...]\n"
 	"       khprof record --repeat N [--warmup K] [--append] -o DIR [...]\n"
 	"                     -- COMMAND [ARG...]\n"
@@ -131,6 +132,12 @@ static const char record_usage[] =
 	"   --serve [ADDR:]PORT  serve live metrics at http://ADDR:PORT/metrics while\n"
 	"                        tracing (OpenMetrics or Prometheus text; ADDR defaults\n"
 	"                        to 127.0.0.1; docs/FLEET.md); not with --repeat\n"
+	"   --stop-limit DURATION  the longest a process khprof stopped (at a dlopen, a\n"
+	"                        fork, a followed exec) waits for it (default 1s; none:\n"
+	"                        until khprof ends); past it the process runs on\n"
+	"                        untraced, counted.  Whatever ends khprof, even SIGKILL,\n"
+	"                        its stop keeper lets every stopped process go\n"
+	"                        (docs/PROBES.md)\n"
 	"   -v, --verbose        debug messages, libbpf's own included\n"
 	"\n"
 	"examples:\n"
@@ -322,6 +329,7 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	struct child_failure failure;
 	struct tracer *t = NULL;
 	struct follow *follow = NULL;
+	struct stops *stops = NULL;
 	int ready[2] = { -1, -1 }, exec_err[2] = { -1, -1 };
 	sigset_t old_mask;
 	int status = 0, code, err;
@@ -334,8 +342,16 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	code = serve_open(cli, &out, &loop);
 	if (code)
 		return code;
+	/* Before anything can stop COMMAND: its keeper (stops.h). */
+	/* COMMAND runs in khprof's process group: the keeper holds it (stops.h). */
+	if (stops__open(&stops, cli->stop_limit_ns, true)) {
+		live_metrics__close(out.metrics);
+		return KHPROF_EXIT_FAILURE;
+	}
+	opts.stops = stops;
 	if (cli->follow_forks) {
 		if (follow__open(&follow, cli, out.metrics)) {
+			stops__close(stops);
 			live_metrics__close(out.metrics);
 			return KHPROF_EXIT_FAILURE;
 		}
@@ -345,6 +361,7 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	err = tracer__open(&t, &opts);
 	if (err) {
 		follow__close(follow);
+		stops__close(stops);
 		live_metrics__close(out.metrics);
 		return KHPROF_EXIT_FAILURE;
 	}
@@ -444,6 +461,7 @@ out:
 		tracer__close_in_background(t);
 	else
 		tracer__close(t);
+	stops__close(stops);
 	return code;
 }
 

@@ -6,11 +6,11 @@
  * (the BPF side keeps one process's session state per object).  A watcher
  * links PATH's first code for every process; its hits name new processes.
  * With from_start (the default; --no-stop clears it) the watcher's BPF
- * program also stops each one there (SIGSTOP) until its tracer is attached
- * (SIGCONT), as record does at dlopen, so that a scanner run of a few
- * milliseconds is recorded whole; otherwise a new process runs on for the
- * few milliseconds that attaching takes (8 ms measured here, the tracer
- * already loaded).
+ * program also stops each one there until its tracer is attached, as
+ * record does at dlopen (stops.h: the stop keeper lets it go if khprof
+ * cannot), so that a scanner run of a few milliseconds is recorded whole;
+ * otherwise a new process runs on for the few milliseconds that attaching
+ * takes (8 ms measured here, the tracer already loaded).
  *
  * --container WHICH: PATH is the path inside that container, opened
  * through the root of a process in it (capture/ns), and only the
@@ -47,18 +47,21 @@
 #include "ns.h"
 #include "process_trace.h"
 #include "procfs.h"
+#include "stops.h"
 #include "trace.h"
 #include "usdt_notes.h"
 #include "utf8.h"
 
-/* Pids the watcher reported, attached once its ring buffer is drained. */
+/* Processes the watcher reported, attached once its ring buffer is drained. */
 #define PENDING_MAX 256
 
-/* A process the watcher stopped, and the file it execs (--all). */
+/* A process the watcher found, the file it execs (--all) and its stop. */
 struct pending {
 	pid_t pid;
 	bool has_file;
 	struct tracer_file_key file;
+	bool stopped;
+	struct kh_stop_key stop; /* with stopped: let go once attached */
 };
 
 /* --all with -o and no --keep: the records of a long watch stay bounded. */
@@ -100,19 +103,30 @@ static uint64_t tag(enum tag_kind kind, struct process_trace *p)
 	return (uint64_t)(uintptr_t)p | kind; /* malloc'd: the low 3 bits are free */
 }
 
-static void on_start(pid_t pid, const struct tracer_file_key *file, void *ctx)
+/* Stopped at its start whether or not it could be traced: let go. */
+static void let_go(struct exe_attach *ea, const struct pending *p)
+{
+	if (p->stopped)
+		stops__release(ea->o->trace.stops, &p->stop);
+}
+
+static void on_start(pid_t pid, const struct tracer_file_key *file,
+		     const struct kh_stop_key *stop, void *ctx)
 {
 	struct exe_attach *ea = ctx;
+	struct pending p = { .pid = pid, .has_file = file != NULL, .stopped = stop != NULL };
 
+	if (file)
+		p.file = *file;
+	if (stop)
+		p.stop = *stop;
 	if (ea->pending_count < PENDING_MAX) {
-		ea->pending[ea->pending_count++] =
-			(struct pending){ pid, file != NULL, file ? *file : (struct tracer_file_key){ 0 } };
+		ea->pending[ea->pending_count++] = p;
 		return;
 	}
 	log__warn("PID %d started %s while %d others waited: not traced", pid, ea->what,
 		  PENDING_MAX);
-	if (ea->o->from_start)
-		kill(pid, SIGCONT);
+	let_go(ea, &p);
 }
 
 /* A process record with its tracer opened and loaded, not yet attached. */
@@ -551,9 +565,7 @@ static void run(struct exe_attach *ea, uint64_t deadline_ns)
 				tracer__watch_plain(ea->watcher, &w->file);
 			else if (probes > 0 && in_container(ea, w->pid))
 				process_start(ea, w->pid);
-			/* Stopped at its start whether or not it could be traced. */
-			if (ea->o->from_start)
-				kill(w->pid, SIGCONT);
+			let_go(ea, w);
 		}
 		ea->pending_count = 0;
 		prepare_spare(ea);

@@ -32,6 +32,7 @@
 #include "notes.h"
 #include "sampler.h"
 #include "series.h"
+#include "stops.h"
 #include "text.h"
 #include "usdt_notes.h"
 
@@ -300,7 +301,8 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 	const char *command = attach ? "attach" : "record";
 	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP, OPT_APPEND,
 	       OPT_USER, OPT_INTERVAL, OPT_SERVE, OPT_EXE, OPT_FROM_START, OPT_FOLLOW_FORKS,
-	       OPT_NO_STOP, OPT_NO_FOLLOW_FORKS, OPT_SAMPLE, OPT_ALL, OPT_CONTAINER, OPT_KEEP };
+	       OPT_NO_STOP, OPT_NO_FOLLOW_FORKS, OPT_SAMPLE, OPT_ALL, OPT_CONTAINER, OPT_KEEP,
+	       OPT_STOP_LIMIT };
 	static const struct option options[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -322,6 +324,7 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		{ "no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW_FORKS },
 		{ "follow-forks", no_argument, NULL, OPT_FOLLOW_FORKS },
 		{ "sample", optional_argument, NULL, OPT_SAMPLE },
+		{ "stop-limit", required_argument, NULL, OPT_STOP_LIMIT },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
@@ -334,6 +337,7 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 	memset(cli, 0, sizeof(*cli));
 	cli->mode = KH_MODE_BATCH;
 	cli->mode_is_default = true;
+	cli->stop_limit_ns = STOPS_LIMIT_DEFAULT_NS;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:o:p:qv", options, NULL)) != -1) {
@@ -458,6 +462,17 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 			cli->sample_hz = KH_SAMPLE_DEFAULT_HZ;
 			if (optarg && parse_sample_rate(command, optarg, &cli->sample_hz))
 				return -EINVAL;
+			break;
+		case OPT_STOP_LIMIT:
+			if (!strcmp(optarg, "none")) {
+				cli->stop_limit_ns = 0;
+			} else if (kh_parse_duration_ns(optarg, KH_DURATION_MIN_NS, KH_DURATION_MAX_NS,
+							&cli->stop_limit_ns)) {
+				usage_error(command, "bad stop limit '%s': expected a duration, 1ms "
+					    "to 1000h (1s, 250ms, or 2 for two seconds), or none",
+					    optarg);
+				return -EINVAL;
+			}
 			break;
 		case 'q':
 			cli->quiet = true;

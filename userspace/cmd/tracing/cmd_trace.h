@@ -44,6 +44,7 @@ struct trace_cli {
 	bool no_follow_forks; /* record --no-follow-forks */
 	bool default_output; /* no -o: output is KH_DEFAULT_RECORD */
 	uint64_t sample_hz; /* --sample[=HZ]; 0: no stack samples */
+	uint64_t stop_limit_ns; /* --stop-limit: a stopped process's longest wait; 0: none */
 	int first_arg;
 };
 

@@ -3,14 +3,13 @@
  * record --follow-forks.  The BPF side (bpf/follow.bpf.h) stops every new
  * process the traced one forks before it runs a user instruction and sends
  * its pid; here a tracer of its own is attached to it (uprobe-multi links
- * filter by process) and it is resumed.  A child is a copy of its parent:
+ * filter by process), and the parent's tracer lets it go (trace.c).  A child is a copy of its parent:
  * it may be inside a session the parent had open, which its tracer joins
  * as attach -p does (its record starts at the attach, "partial"); spans
  * its parent had buffered before the fork are the parent's, and end before
  * the child's record starts.  Followed processes follow their own forks.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -31,6 +30,7 @@ struct follow {
 	 * of the 41-68 ms a child otherwise waits stopped.
 	 */
 	struct process_trace *spare;
+	struct stops *stops; /* the command's (trace.h): every followed tracer stops into it */
 };
 
 enum tag_kind { TAG_RING, TAG_EXIT };
@@ -97,6 +97,7 @@ void follow__configure(struct follow *f, struct trace_options *opts)
 	opts->on_fork = on_fork;
 	opts->on_self_stop = on_self_stop;
 	opts->fork_ctx = f;
+	f->stops = opts->stops;
 }
 
 /* A followed process's tracer, opened and loaded, not yet attached. */
@@ -115,6 +116,7 @@ static struct process_trace *followed_open(struct follow *f)
 	opts.stop_on_loader = true; /* a dlopen in the child stops it as in the first */
 	opts.joins_running_process = true;
 	opts.calibration = f->calibrated ? &f->calibration : NULL;
+	opts.stops = f->stops;
 	follow__configure(f, &opts);
 	if (tracer__open(&p->tracer, &opts) != 0) {
 		free(p);
@@ -123,7 +125,7 @@ static struct process_trace *followed_open(struct follow *f)
 	return p;
 }
 
-/* The child runs on, stopped or not: its tracer is attached, or it never will be. */
+/* The stopped child gets a tracer of its own, or never will; its parent's tracer lets it go. */
 static void attach_child(struct follow *f, pid_t parent, pid_t child)
 {
 	struct process_trace *p = f->spare ? f->spare : followed_open(f);
@@ -131,7 +133,7 @@ static void attach_child(struct follow *f, pid_t parent, pid_t child)
 
 	f->spare = NULL;
 	if (!p)
-		goto untraced;
+		return;
 	err = process_set__attach(&f->set, p, child, f->cli->output, tag(TAG_RING, p),
 				  tag(TAG_EXIT, p));
 	if (err == -ECHILD) {
@@ -143,11 +145,9 @@ static void attach_child(struct follow *f, pid_t parent, pid_t child)
 			log__warn("PID %d forked by PID %d cannot be traced; going on without it",
 				  child, parent);
 		process_trace__discard(p);
-		goto untraced;
+		return;
 	}
 	log__debug("following PID %d, forked by PID %d", child, parent);
-untraced:
-	kill(child, SIGCONT);
 }
 
 static void on_fork(pid_t parent, pid_t child, void *ctx)

@@ -18,7 +18,10 @@ struct live_metrics;
 
 /* cli: record's options (mode, overrides, -o, -q); metrics: --serve or NULL. */
 int follow__open(struct follow **out, const struct trace_cli *cli, struct live_metrics *metrics);
-/* Makes the first process's tracer report its forks here (before its attach). */
+/*
+ * Makes the first process's tracer report its forks here (before its
+ * attach); its opts->stops (the command's) are every followed tracer's.
+ */
 void follow__configure(struct follow *f, struct trace_options *opts);
 /* The first tracer's calibration, for every followed process (after its attach). */
 void follow__set_calibration(struct follow *f, struct tracer *first);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* One tracer per process, shared by attach --exe and record --follow-forks. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -51,6 +52,9 @@ int process_set__attach(struct process_set *s, struct process_trace *p, pid_t pi
 		err = tracer__attach_mapped(p->tracer);
 	if (!err)
 		err = tracer__poll(p->tracer, 0) < 0 ? -EIO : 0;
+	/* Its /proc files went with it: it ended while attaching (a stop let go, a kill). */
+	if (err && kill(pid, 0) != 0 && errno == ESRCH)
+		return -ESRCH;
 	if (err)
 		return err;
 	ev.data.u64 = ring_tag;
