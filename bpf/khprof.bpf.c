@@ -11,6 +11,7 @@
 #define BPF_USDT_MAX_SPEC_CNT KH_MAX_PROBE_SITES
 #include "khprof_shared.h"
 #include "khprof_hist.h"
+#include "arch.bpf.h"
 /* The object for kernels without bpf_loop (-DKH_CLASSIC) differs here. */
 #include "classic.bpf.h"
 /*
@@ -151,9 +152,6 @@ struct {
 	__type(key, int);
 	__type(value, struct kh_task_stack);
 } task_stacks SEC(".maps");
-
-/* struct pt_regs in words. */
-#define KH_PT_REGS_WORDS (sizeof(struct pt_regs) / 8)
 
 static __always_inline struct kh_slot_stats *stats_of(__u32 slot)
 {
