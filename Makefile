@@ -19,12 +19,25 @@
 # installed first when missing (scripts/install-deps.sh; the build's own
 # for make, the tests' servers, browser and QEMU for make test).
 
-# The probe ABI reads x86-64 registers (include/keyhog_profile.h's sites
-# and the argument specs in usdt/): elsewhere the header compiles to
-# nothing and there is nothing for khprof to trace.
-ifneq ($(shell uname -m),x86_64)
-$(error khprof builds on x86-64 only, not on '$(shell uname -m)': the probe ABI reads x86-64 registers)
+# The architecture khprof is built for, by the kernel's name for it (the
+# BPF side's __TARGET_ARCH_$(ARCH), vmlinux/$(ARCH)/): the machine's own,
+# or the other one, cross-built with Debian's multiarch packages into
+# build/$(ARCH)/ (`make ARCH=arm64` on x86-64).  Probe sites, argument
+# specs and the span clock know x86-64 and aarch64 (docs/PROBES.md).
+HOST_ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(shell uname -m)))
+ARCH      := $(HOST_ARCH)
+override ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(ARCH)))
+# Per architecture: the GNU triplet (multiarch directories, the cross
+# compiler's prefix) and Debian's name.
+GNU_x86    := x86_64-linux-gnu
+GNU_arm64  := aarch64-linux-gnu
+DEB_x86    := amd64
+DEB_arm64  := arm64
+ifeq ($(GNU_$(ARCH)),)
+$(error khprof: error: cannot build for ARCH '$(ARCH)': its probe sites, argument specs and clock exist for x86 and arm64 only (hint: make ARCH=arm64))
 endif
+MULTIARCH  := $(GNU_$(ARCH))
+DEB_ARCH   := $(DEB_$(ARCH))
 
 .DELETE_ON_ERROR:
 
@@ -36,10 +49,18 @@ Q   := @
 msg  = @printf '  %-8s %s\n' '$(1)' '$(2)';
 endif
 
+ifeq ($(ARCH),$(HOST_ARCH))
 BUILD      := build
-ARCH       := x86
-MULTIARCH  := $(shell uname -m)-linux-gnu
+CROSS      :=
 CC         ?= gcc
+else
+# A cross build: its own folder (the host's build/ stays whole beside it),
+# Debian's cross compiler, and the libraries of that architecture (:arm64),
+# which its multiarch directories hold beside the host's.
+BUILD      := build/$(ARCH)
+CROSS      := $(MULTIARCH)-
+CC         := $(CROSS)gcc
+endif
 CLANG      ?= clang
 BPFTOOL    ?= bpftool
 
@@ -59,15 +80,24 @@ CPPFLAGS   := -MMD -MP -D_GNU_SOURCE
 USER_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 $(CPPFLAGS)
 NOBPF_LIBS := -ldw -lelf -lprotobuf-c -lz -lcjson -lm -pthread
 LIBS       := -lbpf -lcap $(NOBPF_LIBS)
-BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
-              -I/usr/include/$(MULTIARCH) -Wall -Werror
+# -fms-extensions: the BTF of Linux 6.19 and later (vmlinux/arm64/, from
+# 7.3) embeds structs by their tag alone, as the kernel's own build does.
+BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Iinclude \
+              -I/usr/include/$(MULTIARCH) -Wall -Werror -fms-extensions -Wno-microsoft-anon-tag
 
-# Debian packages the build, the tests, the demo and the benchmarks use.
+# Debian packages the build, the tests, the demo and the benchmarks use:
+# tools that run on this machine, and libraries of the architecture built
+# for (":arm64" in a cross build, with Debian's cross compiler).
 # systemtap-sdt-dev: <sys/sdt.h>, whose STAP_PROBE macros a test workload
 # fires instead of the header's (tests/workloads/sdt.c).
-PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev libcap-dev \
-            libcmocka-dev libpcre2-dev libpng-dev libdw-dev libprotobuf-c-dev protobuf-c-compiler \
-            pkg-config make gcc systemtap-sdt-dev
+LIB_PACKAGES := libbpf-dev libelf-dev zlib1g-dev libcjson-dev libcap-dev libcmocka-dev \
+                libpcre2-dev libpng-dev libdw-dev libprotobuf-c-dev systemtap-sdt-dev
+PACKAGES := bpftool clang llvm protobuf-c-compiler pkg-config make gcc
+ifeq ($(CROSS),)
+PACKAGES += $(LIB_PACKAGES)
+else
+PACKAGES += gcc-$(subst _,-,$(MULTIARCH)) $(addsuffix :$(DEB_ARCH),$(LIB_PACKAGES))
+endif
 # What make test needs besides the build: the browser the HTML reports are
 # opened in (tests/integration/commands/test_html.c), and the Prometheus server and
 # promtool the OpenMetrics exposition is checked with
@@ -133,6 +163,8 @@ FIXTURES     := $(foreach f,$(FIXTURE_SRCS),$(patsubst tests/unit/fixtures/%.S,$
 # Traced workloads used by the integration tests (built like outside programs:
 # only include/keyhog_profile.h); sdt-nosem and stackwork-nofp are two of
 # them built a second way (below).
+# The public probe header and its files per architecture.
+PROBE_HEADERS := $(wildcard include/keyhog_profile*.h)
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOADS     := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(filter-out tests/workloads/lib%,$(WORKLOAD_SRCS))) \
                  $(BUILD)/workloads/sdt-nosem $(BUILD)/workloads/stackwork-nofp
@@ -272,21 +304,21 @@ $(BUILD)/fixtures/%_in_data: tests/unit/fixtures/%.S | $(DEPS_STAMP)
 	$(Q)$(CC) -nostdlib -static -DIN_DATA -o $@ $<
 
 WORKLOAD_CC = $(CC) $(CFLAGS) $(WARNINGS) -Iinclude
-$(BUILD)/workloads/libkhwork.so: tests/workloads/libkhwork.c include/keyhog_profile.h | $(DEPS_STAMP)
+$(BUILD)/workloads/libkhwork.so: tests/workloads/libkhwork.c $(PROBE_HEADERS) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,CC,$<)
 	$(Q)$(WORKLOAD_CC) -fPIC -shared -o $@ $<
 # The same library under a second name, opened with dlopen by the workload.
 $(BUILD)/workloads/libkhplugin.so: $(BUILD)/workloads/libkhwork.so
 	$(Q)cp $< $@
-$(BUILD)/workloads/%: tests/workloads/%.c include/keyhog_profile.h $(BUILD)/workloads/libkhwork.so $(BUILD)/workloads/libkhplugin.so | $(DEPS_STAMP)
+$(BUILD)/workloads/%: tests/workloads/%.c $(PROBE_HEADERS) $(BUILD)/workloads/libkhwork.so $(BUILD)/workloads/libkhplugin.so | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,CC,$<)
 	$(Q)$(WORKLOAD_CC) -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -ldl -lkhwork
 
 # The program the hostile-file tests mutate (tests/common/elfcraft.h): the
 # header and libc only, so that a copy runs from any folder.
-$(BUILD)/workloads/target: tests/workloads/target.c include/keyhog_profile.h | $(DEPS_STAMP)
+$(BUILD)/workloads/target: tests/workloads/target.c $(PROBE_HEADERS) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,CC,$<)
 	$(Q)$(WORKLOAD_CC) -o $@ $<
@@ -300,7 +332,7 @@ $(BUILD)/workloads/sdt-nosem: tests/workloads/sdt.c | $(DEPS_STAMP)
 # The stack sampler's workload unwinds by frame pointers (tests/integration/tracing/test_stacks.c),
 # and the same without them, as Debian builds its packages.
 $(BUILD)/workloads/stackwork: private CFLAGS += -fno-omit-frame-pointer
-$(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c include/keyhog_profile.h $(BUILD)/workloads/libkhwork.so | $(DEPS_STAMP)
+$(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c $(PROBE_HEADERS) $(BUILD)/workloads/libkhwork.so | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,CC,$< -fomit-frame-pointer)
 	$(Q)$(WORKLOAD_CC) -fomit-frame-pointer -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -lkhwork
@@ -310,13 +342,22 @@ $(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c include/keyhog_pr
 # tests/workloads-rs is its traced workload (tests/integration/tracing/test_rust.c).
 # Built offline (no crates from outside) by scripts/build-rust.sh with the
 # cargo found, Debian's RUST_PACKAGES installed when there is none.
+# A cross build names Rust's target and its linker, and takes the
+# target's std from Debian (libstd-rust-dev:arm64, for its rustc 1.63)
+# when the cargo found has none (scripts/build-rust.sh).
 RUST_PACKAGES := cargo
+RUST_TRIPLE_x86   := x86_64-unknown-linux-gnu
+RUST_TRIPLE_arm64 := aarch64-unknown-linux-gnu
+ifneq ($(CROSS),)
+RUST_PACKAGES += libstd-rust-dev:$(DEB_ARCH)
+RUST_CROSS := RUST_TARGET=$(RUST_TRIPLE_$(ARCH)) RUST_LINKER=$(CC)
+endif
 $(BUILD)/workloads/workload-rs: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
 	$(call msg,CARGO,$@)
-	$(Q)RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) current $@
+	$(Q)$(RUST_CROSS) RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) current $@
 $(BUILD)/rust-debian/workload-rs: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
 	$(call msg,CARGO,$@ (rustc 1.63))
-	$(Q)RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) debian $@
+	$(Q)$(RUST_CROSS) RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) debian $@
 
 # The reader is rebuilt when the seed or the build script changes.  The
 # wildcard leaves the seed sources out when ../shared/seed is absent; the
@@ -406,9 +447,17 @@ $(BUILD)/diff_rates: $(BUILD)/bench/diff-rates/diff_rates.o $(COMMON_OBJS) $(ANA
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(NOBPF_LIBS)
 $(BUILD)/bench/%.o: LAYER_INC = $(INC_ALL)
 
-# Regenerates the vendored kernel type header from the running kernel's BTF.
+# Regenerates vmlinux/$(ARCH)/vmlinux.h, the vendored kernel types: the
+# machine's own from the running kernel's BTF, another architecture's from
+# Debian's newest backports kernel for it (the kernel matrix's own fetch).
 vmlinux:
+ifeq ($(CROSS),)
 	./vmlinux/gen.sh
+else
+	kver=$$(./tests/kernels/fetch.sh backports-$(ARCH)) && \
+		btf=$$(./tests/kernels/kernel-btf.sh build/kernels/$$kver) && \
+		./vmlinux/gen.sh $(ARCH) "$$btf"
+endif
 
 clean:
 	rm -rf $(BUILD)

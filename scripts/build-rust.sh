@@ -13,6 +13,12 @@
 #
 # With a fourth argument, the crate's examples (bench: span_cost) are built
 # too and copied into that folder; they need Rust >= 1.66.
+#
+# RUST_TARGET=aarch64-unknown-linux-gnu cross-builds (make ARCH=arm64),
+# linked by RUST_LINKER (aarch64-linux-gnu-gcc).  That needs the target's
+# std, which a rustup toolchain offline rarely has: "current" then falls
+# back to Debian's rustc with libstd-rust-dev:arm64 (the Makefile installs
+# it), and says so.
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:?usage: build-rust.sh BUILD_DIR current|debian OUT}
@@ -43,6 +49,23 @@ debian)
 	;;
 esac
 
+target=${RUST_TARGET:-}
+if [ -n "$target" ]; then
+	sysroot=$(${RUSTC:-rustc} --print sysroot)
+	if [ ! -d "$sysroot/lib/rustlib/$target/lib" ]; then
+		[ "$name" = debian ] && {
+			echo "build-rust: no std for $target in $sysroot (libstd-rust-dev:arm64)" >&2
+			exit 1
+		}
+		echo "build-rust: $(${RUSTC:-rustc} --version) has no std for $target; Debian's rustc builds it" >&2
+		[ -x /usr/bin/cargo ] || ./scripts/install-deps.sh ${RUST_PACKAGES:-cargo}
+		cargo=/usr/bin/cargo RUSTC=/usr/bin/rustc
+		export RUSTC
+	fi
+	linker_var=CARGO_TARGET_$(echo "$target" | tr 'a-z-' 'A-Z_')_LINKER
+	export "$linker_var=${RUST_LINKER:?RUST_LINKER names the linker of $target}"
+fi
+
 work=$build/rust/$name
 mkdir -p "$work/src/rust" "$work/src/tests"
 rm -rf "$work/src/rust/keyhog-probes" "$work/src/tests/workloads-rs"
@@ -57,19 +80,22 @@ case $cargo in
 /usr/bin/cargo) CARGO_HOME=$PWD/$work/cargo-home && export CARGO_HOME ;;
 esac
 
-echo "build-rust: $("$cargo" --version) with $(${RUSTC:-rustc} --version) in $work" >&2
+echo "build-rust: $("$cargo" --version) with $(${RUSTC:-rustc} --version) in $work${target:+ for $target}" >&2
 (cd "$work/src/tests/workloads-rs" &&
-	CARGO_TARGET_DIR=$PWD/../../../target "$cargo" build --offline --release --quiet)
+	CARGO_TARGET_DIR=$PWD/../../../target "$cargo" build --offline --release --quiet \
+		${target:+--target "$target"})
+release=$work/target/${target:+$target/}release
 mkdir -p "$(dirname "$out")"
-cp "$work/target/release/workload-rs" "$out.tmp"
+cp "$release/workload-rs" "$out.tmp"
 mv "$out.tmp" "$out"
 if [ -n "$examples_dir" ]; then
 	(cd "$work/src/rust/keyhog-probes" &&
-		CARGO_TARGET_DIR=$PWD/../../../target "$cargo" build --offline --release --quiet --examples)
+		CARGO_TARGET_DIR=$PWD/../../../target "$cargo" build --offline --release --quiet --examples \
+			${target:+--target "$target"})
 	mkdir -p "$examples_dir"
 	for example in rust/keyhog-probes/examples/*.rs; do
 		name=$(basename "$example" .rs)
-		cp "$work/target/release/examples/$name" "$examples_dir/${name}_rs.tmp"
+		cp "$release/examples/$name" "$examples_dir/${name}_rs.tmp"
 		mv "$examples_dir/${name}_rs.tmp" "$examples_dir/${name}_rs"
 	done
 fi
