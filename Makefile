@@ -61,6 +61,8 @@ BUILD      := build/$(ARCH)
 CROSS      := $(MULTIARCH)-
 CC         := $(CROSS)gcc
 endif
+# The sanitizer build's objects and binaries (make asan, below).
+ASAN       := $(BUILD)/asan
 CLANG      ?= clang
 BPFTOOL    ?= bpftool
 
@@ -111,9 +113,11 @@ BENCH_PACKAGES := bpftrace hyperfine time
 # 6.1, zstd after) to read their BTF on the host.
 KERNEL_PACKAGES := qemu-system-x86 busybox-static cpio file lz4 zstd xz-utils gzip
 # The seed conformance reader (../shared/seed/conformance) builds offline
-# from Debian's packaged crates.
+# from Debian's packaged crates; so does tests/seed-api against the seed,
+# whose build.rs reads the seed's source with syn.
 SEED_PACKAGES := cargo librust-serde-dev librust-serde-derive-dev \
-                 librust-serde-json-dev librust-libc-dev
+                 librust-serde-json-dev librust-libc-dev \
+                 librust-syn-dev librust-quote-dev librust-proc-macro2-dev
 
 DEPS_STAMP := $(BUILD)/.deps-installed
 
@@ -141,7 +145,8 @@ MODULE_OBJS := $(filter-out $(BUILD)/userspace/cmd/main.o,$(KHPROF_OBJS))
 # functions leave a copy of their sites in every file that includes it (221
 # sites in 44 files), and registering the uprobes that calibration attaches
 # took 6-17 ms at every start; without the copies, 1 batch site is left.
-$(filter-out $(BUILD)/userspace/capture/clock/calibrate.o,$(KHPROF_OBJS)): private CPPFLAGS += -DKH_PROBES_DISABLED
+KH_QUIET_OBJS := $(filter-out $(BUILD)/userspace/capture/clock/calibrate.o,$(KHPROF_OBJS))
+$(KH_QUIET_OBJS) $(patsubst $(BUILD)/%,$(ASAN)/%,$(KH_QUIET_OBJS)): private CPPFLAGS += -DKH_PROBES_DISABLED
 
 # Tests sit in sub-folders by what they check (tests/unit/records, ...);
 # each binary is build/tests/NAME whatever its folder.
@@ -172,8 +177,11 @@ WORKLOADS     := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(filter-ou
 # The Rust probe crate's workload, with the cargo found, and again with
 # Debian 12's own rustc 1.63 when the machine has it (the oldest Rust the
 # crate must keep building with).
-RUST_SRCS := $(shell find rust/keyhog-probes tests/workloads-rs -type f \
-                 \( -name '*.rs' -o -name Cargo.toml \) 2>/dev/null)
+# tests/seed-api, built against the crate too, uses every public item of
+# the seed: its build.rs reads the seed's source and docs page.
+RUST_SRCS := $(shell find rust/keyhog-probes tests/workloads-rs tests/seed-api -type f \
+                 \( -name '*.rs' -o -name Cargo.toml \) 2>/dev/null) \
+             $(wildcard ../shared/seed/keyhog_profile_lib.rs ../shared/seed/keyhog_profile_docs.txt)
 RUST_WORKLOADS := $(BUILD)/workloads/workload-rs
 ifneq ($(wildcard /usr/bin/rustc),)
 RUST_WORKLOADS += $(BUILD)/rust-debian/workload-rs
@@ -182,13 +190,13 @@ endif
 # What the integration tests run besides themselves.
 TEST_INPUTS := $(BUILD)/khprof $(EXAMPLES) $(WORKLOADS) $(FIXTURES)
 
-.PHONY: all tests deps demo test test-kernels bench clean vmlinux seed-render fuzz
+.PHONY: all tests deps demo test test-kernels bench clean vmlinux seed-render fuzz asan test-asan
 .DEFAULT_GOAL := all
 
 # The only lists of what is built: `make` builds the tool and the examples,
 # `make tests` everything the tests need (make test builds it first).
 all: $(BUILD)/khprof $(EXAMPLES)
-tests: all $(UNIT_BINS) $(ITEST_BINS) $(FIXTURES) $(WORKLOADS) $(RUST_WORKLOADS)
+tests: all $(UNIT_BINS) $(ITEST_BINS) $(FIXTURES) $(WORKLOADS) $(RUST_WORKLOADS) $(ASAN)/khprof
 
 # --- dependencies -----------------------------------------------------------
 deps: $(DEPS_STAMP)
@@ -200,13 +208,14 @@ $(DEPS_STAMP): Makefile
 	@mkdir -p $(BUILD) && touch $@
 
 # --- compiling: one rule, the include path of the file's layer --------------
-$(BUILD)/userspace/common/%.o:   LAYER_INC = $(INC_COMMON)
-$(BUILD)/userspace/analysis/%.o: LAYER_INC = $(INC_ANALYSIS)
-$(BUILD)/usdt/%.o:               LAYER_INC = $(INC_USDT)
-$(BUILD)/userspace/capture/%.o:  LAYER_INC = $(INC_CAPTURE)
-$(BUILD)/userspace/cmd/%.o:      LAYER_INC = $(INC_ALL)
+# The sanitizer build (build/asan) compiles the same files the same way.
+$(BUILD)/userspace/common/%.o   $(ASAN)/userspace/common/%.o:   LAYER_INC = $(INC_COMMON)
+$(BUILD)/userspace/analysis/%.o $(ASAN)/userspace/analysis/%.o: LAYER_INC = $(INC_ANALYSIS)
+$(BUILD)/usdt/%.o               $(ASAN)/usdt/%.o:               LAYER_INC = $(INC_USDT)
+$(BUILD)/userspace/capture/%.o  $(ASAN)/userspace/capture/%.o:  LAYER_INC = $(INC_CAPTURE)
+$(BUILD)/userspace/cmd/%.o      $(ASAN)/userspace/cmd/%.o:      LAYER_INC = $(INC_ALL)
 # tests/common holds the helpers every test binary shares (khtest.h).
-$(BUILD)/tests/%.o:              LAYER_INC = $(INC_ALL) -Itests/common -pthread
+$(BUILD)/tests/%.o              $(ASAN)/tests/%.o:              LAYER_INC = $(INC_ALL) -Itests/common -pthread
 # examples/common holds what the scanner and its corpus must agree on.
 $(BUILD)/examples/%.o:           LAYER_INC = -Iinclude -Iexamples/common -pthread
 
@@ -262,10 +271,51 @@ $(BUILD)/khprof_object_id.h: $(BUILD)/bpf/khprof.bpf.o
 SKELETONS := $(BUILD)/khprof.skel.h $(BUILD)/khprof_classic.skel.h $(BUILD)/sample.skel.h \
              $(BUILD)/khprof_object_id.h
 $(CAPTURE_BPF_OBJS) $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(ITEST_SRCS)): $(SKELETONS)
+$(patsubst $(BUILD)/%,$(ASAN)/%,$(CAPTURE_BPF_OBJS)) $(patsubst tests/%.c,$(ASAN)/tests/%.o,$(ITEST_SRCS)): $(SKELETONS)
+$(ASAN)/userspace/analysis/formats/pprof.o: $(BUILD)/proto/profile.pb-c.h
 
 $(BUILD)/khprof: $(KHPROF_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LIBS)
+
+# --- the sanitizer build -----------------------------------------------------
+# AddressSanitizer, with LeakSanitizer reporting at exit what khprof did not
+# free, in build/asan: `make asan` builds khprof and the metrics server's
+# tests (unit and integration) there, `make test-asan` runs those tests
+# with it, and make test runs a record and an attach --serve of it
+# (tests/integration/commands/test_sanitizer.c).  Same sources, flags and
+# include paths; the BPF skeletons and the protoc-c object are the normal
+# build's (only khprof's own code is instrumented).
+ASAN_CFLAGS := -fsanitize=address -fno-omit-frame-pointer
+asan_objs    = $(patsubst $(BUILD)/%,$(ASAN)/%,$(filter-out $(BUILD)/proto/%,$(1))) \
+               $(filter $(BUILD)/proto/%,$(1))
+ASAN_TESTS  := $(ASAN)/tests/test_httpd $(ASAN)/tests/test_serve
+
+$(ASAN)/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(call msg,CC-ASAN,$<)
+	$(Q)$(CC) $(USER_CFLAGS) $(ASAN_CFLAGS) $(LAYER_INC) -c $< -o $@
+
+$(ASAN)/khprof: $(call asan_objs,$(KHPROF_OBJS))
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(ASAN_CFLAGS) -o $@ $^ $(LIBS)
+$(ASAN)/tests/test_httpd: $(ASAN)/tests/unit/tracing/test_httpd.o $(call asan_objs,$(UNIT_LINK_OBJS))
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(ASAN_CFLAGS) -pthread -o $@ $^ $(NOBPF_LIBS) -lcmocka -ldl
+$(ASAN)/tests/test_serve: $(ASAN)/tests/integration/commands/test_serve.o \
+                          $(call asan_objs,$(MODULE_OBJS)) | $(TEST_INPUTS) $(ASAN)/khprof
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $(ASAN_CFLAGS) -pthread -o $@ $^ $(LIBS) -lcmocka -ldl
+
+asan: $(ASAN)/khprof $(ASAN_TESTS)
+# The server's tests in the sanitizer build, the integration ones against
+# its khprof, and the sanitizer's own test of make test.
+test-asan: tests asan
+	@status=0; for t in $(ASAN_TESTS) $(BUILD)/tests/test_sanitizer; do \
+		echo "== $$t (khprof: $(ASAN)/khprof)"; \
+		KHPROF_CACHE_DIR="$(CURDIR)/$(BUILD)/tests/khprof-cache" KH_KHPROF=$(ASAN)/khprof \
+			$$t || status=1; \
+	done; exit $$status
 
 # --- examples ---------------------------------------------------------------
 EXAMPLES_COMMON := $(patsubst %.c,$(BUILD)/%.o,$(wildcard examples/common/*.c))
@@ -293,6 +343,8 @@ $(ITEST_BINS): $(MODULE_OBJS) | $(TEST_INPUTS)
 # The browser tests decode their screenshots with libpng.
 $(BUILD)/tests/test_html: TEST_LIBS := -lpng
 $(BUILD)/tests/test_rust: | $(RUST_WORKLOADS)
+# The seed's API on the crate: the program built on both (build/seed-api-seed by seed-render).
+$(BUILD)/tests/test_seed_api: | $(RUST_WORKLOADS) seed-render
 
 $(BUILD)/fixtures/%: tests/unit/fixtures/%.S | $(DEPS_STAMP)
 	@mkdir -p $(@D)
@@ -341,10 +393,15 @@ $(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c $(PROBE_HEADERS) 
 # rust/keyhog-probes emits the header's probes from Rust with the seed's API;
 # tests/workloads-rs is its traced workload (tests/integration/tracing/test_rust.c).
 # Built offline (no crates from outside) by scripts/build-rust.sh with the
-# cargo found, Debian's RUST_PACKAGES installed when there is none.
+# cargo found, Debian's RUST_PACKAGES installed when there is none: the
+# crate's record has the seed's serde form (librust-serde-dev,
+# librust-serde-json-dev), and tests/seed-api's build.rs reads the seed
+# with syn.
 # A cross build names Rust's target and its linker, and takes the
 # target's std from Debian (libstd-rust-dev:arm64, for its rustc 1.63)
 # when the cargo found has none (scripts/build-rust.sh).
+RUST_CRATES   := librust-serde-dev librust-serde-derive-dev librust-serde-json-dev \
+                 librust-syn-dev librust-quote-dev librust-proc-macro2-dev
 RUST_PACKAGES := cargo
 RUST_TRIPLE_x86   := x86_64-unknown-linux-gnu
 RUST_TRIPLE_arm64 := aarch64-unknown-linux-gnu
@@ -354,15 +411,18 @@ RUST_CROSS := RUST_TARGET=$(RUST_TRIPLE_$(ARCH)) RUST_LINKER=$(CC)
 endif
 $(BUILD)/workloads/workload-rs: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
 	$(call msg,CARGO,$@)
+	$(Q)./scripts/install-deps.sh $(RUST_CRATES)
 	$(Q)$(RUST_CROSS) RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) current $@
 $(BUILD)/rust-debian/workload-rs: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
 	$(call msg,CARGO,$@ (rustc 1.63))
+	$(Q)./scripts/install-deps.sh $(RUST_CRATES)
 	$(Q)$(RUST_CROSS) RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) debian $@
 
 # The reader is rebuilt when the seed or the build script changes.  The
 # wildcard leaves the seed sources out when ../shared/seed is absent; the
 # script then just says the check is unavailable, which costs nothing.
 SEED_SRCS := $(wildcard ../shared/seed/keyhog_profile_lib.rs \
+                        ../shared/seed/keyhog_profile_docs.txt \
                         ../shared/seed/conformance/Cargo.toml \
                         ../shared/seed/conformance/src/bin/*.rs)
 SEED_READER := $(BUILD)/seed-render
@@ -373,7 +433,9 @@ SEED_READER := $(BUILD)/seed-render
 SEED_UNBUILDABLE := $(BUILD)/.seed-render-unbuildable
 
 seed-render: $(if $(wildcard $(SEED_UNBUILDABLE)),$(SEED_UNBUILDABLE),$(SEED_READER))
-$(SEED_READER) $(SEED_UNBUILDABLE): $(SEED_SRCS) scripts/build-seed-render.sh
+# It also builds tests/seed-api against the seed (build/seed-api-seed).
+SEED_API_SRCS := $(shell find tests/seed-api -type f \( -name '*.rs' -o -name Cargo.toml \))
+$(SEED_READER) $(SEED_UNBUILDABLE): $(SEED_SRCS) $(SEED_API_SRCS) scripts/build-seed-render.sh
 	@rm -f $(SEED_UNBUILDABLE)
 	@./scripts/build-seed-render.sh $(BUILD) $(SEED_PACKAGES)
 	@if [ -n "$(SEED_SRCS)" ]; then \
@@ -447,6 +509,15 @@ $(BUILD)/diff_rates: $(BUILD)/bench/diff-rates/diff_rates.o $(COMMON_OBJS) $(ANA
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(NOBPF_LIBS)
 $(BUILD)/bench/%.o: LAYER_INC = $(INC_ALL)
 
+# The siege of --serve and the libmicrohttpd server it was measured
+# against (bench/serve-siege/run.sh, which installs libmicrohttpd-dev).
+$(BUILD)/serve-siege: $(BUILD)/bench/serve-siege/siege.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^
+$(BUILD)/serve-mhd: $(BUILD)/bench/serve-siege/mhd_serve.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lmicrohttpd
+
 # Regenerates vmlinux/$(ARCH)/vmlinux.h, the vendored kernel types: the
 # machine's own from the running kernel's BTF, another architecture's from
 # Debian's newest backports kernel for it (the kernel matrix's own fetch).
@@ -465,4 +536,5 @@ clean:
 # The compiler's dependency files of this tree's objects only: build/ also
 # holds reference builds of other commits (build/ref) and cargo's target
 # directories, whose .d files name other trees' headers.
--include $(shell find $(addprefix $(BUILD)/,userspace usdt bpf tests examples fuzz) -name '*.d' 2>/dev/null)
+-include $(shell find $(addprefix $(BUILD)/,userspace usdt bpf tests examples fuzz) \
+             $(addprefix $(ASAN)/,userspace usdt tests) -name '*.d' 2>/dev/null)

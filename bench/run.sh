@@ -206,6 +206,7 @@ ir_rs() { # ir_rs VARIANT FUNCTION: the same for the Rust crate's span_cost
 	awk -v n=$n '/^totals:/ { printf "%.2f", $2 / (5 * n); found = 1 } END { if (!found) print "n/a" }' "$out"
 }
 ir_bare=n/a ir_probes=n/a ir_inproc=n/a ir_seed=n/a ir_rs_probes=n/a ir_rs_seed=n/a
+ir_seed_en=n/a ir_rs_en=n/a ir_rs_tsim=n/a ir_rs_bsim=n/a
 if [ "$have_valgrind" = 1 ]; then
 	ir_bare=$(ir bare spans_bare)
 	ir_probes=$(ir probes spans_probes)
@@ -218,10 +219,19 @@ if [ "$have_valgrind" = 1 ]; then
 			"$SEED" 100000 >/dev/null 2>&1 && [ -f "$tmp/cg.seed.1" ]; then
 			ir_seed=$(awk '/^totals:/ { printf "%.2f", $2 / 100000 }' "$tmp/cg.seed.1")
 		fi
+		# The second call: N/10 spans enabled (row 2's Rust lines).
+		if [ -f "$tmp/cg.seed.2" ]; then
+			ir_seed_en=$(awk '/^totals:/ { printf "%.2f", $2 / 10000 }' "$tmp/cg.seed.2")
+		fi
 	fi
 	if [ -n "$SCRS" ]; then
 		ir_rs_probes=$(ir_rs probes kh_rs_spans_probes)
 		ir_rs_seed=$(ir_rs seed-loop kh_rs_spans_seed_loop)
+		# Row 2's: the in-process span, and a traced batch span's user
+		# space (the program sets the batch semaphore itself, its sites nops).
+		ir_rs_en=$(ir_rs enabled kh_rs_spans_seed_loop)
+		ir_rs_tsim=$(ir_rs traced-sim kh_rs_spans_seed_loop)
+		ir_rs_bsim=$(ir_rs both-sim kh_rs_spans_seed_loop)
 	fi
 else
 	say "valgrind not found: instruction counts are n/a"
@@ -289,6 +299,16 @@ for r in 1 2 3 4 5; do
 	span_ns inproc-off "$SC" inproc-off $N1 >>"$tmp/r2.inproc-off"
 	span_ns inproc-on "$SC" inproc-on 2000000 >>"$tmp/r2.inproc-on"
 	span_ns clocks "$SC" clocks 2000000 >>"$tmp/r2.clocks"
+	if [ -n "$SCRS" ]; then
+		# The Rust crate: in process (the seed's enabled switch), traced by
+		# khprof alone, and both at once (docs/PERFORMANCE.md, row 2).
+		span_ns rs-untraced "$SCRS" seed-loop $N1 >>"$tmp/r2.rs-untraced"
+		span_ns rs-enabled "$SCRS" enabled 2000000 >>"$tmp/r2.rs-enabled"
+		span_ns "rs traced" "$KHPROF" record -q --mode batch -- "$SCRS" seed-loop "${N2[batch]}" \
+			>>"$tmp/r2.rs-traced"
+		span_ns "rs traced, in process too" "$KHPROF" record -q --mode batch -- "$SCRS" enabled \
+			"${N2[batch]}" >>"$tmp/r2.rs-both"
+	fi
 	if [ -n "$SEED" ]; then "$SEED" >>"$tmp/r2.seed"; fi
 done
 untraced=$(median <"$tmp/r2.untraced")
@@ -347,6 +367,23 @@ row 2 "lowest-overhead mode ($lowest) vs in-process enabled" "${cost[$lowest]}" 
 	"C port enabled $inproc_on; seed enabled $seed_on" \
 	"$(calc %.2f× "${cost[$lowest]} / $inproc_on"); $(calc %.2f× "${cost[$lowest]} / $seed_on")" \
 	"≤1.3×" "$(ok "${cost[$lowest]} <= 1.3 * $inproc_on")"
+
+rs_en=n/a rs_traced=n/a rs_both=n/a rs_untraced=n/a seed_en_ns=n/a
+if [ -n "$SCRS" ]; then
+	rs_untraced=$(median <"$tmp/r2.rs-untraced")
+	rs_en=$(median <"$tmp/r2.rs-enabled")
+	rs_traced=$(calc %.1f "$(median <"$tmp/r2.rs-traced") - $rs_untraced")
+	rs_both=$(calc %.1f "$(median <"$tmp/r2.rs-both") - $rs_untraced")
+fi
+[ -n "$SEED" ] && seed_en_ns=$seed_en
+row 2 "Rust crate in process (set_enabled: the seed's API), the seed's own loop: ns/span, instructions/span" \
+	"crate $rs_en ns, $ir_rs_en instr" "seed enabled $seed_en_ns ns, $ir_seed_en instr" \
+	"$(calc %.2f× "$rs_en / $seed_en_ns") ns, $(calc %.2f× "$ir_rs_en / $ir_seed_en") instr" \
+	"≤ the seed's instructions" "$(ok "$ir_rs_en <= $ir_seed_en")"
+row 2 "Rust crate traced by khprof (batch), ns/span over untraced ($rs_untraced): counting in process too vs not" \
+	"$rs_both" "traced alone $rs_traced" "$(calc %.2f× "$rs_both / $rs_traced")" "—" "—"
+row 2 "Rust crate, a traced batch span's user space, instructions/span (batch semaphore set by the program, sites nops)" \
+	"traced $ir_rs_tsim; counting in process too $ir_rs_bsim" "untraced $ir_rs_seed" "—" "—" "—"
 
 # --- 3. attach latency and peak RSS -----------------------------------------
 say "3/13 attach latency and peak RSS (khprof record vs bpftrace -c)"

@@ -3,7 +3,14 @@
 # workload (tests/workloads-rs) offline with one Rust toolchain, and copies
 # the workload to OUT.  The sources are copied under BUILD_DIR/rust/NAME
 # first, so that Cargo.lock (whose format differs between cargo versions)
-# and every other output stays in build/.
+# and every other output stays in build/.  The crate's serde form comes
+# from Debian's packaged crates (librust-serde-dev...: $RUST_PACKAGES),
+# which cargo reads from /usr/share/cargo/registry.
+#
+# With the seed in ../shared/seed, the program that uses every public item
+# of the seed (tests/seed-api, whose build.rs generates that use from the
+# seed's source) is built against the crate too, into OUT's folder as
+# seed-api-rs: if the crate lacks any of the seed's API, this fails.
 #
 #   scripts/build-rust.sh BUILD_DIR current OUT   the cargo on PATH (or ~/.cargo/bin;
 #                                                 Debian's $RUST_PACKAGES, default
@@ -67,11 +74,16 @@ if [ -n "$target" ]; then
 fi
 
 work=$build/rust/$name
-mkdir -p "$work/src/rust" "$work/src/tests"
-rm -rf "$work/src/rust/keyhog-probes" "$work/src/tests/workloads-rs"
+mkdir -p "$work/src/rust" "$work/src/tests" "$work/src/.cargo"
+rm -rf "$work/src/rust/keyhog-probes" "$work/src/tests/workloads-rs" "$work/src/tests/seed-api"
 cp -R rust/keyhog-probes "$work/src/rust/keyhog-probes"
 cp -R tests/workloads-rs "$work/src/tests/workloads-rs"
-rm -f "$work/src/rust/keyhog-probes/Cargo.lock" "$work/src/tests/workloads-rs/Cargo.lock"
+cp -R tests/seed-api "$work/src/tests/seed-api"
+rm -f "$work/src/rust/keyhog-probes/Cargo.lock" "$work/src/tests/workloads-rs/Cargo.lock" \
+	"$work/src/tests/seed-api/Cargo.lock"
+# Offline, from Debian's crates, as the seed's conformance build does.
+printf '%s\n' '[source.crates-io]' 'replace-with = "debian"' '[source.debian]' \
+	'directory = "/usr/share/cargo/registry"' '[net]' 'offline = true' >"$work/src/.cargo/config.toml"
 
 # Debian's cargo would otherwise write its package cache under ~/.cargo.
 # rustup's cargo is a proxy that finds its toolchain through CARGO_HOME,
@@ -88,6 +100,27 @@ release=$work/target/${target:+$target/}release
 mkdir -p "$(dirname "$out")"
 cp "$release/workload-rs" "$out.tmp"
 mv "$out.tmp" "$out"
+
+# Without its default feature (serde) the crate has no dependency at all:
+# keep that building too.
+(cd "$work/src/rust/keyhog-probes" &&
+	CARGO_TARGET_DIR=$PWD/../../../target/no-default "$cargo" build --offline --release --quiet \
+		--lib --no-default-features)
+
+# The seed's whole API against the crate (tests/seed-api/build.rs reads
+# the seed's source and docs page).
+seed=$PWD/../shared/seed
+api_out=$(dirname "$out")/seed-api-rs
+rm -f "$api_out"
+if [ -f "$seed/keyhog_profile_lib.rs" ]; then
+	(cd "$work/src/tests/seed-api" &&
+		KH_SEED_LIB="$seed/keyhog_profile_lib.rs" KH_SEED_DOCS="$seed/keyhog_profile_docs.txt" \
+			CARGO_TARGET_DIR=$PWD/../../../target "$cargo" build --offline --release --quiet)
+	cp "$work/target/release/seed-api" "$api_out.tmp"
+	mv "$api_out.tmp" "$api_out"
+else
+	echo "build-rust: $seed not found; the seed's API is not checked against the crate" >&2
+fi
 if [ -n "$examples_dir" ]; then
 	(cd "$work/src/rust/keyhog-probes" &&
 		CARGO_TARGET_DIR=$PWD/../../../target "$cargo" build --offline --release --quiet --examples \

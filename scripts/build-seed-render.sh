@@ -8,6 +8,11 @@
 # under CI=true, naming the missing reader).
 # SEED_BINS names the seed's binaries to build (default seed-render; make
 # bench adds seed-overhead), all in one cargo call and one target directory.
+# Then tests/seed-api, the program written against the seed's API, is built
+# against the seed itself as BUILD_DIR/seed-api-seed: the same source as
+# build/workloads/seed-api-rs (scripts/build-rust.sh, against khprof's
+# crate), with its one dependency line pointing at the seed instead.  It
+# must build wherever the seed does: if it does not, this fails.
 #
 #   [SEED_BINS="seed-render seed-overhead"] scripts/build-seed-render.sh BUILD_DIR [PACKAGES...]
 set -eu
@@ -53,3 +58,19 @@ for bin in $bins; do
 	mv "$build/$bin.tmp" "$build/$bin"
 	echo "seed-render: built $build/$bin"
 done
+
+rm -rf "$work/seed-api"
+cp -R tests/seed-api "$work/seed-api"
+rm -f "$work/seed-api/Cargo.lock"
+sed 's|^keyhog_profile = .*|keyhog_profile = { package = "seed_profile", path = "../conformance" }|' \
+	tests/seed-api/Cargo.toml >"$work/seed-api/Cargo.toml"
+# The conformance folder's .cargo/config.toml (offline, Debian's crates), one level up.
+mkdir -p "$work/.cargo"
+cp "$work/conformance/.cargo/config.toml" "$work/.cargo/config.toml"
+seed_abs=$(cd "$seed" && pwd)
+(cd "$work/seed-api" && KH_SEED_LIB="$seed_abs/keyhog_profile_lib.rs" \
+	KH_SEED_DOCS="$seed_abs/keyhog_profile_docs.txt" CARGO_TARGET_DIR="$PWD/../target" \
+	"$cargo" build --release --offline --quiet)
+cp "$work/target/release/seed-api" "$build/seed-api-seed.tmp"
+mv "$build/seed-api-seed.tmp" "$build/seed-api-seed"
+echo "seed-render: built $build/seed-api-seed"

@@ -257,24 +257,6 @@ mod sites {
         word
     }
 
-    /// Probe ABI 4: the `monotonic` semaphore at +4, set while khprof has
-    /// the `clock_monotonic` site attached because it does not trust the
-    /// TSC here: batched spans are then timed with CLOCK_MONOTONIC.  Read
-    /// on the traced path only.
-    #[inline(always)]
-    pub(crate) fn monotonic_requested() -> bool {
-        let word: u32;
-        // SAFETY: reads the upper 4 bytes of the 8-byte semaphore word.
-        unsafe {
-            core::arch::asm!(
-                "movzwl keyhog_semaphores+4(%rip), {0:e}",
-                out(reg) word,
-                options(att_syntax, nostack, preserves_flags, readonly)
-            );
-        }
-        word != 0
-    }
-
     /// Probe ABI 4: the `clock_monotonic` site, jumped over and never hit.
     /// Its note names the `monotonic` semaphore, so attaching it is how
     /// khprof asks this module for CLOCK_MONOTONIC (the kernel sets and
@@ -308,20 +290,6 @@ mod sites {
             );
         }
         previous
-    }
-
-    /// The sequence the next session will get, without taking it.
-    pub(crate) fn peek_session_sequence() -> u64 {
-        let value: u64;
-        // SAFETY: as above, a plain load.
-        unsafe {
-            core::arch::asm!(
-                "movq kh_session_sequence(%rip), {0}",
-                out(reg) value,
-                options(att_syntax, nostack, preserves_flags, readonly)
-            );
-        }
-        value
     }
 
     #[repr(C)]
@@ -365,17 +333,11 @@ mod sites {
         static SEQUENCE: AtomicU64 = AtomicU64::new(0);
         SEQUENCE.fetch_add(1, Ordering::Relaxed)
     }
-    pub(crate) fn peek_session_sequence() -> u64 {
-        0
-    }
     pub(crate) fn now_ns() -> u64 {
         0
     }
     pub(crate) fn tsc() -> u64 {
         super::TIME_TSC
-    }
-    pub(crate) fn monotonic_requested() -> bool {
-        false
     }
     pub(crate) fn clock_site() {}
     pub(crate) fn set_current_state(_state: u32) {}
@@ -387,16 +349,20 @@ mod sites {
 }
 
 pub(crate) use sites::{
-    clear_identity, clock_site, current_state, keep_identity, monotonic_requested,
-    next_session_sequence, now_ns, peek_session_sequence, semaphores, set_current_state, tsc,
+    clear_identity, clock_site, current_state, keep_identity, next_session_sequence, now_ns,
+    semaphores, set_current_state, tsc,
 };
 
 /// The start of a batched span: the TSC (~11 ns here), or CLOCK_MONOTONIC
-/// (vDSO, ~26 ns) where khprof asked for it; the exit reads the clock its
-/// start did.
+/// (vDSO, ~26 ns) where khprof asked for it (probe ABI 4: the `monotonic`
+/// semaphore at +4, set while khprof has the `clock_monotonic` site
+/// attached because it does not trust the TSC here) or while the
+/// in-process profile counts too, so that one reading serves both (hook of
+/// src/counters.rs: both tested in one load, src/switch.rs); the exit reads
+/// the clock its start did.
 #[inline(always)]
 pub(crate) fn batch_start() -> u64 {
-    if monotonic_requested() {
+    if crate::switch::monotonic_or_local() {
         now_ns()
     } else {
         tsc()

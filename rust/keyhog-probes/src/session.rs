@@ -1,18 +1,25 @@
-//! The seed's session API (`RunIdentity`, `Session`, `RunState`...) on
-//! khprof's session probes: `session_start`, `identity`, `transition` and
-//! `session_finish`.  khprof assembles the record from them -- run id,
-//! transitions, wall times and /proc samples at each boundary -- so the
-//! session keeps no clock and no counters of its own.
+//! The seed's session API (`RunIdentity`, `Session`, `RunState`...) in two
+//! halves: khprof's session probes (`session_start`, `identity`,
+//! `transition`, `session_finish`), from which khprof assembles its record
+//! -- run id, transitions, wall times and /proc samples at each boundary --
+//! and the seed's in-process session (`profile::LocalSession`), whose
+//! `finish` returns the seed's `RunProfile`.
 
+use crate::counters::SESSION_ACTIVE;
 use crate::probes::{self, site};
+use crate::profile::{LocalSession, RunProfile};
 use crate::thread;
 use std::ffi::CString;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+#[cfg(feature = "serde")]
+use serde::{Deserialize, Serialize};
 
 /// Cache state that materially changes run cost.
 #[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(rename_all = "kebab-case"))]
 pub enum CacheState {
     #[default]
     Unknown,
@@ -35,6 +42,7 @@ impl CacheState {
 
 /// Daemon state that materially changes startup and resident work.
 #[derive(Clone, Copy, Debug, Default, Eq, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(rename_all = "kebab-case"))]
 pub enum DaemonState {
     #[default]
     Off,
@@ -58,6 +66,7 @@ impl DaemonState {
 /// Coarse causal state of a profiling run, in the seed's order, which is
 /// the wire order of `KH_STATE_*` (`transition` and `session_finish`).
 #[derive(Clone, Copy, Debug, Eq, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(rename_all = "kebab-case"))]
 #[repr(u32)]
 pub enum RunState {
     Created = 0,
@@ -73,8 +82,9 @@ pub enum RunState {
 /// Identity and execution choices required to compare two run records
 /// honestly: the seed's fields.  `run_id` is not sent: khprof makes the
 /// record's own, `{pid}-{unix ns at session start}-{sequence}`, the format
-/// `new` uses here.
+/// `new` uses here (with the seed's sequence: `new` calls so far).
 #[derive(Clone, Debug, Eq, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub struct RunIdentity {
     pub run_id: String,
     pub binary_version: String,
@@ -102,13 +112,13 @@ impl RunIdentity {
         workload_class: impl Into<String>,
         backend_requested: impl Into<String>,
     ) -> Self {
+        // The seed's own counter: an identifier unique in the process
+        // however many identities are made before a session starts.
+        static RUN_SEQUENCE: AtomicU64 = AtomicU64::new(0);
+        let sequence = RUN_SEQUENCE.fetch_add(1, Ordering::Relaxed);
         let unix_ns = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
         Self {
-            run_id: format!(
-                "{}-{unix_ns}-{}",
-                std::process::id(),
-                probes::peek_session_sequence()
-            ),
+            run_id: format!("{}-{unix_ns}-{sequence}", std::process::id()),
             binary_version: binary_version.into(),
             detector_digest: detector_digest.into(),
             config_digest: config_digest.into(),
@@ -157,40 +167,29 @@ impl fmt::Display for SessionActive {
 
 impl std::error::Error for SessionActive {}
 
-static SESSION_ACTIVE: AtomicBool = AtomicBool::new(false);
-
-/// What `Session::finish` returns in place of the seed's `RunProfile`: the
-/// record itself is now khprof's (`khprof record -o PATH`, `khprof report
-/// PATH`), so only what the program already knew comes back.
-#[derive(Clone, Debug, Eq, PartialEq)]
-pub struct FinishedRun {
-    /// The identity the session ended with.
-    pub identity: RunIdentity,
-    /// The status passed to `finish`.
-    pub status: RunState,
-    /// khprof's session sequence, the last part of the record's `run_id`.
-    pub sequence: u64,
-}
-
 /// One causal profiling session, process-global as in the seed.
 ///
-/// `start` fires `session_start` and the identity, `transition` and
-/// `finish` their probes; identity changed through `identity_mut` is sent
-/// again at the next transition or at the finish, the latest value of a
-/// key winning.  Every session event first flushes the calling thread's
-/// span buffer, so the tracer sees its spans before the boundary.  A
-/// session dropped unfinished ends as `RunState::Failed`.
+/// In process, the seed's session: `start` clears and enables the
+/// counters, each transition samples `/proc/self`, `finish` returns the
+/// `RunProfile`, and a session dropped unfinished discards its counts.
+/// For khprof, `start` fires `session_start` and the identity,
+/// `transition` and `finish` their probes; identity changed through
+/// `identity_mut` is sent again at the next transition or at the finish,
+/// the latest value of a key winning.  Every session event first flushes
+/// the calling thread's span buffer, so the tracer sees its spans before
+/// the boundary.  A session dropped unfinished ends as `RunState::Failed`
+/// in khprof's record.
 pub struct Session {
     identity: Option<RunIdentity>,
     sent: Vec<Option<String>>,
-    sequence: u64,
-    finished: bool,
+    /// `None` once finished (or dropped).
+    local: Option<LocalSession>,
 }
 
 // One copy per module, like the header's functions: each is a probe site
 // that costs the program a trap per hit only while traced.
 #[inline(never)]
-fn fire_session_start() -> u64 {
+fn fire_session_start() {
     let sequence = probes::next_session_sequence();
     thread::batch_flush();
     // As the header: a C session of the process already open keeps its state.
@@ -199,7 +198,6 @@ fn fire_session_start() -> u64 {
         probes::clear_identity();
     }
     site::session_start(sequence, probes::ABI_VERSION);
-    sequence
 }
 
 #[inline(never)]
@@ -226,19 +224,17 @@ fn fire_identity(key: &'static [u8], value: &str) {
 }
 
 impl Session {
-    /// Start a session: fires `session_start` (khprof's sequence counts
-    /// sessions of the process from 0) and the identity.
+    /// Start a fresh session and reset all fixed-stage counters (the
+    /// seed's); fires `session_start` (khprof's sequence counts sessions
+    /// of the process from 0) and the identity.
     pub fn start(identity: RunIdentity) -> Result<Self, SessionActive> {
         SESSION_ACTIVE
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
             .map_err(|_| SessionActive)?;
-        let sequence = fire_session_start();
-        let mut session = Self {
-            identity: Some(identity),
-            sent: vec![None; 12],
-            sequence,
-            finished: false,
-        };
+        fire_session_start();
+        let local = LocalSession::start();
+        let mut session =
+            Self { identity: Some(identity), sent: vec![None; 12], local: Some(local) };
         session.send_identity();
         Ok(session)
     }
@@ -251,27 +247,24 @@ impl Session {
 
     /// Record an explicit macro state transition.
     pub fn transition(&mut self, state: RunState) {
+        if let Some(local) = self.local.as_mut() {
+            local.transition(state);
+        }
         self.send_identity();
         fire_transition(state);
     }
 
-    /// Finish the session.  The seed returns its in-process `RunProfile`
-    /// here; the record is now khprof's, so this returns the identity and
-    /// status the program already knows (see [`FinishedRun`]).
-    pub fn finish(mut self, status: RunState) -> FinishedRun {
-        self.end(status);
-        FinishedRun {
-            identity: self.identity.take().expect("unfinished profile owns identity"),
-            status,
-            sequence: self.sequence,
-        }
-    }
-
-    fn end(&mut self, status: RunState) {
+    /// Finish the session and return its complete structured record: the
+    /// seed's `RunProfile`, counted in process.  khprof, when it traces,
+    /// writes its own record of the same session.
+    pub fn finish(mut self, status: RunState) -> RunProfile {
+        let local = self.local.take().expect("unfinished profile owns its local half");
         self.send_identity();
+        let identity = self.identity.take().expect("unfinished profile owns identity");
+        let profile = local.finish(identity, status);
         fire_session_finish(status);
-        self.finished = true;
         SESSION_ACTIVE.store(false, Ordering::Release);
+        profile
     }
 
     /// Fires an `identity` probe for every key whose value changed since
@@ -292,8 +285,11 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if !self.finished {
-            self.end(RunState::Failed);
+        if self.local.take().is_some() {
+            LocalSession::abandon();
+            self.send_identity();
+            fire_session_finish(RunState::Failed);
+            SESSION_ACTIVE.store(false, Ordering::Release);
         }
     }
 }

@@ -36,6 +36,18 @@ static void test_statuses(void **state)
 		{ "GET /metrics/ HTTP/1.1\r\n\r\n", 404 },
 		{ "POST / HTTP/1.1\r\n\r\n", 404 },
 		{ "GET /metrics HTTP/2.0\r\n\r\n", 505 },
+		{ "GET /metrics HTTP/0.9\r\n\r\n", 505 },
+		/* A higher minor version is read as 1.1 (RFC 9110 section 2.5). */
+		{ "GET /metrics HTTP/1.9\r\n\r\n", 200 },
+		{ "GET /metrics HTTP/1.10\r\n\r\n", 400 },
+		/* The absolute form (RFC 9112 section 3.2.2). */
+		{ "GET http://127.0.0.1:9464/metrics HTTP/1.1\r\n\r\n", 200 },
+		{ "HEAD HTTPS://[::1]/metrics?x=1 HTTP/1.1\r\n\r\n", 200 },
+		{ "GET http://127.0.0.1/metricsx HTTP/1.1\r\n\r\n", 404 },
+		{ "GET http://127.0.0.1 HTTP/1.1\r\n\r\n", 404 },
+		{ "GET http:/metrics HTTP/1.1\r\n\r\n", 404 },
+		/* An empty line before the request line is ignored (RFC 9112 section 2.2). */
+		{ "\r\nGET /metrics HTTP/1.1\r\n\r\n", 200 },
 		{ "GET /metrics HTTP/1.1 x\r\n\r\n", 400 },
 		{ "GET  /metrics HTTP/1.1\r\n\r\n", 400 },
 		{ "GET /metrics\r\n\r\n", 400 },
@@ -77,11 +89,27 @@ static void test_accept_header(void **state)
 	assert_string_equal(accept, "application/openmetrics-text;ve");
 }
 
+/* The reason label's values: one per reason, snake_case, none twice. */
+static void test_reject_names(void **state)
+{
+	(void)state;
+	for (uint32_t i = 0; i < HTTPD_REJECT_COUNT; i++) {
+		const char *name = httpd__reject_name(i);
+
+		assert_true(name[0] && strspn(name, "abcdefghijklmnopqrstuvwxyz_") == strlen(name));
+		for (uint32_t j = 0; j < i; j++)
+			assert_string_not_equal(name, httpd__reject_name(j));
+	}
+	assert_string_equal(httpd__reject_name(HTTPD_REJECT_TOO_MANY), "too_many");
+	assert_string_equal(httpd__reject_name(HTTPD_REJECT_COUNT), "unknown");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_statuses),
 		cmocka_unit_test(test_accept_header),
+		cmocka_unit_test(test_reject_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

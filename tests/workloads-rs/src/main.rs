@@ -83,8 +83,10 @@ fn nested(n: u64) {
         let _report = span(Stage::Reporting);
         burn(1000);
     }
-    let run = session.finish(RunState::Completed);
-    println!("nested n={n} sequence={} traced={}", run.sequence, enabled());
+    // The seed's in-process record, which the crate keeps while traced.
+    let profile = session.finish(RunState::Completed);
+    let calls: u64 = profile.stages.iter().map(|stage| stage.calls).sum();
+    println!("nested n={n} in_process_calls={calls} traced={}", enabled());
 }
 
 fn thread_main(stage: Stage, n: u64) {

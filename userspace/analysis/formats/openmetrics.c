@@ -413,8 +413,7 @@ static const struct family ringbuf_size_family = {
 };
 static const struct family rejected_family = {
 	"khprof_http_requests_rejected", OM_COUNTER, NULL,
-	"Metrics requests answered with an error or dropped (malformed, too large, too slow, "
-	"too many at once)"
+	"Connections to the metrics server that got no metrics, by reason (docs/FLEET.md)"
 };
 
 static void render_stages(struct outbuf *b, enum om_format format, const struct om_counters *c)
@@ -527,7 +526,8 @@ static void render_live(struct outbuf *b, enum om_format format, const struct om
 		family_u64(b, format, &process_rss_family, live->process_rss_bytes);
 	family_u64(b, format, &ringbuf_used_family, live->ringbuf_used_bytes);
 	family_u64(b, format, &ringbuf_size_family, live->ringbuf_size_bytes);
-	family_u64(b, format, &rejected_family, live->http_rejected);
+	family_by_name(b, format, &rejected_family, "reason", httpd__reject_name,
+		       live->http_rejected, HTTPD_REJECT_COUNT);
 }
 
 char *om__render(const struct om_counters *c, const struct om_info_set *info,

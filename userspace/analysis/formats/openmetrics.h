@@ -6,7 +6,8 @@
  * the families; no libbpf, no root.
  *
  * Cardinality is fixed by the wire enums: stage (25) x attribution (2),
- * session status and macro state (8 each), drop reason (8), histogram
+ * session status and macro state (8 each), drop reason (8), rejected
+ * request reason (HTTPD_REJECT_COUNT), histogram
  * series (19 per stage with spans: 16 bounds, +Inf, _count, _sum); identities are
  * capped at OM_INFO_MAX series, the sessions of any other counted in one
  * counter.  No label
@@ -20,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "httpd.h"         /* the reasons a request to --serve is rejected */
 #include "khprof_shared.h" /* struct kh_slot_stats: --serve reads the slots */
 #include "record.h"
 
@@ -79,7 +81,8 @@ struct om_live {
 	uint64_t process_rss_bytes;
 	uint64_t ringbuf_used_bytes;
 	uint64_t ringbuf_size_bytes;
-	uint64_t http_rejected;       /* requests answered with 4xx or dropped */
+	/* Connections to --serve that got no metrics, by reason (httpd.h). */
+	uint64_t http_rejected[HTTPD_REJECT_COUNT];
 };
 
 /* A finished record: its stages, input, status, CPU, RSS and health. */

@@ -710,11 +710,16 @@ void tracer__close_in_background(struct tracer *t)
 		_exit(0);
 	}
 	close(hold[0]);
-	if (pid < 0) {
+	if (pid < 0)
 		close(hold[1]);
-		tracer__close(t);
-	}
-	/* hold[1] stays open until exit; the links are released by the child. */
+	/*
+	 * The child holds a copy of every descriptor, so closing ours here
+	 * detaches nothing: the kernel's objects live until the child lets go
+	 * of them after khprof's exit.  What this frees is khprof's own
+	 * memory, which a sanitizer build must find freed at exit.  hold[1]
+	 * stays open until exit.
+	 */
+	tracer__close(t);
 }
 
 static void *close_tracer(void *t)

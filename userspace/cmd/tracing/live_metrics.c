@@ -75,7 +75,7 @@ static char *render(void *ctx, const char *accept, const char **content_type)
 			s.live.process_rss_bytes += now.resident_bytes.value;
 		}
 	}
-	s.live.http_rejected = httpd__rejected(m->httpd);
+	httpd__rejected(m->httpd, s.live.http_rejected);
 	text = om__render(&s.counters, &s.info, &s.live, format);
 	/* The finished identities are m's; only the open ones are this scrape's. */
 	for (size_t i = finished_identities; i < s.info.count; i++)
