@@ -11,6 +11,7 @@
  *   KH_REGS_WORDS   the words an argument spec may name (usdt/'s reg_off / 8)
  *   KH_REGS_IP      the instruction pointer
  *   KH_REGS_SP      the stack pointer
+ *   KH_REGS_LR      the link register, where there is one (aarch64's x30)
  *   kh_regs_user(r) whether the registers r were taken in user mode
  */
 #ifndef KHPROF_ARCH_BPF_H

@@ -11,6 +11,7 @@
 #define KHPROF_ARCH_ARM64_BPF_H
 
 #define KH_REGS_WORDS 33
+#define KH_REGS_LR 30
 #define KH_REGS_SP 31
 #define KH_REGS_IP 32
 #define KH_REGS_PSTATE 33

@@ -113,6 +113,13 @@ int kh_sample(void *ctx)
 	if (!regs || bpf_probe_read_kernel(&e->sp, sizeof(e->sp),
 					   (const void *)(regs + KH_REGS_SP * sizeof(__u64))))
 		e->sp = 0;
+	e->lr = 0;
+#ifdef KH_REGS_LR
+	/* A leaf's return address, until its prologue stores it (stackstore.c). */
+	if (regs && bpf_probe_read_kernel(&e->lr, sizeof(e->lr),
+					  (const void *)(regs + KH_REGS_LR * sizeof(__u64))))
+		e->lr = 0;
+#endif
 	if (!e->sp || bpf_probe_read_user(e->words, sizeof(e->words), (const void *)e->sp))
 		e->sp = 0;
 	n = bpf_get_stack(ctx, e->ips, sizeof(e->ips), BPF_F_USER_STACK);
