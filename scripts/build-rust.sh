@@ -105,7 +105,7 @@ mv "$out.tmp" "$out"
 # keep that building too.
 (cd "$work/src/rust/keyhog-probes" &&
 	CARGO_TARGET_DIR=$PWD/../../../target/no-default "$cargo" build --offline --release --quiet \
-		--lib --no-default-features)
+		--lib --no-default-features ${target:+--target "$target"})
 
 # The seed's whole API against the crate (tests/seed-api/build.rs reads
 # the seed's source and docs page).
@@ -115,8 +115,9 @@ rm -f "$api_out"
 if [ -f "$seed/keyhog_profile_lib.rs" ]; then
 	(cd "$work/src/tests/seed-api" &&
 		KH_SEED_LIB="$seed/keyhog_profile_lib.rs" KH_SEED_DOCS="$seed/keyhog_profile_docs.txt" \
-			CARGO_TARGET_DIR=$PWD/../../../target "$cargo" build --offline --release --quiet)
-	cp "$work/target/release/seed-api" "$api_out.tmp"
+			CARGO_TARGET_DIR=$PWD/../../../target "$cargo" build --offline --release --quiet \
+				${target:+--target "$target"})
+	cp "$release/seed-api" "$api_out.tmp"
 	mv "$api_out.tmp" "$api_out"
 else
 	echo "build-rust: $seed not found; the seed's API is not checked against the crate" >&2
