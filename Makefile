@@ -105,8 +105,10 @@ endif
 # promtool the OpenMetrics exposition is checked with
 # (tests/integration/commands/test_metrics.c), the Pushgateway `khprof export` is
 # pushed to with curl (tests/integration/commands/test_pushgateway.c), and protoc,
-# whose --decode_raw reads the pprof output (tests/integration/tracing/test_stacks.c).
-TEST_PACKAGES := chromium prometheus prometheus-pushgateway curl protobuf-compiler
+# whose --decode_raw reads the pprof output (tests/integration/tracing/test_stacks.c),
+# and runc, the OCI runtime the container tests run their bundles with
+# (tests/integration/tracing/test_containers.c).
+TEST_PACKAGES := chromium prometheus prometheus-pushgateway curl protobuf-compiler runc
 BENCH_PACKAGES := bpftrace hyperfine time
 # The kernel matrix (tests/kernels/): QEMU, the guest's busybox, the
 # initramfs's cpio, and what unpacks Debian's kernels (lz4 for 5.10 and

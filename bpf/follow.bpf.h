@@ -149,6 +149,35 @@ int BPF_PROG(kh_follow_exec, struct task_struct *task, pid_t old_pid, struct lin
 }
 
 /*
+ * A traced process that sends itself SIGSTOP: util-linux's nsenter (and
+ * other "continue as child" wrappers) waits for its child with WUNTRACED
+ * and stops itself when the child stops, for a job-control shell to
+ * resume, so the stop khprof puts a child in at its fork or execve stops
+ * the parent too, and nobody resumes it.  khprof is told (on the control
+ * ring, as the stops themselves), and resumes the parent of a child it
+ * stopped; its pending SIGSTOP is dropped by that SIGCONT, whichever comes
+ * first.  Loaded where forks are stopped.
+ */
+SEC("tp_btf/signal_generate")
+int BPF_PROG(kh_self_stop, int sig, struct kernel_siginfo *info, struct task_struct *task,
+	     int group, int result)
+{
+	struct kh_event *e;
+
+	if (sig != SIGSTOP || !traced_tgid || (__u32)task->tgid != traced_tgid ||
+	    (__u32)(bpf_get_current_pid_tgid() >> 32) != traced_tgid)
+		return 0;
+	e = bpf_ringbuf_reserve(&control, sizeof(*e), 0);
+	if (!e) {
+		count_drop(KH_OUTSIDE_SLOT, KH_DROP_RINGBUF_FULL);
+		return 0;
+	}
+	fill_event(e, KH_EVENT_SELF_STOP, KH_OUTSIDE_SLOT);
+	event_submit(e);
+	return 0;
+}
+
+/*
  * Before Linux 6.13, no BPF program can signal another task, so a child
  * kh_follow_fork marked stops itself: every task returning from a system
  * call passes sys_exit while a program is attached there, the child first

@@ -105,7 +105,10 @@ const volatile __u32 kernel_id_signal_struct = 0;
 __u32 active_slot = KH_OUTSIDE_SLOT;
 __u32 slot_busy[KH_MAX_SLOTS] = {};
 __u64 slot_start_ns[KH_MAX_SLOTS] = {};
-/* _r_debug.r_state's address minus _dl_debug_state's; 0 if unknown. */
+/*
+ * _r_debug.r_state's address minus _dl_debug_state's, on kernels without
+ * BPF cookies (with them, each loader link's cookie); 0 if unknown.
+ */
 __s64 r_state_from_hook = 0;
 /*
  * TSC ticks to ns: ns = ticks * tsc_mult >> tsc_shift, measured by the loader
@@ -599,6 +602,40 @@ int kh_usdt_identity_nosleep(struct pt_regs *ctx)
 	return identity_probe(ctx);
 }
 
+/* A watcher's scope, and attach --all's watcher of every execve on the host. */
+#include "watch.bpf.h"
+
+/*
+ * Names the current process to khprof on the control ring and, where
+ * khprof asked (record, a followed process, a watched start), stops it
+ * until khprof resumes it: the loader mapped objects, an execve brought a
+ * new image, a watched file started.  The one stop of the BPF side:
+ * bpf_send_signal(SIGSTOP) before the event is submitted, so khprof's
+ * SIGCONT cannot come before it.  Stopped only when khprof is sure to hear
+ * of it: a lost event would leave the process stopped for good.
+ * Unheard, it runs on, and the library's probes wait for the next loader
+ * event (counted).
+ */
+static __always_inline int loader_stop(__u64 arg0, __u64 arg1)
+{
+	struct kh_event *e;
+
+	if (!watch_in_scope())
+		return 0;
+	e = bpf_ringbuf_reserve(&control, sizeof(*e), 0);
+	if (!e) {
+		count_drop(active_slot, KH_DROP_RINGBUF_FULL);
+		return 0;
+	}
+	fill_event(e, KH_EVENT_LOADER_STATE, active_slot);
+	e->arg0 = arg0;
+	e->arg1 = arg1;
+	if (stop_on_loader_event)
+		bpf_send_signal(SIGSTOP);
+	event_submit(e);
+	return 0;
+}
+
 /*
  * Attached to the dynamic loader's _dl_debug_state(), which it calls after
  * mapping or unmapping objects and before running their constructors.  In
@@ -608,33 +645,25 @@ int kh_usdt_identity_nosleep(struct pt_regs *ctx)
 SEC("uprobe")
 int kh_loader_state(struct pt_regs *ctx)
 {
-	struct kh_event *e;
 	int r_state = RT_CONSISTENT;
+	/*
+	 * Each loader's own distance to its _r_debug.r_state, in the link's
+	 * cookie (a container's loader is another build than the host's);
+	 * without cookies, the one global.  0: unknown, every hit counts.
+	 */
+	__s64 r_state_offset = have_bpf_cookie ? (__s64)bpf_get_attach_cookie(ctx)
+					       : r_state_from_hook;
 
 	if (filter_tgid && traced_tgid && (__u32)(bpf_get_current_pid_tgid() >> 32) != traced_tgid)
 		return 0;
 
 	/* Before the map changes there is nothing new to attach to yet. */
-	if (r_state_from_hook &&
+	if (r_state_offset &&
 	    bpf_probe_read_user(&r_state, sizeof(r_state),
-				(const void *)(kh_probe_ip(ctx) + r_state_from_hook)) == 0 &&
+				(const void *)(kh_probe_ip(ctx) + r_state_offset)) == 0 &&
 	    r_state != RT_CONSISTENT)
 		return 0;
-	/*
-	 * Stopped only when khprof is sure to hear of it: a lost event would
-	 * leave the process stopped for good.  Unheard, it runs on, and the
-	 * library's probes wait for the next loader event (counted).
-	 */
-	e = bpf_ringbuf_reserve(&control, sizeof(*e), 0);
-	if (!e) {
-		count_drop(active_slot, KH_DROP_RINGBUF_FULL);
-		return 0;
-	}
-	fill_event(e, KH_EVENT_LOADER_STATE, active_slot);
-	if (stop_on_loader_event)
-		bpf_send_signal(SIGSTOP);
-	event_submit(e);
-	return 0;
+	return loader_stop(0, 0);
 }
 
 /*
@@ -678,3 +707,5 @@ int BPF_PROG(kh_process_fork, struct task_struct *parent, struct task_struct *ch
 #include "thread_ends.bpf.h"
 /* Forked children: followed (--follow-forks) or made safe (attach__protect_child). */
 #include "follow.bpf.h"
+/* khprof in a PID namespace of its own: the kernel's pids of the tasks it sees. */
+#include "pidns.bpf.h"

@@ -491,8 +491,14 @@ int BPF_PROG(kh_exec, struct task_struct *task, pid_t old_pid, struct linux_binp
 		execs_expected--;
 		return 0;
 	}
+	/*
+	 * An image without keyhog probes (a wrapper, a container runtime)
+	 * hands over to the new one, whose files khprof attaches before its
+	 * first instruction, through its own root (a container's loader is
+	 * not the host's): named and stopped as the loader's events are.
+	 */
 	if (!image_traced)
-		return 0;
+		return loader_stop(0, 0);
 	/* The thread's buffer went with the old image. */
 	kh_task_state_delete(&thread_store, task);
 	tid = task->pid;

@@ -48,6 +48,7 @@ enum kh_event_type {
 	KH_EVENT_SESSION_REFUSED = 8, /* session_start while one was open; arg0: sequence */
 	KH_EVENT_THREAD_BUFFER = 9,   /* struct kh_buffer_event, not struct kh_event */
 	KH_EVENT_FORK = 10,           /* a new process, stopped; arg0: its pid (--follow-forks) */
+	KH_EVENT_SELF_STOP = 11,      /* the traced process sent itself SIGSTOP (follow.bpf.h) */
 };
 
 /* One ring-buffer record; identity events use key and value. */
@@ -93,6 +94,29 @@ struct kh_stage_stats {
 	__u64 calls;
 	__u64 attributed_ns;
 	__u64 attributed_calls; /* for the start-up bias correction */
+};
+
+/*
+ * attach --all: an executable file as the kernel knows it (its superblock's
+ * device, inode number and generation, which tells a new file from a
+ * deleted one whose number was reused), the key of the files khprof found
+ * without keyhog probes (bpf/watch.bpf.h's plain_files).  A start event of
+ * the exec watcher carries it: arg0 = dev << 32 | generation, arg1 = ino.
+ */
+struct kh_file_key {
+	__u64 ino;
+	__u32 dev;
+	__u32 generation;
+};
+
+/*
+ * khprof in a PID namespace of its own: a task's id in the kernel's
+ * (initial) namespace and in khprof's, as bpf/pidns.bpf.h's iterator
+ * writes them.
+ */
+struct kh_pid_pair {
+	__u32 kernel_tid;
+	__u32 local_tid;
 };
 
 /* Per-CPU, per-session-slot aggregate; userspace sums the CPUs. */

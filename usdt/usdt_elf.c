@@ -355,28 +355,32 @@ int elf__symbol(const char *path, const char *name, uint64_t *vaddr, uint64_t *o
 	return err;
 }
 
-/* DT_INIT of a shared object, or 0. */
-static uint64_t dt_init_of(Elf *elf)
+/* The entries of the file's PT_DYNAMIC segment, or NULL without one (a static file). */
+static Elf_Data *dynamic_entries(Elf *elf)
 {
 	size_t phnum;
 
 	if (elf_getphdrnum(elf, &phnum) != 0)
-		return 0;
+		return NULL;
 	for (size_t i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
-		Elf_Data *data;
-		GElf_Dyn dyn;
 
-		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_DYNAMIC)
-			continue;
-		data = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_DYN);
-		for (int j = 0; data && gelf_getdyn(data, j, &dyn); j++) {
-			if (dyn.d_tag == DT_NULL)
-				break;
-			if (dyn.d_tag == DT_INIT)
-				return dyn.d_un.d_ptr;
-		}
+		if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_DYNAMIC)
+			return elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
+						    ELF_T_DYN);
 	}
+	return NULL;
+}
+
+/* DT_INIT of a shared object, or 0. */
+static uint64_t dt_init_of(Elf *elf)
+{
+	Elf_Data *data = dynamic_entries(elf);
+	GElf_Dyn dyn;
+
+	for (int j = 0; data && gelf_getdyn(data, j, &dyn) && dyn.d_tag != DT_NULL; j++)
+		if (dyn.d_tag == DT_INIT)
+			return dyn.d_un.d_ptr;
 	return 0;
 }
 
@@ -445,4 +449,65 @@ int elf__interpreter(const char *path, char *buf, size_t len)
 	}
 	elf__close(fd, elf);
 	return err;
+}
+
+/* DT_NEEDED entries read per file; more are not followed (attach --all). */
+#define NEEDED_MAX 64
+
+/* The string at offset in the dynamic string table, NUL-terminated within it; NULL if not. */
+static const char *dyn_string(const char *strtab, uint64_t size, uint64_t offset)
+{
+	if (offset >= size || !memchr(strtab + offset, '\0', size - offset))
+		return NULL;
+	return strtab + offset;
+}
+
+int elf__needed(const char *path, void (*fn)(const char *name, void *ctx), void *ctx,
+		char *runpath, size_t len)
+{
+	uint64_t needed[NEEDED_MAX], strtab = 0, strsz = 0, run = 0, rpath = 0, strtab_offset = 0;
+	size_t count = 0, size;
+	bool have_runpath = false, have_rpath = false, executable;
+	const char *raw, *name;
+	Elf_Data *data;
+	GElf_Dyn dyn;
+	Elf *elf;
+	int fd, err;
+
+	runpath[0] = '\0';
+	err = elf__open(path, &fd, &elf);
+	if (err)
+		return err;
+	data = dynamic_entries(elf);
+	for (int j = 0; data && gelf_getdyn(data, j, &dyn) && dyn.d_tag != DT_NULL; j++) {
+		if (dyn.d_tag == DT_NEEDED && count < NEEDED_MAX)
+			needed[count++] = dyn.d_un.d_val;
+		else if (dyn.d_tag == DT_STRTAB)
+			strtab = dyn.d_un.d_ptr;
+		else if (dyn.d_tag == DT_STRSZ)
+			strsz = dyn.d_un.d_val;
+		else if (dyn.d_tag == DT_RUNPATH) {
+			run = dyn.d_un.d_val;
+			have_runpath = true;
+		} else if (dyn.d_tag == DT_RPATH) {
+			rpath = dyn.d_un.d_val;
+			have_rpath = true;
+		}
+	}
+	/* No dynamic section (static): nothing needed, no error. */
+	raw = elf_rawfile(elf, &size);
+	if (strtab && (!raw || elf__segment_of(elf, strtab, &strtab_offset, &executable) != 0 ||
+		       strtab_offset > size || strsz > size - strtab_offset)) {
+		elf__close(fd, elf);
+		return -ENOEXEC;
+	}
+	/* The loader ignores DT_RPATH when DT_RUNPATH is there. */
+	if (strtab && (have_runpath || have_rpath) &&
+	    (name = dyn_string(raw + strtab_offset, strsz, have_runpath ? run : rpath)))
+		snprintf(runpath, len, "%s", name);
+	for (size_t i = 0; strtab && i < count; i++)
+		if ((name = dyn_string(raw + strtab_offset, strsz, needed[i])))
+			fn(name, ctx);
+	elf__close(fd, elf);
+	return 0;
 }

@@ -24,6 +24,17 @@ int elf__start_offset(const char *path, uint64_t *offset);
 /* PT_INTERP of an executable into buf, "" for a static one. */
 int elf__interpreter(const char *path, char *buf, size_t len);
 
+/*
+ * The libraries an executable or shared object names (DT_NEEDED, the first
+ * 64), each passed to fn, and its search path into runpath (DT_RUNPATH,
+ * else DT_RPATH; "" for none), read through PT_DYNAMIC and DT_STRTAB with
+ * every string bounds-checked against the file.  0 (a static file names
+ * none), -ENOENT/-EACCES, or -ENOEXEC for a file that is not ELF or whose
+ * string table lies outside it.
+ */
+int elf__needed(const char *path, void (*fn)(const char *name, void *ctx), void *ctx,
+		char *runpath, size_t len);
+
 /* libelf's handle (typedef struct Elf Elf in <libelf.h>). */
 struct Elf;
 

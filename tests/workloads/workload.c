@@ -95,7 +95,7 @@ static int nested(long n)
 		khwork_burn(1000);
 	}
 	KH_SESSION_FINISH(KH_STATE_COMPLETED);
-	printf("nested n=%ld\n", n);
+	printf("nested n=%ld pid=%d\n", n, (int)getpid());
 	return 0;
 }
 

@@ -201,12 +201,18 @@ const struct output_format *output_format__default(enum format_command c)
 
 const struct output_format *output_format__pick(enum format_command c, const char *name)
 {
+	/* The command whose --help lists the formats, for the error's pointer. */
+	static const char *const command_names[FORMAT_COMMANDS] = {
+		[FORMAT_REPORT] = "report", [FORMAT_REPORT_DIR] = "report",
+		[FORMAT_DIFF] = "diff", [FORMAT_EXPORT] = "export",
+	};
 	const struct output_format *f = output_format__find(c, name);
 	char names[256];
 
 	if (!f) {
 		output_format__names(c, ", ", " or ", names, sizeof(names));
-		log__error("unknown format '%s' (%s)", name, names);
+		log__error("unknown format '%s' (%s) (see 'khprof %s --help')", name, names,
+			   command_names[c]);
 	}
 	return f;
 }

@@ -64,7 +64,9 @@ const struct output_format *output_format__default(enum format_command c);
 
 /*
  * The command's format called name; NULL after one error line naming
- * those it has ("unknown format 'xml' (text, markdown, json or html)").
+ * those it has and the command's --help, as every bad command line ends
+ * ("unknown format 'xml' (text, markdown, json or html) (see 'khprof diff
+ * --help')").
  */
 const struct output_format *output_format__pick(enum format_command c, const char *name);
 

@@ -35,17 +35,17 @@
 
 #define PROVIDER "keyhog"
 
-static bool seen_before(struct tracer *t, dev_t dev, ino_t ino)
+bool attach__seen_before(struct seen_object **list, size_t *count, dev_t dev, ino_t ino)
 {
 	struct seen_object *grown;
 
-	for (size_t i = 0; i < t->seen_count; i++)
-		if (t->seen[i].dev == dev && t->seen[i].ino == ino)
+	for (size_t i = 0; i < *count; i++)
+		if ((*list)[i].dev == dev && (*list)[i].ino == ino)
 			return true;
-	grown = realloc(t->seen, (t->seen_count + 1) * sizeof(*grown));
+	grown = realloc(*list, (*count + 1) * sizeof(*grown));
 	if (grown) {
-		t->seen = grown;
-		t->seen[t->seen_count++] = (struct seen_object){ dev, ino };
+		*list = grown;
+		(*list)[(*count)++] = (struct seen_object){ dev, ino };
 	}
 	return false;
 }
@@ -650,7 +650,7 @@ int attach__object_once(struct tracer *t, const char *path, bool required)
 
 	if (stat(path, &st) != 0)
 		return 0;
-	if (seen_before(t, st.st_dev, st.st_ino))
+	if (attach__seen_before(&t->seen, &t->seen_count, st.st_dev, st.st_ino))
 		return 0;
 	return attach_file(t, path, required);
 }

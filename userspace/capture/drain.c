@@ -82,19 +82,20 @@ void drain__thread_ended(struct tracer *t, const struct kh_buffer_event *e)
 #define KH_PIDFD_THREAD O_EXCL
 
 /*
- * What the BPF side knows of thread tid of process pid: 1 found, 0 listed
+ * What the BPF side knows of thread tid of process pid (kernel_tid in the
+ * kernel's namespace, pid_map.c): 1 found, 0 listed
  * without a record (its creation failed, bpf/thread_ends.bpf.h) or not
  * to be looked up here, -1 the thread is gone.  Before Linux 6.9 a pidfd
  * names a whole process, so only the main thread's storage can be read.
  */
 static int thread_info(const struct tracer *t, int store_fd, pid_t pid, __u32 tid,
-		       struct kh_thread_info *info)
+		       __u32 kernel_tid, struct kh_thread_info *info)
 {
 	int pidfd, found;
 
-	/* Without task storage it is a hash map by thread id (bpf/task_state.bpf.h). */
+	/* Without task storage it is a hash map by the kernel's thread id (bpf/task_state.bpf.h). */
 	if (!features__has(&t->features, KH_FEAT_TASK_STORAGE))
-		return bpf_map_lookup_elem(store_fd, &tid, info) == 0;
+		return bpf_map_lookup_elem(store_fd, &kernel_tid, info) == 0;
 	pidfd = (int)syscall(SYS_pidfd_open, (pid_t)tid, KH_PIDFD_THREAD);
 	if (pidfd < 0 && errno == EINVAL && (pid_t)tid == pid)
 		pidfd = (int)syscall(SYS_pidfd_open, (pid_t)tid, 0);
@@ -124,7 +125,7 @@ void drain__detached(struct tracer *t, uint64_t detach_ns)
 	struct kh_latency *lat = &t->pending_latency[slot < KH_MAX_SLOTS ? slot : KH_OUTSIDE_SLOT];
 	struct buffer_clock clock;
 	uint64_t late = 0, unread = 0;
-	__u32 key, next, *prev = NULL;
+	__u32 key, next, tid, *prev = NULL;
 
 	if (slot >= KH_MAX_SLOTS)
 		return; /* after an execve: nobody's session */
@@ -139,9 +140,11 @@ void drain__detached(struct tracer *t, uint64_t detach_ns)
 
 		key = next;
 		prev = &key;
-		if (!thread_of(t->pid, key))
+		/* Listed by the kernel's id; looked up by khprof's (pid_map.c). */
+		tid = (__u32)pid_map__local(t, (pid_t)key);
+		if (!tid || !thread_of(t->pid, tid))
 			continue;
-		found = thread_info(t, store_fd, t->pid, key, &info);
+		found = thread_info(t, store_fd, t->pid, tid, key, &info);
 		if (found < 0)
 			continue;
 		if (!found || !(info.flags & KH_THREAD_ABI3)) {
@@ -155,7 +158,7 @@ void drain__detached(struct tracer *t, uint64_t detach_ns)
 		local.iov_len = info.flags & KH_THREAD_ABI6 ? KH_TS_READ_BYTES : KH_TS_READ_BYTES_ABI5;
 		remote = (struct iovec){ (void *)(uintptr_t)info.state_addr, local.iov_len };
 		if (process_vm_readv(t->pid, &local, 1, &remote, 1, 0) != (ssize_t)local.iov_len) {
-			log__debug("cannot read thread %u's buffer: %s", key, strerror(errno));
+			log__debug("cannot read thread %u's buffer: %s", tid, strerror(errno));
 			unread++;
 			continue;
 		}

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 #include "khprof.skel.h"
 #include "latency.h"
 #include "log.h"
+#include "ns.h"
 #include "procfs.h"
 #include "sampler.h"
 #include "stackstore.h"
@@ -76,7 +78,7 @@ static int watch_peaks(struct tracer *t, pid_t pid)
 {
 	struct bpf_program *progs[] = { t->skel->progs.kh_rss_stat, t->skel->progs.kh_process_fork };
 
-	t->skel->bss->traced_tgid = (__u32)pid;
+	t->skel->bss->traced_tgid = (__u32)t->kernel_pid;
 	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
 		int fd = bpf_raw_tracepoint_open(NULL, bpf_program__fd(progs[i]));
 		int err = attach__keep_link(t, fd);
@@ -105,6 +107,13 @@ static int watch_forks(struct tracer *t, pid_t pid)
 	t->skel->bss->protect_forks = !t->opts.on_fork;
 	fd = bpf_raw_tracepoint_open(NULL, bpf_program__fd(t->skel->progs.kh_follow_fork));
 	err = attach__keep_link(t, fd < 0 ? -errno : fd);
+	if (!err) {
+		/* A parent that stops itself when its child stops for khprof (trace.c). */
+		int self_fd = bpf_raw_tracepoint_open(NULL,
+						      bpf_program__fd(t->skel->progs.kh_self_stop));
+
+		err = attach__keep_link(t, self_fd < 0 ? -errno : self_fd);
+	}
 	if (!err && bpf_program__autoload(t->skel->progs.kh_fork_stop)) {
 		/* Before Linux 6.13 the child stops itself (kh_fork_stop). */
 		int stop_fd = bpf_raw_tracepoint_open(NULL,
@@ -136,23 +145,40 @@ static int watch_forks(struct tracer *t, pid_t pid)
  */
 #define R_DEBUG_R_STATE_OFFSET 24 /* struct r_debug on LP64 */
 
-static int hook_loader(struct tracer *t, const char *exe)
+static int hook_loader(struct tracer *t, const struct ns_view *v, const char *exe)
 {
-	char interp[PATH_MAX];
+	char interp[PATH_MAX], path[PATH_MAX];
 	uint64_t hook_vaddr = 0, hook_offset = 0, r_debug_vaddr = 0, r_debug_offset = 0;
 	__u64 offset, cookie = 0, no_semaphore = 0;
+	struct stat st;
 	int err;
 
 	err = elf__interpreter(exe, interp, sizeof(interp));
 	if (err || interp[0] == '\0')
 		return 0; /* static executable: nothing is ever loaded later */
-	err = elf__symbol(interp, "_dl_debug_state", &hook_vaddr, &hook_offset);
-	if (!err && elf__symbol(interp, "_r_debug", &r_debug_vaddr, &r_debug_offset) == 0)
-		t->skel->bss->r_state_from_hook =
-			(__s64)(r_debug_vaddr + R_DEBUG_R_STATE_OFFSET) - (__s64)hook_vaddr;
+	/* The loader the process runs: its own root's (a container's), not khprof's. */
+	err = ns__inner_path(v, interp, path, sizeof(path));
+	if (!err && stat(path, &st) != 0)
+		err = -errno;
+	if (!err && attach__seen_before(&t->loaders, &t->loader_count, st.st_dev, st.st_ino))
+		return 0;
+	if (!err)
+		err = elf__symbol(path, "_dl_debug_state", &hook_vaddr, &hook_offset);
+	if (!err && elf__symbol(path, "_r_debug", &r_debug_vaddr, &r_debug_offset) == 0) {
+		__s64 r_state = (__s64)(r_debug_vaddr + R_DEBUG_R_STATE_OFFSET) - (__s64)hook_vaddr;
+
+		cookie = (__u64)r_state;
+		/*
+		 * Without cookies one distance serves every loader: a second
+		 * loader at another distance makes it unknown (every hit stops).
+		 */
+		if (t->loader_count > 1 && t->skel->bss->r_state_from_hook != r_state)
+			r_state = 0;
+		t->skel->bss->r_state_from_hook = r_state;
+	}
 	offset = hook_offset;
 	if (!err)
-		err = attach__link_sites(t, t->skel->progs.kh_loader_state, interp, &offset,
+		err = attach__link_sites(t, t->skel->progs.kh_loader_state, path, &offset,
 					 &no_semaphore, &cookie, 1);
 	if (err) {
 		char shown[256]; /* the executable's PT_INTERP: its file's string */
@@ -188,7 +214,7 @@ int attach__process_end(struct tracer *t)
 			       sizeof(progs) / sizeof(progs[0]), "one name each");
 	/* Test hook: thread ends as if the kernel skipped N programs (thread_ends.bpf.h). */
 	t->skel->bss->test_skip_thread_exits = skip ? (__u32)atoi(skip) : 0;
-	t->skel->bss->traced_tgid = (__u32)t->pid;
+	t->skel->bss->traced_tgid = (__u32)t->kernel_pid;
 	/* Under record, the child khprof forked has yet to exec COMMAND. */
 	t->skel->bss->execs_expected = t->opts.joins_running_process ? 0 : 1;
 	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
@@ -215,9 +241,26 @@ int attach__process_end(struct tracer *t)
  */
 static void forget_own_thread(struct tracer *t)
 {
-	__u32 tid = (__u32)gettid();
+	__u32 tid = (__u32)pid_map__kernel(t, gettid()); /* listed by the kernel's id */
 
 	bpf_map_delete_elem(bpf_map__fd(t->skel->maps.thread_list), &tid);
+}
+
+/*
+ * Who the process is as it sees itself and in which container: its pid in
+ * its own namespace begins the run ids, as the seed's RunIdentity does
+ * with std::process::id().  Read again at each attach of mapped files: a
+ * runtime's process joins its container's cgroup after khprof found it.
+ */
+static void note_identity(struct tracer *t)
+{
+	if (ns__identity(t->pid, &t->identity) != 0)
+		return; /* gone: the records keep what was read before */
+	t->sessions.cfg.ns_pid = t->identity.ns_pid ? t->identity.ns_pid : t->pid;
+	t->sessions.cfg.cgroup_id = t->identity.cgroup_id;
+	t->sessions.cfg.cgroup = t->identity.cgroup[0] ? t->identity.cgroup : NULL;
+	t->sessions.cfg.container_id =
+		t->identity.container_id[0] ? t->identity.container_id : NULL;
 }
 
 static int attach_process(struct tracer *t, pid_t pid, const char *exe_path);
@@ -237,6 +280,7 @@ int tracer__attach(struct tracer *t, pid_t pid, const char *exe_path)
 
 static int attach_process(struct tracer *t, pid_t pid, const char *exe_path)
 {
+	struct ns_view view;
 	int err;
 
 	if (t->opts.calibration) {
@@ -256,6 +300,13 @@ static int attach_process(struct tracer *t, pid_t pid, const char *exe_path)
 	forget_own_thread(t);
 	t->pid = pid;
 	t->sessions.cfg.pid = pid;
+	/* The BPF side's programs see it by the kernel's pid, khprof by its own namespace's. */
+	t->kernel_pid = pid_map__kernel(t, pid);
+	if (!t->kernel_pid) {
+		log__error("cannot attach to PID %d: the kernel's id of it is not found (khprof "
+			   "runs in a PID namespace of its own)", pid);
+		return -ESRCH;
+	}
 	err = open_sched_clocks(t);
 	if (!err)
 		err = watch_peaks(t, pid);
@@ -267,13 +318,20 @@ static int attach_process(struct tracer *t, pid_t pid, const char *exe_path)
 		return err;
 	/* Without the off-CPU split the rest of the trace goes on (latency.c warns). */
 	t->sessions.cfg.off_cpu = latency__attach(t->skel, pid, t->sched_links) == 0;
+	err = ns__view(pid, &view);
+	if (err) {
+		log__error("cannot attach to PID %d: cannot read '/proc/%d/root': %s", pid, pid,
+			   strerror(-err));
+		return err;
+	}
+	note_identity(t);
 	err = attach__object_once(t, exe_path, true);
 	if (err)
 		return err;
 	t->skel->bss->abi2_batch_traced = t->abi2_batch;
-	err = hook_loader(t, exe_path);
+	err = hook_loader(t, &view, exe_path);
 	if (!err && t->sampler)
-		err = sampler__attach(t->sampler, pid);
+		err = sampler__attach(t->sampler, pid, t->kernel_pid);
 	return err;
 }
 
@@ -285,29 +343,48 @@ void tracer__calibration(const struct tracer *t, struct tracer_calibration *out)
 
 struct mapped_attach {
 	struct tracer *t;
+	const struct ns_view *view;
 	int err;
 };
 
-/* Each executable file mapping is a file whose probes may be attached. */
+/*
+ * Each executable file mapping is a file whose probes may be attached,
+ * opened where the process's root has it (ns.h).
+ */
 static int attach_mapping(const struct procfs_mapping *m, void *ctx)
 {
 	struct mapped_attach *a = ctx;
+	char path[PATH_MAX];
 
 	if (m->perms[2] != 'x' || m->inode == 0 || m->path[0] != '/')
 		return 0;
-	a->err = attach__object_once(a->t, m->path, false);
+	if (ns__shown_path(a->view, m->path, path, sizeof(path)) != 0) {
+		log__debug("skipping '%s' of PID %d: outside its root, in another mount namespace",
+			   m->path, a->t->pid);
+		return 0;
+	}
+	a->err = attach__object_once(a->t, path, false);
 	return a->err != 0;
 }
 
 int tracer__attach_mapped(struct tracer *t)
 {
-	struct mapped_attach a = { .t = t };
+	struct ns_view view;
+	struct mapped_attach a = { .t = t, .view = &view };
+	char exe[64];
 	int err;
 
 	sessions__take_first_sample(&t->sessions);
-	err = procfs__for_each_mapping(t->pid, attach_mapping, &a);
+	err = ns__view(t->pid, &view);
+	if (!err)
+		err = procfs__for_each_mapping(t->pid, attach_mapping, &a);
 	if (err < 0)
 		return err == -ENOENT ? -ESRCH : err;
+	note_identity(t);
+	/* After an execve, the new image's loader (hook_loader skips one already hooked). */
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", t->pid);
+	if (!a.err)
+		hook_loader(t, &view, exe);
 	t->skel->bss->abi2_batch_traced = t->abi2_batch;
 	if (t->sampler)
 		stack_store__read_maps(sampler__store(t->sampler)); /* a library just mapped */
@@ -502,6 +579,43 @@ int tracer__watch_starts(struct tracer *t, const char *path, tracer_start_fn fn,
 	t->on_start = fn;
 	t->start_ctx = ctx;
 	return 0;
+}
+
+int tracer__watch_execs(struct tracer *t, tracer_start_fn fn, void *ctx)
+{
+	int fd, err;
+
+	t->pid = 0;
+	t->skel->bss->watcher_tgid = (__u32)pid_map__kernel(t, getpid());
+	fd = bpf_raw_tracepoint_open(NULL, bpf_program__fd(t->skel->progs.kh_exec_start));
+	err = attach__keep_link(t, fd < 0 ? -errno : fd);
+	if (err) {
+		log__error("cannot watch the processes that start: %s", strerror(-err));
+		return err;
+	}
+	t->on_start = fn;
+	t->start_ctx = ctx;
+	return 0;
+}
+
+int tracer__watch_scope(struct tracer *t, int cgroup_fd)
+{
+	__u32 key = 0;
+
+	if (bpf_map_update_elem(bpf_map__fd(t->skel->maps.watch_scope), &key, &cgroup_fd,
+				BPF_ANY))
+		return -errno;
+	t->skel->bss->watch_scoped = 1;
+	return 0;
+}
+
+void tracer__watch_plain(struct tracer *t, const struct tracer_file_key *file)
+{
+	struct kh_file_key key = { file->ino, file->dev, file->generation };
+	__u8 one = 1;
+
+	/* Full: the LRU map pushes an old file out, looked at again at its next exec. */
+	bpf_map_update_elem(bpf_map__fd(t->skel->maps.plain_files), &key, &one, BPF_ANY);
 }
 
 /*

@@ -67,6 +67,11 @@ int tracer__wait_ms(uint64_t now, uint64_t wake, uint64_t deadline_ns)
 	return wake > now ? (int)((wake - now + 999999) / 1000000) : 0;
 }
 
+bool tracer__execed(const struct tracer *t)
+{
+	return t->sessions.end == SESSION_END_EXEC;
+}
+
 size_t tracer__records_emitted(const struct tracer *t)
 {
 	return t->sessions.records_emitted;
@@ -81,13 +86,38 @@ static void end_sessions(struct tracer *t, int exit_status, uint64_t now);
  */
 static void fork_stopped(struct tracer *t, const struct kh_event *e)
 {
+	/* The BPF side names it by the kernel's pid (pid_map.c). */
+	pid_t child = pid_map__local(t, (pid_t)e->arg0);
+
+	if (!child) {
+		log__warn("a process forked by PID %d is not in khprof's PID namespace: left "
+			  "stopped for whoever sees it", t->pid);
+		return;
+	}
+	t->children_stopped++;
 	if (t->opts.on_fork && !t->ended) {
-		t->opts.on_fork((pid_t)e->pid, (pid_t)e->arg0, t->opts.fork_ctx);
+		t->opts.on_fork(t->pid, child, t->opts.fork_ctx);
 		return;
 	}
 	if (!t->ended)
-		attach__protect_child(t, (pid_t)e->arg0);
-	kill((pid_t)e->arg0, SIGCONT);
+		attach__protect_child(t, child);
+	kill(child, SIGCONT);
+}
+
+/*
+ * The traced process sent itself SIGSTOP.  A wrapper that waits for its
+ * child with WUNTRACED (util-linux's nsenter) stops itself when the child
+ * does, for a job-control shell to resume: after a stop of khprof's own
+ * in a child, khprof resumes it (its SIGSTOP is dropped if still pending).
+ * Another self-stop is left to whoever expects it.
+ */
+static void stopped_itself(struct tracer *t)
+{
+	if (!t->children_stopped)
+		return;
+	log__debug("PID %d stopped itself as a child it waits for stopped for khprof: resumed",
+		   t->pid);
+	kill(t->pid, SIGCONT);
 }
 
 /*
@@ -107,8 +137,18 @@ static bool image_event(struct tracer *t)
 static void loader_stopped(struct tracer *t, const struct kh_event *e)
 {
 	if (t->on_start) {
-		/* A watcher's hook is a file's start, not the loader (process.c). */
-		t->on_start(e->pid, t->start_ctx);
+		/*
+		 * A watcher's hook is a file's start or an execve, not the
+		 * loader (process.c); an execve's event names the file.
+		 */
+		struct tracer_file_key file = { e->arg1, (uint32_t)(e->arg0 >> 32),
+						(uint32_t)e->arg0 };
+
+		pid_t pid = pid_map__local(t, (pid_t)e->pid);
+
+		/* Stopped, but not in khprof's namespace: nothing here can resume it. */
+		if (pid)
+			t->on_start(pid, e->arg1 ? &file : NULL, t->start_ctx);
 		return;
 	}
 	/* After an execve the new image is not traced, but must not stay stopped. */
@@ -167,11 +207,15 @@ static int handle_event(void *ctx, void *data, size_t len)
 	struct tracer *t = ctx;
 	const struct kh_event *e = data;
 
-	if (len < sizeof(*e) || (t->closing && e->type != KH_EVENT_FORK))
+	if (len < sizeof(*e) ||
+	    (t->closing && e->type != KH_EVENT_FORK && e->type != KH_EVENT_SELF_STOP))
 		return 0;
 	switch (e->type) {
 	case KH_EVENT_FORK:
 		fork_stopped(t, e);
+		break;
+	case KH_EVENT_SELF_STOP:
+		stopped_itself(t);
 		break;
 	case KH_EVENT_LOADER_STATE:
 		loader_stopped(t, e);

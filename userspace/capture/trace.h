@@ -90,6 +90,8 @@ struct trace_options {
 	 * their stacks tagged with the open stage (sampler.h).
 	 */
 	uint64_t sample_hz;
+	/* attach --all's watcher: loads the program that sees every execve (tracer__watch_execs). */
+	bool watch_execs;
 };
 
 /*
@@ -143,14 +145,43 @@ void tracer__process_ended(struct tracer *t, int wait_status);
  */
 void tracer__detach(struct tracer *t);
 /*
+ * An executable file as the kernel knows it (khprof_shared.h's
+ * kh_file_key): what tracer__watch_execs names and tracer__watch_plain
+ * takes.
+ */
+struct tracer_file_key {
+	uint64_t ino;
+	uint32_t dev;
+	uint32_t generation;
+};
+
+/*
  * Makes t a watcher instead of a tracer: fn gets the pid of every process
  * that runs the first code of path from now on (an executable's entry
- * point, a library's DT_INIT: at start-up or dlopen), whoever started it.
- * The process is not stopped: it runs on while the caller attaches a
- * tracer of its own to it.  t must not be attached to a process.
+ * point, a library's DT_INIT: at start-up or dlopen), whoever started it,
+ * with file NULL.  With stop_on_loader the process is stopped there until
+ * the caller resumes it (SIGCONT), which it must do whatever it makes of
+ * it; otherwise it runs on while the caller attaches a tracer of its own
+ * to it.  t must not be attached to a process.
  */
-typedef void (*tracer_start_fn)(pid_t pid, void *ctx);
+typedef void (*tracer_start_fn)(pid_t pid, const struct tracer_file_key *file, void *ctx);
 int tracer__watch_starts(struct tracer *t, const char *path, tracer_start_fn fn, void *ctx);
+/*
+ * attach --all: the same for every process on the host that runs execve
+ * (opened with watch_execs), stopped before the new image's first
+ * instruction, fn given the file it execs; a file tracer__watch_plain
+ * named is let through at once from then on (a lookup, no stop).
+ */
+int tracer__watch_execs(struct tracer *t, tracer_start_fn fn, void *ctx);
+void tracer__watch_plain(struct tracer *t, const struct tracer_file_key *file);
+/*
+ * A watcher names and stops only the processes below the cgroup (v2)
+ * cgroup_fd opens (--container): the host's others are never stopped.
+ * 0 or -errno; the caller keeps the fd until t closes.
+ */
+int tracer__watch_scope(struct tracer *t, int cgroup_fd);
+/* Whether the traced image ran execve (its records ended there). */
+bool tracer__execed(const struct tracer *t);
 /* Number of keyhog probe sites attached so far. */
 size_t tracer__probe_count(const struct tracer *t);
 /*

@@ -14,6 +14,7 @@
 #include "btf_cache.h"
 #include "kfeatures.h"
 #include "latency.h"
+#include "ns.h"
 #include "session.h"
 #include "span_clock.h"
 #include "trace.h"
@@ -45,16 +46,21 @@ struct tracer {
 	struct ring_buffer *rb;
 	struct trace_options opts;
 	pid_t pid;
+	pid_t kernel_pid;              /* pid in the kernel's namespace: the BPF side's (pid_map.c) */
 	int ncpus;
 	uint64_t trace_start_ns;
 	struct seen_object *seen;
 	size_t seen_count;
+	struct seen_object *loaders;   /* the dynamic loaders hooked (a container's is its own) */
+	size_t loader_count;
+	struct ns_identity identity;   /* the process's pid, cgroup and container (ns.h) */
 	int *link_fds;             /* one uprobe-multi link per traced file */
 	size_t link_fd_count;
 	struct site_set *site_sets;    /* every link_fds' uprobe-multi link, for a forked child */
 	size_t site_set_count;
 	struct protected_child *children; /* forked, not followed, still running */
 	int fork_link_fd;              /* kh_follow_fork's link (also in link_fds), or -1 */
+	size_t children_stopped;       /* forks stopped to be followed or made safe */
 	bool closing;                  /* only fork events are still handled */
 	uint32_t spec_count;
 	size_t probe_count;
@@ -106,6 +112,11 @@ struct tracer {
 	bool bad_file;                 /* the attach failed on a malformed executable */
 };
 
+/*
+ * attach.c: whether dev:ino is in the list, added to it when it is not
+ * (a file attached or a loader hooked once per tracer).
+ */
+bool attach__seen_before(struct seen_object **list, size_t *count, dev_t dev, ino_t ino);
 /*
  * attach.c: all wanted keyhog sites of one file, in one uprobe-multi link;
  * a file whose notes cannot be read is named and left untraced.
@@ -160,6 +171,15 @@ void drain__thread_ended(struct tracer *t, const struct kh_buffer_event *e);
 void drain__detached(struct tracer *t, uint64_t detach_ns);
 /* drain.c: counts the threads of a process that ended whose end was never seen. */
 void drain__process_ended(struct tracer *t);
+/*
+ * pid_map.c: khprof in a PID namespace of its own.  Whether the kernel's
+ * pids are not khprof's (the iterator program must load), and a task's
+ * pid from khprof's namespace to the kernel's and back; 0 when khprof
+ * cannot see it.  Without a namespace of its own, the pid itself.
+ */
+bool pid_map__needed(void);
+pid_t pid_map__kernel(struct tracer *t, pid_t local);
+pid_t pid_map__local(struct tracer *t, pid_t kernel);
 /* live.c: unmaps what tracer__read_live mapped (tracer__close). */
 void live__unmap(struct tracer *t);
 /* calibrate.c: learns span cost and bias by tracing khprof itself. */

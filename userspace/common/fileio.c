@@ -262,6 +262,13 @@ static int read_fd(int fd, char **out, size_t *len, size_t max, size_t hint)
 	return 0;
 }
 
+int fd__read_all(int fd, char **out, size_t *len, size_t max)
+{
+	*out = NULL;
+	*len = 0;
+	return read_fd(fd, out, len, max, 0);
+}
+
 int file__read_all(const char *path, char **out, size_t *len)
 {
 	return file__read_all_max(path, out, len, FILE_READ_MAX);

@@ -41,6 +41,11 @@ int fd__write_all(int fd, const void *data, size_t len);
  * pipes).  0, -errno, or -EFBIG past FILE_READ_MAX.
  */
 int file__read_all(const char *path, char **out, size_t *len);
+/*
+ * What fd gives until its end (a pipe, an iterator), at most max bytes:
+ * malloc'd and NUL-terminated into *out.  0, -EFBIG beyond max, -errno.
+ */
+int fd__read_all(int fd, char **out, size_t *len, size_t max);
 /* The same with a limit of max bytes instead of FILE_READ_MAX. */
 int file__read_all_max(const char *path, char **out, size_t *len, size_t max);
 

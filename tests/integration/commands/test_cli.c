@@ -4,6 +4,7 @@
  * third-party library), report, help texts and the one-line errors with
  * their documented exit codes.
  */
+#include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,7 @@
 
 #include "fileio.h"
 #include "khtest.h"
+#include "record.h"
 
 /* build/khprof, or $KH_KHPROF; set in main(). */
 static char *khprof;
@@ -406,6 +408,96 @@ static void test_one_line_usage_errors(void **state)
 }
 
 /*
+ * A bad value is a bad command line like an unknown option: one line, exit
+ * 2, ending in the pointer to the command's --help that the README promises.
+ */
+static void test_bad_values_point_to_help(void **state)
+{
+	static const struct {
+		const char *command;
+		char *argv[8];
+		const char *says;
+	} cases[] = {
+		{ "report", { "report", "--format", "xml", "x.json" }, "unknown format 'xml' (text, " },
+		{ "export", { "export", "--format", "xml", "x.json" }, "unknown format 'xml'" },
+		{ "diff", { "diff", "--format", "xml", "a", "b" }, "unknown format 'xml'" },
+		{ "diff", { "diff", "--threshold", "foo", "a", "b" }, "bad --threshold 'foo'" },
+		{ "diff", { "diff", "--min-change-ms", "x", "a", "b" }, "bad --min-change-ms 'x'" },
+		{ "attach", { "attach", "-p", "abc" }, "bad PID 'abc'" },
+		{ "attach", { "attach", "-p", "1", "--duration", "5x" }, "bad duration '5x'" },
+		{ "record", { "record", "--mode", "fast", "--", "/bin/true" }, "unknown mode 'fast'" },
+		{ "attach", { "attach", "--mode", "fast", "-p", "1" }, "unknown mode 'fast'" },
+		{ "record", { "record", "--repeat", "0", "-o", "d", "--", "/bin/true" },
+		  "bad --repeat '0': expected a whole number from 1 to " },
+		{ "record", { "record", "--interval", "5ms", "--", "/bin/true" }, "bad interval '5ms'" },
+		{ "record", { "record", "--sample=0", "--", "/bin/true" }, "bad sampling rate '0'" },
+		{ "record", { "record", "--identity", "nokey", "--", "/bin/true" },
+		  "bad --identity 'nokey'" },
+		{ "record", { "record", "--append", "--", "/bin/true" }, "--append needs --repeat" },
+		{ "attach", { "attach", "-p", "1", "--exe", "/bin/true" }, "not both" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *argv[9] = { khprof };
+		char ending[64];
+		struct run_result r;
+		size_t len;
+
+		memcpy(argv + 1, cases[i].argv, sizeof(cases[i].argv));
+		r = run_here(argv);
+		snprintf(ending, sizeof(ending), " (see 'khprof %s --help')\n", cases[i].command);
+		len = strlen(r.err);
+		if (r.exit_code != 2 || count_lines(r.err) != 1 || !strstr(r.err, cases[i].says) ||
+		    len < strlen(ending) || strcmp(r.err + len - strlen(ending), ending))
+			fail_msg("khprof %s %s %s: exit %d, stderr: %s", argv[1], argv[2],
+				 argv[3] ? argv[3] : "", r.exit_code, r.err);
+		run_result_free(&r);
+	}
+}
+
+/* The constant of a stage or state name: "source-acquire" -> KH_STAGE_SOURCE_ACQUIRE. */
+static void constant_of(const char *prefix, const char *name, char *out, size_t len)
+{
+	size_t n = (size_t)snprintf(out, len, "%s", prefix);
+
+	for (; *name && n + 1 < len; name++)
+		out[n++] = *name == '-' ? '_' : (char)toupper((unsigned char)*name);
+	out[n] = '\0';
+}
+
+/*
+ * docs/INSTRUMENTING.md, linked first from the README, names every stage
+ * and state with its constant as the header and the records spell them.
+ */
+static void test_instrumenting_page_names_everything(void **state)
+{
+	char *page, *readme, cell[160], constant[64];
+	size_t len;
+
+	(void)state;
+	assert_int_equal(file__read_all("docs/INSTRUMENTING.md", &page, &len), 0);
+	for (uint32_t i = 0; i < KH_STAGE_COUNT; i++) {
+		constant_of("KH_STAGE_", kh_stage__name(i), constant, sizeof(constant));
+		snprintf(cell, sizeof(cell), "| `%s` | `%s` |", constant, kh_stage__name(i));
+		if (!strstr(page, cell))
+			fail_msg("docs/INSTRUMENTING.md has no '%s'", cell);
+	}
+	for (uint32_t i = 0; i < KH_STATE_COUNT; i++) {
+		constant_of("KH_STATE_", kh_run_state__name(i), constant, sizeof(constant));
+		snprintf(cell, sizeof(cell), "| `%s` | `%s`", constant, kh_run_state__name(i));
+		if (!strstr(page, cell))
+			fail_msg("docs/INSTRUMENTING.md has no '%s'", cell);
+	}
+	free(page);
+	assert_int_equal(file__read_all("README.md", &readme, &len), 0);
+	page = strstr(readme, "](docs/");
+	assert_non_null(page);
+	assert_int_equal(strncmp(page, "](docs/INSTRUMENTING.md)", 24), 0);
+	free(readme);
+}
+
+/*
  * report without PATH reads khprof.json here (what record writes without
  * -o), and says so when there is none.
  */
@@ -516,6 +608,8 @@ int main(void)
 		cmocka_unit_test(test_every_command_has_help),
 		cmocka_unit_test(test_usage_errors),
 		cmocka_unit_test(test_one_line_usage_errors),
+		cmocka_unit_test(test_bad_values_point_to_help),
+		cmocka_unit_test(test_instrumenting_page_names_everything),
 		cmocka_unit_test(test_report_reads_the_default_record),
 		cmocka_unit_test(test_unknown_schema_is_refused),
 		cmocka_unit_test(test_unprivileged_tracing_is_refused),

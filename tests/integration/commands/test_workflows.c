@@ -340,6 +340,148 @@ static void test_mid_session_attach_keeps_identity(void **state)
 	serve_loop_stop(&w);
 }
 
+/*
+ * `khprof probes` and `attach -p` give one count of the sites attach
+ * attaches in batch mode: probes' figure without clock_monotonic, and
+ * with it, which attach links only where batched spans are timed with
+ * CLOCK_MONOTONIC (forced here through the untrusted-TSC hook, else as
+ * this machine's evidence says, which the record names).  attach counts
+ * the executable's sites and its libraries' (the workload's libkhwork.so).
+ */
+static void test_probes_counts_what_attach_attaches(void **state)
+{
+	char out[PATH_MAX], pid_text[16], line[512], library[PATH_MAX];
+	size_t plain = 0, with_clock = 0;
+
+	(void)state;
+	snprintf(library, sizeof(library), "%.*s/libkhwork.so",
+		 (int)(strrchr(workload, '/') - workload), workload);
+	for (int i = 0; i < 2; i++) {
+		char *probes[] = { khprof, "probes", i ? library : workload, NULL };
+		struct run_result r = run_here(probes);
+		char *note = strstr(r.err, "attach counts ");
+		size_t a, b;
+
+		assert_int_equal(r.exit_code, 0);
+		assert_non_null(note);
+		assert_int_equal(sscanf(note, "attach counts %zu in batch mode, the default (%zu "
+					"with clock_monotonic, attached where khprof times batched "
+					"spans with CLOCK_MONOTONIC)", &a, &b), 2);
+		assert_int_equal(b, a + 1);
+		plain += a;
+		with_clock += b;
+		run_result_free(&r);
+	}
+
+	for (int forced = 0; forced < 2; forced++) {
+		char *attach[] = { khprof, "attach", "-q", "-p", pid_text, "-o", out, NULL };
+		struct kh_profile p;
+		struct child w, k;
+		size_t attached;
+
+		if (forced)
+			setenv("KHPROF_TEST_TSC", "untrusted", 1);
+		path_in(out, sizeof(out), tmpdir, "counted-%d.json", forced);
+		w = serve_loop_start_pid(workload, pid_text, sizeof(pid_text));
+		k = child_spawn(attach, true);
+		child_read_line(&k, "attached to PID", line, sizeof(line));
+		assert_int_equal(sscanf(strstr(line, "attached to PID"), "attached to PID %*d (%zu "
+					"probe sites)", &attached), 1);
+		serve_loop_command(&w, "session\n");
+		assert_int_equal(kill(k.pid, SIGTERM), 0);
+		assert_int_equal(child_wait(&k), 0);
+		serve_loop_stop(&w);
+		unsetenv("KHPROF_TEST_TSC");
+		load_record(out, &p);
+		if (!strcmp(p.ext.span_clock, "monotonic"))
+			assert_int_equal(attached, with_clock);
+		else
+			assert_int_equal(attached, plain);
+		if (forced)
+			assert_string_equal(p.ext.span_clock, "monotonic");
+		profile__free(&p);
+	}
+}
+
+/* The text between the first line that is start and the next line "```". */
+static char *fenced_block(const char *page, const char *start)
+{
+	const char *from = strstr(page, start), *end;
+
+	assert_non_null(from);
+	from += strlen(start);
+	end = strstr(from, "\n```\n");
+	assert_non_null(end);
+	return strndup(from, (size_t)(end - from) + 1);
+}
+
+/*
+ * docs/INSTRUMENTING.md's scanner, built with the page's own build line
+ * (run as it is written, khprof/ a link to this tree), then recorded: its
+ * spans, input, identity and states are in the record as the page says.
+ */
+static void test_instrumenting_page_builds_and_records(void **state)
+{
+	char dir[PATH_MAX], source[PATH_MAX], link[PATH_MAX], scanner[PATH_MAX], out[PATH_MAX];
+	char readme[PATH_MAX], probes_md[PATH_MAX], root[PATH_MAX], *page, *program, *build;
+	char *sh[] = { "/bin/sh", "-c", NULL, NULL };
+	size_t len, chunks = 0;
+	struct run_result r;
+	struct kh_profile p;
+	struct stat st;
+
+	(void)state;
+	assert_int_equal(file__read_all("docs/INSTRUMENTING.md", &page, &len), 0);
+	program = fenced_block(page, "```c\n");
+	build = fenced_block(page, "```sh\n");
+	*strchr(build, '\n') = '\0'; /* the first line: cc ... */
+	assert_int_equal(strncmp(build, "cc ", 3), 0);
+	path_in(dir, sizeof(dir), tmpdir, "instrumenting");
+	assert_int_equal(mkdir(dir, 0755), 0);
+	path_in(source, sizeof(source), dir, "scanner.c");
+	assert_int_equal(file__write_atomic(source, program, strlen(program)), 0);
+	assert_non_null(realpath(".", root));
+	path_in(link, sizeof(link), dir, "khprof");
+	assert_int_equal(symlink(root, link), 0);
+	r = run_cmd(dir, -1, (sh[2] = build, sh));
+	if (r.exit_code != 0)
+		fail_msg("'%s' failed: %s", build, r.err);
+	assert_string_equal(r.err, ""); /* no warning either */
+	run_result_free(&r);
+
+	path_in(scanner, sizeof(scanner), dir, "scanner");
+	path_in(out, sizeof(out), dir, "run.json");
+	path_in(readme, sizeof(readme), root, "README.md");
+	path_in(probes_md, sizeof(probes_md), root, "docs/PROBES.md");
+	r = record_run(khprof, NULL, out, &p, "-q", "--", scanner, readme, probes_md, NULL);
+	assert_non_null(strstr(r.out, " candidates\n"));
+	run_result_free(&r);
+	assert_int_equal(p.status, KH_STATE_COMPLETED);
+	assert_string_equal(p.identity.binary_version, "scanner 2.1");
+	assert_string_equal(p.identity.source_kind, "filesystem");
+	assert_int_equal(p.identity.scanner_threads, 1);
+	assert_int_equal(p.input_units, 2);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(stat(i ? probes_md : readme, &st), 0);
+		chunks += ((size_t)st.st_size + 65535) / 65536;
+		p.input_bytes -= (uint64_t)st.st_size;
+	}
+	assert_int_equal(p.input_bytes, 0);
+	assert_int_equal(calls_of(&p, KH_STAGE_SOURCE_ACQUIRE), 2);
+	assert_int_equal(calls_of(&p, KH_STAGE_SOURCE_READ), chunks + 2); /* and each EOF */
+	assert_int_equal(calls_of(&p, KH_STAGE_HOT_PATTERNS), 2 * chunks);
+	assert_int_equal(calls_of(&p, KH_STAGE_DECODE), chunks);
+	assert_true(profile__find_stage(&p, KH_STAGE_DECODE)->attributed_ns > 0);
+	assert_int_equal(calls_of(&p, KH_STAGE_REPORTING), 1);
+	assert_int_equal(p.state_count, 3); /* created, scanning, reporting */
+	assert_int_equal(p.states[2].state, KH_STATE_REPORTING);
+	profile__free(&p);
+	assert_seed_conformance_of(khprof, out);
+	free(build);
+	free(program);
+	free(page);
+}
+
 /* attach --duration takes --interval's syntax: "1s", "500ms", or seconds. */
 static void test_duration_syntax(void **state)
 {
@@ -386,6 +528,8 @@ int main(void)
 		cmocka_unit_test(test_sigint_to_khprof_alone),
 		cmocka_unit_test(test_duration_syntax),
 		cmocka_unit_test(test_mid_session_attach_keeps_identity),
+		cmocka_unit_test(test_probes_counts_what_attach_attaches),
+		cmocka_unit_test(test_instrumenting_page_builds_and_records),
 		cmocka_unit_test(test_wrappers_are_followed),
 	};
 	char *k = tool_path("KH_KHPROF", "build/khprof"), *w = tool_path("KH_WORKLOAD",

@@ -235,6 +235,37 @@ static void test_exe_interval(void **state)
 	profile__free(&p);
 }
 
+/*
+ * --keep 1: of two processes' records only one stays, and khprof says
+ * that it removed the other (which one: whichever it wrote first).
+ */
+static void test_exe_keep(void **state)
+{
+	char dir[512], out[600];
+	char *argv[] = { WORKLOAD, "timed", "200", "3", NULL };
+	char *watch[] = { khprof, "attach", "--exe", WORKLOAD, "--mode", "span", "--keep", "1",
+			  "-o", out, NULL };
+	char *no_output[] = { khprof, "attach", "--exe", WORKLOAD, "--keep", "1", NULL };
+	struct kh_profile p;
+	struct child k;
+
+	(void)state;
+	snprintf(dir, sizeof(dir), "%s/keep", tmpdir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(out, sizeof(out), "%s/exe.json", dir);
+	k = child_spawn(watch, true);
+	child_wait_for_line(&k, "watching");
+	assert_run_exits(argv, 0, NULL);
+	assert_run_exits(argv, 0, NULL);
+	assert_int_equal(kill(k.pid, SIGTERM), 0);
+	child_wait_for_line(&k, "removed 1 older record to keep the newest 1 (--keep)");
+	assert_int_equal(child_wait(&k), 0);
+	load_only_record(dir, &p);
+	assert_int_equal(calls_of(&p, KH_STAGE_CONFIRMED_PATTERNS), 3);
+	profile__free(&p);
+	assert_run_exits(no_output, 2, "--keep needs --exe or --all, and -o");
+}
+
 static void test_exe_errors(void **state)
 {
 	char *missing[] = { khprof, "attach", "--exe", "/nonexistent/scanner", NULL };
@@ -244,14 +275,87 @@ static void test_exe_errors(void **state)
 	char *both_stops[] = { khprof, "attach", "--exe", WORKLOAD, "--from-start", "--no-stop",
 			       NULL };
 	char *record[] = { khprof, "record", "--exe", WORKLOAD, "--", "/bin/true", NULL };
+	char *all_and_pid[] = { khprof, "attach", "--all", "-p", "1", NULL };
+	char *lone_container[] = { khprof, "attach", "-p", "1", "--container", "1", NULL };
+	char *bad_container[] = { khprof, "attach", "--exe", WORKLOAD, "--container", "kt3", NULL };
+	char *no_container[] = { khprof, "attach", "--exe", WORKLOAD, "--container", "999999999",
+				 NULL };
+	char self[16], needle[96];
+	char *not_inside[] = { khprof, "attach", "--exe", "/nonexistent/scanner", "--container",
+			       self, NULL };
+	char *record_all[] = { khprof, "record", "--all", "--", "/bin/true", NULL };
 
 	(void)state;
+	assert_run_exits(all_and_pid, 2, "one of -p PID, --exe PATH and --all");
+	assert_run_exits(lone_container, 2, "--container needs --exe PATH");
+	assert_run_exits(bad_container, 2, "bad --container 'kt3'");
+	assert_run_exits(no_container, 1, "cannot find container '999999999'");
+	/* This test's root is the host's: the path is missing there as anywhere. */
+	snprintf(self, sizeof(self), "%d", (int)getpid());
+	snprintf(needle, sizeof(needle), "cannot watch '/nonexistent/scanner' in container '%s'",
+		 self);
+	assert_run_exits(not_inside, 2, needle);
+	assert_run_exits(record_all, 2, NULL);
 	assert_run_exits(missing, 2, "cannot watch '/nonexistent/scanner'");
-	assert_run_exits(both, 2, "not both");
+	assert_run_exits(both, 2, "one of -p PID, --exe PATH and --all");
 	assert_run_exits(lone, 2, "--from-start needs --exe");
 	assert_run_exits(lone_no_stop, 2, "--no-stop needs --exe");
 	assert_run_exits(both_stops, 2, "--from-start and --no-stop contradict each other");
 	assert_run_exits(record, 2, NULL);
+}
+
+/*
+ * A file that is not ELF, or a cut one, is bad input (2) for attach --exe
+ * as for probes and record, said as probes says it.
+ */
+static void test_exe_bad_files(void **state)
+{
+	char cut[600], *text = NULL;
+	size_t len;
+	char *not_elf[] = { khprof, "attach", "--exe", "README.md", "--duration", "1", NULL };
+	char *malformed[] = { khprof, "attach", "--exe", cut, "--duration", "1", NULL };
+	struct run_result r;
+
+	(void)state;
+	r = run_here(not_elf);
+	assert_int_equal(r.exit_code, 2);
+	assert_int_equal(count_lines(r.err), 1);
+	assert_non_null(strstr(r.err, "/README.md': not an ELF file\n"));
+	run_result_free(&r);
+
+	snprintf(cut, sizeof(cut), "%s/cut-workload", tmpdir);
+	assert_int_equal(file__read_all(WORKLOAD, &text, &len), 0);
+	assert_int_equal(file__write_atomic(cut, text, 3000), 0);
+	free(text);
+	r = run_here(malformed);
+	assert_int_equal(r.exit_code, 2);
+	assert_int_equal(count_lines(r.err), 1);
+	assert_non_null(strstr(r.err, "cut-workload': malformed ELF file: "));
+	run_result_free(&r);
+}
+
+/* The watch says where its records go, and that without -o there are none. */
+static void test_exe_says_where_records_go(void **state)
+{
+	char out[600], line[512], expected[700];
+	char *bare[] = { khprof, "attach", "--exe", WORKLOAD, "--mode", "span", NULL };
+	char *named[] = { khprof, "attach", "--exe", WORKLOAD, "--mode", "span", "-q", "-o", out,
+			  NULL };
+	struct child k;
+
+	(void)state;
+	k = child_spawn(bare, true);
+	child_read_line(&k, "watching", line, sizeof(line));
+	assert_non_null(strstr(line, "; their reports go to stderr, no record is written "
+				     "without -o (-o PATH writes PATH.PID.json per process); "));
+	stop_watch(&k);
+
+	snprintf(out, sizeof(out), "%s/where.json", tmpdir);
+	k = child_spawn(named, true);
+	child_read_line(&k, "watching", line, sizeof(line));
+	snprintf(expected, sizeof(expected), ", their records to '%s/where.PID.json'; ", tmpdir);
+	assert_non_null(strstr(line, expected));
+	stop_watch(&k);
 }
 
 int main(void)
@@ -268,7 +372,10 @@ int main(void)
 		cmocka_unit_test(test_from_start_executable),
 		cmocka_unit_test(test_from_start_library),
 		cmocka_unit_test(test_exe_interval),
+		cmocka_unit_test(test_exe_keep),
 		cmocka_unit_test(test_exe_errors),
+		cmocka_unit_test(test_exe_bad_files),
+		cmocka_unit_test(test_exe_says_where_records_go),
 	};
 
 	khprof = tool_path("KH_KHPROF", "build/khprof");

@@ -242,6 +242,26 @@ static void assert_record_consistent(const char *record, const struct kh_profile
 	assert_seed_conformance_of(khprof, record);
 }
 
+/*
+ * Whether `khprof report RECORD` says on stderr that the stacks lack frame
+ * pointers, with how to build them (the note record prints too).
+ */
+static bool says_no_frame_pointers(const char *record)
+{
+	char *argv[] = { khprof, "report", "--format", "seed", (char *)record, NULL };
+	struct run_result r = run_here(argv);
+	bool says = strstr(r.err, "has no frame pointers") != NULL;
+
+	assert_int_equal(r.exit_code, 0);
+	if (says) {
+		assert_int_equal(count_lines(strstr(r.err, "sampled stacks stop short")), 1);
+		assert_non_null(strstr(r.err, "-fno-omit-frame-pointer (C, C++) or -C "
+					      "force-frame-pointers=yes (Rust)"));
+	}
+	run_result_free(&r);
+	return says;
+}
+
 static void test_stages_in_every_mode(void **state)
 {
 	(void)state;
@@ -255,6 +275,7 @@ static void test_stages_in_every_mode(void **state)
 		assert_workload_shape(&c);
 		assert_record_consistent(out, &p, &c);
 		assert_unwinding(&p, true);
+		assert_false(says_no_frame_pointers(out));
 		profile__free(&p);
 	}
 }
@@ -262,7 +283,8 @@ static void test_stages_in_every_mode(void **state)
 /*
  * Without frame pointers the stages and their functions come out the
  * same (the tag and the innermost frame do not need the walk, the caller
- * comes from CFI), and the stacks that stop short are counted.
+ * comes from CFI), the stacks that stop short are counted, and khprof
+ * says why and how to build the program for whole stacks.
  */
 static void test_without_frame_pointers(void **state)
 {
@@ -276,6 +298,7 @@ static void test_without_frame_pointers(void **state)
 	assert_workload_shape(&c);
 	assert_record_consistent(out, &p, &c);
 	assert_unwinding(&p, false);
+	assert_true(says_no_frame_pointers(out));
 	profile__free(&p);
 }
 

@@ -228,6 +228,45 @@ static void test_extension_round_trips(void **state)
 }
 
 /*
+ * A container's scanner (tests/golden/container.json, khprof's record of
+ * a program in a runc container): its pid in its own namespace begins the
+ * run_id, the host's pid, cgroup, cgroup id and container id are in the
+ * extension, and the record is written back byte for byte.  The seed's
+ * reader reads it (the golden loops above).  A record without them (every
+ * other golden) is written without them.
+ */
+static void test_container_fields_round_trip(void **state)
+{
+	char *expected = golden_read("container.json"), *json;
+	struct kh_profile p;
+
+	(void)state;
+	assert_non_null(expected);
+	golden_load("container", ".json", &p);
+	assert_int_equal(strncmp(p.identity.run_id, "1-", 2), 0);
+	assert_int_equal(p.ext.namespace_pid, 1);
+	assert_int_equal(p.ext.traced_pid, 18270);
+	assert_string_equal(p.ext.cgroup, "/system.slice/docker-3f2a9c1b7d4e5a6b8c9d0e1f2a3b4c5d"
+					  "6e7f8091a2b3c4d5e6f708192a3b4c5d.scope");
+	assert_true(p.ext.cgroup_id.present);
+	assert_int_equal(p.ext.cgroup_id.value, 804);
+	assert_string_equal(p.ext.container_id, "3f2a9c1b7d4e5a6b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e"
+						"6f708192a3b4c5d");
+	json = profile__to_json(&p);
+	assert_string_equal(json, expected);
+	free(json);
+	profile__free(&p);
+	golden_load("unknown_fields", ".json", &p);
+	assert_null(p.ext.cgroup);
+	json = profile__to_json(&p);
+	assert_null(strstr(json, "\"cgroup\""));
+	assert_null(strstr(json, "namespace_pid"));
+	free(json);
+	free(expected);
+	profile__free(&p);
+}
+
+/*
  * The span clock and its reason round-trip; a record without them (an
  * older khprof's) is written back without them, byte for byte.
  */
@@ -1000,6 +1039,7 @@ int main(void)
 		cmocka_unit_test(test_goldens_match_seed_json),
 		cmocka_unit_test(test_seed_json_is_a_fixed_point),
 		cmocka_unit_test(test_extension_round_trips),
+		cmocka_unit_test(test_container_fields_round_trip),
 		cmocka_unit_test(test_span_clock_round_trips),
 		cmocka_unit_test(test_refused_sites_round_trip),
 		cmocka_unit_test(test_extension_members_are_optional),

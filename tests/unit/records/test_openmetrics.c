@@ -245,6 +245,30 @@ static void test_openmetrics_layout(void **state)
 	free(text);
 }
 
+/*
+ * A session ends with the status its program gives KH_SESSION_FINISH, any
+ * run state (the seed's Session::finish takes any; tests/workloads/forks.c
+ * ends its sessions `created`): counted under it, every status present.
+ */
+static void test_sessions_end_in_any_state(void **state)
+{
+	struct om_counters c = { 0 };
+	struct om_info_set info = { 0 };
+	struct kh_profile p;
+	char *text;
+
+	(void)state;
+	sample_profile(&p, "1.0", KH_STATE_SCANNING);
+	om_counters__add_profile(&c, &p);
+	profile__free(&p);
+	text = om__render(&c, &info, NULL, OM_FORMAT_PROMETHEUS);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "khprof_sessions_ended_total{status=\"scanning\"} 1\n"));
+	assert_non_null(strstr(text, "khprof_sessions_ended_total{status=\"completed\"} 0\n"));
+	assert_int_equal(count_of(text, "khprof_sessions_ended_total{"), KH_STATE_COUNT);
+	free(text);
+}
+
 static void test_prometheus_text_layout(void **state)
 {
 	char *text = render(OM_FORMAT_PROMETHEUS, true);
@@ -392,6 +416,46 @@ static void test_content_negotiation(void **state)
 	assert_non_null(strstr(om__content_type(OM_FORMAT_PROMETHEUS), "version=0.0.4"));
 }
 
+/*
+ * A watch's groups (--serve of attach --all): each family's samples per
+ * container, the label first, each family's header once; the identities
+ * and khprof's own health without the label.
+ */
+static void test_container_groups(void **state)
+{
+	struct om_counters a = { 0 }, b = { 0 };
+	struct om_live la = { 0 }, lb = { 0 }, health = { 0 };
+	struct om_group groups[] = { { "3f2a9c1b7d4e", &a, &la }, { "/kt\"3", &b, &lb } };
+	char *text;
+
+	(void)state;
+	a.calls[KH_STAGE_DECODE] = 7;
+	b.calls[KH_STAGE_DECODE] = 9;
+	a.input_bytes = 100;
+	la.open_by_state[KH_STATE_SCANNING] = 1;
+	lb.have_process = true;
+	lb.process_cpu_ms = 1500;
+	health.ringbuf_size_bytes = 262144;
+	text = om__render_groups(groups, 2, NULL, &health, OM_FORMAT_PROMETHEUS);
+	assert_non_null(text);
+	assert_int_equal(count_of(text, "# TYPE khprof_stage_calls_total counter"), 1);
+	assert_non_null(strstr(text, "khprof_stage_calls_total{container=\"3f2a9c1b7d4e\","
+				     "stage=\"decode\"} 7\n"));
+	/* Label values escaped as everywhere. */
+	assert_non_null(strstr(text, "khprof_stage_calls_total{container=\"/kt\\\"3\","
+				     "stage=\"decode\"} 9\n"));
+	assert_non_null(strstr(text, "khprof_input_bytes_total{container=\"3f2a9c1b7d4e\"} 100\n"));
+	assert_non_null(strstr(text, "khprof_input_bytes_total{container=\"/kt\\\"3\"} 0\n"));
+	assert_non_null(strstr(text, "khprof_sessions_open{container=\"3f2a9c1b7d4e\","
+				     "state=\"scanning\"} 1\n"));
+	/* A group's process family only where it has processes; health once, unlabelled. */
+	assert_non_null(strstr(text, "khprof_process_cpu_seconds_total{container=\"/kt\\\"3\"} "
+				     "1.500\n"));
+	assert_non_null(strstr(text, "khprof_ringbuf_size_bytes 262144\n"));
+	assert_null(strstr(text, "khprof_ringbuf_size_bytes{"));
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -402,10 +466,12 @@ int main(void)
 		cmocka_unit_test(test_identities_dedupe_and_fold),
 		cmocka_unit_test(test_openmetrics_layout),
 		cmocka_unit_test(test_prometheus_text_layout),
+		cmocka_unit_test(test_sessions_end_in_any_state),
 		cmocka_unit_test(test_help_texts_need_no_escaping),
 		cmocka_unit_test(test_content_negotiation),
 		cmocka_unit_test(test_span_histogram_from_records),
 		cmocka_unit_test(test_span_histogram_from_live_slots),
+		cmocka_unit_test(test_container_groups),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

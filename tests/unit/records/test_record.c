@@ -545,6 +545,41 @@ static void test_seed_renders_assembled_like_us(void **state)
 	profile__free(&p);
 }
 
+/*
+ * Identity numbers nobody set (a session khprof joined after its
+ * KH_IDENTITY calls, from a program built without the identity table)
+ * are written as the seed writes them: scanner_threads, a usize in the
+ * seed's RunIdentity, as its default 0; reader_threads, an Option, as
+ * null.  The seed's reader refuses a null scanner_threads.
+ */
+static void test_unknown_numbers_as_the_seed_writes_them(void **state)
+{
+	const char *render = conformance_reader();
+	struct kh_profile p;
+	char *json, *text, *at, *nulled;
+	int status;
+
+	(void)state;
+	assert_int_equal(profile__init(&p), 0);
+	assert_int_equal(profile__finish(&p, KH_STATE_COMPLETED, 1000), 0);
+	json = profile__to_json(&p);
+	assert_non_null(json);
+	assert_non_null(strstr(json, "\"scanner_threads\": 0,"));
+	assert_non_null(strstr(json, "\"reader_threads\": null,"));
+	text = seed_render(render, json, false, &status);
+	assert_int_equal(status, 0);
+	assert_non_null(strstr(text, " scanner_threads=0 reader_threads=auto "));
+	free(text);
+	at = strstr(json, "\"scanner_threads\": 0,") + strlen("\"scanner_threads\": ");
+	assert_true(asprintf(&nulled, "%.*snull%s", (int)(at - json), json, at + 1) > 0);
+	text = seed_render(render, nulled, false, &status);
+	assert_null(text);
+	assert_int_equal(status, 2);
+	free(nulled);
+	free(json);
+	profile__free(&p);
+}
+
 /* Peaks seen between samples raise the maxima; those before the session do not. */
 static void test_fold_peaks(void **state)
 {
@@ -607,6 +642,7 @@ int main(void)
 		cmocka_unit_test(test_fold_peaks),
 		cmocka_unit_test(test_assembled_matches_seed_goldens),
 		cmocka_unit_test(test_seed_renders_assembled_like_us),
+		cmocka_unit_test(test_unknown_numbers_as_the_seed_writes_them),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -230,6 +230,42 @@ static void test_own_cpu_shares_are_possible(void **state)
 }
 
 /*
+ * What the README says of states under a millisecond of CPU: the seed's
+ * text takes two whole milliseconds of the samples' CPU time, so a
+ * 0.255 ms state that was on CPU throughout prints cpu=0.0% unless a
+ * millisecond boundary falls inside it, and then 1 ms over 0.255 ms,
+ * cpu=392.2%; khprof's state cpu table says 100.0% either way.
+ */
+static void test_sub_millisecond_states_as_the_readme_says(void **state)
+{
+	struct kh_profile p = minimal_profile();
+	char *seed, *report;
+
+	(void)state;
+	add_sample(&p, KH_STATE_CREATED, 0, 10100000);
+	add_sample(&p, KH_STATE_ACQUIRING, 255000, 10355000);  /* no ms boundary inside */
+	add_sample(&p, KH_STATE_SCANNING, 510000, 10610000);   /* 10.355 -> 10.610: none */
+	add_sample(&p, KH_STATE_RESOLVING, 765000, 10865000);  /* 10.610 -> 10.865: none */
+	add_sample(&p, KH_STATE_COMPLETED, 1020000, 11120000); /* 10.865 -> 11.120: one */
+	assert_int_equal(profile__finish(&p, KH_STATE_COMPLETED, 1020000), 0);
+	seed = profile__render_text(&p);
+	report = profile__render_report(&p);
+	assert_non_null(seed);
+	assert_non_null(report);
+	assert_non_null(strstr(seed, "\nmacro created      wall_ms=0.255 cpu=0.0%"));
+	assert_non_null(strstr(seed, "\nmacro resolving    wall_ms=0.255 cpu=392.2%"));
+	assert_true(p.states[3].aggregate_cpu_milli_percent.present);
+	assert_int_equal(p.states[3].aggregate_cpu_milli_percent.value, 392156);
+	assert_non_null(strstr(report + strlen(seed),
+			       "  created                   255.00us  255.00us   100.0%\n"));
+	assert_non_null(strstr(report + strlen(seed),
+			       "  resolving                 255.00us  255.00us   100.0%\n"));
+	free(seed);
+	free(report);
+	profile__free(&p);
+}
+
+/*
  * khprof report with stdout and stderr on one file, as `2>&1` or a CI log
  * has them: the report comes first and every warning on a line of its
  * own.  The report used to come out after the notes (or cut at its
@@ -402,6 +438,43 @@ static void test_text_goldens_are_current(void **state)
 	assert_goldens_current(".txt", false);
 }
 
+/*
+ * Spans whose off-CPU time is a lower bound: the warning names their
+ * stages, most first, and says what still holds (docs/SCHEMA.md,
+ * offcpu_truncated), not only how khprof came to it.
+ */
+static void test_offcpu_lower_bound_says_what_holds(void **state)
+{
+	struct kh_profile p = minimal_profile();
+	const uint32_t stages[] = { KH_STAGE_ENTROPY, KH_STAGE_DECODE, KH_STAGE_SOURCE_READ,
+				    KH_STAGE_PREPROCESS, KH_STAGE_REPORTING };
+	const uint64_t counts[] = { 3, 12, 2, 1, 1 };
+	char *text, expected[768];
+
+	(void)state;
+	p.ext.latency.present = true;
+	p.ext.latency.off_cpu = true;
+	p.ext.latency.stages[KH_STAGE_DECODE].offcpu_truncated = 1;
+	text = notes_of(&p);
+	snprintf(expected, sizeof(expected), "khprof: warning: 1 span (decode 1) has an off-CPU "
+		 "time that is only a lower bound: those stages' off-CPU times may read low and "
+		 "their on-CPU times high; their elapsed times, calls and latencies are exact "
+		 "(such a span switched out more than the %d times khprof logs per thread, or "
+		 "was read from a thread's buffer after the thread ended or khprof detached)\n",
+		 KH_OFFCPU_LOG);
+	assert_string_equal(text, expected);
+	free(text);
+	for (size_t i = 0; i < sizeof(stages) / sizeof(stages[0]); i++)
+		p.ext.latency.stages[stages[i]].offcpu_truncated = counts[i];
+	text = notes_of(&p);
+	assert_int_equal(strncmp(text, "khprof: warning: 19 spans (decode 12, entropy 3, "
+				       "source-read 2 and 2 more stages) have an off-CPU time ", 96),
+			 0);
+	assert_int_equal(count_lines(text), 1);
+	free(text);
+	profile__free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -413,6 +486,8 @@ int main(void)
 		cmocka_unit_test(test_state_lines),
 		cmocka_unit_test(test_non_finite_cpu),
 		cmocka_unit_test(test_own_cpu_shares_are_possible),
+		cmocka_unit_test(test_sub_millisecond_states_as_the_readme_says),
+		cmocka_unit_test(test_offcpu_lower_bound_says_what_holds),
 		cmocka_unit_test(test_off_cpu_share_is_possible),
 		cmocka_unit_test(test_report_then_notes_on_one_stream),
 		cmocka_unit_test(test_every_drop_is_described),

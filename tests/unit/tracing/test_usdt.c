@@ -176,6 +176,47 @@ static void test_notes_errors_and_symbols(void **state)
 			 -ENOENT);
 }
 
+struct needed {
+	char names[8][64];
+	size_t count;
+};
+
+static void note_needed(const char *name, void *ctx)
+{
+	struct needed *n = ctx;
+
+	if (n->count < 8)
+		snprintf(n->names[n->count++], sizeof(n->names[0]), "%s", name);
+}
+
+/*
+ * What attach --all reads of a new program: the libraries it names and
+ * where its loader looks first (the workload: libkhwork.so by $ORIGIN).
+ */
+static void test_needed_libraries(void **state)
+{
+	struct needed n = { .count = 0 };
+	char runpath[256];
+
+	(void)state;
+	assert_int_equal(elf__needed("build/workloads/workload", note_needed, &n, runpath,
+				     sizeof(runpath)), 0);
+	assert_string_equal(runpath, "$ORIGIN");
+	assert_true(n.count >= 2);
+	assert_string_equal(n.names[0], "libkhwork.so");
+	assert_string_equal(n.names[n.count - 1], "libc.so.6");
+	/* A static file names none, without an error. */
+	n.count = 0;
+	assert_int_equal(elf__needed("build/fixtures/usdt_note", note_needed, &n, runpath,
+				     sizeof(runpath)), 0);
+	assert_int_equal(n.count, 0);
+	assert_string_equal(runpath, "");
+	assert_int_equal(elf__needed("README.md", note_needed, &n, runpath, sizeof(runpath)),
+			 -ENOEXEC);
+	assert_int_equal(elf__needed("/no/such/file", note_needed, &n, runpath, sizeof(runpath)),
+			 -ENOENT);
+}
+
 /*
  * A probe must lie in an executable segment (libbpf's usdt.c refuses the
  * others): build/fixtures/usdt_note has its probe on a nop in .text,
@@ -644,6 +685,7 @@ int main(void)
 		cmocka_unit_test(test_argument_numbers_at_the_edges),
 		cmocka_unit_test(test_notes_of_the_probe_header),
 		cmocka_unit_test(test_notes_errors_and_symbols),
+		cmocka_unit_test(test_needed_libraries),
 		cmocka_unit_test(test_probe_outside_code_is_skipped),
 		cmocka_unit_test(test_sites_say_where_they_are),
 		cmocka_unit_test(test_target_is_clean),

@@ -304,38 +304,50 @@ static void sample_scaled(struct outbuf *b, const struct family *f, const char *
 	sample(b, f, labels, text);
 }
 
-static void one_label(char *out, size_t len, const char *name, const char *value)
+/*
+ * A group's samples carry its container label first (--serve of a watch:
+ * docs/FLEET.md), then the family's own; prefix "" for none.
+ */
+static void join_labels(char *out, size_t len, const char *prefix, const char *own)
 {
-	snprintf(out, len, "%s=\"%s\"", name, value);
+	snprintf(out, len, "%s%s%s", prefix, prefix[0] && own[0] ? "," : "", own);
 }
 
-/* A family of one unlabelled sample. */
+/* A family of one sample per group, no labels of its own. */
 static void family_u64(struct outbuf *b, enum om_format format, const struct family *f,
-		       uint64_t value)
+		       const struct om_group *g, size_t n, const char *const *prefix,
+		       uint64_t (*value)(const struct om_group *g))
 {
 	family_begin(b, format, f);
-	sample_u64(b, f, NULL, value);
+	for (size_t i = 0; i < n; i++)
+		sample_u64(b, f, prefix[i], value(&g[i]));
 }
 
-/* A family of one unlabelled sample in seconds from milliseconds. */
+/* The same in seconds from milliseconds. */
 static void family_ms(struct outbuf *b, enum om_format format, const struct family *f,
-		      uint64_t ms)
+		      const struct om_group *g, size_t n, const char *const *prefix,
+		      uint64_t (*ms)(const struct om_group *g))
 {
 	family_begin(b, format, f);
-	sample_scaled(b, f, NULL, ms, 1000, 3);
+	for (size_t i = 0; i < n; i++)
+		sample_scaled(b, f, prefix[i], ms(&g[i]), 1000, 3);
 }
 
-/* A family of a sample per name of a wire enum, the name as its one label. */
+/* A family of a sample per name of a wire enum and group, the name as its label. */
 static void family_by_name(struct outbuf *b, enum om_format format, const struct family *f,
 			   const char *label, const char *(*name)(uint32_t),
-			   const uint64_t *values, int count)
+			   const struct om_group *g, size_t n, const char *const *prefix,
+			   const uint64_t *(*values)(const struct om_group *g), int count)
 {
-	char labels[64];
+	char own[64], labels[OM_LABEL_VALUE_ESCAPED_MAX + 96];
 
 	family_begin(b, format, f);
-	for (int i = 0; i < count; i++) {
-		one_label(labels, sizeof(labels), label, name((uint32_t)i));
-		sample_u64(b, f, labels, values[i]);
+	for (size_t j = 0; j < n; j++) {
+		for (int i = 0; i < count; i++) {
+			snprintf(own, sizeof(own), "%s=\"%s\"", label, name((uint32_t)i));
+			join_labels(labels, sizeof(labels), prefix[j], own);
+			sample_u64(b, f, labels, values(&g[j])[i]);
+		}
 	}
 }
 
@@ -363,7 +375,8 @@ static const struct family started_family = {
 	"khprof_sessions_started", OM_COUNTER, NULL, "Scanner sessions khprof saw start"
 };
 static const struct family ended_family = {
-	"khprof_sessions_ended", OM_COUNTER, NULL, "Scanner sessions that ended, by final status"
+	"khprof_sessions_ended", OM_COUNTER, NULL,
+	"Scanner sessions that ended, by the final status their program gave (any run state)"
 };
 static const struct family cpu_family = {
 	"khprof_session_cpu_seconds", OM_COUNTER, "seconds",
@@ -416,20 +429,37 @@ static const struct family rejected_family = {
 	"Connections to the metrics server that got no metrics, by reason (docs/FLEET.md)"
 };
 
-static void render_stages(struct outbuf *b, enum om_format format, const struct om_counters *c)
+/* Each group's values, for the emitters above. */
+static const uint64_t *calls_of(const struct om_group *g) { return g->c->calls; }
+static const uint64_t *ended_of(const struct om_group *g) { return g->c->sessions_ended; }
+static const uint64_t *drops_of(const struct om_group *g) { return g->c->drops; }
+static const uint64_t *open_of(const struct om_group *g) { return g->live->open_by_state; }
+static uint64_t bytes_of(const struct om_group *g) { return g->c->input_bytes; }
+static uint64_t units_of(const struct om_group *g) { return g->c->input_units; }
+static uint64_t started_of(const struct om_group *g) { return g->c->sessions_started; }
+static uint64_t cpu_of(const struct om_group *g) { return g->c->session_cpu_ms; }
+static uint64_t hits_of(const struct om_group *g) { return g->c->probe_hits; }
+static uint64_t unreadable_of(const struct om_group *g) { return g->c->identity_unreadable; }
+static uint64_t process_cpu_of(const struct om_group *g) { return g->live->process_cpu_ms; }
+
+static void render_stages(struct outbuf *b, enum om_format format, const struct om_group *g,
+			  size_t n, const char *const *prefix)
 {
-	char labels[96];
+	char own[96], labels[OM_LABEL_VALUE_ESCAPED_MAX + 128];
 
 	family_begin(b, format, &elapsed_family);
-	for (int st = 0; st < KH_STAGE_COUNT; st++) {
-		for (int a = 0; a < OM_ATTR_COUNT; a++) {
-			snprintf(labels, sizeof(labels), "stage=\"%s\",attribution=\"%s\"",
-				 kh_stage__name(st), attribution_names[a]);
-			sample_scaled(b, &elapsed_family, labels, c->elapsed_ns[st][a],
-				      1000000000ull, 9);
+	for (size_t j = 0; j < n; j++) {
+		for (int st = 0; st < KH_STAGE_COUNT; st++) {
+			for (int a = 0; a < OM_ATTR_COUNT; a++) {
+				snprintf(own, sizeof(own), "stage=\"%s\",attribution=\"%s\"",
+					 kh_stage__name(st), attribution_names[a]);
+				join_labels(labels, sizeof(labels), prefix[j], own);
+				sample_scaled(b, &elapsed_family, labels, g[j].c->elapsed_ns[st][a],
+					      1000000000ull, 9);
+			}
 		}
 	}
-	family_by_name(b, format, &calls_family, "stage", kh_stage__name, c->calls,
+	family_by_name(b, format, &calls_family, "stage", kh_stage__name, g, n, prefix, calls_of,
 		       KH_STAGE_COUNT);
 }
 
@@ -451,59 +481,74 @@ static void format_le(uint64_t bound_ns, char *out, size_t len)
 }
 
 /*
- * The histogram family, one metric per stage that had spans: cumulative
- * _bucket counts on the fixed bounds and +Inf, _count (== the +Inf
- * bucket), _sum.  Stages without spans are left out: a scanner using 14
- * stages exposes 14 x 19 series, not 25 x 19.
+ * The histogram family, one metric per stage (and group) that had spans:
+ * cumulative _bucket counts on the fixed bounds and +Inf, _count (== the
+ * +Inf bucket), _sum.  Stages without spans are left out: a scanner using
+ * 14 stages exposes 14 x 19 series, not 25 x 19.
  */
-static void render_spans(struct outbuf *b, enum om_format format, const struct om_counters *c)
+static void render_spans(struct outbuf *b, enum om_format format, const struct om_group *g,
+			 size_t n, const char *const *prefix)
 {
 	const struct family *f = &span_family;
-	char le[KH_SPAN_BOUNDS][32];
+	char le[KH_SPAN_BOUNDS][32], stage[OM_LABEL_VALUE_ESCAPED_MAX + 64];
 
 	family_begin(b, format, f);
 	for (unsigned int j = 0; j < KH_SPAN_BOUNDS; j++)
 		format_le(kh_span_bound_ns(j), le[j], sizeof(le[j]));
-	for (int st = 0; st < KH_STAGE_COUNT; st++) {
-		const struct kh_span_fold *fold = &c->spans[st];
-		const char *stage = kh_stage__name(st);
-		uint64_t total = kh_span_fold__total(fold), cumulative = 0;
+	for (size_t k = 0; k < n; k++) {
+		const struct om_counters *c = g[k].c;
 
-		if (total == 0)
-			continue;
-		for (unsigned int j = 0; j < KH_SPAN_BOUNDS; j++) {
-			cumulative += fold->counts[j];
-			outbuf__printf(b, "%s_bucket{stage=\"%s\",le=\"%s\"} %" PRIu64 "\n",
-				       f->name, stage, le[j], cumulative);
+		for (int st = 0; st < KH_STAGE_COUNT; st++) {
+			const struct kh_span_fold *fold = &c->spans[st];
+			uint64_t total = kh_span_fold__total(fold), cumulative = 0;
+
+			if (total == 0)
+				continue;
+			snprintf(stage, sizeof(stage), "%s%sstage=\"%s\"", prefix[k],
+				 prefix[k][0] ? "," : "", kh_stage__name(st));
+			for (unsigned int j = 0; j < KH_SPAN_BOUNDS; j++) {
+				cumulative += fold->counts[j];
+				outbuf__printf(b, "%s_bucket{%s,le=\"%s\"} %" PRIu64 "\n", f->name,
+					       stage, le[j], cumulative);
+			}
+			outbuf__printf(b, "%s_bucket{%s,le=\"+Inf\"} %" PRIu64 "\n", f->name, stage,
+				       total);
+			outbuf__printf(b, "%s_count{%s} %" PRIu64 "\n", f->name, stage, total);
+			outbuf__printf(b, "%s_sum{%s} %" PRIu64 ".%09" PRIu64 "\n", f->name, stage,
+				       c->span_sum_ns[st] / (uint64_t)1000000000,
+				       c->span_sum_ns[st] % (uint64_t)1000000000);
 		}
-		outbuf__printf(b, "%s_bucket{stage=\"%s\",le=\"+Inf\"} %" PRIu64 "\n", f->name,
-			       stage, total);
-		outbuf__printf(b, "%s_count{stage=\"%s\"} %" PRIu64 "\n", f->name, stage, total);
-		outbuf__printf(b, "%s_sum{stage=\"%s\"} %" PRIu64 ".%09" PRIu64 "\n", f->name,
-			       stage, c->span_sum_ns[st] / (uint64_t)1000000000,
-			       c->span_sum_ns[st] % (uint64_t)1000000000);
 	}
 }
 
-static void render_sessions(struct outbuf *b, enum om_format format,
-			    const struct om_counters *c)
+static void render_sessions(struct outbuf *b, enum om_format format, const struct om_group *g,
+			    size_t n, const char *const *prefix)
 {
-	family_u64(b, format, &bytes_family, c->input_bytes);
-	family_u64(b, format, &units_family, c->input_units);
-	family_u64(b, format, &started_family, c->sessions_started);
-	family_by_name(b, format, &ended_family, "status", kh_run_state__name, c->sessions_ended,
-		       KH_STATE_COUNT);
-	family_ms(b, format, &cpu_family, c->session_cpu_ms);
-	if (c->have_peak_rss)
-		family_u64(b, format, &rss_family, c->peak_rss_bytes);
+	bool peak = false;
+
+	family_u64(b, format, &bytes_family, g, n, prefix, bytes_of);
+	family_u64(b, format, &units_family, g, n, prefix, units_of);
+	family_u64(b, format, &started_family, g, n, prefix, started_of);
+	family_by_name(b, format, &ended_family, "status", kh_run_state__name, g, n, prefix,
+		       ended_of, KH_STATE_COUNT);
+	family_ms(b, format, &cpu_family, g, n, prefix, cpu_of);
+	for (size_t i = 0; i < n; i++)
+		peak = peak || g[i].c->have_peak_rss;
+	if (!peak)
+		return;
+	family_begin(b, format, &rss_family);
+	for (size_t i = 0; i < n; i++)
+		if (g[i].c->have_peak_rss)
+			sample_u64(b, &rss_family, prefix[i], g[i].c->peak_rss_bytes);
 }
 
-static void render_health(struct outbuf *b, enum om_format format, const struct om_counters *c)
+static void render_health(struct outbuf *b, enum om_format format, const struct om_group *g,
+			  size_t n, const char *const *prefix)
 {
-	family_u64(b, format, &hits_family, c->probe_hits);
-	family_by_name(b, format, &drops_family, "reason", kh_drop__name, c->drops,
+	family_u64(b, format, &hits_family, g, n, prefix, hits_of);
+	family_by_name(b, format, &drops_family, "reason", kh_drop__name, g, n, prefix, drops_of,
 		       KH_DROP_COUNT);
-	family_u64(b, format, &unreadable_family, c->identity_unreadable);
+	family_u64(b, format, &unreadable_family, g, n, prefix, unreadable_of);
 }
 
 static void render_info(struct outbuf *b, enum om_format format, const struct om_info_set *info)
@@ -513,39 +558,88 @@ static void render_info(struct outbuf *b, enum om_format format, const struct om
 	family_begin(b, format, &info_family);
 	for (size_t i = 0; i < info->count; i++)
 		sample(b, &info_family, info->labels[i], "1");
-	family_u64(b, format, &folded_family, info->folded);
+	family_begin(b, format, &folded_family);
+	sample_u64(b, &folded_family, NULL, info->folded);
 }
 
-static void render_live(struct outbuf *b, enum om_format format, const struct om_live *live)
+/* Live families: per group the sessions and processes, khprof's own health once. */
+static void render_live(struct outbuf *b, enum om_format format, const struct om_group *g,
+			size_t n, const char *const *prefix, const struct om_live *health)
 {
-	family_by_name(b, format, &open_family, "state", kh_run_state__name, live->open_by_state,
-		       KH_STATE_COUNT);
-	if (live->have_process)
-		family_ms(b, format, &process_cpu_family, live->process_cpu_ms);
-	if (live->have_process_rss)
-		family_u64(b, format, &process_rss_family, live->process_rss_bytes);
-	family_u64(b, format, &ringbuf_used_family, live->ringbuf_used_bytes);
-	family_u64(b, format, &ringbuf_size_family, live->ringbuf_size_bytes);
-	family_by_name(b, format, &rejected_family, "reason", httpd__reject_name,
-		       live->http_rejected, HTTPD_REJECT_COUNT);
+	bool cpu = false, rss = false;
+
+	family_by_name(b, format, &open_family, "state", kh_run_state__name, g, n, prefix,
+		       open_of, KH_STATE_COUNT);
+	for (size_t i = 0; i < n; i++) {
+		cpu = cpu || g[i].live->have_process;
+		rss = rss || g[i].live->have_process_rss;
+	}
+	if (cpu)
+		family_ms(b, format, &process_cpu_family, g, n, prefix, process_cpu_of);
+	if (rss) {
+		family_begin(b, format, &process_rss_family);
+		for (size_t i = 0; i < n; i++)
+			if (g[i].live->have_process_rss)
+				sample_u64(b, &process_rss_family, prefix[i],
+					   g[i].live->process_rss_bytes);
+	}
+	family_begin(b, format, &ringbuf_used_family);
+	sample_u64(b, &ringbuf_used_family, NULL, health->ringbuf_used_bytes);
+	family_begin(b, format, &ringbuf_size_family);
+	sample_u64(b, &ringbuf_size_family, NULL, health->ringbuf_size_bytes);
+	family_begin(b, format, &rejected_family);
+	for (uint32_t i = 0; i < HTTPD_REJECT_COUNT; i++) {
+		char labels[64];
+
+		snprintf(labels, sizeof(labels), "reason=\"%s\"", httpd__reject_name(i));
+		sample_u64(b, &rejected_family, labels, health->http_rejected[i]);
+	}
+}
+
+char *om__render_groups(const struct om_group *groups, size_t count,
+			const struct om_info_set *info, const struct om_live *health,
+			enum om_format format)
+{
+	char (*labels)[OM_LABEL_VALUE_ESCAPED_MAX + 16] = calloc(count ? count : 1, sizeof(*labels));
+	const char **prefix = calloc(count ? count : 1, sizeof(*prefix));
+	struct outbuf b;
+	char *text = NULL;
+
+	if (!labels || !prefix)
+		goto out;
+	for (size_t i = 0; i < count; i++) {
+		char escaped[OM_LABEL_VALUE_ESCAPED_MAX];
+
+		if (groups[i].container) {
+			om__escape_label_value(groups[i].container, escaped);
+			snprintf(labels[i], sizeof(labels[i]), "container=\"%s\"", escaped);
+		}
+		prefix[i] = labels[i];
+	}
+	outbuf__init(&b);
+	render_stages(&b, format, groups, count, prefix);
+	render_spans(&b, format, groups, count, prefix);
+	render_sessions(&b, format, groups, count, prefix);
+	render_health(&b, format, groups, count, prefix);
+	render_info(&b, format, info);
+	if (health)
+		render_live(&b, format, groups, count, prefix, health);
+	if (format == OM_FORMAT_OPENMETRICS)
+		outbuf__puts(&b, "# EOF\n");
+	text = outbuf__finish(&b);
+out:
+	free(labels);
+	free(prefix);
+	return text;
 }
 
 char *om__render(const struct om_counters *c, const struct om_info_set *info,
 		 const struct om_live *live, enum om_format format)
 {
-	struct outbuf b;
+	static const struct om_live none;
+	struct om_group g = { NULL, c, live ? live : &none };
 
-	outbuf__init(&b);
-	render_stages(&b, format, c);
-	render_spans(&b, format, c);
-	render_sessions(&b, format, c);
-	render_health(&b, format, c);
-	render_info(&b, format, info);
-	if (live)
-		render_live(&b, format, live);
-	if (format == OM_FORMAT_OPENMETRICS)
-		outbuf__puts(&b, "# EOF\n");
-	return outbuf__finish(&b);
+	return om__render_groups(&g, 1, info, live, format);
 }
 
 const char *om__content_type(enum om_format format)

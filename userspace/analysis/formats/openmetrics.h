@@ -111,6 +111,27 @@ char *om__render(const struct om_counters *c, const struct om_info_set *info,
 		 const struct om_live *live, enum om_format format);
 
 /*
+ * One container's share of a live watch (`attach --all` or `--exe` with
+ * --serve): its processes' counters and live state, under the label
+ * container="VALUE" on every family but the identities and khprof's own
+ * health (docs/FLEET.md).  container NULL: no such label.
+ */
+struct om_group {
+	const char *container;
+	const struct om_counters *c;
+	const struct om_live *live; /* open sessions, process CPU and RSS */
+};
+
+/*
+ * om__render for groups: each group's samples with its label first, the
+ * identities and health (live's ring buffer and HTTP counts) once.
+ * health NULL: no live families.
+ */
+char *om__render_groups(const struct om_group *groups, size_t count,
+			const struct om_info_set *info, const struct om_live *health,
+			enum om_format format);
+
+/*
  * value as an OpenMetrics label value: at most OM_LABEL_VALUE_MAX bytes of
  * it, cut at a character boundary and ended with "…" when longer, invalid
  * UTF-8 replaced by U+FFFD, then \ " and newline escaped.  out needs

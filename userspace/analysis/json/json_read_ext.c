@@ -553,6 +553,10 @@ int parse__ext(struct parse *ps, const struct jnode *root, struct kh_profile *p)
 	      parse__ext_u64(ps, node, "tracer_cost_ns", &ext->tracer_cost_ns) ||
 	      parse__ext_u64(ps, node, "span_bias_ns", &ext->span_bias_ns) ||
 	      parse__ext_u64(ps, node, "traced_pid", &ext->traced_pid) ||
+	      parse__ext_u64(ps, node, "namespace_pid", &ext->namespace_pid) ||
+	      parse__ext_opt_string(ps, node, "cgroup", &ext->cgroup) ||
+	      parse__opt_u64(ps, node, "cgroup_id", &ext->cgroup_id) ||
+	      parse__ext_opt_string(ps, node, "container_id", &ext->container_id) ||
 	      parse__ext_u64(ps, node, "session_sequence", &ext->session_sequence) ||
 	      parse__ext_u64(ps, node, "sample_latency_ns_max", &ext->sample_latency_ns_max) ||
 	      parse__series(ps, node, &ext->series) ||

@@ -475,6 +475,13 @@ static void writer__ext(struct writer *w, const struct kh_profile *p)
 	writer__u64(w, "tracer_cost_ns", ext->tracer_cost_ns);
 	writer__u64(w, "span_bias_ns", ext->span_bias_ns);
 	writer__u64(w, "traced_pid", ext->traced_pid);
+	/* Only when known: records of older khprof versions round-trip unchanged. */
+	if (ext->cgroup) {
+		writer__u64(w, "namespace_pid", ext->namespace_pid);
+		writer__str(w, "cgroup", ext->cgroup);
+		writer__opt_u64(w, "cgroup_id", ext->cgroup_id);
+		writer__str(w, "container_id", ext->container_id);
+	}
 	writer__u64(w, "session_sequence", ext->session_sequence);
 	writer__u64(w, "sample_latency_ns_max", ext->sample_latency_ns_max);
 	if (ext->series.interval_ns)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* notes.c - notes and drop warnings beside the seed's text report. */
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "log.h"
@@ -30,10 +31,50 @@ const char *kh_drop__description(uint32_t drop)
 	return drop < KH_DROP_COUNT ? drop_descriptions[drop] : NULL;
 }
 
-/* What the off-CPU split could not see (docs/SCHEMA.md, khprof.latency). */
+/*
+ * The stages with spans whose off-CPU time is a lower bound, most first:
+ * "decode 12, entropy 3" (at most three, then "and N more stages").
+ */
+static void truncated_stages(const struct kh_latency *l, char *out, size_t len)
+{
+	bool named[KH_STAGE_COUNT] = { false };
+	size_t n = 0, shown = 0, left = 0;
+
+	out[0] = '\0';
+	for (;;) {
+		int best = -1;
+
+		for (int s = 0; s < KH_STAGE_COUNT; s++)
+			if (!named[s] && l->stages[s].offcpu_truncated &&
+			    (best < 0 || l->stages[s].offcpu_truncated >
+						 l->stages[best].offcpu_truncated))
+				best = s;
+		if (best < 0)
+			break;
+		named[best] = true;
+		if (shown == 3) {
+			left++;
+			continue;
+		}
+		n += (size_t)snprintf(out + n, n < len ? len - n : 0, "%s%s %" PRIu64,
+				      shown ? ", " : "", kh_stage__name((uint32_t)best),
+				      l->stages[best].offcpu_truncated);
+		shown++;
+	}
+	if (left)
+		snprintf(out + n, n < len ? len - n : 0, " and %zu more stage%s", left,
+			 left == 1 ? "" : "s");
+}
+
+/*
+ * What the off-CPU split could not see (docs/SCHEMA.md, khprof.latency),
+ * said as what a reader can still trust: only the on- and off-CPU split
+ * of the stages named is in doubt, never their elapsed times or calls.
+ */
 static void print_latency_notes(const struct kh_latency *l)
 {
 	uint64_t truncated = 0;
+	char stages[256];
 
 	for (int s = 0; s < KH_STAGE_COUNT; s++)
 		truncated += l->stages[s].offcpu_truncated;
@@ -41,11 +82,39 @@ static void print_latency_notes(const struct kh_latency *l)
 		log__warn("%" PRIu64 " context switch%s of the traced threads not seen: off-CPU "
 			  "times may miss as many intervals", l->missed_switches,
 			  l->missed_switches == 1 ? "" : "es");
-	if (truncated)
-		log__warn("%" PRIu64 " span%s switched out more often than khprof's log of %d "
-			  "switches, or read from a thread's buffer after it ended or after "
-			  "the detach: their off-CPU times are lower bounds", truncated,
-			  truncated == 1 ? "" : "s", KH_OFFCPU_LOG);
+	if (!truncated)
+		return;
+	truncated_stages(l, stages, sizeof(stages));
+	log__warn("%" PRIu64 " span%s (%s) ha%s an off-CPU time that is only a lower bound: "
+		  "those stages' off-CPU times may read low and their on-CPU times high; their "
+		  "elapsed times, calls and latencies are exact (such a span switched out more "
+		  "than the %d times khprof logs per thread, or was read from a thread's buffer "
+		  "after the thread ended or khprof detached)", truncated,
+		  truncated == 1 ? "" : "s", stages, truncated == 1 ? "s" : "ve", KH_OFFCPU_LOG);
+}
+
+/*
+ * --sample's stacks walk frame pointers: a program or library built
+ * without them (gcc's -O2 default, Debian's libraries, Rust's release
+ * builds) gives stacks that stop short of their thread's entry, their
+ * outer frames [unknown] or missing.  When that is most samples (more than
+ * half, leaving out those cut at the frame limit), said once per command
+ * with the fix, since the stacks alone do not say why.
+ */
+static void print_stack_notes(const struct kh_stacks *s)
+{
+	static bool said;
+	uint64_t short_of_entry = s->incomplete > s->truncated ? s->incomplete - s->truncated : 0;
+
+	if (said || !s->present || short_of_entry * 2 <= s->samples)
+		return;
+	said = true;
+	log__warn("%" PRIu64 " of %" PRIu64 " sampled stacks stop short of their thread's entry, "
+		  "their outer frames [unknown] or missing: the program or a library it runs "
+		  "has no frame pointers (the stage and the innermost two frames are still "
+		  "right); build with -fno-omit-frame-pointer (C, C++) or -C "
+		  "force-frame-pointers=yes (Rust) for whole stacks (docs/SAMPLING.md)",
+		  short_of_entry, s->samples);
 }
 
 /*
@@ -98,4 +167,5 @@ void profile__print_notes(const struct kh_profile *p)
 			  "their fields keep their earlier values", p->ext.identity_unreadable);
 	print_latency_notes(&p->ext.latency);
 	print_refused_sites(p);
+	print_stack_notes(&p->ext.stacks);
 }

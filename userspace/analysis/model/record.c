@@ -136,6 +136,8 @@ void profile__free(struct kh_profile *p)
 	free(p->ext.samples);
 	free(p->ext.process_end);
 	free(p->ext.attach_state);
+	free(p->ext.cgroup);
+	free(p->ext.container_id);
 	free(p->ext.kernel_release);
 	for (size_t i = 0; i < p->ext.kernel_degraded_count; i++)
 		free(p->ext.kernel_degraded[i]);

@@ -214,6 +214,15 @@ struct kh_profile_ext {
 	uint64_t tracer_cost_ns;  /* spans * probe_cost_ns, an estimate */
 	uint64_t span_bias_ns;    /* calibrated apparent length of an empty span, subtracted */
 	uint64_t traced_pid;
+	/*
+	 * The process among namespaces (docs/SCHEMA.md): its pid in its own
+	 * PID namespace (the run_id's), its cgroup path, cgroup v2 id and the
+	 * container id the path names; cgroup NULL: not known (not written).
+	 */
+	uint64_t namespace_pid;
+	char *cgroup;
+	struct kh_opt_u64 cgroup_id;
+	char *container_id;           /* NULL: no container id in the cgroup path */
 	uint64_t session_sequence;
 	uint64_t sample_latency_ns_max;
 	struct kh_series series;  /* --interval; written only when interval_ns != 0 */

@@ -371,6 +371,8 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 	 */
 	stop_forks = follow_forks || features__has(f, KH_FEAT_OPTIMIZED_UPROBES);
 	bpf_program__set_autoload(skel->progs.kh_follow_fork, stop_forks);
+	/* A parent that stops itself when its stopped child does (nsenter): resumed. */
+	bpf_program__set_autoload(skel->progs.kh_self_stop, stop_forks);
 	bpf_program__set_autoload(skel->progs.kh_follow_exec, follow_forks);
 	/* The sites of a child made safe, not followed (trace.c, fork_stopped). */
 	bpf_program__set_autoload(skel->progs.kh_untraced, stop_forks && !follow_forks);
@@ -507,6 +509,10 @@ static int open_and_load(struct tracer *t)
 
 	tracer__configure_features(t->skel, &t->features, t->opts.mode == KH_MODE_BATCH,
 				   t->opts.on_fork);
+	/* Every execve on the host: attach --all's watcher only (process.c). */
+	bpf_program__set_autoload(t->skel->progs.kh_exec_start, t->opts.watch_execs);
+	/* The kernel's pids and khprof's differ only in a PID namespace of its own (pid_map.c). */
+	bpf_program__set_autoload(t->skel->progs.kh_pid_map, pid_map__needed());
 	err = latency__configure(t->skel, t->ncpus);
 	if (err)
 		return err;
@@ -758,5 +764,6 @@ void tracer__close(struct tracer *t)
 	sampler__close(t->sampler);
 	khprof_bpf__destroy(t->skel);
 	free(t->seen);
+	free(t->loaders);
 	free(t);
 }

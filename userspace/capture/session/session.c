@@ -175,6 +175,17 @@ static void profile_kernel(struct kh_profile *p, const struct session_config *cf
 	}
 }
 
+/* The process among namespaces, when khprof could read its cgroup (ns.h). */
+static void note_namespaces(const struct session_config *cfg, struct kh_profile *p)
+{
+	if (!cfg->cgroup)
+		return;
+	p->ext.namespace_pid = (uint64_t)(cfg->ns_pid ? cfg->ns_pid : cfg->pid);
+	p->ext.cgroup = strdup(cfg->cgroup);
+	p->ext.cgroup_id = (struct kh_opt_u64){ cfg->cgroup_id != 0, cfg->cgroup_id };
+	p->ext.container_id = cfg->container_id ? strdup(cfg->container_id) : NULL;
+}
+
 static void session_begin(struct session_table *tbl, struct open_session *s, uint64_t start_ns,
 			  const char *sequence, bool mid_session, const struct kh_event *e)
 {
@@ -184,7 +195,8 @@ static void session_begin(struct session_table *tbl, struct open_session *s, uin
 	s->start_ns = start_ns;
 	s->last_state = KH_STATE_CREATED;
 	profile__init(&s->profile);
-	identity__set_run_id(&s->profile.identity, (uint64_t)tbl->cfg.pid,
+	identity__set_run_id(&s->profile.identity,
+			     (uint64_t)(tbl->cfg.ns_pid ? tbl->cfg.ns_pid : tbl->cfg.pid),
 			     (uint64_t)((int64_t)start_ns + tbl->cfg.realtime_offset_ns), sequence);
 	s->profile.identity.logical_cpus =
 		logical_cpus_of(tbl->cfg.pid, s->profile.identity.logical_cpus);
@@ -410,6 +422,7 @@ static void session_emit(struct session_table *tbl, struct open_session *s,
 	p->ext.tracer_cost_ns = spans * cfg->span_cost_ns;
 	p->ext.span_bias_ns = cfg->span_bias_ns;
 	p->ext.traced_pid = cfg->pid;
+	note_namespaces(cfg, p);
 	if (ended_mid_session || s == &tbl->slots[KH_OUTSIDE_SLOT])
 		note_end(tbl, p); /* the whole trace ends with the process, too */
 	if (latency) {

@@ -25,6 +25,16 @@
 /* What records need to know about the trace; the tracer fills it in. */
 struct session_config {
 	pid_t pid;                  /* the traced process */
+	/*
+	 * Who it is among namespaces (capture/ns): its pid in its own PID
+	 * namespace, which begins run ids as the seed's getpid() does (0: pid),
+	 * its cgroup path and id and the container id that path names (NULL,
+	 * 0: unknown).
+	 */
+	pid_t ns_pid;
+	uint64_t cgroup_id;
+	const char *cgroup;
+	const char *container_id;
 	enum kh_trace_mode mode;
 	const char *span_clock;        /* "tsc" or "monotonic" (record.h) */
 	const char *span_clock_reason; /* why: the evidence (span_clock.h) */

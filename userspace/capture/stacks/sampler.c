@@ -190,12 +190,12 @@ static int scan_threads(struct sampler *s, pid_t pid, int *added)
 	return err;
 }
 
-int sampler__attach(struct sampler *s, pid_t pid)
+int sampler__attach(struct sampler *s, pid_t pid, pid_t kernel_pid)
 {
 	int added, err;
 
 	stack_store__init(&s->store, pid, s->hz);
-	s->skel->bss->traced_tgid = (__u32)pid;
+	s->skel->bss->traced_tgid = (__u32)kernel_pid;
 	/*
 	 * A thread started while the directory was read may be missing from
 	 * it, and its parent's event may predate inherit's reach: once no

@@ -32,7 +32,7 @@ int sampler__load(struct sampler **out, struct khprof_bpf *skel, uint64_t hz);
  * thread they start later is sampled too (threads found in a rescan of
  * /proc/PID/task until it shows no new one).
  */
-int sampler__attach(struct sampler *s, pid_t pid);
+int sampler__attach(struct sampler *s, pid_t pid, pid_t kernel_pid);
 /* Adds the sample ring to the tracer's poll set. */
 int sampler__add_ring(struct sampler *s, struct ring_buffer *rb);
 /* Takes every sample waiting in the ring (before a record is written). */

@@ -21,6 +21,7 @@
 #include <elfutils/libdwfl.h>
 
 #include "log.h"
+#include "ns.h"
 #include "record.h"
 #include "stackstore.h"
 
@@ -39,6 +40,14 @@ struct mapping {
 	uint64_t start, end, pgoff; /* start first: count_at_or_below's key */
 	bool exec;
 	char *path;        /* NULL: anonymous */
+	/*
+	 * A file of a process with another root (a container's): opened when
+	 * it was mapped, through that root (capture/ns), and read later as
+	 * /proc/self/fd/N, which outlives the process.  -1 and NULL: path is
+	 * khprof's own.
+	 */
+	int fd;
+	char *file;
 	unsigned char build_id[BUILD_ID_MAX];
 	size_t build_id_len; /* 0: none read */
 };
@@ -101,12 +110,27 @@ static void symbols__free(struct symbol_cache *c)
 	free(c);
 }
 
+/* What a mapping owns: its path, and a container's file kept open. */
+static void mapping_release(struct mapping *m)
+{
+	free(m->path);
+	free(m->file);
+	if (m->fd >= 0)
+		close(m->fd);
+}
+
+/* The name khprof opens a mapping's file by. */
+static const char *file_of(const struct mapping *m)
+{
+	return m->file ? m->file : m->path;
+}
+
 void stack_store__free(struct stack_store *s)
 {
 	for (size_t i = 0; i < s->stack_count; i++)
 		free(s->stacks[i].ips);
 	for (size_t i = 0; i < s->map_count; i++)
-		free(s->maps[i].path);
+		mapping_release(&s->maps[i]);
 	free(s->stacks);
 	free(s->buckets);
 	free(s->samples);
@@ -153,7 +177,7 @@ static const struct mapping *mapping_of(const struct stack_store *s, uint64_t ip
 
 static void read_build_id(struct mapping *m)
 {
-	int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	int fd = open(file_of(m), O_RDONLY | O_CLOEXEC);
 	const void *id;
 	Elf *elf;
 	ssize_t n;
@@ -194,16 +218,24 @@ static int keep_mapping(struct stack_store *s, struct mapping *m)
 	return 0;
 }
 
-int stack_store__add_mapping(struct stack_store *s, uint64_t start, uint64_t end, uint64_t pgoff,
-			     bool exec, const char *path)
+/* stack_store__add_mapping with the file open at fd (-1: open path itself), which it takes. */
+static int add_mapping(struct stack_store *s, uint64_t start, uint64_t end, uint64_t pgoff,
+		       bool exec, const char *path, int fd)
 {
-	struct mapping m = { .start = start, .end = end, .pgoff = pgoff, .exec = exec };
+	struct mapping m = { .start = start, .end = end, .pgoff = pgoff, .exec = exec, .fd = fd };
 	size_t at = 0;
 
+	if (fd >= 0 && asprintf(&m.file, "/proc/self/fd/%d", fd) < 0) {
+		m.file = NULL;
+		close(fd);
+		m.fd = -1;
+	}
 	if (path && path[0] == '/') {
 		m.path = strdup(path);
-		if (!m.path)
+		if (!m.path) {
+			mapping_release(&m);
 			return -ENOMEM;
+		}
 		read_build_id(&m);
 	} else if (path && path[0]) {
 		m.path = strdup(path); /* [vdso], [heap], [anon:...] */
@@ -214,15 +246,21 @@ int stack_store__add_mapping(struct stack_store *s, uint64_t start, uint64_t end
 		at++;
 	if (at < s->map_count && s->maps[at].start == start) {
 		/* The same address mapped again: the newer mapping wins. */
-		free(s->maps[at].path);
+		mapping_release(&s->maps[at]);
 		s->maps[at] = m;
 		return 0;
 	}
 	if (keep_mapping(s, &m)) {
-		free(m.path);
+		mapping_release(&m);
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+int stack_store__add_mapping(struct stack_store *s, uint64_t start, uint64_t end, uint64_t pgoff,
+			     bool exec, const char *path)
+{
+	return add_mapping(s, start, end, pgoff, exec, path, -1);
 }
 
 static bool overlaps(const struct mapping *a, const struct mapping *b)
@@ -232,11 +270,15 @@ static bool overlaps(const struct mapping *a, const struct mapping *b)
 
 void stack_store__read_maps(struct stack_store *s)
 {
-	char path[64], line[4096 + 128];
+	char path[64], line[4096 + 128], file[PATH_MAX];
 	struct mapping *old = s->maps;
 	size_t old_count = s->map_count;
+	struct ns_view view;
+	bool own_root;
 	FILE *f;
 
+	/* A container's files: through its root, kept open for after it exits. */
+	own_root = ns__view(s->pid, &view) != 0 || view.own_root;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)s->pid);
 	f = fopen(path, "re");
 	if (!f)
@@ -260,10 +302,15 @@ void stack_store__read_maps(struct stack_store *s)
 		name = line + used;
 		while (*name == ' ')
 			name++;
+		int fd = -1;
+
 		nl = strchr(name, '\n');
 		if (nl)
 			*nl = '\0';
-		stack_store__add_mapping(s, start, end, pgoff, true, name);
+		if (!own_root && name[0] == '/' &&
+		    ns__shown_path(&view, name, file, sizeof(file)) == 0)
+			fd = open(file, O_RDONLY | O_CLOEXEC);
+		add_mapping(s, start, end, pgoff, true, name, fd);
 	}
 	fclose(f);
 	for (size_t i = 0; i < old_count; i++) {
@@ -272,7 +319,7 @@ void stack_store__read_maps(struct stack_store *s)
 		for (size_t j = 0; j < s->map_count && !covered; j++)
 			covered = overlaps(&old[i], &s->maps[j]);
 		if (covered || keep_mapping(s, &old[i]))
-			free(old[i].path);
+			mapping_release(&old[i]);
 	}
 	free(old);
 }
@@ -603,10 +650,10 @@ static struct symbol_file *symbol_file(struct stack_store *s, const struct mappi
 			return NULL;
 	}
 	for (f = s->symbols->files; f; f = f->next)
-		if (!strcmp(f->path, m->path))
+		if (!strcmp(f->path, file_of(m)))
 			return f;
 	f = calloc(1, sizeof(*f));
-	if (!f || !(f->path = strdup(m->path))) {
+	if (!f || !(f->path = strdup(file_of(m)))) {
 		free(f);
 		return NULL;
 	}
@@ -615,7 +662,7 @@ static struct symbol_file *symbol_file(struct stack_store *s, const struct mappi
 	f->dwfl = dwfl_begin(&offline_callbacks);
 	if (f->dwfl) {
 		dwfl_report_begin(f->dwfl);
-		f->mod = dwfl_report_offline(f->dwfl, base_name(m->path), m->path, -1);
+		f->mod = dwfl_report_offline(f->dwfl, base_name(m->path), file_of(m), -1);
 		dwfl_report_end(f->dwfl, NULL, NULL);
 	}
 	if (!f->mod || !dwfl_module_getelf(f->mod, &f->bias)) {

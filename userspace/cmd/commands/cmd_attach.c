@@ -20,7 +20,8 @@ static const char attach_usage[] =
 	"usage: khprof attach -p PID [-o PATH] [--duration DURATION] [--identity KEY=VALUE]...\n"
 	"                     [--mode MODE] [--interval DURATION] [--serve [ADDR:]PORT]\n"
 	"                     [--sample[=HZ]] [-q] [-v]\n"
-	"       khprof attach --exe PATH [--no-stop] [same options]\n"
+	"       khprof attach --exe PATH [--container WHICH] [--no-stop] [--keep N] [same options]\n"
+	"       khprof attach --all [--container WHICH] [--no-stop] [--keep N] [same options]\n"
 	"\n"
 	"Profiles a running process until Ctrl-C (SIGINT), SIGTERM, the duration or\n"
 	"the process's exit, and leaves the process running.  A session that was already running when khprof attached\n"
@@ -37,14 +38,28 @@ static const char attach_usage[] =
 	"                        start later; a new one is stopped at its first\n"
 	"                        instruction until it is attached (1-40 ms), so even\n"
 	"                        a process of a few milliseconds is recorded whole\n"
-	"   --no-stop            with --exe: do not stop new processes (an interactive\n"
+	"   --container WHICH    with --exe: PATH is the path inside that container, and\n"
+	"                        only its processes are traced; with --all: only the\n"
+	"                        processes of that container, or of a cgroup and those\n"
+	"                        below it.  WHICH: a host PID of a process in it, its id\n"
+	"                        (64 hex digits, or the first 12 or more), or its cgroup\n"
+	"                        path (/sys/fs/cgroup/kubepods.slice); docs/FLEET.md\n"
+	"   --all                every process of the host that maps an ELF file with\n"
+	"                        keyhog probes, in any container, running now or started\n"
+	"                        later (stopped at its execve until attached; a file\n"
+	"                        without probes is then never stopped again), each in\n"
+	"                        records of its own; with --serve, every family carries\n"
+	"                        a container label (docs/FLEET.md)\n"
+	"   --keep N             with --exe or --all and -o: keep the newest N records\n"
+	"                        this run wrote, removing the oldest (--all: 1000 by default)\n"
+	"   --no-stop            with --exe or --all: do not stop new processes (an interactive\n"
 	"                        shell with job control reports its foreground job as\n"
 	"                        stopped); what a process does before it is attached\n"
 	"                        is not seen.  --from-start, the default, is accepted\n"
 	"   -o PATH              write the JSON record(s) to PATH (as for record; without\n"
 	"                        -o, khprof.json here, the previous one kept as\n"
-	"                        khprof.json.old); with --exe, PATH with .PID before the\n"
-	"                        extension per process, and no record without -o\n"
+	"                        khprof.json.old); with --exe and --all, PATH with .PID\n"
+	"                        before the extension per process, and no record without -o\n"
 	"   --duration DURATION  stop after DURATION (5s, 100ms, 1m; a bare number is\n"
 	"                        seconds: 2.5)\n"
 	"   --identity KEY=VALUE fill or override a RunIdentity field (repeatable)\n"
@@ -67,6 +82,9 @@ static const char attach_usage[] =
 	"   khprof attach -p 4242 --duration 30s --sample=999 -o hot.json\n"
 	"   khprof attach -p $(pidof scannerd) --interval 1s -o hour.json\n"
 	"   khprof attach --exe /usr/bin/scanner -o worker.json\n"
+	"   khprof attach --exe /usr/bin/kh-scan --container $(docker inspect -f '{{.Id}}' scan)\n"
+	"   khprof attach --all -q --serve 127.0.0.1:9464 -o /var/lib/khprof/scan.json\n"
+	"   khprof attach --all --container /sys/fs/cgroup/kubepods.slice -o /records/scan.json\n"
 	"   khprof attach -p $(pidof scanner) --serve 127.0.0.1:9464 -q\n";
 
 
@@ -112,7 +130,9 @@ static int attach_exe_cli(const struct trace_cli *cli)
 {
 	struct exe_attach_options o = { .path = cli->exe, .output = cli->output,
 					 .quiet = cli->quiet, .duration_s = cli->duration_s,
-					 .from_start = !cli->no_stop, .serve = cli->serve };
+					 .from_start = !cli->no_stop, .serve = cli->serve,
+					 .container = cli->container, .all = cli->all,
+					 .keep = cli->keep };
 	struct output_state unused = { 0 };
 
 	trace_options_from(cli, NULL, &unused, &o.trace);
@@ -143,9 +163,9 @@ int cmd_attach(int argc, char **argv)
 	 * runs as a service, often in /, for many processes, and would litter
 	 * its working directory.
 	 */
-	if ((cli.output || !cli.exe) && output__prepare(&cli))
+	if ((cli.output || (!cli.exe && !cli.all)) && output__prepare(&cli))
 		return KHPROF_EXIT_USAGE;
-	if (cli.exe)
+	if (cli.exe || cli.all)
 		return attach_exe_cli(&cli);
 	if (check_traceable(cli.pid))
 		return KHPROF_EXIT_FAILURE;

@@ -368,10 +368,8 @@ int cmd_diff(int argc, char **argv)
 			return KHPROF_EXIT_USAGE;
 		switch (c) {
 		case 't':
-			if (set_threshold_flag(&flags, optarg, problem, sizeof(problem))) {
-				log__error("bad --threshold '%s': %s", optarg, problem);
-				return KHPROF_EXIT_USAGE;
-			}
+			if (set_threshold_flag(&flags, optarg, problem, sizeof(problem)))
+				return usage_error("diff", "bad --threshold '%s': %s", optarg, problem);
 			continue;
 		case 'm':
 			key = "min_change_ms";
@@ -399,10 +397,8 @@ int cmd_diff(int argc, char **argv)
 		default:
 			return usage_error("diff", "unknown option '%s'", argv[optind - 1]);
 		}
-		if (diff_options__set(&flags, key, optarg, problem, sizeof(problem))) {
-			log__error("bad --%s '%s': %s", flag, optarg, problem);
-			return KHPROF_EXIT_USAGE;
-		}
+		if (diff_options__set(&flags, key, optarg, problem, sizeof(problem)))
+			return usage_error("diff", "bad --%s '%s': %s", flag, optarg, problem);
 	}
 	f = format ? output_format__pick(FORMAT_DIFF, format) : output_format__default(FORMAT_DIFF);
 	if (!f)

@@ -119,7 +119,8 @@ int cmd_probes(int argc, char **argv)
 	struct row *rows;
 	int provider_width = 10, name_width = 16, function_width = 8, args_width = 4, err;
 	char file[512];
-	size_t counts[KH_MODE_COUNT] = { 0 };
+	size_t counts[KH_MODE_COUNT] = { 0 }, clock_sites = 0;
+	char clock_note[160] = "";
 	uint32_t def;
 
 	if (wants_help(argc, argv)) {
@@ -191,8 +192,12 @@ int cmd_probes(int argc, char **argv)
 		if (!n->file_offset)
 			modes = 0;
 		modes_text(modes, r->modes, sizeof(r->modes));
-		for (uint32_t m = 0; m < KH_MODE_COUNT; m++)
-			counts[m] += (modes & MODE_BIT(m)) != 0;
+		/* Attached only when batched spans are to use CLOCK_MONOTONIC: counted apart. */
+		if (modes && !strcmp(n->provider, "keyhog") && !strcmp(n->name, "clock_monotonic"))
+			clock_sites++;
+		else
+			for (uint32_t m = 0; m < KH_MODE_COUNT; m++)
+				counts[m] += (modes & MODE_BIT(m)) != 0;
 		provider_width = width_of(r->provider, provider_width);
 		name_width = width_of(r->name, name_width);
 		function_width = width_of(r->function, function_width);
@@ -215,10 +220,19 @@ int cmd_probes(int argc, char **argv)
 	}
 	/* Batch is the default mode on every machine (the span clock adapts, span_clock.h). */
 	def = KH_MODE_BATCH;
-	log__note("%zu site%s; attach counts %zu here (%s mode, the default), "
-		  "%zu in batch, %zu in span, %zu in pair mode", notes.count,
-		  notes.count == 1 ? "" : "s", counts[def], kh_trace_mode__name(def),
-		  counts[KH_MODE_BATCH], counts[KH_MODE_SPAN], counts[KH_MODE_PAIR]);
+	/*
+	 * attach -p says how many sites it attached: in batch mode the
+	 * clock_monotonic sites too where khprof does not trust the TSC (their
+	 * semaphore asks for CLOCK_MONOTONIC), a choice made per machine.
+	 */
+	if (clock_sites)
+		snprintf(clock_note, sizeof(clock_note), " (%zu with clock_monotonic, attached "
+			 "where khprof times batched spans with CLOCK_MONOTONIC)",
+			 counts[def] + clock_sites);
+	log__note("%zu site%s; attach counts %zu in %s mode, the default%s, %zu in span, "
+		  "%zu in pair mode", notes.count, notes.count == 1 ? "" : "s", counts[def],
+		  kh_trace_mode__name(def), clock_note, counts[KH_MODE_SPAN],
+		  counts[KH_MODE_PAIR]);
 	if (where && !usdt_where__has_dwarf(where))
 		log__note("'%s' has no DWARF (built without -g, or stripped): functions from its "
 			  "symbols, no file:line", file);

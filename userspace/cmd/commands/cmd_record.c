@@ -56,6 +56,13 @@ static const char record_usage[] =
 	"An instrumented program that execs another ends its records there; the new\n"
 	"program is not traced.\n"
 	"\n"
+	"A COMMAND that starts a container (runc, crun, podman, unshare, chroot,\n"
+	"nsenter) is followed into it: the instrumented program there is attached\n"
+	"through its own root, and its run id begins with the pid it sees itself as.\n"
+	"docker, nerdctl, ctr, crictl and kubectl hand the container to a daemon:\n"
+	"khprof says so; 'khprof attach --all' or '--exe PATH --container ID' traces\n"
+	"it (docs/FLEET.md).\n"
+	"\n"
 	"Ctrl-C reaches COMMAND from the terminal.  SIGINT, SIGTERM, SIGHUP and\n"
 	"SIGQUIT sent to khprof alone (kill) are passed on to COMMAND, as perf record\n"
 	"ends its workload: khprof traces until COMMAND exits, then writes its\n"
@@ -69,8 +76,8 @@ static const char record_usage[] =
 	"and directories khprof writes belong to the user who ran sudo.\n"
 	"\n"
 	"Each run replaces the records of the previous run to the same PATH: PATH.2,\n"
-	"PATH.3 ... beyond this run's sessions are removed (and named on stderr)\n"
-	"when the first record is written.\n"
+	"PATH.3 ... are removed when the first record is written, and those this\n"
+	"run does not write again are named on stderr at its end.\n"
 	"\n"
 	"With --repeat, COMMAND runs K times untimed, then N times, each a fresh\n"
 	"process traced from its first instruction, one after the other.  Records\n"
@@ -130,6 +137,7 @@ static const char record_usage[] =
 	"   khprof record --user nobody --identity workload_class=nightly -- ./scanner repo/\n"
 	"   khprof record -- sh -c 'cd repo && exec ../scanner .'\n"
 	"   khprof record -o ci/scan.json -- make scan    # ci/scan.PID.json per scanner run\n"
+	"   khprof record -o scan.json -- runc run --bundle /srv/scan-bundle scan1\n"
 	"   khprof record --repeat 5 --warmup 1 -o runs/ -- build/kh-scan --threads 2 src/\n"
 	"   khprof record --interval 1s -o long.json -- ./scanner monorepo/\n"
 	"   khprof record --sample -o stacks.json -- build/kh-scan src/\n"
@@ -611,6 +619,7 @@ int cmd_record(int argc, char **argv)
 		return err == -ENOENT ? KHPROF_EXIT_NOT_FOUND : KHPROF_EXIT_CANNOT_EXEC;
 	}
 	choose_mode_for(path, &cli);
+	note_daemon_client(path);
 	choose_follow_for(path, &cli);
 	if (cli.repeat) {
 		cli.quiet = true; /* N reports would bury the spread table */

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* khprof attach --exe PATH: every process running PATH, now and later. */
+/*
+ * khprof attach --exe PATH: every process running PATH, now and later,
+ * on the host or in one container; attach --all: every process of the
+ * host that maps a file with keyhog probes.
+ */
 #ifndef KHPROF_ATTACH_EXE_H
 #define KHPROF_ATTACH_EXE_H
 
@@ -8,7 +12,14 @@
 #include "trace.h"
 
 struct exe_attach_options {
-	const char *path;             /* executable or shared library */
+	const char *path;             /* executable or shared library; NULL with all */
+	/*
+	 * --container WHICH: PATH is inside that container (its init's host
+	 * PID, its id, or its cgroup), and only its processes are traced.
+	 */
+	const char *container;
+	bool all;                     /* --all: every instrumented process of the host */
+	size_t keep;                  /* --keep N: the newest N records stay (0: all) */
 	const char *output;           /* -o PATH: PATH.PID.json per process, or NULL */
 	bool quiet;
 	double duration_s;            /* 0: until a signal */

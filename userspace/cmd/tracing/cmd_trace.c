@@ -60,12 +60,11 @@ void record_path(const char *path, size_t n, char *out, size_t len)
 /*
  * The records an earlier run left beside path (PATH.2, PATH.3, ... up to
  * the first missing one) go before this run writes its first: a series in
- * the directory is always one run's, and `diff` never mixes two.  Said on
- * stderr, since files disappear.
+ * the directory is always one run's, and `diff` never mixes two.  How
+ * many, for output__end to name those this run did not write again.
  */
-static void remove_earlier_series(const char *path)
+static size_t remove_earlier_series(const char *path)
 {
-	char first[PATH_MAX], last[PATH_MAX];
 	size_t removed = 0;
 
 	for (size_t n = 2;; n++) {
@@ -76,16 +75,31 @@ static void remove_earlier_series(const char *path)
 			if (errno != ENOENT)
 				log__warn("cannot remove '%s' of an earlier run: %s", sibling,
 					  strerror(errno));
-			break;
+			return removed;
 		}
-		snprintf(removed ? last : first, PATH_MAX, "%s", sibling);
 		removed++;
 	}
-	if (removed == 1)
-		log__note("removed '%s', left by an earlier run beside '%s'", first, path);
-	else if (removed > 1)
-		log__note("removed %zu records ('%s' to '%s') left by an earlier run beside '%s'",
-			  removed, first, last, path);
+}
+
+void output__end(struct output_state *out)
+{
+	size_t first = out->records + 1, last = out->earlier + 1;
+	char a[PATH_MAX], b[PATH_MAX];
+
+	/* PATH.2 ... PATH.records were written again: replaced, as PATH was. */
+	if (!out->path || first < 2)
+		first = 2;
+	if (out->path && out->earlier && first <= last) {
+		record_path(out->path, first, a, sizeof(a));
+		record_path(out->path, last, b, sizeof(b));
+		if (first == last)
+			log__note("removed '%s', left by an earlier run beyond this run's %zu "
+				  "record%s", a, out->records, out->records == 1 ? "" : "s");
+		else
+			log__note("removed %zu records ('%s' to '%s') left by an earlier run beyond "
+				  "this run's %zu", last - first + 1, a, b, out->records);
+	}
+	out->earlier = 0;
 }
 
 int output__prepare(struct trace_cli *cli)
@@ -134,6 +148,51 @@ static void keep_previous(const char *path, char *old, size_t len)
 	old[0] = '\0';
 }
 
+void retention__add(struct retention *r, const char *path)
+{
+	char *copy = strdup(path), **grown;
+
+	if (!copy)
+		return;
+	/* Written again (a pid used again, a session number again): it is the newest now. */
+	for (size_t i = 0; i < r->count; i++) {
+		if (strcmp(r->paths[i], path) != 0)
+			continue;
+		free(r->paths[i]);
+		memmove(&r->paths[i], &r->paths[i + 1], (r->count - i - 1) * sizeof(*r->paths));
+		r->count--;
+		break;
+	}
+	grown = realloc(r->paths, (r->count + 1) * sizeof(*grown));
+	if (!grown) {
+		free(copy);
+		return;
+	}
+	r->paths = grown;
+	r->paths[r->count++] = copy;
+	while (r->keep && r->count > r->keep) {
+		if (unlink(r->paths[0]) == 0) {
+			r->removed++;
+			log__debug("removed '%s', older than the newest %zu records (--keep)",
+				   r->paths[0], r->keep);
+		} else if (errno != ENOENT) {
+			log__warn("cannot remove '%s' (--keep): %s", r->paths[0], strerror(errno));
+		}
+		free(r->paths[0]);
+		memmove(&r->paths[0], &r->paths[1], (r->count - 1) * sizeof(*r->paths));
+		r->count--;
+	}
+}
+
+void retention__free(struct retention *r)
+{
+	for (size_t i = 0; i < r->count; i++)
+		free(r->paths[i]);
+	free(r->paths);
+	r->paths = NULL;
+	r->count = 0;
+}
+
 void output__on_profile(const struct kh_profile *p, void *ctx)
 {
 	struct output_state *out = ctx;
@@ -154,7 +213,7 @@ void output__on_profile(const struct kh_profile *p, void *ctx)
 	if (out->records == 1 && out->keep_old)
 		keep_previous(out->path, old, sizeof(old));
 	if (out->records == 1)
-		remove_earlier_series(out->path);
+		out->earlier = remove_earlier_series(out->path);
 	record_path(out->path, out->records, path, sizeof(path));
 	json = profile__to_json(p);
 	if (!json) {
@@ -167,25 +226,29 @@ void output__on_profile(const struct kh_profile *p, void *ctx)
 	if (err) {
 		log__error("cannot write record '%s': %s", path, strerror(-err));
 		out->write_failed = true;
-	} else if (out->keep_old) {
+		return;
+	}
+	if (out->retain)
+		retention__add(out->retain, path);
+	if (out->keep_old) {
 		/* Nobody named the file: say where it is, as perf does. */
 		log__note("record written to '%s'%s%s%s", path, old[0] ? " (the previous one is "
 			  "now '" : "", old, old[0] ? "')" : "");
 	}
 }
 
-static int parse_identity(struct trace_cli *cli, char *arg)
+static int parse_identity(const char *command, struct trace_cli *cli, char *arg)
 {
 	char *eq = strchr(arg, '=');
 	struct kh_profile scratch;
 	int err;
 
 	if (!eq || eq == arg) {
-		log__error("bad --identity '%s': expected KEY=VALUE", arg);
+		usage_error(command, "bad --identity '%s': expected KEY=VALUE", arg);
 		return -EINVAL;
 	}
 	if (cli->override_count == MAX_OVERRIDES) {
-		log__error("too many --identity options (at most %d)", MAX_OVERRIDES);
+		usage_error(command, "too many --identity options (at most %d)", MAX_OVERRIDES);
 		return -E2BIG;
 	}
 	*eq = '\0';
@@ -194,8 +257,8 @@ static int parse_identity(struct trace_cli *cli, char *arg)
 	err = identity__set(&scratch.identity, arg, eq + 1);
 	profile__free(&scratch);
 	if (err) {
-		log__error("bad --identity '%s': not a RunIdentity field or bad value '%s'", arg,
-			   eq + 1);
+		usage_error(command, "bad --identity '%s': not a RunIdentity field or bad value '%s'",
+			    arg, eq + 1);
 		return -EINVAL;
 	}
 	cli->overrides[cli->override_count++] = (struct identity_override){ arg, eq + 1 };
@@ -207,14 +270,14 @@ static int parse_identity(struct trace_cli *cli, char *arg)
 #define KH_DURATION_MAX_NS (1000ull * 3600 * 1000000000)
 
 /* Strict decimal in [min, max] for option: "5", not "5x", "-1" or " 5". */
-static int parse_count(const char *option, const char *text, unsigned min, unsigned max,
-		       unsigned *out)
+static int parse_count(const char *command, const char *option, const char *text, unsigned min,
+		       unsigned max, unsigned *out)
 {
 	uint64_t value;
 
 	if (kh_parse_u64(text, &value) || value < min || value > max) {
-		log__error("bad %s '%s': expected a whole number from %u to %u", option, text,
-			   min, max);
+		usage_error(command, "bad %s '%s': expected a whole number from %u to %u", option,
+			    text, min, max);
 		return -EINVAL;
 	}
 	*out = (unsigned)value;
@@ -222,11 +285,11 @@ static int parse_count(const char *option, const char *text, unsigned min, unsig
 }
 
 /* --sample=HZ: a whole number of samples per second per thread. */
-static int parse_sample_rate(const char *text, uint64_t *hz)
+static int parse_sample_rate(const char *command, const char *text, uint64_t *hz)
 {
 	if (kh_parse_u64(text, hz) || *hz == 0 || *hz > KH_SAMPLE_MAX_HZ) {
-		log__error("bad sampling rate '%s': expected 1 to %d samples per second "
-			   "(--sample=99)", text, KH_SAMPLE_MAX_HZ);
+		usage_error(command, "bad sampling rate '%s': expected 1 to %d samples per second "
+			    "(--sample=99)", text, KH_SAMPLE_MAX_HZ);
 		return -EINVAL;
 	}
 	return 0;
@@ -237,7 +300,7 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 	const char *command = attach ? "attach" : "record";
 	enum { OPT_IDENTITY = 256, OPT_MODE, OPT_DURATION, OPT_REPEAT, OPT_WARMUP, OPT_APPEND,
 	       OPT_USER, OPT_INTERVAL, OPT_SERVE, OPT_EXE, OPT_FROM_START, OPT_FOLLOW_FORKS,
-	       OPT_NO_STOP, OPT_NO_FOLLOW_FORKS, OPT_SAMPLE };
+	       OPT_NO_STOP, OPT_NO_FOLLOW_FORKS, OPT_SAMPLE, OPT_ALL, OPT_CONTAINER, OPT_KEEP };
 	static const struct option options[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
@@ -251,6 +314,9 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		{ "interval", required_argument, NULL, OPT_INTERVAL },
 		{ "serve", required_argument, NULL, OPT_SERVE },
 		{ "exe", required_argument, NULL, OPT_EXE },
+		{ "all", no_argument, NULL, OPT_ALL },
+		{ "container", required_argument, NULL, OPT_CONTAINER },
+		{ "keep", required_argument, NULL, OPT_KEEP },
 		{ "from-start", no_argument, NULL, OPT_FROM_START },
 		{ "no-stop", no_argument, NULL, OPT_NO_STOP },
 		{ "no-follow-forks", no_argument, NULL, OPT_NO_FOLLOW_FORKS },
@@ -287,7 +353,7 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 			errno = 0;
 			cli->pid = (pid_t)strtol(optarg, &end, 10);
 			if (errno || *end || cli->pid <= 0) {
-				log__error("bad PID '%s'", optarg);
+				usage_error(command, "bad PID '%s': expected a process id", optarg);
 				return -EINVAL;
 			}
 			break;
@@ -296,20 +362,20 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 				goto bad_option;
 			if (kh_parse_duration_ns(optarg, KH_DURATION_MIN_NS, KH_DURATION_MAX_NS,
 						 &duration_ns)) {
-				log__error("bad duration '%s': expected a duration, 1ms to 1000h "
-					   "(5s, 100ms, 1m, or 5 for five seconds)", optarg);
+				usage_error(command, "bad duration '%s': expected a duration, 1ms to "
+					    "1000h (5s, 100ms, 1m, or 5 for five seconds)", optarg);
 				return -EINVAL;
 			}
 			cli->duration_s = (double)duration_ns / 1e9;
 			break;
 		case OPT_IDENTITY:
-			if (parse_identity(cli, optarg))
+			if (parse_identity(command, cli, optarg))
 				return -EINVAL;
 			break;
 		case OPT_MODE:
 			cli->mode_is_default = false;
 			if (kh_trace_mode__parse(optarg, &mode)) {
-				log__error("unknown mode '%s' (batch, span or pair)", optarg);
+				usage_error(command, "unknown mode '%s' (batch, span or pair)", optarg);
 				return -EINVAL;
 			}
 			cli->mode = mode;
@@ -317,13 +383,13 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		case OPT_REPEAT:
 			if (attach)
 				goto bad_option;
-			if (parse_count("--repeat", optarg, 1, MAX_REPEAT, &cli->repeat))
+			if (parse_count(command, "--repeat", optarg, 1, MAX_REPEAT, &cli->repeat))
 				return -EINVAL;
 			break;
 		case OPT_WARMUP:
 			if (attach)
 				goto bad_option;
-			if (parse_count("--warmup", optarg, 0, MAX_REPEAT, &cli->warmup))
+			if (parse_count(command, "--warmup", optarg, 0, MAX_REPEAT, &cli->warmup))
 				return -EINVAL;
 			break;
 		case OPT_APPEND:
@@ -339,8 +405,8 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		case OPT_INTERVAL:
 			if (kh_parse_duration_ns(optarg, KH_INTERVAL_MIN_NS, KH_INTERVAL_MAX_NS,
 						 &cli->interval_ns)) {
-				log__error("bad interval '%s': expected a duration, 10ms to 1h "
-					   "(100ms, 1s, 2.5s, or 2 for two seconds)", optarg);
+				usage_error(command, "bad interval '%s': expected a duration, 10ms to "
+					    "1h (100ms, 1s, 2.5s, or 2 for two seconds)", optarg);
 				return -EINVAL;
 			}
 			break;
@@ -351,6 +417,22 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 			if (!attach)
 				goto bad_option;
 			cli->exe = optarg;
+			break;
+		case OPT_ALL:
+			if (!attach)
+				goto bad_option;
+			cli->all = true;
+			break;
+		case OPT_CONTAINER:
+			if (!attach)
+				goto bad_option;
+			cli->container = optarg;
+			break;
+		case OPT_KEEP:
+			if (!attach)
+				goto bad_option;
+			if (parse_count("--keep", optarg, 1, 10000000, &cli->keep))
+				return -EINVAL;
 			break;
 		case OPT_FROM_START:
 			if (!attach)
@@ -374,7 +456,7 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 			break;
 		case OPT_SAMPLE:
 			cli->sample_hz = KH_SAMPLE_DEFAULT_HZ;
-			if (optarg && parse_sample_rate(optarg, &cli->sample_hz))
+			if (optarg && parse_sample_rate(command, optarg, &cli->sample_hz))
 				return -EINVAL;
 			break;
 		case 'q':
@@ -389,42 +471,52 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		}
 	}
 	if ((cli->warmup || cli->append) && !cli->repeat) {
-		log__error("%s needs --repeat", cli->warmup ? "--warmup" : "--append");
+		usage_error(command, "%s needs --repeat", cli->warmup ? "--warmup" : "--append");
 		return -EINVAL;
 	}
 	if (cli->repeat && cli->serve) {
-		log__error("--serve cannot be used with --repeat (each run is its own process)");
+		usage_error(command, "--serve cannot be used with --repeat (each run is its own "
+			    "process)");
 		return -EINVAL;
 	}
 	if (cli->follow_forks && cli->no_follow_forks) {
-		log__error("--follow-forks and --no-follow-forks contradict each other");
+		usage_error(command, "--follow-forks and --no-follow-forks contradict each other");
 		return -EINVAL;
 	}
 	if (cli->repeat && cli->follow_forks) {
-		log__error("--follow-forks cannot be used with --repeat (a run's records would "
-			   "not be one file)");
+		usage_error(command, "--follow-forks cannot be used with --repeat (a run's records "
+			    "would not be one file)");
 		return -EINVAL;
 	}
 	if (cli->repeat && !cli->output) {
-		log__error("--repeat needs -o DIR for the records");
+		usage_error(command, "--repeat needs -o DIR for the records");
 		return -EINVAL;
 	}
 	cli->first_arg = optind;
-	if (attach && cli->pid && cli->exe) {
-		log__error("attach takes -p PID or --exe PATH, not both");
+	if (attach && (!!cli->pid + !!cli->exe + cli->all) > 1) {
+		usage_error(command, "attach takes one of -p PID, --exe PATH and --all");
 		return -EINVAL;
 	}
-	if ((cli->from_start || cli->no_stop) && !cli->exe) {
-		log__error("%s needs --exe", cli->from_start ? "--from-start" : "--no-stop");
+	if ((cli->from_start || cli->no_stop) && !cli->exe && !cli->all) {
+		usage_error(command, "%s needs --exe or --all",
+			    cli->from_start ? "--from-start" : "--no-stop");
+		return -EINVAL;
+	}
+	if (cli->container && !cli->exe && !cli->all) {
+		usage_error(command, "--container needs --exe PATH (a path inside the container) or --all");
+		return -EINVAL;
+	}
+	if (cli->keep && ((!cli->exe && !cli->all) || !cli->output)) {
+		usage_error(command, "--keep needs --exe or --all, and -o for the records");
 		return -EINVAL;
 	}
 	if (cli->from_start && cli->no_stop) {
-		log__error("--from-start and --no-stop contradict each other");
+		usage_error(command, "--from-start and --no-stop contradict each other");
 		return -EINVAL;
 	}
-	if (attach && ((cli->pid == 0 && !cli->exe) || optind != argc)) {
+	if (attach && ((cli->pid == 0 && !cli->exe && !cli->all) || optind != argc)) {
 		if (optind == argc)
-			usage_error(command, "attach needs -p PID or --exe PATH");
+			usage_error(command, "attach needs -p PID, --exe PATH or --all");
 		else
 			usage_error(command, "unexpected argument '%s'", argv[optind]);
 		return -EINVAL;
@@ -471,6 +563,36 @@ void choose_follow_for(const char *path, struct trace_cli *cli)
 		      sizeof(pattern));
 	log__note("'%s' has no keyhog probes: following the processes it starts, each "
 		  "instrumented one recorded as '%s' (--no-follow-forks: not)", path, pattern);
+}
+
+/*
+ * Clients that hand the container to a daemon khprof did not start: the
+ * processes it runs are the daemon's children, not COMMAND's, so no fork
+ * of COMMAND leads to them.  (runc, crun, podman, unshare, chroot and
+ * nsenter start them themselves and are followed.)
+ */
+static const struct {
+	const char *command;
+	const char *daemon;
+} daemon_clients[] = {
+	{ "docker", "dockerd and containerd" },
+	{ "nerdctl", "containerd" },
+	{ "ctr", "containerd" },
+	{ "crictl", "the node's CRI runtime (containerd, CRI-O)" },
+	{ "kubectl", "the kubelet and its CRI runtime" },
+	{ "podman-remote", "the Podman service" },
+};
+
+void note_daemon_client(const char *path)
+{
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+
+	for (size_t i = 0; i < sizeof(daemon_clients) / sizeof(daemon_clients[0]); i++)
+		if (!strcmp(name, daemon_clients[i].command))
+			log__warn("'%s' hands its containers to %s, which khprof did not start: "
+				  "their processes are not followed; 'khprof attach --all' or "
+				  "'khprof attach --exe PATH --container ID' traces them "
+				  "(docs/FLEET.md)", name, daemon_clients[i].daemon);
 }
 
 void choose_mode_for(const char *path, struct trace_cli *cli)
@@ -695,7 +817,8 @@ int exit_code_of(int status)
 	return KHPROF_EXIT_FAILURE;
 }
 
-int finish_output(const struct output_state *out, int code)
+int finish_output(struct output_state *out, int code)
 {
+	output__end(out);
 	return out->write_failed && code == 0 ? KHPROF_EXIT_FAILURE : code;
 }

@@ -34,6 +34,9 @@ struct trace_cli {
 	uint64_t interval_ns; /* --interval; 0: no series */
 	const char *serve; /* --serve ADDR:PORT, or NULL */
 	const char *exe;   /* attach --exe PATH, or NULL */
+	const char *container; /* attach --exe PATH --container WHICH, or NULL */
+	bool all;          /* attach --all */
+	unsigned keep;     /* attach --keep N; 0: not given */
 	bool from_start;   /* attach --exe --from-start (the default) */
 	bool no_stop;      /* attach --exe --no-stop: new processes are not stopped */
 	bool follow_forks; /* record --follow-forks (follow.h), or chosen for a wrapper */
@@ -46,17 +49,42 @@ struct trace_cli {
 
 struct live_metrics;
 
+/*
+ * --keep N (attach --all and --exe): the newest N records this run wrote
+ * stay on disk, and the oldest goes when one more is written, so that a
+ * watch that runs for months stays bounded.  Files of earlier runs are
+ * never touched.
+ */
+struct retention {
+	size_t keep;    /* 0: no bound */
+	char **paths;   /* the records written and still kept, oldest first */
+	size_t count;
+	size_t removed; /* records removed so far */
+};
+
+/* path was just written: kept, and the oldest removed beyond r->keep. */
+void retention__add(struct retention *r, const char *path);
+void retention__free(struct retention *r);
+
 struct output_state {
 	const char *path;
 	bool keep_old;   /* the default file: the previous one becomes PATH.old */
 	bool quiet;
 	size_t records;
+	size_t earlier;  /* an earlier run's PATH.2 ... removed at the first record */
 	bool write_failed;
 	struct live_metrics *metrics; /* --serve: finished records join its totals */
+	struct retention *retain;     /* --keep, or NULL */
 };
 
 /* A tracer_profile_fn for ctx an output_state: report, notes, record file. */
 void output__on_profile(const struct kh_profile *p, void *ctx);
+/*
+ * At the end of out's trace: names the records of an earlier run's series
+ * that this run removed and did not write again (those it wrote again
+ * were replaced, as PATH is).
+ */
+void output__end(struct output_state *out);
 /* PATH for the first record, PATH with ".N" before the extension after. */
 void record_path(const char *path, size_t n, char *out, size_t len);
 /* PATH with tag (".4242") before its extension, or at its end. */
@@ -79,6 +107,12 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli);
 void choose_follow_for(const char *path, struct trace_cli *cli);
 
 /*
+ * One line when COMMAND is a client whose containers a daemon starts
+ * (docker, nerdctl...): record cannot follow into them; what can.
+ */
+void note_daemon_client(const char *path);
+
+/*
  * The default batch mode turns to span mode for an executable with span
  * probes and no batch probe (a <sys/sdt.h> program: docs/PROBES.md), with
  * a note; an explicit --mode batch gets a warning instead.
@@ -89,7 +123,7 @@ void choose_mode_for(const char *path, struct trace_cli *cli);
 void trace_options_from(const struct trace_cli *cli, const char *output,
 			struct output_state *out, struct trace_options *opts);
 /* The exit code once out's records are written: 1 if one could not be. */
-int finish_output(const struct output_state *out, int code);
+int finish_output(struct output_state *out, int code);
 
 /* The signals that end a trace: khprof handles them instead of dying. */
 void stop_signals(sigset_t *set);

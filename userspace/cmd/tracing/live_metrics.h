@@ -18,6 +18,13 @@ struct kh_profile;
 /* Listens on where (httpd__open); one line and -errno on failure. */
 int live_metrics__open(struct live_metrics **out, const char *where);
 /*
+ * Every family but the identities and khprof's health per container, with
+ * a container label (attach --all, --exe): its id's first 12 digits, else
+ * its cgroup path; at most 16 values, any more under "other".  Before the
+ * first tracer is added.
+ */
+void live_metrics__by_container(struct live_metrics *m);
+/*
  * A tracer and its process, read at each scrape from now on (m NULL: no-op).
  * A removed one's records stay in the totals, its CPU at its last reading.
  * 0 or -ENOMEM.

@@ -71,6 +71,7 @@ void process_set__end(struct process_set *s, struct process_trace *p, bool exite
 	if (!exited)
 		tracer__detach(p->tracer);
 	tracer__finish(p->tracer, exited ? 1 : -1);
+	output__end(&p->out);
 	if (p->out.write_failed)
 		s->write_failed = true;
 	if (p->out.path)
