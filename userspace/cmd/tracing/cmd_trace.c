@@ -431,7 +431,7 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 		case OPT_KEEP:
 			if (!attach)
 				goto bad_option;
-			if (parse_count("--keep", optarg, 1, 10000000, &cli->keep))
+			if (parse_count(command, "--keep", optarg, 1, 10000000, &cli->keep))
 				return -EINVAL;
 			break;
 		case OPT_FROM_START:
