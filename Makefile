@@ -13,6 +13,9 @@
 #                 UBSan, FUZZ_SECONDS each (make test fuzzes them 30 s each)
 #   make test-kernels  the integration tests in Debian's own kernels under
 #                 QEMU (docs/KERNELS.md; K=6.1 for one, T=test_trace for one test)
+#   make ARCH=arm64  cross-build khprof, the examples and the tests for
+#                 aarch64 into build/arm64 (Debian's multiarch packages);
+#                 make test runs them in the arm64 kernels of the matrix
 #   V=1           print every command in full
 #
 # Every output goes to build/.  The Debian packages a goal needs are
@@ -38,6 +41,13 @@ $(error khprof: error: cannot build for ARCH '$(ARCH)': its probe sites, argumen
 endif
 MULTIARCH  := $(GNU_$(ARCH))
 DEB_ARCH   := $(DEB_$(ARCH))
+# Another architecture's build runs in the kernel matrix's guests, not here.
+RUN_GOALS  := test test-kernels test-asan demo bench fuzz
+ifneq ($(ARCH),$(HOST_ARCH))
+ifneq ($(filter $(RUN_GOALS),$(MAKECMDGOALS)),)
+$(error khprof: error: cannot run 'make $(filter $(RUN_GOALS),$(MAKECMDGOALS))' for ARCH=$(ARCH) on this $(HOST_ARCH) machine: the $(ARCH) build runs in the kernel matrix's $(ARCH) guests (hint: make test runs them))
+endif
+endif
 
 .DELETE_ON_ERROR:
 
@@ -113,7 +123,9 @@ BENCH_PACKAGES := bpftrace hyperfine time
 # The kernel matrix (tests/kernels/): QEMU, the guest's busybox, the
 # initramfs's cpio, and what unpacks Debian's kernels (lz4 for 5.10 and
 # 6.1, zstd after) to read their BTF on the host.
-KERNEL_PACKAGES := qemu-system-x86 busybox-static cpio file lz4 zstd xz-utils gzip
+# qemu-system-arm has qemu-system-aarch64, for the arm64 kernels (whose
+# guests run the arm64 build, their busybox fetched as arm64 packages).
+KERNEL_PACKAGES := qemu-system-x86 qemu-system-arm busybox-static cpio file lz4 zstd xz-utils gzip
 # The seed conformance reader (../shared/seed/conformance) builds offline
 # from Debian's packaged crates; so does tests/seed-api against the seed,
 # whose build.rs reads the seed's source with syn.
@@ -192,13 +204,20 @@ endif
 # What the integration tests run besides themselves.
 TEST_INPUTS := $(BUILD)/khprof $(EXAMPLES) $(WORKLOADS) $(FIXTURES)
 
-.PHONY: all tests deps demo test test-kernels bench clean vmlinux seed-render fuzz asan test-asan
+.PHONY: all tests guest deps demo test test-kernels bench clean vmlinux seed-render fuzz asan test-asan
 .DEFAULT_GOAL := all
 
 # The only lists of what is built: `make` builds the tool and the examples,
 # `make tests` everything the tests need (make test builds it first).
 all: $(BUILD)/khprof $(EXAMPLES)
 tests: all $(UNIT_BINS) $(ITEST_BINS) $(FIXTURES) $(WORKLOADS) $(RUST_WORKLOADS) $(ASAN)/khprof
+# What a kernel matrix guest runs (tests/kernels/initramfs.sh): the tool,
+# the integration tests and what they trace.  The arm64 guests run the
+# arm64 build, which make test and make test-kernels make first
+# (ARCH=arm64 guest, build/arm64/), unless K= leaves their kernels out.
+guest: all $(ITEST_BINS) $(FIXTURES) $(WORKLOADS) $(RUST_WORKLOADS)
+comma := ,
+MATRIX_ARM64 = $(if $(filter none,$(K)),,$(if $(K),$(filter %-arm64,$(subst $(comma), ,$(K))),yes))
 
 # --- dependencies -----------------------------------------------------------
 deps: $(DEPS_STAMP)
@@ -490,12 +509,14 @@ test: tests seed-render $(if $(T),,$(FUZZERS))
 	@# The seed reader's packages bring Debian's rustc after this Makefile
 	@# was read: build the crate with it too (test_rust expects it then).
 	@if [ -x /usr/bin/rustc ]; then $(MAKE) --no-print-directory $(BUILD)/rust-debian/workload-rs; fi
+	$(if $(T),,$(if $(MATRIX_ARM64),@$(MAKE) --no-print-directory ARCH=arm64 guest))
 	@KH_KERNELS="$(K)" KH_TESTS="$(T)" KH_FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) ./tests/run-all.sh
 
 # Debian's 6.1, 6.12, newest backports and 5.10 kernels (tests/kernels/):
 # K=6.1 (or K=6.1,backports) for some, T=BIN[:PATTERN] for other tests.
 test-kernels: tests seed-render
 	@./scripts/install-deps.sh $(KERNEL_PACKAGES)
+	$(if $(MATRIX_ARM64),@$(MAKE) --no-print-directory ARCH=arm64 guest)
 	@KH_KERNELS="$(K)" KH_KERNEL_TESTS="$(T)" ./tests/kernels/run.sh --no-build
 
 demo: $(BUILD)/khprof $(EXAMPLES)
