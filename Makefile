@@ -63,6 +63,7 @@ ifeq ($(ARCH),$(HOST_ARCH))
 BUILD      := build
 CROSS      :=
 CC         ?= gcc
+CXX        ?= g++
 else
 # A cross build: its own folder (the host's build/ stays whole beside it),
 # Debian's cross compiler, and the libraries of that architecture (:arm64),
@@ -70,6 +71,7 @@ else
 BUILD      := build/$(ARCH)
 CROSS      := $(MULTIARCH)-
 CC         := $(CROSS)gcc
+CXX        := $(CROSS)g++
 endif
 # The sanitizer build's objects and binaries (make asan, below).
 ASAN       := $(BUILD)/asan
@@ -90,7 +92,7 @@ INC_CAPTURE  := $(INC_ANALYSIS) -Iusdt $(call dirs_of,userspace/capture) -I$(BUI
 INC_ALL      := $(INC_CAPTURE) $(call dirs_of,userspace/cmd)
 CPPFLAGS   := -MMD -MP -D_GNU_SOURCE
 USER_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 $(CPPFLAGS)
-NOBPF_LIBS := -ldw -lelf -lprotobuf-c -lz -lcjson -lm -pthread
+NOBPF_LIBS := -ldw -lelf -lprotobuf-c -lz -lcjson -liberty -lm -pthread
 LIBS       := -lbpf -lcap $(NOBPF_LIBS)
 # -fms-extensions: the BTF of Linux 6.19 and later (vmlinux/arm64/, from
 # 7.3) embeds structs by their tag alone, as the kernel's own build does.
@@ -101,14 +103,17 @@ BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Iinc
 # tools that run on this machine, and libraries of the architecture built
 # for (":arm64" in a cross build, with Debian's cross compiler).
 # systemtap-sdt-dev: <sys/sdt.h>, whose STAP_PROBE macros a test workload
-# fires instead of the header's (tests/workloads/sdt.c).
+# fires instead of the header's (tests/workloads/sdt.c).  libiberty-dev:
+# the demangler of Rust and C++ function names (analysis/formats/demangle.c);
+# g++: the C++ workload whose names it is tested on.
 LIB_PACKAGES := libbpf-dev libelf-dev zlib1g-dev libcjson-dev libcap-dev libcmocka-dev \
-                libpcre2-dev libpng-dev libdw-dev libprotobuf-c-dev systemtap-sdt-dev
-PACKAGES := bpftool clang llvm protobuf-c-compiler pkg-config make gcc
+                libpcre2-dev libpng-dev libdw-dev libprotobuf-c-dev libiberty-dev systemtap-sdt-dev
+PACKAGES := bpftool clang llvm protobuf-c-compiler pkg-config make gcc g++
 ifeq ($(CROSS),)
 PACKAGES += $(LIB_PACKAGES)
 else
-PACKAGES += gcc-$(subst _,-,$(MULTIARCH)) $(addsuffix :$(DEB_ARCH),$(LIB_PACKAGES))
+PACKAGES += gcc-$(subst _,-,$(MULTIARCH)) g++-$(subst _,-,$(MULTIARCH)) \
+            $(addsuffix :$(DEB_ARCH),$(LIB_PACKAGES))
 endif
 # What make test needs besides the build: the browser the HTML reports are
 # opened in (tests/integration/commands/test_html.c), and the Prometheus server and
@@ -181,12 +186,13 @@ FIXTURES     := $(foreach f,$(FIXTURE_SRCS),$(patsubst tests/unit/fixtures/%.S,$
 
 # Traced workloads used by the integration tests (built like outside programs:
 # only include/keyhog_profile.h); sdt-nosem and stackwork-nofp are two of
-# them built a second way (below).
+# them built a second way, stackwork-cxx stackwork's shape in C++ (below).
 # The public probe header and its files per architecture.
 PROBE_HEADERS := $(wildcard include/keyhog_profile*.h)
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOADS     := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(filter-out tests/workloads/lib%,$(WORKLOAD_SRCS))) \
-                 $(BUILD)/workloads/sdt-nosem $(BUILD)/workloads/stackwork-nofp
+                 $(BUILD)/workloads/sdt-nosem $(BUILD)/workloads/stackwork-nofp \
+                 $(BUILD)/workloads/stackwork-cxx
 
 # The Rust probe crate's workload, with the cargo found, and again with
 # Debian 12's own rustc 1.63 when the machine has it (the oldest Rust the
@@ -196,7 +202,7 @@ WORKLOADS     := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(filter-ou
 RUST_SRCS := $(shell find rust/keyhog-probes tests/workloads-rs tests/seed-api -type f \
                  \( -name '*.rs' -o -name Cargo.toml \) 2>/dev/null) \
              $(wildcard ../shared/seed/keyhog_profile_lib.rs ../shared/seed/keyhog_profile_docs.txt)
-RUST_WORKLOADS := $(BUILD)/workloads/workload-rs
+RUST_WORKLOADS := $(BUILD)/workloads/workload-rs $(BUILD)/workloads/workload-rs-v0
 ifneq ($(wildcard /usr/bin/rustc),)
 RUST_WORKLOADS += $(BUILD)/rust-debian/workload-rs
 endif
@@ -405,10 +411,18 @@ $(BUILD)/workloads/sdt-nosem: tests/workloads/sdt.c | $(DEPS_STAMP)
 # The stack sampler's workload unwinds by frame pointers (tests/integration/tracing/test_stacks.c),
 # and the same without them, as Debian builds its packages.
 $(BUILD)/workloads/stackwork: private CFLAGS += -fno-omit-frame-pointer
-$(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c $(PROBE_HEADERS) $(BUILD)/workloads/libkhwork.so | $(DEPS_STAMP)
+$(BUILD)/workloads/stackwork: tests/workloads/spin.h
+$(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c tests/workloads/spin.h $(PROBE_HEADERS) $(BUILD)/workloads/libkhwork.so | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,CC,$< -fomit-frame-pointer)
 	$(Q)$(WORKLOAD_CC) -fomit-frame-pointer -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -lkhwork
+
+# The same shape in C++ (g++, the header alone, frame pointers): the names
+# of a C++ program's samples, which khprof demangles (test_stacks.c).
+$(BUILD)/workloads/stackwork-cxx: tests/workloads/stackwork_cxx.cc tests/workloads/spin.h $(PROBE_HEADERS) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(call msg,CXX,$<)
+	$(Q)$(CXX) $(CFLAGS) $(WARNINGS) -fno-omit-frame-pointer -Iinclude -o $@ $<
 
 # --- Rust: the probe crate and its workload ---------------------------------
 # rust/keyhog-probes emits the header's probes from Rust with the seed's API;
@@ -423,6 +437,8 @@ $(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c $(PROBE_HEADERS) 
 # when the cargo found has none (scripts/build-rust.sh).
 RUST_CRATES   := librust-serde-dev librust-serde-derive-dev librust-serde-json-dev \
                  librust-syn-dev librust-quote-dev librust-proc-macro2-dev
+# The workload comes twice from the cargo found: workload-rs-v0 is built
+# with Rust's v0 symbol mangling, for the demangled names of --sample.
 RUST_PACKAGES := cargo
 RUST_TRIPLE_x86   := x86_64-unknown-linux-gnu
 RUST_TRIPLE_arm64 := aarch64-unknown-linux-gnu
@@ -430,10 +446,10 @@ ifneq ($(CROSS),)
 RUST_PACKAGES += libstd-rust-dev:$(DEB_ARCH)
 RUST_CROSS := RUST_TARGET=$(RUST_TRIPLE_$(ARCH)) RUST_LINKER=$(CC)
 endif
-$(BUILD)/workloads/workload-rs: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
-	$(call msg,CARGO,$@)
+$(BUILD)/workloads/workload-rs $(BUILD)/workloads/workload-rs-v0 &: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
+	$(call msg,CARGO,$(BUILD)/workloads/workload-rs)
 	$(Q)./scripts/install-deps.sh $(RUST_CRATES)
-	$(Q)$(RUST_CROSS) RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) current $@
+	$(Q)$(RUST_CROSS) RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) current $(BUILD)/workloads/workload-rs
 $(BUILD)/rust-debian/workload-rs: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
 	$(call msg,CARGO,$@ (rustc 1.63))
 	$(Q)./scripts/install-deps.sh $(RUST_CRATES)
@@ -530,6 +546,10 @@ bench: tests
 $(BUILD)/diff_rates: $(BUILD)/bench/diff-rates/diff_rates.o $(COMMON_OBJS) $(ANALYSIS_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(NOBPF_LIBS)
+# The verdicts' quality on recorded runs, beside a plain U test (bench/verdict/run.sh).
+$(BUILD)/verdict_rates: $(BUILD)/bench/verdict/verdict_rates.o $(COMMON_OBJS) $(ANALYSIS_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(NOBPF_LIBS)
 $(BUILD)/bench/%.o: LAYER_INC = $(INC_ALL)
 
 # The siege of --serve and the libmicrohttpd server it was measured
@@ -559,5 +579,5 @@ clean:
 # The compiler's dependency files of this tree's objects only: build/ also
 # holds reference builds of other commits (build/ref) and cargo's target
 # directories, whose .d files name other trees' headers.
--include $(shell find $(addprefix $(BUILD)/,userspace usdt bpf tests examples fuzz) \
+-include $(shell find $(addprefix $(BUILD)/,userspace usdt bpf tests examples fuzz bench) \
              $(addprefix $(ASAN)/,userspace usdt tests) -name '*.d' 2>/dev/null)

@@ -170,7 +170,7 @@ row() { # row N MEASUREMENT KHPROF REFERENCE RATIO TARGET MET
 }
 
 # --- 1. untraced cost per span ----------------------------------------------
-say "1/14 untraced span cost"
+say "1/15 untraced span cost"
 N1=20000000
 for r in 1 2 3 4 5; do
 	span_ns bare "$SC" bare $N1 >>"$tmp/r1.bare"
@@ -270,7 +270,7 @@ row 1 "layout check: same loops built with -falign-loops=32" \
 	"probes $probes32" "bare $bare32" "$(calc %.2f× "$probes32 / $bare32")" "—" "—"
 
 # --- 2. traced cost per span ------------------------------------------------
-say "2/14 traced span cost (khprof batch/span/pair, bpftrace, in-process enabled)"
+say "2/15 traced span cost (khprof batch/span/pair, bpftrace, in-process enabled)"
 # bt_pair BINARY OUT: bpftrace's per-stage aggregation with @start[tid],
 # on the same two probes khprof's pair mode uses (rows 2 and 3).
 bt_pair() {
@@ -393,7 +393,7 @@ row 2 "Rust crate, a traced batch span's user space, instructions/span (batch se
 	"traced $ir_rs_tsim; counting in process too $ir_rs_bsim" "untraced $ir_rs_seed" "—" "—" "—"
 
 # --- 3. attach latency and peak RSS -----------------------------------------
-say "3/14 attach latency and peak RSS (khprof record vs bpftrace -c)"
+say "3/15 attach latency and peak RSS (khprof record vs bpftrace -c)"
 BT3=$tmp/first.bt
 bt_pair "$FP" "$BT3"
 R3=15
@@ -458,7 +458,7 @@ row 3 "peak RSS, MiB (wait4 ru_maxrss, tiny traced program)" "$rss_k" "bpftrace 
 	"$(calc %.2f× "$rss_k / $rss_b")" "≤16 MiB" "$(ok "$rss_k <= 16")"
 
 # --- 4. end to end: kh-scan on the default corpus ---------------------------
-say "4/14 kh-scan --threads 2 on the default corpus, untraced vs traced"
+say "4/15 kh-scan --threads 2 on the default corpus, untraced vs traced"
 corpus=build/demo-corpus
 if [ ! -f "$corpus/truth.jsonl" ]; then
 	corpus=$B/corpus
@@ -549,7 +549,7 @@ row 4 "kh-scan untraced throughput, MiB/s (whole command, 2 threads, $(calc %.1f
 # CPU 1 (libwall.so pins the scanner alone), khprof on CPU 0, 61 rounds in
 # alternating order.  `record --repeat 1` returns only after the kernel has
 # detached its uprobes, so no pause is needed between runs.
-say "4/14 kh-scan --threads 1 pinned, untraced vs batch, 61 rounds"
+say "4/15 kh-scan --threads 1 pinned, untraced vs batch, 61 rounds"
 pinned() { # pinned CONFIG: one run, own wall to r4p.CONFIG.own
 	local cfg=$1 cmd
 	case $cfg in
@@ -622,7 +622,7 @@ row 4 "fixed costs, µs per event: transition (wakes khprof); identity (delivere
 	"$woken_event; $lazy_event" "—" "—" "—" "—"
 
 # --- 5. accuracy against the program's own clock -----------------------------
-say "5/14 accuracy: workload timed US N, khprof vs the workload's own clock"
+say "5/15 accuracy: workload timed US N, khprof vs the workload's own clock"
 declare -A N5=([1]=20000 [10]=5000 [100]=1000)
 for r in 1 2 3; do
 	for us in 1 10 100; do
@@ -681,7 +681,7 @@ done
 # Spans that move between CPUs half way (workload migrate), and every mode
 # with CLOCK_MONOTONIC forced for batch mode's spans (KHPROF_TEST_TSC): the
 # clock batch mode falls back to where the TSC is not trusted.
-say "5/10 accuracy: migrating spans and CLOCK_MONOTONIC forced, every mode"
+say "5/15 accuracy: migrating spans and CLOCK_MONOTONIC forced, every mode"
 N5M=2000
 for r in 1 2 3; do
 	for mode in batch span pair; do
@@ -727,7 +727,7 @@ for v in migrate forced; do
 done
 
 # --- 6. scaling with threads ------------------------------------------------
-say "6/14 scaling: traced cost per span with 1 and 2 threads"
+say "6/15 scaling: traced cost per span with 1 and 2 threads"
 for r in 1 2 3; do
 	for mode in batch span; do
 		for th in 1 2; do
@@ -754,7 +754,7 @@ row 6 "reference: in-process design enabled (C port, shared atomic counters), 2 
 	"—" "$i2 (1 thread $i1)" "$(calc %.2f× "$i2 / $i1")" "—" "—"
 
 # --- 7. what one --interval sample costs khprof -----------------------------
-say "7/14 --interval sample cost"
+say "7/15 --interval sample cost"
 sleep 600 &
 idle=$!
 for _ in 1 2 3 4 5; do
@@ -767,7 +767,7 @@ p7=$(awk '{ print $3 }' "$tmp/r7" | median)
 row 7 "--interval: khprof CPU per sample, µs (slot map read over the CPUs; /proc stat+status)" \
 	"$s7 ($m7; $p7)" "—" "$(calc %.3f%% "$s7 / 1000")" "at 100 ms, of one CPU" "—"
 # --- 8. page faults of a traced process -------------------------------------
-say "8/14 page faults: untraced and traced (khprof's RSS peak watcher)"
+say "8/15 page faults: untraced and traced (khprof's RSS peak watcher)"
 PF=$root/$B/page_fault
 for r in 1 2 3 4 5; do
 	"$PF" 128 8 | sed -n 's/^ns_per_fault=//p' >>"$tmp/r8.untraced"
@@ -779,7 +779,7 @@ row 8 "page fault, ns, traced process (every RSS change runs the peak watcher)" 
 	"untraced $pf0" "$(calc %.2f× "$pf1 / $pf0")" "—" "—"
 
 # --- 9. live metrics: a scrape, and khprof idle ------------------------------
-say "9/14 --serve: khprof CPU per /metrics scrape, and idle-attached"
+say "9/15 --serve: khprof CPU per /metrics scrape, and idle-attached"
 for r in 1 2 3; do
 	./bench/scrape_cost.sh "$KHPROF" "$WORKLOAD" "$root/$B/scrape" "$tmp/r9.$r" "$SC" >>"$tmp/r9"
 	settle
@@ -797,7 +797,7 @@ row 9 "traced program's ns/span (batch) while scraped every 1 s" "$scraped9" \
 	"not scraped $plain9" "$(calc %.2f× "$scraped9 / $plain9")" "unchanged within noise" \
 	"$(ok "$scraped9 <= 1.1 * $plain9")"
 # --- 10. cost per context switch (off-CPU log) --------------------------------
-say "10/14 context switches: untraced, traced, and while khprof traces another process"
+say "10/15 context switches: untraced, traced, and while khprof traces another process"
 # sw_ns OUT CMD...: a switch_cost run's ns_per_switch, appended to OUT.
 sw_ns() {
 	local out=$1
@@ -828,7 +828,7 @@ row 10 "context switch of another process while khprof traces one, ns" \
 	"$(calc %+.0f "$sw2 - $sw0") ($sw2)" "untraced $sw0" "$(calc %.3f× "$sw2 / $sw0")" "filter only" "—"
 
 # --- 11. --sample -----------------------------------------------------------
-say "11/14 --sample: the traced program's wall at 0, 99 and 999 Hz, khprof's CPU, symbolization"
+say "11/15 --sample: the traced program's wall at 0, 99 and 999 Hz, khprof's CPU, symbolization"
 ./bench/sample_cost.sh "$KHPROF" build/workloads/stackwork "$B/symbolize" "$tmp/r11" >"$tmp/r11.out"
 r99=$(field "$tmp/r11.out" ratio99)
 r999=$(field "$tmp/r11.out" ratio999)
@@ -859,7 +859,7 @@ row 11 "DWARF unwind (not built): bytes per sample; khprof CPU to unwind one, µ
 	"560 now" "—" "—" "—"
 
 # --- 12. reading a large record: khprof against the seed's reader ----------
-say "12/14 a 50 MB record: khprof report --format seed against the seed's reader"
+say "12/15 a 50 MB record: khprof report --format seed against the seed's reader"
 # timed OUT CMD...: "seconds peak_kib" of one run (GNU time), appended to OUT.
 timed() {
 	local out=$1
@@ -882,7 +882,7 @@ row 12 "50 MB record, peak RSS, MiB" "$(calc %.0f "$k11m")" "seed-render $(calc 
 	"$(calc %.2f× "$k11m / $s11m")" "≤3×" "$(ok "$k11m <= 3 * $s11m")"
 
 # --- 13. khprof diff of many runs: linear, not quadratic ---------------------
-say "13/14 khprof diff of 1,000 and 4,000 runs a side"
+say "13/15 khprof diff of 1,000 and 4,000 runs a side"
 for n in 1000 4000; do
 	python3 bench/records.py runs "$tmp/runs$n" "$n"
 	timed "$tmp/r13.$n" "$KHPROF" diff "$tmp/runs$n/base" "$tmp/runs$n/cand"
@@ -897,7 +897,7 @@ row 13 "khprof diff, seconds: 4,000 runs a side (1,000 a side in brackets)" "$d4
 row 13 "khprof diff, peak RSS, MiB, 4,000 runs a side" "$(calc %.0f "$m4")" "—" "—" "—" "—"
 
 # --- 14. attach --all: what watching every execve of a host costs -------------
-say "14/14 attach --all: the first look at the host, and an execve known, new and instrumented"
+say "14/15 attach --all: the first look at the host, and an execve known, new and instrumented"
 ./bench/all-cost/run.sh "$KHPROF" "$WORKLOAD" "$root/$B/exec_loop" "$root/$B/host_scan" "$tmp/r14" \
 	>"$tmp/r14.out"
 plain14=$(field "$tmp/r14.out" plain_us)
@@ -914,6 +914,13 @@ row 14 "attach --all, µs from fork to exit of an instrumented ~1 ms program (st
 	"$(field "$tmp/r14.out" instr_all_us)" "no khprof $(field "$tmp/r14.out" instr_plain_us)" \
 	"—" "—" "—"
 
+# --- 15. how good khprof diff's verdicts are --------------------------------
+# A pool of alternated runs recorded afresh (about 10 minutes here), then
+# trials drawn from it (bench/verdict): the table goes into its own section.
+say "15/15 khprof diff's verdicts on recorded runs beside a plain U test (bench/verdict)"
+./bench/verdict/run.sh "$tmp/verdict" >"$tmp/verdict.md"
+grep -q '^| single |' "$tmp/verdict.md" || die "bench/verdict/run.sh printed no table"
+
 # --- the table and docs/PERFORMANCE.md --------------------------------------
 header='| row | measurement | khprof | reference | ratio | target | met |
 |---|---|---|---|---|---|---|'
@@ -928,6 +935,11 @@ misses=$(grep -E '\*\*no\*\* \|$|unresolved \|$' "$ROWS" | awk -F' \\| ' '{
 	got = ($5 == "—") ? $3 : $3 ", ratio " $5
 	why = ($7 ~ /unresolved/) ? " (unresolved: the 95% interval straddles the target)" : ""
 	printf "- row %s, %s: %s against a target of %s%s\n", substr($1, 3), $2, got, $6, why }' || true)
+# The verdict rows whose goal khprof missed, or where the plain U test did better.
+misses=$(printf '%s\n' "$misses"; awk -F' \\| ' '/^\| / && ($8 ~ /no/ || $9 ~ /no/) {
+	printf "- row 15, %s, %s, %s: khprof %s, the U test %s against a goal of %s\n",
+		substr($1, 3), $2, $3, $5, $6, $7 }' "$tmp/verdict.md")
+misses=$(printf '%s\n' "$misses" | sed '/^$/d')
 [ -n "$misses" ] || misses="- none"
 
 {
@@ -955,6 +967,12 @@ $misses
 
 EOF
 	cat bench/rows.md
+	echo
+	echo "## Row 15: how good khprof diff's verdicts are"
+	echo
+	cat "$tmp/verdict.md"
+	echo
+	cat bench/verdict/about.md
 } >"$DOC.tmp"
 mv "$DOC.tmp" "$DOC"
 say "wrote $DOC"

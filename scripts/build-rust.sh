@@ -14,7 +14,8 @@
 #
 #   scripts/build-rust.sh BUILD_DIR current OUT   the cargo on PATH (or ~/.cargo/bin;
 #                                                 Debian's $RUST_PACKAGES, default
-#                                                 cargo, installed when there is none)
+#                                                 cargo, installed when there is none),
+#                                                 and OUT-v0 with v0 symbol mangling
 #   scripts/build-rust.sh BUILD_DIR debian OUT    Debian 12's own rustc 1.63
 #                                                 (/usr/bin/rustc, /usr/bin/cargo)
 #
@@ -100,6 +101,23 @@ release=$work/target/${target:+$target/}release
 mkdir -p "$(dirname "$out")"
 cp "$release/workload-rs" "$out.tmp"
 mv "$out.tmp" "$out"
+
+# With the current toolchain, the workload once more with Rust's v0 symbol
+# mangling (-C symbol-mangling-version=v0, stable since Rust 1.59) as
+# OUT-v0: the names --sample reports come in both schemes, the legacy one
+# above (rustc's default for a crate's own code) and v0 (the std of recent
+# toolchains, and crates built with it), and khprof demangles both
+# (tests/integration/tracing/test_stacks.c).  Its own target folder, as
+# RUSTFLAGS would otherwise rebuild the first each time.  Not for the
+# benchmarks' build (with examples), which do not run it.
+if [ "$name" = current ] && [ -z "$examples_dir" ]; then
+	(cd "$work/src/tests/workloads-rs" &&
+		RUSTFLAGS="${RUSTFLAGS:-} -C symbol-mangling-version=v0" \
+			CARGO_TARGET_DIR=$PWD/../../../target-v0 "$cargo" build --offline --release --quiet \
+				${target:+--target "$target"})
+	cp "$work/target-v0/${target:+$target/}release/workload-rs" "$out-v0.tmp"
+	mv "$out-v0.tmp" "$out-v0"
+fi
 
 # Without its default feature (serde) the crate has no dependency at all:
 # keep that building too.

@@ -53,4 +53,4 @@ set -e
 echo
 echo "demo: build/khprof diff build/demo-runs-base build/demo-runs-candidate (10 alternated runs of the same build a side; rows of two stages and the states)"
 build/khprof diff --all build/demo-runs-base build/demo-runs-candidate 2>/dev/null |
-	grep -E '^(item|wall|source-read\.|decode\.|[a-z]+\.(wall|cpu) )|^diff:' || true
+	grep -E '^(item|wall|(source-read|decode)\.(elapsed|on_cpu|own|runnable)|[a-z]+\.(wall|cpu))†? |^diff:' || true

@@ -2,8 +2,8 @@
 /*
  * diff_rates: how often `khprof diff` fails identical builds, and how
  * often it catches an injected single-stage slowdown, by resampling one
- * series of records of the same binary (docs/CI.md, "False alarms and
- * detection").  Built and run by bench/diff-rates/run.sh.
+ * series of records of the same binary (docs/CI.md, "The archived kh-scan
+ * series").  Built and run by bench/diff-rates/run.sh.
  *
  *   diff_rates DIR [DRAWS [SIDE]]
  *
@@ -22,7 +22,6 @@
  * threshold, DIFF_RATES_VERBOSE=1 names each false alarm,
  * DIFF_RATES_MISSES=1 prints the stage's gating items of each miss.
  */
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,51 +30,25 @@
 #include "diff.h"
 #include "hist.h"
 #include "json.h"
+#include "record_dir.h"
+#include "../draws.h"
 #include "record.h"
 
 #define MAX_SIDE 12
 static int SIDE = 5;
-#define MAX_RECORDS 512
 
-static struct kh_profile records[MAX_RECORDS];
+static struct kh_profile *records;
 static size_t record_count;
-static unsigned long long rng = 0x9e3779b97f4a7c15ull;
 
-static unsigned long long next_random(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
-
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
+/* The runs in DIR (run-NNN.json), in recording order; 0 or -1. */
 static int load_dir(const char *dir)
 {
-	char *names[MAX_RECORDS], path[4096], problem[256];
-	struct dirent *e;
-	size_t n = 0;
-	DIR *d = opendir(dir);
+	size_t unreadable = 0;
 
-	if (!d)
+	if (record_dir__read_runs(dir, &records, &record_count, &unreadable))
 		return -1;
-	while ((e = readdir(d)) && n < MAX_RECORDS)
-		if (strncmp(e->d_name, "run-", 4) == 0 && strstr(e->d_name, ".json"))
-			names[n++] = strdup(e->d_name);
-	closedir(d);
-	qsort(names, n, sizeof(*names), by_name);
-	for (size_t i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		if (profile__read_file(path, &records[record_count], problem, sizeof(problem)))
-			fprintf(stderr, "diff_rates: skipping '%s': %s\n", path, problem);
-		else
-			record_count++;
-		free(names[i]);
-	}
+	if (unreadable)
+		fprintf(stderr, "diff_rates: %zu records skipped\n", unreadable);
 	return 0;
 }
 
@@ -104,18 +77,25 @@ static void slow_stage(struct kh_profile *p, uint32_t stage, double factor)
 	}
 }
 
-/* A shallow copy whose stage figures and histogram may be changed. */
-static void copy_record(struct kh_profile *dst, const struct kh_profile *src)
+/*
+ * A shallow copy whose stage figures and the histogram of stage (every
+ * stage's for KH_STAGE_COUNT, none for a negative one) may be changed:
+ * copying all 25 histograms of 20 records a comparison made the bench
+ * take most of an hour.  The stage figures are in the record itself.
+ */
+static void copy_record(struct kh_profile *dst, const struct kh_profile *src, int stage)
 {
 	*dst = *src;
 	for (int s = 0; s < KH_STAGE_COUNT; s++)
-		kh_dist__copy(&dst->ext.latency.stages[s], &src->ext.latency.stages[s]);
+		if (s == stage || stage == KH_STAGE_COUNT)
+			kh_dist__copy(&dst->ext.latency.stages[s], &src->ext.latency.stages[s]);
 }
 
-static void free_copy(struct kh_profile *p)
+static void free_copy(struct kh_profile *p, int stage)
 {
 	for (int s = 0; s < KH_STAGE_COUNT; s++)
-		kh_dist__free(&p->ext.latency.stages[s]);
+		if (s == stage || stage == KH_STAGE_COUNT)
+			kh_dist__free(&p->ext.latency.stages[s]);
 }
 
 enum outlier { NONE, BASE_OUTLIER, CAND_OUTLIER };
@@ -150,8 +130,8 @@ static int compare(const size_t *idx, bool alternated, int stage, enum outlier o
 	int hit = 0;
 
 	for (int i = 0; i < SIDE; i++) {
-		copy_record(&base[i], &records[idx[alternated ? 2 * i : i]]);
-		copy_record(&cand[i], &records[idx[alternated ? 2 * i + 1 : SIDE + i]]);
+		copy_record(&base[i], &records[idx[alternated ? 2 * i : i]], stage);
+		copy_record(&cand[i], &records[idx[alternated ? 2 * i + 1 : SIDE + i]], stage);
 		for (uint32_t st = 0; stage >= 0 && st < KH_STAGE_COUNT; st++)
 			if (st == (uint32_t)stage || stage == KH_STAGE_COUNT)
 				slow_stage(&cand[i], st, 1.33);
@@ -187,8 +167,8 @@ static int compare(const size_t *idx, bool alternated, int stage, enum outlier o
 		}
 	}
 	for (int i = 0; i < SIDE; i++) {
-		free_copy(&base[i]);
-		free_copy(&cand[i]);
+		free_copy(&base[i], stage);
+		free_copy(&cand[i], stage);
 	}
 	return hit;
 }

@@ -1,6 +1,6 @@
 #!/bin/sh
-# The false-alarm and detection rates of docs/CI.md ("False alarms and
-# detection"): records RUNS runs of kh-scan on the demo corpus (or takes an
+# The false-alarm and detection rates of docs/CI.md ("The archived kh-scan
+# series"): records RUNS runs of kh-scan on the demo corpus (or takes an
 # existing directory of them) and resamples them with build/diff_rates.
 #   bench/diff-rates/run.sh [DIR [RUNS]]     (as root when DIR must be recorded)
 # DRAWS (default 400) comparisons a cell, for each count of runs a side in

@@ -25,17 +25,7 @@
 #include <time.h>
 
 #include "keyhog_profile.h"
-
-static volatile uint64_t sink;
-
-/* Own loops with different constants: noipa keeps the compiler from merging them. */
-#define SPIN(n, k)                                                             \
-	do {                                                                   \
-		uint64_t x = sink;                                             \
-		for (uint64_t i = 0; i < (n); i++)                             \
-			x = x * (k) + i;                                       \
-		sink = x;                                                      \
-	} while (0)
+#include "spin.h"
 
 #define UNIT 200000ull
 

@@ -14,7 +14,7 @@ enum khprof_exit {
 	KHPROF_EXIT_BAD_INPUT = 2,   /* unreadable or malformed record, ELF or config file */
 	KHPROF_EXIT_REGRESSION = 1,  /* diff: a regression, so that CI fails the job */
 	KHPROF_EXIT_NOT_COMPARABLE = 3, /* diff: the records' identities differ */
-	KHPROF_EXIT_TOO_FEW_RUNS = 4,   /* diff: one record on a side, no verdict */
+	KHPROF_EXIT_CANNOT_JUDGE = 4,   /* diff: too few runs, or too many starved of CPU */
 	KHPROF_EXIT_CANNOT_EXEC = 126,
 	KHPROF_EXIT_NOT_FOUND = 127,
 };

@@ -72,6 +72,26 @@ char *utf8__dup_lossy(const char *s)
 	return out;
 }
 
+size_t utf8__chars(const char *s)
+{
+	size_t n = strlen(s), chars = 0;
+	bool valid;
+
+	for (size_t i = 0; i < n; chars++)
+		i += utf8__scan((const unsigned char *)s + i, n - i, &valid);
+	return chars;
+}
+
+size_t utf8__prefix(const char *s, size_t n)
+{
+	size_t len = strlen(s), i = 0;
+	bool valid;
+
+	while (n-- && i < len)
+		i += utf8__scan((const unsigned char *)s + i, len - i, &valid);
+	return i;
+}
+
 /* The code point of a valid sequence of step bytes. */
 static unsigned int code_point(const unsigned char *s, size_t step)
 {

@@ -17,6 +17,15 @@ size_t utf8__scan(const unsigned char *s, size_t n, bool *valid);
 char *utf8__dup_lossy(const char *s);
 
 /*
+ * Characters in s (an invalid subpart counts as the one U+FFFD it reads
+ * as): the columns it takes in a table, for the text khprof pads (names
+ * with an ellipsis, a Rust identifier in another script).
+ */
+size_t utf8__chars(const char *s);
+/* Bytes of the first n characters of s (all of s when it has fewer): a cut between characters. */
+size_t utf8__prefix(const char *s, size_t n);
+
+/*
  * Whether the valid character of step bytes at s is one a terminal or a
  * reader acts on rather than shows: C0 and C1 controls, DEL, and the
  * bidirectional overrides and isolates, which reorder the rest of a line.

@@ -434,7 +434,8 @@ static void test_bad_values_point_to_help(void **state)
 		{ "record", { "record", "--identity", "nokey", "--", "/bin/true" },
 		  "bad --identity 'nokey'" },
 		{ "record", { "record", "--append", "--", "/bin/true" }, "--append needs --repeat" },
-		{ "attach", { "attach", "-p", "1", "--exe", "/bin/true" }, "not both" },
+		{ "attach", { "attach", "-p", "1", "--exe", "/bin/true" },
+		  "attach takes one of -p PID, --exe PATH and --all" },
 	};
 
 	(void)state;

@@ -176,27 +176,37 @@ static void prepare(void)
  * The children a test spawned (khprof, runc run): a test that fails half
  * way leaves none running, above all no attach --all, past its end.
  */
-static pid_t spawned[8];
+static struct {
+	pid_t pid;
+	/*
+	 * runc run hands a SIGTERM to the container's init, which as its
+	 * namespace's init ignores a signal it has no handler for: runc gets
+	 * SIGKILL, and the init then reads the end of the stdin runc relayed.
+	 */
+	bool runc;
+} spawned[8];
 static size_t spawned_count;
 
 static struct child spawn(char *const argv[], bool capture_stderr)
 {
 	struct child c = child_spawn(argv, capture_stderr);
 
-	if (spawned_count < sizeof(spawned) / sizeof(spawned[0]))
-		spawned[spawned_count++] = c.pid;
+	if (spawned_count < sizeof(spawned) / sizeof(spawned[0])) {
+		spawned[spawned_count].pid = c.pid;
+		spawned[spawned_count++].runc = strcmp(argv[0], runc) == 0;
+	}
 	return c;
 }
 
-/* Teardown: SIGTERM to each child still running, then reaped; nothing for those reaped. */
+/* Teardown: SIGTERM (runc: SIGKILL) to each child still running, then reaped. */
 static int end_spawned(void **state_)
 {
 	(void)state_;
 	for (size_t i = 0; i < spawned_count; i++) {
-		if (waitpid(spawned[i], NULL, WNOHANG) != 0)
+		if (waitpid(spawned[i].pid, NULL, WNOHANG) != 0)
 			continue;
-		kill(spawned[i], SIGTERM);
-		waitpid(spawned[i], NULL, 0);
+		kill(spawned[i].pid, spawned[i].runc ? SIGKILL : SIGTERM);
+		waitpid(spawned[i].pid, NULL, 0);
 	}
 	spawned_count = 0;
 	return 0;

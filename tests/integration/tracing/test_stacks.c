@@ -35,6 +35,10 @@
 #define STACKWORK_NOFP "build/workloads/stackwork-nofp"
 /* tests/workloads-rs: its `stacks` scenario is stackwork's shape in Rust. */
 #define WORKLOAD_RS "build/workloads/workload-rs"
+/* The same built with Rust's v0 symbol mangling (scripts/build-rust.sh). */
+#define WORKLOAD_RS_V0 "build/workloads/workload-rs-v0"
+/* tests/workloads/stackwork_cxx.cc, built with g++. */
+#define STACKWORK_CXX "build/workloads/stackwork-cxx"
 /* ~1.3 s of CPU here: enough samples at 999 Hz, and no time limit depends on it. */
 #define ROUNDS "400"
 
@@ -169,7 +173,7 @@ static void read_folded_of(const char *record, const char *prefix, struct folded
 			/*
 			 * work_alpha is a leaf: its caller, which the frame-pointer
 			 * walk skips, is put back from its CFI (stackwork's caller
-			 * is one_round; the Rust workload's is mangled).
+			 * is one_round; the Rust workload's is its main).
 			 */
 			if (!*prefix && !memmem(line, len, ";one_round;work_alpha ", 22))
 				fail_msg("work_alpha without its caller: %.*s", (int)len, line);
@@ -490,6 +494,290 @@ static void test_rust_guards_tag_samples(void **state)
 	profile__free(&p);
 }
 
+/* khprof report RECORD --format FORMAT's output, which must exit 0. */
+static char *report_as(const char *record, const char *format)
+{
+	char *argv[] = { khprof, "report", (char *)record, "--format", (char *)format, NULL };
+	struct run_result r = run_cmd(NULL, -1, argv);
+	char *out = r.out;
+
+	if (r.exit_code != 0)
+		fail_msg("khprof report %s --format %s exited %d: %s", record, format, r.exit_code,
+			 r.err);
+	r.out = NULL;
+	run_result_free(&r);
+	return out;
+}
+
+/* No output names a function by its symbol: no Rust or C++ mangling, no hash, no LLVM suffix. */
+static void assert_no_symbol(const char *what, const char *text)
+{
+	static const char *const marks[] = { ";_Z", ";_R", ">_Z", ">_R", "\"_Z", "\"_R",
+					     " _Z", " _R", "17h", ".llvm." };
+
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+		if (strstr(text, marks[i]))
+			fail_msg("%s names a symbol: ...%.80s", what, strstr(text, marks[i]));
+}
+
+/* name with HTML's &lt; &gt; &amp;, as the page writes it. */
+static void html_escaped(const char *name, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (const char *p = name; *p && n + 6 < len; p++)
+		n += (size_t)snprintf(buf + n, len - n, "%s",
+				      *p == '<' ? "&lt;" : *p == '>' ? "&gt;" : *p == '&' ? "&amp;"
+				      : (char[]){ *p, 0 });
+	assert_true(n + 6 < len);
+}
+
+/*
+ * In `protoc --decode=perftools.profiles.Profile`'s text of a profile:
+ * a Function whose name is the string name and whose system_name starts
+ * with sys_prefix (the symbol, as profile.proto defines them).
+ */
+static bool pprof_has_function(const char *text, const char *name, const char *sys_prefix)
+{
+	const char *strings[4096], *at;
+	size_t n = 0;
+
+	/* The string table, in order: names here need none of protoc's escapes. */
+	static const char string_at[] = "\nstring_table: \"", name_at[] = "\n  name: ",
+			  sys_at[] = "\n  system_name: ";
+
+	for (at = text; (at = strstr(at, string_at)) && n < 4096; at++)
+		strings[n++] = at + strlen(string_at);
+	for (at = text; (at = strstr(at, "\nfunction {\n")); at++) {
+		const char *end = strstr(at + 1, "\n}"), *f;
+		long name_id = 0, sys_id = 0;
+
+		if ((f = strstr(at, name_at)) && f < end)
+			name_id = strtol(f + strlen(name_at), NULL, 10);
+		if ((f = strstr(at, sys_at)) && f < end)
+			sys_id = strtol(f + strlen(sys_at), NULL, 10);
+		if (name_id <= 0 || sys_id <= 0 || (size_t)name_id >= n || (size_t)sys_id >= n)
+			continue;
+		if (!strncmp(strings[name_id], name, strlen(name)) &&
+		    strings[name_id][strlen(name)] == '"' &&
+		    !strncmp(strings[sys_id], sys_prefix, strlen(sys_prefix)))
+			return true;
+	}
+	return false;
+}
+
+/* What a stage's samples must be named in: the innermost function, in full and in the tables. */
+struct named_stage {
+	const char *stage;
+	const char *full;    /* folded, pprof, HTML titles, Perfetto */
+	const char *shown;   /* the report's table, the flame graph's labels */
+	const char *caller;  /* the frame before it, or NULL */
+	const char *symbol;  /* how its symbol begins (pprof's system_name) */
+	double share;        /* of the stage's samples, at least */
+};
+
+/*
+ * Every output of a --sample record names the stages' functions demangled:
+ * the folded stacks (whole names, each stage's samples in its function),
+ * the report's table (short names), the HTML flame graphs (whole titles,
+ * short labels), Perfetto's instants and pprof's functions (name
+ * demangled, system_name the symbol); none names a function by its symbol.
+ */
+static void assert_named(const char *record, const struct named_stage *want, size_t count)
+{
+	char *folded = report_as(record, "folded"), *text = report_as(record, "text");
+	char *html = report_as(record, "html"), *perfetto = report_as(record, "perfetto");
+	char pb[PATH_MAX], cmd[3 * PATH_MAX], escaped[1024];
+	char *sh[] = { "/bin/sh", "-c", cmd, NULL };
+	struct run_result r;
+
+	assert_no_symbol("folded", folded);
+	assert_no_symbol("text", text);
+	assert_no_symbol("html", html);
+	assert_no_symbol("perfetto", perfetto);
+	snprintf(pb, sizeof(pb), "%s.pb.gz", record);
+	snprintf(cmd, sizeof(cmd), "%s report --format pprof %s > %s && gzip -dc %s | "
+		 "protoc --proto_path=proto --decode=perftools.profiles.Profile proto/profile.proto",
+		 khprof, record, pb, pb);
+	r = run_cmd(NULL, -1, sh);
+	if (r.exit_code != 0)
+		fail_msg("pprof of %s not read by protoc: %s", record, r.err);
+	for (size_t w = 0; w < count; w++) {
+		const struct named_stage *n = &want[w];
+		uint64_t stage = 0, named = 0;
+		char row[128], label[1100];
+		const char *at;
+
+		for (const char *line = folded; *line;) {
+			const char *nl = strchr(line, '\n'), *space;
+			size_t len = nl ? (size_t)(nl - line) : strlen(line);
+			unsigned long long c;
+
+			space = memrchr(line, ' ', len);
+			assert_non_null(space);
+			assert_int_equal(sscanf(space + 1, "%llu", &c), 1);
+			if (!strncmp(line, n->stage, strlen(n->stage)) && line[strlen(n->stage)] == ';') {
+				stage += c;
+				if (innermost_is(line, space, n->full)) {
+					named += c;
+					if (n->caller && !innermost_is(line, space - strlen(n->full) - 1,
+								       n->caller))
+						fail_msg("%s without its caller %s: %.*s", n->full,
+							 n->caller, (int)len, line);
+				}
+			}
+			line += len + (nl != NULL);
+		}
+		assert_true(stage >= 50);
+		assert_share(n->full, named, stage, 1.0, 1.0 - n->share);
+		/* The report's last table: "  STAGE  SAMPLES  SHARE  FUNCTION P%, ..." */
+		snprintf(row, sizeof(row), "\n  %-24s ", n->stage);
+		at = strstr(text, "\nstack samples: ");
+		at = at ? strstr(at, row) : NULL;
+		if (!at || !strstr(at, n->shown) || strstr(at, n->shown) > strchr(at + 1, '\n'))
+			fail_msg("the report's %s row does not name %s:\n%s", n->stage, n->shown,
+				 at ? at : text);
+		html_escaped(n->full, escaped, sizeof(escaped));
+		snprintf(label, sizeof(label), "<title>%s: ", escaped);
+		if (!strstr(html, label))
+			fail_msg("no flame box titled %s", label);
+		html_escaped(n->shown, escaped, sizeof(escaped));
+		snprintf(label, sizeof(label), ">%s</text>", escaped);
+		if (!strstr(html, label))
+			fail_msg("no flame box labelled %s", label);
+		snprintf(label, sizeof(label), "{\"name\":\"%s\",", n->full);
+		if (!strstr(perfetto, label))
+			fail_msg("no Perfetto instant named %s", n->full);
+		if (!pprof_has_function(r.out, n->full, n->symbol))
+			fail_msg("no pprof function %s with a system_name %s...", n->full, n->symbol);
+	}
+	run_result_free(&r);
+	free(folded);
+	free(text);
+	free(html);
+	free(perfetto);
+}
+
+#define RS_HASHMAP "std::collections::hash::map::HashMap<alloc::string::String, alloc::vec::Vec<u8>>"
+#define ELLIPSIS "\xE2\x80\xA6"
+
+/* khprof record --sample=999 -o tmpdir/NAME.json -- ARGV... */
+static void record_sampled(const char *name, char *const *program, char *out, size_t len)
+{
+	char *argv[16] = { khprof, "record", "-q", "--sample=999", "-o", out, "--" };
+	struct run_result r;
+	size_t n = 7;
+
+	for (; *program && n < 15; program++)
+		argv[n++] = *program;
+	path_in(out, len, tmpdir, "%s.json", name);
+	r = run_cmd(NULL, -1, argv);
+	if (r.exit_code != 0)
+		fail_msg("khprof record --sample -- %s exited %d: %s", argv[7], r.exit_code, r.err);
+	run_result_free(&r);
+}
+
+/*
+ * A Rust program's samples are named by Rust's paths in every output, from
+ * the legacy symbols rustc gives a crate's own code and from the v0 ones
+ * (workload-rs-v0; recent toolchains build their std so): tests/workloads-rs's
+ * `names` spends hot-patterns in a trait method of a generic type and
+ * decode in a generic method.  diff of the two builds names their
+ * functions alike, so a function is one row whichever built it.
+ */
+static void test_rust_names_demangled(void **state)
+{
+	static const struct named_stage legacy[] = {
+		{ "hot-patterns", "<workload_rs::Needle<T> as workload_rs::Scan>::scan",
+		  "<Needle<" ELLIPSIS "> as Scan>::scan", "workload_rs::names", "_ZN", 0.9 },
+		{ "decode", "workload_rs::Haystack::sift", "workload_rs::Haystack::sift",
+		  "workload_rs::names", "_ZN", 0.9 },
+	};
+	static const struct named_stage v0[] = {
+		{ "hot-patterns", "<workload_rs::Needle<" RS_HASHMAP "> as workload_rs::Scan>::scan",
+		  "<Needle<" ELLIPSIS "> as Scan>::scan", "workload_rs::names", "_R", 0.9 },
+		{ "decode", "<workload_rs::Haystack>::sift::<workload_rs::Needle<" RS_HASHMAP ">>",
+		  "workload_rs::Haystack::sift", "workload_rs::names", "_R", 0.9 },
+	};
+	char *legacy_run[] = { WORKLOAD_RS, "names", ROUNDS, NULL };
+	char *v0_run[] = { WORKLOAD_RS_V0, "names", ROUNDS, NULL };
+	char base[PATH_MAX], cand[PATH_MAX];
+	char *diff[] = { khprof, "diff", base, cand, NULL };
+	struct run_result r;
+	const char *rows;
+
+	(void)state;
+	record_sampled("names-legacy", legacy_run, base, sizeof(base));
+	assert_named(base, legacy, 2);
+	record_sampled("names-v0", v0_run, cand, sizeof(cand));
+	assert_named(cand, v0, 2);
+	r = run_cmd(NULL, -1, diff);
+	rows = strstr(r.out, "top functions per stage");
+	if (!rows)
+		fail_msg("khprof diff exited %d without its stack rows: %s%s", r.exit_code, r.out, r.err);
+	assert_no_symbol("diff", rows);
+	for (size_t i = 0; i < 2; i++) {
+		const char *row = strstr(rows, v0[i].shown);
+
+		if (!row || strstr(row + 1, v0[i].shown))
+			fail_msg("diff does not name %s in one row:\n%s", v0[i].shown, rows);
+	}
+	run_result_free(&r);
+}
+
+/*
+ * A C++ program's samples (tests/workloads/stackwork_cxx.cc, g++): a class
+ * template's const member, an operator, a functor's operator() in an
+ * anonymous namespace and a function template, demangled whole with their
+ * parameters, and short in the tables.
+ */
+static void test_cxx_names_demangled(void **state)
+{
+	static const struct named_stage cxx[] = {
+		{ "decode", "(anonymous namespace)::Decoder::operator()(unsigned long) const",
+		  "(anonymous namespace)::Decoder::operator()(" ELLIPSIS ") const", NULL, "_ZNK", 0.9 },
+		{ "(no stage)", "void kh::idle<3>(unsigned long)",
+		  "void kh::idle<" ELLIPSIS ">(" ELLIPSIS ")", NULL, "_ZN", 0.5 },
+	};
+	static const char probe[] =
+		"kh::detail::Table<std::__cxx11::basic_string<char, std::char_traits<char>, "
+		"std::allocator<char> >, std::vector<int, std::allocator<int> > >::probe(unsigned long) const";
+	static const char shift[] = "kh::operator<<(kh::Sink&, unsigned long)";
+	char *run[] = { STACKWORK_CXX, ROUNDS, NULL };
+	char out[PATH_MAX];
+	char *folded, *text;
+	uint64_t phase1 = 0, in_probe = 0, in_shift = 0;
+
+	(void)state;
+	record_sampled("names-cxx", run, out, sizeof(out));
+	assert_named(out, cxx, 2);
+	/* phase1-triggers: 3 units in the template's member for 1 in the operator. */
+	folded = report_as(out, "folded");
+	for (const char *line = folded; *line;) {
+		const char *nl = strchr(line, '\n'), *space;
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		unsigned long long c;
+
+		space = memrchr(line, ' ', len);
+		assert_int_equal(sscanf(space + 1, "%llu", &c), 1);
+		if (!strncmp(line, "phase1-triggers;", 16)) {
+			phase1 += c;
+			in_probe += innermost_is(line, space, probe) ? c : 0;
+			in_shift += innermost_is(line, space, shift) ? c : 0;
+		}
+		line += len + (nl != NULL);
+	}
+	assert_true(phase1 >= 150);
+	assert_share("the member in phase1-triggers", in_probe, in_probe + in_shift, 0.75, 0.10);
+	assert_share("phase1-triggers in its functions", in_probe + in_shift, phase1, 1.0, 0.05);
+	free(folded);
+	text = report_as(out, "text");
+	if (!strstr(text, "kh::detail::Table<" ELLIPSIS ">::probe(" ELLIPSIS ") const") ||
+	    !strstr(text, "kh::operator<<(" ELLIPSIS ")"))
+		fail_msg("the report's table does not name phase1-triggers' functions:\n%s", text);
+	free(text);
+}
+
 /* A program of an older probe ABI (sdt.c fires ABI 3 by hand) is sampled, with a warning. */
 static void test_old_abi_is_named(void **state)
 {
@@ -634,6 +922,8 @@ int main(void)
 		cmocka_unit_test(test_exit_mid_run),
 		cmocka_unit_test(test_pprof_read_by_protoc),
 		cmocka_unit_test(test_rust_guards_tag_samples),
+		cmocka_unit_test(test_rust_names_demangled),
+		cmocka_unit_test(test_cxx_names_demangled),
 		cmocka_unit_test(test_old_abi_is_named),
 		cmocka_unit_test(test_followed_processes_sampled),
 		cmocka_unit_test(test_exe_processes_sampled),

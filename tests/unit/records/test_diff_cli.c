@@ -142,16 +142,17 @@ static void test_cli_regression_and_determinism(void **state)
 	r = run_diff(base, cand, NULL);
 	assert_int_equal(r.exit_code, 1);
 	/* The verdict leads, then the header, then only what changed, largest first. */
-	assert_true(!strncmp(r.out, "diff: 1 regression: stage hot-patterns +20.0%\n"
-				    "khprof diff: base '", 64));
-	assert_non_null(strstr(r.out, "(5 records); Mann-Whitney 95% interval of the shift\n"));
+	assert_true(!strncmp(r.out, "diff: 1 regression: hot-patterns.elapsed +20.0%\n"
+				    "khprof diff: base '", 67));
+	assert_non_null(strstr(r.out, "(5 records); change: Hodges-Lehmann shift, interval: its "
+				      "Mann-Whitney 95% interval\n"));
 	assert_line(r.out, "hot-patterns.elapsed ", "+20.0%");
 	assert_line(r.out, "hot-patterns.elapsed ", "  regressed");
 	assert_line(r.out, "hot-patterns.per_call ", "regressed*");
 	assert_null(strstr(r.out, "REGRESSED"));
 	assert_null(line_starting(r.out, "decode.elapsed "));
 	assert_non_null(strstr(r.out, "more items within their thresholds (--all lists them)\n"));
-	assert_non_null(strstr(r.out, "\n* regressed in an item that never fails the job"));
+	assert_non_null(strstr(r.out, "\n* regressed in an item that does not fail the job"));
 	assert_string_equal(r.err, "");
 	again = run_diff(base, cand, "--all", NULL);
 	assert_int_equal(again.exit_code, 1);
@@ -166,15 +167,15 @@ static void test_cli_regression_and_determinism(void **state)
 	run_result_free(&again);
 	run_result_free(&r);
 
-	/* One record per side: plain thresholds, no interval. */
+	/* One record per side: nothing judged, no interval. */
 	free(base);
 	free(cand);
 	base = fx_path(fx, "base/run-002.json", false);
 	cand = fx_path(fx, "cand/run-002.json", false);
 	r = run_diff(base, cand, "--threshold", "hot-patterns=30", "--all", NULL);
 	assert_int_equal(r.exit_code, 4);
-	assert_non_null(strstr(r.out, "(1 record); single runs: plain thresholds\n"));
-	assert_line(r.out, "hot-patterns.elapsed ", "30%  ok");
+	assert_non_null(strstr(r.out, "(1 record); single runs: nothing judged\n"));
+	assert_line(r.out, "hot-patterns.elapsed ", "30%  unjudged");
 	assert_null(strstr(r.out, "["));
 	run_result_free(&r);
 	/*
@@ -183,14 +184,15 @@ static void test_cli_regression_and_determinism(void **state)
 	 */
 	r = run_diff(base, cand, NULL);
 	assert_int_equal(r.exit_code, 4);
-	assert_true(!strncmp(r.out, "diff: too few runs to judge (1 base, 1 candidate record; "
-				    "4 a side needed): 1 item beyond its threshold, not judged\n",
-			     115));
+	assert_true(!strncmp(r.out, "diff: cannot judge: too few runs (1 base, 1 candidate "
+				    "record; 4 a side needed for a 95% interval): 1 item beyond its "
+				    "threshold, not judged\n", 139));
 	assert_line(r.out, "hot-patterns.elapsed ", "worse, unjudged");
 	assert_null(strstr(r.out, "regressed"));
-	assert_non_null(strstr(r.err, "khprof: warning: too few runs to judge: 1 base and 1 "
-				      "candidate record, and one run cannot tell a change from "
-				      "noise; record 4 or more a side"));
+	/* One line on stderr says why, and what to do. */
+	assert_string_equal(r.err, "khprof: warning: cannot judge: too few runs (1 base, 1 "
+				   "candidate record; 4 a side needed for a 95% interval) (record "
+				   "10 runs a side: 'khprof record --repeat 10', docs/CI.md)\n");
 	run_result_free(&r);
 	free(base);
 	free(cand);
@@ -267,17 +269,17 @@ static void test_cli_not_comparable(void **state)
 	assert_int_equal(count_lines(r.err), 2);
 	run_result_free(&r);
 
-	/* Two builds on purpose: compared, and the data says no regression. */
+	/* Two builds on purpose: compared, but two runs a side cannot be judged. */
 	r = run_diff(base, build, "--allow-mismatch", "binary_version", NULL);
-	assert_int_equal(r.exit_code, 0);
-	assert_non_null(strstr(r.out, "diff: no regression"));
+	assert_int_equal(r.exit_code, 4);
+	assert_non_null(strstr(r.out, "diff: cannot judge: too few runs (2 base, 2 candidate "
+				      "records; 4 a side needed for a 95% interval)"));
 	assert_non_null(strstr(r.err, "khprof: note: records differ in 'binary_version'"));
-	/* Two runs a side are too few for a 95 % interval: said on both streams. */
-	assert_non_null(strstr(r.out, "(2 records); plain thresholds on medians (too few runs "
-				      "for a 95% interval: 4 per side needed)\n"));
-	assert_non_null(strstr(r.err, "khprof: note: too few runs for a 95% interval (2 base, "
-				      "2 candidate; it needs 4 per side): plain thresholds on the "
-				      "medians decide\n"));
+	/* Said on both streams. */
+	assert_non_null(strstr(r.out, "(2 records); too few runs for a 95% interval (4 per side "
+				      "needed): nothing judged\n"));
+	assert_non_null(strstr(r.err, "khprof: warning: cannot judge: too few runs (2 base, 2 "
+				      "candidate records; 4 a side needed for a 95% interval)"));
 	run_result_free(&r);
 
 	/* Every differing field is listed, and JSON still tells CI why. */
@@ -372,8 +374,8 @@ static void test_cli_markdown_and_json(void **state)
 	write_regression(fx, &base, &cand);
 	r = run_diff(base, cand, "--format", "markdown", NULL);
 	assert_int_equal(r.exit_code, 1);
-	assert_true(!strncmp(r.out, "**diff: 1 regression: stage hot-patterns +20.0%**\n\n"
-				    "**khprof diff**: base `", 72));
+	assert_true(!strncmp(r.out, "**diff: 1 regression: hot-patterns.elapsed +20.0%**\n\n"
+				    "**khprof diff**: base `", 75));
 	assert_non_null(strstr(r.out, "\n| item | base | candidate | change | interval | "
 				      "threshold | verdict |\n|:--|--:|--:|--:|:--|--:|:--|\n"
 				      "| hot-patterns.elapsed |"));
@@ -392,7 +394,7 @@ static void test_cli_markdown_and_json(void **state)
 	assert_true(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "options"), "confidence")
 			    ->valuedouble == 90);
 	assert_string_equal(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "options"), "method")
-				    ->valuestring, "mann-whitney");
+				    ->valuestring, "hodges-lehmann");
 	items = cJSON_GetObjectItem(root, "items");
 	it = json_item(items, "hot-patterns.elapsed");
 	assert_string_equal(cJSON_GetObjectItem(it, "verdict")->valuestring, "regressed");
@@ -401,8 +403,14 @@ static void test_cli_markdown_and_json(void **state)
 	interval = cJSON_GetObjectItem(it, "interval_pct");
 	assert_int_equal(cJSON_GetArraySize(interval), 2);
 	assert_true(cJSON_GetArrayItem(interval, 0)->valuedouble > 5);
+	/* One estimator: the change lies inside its interval. */
+	assert_true(cJSON_GetArrayItem(interval, 0)->valuedouble <=
+		    cJSON_GetObjectItem(it, "change_pct")->valuedouble);
 	assert_true(cJSON_GetArrayItem(interval, 1)->valuedouble >=
 		    cJSON_GetObjectItem(it, "change_pct")->valuedouble);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(it, "adjusted")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(it, "unjudged")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(root, "cannot_judge")));
 	/* The same bounds in nanoseconds: the shift of a 50 ms stage by 5 % or more. */
 	interval = cJSON_GetObjectItem(it, "interval");
 	assert_int_equal(cJSON_GetArraySize(interval), 2);

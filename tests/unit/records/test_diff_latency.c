@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * khprof diff's latency and state items (p50, p99, off_cpu, decoded, and
- * each macro state's wall and CPU time), the run left out of their
- * intervals, the noise bound, and the text's "ok (below floor)".
+ * khprof diff's items from khprof.latency (a stage's time on CPU, blocked
+ * and runnable, p50, p99, decoded) and the macro states' wall and CPU
+ * time: which of them gate, the noise bound, and the text's "ok (below
+ * floor)".
  */
 #include <errno.h>
 #include <math.h>
@@ -27,7 +28,6 @@
 
 /* Run-to-run factors, median 1; the last is a run disturbed by a neighbour. */
 static const double steady[RUNS] = { 1.00, 1.02, 0.98, 1.01, 0.99 };
-static const double one_outlier[RUNS] = { 1.00, 1.02, 0.98, 1.01, 1.90 };
 
 struct set {
 	struct kh_profile rec[RUNS];
@@ -124,13 +124,22 @@ static void test_items_exist_with_their_thresholds(void **state)
 	compare(&b, &c, &d);
 	assert_true(find(&d, KH_DIFF_M_P50, KH_STAGE_DECODE)->threshold_pct == KH_DIFF_DEFAULT_P50_PCT);
 	assert_true(find(&d, KH_DIFF_M_P99, KH_STAGE_DECODE)->threshold_pct == KH_DIFF_DEFAULT_P99_PCT);
-	assert_true(find(&d, KH_DIFF_M_OFF_CPU, KH_STAGE_DECODE)->threshold_pct ==
-		    KH_DIFF_DEFAULT_OFF_CPU_PCT);
-	assert_true(find(&d, KH_DIFF_M_DECODED, KH_STAGE_DECODE)->gating);
-	assert_true(find(&d, KH_DIFF_M_STATE_WALL, KH_STATE_SCANNING)->gating);
+	assert_true(find(&d, KH_DIFF_M_BLOCKED, KH_STAGE_DECODE)->threshold_pct ==
+		    KH_DIFF_DEFAULT_BLOCKED_PCT);
+	/* One figure per stage gates: its time on CPU, complete in every run here. */
+	assert_true(find(&d, KH_DIFF_M_ON_CPU, KH_STAGE_DECODE)->gating);
+	assert_false(find(&d, KH_DIFF_M_ELAPSED, KH_STAGE_DECODE)->gating);
+	assert_false(find(&d, KH_DIFF_M_DECODED, KH_STAGE_DECODE)->gating);
+	assert_false(find(&d, KH_DIFF_M_P50, KH_STAGE_DECODE)->gating);
+	assert_false(find(&d, KH_DIFF_M_P99, KH_STAGE_DECODE)->gating);
+	assert_false(find(&d, KH_DIFF_M_ON_CPU_PER_CALL, KH_STAGE_DECODE)->gating);
+	/* A state's wall time is a part of the wall time, which gates: judged, never gating. */
+	assert_false(find(&d, KH_DIFF_M_STATE_WALL, KH_STATE_SCANNING)->gating);
+	assert_true(find(&d, KH_DIFF_M_WALL, 0)->gating);
 	/* CPU time is shown and judged, but moves with the machine: it never gates. */
 	assert_false(find(&d, KH_DIFF_M_STATE_CPU, KH_STATE_SCANNING)->gating);
-	assert_false(find(&d, KH_DIFF_M_OFF_CPU, KH_STAGE_DECODE)->gating);
+	assert_false(find(&d, KH_DIFF_M_BLOCKED, KH_STAGE_DECODE)->gating);
+	assert_false(find(&d, KH_DIFF_M_RUNNABLE, KH_STAGE_DECODE)->gating);
 	assert_int_equal(d.verdict, KH_DIFF_VERDICT_OK);
 	assert_int_equal(d.regression_count, 0);
 	diff__free(&d);
@@ -140,7 +149,7 @@ static void test_items_exist_with_their_thresholds(void **state)
 
 /*
  * One call in fifty ten times slower: the mean moves by 18%, p99 tenfold.
- * p99 catches it; p50 stays ok.
+ * The stage's time on CPU fails the job; p99 says why, p50 stays ok.
  */
 static void test_tail_regression_caught_by_p99(void **state)
 {
@@ -152,44 +161,23 @@ static void test_tail_regression_caught_by_p99(void **state)
 	make_set(&b, steady, 100 * US, 1.0, 0);
 	make_set(&c, steady, 100 * US, 10.0, 0);
 	compare(&b, &c, &d);
+	assert_int_equal(find(&d, KH_DIFF_M_ON_CPU, KH_STAGE_DECODE)->verdict, KH_DIFF_REGRESSED);
 	assert_int_equal(find(&d, KH_DIFF_M_P99, KH_STAGE_DECODE)->verdict, KH_DIFF_REGRESSED);
 	assert_int_equal(find(&d, KH_DIFF_M_P50, KH_STAGE_DECODE)->verdict, KH_DIFF_OK);
 	assert_int_equal(d.verdict, KH_DIFF_VERDICT_REGRESSED);
+	assert_int_equal(d.regression_count, 2); /* decode.on_cpu and wall */
 	text = diff__render_text(&d);
-	assert_non_null(strstr(text, "decode.p99"));
+	assert_non_null(strstr(text, "decode.p99 "));
+	assert_non_null(strstr(text, " regressed*\n"));
 	free(text);
 	/* The HTML page names each latency item apart from the stage's elapsed time. */
 	text = diff__render_html(&d);
 	assert_non_null(text);
 	assert_non_null(strstr(text, "data-item=\"decode p99\""));
 	assert_non_null(strstr(text, "<td>decode p50</td>"));
-	assert_non_null(strstr(text, "<td>decode off-CPU</td>"));
+	assert_non_null(strstr(text, "<td>decode on CPU</td>"));
+	assert_non_null(strstr(text, "<td>decode waiting for a CPU</td>"));
 	free(text);
-	diff__free(&d);
-	free_set(&b);
-	free_set(&c);
-}
-
-/*
- * +33% on every call, with one base run 1.9x slower: the p50 interval
- * leaves each side's farthest run out, so the outlier cannot hide it.
- */
-static void test_outlier_run_left_out_of_latency_items(void **state)
-{
-	struct set b, c;
-	struct kh_diff d;
-	const struct kh_diff_item *p50;
-
-	(void)state;
-	make_set(&b, one_outlier, 100 * US, 1.0, 0);
-	make_set(&c, steady, 133 * US, 1.0, 0);
-	compare(&b, &c, &d);
-	p50 = find(&d, KH_DIFF_M_P50, KH_STAGE_DECODE);
-	assert_int_equal(p50->base_used, 4);
-	assert_int_equal(p50->cand_used, 4);
-	assert_int_equal(p50->verdict, KH_DIFF_REGRESSED);
-	/* elapsed keeps every run: the outlier makes it noisy there. */
-	assert_int_equal(find(&d, KH_DIFF_M_ELAPSED, KH_STAGE_DECODE)->base_used, 5);
 	diff__free(&d);
 	free_set(&b);
 	free_set(&c);
@@ -207,7 +195,7 @@ static void test_floor_only_is_said(void **state)
 	make_set(&b, steady, 100 * US, 1.0, 20 * US);
 	make_set(&c, steady, 100 * US, 1.0, 60 * US); /* +40 us: under the 0.1 ms floor */
 	compare(&b, &c, &d);
-	off = find(&d, KH_DIFF_M_OFF_CPU, KH_STAGE_DECODE);
+	off = find(&d, KH_DIFF_M_BLOCKED, KH_STAGE_DECODE);
 	assert_true(off->below_floor);
 	assert_true(off->floor_only);
 	assert_int_equal(off->verdict, KH_DIFF_OK);
@@ -250,21 +238,14 @@ static void test_noise_bound(void **state)
 	free_set(&c);
 }
 
-static void test_drop_farthest_and_pooled_mad(void **state)
+static void test_pooled_mad(void **state)
 {
-	const double v[] = { 10, 11, 9, 30, 10 };
 	const double a[] = { 1, 2, 3 }, b[] = { 10, 10, 13 };
-	double out[5];
 
 	(void)state;
-	assert_int_equal(stats__drop_farthest(v, 5, out), 4);
-	assert_true(out[0] == 10 && out[1] == 11 && out[2] == 9 && out[3] == 10);
-	/* Equally far: the first goes. */
-	assert_int_equal(stats__drop_farthest((const double[]){ 1, 3, 2 }, 3, out), 2);
-	assert_true(out[0] == 3 && out[1] == 2);
-	assert_int_equal(stats__drop_farthest(v, 1, out), 1);
 	/* Deviations 1, 0, 1 and 0, 0, 3: median 0.5. */
 	assert_true(stats__pooled_mad(a, 3, b, 3) == 0.5);
+	assert_true(isnan(stats__pooled_mad(a, 0, b, 3)));
 }
 
 /* threshold.NAME names the new metrics too; flags win over the file. */
@@ -308,9 +289,9 @@ static void test_metric_thresholds_by_name(void **state)
 	diff_options__init(&opts);
 	diff_options__init(&over);
 	assert_int_equal(diff_options__set(&opts, "threshold.p99", "30%", err, sizeof(err)), 0);
-	assert_int_equal(diff_options__set(&opts, "threshold.off_cpu", "off", err, sizeof(err)), 0);
+	assert_int_equal(diff_options__set(&opts, "threshold.blocked", "off", err, sizeof(err)), 0);
 	assert_int_equal(diff_options__set(&over, "threshold.p99", "40", err, sizeof(err)), 0);
-	assert_true(opts.p99.pct == 30 && opts.off_cpu.off);
+	assert_true(opts.p99.pct == 30 && opts.blocked.off);
 	diff_options__merge(&opts, &over);
 	assert_true(opts.p99.pct == 40);
 	assert_true(diff_options__threshold(&opts, KH_DIFF_M_P99, KH_STAGE_DECODE) == &opts.p99);
@@ -318,7 +299,10 @@ static void test_metric_thresholds_by_name(void **state)
 	assert_true(diff_options__threshold(&opts, KH_DIFF_M_P50, KH_STAGE_SCANNER_QUEUE_WAIT)->off);
 	assert_int_equal(diff_options__set(&opts, "threshold.p98", "5", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "unknown item 'p98'"));
-	assert_non_null(strstr(err, "p50, p99, off_cpu"));
+	assert_non_null(strstr(err, "p50, p99, blocked"));
+	/* The old name of the off-CPU threshold is gone with its item. */
+	assert_int_equal(diff_options__set(&opts, "threshold.off_cpu", "5", err, sizeof(err)),
+			 -EINVAL);
 }
 
 /*
@@ -371,10 +355,9 @@ int main(void)
 		cmocka_unit_test(test_change_within_span_error_is_said),
 		cmocka_unit_test(test_items_exist_with_their_thresholds),
 		cmocka_unit_test(test_tail_regression_caught_by_p99),
-		cmocka_unit_test(test_outlier_run_left_out_of_latency_items),
 		cmocka_unit_test(test_floor_only_is_said),
 		cmocka_unit_test(test_noise_bound),
-		cmocka_unit_test(test_drop_farthest_and_pooled_mad),
+		cmocka_unit_test(test_pooled_mad),
 		cmocka_unit_test(test_metric_thresholds_by_name),
 		cmocka_unit_test(test_state_cpu_in_ns_from_the_samples),
 	};

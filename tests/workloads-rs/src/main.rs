@@ -21,6 +21,11 @@
 //!                            --sample (tests/integration/tracing/test_stacks.c):
 //!                            phase1-triggers in rs_work_alpha and rs_work_beta 3:1,
 //!                            decode (decoded) in rs_work_gamma, rs_work_delta between
+//!   workload-rs names N      N rounds of generic code behind a trait, for the names
+//!                            --sample reports (test_stacks.c): hot-patterns in
+//!                            <Needle<T> as Scan>::scan, decode (decoded) in
+//!                            Haystack::sift::<S>, 3:2; mangled symbols (legacy, or v0
+//!                            in build/workloads/workload-rs-v0) that khprof demangles
 
 use keyhog_profile::{
     add_input_bytes, add_input_units, enabled, set_attribution, span, Attribution, CacheState,
@@ -250,6 +255,17 @@ fn exit_from_main(n: u64) -> ! {
     std::process::exit(3);
 }
 
+/// A loop of n rounds with its own constant, in the function that uses it.
+macro_rules! spin {
+    ($n:expr, $k:expr) => {{
+        let mut x: u64 = 0;
+        for i in 0..$n {
+            // SAFETY: a local.
+            unsafe { write_volatile(&mut x, read_volatile(&x).wrapping_mul($k).wrapping_add(i)) };
+        }
+    }};
+}
+
 /// Own loops with different constants, unmangled and never inlined, so
 /// that the samples name them (tests/workloads/stackwork.c's work_*).
 macro_rules! work_fn {
@@ -257,11 +273,7 @@ macro_rules! work_fn {
         #[no_mangle]
         #[inline(never)]
         pub extern "C" fn $name(n: u64) {
-            let mut x: u64 = 0;
-            for i in 0..n {
-                // SAFETY: a local.
-                unsafe { write_volatile(&mut x, read_volatile(&x).wrapping_mul($k).wrapping_add(i)) };
-            }
+            spin!(n, $k);
         }
     };
 }
@@ -288,6 +300,52 @@ fn stacks(rounds: u64) {
         }
         set_attribution(prev);
         rs_work_delta(UNIT);
+    }
+    session.finish(RunState::Completed);
+}
+
+/// A trait, a generic type implementing it and a generic method: the
+/// kinds of names a Rust scanner's samples have (`names`).
+trait Scan {
+    fn scan(&self, n: u64);
+}
+
+struct Needle<T>(std::marker::PhantomData<T>);
+
+impl<T> Scan for Needle<T> {
+    #[inline(never)]
+    fn scan(&self, n: u64) {
+        spin!(n, 6364136223846793005);
+    }
+}
+
+struct Haystack;
+
+impl Haystack {
+    #[inline(never)]
+    fn sift<S: Scan>(&self, _with: &S, n: u64) {
+        spin!(n, 3202034522624059733);
+    }
+}
+
+#[inline(never)]
+fn names(rounds: u64) {
+    const UNIT: u64 = 200_000;
+    // A long generic argument, which v0 names spell out.
+    let needle: Needle<std::collections::HashMap<String, Vec<u8>>> = Needle(std::marker::PhantomData);
+    let mut session = Session::start(identity()).expect("no session active");
+    session.transition(RunState::Scanning);
+    for _ in 0..rounds {
+        {
+            let _hot = span(Stage::HotPatterns);
+            needle.scan(3 * UNIT);
+        }
+        let prev = set_attribution(Attribution::Decoded);
+        {
+            let _decode = span(Stage::Decode);
+            Haystack.sift(&needle, 2 * UNIT);
+        }
+        set_attribution(prev);
     }
     session.finish(RunState::Completed);
 }
@@ -335,8 +393,9 @@ fn main() {
         Some("abort") => abort_in_session(count(2)),
         Some("exit") => exit_from_main(count(2)),
         Some("stacks") => stacks(count(2)),
+        Some("names") => names(count(2)),
         _ => {
-            eprintln!("usage: workload-rs nested|threads|sessions|stages|timed|nosession|redzone|serve|abort|exit|stacks [N]");
+            eprintln!("usage: workload-rs nested|threads|sessions|stages|timed|nosession|redzone|serve|abort|exit|stacks|names [N]");
             std::process::exit(2);
         }
     }

@@ -2,12 +2,15 @@
 /*
  * Comparing two sets of records for CI.  Times only say something about a
  * change when the runs did the same work under the same conditions, so the
- * identities of all records are bound first; then each item's medians are
- * compared, and with several runs per side a Mann-Whitney interval of the
- * shift decides whether a change beyond the threshold stands out of the
- * run-to-run noise.  The rules are in docs/CI.md; keep the two in step.
+ * identities of all records are bound first; then, for each item, one
+ * estimator, the Hodges-Lehmann shift between the two sides' runs, gives
+ * the change shown and the Mann-Whitney interval that decides whether it
+ * stands out of the run-to-run noise.  A stage is judged on what its code
+ * spent, its time on CPU; waiting for a CPU is the machine's.  The rules
+ * are in docs/CI.md; keep the two in step.
  *
- * This file holds the items and the verdict; the settings are in
+ * This file holds the items and the verdict; each record's values are in
+ * diff_values.c, the runs' conditions in diff_runs.c, the settings in
  * diff_options.c, the identity binding and warnings in diff_bind.c, the
  * output in diff_text.c and diff_json.c, the statistics in stats.c.
  */
@@ -33,8 +36,8 @@ const char *diff_verdict__name(enum kh_diff_verdict verdict)
 		return "regressed";
 	case KH_DIFF_VERDICT_NOT_COMPARABLE:
 		return "not-comparable";
-	case KH_DIFF_VERDICT_TOO_FEW_RUNS:
-		return "too-few-runs";
+	case KH_DIFF_VERDICT_CANNOT_JUDGE:
+		return "cannot-judge";
 	}
 	return NULL;
 }
@@ -45,7 +48,8 @@ const char *diff_mark__name(enum kh_diff_mark mark)
 		[KH_DIFF_OK] = "ok",		 [KH_DIFF_REGRESSED] = "regressed",
 		[KH_DIFF_IMPROVED] = "improved", [KH_DIFF_NOISY] = "noisy",
 		[KH_DIFF_SAME] = "same",	 [KH_DIFF_CHANGED] = "changed",
-		[KH_DIFF_OFF] = "off",
+		[KH_DIFF_OFF] = "off",		 [KH_DIFF_UNJUDGED] = "unjudged",
+		[KH_DIFF_MACHINE] = "machine",
 	};
 
 	return (size_t)mark < sizeof(names) / sizeof(names[0]) ? names[mark] : NULL;
@@ -57,8 +61,11 @@ const char *diff_metric__name(enum kh_diff_metric metric)
 		[KH_DIFF_M_WALL] = "wall",	   [KH_DIFF_M_THROUGHPUT] = "throughput",
 		[KH_DIFF_M_PEAK_RSS] = "peak_rss", [KH_DIFF_M_ELAPSED] = "elapsed",
 		[KH_DIFF_M_CALLS] = "calls",	   [KH_DIFF_M_PER_CALL] = "per_call",
+		[KH_DIFF_M_ON_CPU] = "on_cpu",	   [KH_DIFF_M_ON_CPU_PER_CALL] = "on_cpu_per_call",
+		[KH_DIFF_M_OWN] = "own",
+		[KH_DIFF_M_BLOCKED] = "blocked",   [KH_DIFF_M_RUNNABLE] = "runnable",
 		[KH_DIFF_M_P50] = "p50",	   [KH_DIFF_M_P99] = "p99",
-		[KH_DIFF_M_OFF_CPU] = "off_cpu",   [KH_DIFF_M_DECODED] = "decoded",
+		[KH_DIFF_M_DECODED] = "decoded",
 		[KH_DIFF_M_STATE_WALL] = "state_wall", [KH_DIFF_M_STATE_CPU] = "state_cpu",
 	};
 
@@ -67,292 +74,30 @@ const char *diff_metric__name(enum kh_diff_metric metric)
 
 /* --- items -------------------------------------------------------------- */
 
-static const struct kh_state_measurement *find_state(const struct kh_profile *p, uint32_t state)
-{
-	for (size_t i = 0; i < p->state_count; i++)
-		if (p->states[i].state == state)
-			return &p->states[i];
-	return NULL;
-}
-
 /*
- * A state's CPU time in ns from the extension's samples (kernel-read, one
- * per resource sample), for the first window of that state as find_state
- * finds it among the seed's windows(2); false when a sample lacks its ns
- * (an older record): the seed's whole milliseconds then.
+ * What the items of one comparison share: the two sides, scratch room for
+ * one value per record, the runs starved of CPU, and the stage whose items
+ * are being added.
  */
-static bool state_cpu_ns(const struct kh_profile *p, uint32_t state, uint64_t *out)
+struct diff_ctx {
+	struct kh_diff *d;
+	const struct kh_diff_side *side[2];
+	double *value[2];      /* each record's value of the item */
+	bool *has[2];          /* whether the record has one */
+	bool *used[2];         /* whether it is judged */
+	double *work[2];       /* the judged values, packed */
+	bool *starved[2];      /* runs starved of CPU, over all their stages */
+	bool *stage_starved[2]; /* the current stage's runs that waited for a CPU far longer */
+	enum kh_diff_metric gate; /* the current stage's gating figure: on_cpu, own or elapsed */
+	double calls[2];       /* the current stage's median calls, per side */
+};
+
+/* The Mann-Whitney interval exists for sides of these sizes at the confidence. */
+static bool interval_exists(size_t m, size_t n, double confidence)
 {
-	size_t n = p->transition_count < p->resource_sample_count ? p->transition_count
-								   : p->resource_sample_count;
+	size_t k;
 
-	if (p->ext.sample_count != p->resource_sample_count)
-		return false;
-	for (size_t i = 0; i + 1 < n; i++) {
-		const struct kh_opt_u64 a = p->ext.samples[i].cpu_time_ns,
-					b = p->ext.samples[i + 1].cpu_time_ns;
-
-		if (p->transitions[i + 1].elapsed_ns < p->transitions[i].elapsed_ns ||
-		    p->transitions[i].state != state)
-			continue;
-		if (!a.present || !b.present || b.value < a.value)
-			return false;
-		*out = b.value - a.value;
-		return true;
-	}
-	return false;
-}
-
-/*
- * The latency and state items.  Percentiles need the stage's distribution,
- * off-CPU a record that measured it; a stage a record lacks spent no time
- * off CPU or on decoded content.
- */
-static bool latency_value(const struct kh_profile *p, enum kh_diff_metric metric,
-			  uint32_t stage, double *out)
-{
-	const struct kh_latency *l = &p->ext.latency;
-	const struct kh_stage_dist *d = stage < KH_STAGE_COUNT ? &l->stages[stage] : NULL;
-	const struct kh_state_measurement *st;
-	const struct kh_stage_measurement *s;
-	uint64_t ns;
-
-	switch (metric) {
-	case KH_DIFF_M_P50:
-	case KH_DIFF_M_P99:
-		if (!d || !d->present)
-			return false;
-		*out = (double)kh_dist__percentile(d, metric == KH_DIFF_M_P50 ? 500 : 990,
-						   p->ext.span_bias_ns);
-		return true;
-	case KH_DIFF_M_OFF_CPU:
-		if (!l->present || !l->off_cpu || !d)
-			return false;
-		*out = d->present ? (double)d->off_cpu_ns : 0;
-		return true;
-	case KH_DIFF_M_DECODED:
-		s = profile__find_stage(p, stage);
-		*out = s ? (double)s->attributed_ns : 0;
-		return true;
-	case KH_DIFF_M_STATE_WALL:
-		st = find_state(p, stage);
-		*out = st ? (double)st->elapsed_ns : 0;
-		return st != NULL;
-	case KH_DIFF_M_STATE_CPU:
-		st = find_state(p, stage);
-		if (st && state_cpu_ns(p, stage, &ns)) {
-			*out = (double)ns;
-			return true;
-		}
-		if (!st || !st->cpu_time_ms.present)
-			return false;
-		*out = (double)st->cpu_time_ms.value * 1e6;
-		return true;
-	default:
-		return false;
-	}
-}
-
-/* One record's value of an item; false when the record has none. */
-static bool record_value(const struct kh_profile *p, enum kh_diff_metric metric, uint32_t stage,
-			 double *out)
-{
-	const struct kh_stage_measurement *s;
-
-	switch (metric) {
-	case KH_DIFF_M_WALL:
-		*out = (double)p->wall_time_ns;
-		return true;
-	case KH_DIFF_M_THROUGHPUT:
-		if (!p->wall_time_ns)
-			return false;
-		*out = (double)p->input_bytes * 1e9 / (double)p->wall_time_ns;
-		return true;
-	case KH_DIFF_M_PEAK_RSS:
-		*out = (double)p->resources.max_observed_resident_bytes.value;
-		return p->resources.max_observed_resident_bytes.present;
-	case KH_DIFF_M_ELAPSED:
-	case KH_DIFF_M_CALLS:
-	case KH_DIFF_M_PER_CALL:
-		/* A stage a record lacks took no time in that run. */
-		s = profile__find_stage(p, stage);
-		if (!s)
-			*out = 0;
-		else if (metric == KH_DIFF_M_ELAPSED)
-			*out = (double)s->elapsed_ns;
-		else if (metric == KH_DIFF_M_CALLS)
-			*out = (double)s->calls;
-		else
-			*out = s->calls ? (double)s->elapsed_ns / (double)s->calls : 0;
-		return true;
-	default:
-		return latency_value(p, metric, stage, out);
-	}
-}
-
-static size_t side_values(const struct kh_diff_side *s, enum kh_diff_metric metric,
-			  uint32_t stage, double *out)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < s->count; i++)
-		if (record_value(&s->records[i], metric, stage, &out[n]))
-			n++;
-	return n;
-}
-
-/*
- * Runs each side leaves out of an item's interval: its farthest from the
- * median; a quarter for the median span of a stage of many spans a run.
- */
-static size_t item__trim(const struct kh_diff_item *it, size_t n)
-{
-	if (it->metric == KH_DIFF_M_P50 && it->speed_adjusted &&
-	    n / DIFF_TRIM_P50_DIVISOR > 1)
-		return n / DIFF_TRIM_P50_DIVISOR;
-	return 1;
-}
-
-/*
- * The item's interval of the shift, of the nb and nc values given (those
- * of item__run_values); none with fewer than two values on a side (a
- * single run says nothing about the spread) or too few for the
- * confidence.  For the latency and state items, with 5 runs or more a
- * side, each side's runs farthest from its median are left out first (one,
- * a quarter for the median spans), so that disturbed runs cannot hide a
- * regression; the older items keep every run, which failed identical
- * builds less often (docs/CI.md).
- */
-static int item__interval(struct kh_diff_item *it, const struct kh_diff_options *o,
-			  const double *vb, size_t nb, const double *vc, size_t nc)
-{
-	double *tb = NULL, *tc = NULL;
-	int err;
-
-	if (nb < 2 || nc < 2)
-		return 0;
-	it->base_used = nb;
-	it->cand_used = nc;
-	/* The spread of all runs: one outlier hardly moves a MAD. */
-	it->noise = stats__pooled_mad(vb, nb, vc, nc);
-	if (nb >= DIFF_TRIM_MIN_RUNS && nc >= DIFF_TRIM_MIN_RUNS &&
-	    diff_metric__trims(it->metric) && !it->few_spans) {
-		tb = malloc(nb * sizeof(*tb));
-		tc = malloc(nc * sizeof(*tc));
-		if (!tb || !tc) {
-			free(tb);
-			free(tc);
-			return -ENOMEM;
-		}
-		it->base_used = stats__drop_farthest_k(vb, nb, item__trim(it, nb), tb);
-		it->cand_used = stats__drop_farthest_k(vc, nc, item__trim(it, nc), tc);
-		vb = tb;
-		vc = tc;
-	}
-	/*
-	 * For the adjusted median spans, the spread of the runs the interval
-	 * uses: with two disturbed runs among 8, a MAD of all of them hid a
-	 * +33 % change.  A stage of a few spans a run keeps the spread of all
-	 * runs, for its one span is often slow (docs/CI.md).
-	 */
-	if (it->speed_adjusted && it->metric == KH_DIFF_M_P50)
-		it->noise = stats__pooled_mad(vb, it->base_used, vc, it->cand_used);
-	err = stats__shift_interval(vb, it->base_used, vc, it->cand_used, o->confidence,
-				    &it->interval_low, &it->interval_high);
-	free(tb);
-	free(tc);
-	if (err == -ERANGE)
-		return 0;
-	if (err)
-		return err;
-	it->has_interval = true;
-	if (it->has_change) {
-		it->interval_low_pct = 100.0 * it->interval_low / it->base_median;
-		it->interval_high_pct = 100.0 * it->interval_high / it->base_median;
-	}
-	return 0;
-}
-
-/*
- * The rules of docs/CI.md.  The comparisons multiply out the percentage so
- * that a change of exactly the threshold is not beyond it, whatever
- * rounding a division would bring, and so that from a base of 0 any
- * increase is beyond every threshold.
- */
-static int item__judge(struct kh_diff_item *it, const struct kh_diff_options *o,
-		       const double *vb, size_t nb, const double *vc, size_t nc)
-{
-	const struct kh_diff_threshold *t = diff_options__threshold(o, it->metric, it->stage);
-	double b = it->base_median, c = it->cand_median, limit, least_bad, most_bad;
-	int bad = it->metric == KH_DIFF_M_THROUGHPUT ? -1 : 1;
-	bool worse, better;
-	int err;
-
-	it->has_change = b != 0;
-	it->change_pct = it->has_change ? (c / b - 1.0) * 100.0 : 0.0;
-	if (!t) {
-		it->verdict = b == c ? KH_DIFF_SAME : KH_DIFF_CHANGED;
-		return 0;
-	}
-	it->has_threshold = true;
-	it->threshold_off = t->off;
-	it->threshold_pct = t->pct;
-	/*
-	 * Judged but informative: per-call times (elapsed says it), off-CPU
-	 * and CPU time, which move with the machine's load more than with the
-	 * program (docs/CI.md: gating them failed identical builds 3% of the
-	 * time here).
-	 */
-	it->gating = it->metric != KH_DIFF_M_PER_CALL && it->metric != KH_DIFF_M_OFF_CPU &&
-		     it->metric != KH_DIFF_M_STATE_CPU;
-	err = item__interval(it, o, vb, nb, vc, nc);
-	if (err)
-		return err;
-	if (t->off) {
-		it->verdict = KH_DIFF_OFF;
-		return 0;
-	}
-	limit = t->pct * b;
-	worse = bad * (c - b) * 100.0 > limit;
-	better = -bad * (c - b) * 100.0 > limit;
-	if (it->below_floor) {
-		it->verdict = KH_DIFF_OK;
-		it->floor_only = worse || better;
-		return 0;
-	}
-	if (it->starved_out) {
-		it->verdict = worse || better ? KH_DIFF_NOISY : KH_DIFF_OK;
-		return 0;
-	}
-	if (!it->has_interval) {
-		it->verdict = worse ? KH_DIFF_REGRESSED : better ? KH_DIFF_IMPROVED : KH_DIFF_OK;
-		return 0;
-	}
-	/*
-	 * Sure of a change beyond the budget, not merely of some change: the
-	 * whole interval must lie beyond the threshold.  A gate that fails on
-	 * any confident movement fails identical builds, with ~18 items a
-	 * comparison and stages that spread by 15 % a run.
-	 */
-	least_bad = bad > 0 ? it->interval_low : -it->interval_high;
-	most_bad = bad > 0 ? it->interval_high : -it->interval_low;
-	/*
-	 * Noise-aware: the interval must also clear DIFF_NOISE_K pooled MADs
-	 * of the runs it used, so that an item whose runs spread widely needs
-	 * a change as wide to fail (docs/CI.md, "False alarms and detection").
-	 */
-	if (!isnan(it->noise) && b != 0) {
-		it->noise_pct = 100.0 * DIFF_NOISE_K * it->noise / fabs(b);
-		if (it->noise_pct * b > limit)
-			limit = it->noise_pct * fabs(b);
-	}
-	if (least_bad * 100.0 > limit)
-		it->verdict = KH_DIFF_REGRESSED;
-	else if (-most_bad * 100.0 > limit)
-		it->verdict = KH_DIFF_IMPROVED;
-	else
-		it->verdict = worse || better ? KH_DIFF_NOISY : KH_DIFF_OK;
-	return 0;
+	return m >= 2 && n >= 2 && stats__shift_rank(m, n, confidence, STATS_RANK_AUTO, &k) == 0;
 }
 
 /* Median input of a side, in bytes; 0 when unknown. */
@@ -369,12 +114,11 @@ static double side_input_bytes(const struct kh_diff_side *s)
 	return isnan(median) ? 0 : median;
 }
 
-/* The absolute change under which an item is never judged. */
+/* The shift under which an item is never judged (docs/CI.md, "Minimum change"). */
 static bool item__below_floor(const struct kh_diff *d, const struct kh_diff_item *it,
 			      const struct kh_diff_side *base)
 {
-	double change = fabs(it->cand_median - it->base_median);
-	double min_ns = (double)d->opts.min_change_ns;
+	double change = fabs(it->shift), min_ns = (double)d->opts.min_change_ns, n;
 
 	switch (it->metric) {
 	case KH_DIFF_M_THROUGHPUT: {
@@ -383,7 +127,7 @@ static bool item__below_floor(const struct kh_diff *d, const struct kh_diff_item
 		 * longer or shorter the base's input takes at the candidate's
 		 * throughput (the wall time change, when inputs are equal).
 		 */
-		double b = it->base_median, c = it->cand_median;
+		double b = it->base_median, c = it->base_median + it->shift;
 
 		if (b <= 0 || c <= 0)
 			return b == c;
@@ -391,159 +135,250 @@ static bool item__below_floor(const struct kh_diff *d, const struct kh_diff_item
 	}
 	case KH_DIFF_M_PEAK_RSS:
 		return change < (double)KH_DIFF_RSS_MIN_CHANGE_BYTES;
-	case KH_DIFF_M_PER_CALL: {
+	case KH_DIFF_M_PER_CALL:
+	case KH_DIFF_M_ON_CPU_PER_CALL:
+	case KH_DIFF_M_P50:
+	case KH_DIFF_M_P99:
 		/*
 		 * The floor is for the stage's whole time: a per-call change
 		 * counts when, over the calls of the busier side, it adds up to
-		 * the floor.  The calls item comes just before.
+		 * the floor; p99 over the slowest 1 % of them.
 		 */
-		const struct kh_diff_item *calls = &d->items[d->item_count - 1];
-		double n = fmax(calls->base_median, calls->cand_median);
-
-		return change < (n > 1 ? min_ns / n : min_ns);
-	}
-	case KH_DIFF_M_P50:
-	case KH_DIFF_M_P99: {
-		/*
-		 * A span percentile counts when the spans it stands for add up
-		 * to the floor: all calls for the median (as per_call), the
-		 * slowest 1% for p99.
-		 */
-		double n = fmax(it->calls_base, it->calls_cand);
-
+		n = fmax(it->calls_base, it->calls_cand);
 		if (it->metric == KH_DIFF_M_P99)
 			n /= 100.0;
 		return change < (n > 1 ? min_ns / n : min_ns);
-	}
 	default:
 		return change < min_ns;
 	}
 }
 
 /*
- * The wall times' factor for the time a run's threads waited for a CPU:
- * 1 / (1 - runnable share), against the median over both sides' runs
- * used, so that a run that waited as usual keeps its value.  factor[s][i]
- * is multiplied by it.  0 or -ENOMEM.
+ * The rules of docs/CI.md, on the judged values vb and vc.  The
+ * comparisons multiply out the percentage so that a shift of exactly the
+ * threshold is not beyond it, whatever rounding a division would bring,
+ * and so that from a base of 0 any increase is beyond every threshold.
  */
-static int wait_factors(const struct kh_diff_side *const sides[2], const size_t *index[2],
-			const size_t n[2], double *factor[2])
+static int item__judge(struct kh_diff *d, struct kh_diff_item *it, const double *vb, size_t nb,
+		       const double *vc, size_t nc, const struct kh_diff_side *base)
 {
-	double *w = malloc((n[0] + n[1] + 1) * sizeof(*w)), median;
-	size_t k = 0;
+	const struct kh_diff_options *o = &d->opts;
+	const struct kh_diff_threshold *t = diff_options__threshold(o, it->metric, it->stage);
+	int bad = it->metric == KH_DIFF_M_THROUGHPUT ? -1 : 1;
+	double b, limit, least_bad, most_bad;
+	int err;
 
-	if (!w)
-		return -ENOMEM;
-	for (int s = 0; s < 2; s++)
-		for (size_t i = 0; i < n[s]; i++)
-			w[k++] = diff_run__wait_factor(&sides[s]->records[index[s][i]]);
-	median = k ? stats__median(w, k) : 1.0;
-	k = 0;
-	for (int s = 0; s < 2; s++)
-		for (size_t i = 0; i < n[s]; i++)
-			factor[s][i] *= median > 0 ? w[k++] / median : 1.0;
-	free(w);
+	it->base_used = nb;
+	it->cand_used = nc;
+	if (nb && nc) {
+		it->base_median = stats__median(vb, nb);
+		it->cand_median = stats__median(vc, nc);
+		err = stats__hodges_lehmann(vb, nb, vc, nc, &it->shift);
+		if (err)
+			return err;
+		if (isnan(it->base_median) || isnan(it->cand_median))
+			return -ENOMEM;
+	} else {
+		it->base_median = it->recorded_base;
+		it->cand_median = it->recorded_cand;
+	}
+	b = it->base_median;
+	it->has_change = nb && nc && b != 0;
+	it->change_pct = it->has_change ? 100.0 * it->shift / b : 0.0;
+	if (!t) {
+		it->verdict = it->recorded_base == it->recorded_cand ? KH_DIFF_SAME : KH_DIFF_CHANGED;
+		return 0;
+	}
+	it->has_threshold = true;
+	it->threshold_off = t->off;
+	it->threshold_pct = t->pct;
+	if (nb && nc && interval_exists(nb, nc, o->confidence)) {
+		err = stats__shift_interval(vb, nb, vc, nc, o->confidence, &it->interval_low,
+					    &it->interval_high);
+		if (err)
+			return err;
+		it->has_interval = true;
+		if (it->has_change) {
+			it->interval_low_pct = 100.0 * it->interval_low / b;
+			it->interval_high_pct = 100.0 * it->interval_high / b;
+		}
+		it->noise = stats__pooled_mad(vb, nb, vc, nc);
+	}
+	limit = t->pct * fabs(b);
+	if (nb && nc)
+		it->beyond = bad * it->shift * 100.0 > limit ? 1 : -bad * it->shift * 100.0 > limit ? -1 : 0;
+	it->below_floor = nb && nc && item__below_floor(d, it, base);
+	if (t->off) {
+		it->verdict = KH_DIFF_OFF;
+		return 0;
+	}
+	if (it->below_floor) {
+		it->verdict = KH_DIFF_OK;
+		it->floor_only = it->beyond != 0;
+		return 0;
+	}
+	if (!it->has_interval) {
+		it->verdict = KH_DIFF_UNJUDGED;
+		it->unjudged = it->left_out == KH_DIFF_LEFT_STARVED &&
+					       interval_exists(it->base_n, it->cand_n, o->confidence)
+				       ? KH_DIFF_STARVED
+				       : KH_DIFF_FEW_RUNS;
+		return 0;
+	}
+	/*
+	 * Sure of a change beyond the budget, not merely of some change: the
+	 * whole interval must lie beyond the threshold, and beyond
+	 * DIFF_NOISE_K (for the wall times DIFF_NOISE_K_WALL) pooled MADs of
+	 * the runs, so that an item whose runs spread widely needs a change as
+	 * wide to fail.
+	 */
+	least_bad = bad > 0 ? it->interval_low : -it->interval_high;
+	most_bad = bad > 0 ? it->interval_high : -it->interval_low;
+	if (!isnan(it->noise) && b != 0) {
+		it->noise_pct = 100.0 *
+				(diff_metric__is_wall(it->metric) ? DIFF_NOISE_K_WALL : DIFF_NOISE_K) *
+				it->noise / fabs(b);
+		limit = fmax(limit, it->noise_pct * fabs(b));
+	}
+	if (least_bad * 100.0 > limit)
+		it->verdict = KH_DIFF_REGRESSED;
+	else if (-most_bad * 100.0 > limit)
+		it->verdict = KH_DIFF_IMPROVED;
+	else
+		it->verdict = it->beyond ? KH_DIFF_NOISY : KH_DIFF_OK;
+	/* Waiting for a CPU is the machine's, whichever way it moved. */
+	if (it->metric == KH_DIFF_M_RUNNABLE && it->verdict != KH_DIFF_OK)
+		it->verdict = KH_DIFF_MACHINE;
 	return 0;
 }
 
 /*
- * The values an item's interval uses, in vb and vc (which hold the plain
- * values on entry), and their counts (docs/CI.md, "Runs the machine
- * slowed").  Speed-adjusted items divide each run's value by its speed
- * index raised to the stage's sensitivity; the wall times, which span
- * every stage, by the index and by their wait factor, leave out runs
- * starved of CPU, and are not judged when too few runs are left for an
- * interval.
+ * Which records' values an item judges (ctx->used), and for the wall
+ * times each value's wait factor: 1 / (1 - the run's runnable share),
+ * against its median over the judged runs of both sides, so that a run
+ * that waited as usual keeps its value (docs/CI.md, "Runs the machine
+ * slowed").  Fills ctx->work and the counts.  0 or -ENOMEM.
  */
-static int item__run_values(struct kh_diff_item *it, const struct diff_runs *runs,
-			    const struct kh_diff_side *base, const struct kh_diff_side *cand,
-			    const struct kh_diff_options *o, double *vb, size_t *nb, double *vc,
-			    size_t *nc)
+static int item__select(struct diff_ctx *ctx, struct kh_diff_item *it, size_t n[2])
 {
-	const struct kh_diff_side *const sides[2] = { base, cand };
-	bool leave_starved = diff_metric__leaves_starved(it->metric);
-	double *v[2] = { vb, vc }, *speed[2], *used[2], beta = 1.0;
-	size_t n[2] = { 0, 0 }, *index[2], k;
+	double *w[2] = { NULL, NULL }, median = 1.0;
+	size_t k = 0;
 	int err = 0;
 
-	*nb = it->base_n;
-	*nc = it->cand_n;
-	/*
-	 * A percentile of a few spans a run is one slow span or not, as noisy
-	 * as the stage's elapsed time, and judged like it: every run, no
-	 * adjustment (reporting.p50 failed 4 % of identical comparisons with
-	 * runs left out, docs/CI.md).
-	 */
-	it->few_spans = (it->metric == KH_DIFF_M_P50 || it->metric == KH_DIFF_M_P99) &&
-			!diff_runs__many_spans(runs, it->stage);
-	if (!diff_metric__speed_adjusted(it->metric) || it->few_spans)
+	for (int s = 0; s < 2; s++) {
+		const struct kh_diff_side *side = ctx->side[s];
+
+		n[s] = 0;
+		for (size_t i = 0; i < side->count; i++) {
+			bool out = false;
+
+			if (!ctx->has[s][i]) {
+				ctx->used[s][i] = false;
+				continue;
+			}
+			if (diff_metric__is_wall(it->metric) && ctx->starved[s][i])
+				out = true;
+			if ((it->metric == KH_DIFF_M_ON_CPU || it->metric == KH_DIFF_M_ON_CPU_PER_CALL ||
+			     it->metric == KH_DIFF_M_OWN) &&
+			    !diff_run__split_complete(&side->records[i], it->stage)) {
+				out = true;
+				it->left_out = KH_DIFF_LEFT_INCOMPLETE;
+			}
+			if (it->metric == KH_DIFF_M_ELAPSED && it->gating && ctx->stage_starved[s][i])
+				out = true;
+			if (out && it->left_out == KH_DIFF_ALL_RUNS)
+				it->left_out = KH_DIFF_LEFT_STARVED;
+			ctx->used[s][i] = !out;
+			if (!out)
+				ctx->work[s][n[s]++] = ctx->value[s][i];
+		}
+	}
+	if (!diff_metric__is_wall(it->metric))
 		return 0;
-	speed[0] = malloc(base->count * sizeof(double));
-	speed[1] = malloc(cand->count * sizeof(double));
-	used[0] = malloc(base->count * sizeof(double));
-	used[1] = malloc(cand->count * sizeof(double));
-	index[0] = malloc(base->count * sizeof(size_t));
-	index[1] = malloc(cand->count * sizeof(size_t));
-	if (!speed[0] || !speed[1] || !used[0] || !used[1] || !index[0] || !index[1]) {
-		err = -ENOMEM;
-		goto out;
-	}
-	for (int s = 0; s < 2; s++) {
-		/* A stage's own spans stay out of the index its median span is divided by. */
-		uint32_t skip = it->metric == KH_DIFF_M_P50 ? it->stage : KH_STAGE_COUNT;
-
-		diff_runs__speed(runs, sides[s], skip, speed[s]);
-		for (size_t i = 0; i < sides[s]->count; i++) {
-			double x;
-
-			if (leave_starved && runs->starved[s][i])
+	for (int s = 0; s < 2 && !err; s++)
+		if (!(w[s] = malloc((ctx->side[s]->count + 1) * sizeof(double))))
+			err = -ENOMEM;
+	for (int s = 0; s < 2 && !err; s++)
+		for (size_t i = 0, j = 0; i < ctx->side[s]->count; i++) {
+			if (!ctx->used[s][i])
 				continue;
-			if (!record_value(&sides[s]->records[i], it->metric, it->stage, &x))
-				continue;
-			v[s][n[s]] = x;
-			index[s][n[s]] = i;
-			used[s][n[s]++] = speed[s][i];
+			it->wait_adjusted |= diff_run__starved_share(&ctx->side[s]->records[i]) >= 0;
+			w[s][j++] = diff_run__wait_factor(&ctx->side[s]->records[i]);
+		}
+	if (!err && it->wait_adjusted) {
+		double *all = malloc((n[0] + n[1] + 1) * sizeof(*all));
+
+		if (!all) {
+			err = -ENOMEM;
+		} else {
+			for (int s = 0; s < 2; s++)
+				for (size_t i = 0; i < n[s]; i++)
+					all[k++] = w[s][i];
+			median = k ? stats__median(all, k) : 1.0;
+			free(all);
+			for (int s = 0; s < 2; s++)
+				for (size_t i = 0; i < n[s]; i++) {
+					double f = median > 0 ? w[s][i] / median : 1.0;
+
+					ctx->work[s][i] = it->metric == KH_DIFF_M_THROUGHPUT
+								  ? ctx->work[s][i] * f
+								  : ctx->work[s][i] / f;
+				}
 		}
 	}
-	if (it->metric == KH_DIFF_M_P50)
-		beta = diff_run__sensitivity(v[0], used[0], n[0], v[1], used[1], n[1]);
-	for (int s = 0; s < 2; s++)
-		for (size_t i = 0; i < n[s]; i++)
-			used[s][i] = pow(used[s][i], beta);
-	if (leave_starved) {
-		err = wait_factors(sides, (const size_t **)index, n, used);
-		if (err)
-			goto out;
-	}
-	for (int s = 0; s < 2; s++)
-		for (size_t i = 0; i < n[s]; i++) {
-			double f = used[s][i];
-
-			v[s][i] = it->metric == KH_DIFF_M_THROUGHPUT ? v[s][i] * f : v[s][i] / f;
-		}
-	it->speed_adjusted = true;
-	*nb = n[0];
-	*nc = n[1];
-	if (leave_starved && runs->starved_count[0] + runs->starved_count[1] &&
-	    (n[0] < 2 || n[1] < 2 ||
-	     stats__shift_rank(n[0], n[1], o->confidence, STATS_RANK_AUTO, &k) == -ERANGE))
-		it->starved_out = true;
-out:
-	for (int s = 0; s < 2; s++) {
-		free(speed[s]);
-		free(used[s]);
-		free(index[s]);
-	}
+	free(w[0]);
+	free(w[1]);
 	return err;
 }
 
-/* Adds one item when both sides have a value for it; 0 or -errno. */
-static int diff__add_item(struct kh_diff *d, const struct diff_runs *runs,
-			  const struct kh_diff_side *base, const struct kh_diff_side *cand,
-			  enum kh_diff_metric metric, uint32_t stage, double *vb, double *vc)
+/*
+ * An item the starved runs left unjudged, whose shift over every run, the
+ * starved ones included, is below the floor: it moved too little to
+ * matter however long the runs waited (a state of 80 us), so it is ok.
+ */
+static int item__floor_of_all(struct kh_diff *d, struct diff_ctx *ctx, struct kh_diff_item *it)
 {
-	struct kh_diff_item *it = &d->items[d->item_count], adjusted;
-	size_t nb, nc;
+	struct kh_diff_item all = *it;
+	size_t n[2] = { 0, 0 };
+	int err;
+
+	for (int s = 0; s < 2; s++)
+		for (size_t i = 0; i < ctx->side[s]->count; i++)
+			if (ctx->has[s][i])
+				ctx->work[s][n[s]++] = ctx->value[s][i];
+	all.base_median = it->recorded_base;
+	err = stats__hodges_lehmann(ctx->work[0], n[0], ctx->work[1], n[1], &all.shift);
+	if (err || !item__below_floor(d, &all, ctx->side[0]))
+		return err;
+	it->verdict = KH_DIFF_OK;
+	it->unjudged = KH_DIFF_JUDGED;
+	it->below_floor = true;
+	return 0;
+}
+
+/* Whether a stage's item gates: one figure per stage (docs/CI.md). */
+static bool item__gating(const struct diff_ctx *ctx, enum kh_diff_metric metric)
+{
+	switch (metric) {
+	case KH_DIFF_M_ELAPSED:
+	case KH_DIFF_M_ON_CPU:
+	case KH_DIFF_M_OWN:
+		return metric == ctx->gate;
+	case KH_DIFF_M_WALL:
+	case KH_DIFF_M_THROUGHPUT:
+	case KH_DIFF_M_PEAK_RSS:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Adds one item when both sides have a value for it; 0 or -errno. */
+static int diff__add_item(struct diff_ctx *ctx, enum kh_diff_metric metric, uint32_t stage)
+{
+	struct kh_diff *d = ctx->d;
+	struct kh_diff_item *it = &d->items[d->item_count];
+	size_t n[2], have[2] = { 0, 0 };
 	int err;
 
 	memset(it, 0, sizeof(*it));
@@ -552,46 +387,41 @@ static int diff__add_item(struct kh_diff *d, const struct diff_runs *runs,
 	it->name = diff_metric__is_stage(metric) ? kh_stage__name(stage)
 		   : diff_metric__is_state(metric) ? kh_run_state__name(stage)
 		   : diff_metric__name(metric);
-	if (metric == KH_DIFF_M_P50 || metric == KH_DIFF_M_P99) {
-		size_t nb = side_values(base, KH_DIFF_M_CALLS, stage, vb);
-		size_t nc = side_values(cand, KH_DIFF_M_CALLS, stage, vc);
-
-		it->calls_base = nb ? stats__median(vb, nb) : 0;
-		it->calls_cand = nc ? stats__median(vc, nc) : 0;
-	}
-	it->base_n = side_values(base, metric, stage, vb);
-	it->cand_n = side_values(cand, metric, stage, vc);
-	if (!it->base_n || !it->cand_n)
+	it->calls_base = ctx->calls[0];
+	it->calls_cand = ctx->calls[1];
+	for (int s = 0; s < 2; s++)
+		for (size_t i = 0; i < ctx->side[s]->count; i++) {
+			ctx->has[s][i] = diff_record__value(&ctx->side[s]->records[i], metric, stage,
+							    &ctx->value[s][i]);
+			if (ctx->has[s][i])
+				ctx->work[s][have[s]++] = ctx->value[s][i];
+		}
+	if (!have[0] || !have[1])
 		return 0;
-	it->base_median = stats__median(vb, it->base_n);
-	it->cand_median = stats__median(vc, it->cand_n);
-	if (isnan(it->base_median) || isnan(it->cand_median))
+	it->base_n = have[0];
+	it->cand_n = have[1];
+	it->recorded_base = stats__median(ctx->work[0], have[0]);
+	it->recorded_cand = stats__median(ctx->work[1], have[1]);
+	if (isnan(it->recorded_base) || isnan(it->recorded_cand))
 		return -ENOMEM;
-	err = item__run_values(it, runs, base, cand, &d->opts, vb, &nb, vc, &nc);
-	if (err)
-		return err;
-	/*
-	 * The floor, like the interval, reads the values the interval uses;
-	 * those of all runs when too few were left to judge.
-	 */
-	adjusted = *it;
-	if (it->speed_adjusted && !it->starved_out && nb && nc) {
-		adjusted.base_median = stats__median(vb, nb);
-		adjusted.cand_median = stats__median(vc, nc);
-	}
-	it->below_floor = metric != KH_DIFF_M_CALLS && item__below_floor(d, &adjusted, base);
-	err = item__judge(it, &d->opts, vb, nb, vc, nc);
+	/* The threshold decides whether it is an item that is judged; gating, whether it counts. */
+	it->gating = item__gating(ctx, metric) && diff_options__threshold(&d->opts, metric, stage);
+	err = item__select(ctx, it, n);
+	if (!err)
+		err = item__judge(d, it, ctx->work[0], n[0], ctx->work[1], n[1], ctx->side[0]);
+	if (!err && it->unjudged == KH_DIFF_STARVED)
+		err = item__floor_of_all(d, ctx, it);
 	if (err)
 		return err;
 	d->item_count++;
-	if (!it->gating)
+	if (metric == KH_DIFF_M_CALLS)
 		d->calls_changed_count += it->verdict == KH_DIFF_CHANGED;
-	else if (it->verdict == KH_DIFF_REGRESSED)
-		d->regression_count++;
-	else if (it->verdict == KH_DIFF_IMPROVED)
-		d->improved_count++;
-	else if (it->verdict == KH_DIFF_NOISY)
-		d->noisy_count++;
+	if (!it->gating)
+		return 0;
+	d->regression_count += it->verdict == KH_DIFF_REGRESSED;
+	d->improved_count += it->verdict == KH_DIFF_IMPROVED;
+	d->noisy_count += it->verdict == KH_DIFF_NOISY;
+	d->unjudged_count += it->verdict == KH_DIFF_UNJUDGED;
 	return 0;
 }
 
@@ -623,32 +453,102 @@ static bool has_decoded(const struct kh_profile *p, uint32_t stage)
 	return s && s->attributed_ns;
 }
 
-static bool has_state(const struct kh_profile *p, uint32_t state)
+/*
+ * What the stage's items share: its median calls per side (for the per-call
+ * floors), and its gating figure: its time on CPU, or for a stage that
+ * blocks (DIFF_BLOCKING_SHARE of its own time in the median run) its own
+ * time, on CPU or blocked, when enough runs of both sides split it
+ * completely; else its elapsed time, leaving out the runs in which that
+ * stage waited for a CPU far longer than usual.  Read from this stage's
+ * spans alone, so that no other stage moves them.
+ */
+static int diff__stage_ctx(struct diff_ctx *ctx, uint32_t stage)
 {
-	return find_state(p, state) != NULL;
+	double *share[2] = { ctx->work[0], ctx->work[1] }, blocked, own, *blocking;
+	size_t complete[2] = { 0, 0 }, count[2], k = 0;
+	const size_t n[2] = { ctx->side[0]->count, ctx->side[1]->count };
+	int err;
+
+	blocking = malloc((n[0] + n[1] + 1) * sizeof(*blocking));
+	if (!blocking)
+		return -ENOMEM;
+	for (int s = 0; s < 2; s++) {
+		size_t calls = 0;
+
+		for (size_t i = 0; i < n[s]; i++) {
+			const struct kh_profile *p = &ctx->side[s]->records[i];
+
+			if (diff_record__value(p, KH_DIFF_M_CALLS, stage, &ctx->value[s][calls]))
+				calls++;
+			complete[s] += diff_run__split_complete(p, stage);
+			if (diff_record__value(p, KH_DIFF_M_BLOCKED, stage, &blocked) &&
+			    diff_record__value(p, KH_DIFF_M_OWN, stage, &own) && own > 0)
+				blocking[k++] = blocked / own;
+		}
+		ctx->calls[s] = calls ? stats__median(ctx->value[s], calls) : 0;
+		for (size_t i = 0; i < n[s]; i++)
+			share[s][i] = diff_run__stage_share(&ctx->side[s]->records[i], stage);
+	}
+	ctx->gate = !interval_exists(complete[0], complete[1], ctx->d->opts.confidence)
+			    ? KH_DIFF_M_ELAPSED
+		    : k && stats__median(blocking, k) >= DIFF_BLOCKING_SHARE ? KH_DIFF_M_OWN
+									    : KH_DIFF_M_ON_CPU;
+	free(blocking);
+	err = diff_runs__starved((const double *const *)share, n, ctx->stage_starved, count);
+	return err;
+}
+
+/* The stages whose split too few runs had complete: judged on elapsed time instead. */
+static int diff__warn_incomplete(struct kh_diff *d, const uint32_t *stages, size_t n)
+{
+	char list[512] = "";
+	size_t used = 0;
+	struct kh_diff_warning *w;
+	char *message;
+
+	if (!n)
+		return 0;
+	for (size_t i = 0; i < n && used < sizeof(list); i++)
+		used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", i ? ", " : "",
+					 kh_stage__name(stages[i]));
+	message = diff__format("the off-CPU split of %zu stage%s is incomplete in some runs (a "
+			       "thread left its CPU more often within one batch of spans than "
+			       "khprof's log holds): %s, judged on elapsed time, which includes "
+			       "waiting for a CPU",
+			       n, n == 1 ? "" : "s", list);
+	w = message ? realloc(d->warnings, (d->warning_count + 1) * sizeof(*w)) : NULL;
+	if (!w) {
+		free(message);
+		return -ENOMEM;
+	}
+	d->warnings = w;
+	d->warnings[d->warning_count++] = (struct kh_diff_warning){ KH_DIFF_WARN_INCOMPLETE,
+								    message };
+	return 0;
 }
 
 /*
  * One warning naming the runs starved of CPU, which the wall times leave
  * out, after the items: it says when too few were left to judge them.
  */
-static int diff__warn_starved(struct kh_diff *d, const struct diff_runs *runs,
-			      const struct kh_diff_side *base, const struct kh_diff_side *cand)
+static int diff__warn_starved(struct kh_diff *d, const struct kh_diff_side *base,
+			      const struct kh_diff_side *cand)
 {
 	struct kh_diff_warning *w;
 	bool unjudged = false;
 	char *message;
 
-	if (!runs->starved_count[0] && !runs->starved_count[1])
+	if (!d->starved[0] && !d->starved[1])
 		return 0;
 	for (size_t i = 0; i < d->item_count; i++)
-		unjudged |= d->items[i].starved_out;
+		unjudged |= d->items[i].unjudged == KH_DIFF_STARVED &&
+			    diff_metric__is_wall(d->items[i].metric);
 	message = diff__format("%zu of %zu base and %zu of %zu candidate runs were starved of CPU "
 			       "(waiting for a CPU over %.1f times as long as usual): left out of "
 			       "the wall, throughput and state wall times%s",
-			       runs->starved_count[0], base->count, runs->starved_count[1],
-			       cand->count, DIFF_STARVED_FACTOR,
-			       unjudged ? ", too few left to judge them (noisy at most)" : "");
+			       d->starved[0], base->count, d->starved[1], cand->count,
+			       DIFF_STARVED_FACTOR,
+			       unjudged ? ", too few left to judge them" : "");
 	w = message ? realloc(d->warnings, (d->warning_count + 1) * sizeof(*w)) : NULL;
 	if (!w) {
 		free(message);
@@ -682,57 +582,103 @@ static void diff__mark_span_error(struct kh_diff *d, const struct kh_diff_side *
 		struct kh_diff_item *it = &d->items[i];
 
 		if (it->metric != KH_DIFF_M_P50 && it->metric != KH_DIFF_M_P99 &&
-		    it->metric != KH_DIFF_M_PER_CALL)
+		    it->metric != KH_DIFF_M_PER_CALL && it->metric != KH_DIFF_M_ON_CPU_PER_CALL)
 			continue;
 		it->span_error_ns = (double)bias;
-		it->within_span_error = fabs(it->cand_median - it->base_median) <= (double)bias;
+		it->within_span_error = fabs(it->shift) <= (double)bias;
 	}
+}
+
+static void diff_ctx__free(struct diff_ctx *ctx)
+{
+	for (int s = 0; s < 2; s++) {
+		free(ctx->value[s]);
+		free(ctx->has[s]);
+		free(ctx->used[s]);
+		free(ctx->work[s]);
+		free(ctx->starved[s]);
+		free(ctx->stage_starved[s]);
+	}
+}
+
+static int diff_ctx__init(struct diff_ctx *ctx, struct kh_diff *d,
+			  const struct kh_diff_side *base, const struct kh_diff_side *cand)
+{
+	size_t n[2] = { base->count, cand->count };
+	double *share[2];
+
+	memset(ctx, 0, sizeof(*ctx));
+	ctx->d = d;
+	ctx->side[0] = base;
+	ctx->side[1] = cand;
+	for (int s = 0; s < 2; s++) {
+		ctx->value[s] = calloc(n[s] + 1, sizeof(double));
+		ctx->work[s] = calloc(n[s] + 1, sizeof(double));
+		ctx->has[s] = calloc(n[s] + 1, sizeof(bool));
+		ctx->used[s] = calloc(n[s] + 1, sizeof(bool));
+		ctx->starved[s] = calloc(n[s] + 1, sizeof(bool));
+		ctx->stage_starved[s] = calloc(n[s] + 1, sizeof(bool));
+		if (!ctx->value[s] || !ctx->work[s] || !ctx->has[s] || !ctx->used[s] ||
+		    !ctx->starved[s] || !ctx->stage_starved[s])
+			return -ENOMEM;
+		for (size_t i = 0; i < n[s]; i++)
+			ctx->work[s][i] = diff_run__starved_share(&ctx->side[s]->records[i]);
+		share[s] = ctx->work[s];
+	}
+	return diff_runs__starved((const double *const *)share, n, ctx->starved, d->starved);
 }
 
 static int diff__items(struct kh_diff *d, const struct kh_diff_side *base,
 		       const struct kh_diff_side *cand)
 {
-	static const enum kh_diff_metric per_stage[] = { KH_DIFF_M_ELAPSED, KH_DIFF_M_CALLS,
-							 KH_DIFF_M_PER_CALL, KH_DIFF_M_P50,
-							 KH_DIFF_M_P99, KH_DIFF_M_OFF_CPU };
-	double *vb = malloc(base->count * sizeof(*vb)), *vc = malloc(cand->count * sizeof(*vc));
-	struct diff_runs runs;
-	int err = vb && vc ? 0 : -ENOMEM;
+	static const enum kh_diff_metric per_stage[] = {
+		KH_DIFF_M_ELAPSED, KH_DIFF_M_CALLS,    KH_DIFF_M_PER_CALL, KH_DIFF_M_ON_CPU,
+		KH_DIFF_M_ON_CPU_PER_CALL, KH_DIFF_M_OWN, KH_DIFF_M_BLOCKED, KH_DIFF_M_RUNNABLE,
+		KH_DIFF_M_P50,	   KH_DIFF_M_P99,
+	};
+	uint32_t incomplete[KH_STAGE_COUNT];
+	size_t incomplete_count = 0;
+	struct diff_ctx ctx;
+	int err = diff_ctx__init(&ctx, d, base, cand);
 
 	if (!err)
-		err = diff_runs__init(&runs, base, cand);
-	if (err) {
-		free(vb);
-		free(vc);
-		return err;
-	}
-	err = diff__add_item(d, &runs, base, cand, KH_DIFF_M_WALL, 0, vb, vc);
+		err = diff__add_item(&ctx, KH_DIFF_M_WALL, 0);
 	if (!err && (any_record(base, has_input, 0) || any_record(cand, has_input, 0)))
-		err = diff__add_item(d, &runs, base, cand, KH_DIFF_M_THROUGHPUT, 0, vb, vc);
+		err = diff__add_item(&ctx, KH_DIFF_M_THROUGHPUT, 0);
 	if (!err)
-		err = diff__add_item(d, &runs, base, cand, KH_DIFF_M_PEAK_RSS, 0, vb, vc);
+		err = diff__add_item(&ctx, KH_DIFF_M_PEAK_RSS, 0);
 	for (uint32_t s = 0; !err && s < KH_STAGE_COUNT; s++) {
+		size_t first = d->item_count;
+
 		if (!any_record(base, has_stage, s) && !any_record(cand, has_stage, s))
 			continue;
+		err = diff__stage_ctx(&ctx, s);
 		for (size_t m = 0; !err && m < sizeof(per_stage) / sizeof(per_stage[0]); m++)
-			err = diff__add_item(d, &runs, base, cand, per_stage[m], s, vb, vc);
+			err = diff__add_item(&ctx, per_stage[m], s);
 		if (!err && (any_record(base, has_decoded, s) || any_record(cand, has_decoded, s)))
-			err = diff__add_item(d, &runs, base, cand, KH_DIFF_M_DECODED, s, vb, vc);
+			err = diff__add_item(&ctx, KH_DIFF_M_DECODED, s);
+		/* Split, but too few runs split it completely: elapsed decides. */
+		for (size_t i = first; !err && i < d->item_count; i++)
+			if (d->items[i].metric == KH_DIFF_M_ON_CPU && ctx.gate == KH_DIFF_M_ELAPSED &&
+			    !diff_stage__is_queue_wait(s))
+				incomplete[incomplete_count++] = s;
 	}
+	ctx.calls[0] = ctx.calls[1] = 0;
 	for (uint32_t st = 0; !err && st < KH_STATE_COUNT; st++) {
-		if (!any_record(base, has_state, st) || !any_record(cand, has_state, st))
+		if (!any_record(base, diff_record__has_state, st) ||
+		    !any_record(cand, diff_record__has_state, st))
 			continue;
-		err = diff__add_item(d, &runs, base, cand, KH_DIFF_M_STATE_WALL, st, vb, vc);
+		err = diff__add_item(&ctx, KH_DIFF_M_STATE_WALL, st);
 		if (!err)
-			err = diff__add_item(d, &runs, base, cand, KH_DIFF_M_STATE_CPU, st, vb, vc);
+			err = diff__add_item(&ctx, KH_DIFF_M_STATE_CPU, st);
 	}
 	if (!err)
-		err = diff__warn_starved(d, &runs, base, cand);
+		err = diff__warn_starved(d, base, cand);
+	if (!err)
+		err = diff__warn_incomplete(d, incomplete, incomplete_count);
 	if (!err)
 		diff__mark_span_error(d, base, cand);
-	diff_runs__free(&runs);
-	free(vb);
-	free(vc);
+	diff_ctx__free(&ctx);
 	return err;
 }
 
@@ -792,15 +738,24 @@ int diff__compare(const struct kh_diff_side *base, const struct kh_diff_side *ca
 		diff__free(out);
 		return err;
 	}
-	if (out->blocking_count)
+	if (out->blocking_count) {
 		out->verdict = KH_DIFF_VERDICT_NOT_COMPARABLE;
-	else if (out->method == KH_DIFF_METHOD_SINGLE)
-		/* Two single runs of one build came out 23 % apart here (docs/CI.md). */
-		out->verdict = KH_DIFF_VERDICT_TOO_FEW_RUNS;
-	else if (out->regression_count)
+	} else if (out->regression_count) {
+		/* Whatever could not be judged, what was judged is sure. */
 		out->verdict = KH_DIFF_VERDICT_REGRESSED;
-	else
+	} else if (out->method != KH_DIFF_METHOD_MANN_WHITNEY) {
+		/* Two single runs of one build came out 23 % apart here (docs/CI.md). */
+		out->verdict = KH_DIFF_VERDICT_CANNOT_JUDGE;
+		out->cannot = KH_DIFF_FEW_RUNS;
+	} else if (out->unjudged_count) {
+		out->verdict = KH_DIFF_VERDICT_CANNOT_JUDGE;
+		out->cannot = KH_DIFF_FEW_RUNS;
+		for (size_t i = 0; i < out->item_count; i++)
+			if (out->items[i].gating && out->items[i].unjudged == KH_DIFF_STARVED)
+				out->cannot = KH_DIFF_STARVED;
+	} else {
 		out->verdict = KH_DIFF_VERDICT_OK;
+	}
 	return 0;
 }
 

@@ -26,13 +26,13 @@
 #define KH_DIFF_MAX_CONFIDENCE 99.9
 /*
  * Items from khprof.latency and the macro states (docs/CI.md): a stage's
- * median and tail span, its off-CPU and decoded-attributed time, each
- * state's wall and CPU time.  A span's median moves less from run to run
- * than a stage's total; its 99th percentile and off-CPU time more.
+ * median and tail span, its time blocked, its decoded-attributed time,
+ * each state's wall and CPU time.  None of them gates but the state's
+ * wall: a stage gates on one figure, its time on CPU (else its elapsed).
  */
 #define KH_DIFF_DEFAULT_P50_PCT 10.0
-#define KH_DIFF_DEFAULT_P99_PCT 50.0 /* a tail moves by multiples; at 20% it failed A/A 1.5% */
-#define KH_DIFF_DEFAULT_OFF_CPU_PCT 20.0
+#define KH_DIFF_DEFAULT_P99_PCT 50.0 /* a tail moves by multiples */
+#define KH_DIFF_DEFAULT_BLOCKED_PCT 20.0
 #define KH_DIFF_DEFAULT_DECODED_PCT 10.0
 #define KH_DIFF_DEFAULT_STATE_WALL_PCT 5.0
 #define KH_DIFF_DEFAULT_STATE_CPU_PCT 10.0
@@ -40,10 +40,11 @@
 #define KH_DIFF_RSS_MIN_CHANGE_BYTES (1ull << 20)
 
 /*
- * Wall, throughput, peak RSS; elapsed, calls, per-call, p50, p99, off-CPU
- * and decoded per stage; wall and CPU per macro state.
+ * Wall, throughput, peak RSS; elapsed, calls, per-call, on-CPU, on-CPU per
+ * call, own, blocked, runnable, p50, p99 and decoded per stage; wall and
+ * CPU per macro state.
  */
-#define KH_DIFF_MAX_ITEMS (3 + 7 * KH_STAGE_COUNT + 2 * KH_STATE_COUNT)
+#define KH_DIFF_MAX_ITEMS (3 + 11 * KH_STAGE_COUNT + 2 * KH_STATE_COUNT)
 
 /* Identity fields that bind a comparison, as --allow-mismatch names them. */
 enum kh_diff_field {
@@ -75,7 +76,7 @@ struct kh_diff_options {
 	struct kh_diff_threshold wall, throughput, peak_rss;
 	struct kh_diff_threshold stage[KH_STAGE_COUNT];
 	/* The latency and state items, each metric one threshold for all. */
-	struct kh_diff_threshold p50, p99, off_cpu, decoded, state_wall, state_cpu;
+	struct kh_diff_threshold p50, p99, blocked, decoded, state_wall, state_cpu;
 	bool min_change_set;
 	uint64_t min_change_ns; /* time changes below this are never judged */
 	bool confidence_set;
@@ -90,7 +91,7 @@ void diff_options__init(struct kh_diff_options *opts);
 /*
  * Applies one setting by its config-file key: "threshold",
  * "threshold.NAME" (NAME a stage as the seed spells it, or wall,
- * throughput, peak_rss, p50, p99, off_cpu, decoded, state_wall,
+ * throughput, peak_rss, p50, p99, blocked, decoded, state_wall,
  * state_cpu), "min_change_ms", "confidence" or
  * "allow_mismatch" (a comma list of field names, added to those already
  * allowed).  Percentages may end in '%'; a threshold may be "off".
@@ -129,12 +130,16 @@ enum kh_diff_metric {
 	KH_DIFF_M_WALL = 0, /* ns */
 	KH_DIFF_M_THROUGHPUT, /* input bytes per wall second; down is worse */
 	KH_DIFF_M_PEAK_RSS, /* bytes */
-	KH_DIFF_M_ELAPSED,  /* ns, per stage */
+	KH_DIFF_M_ELAPSED,  /* ns, per stage: summed span time, waits included */
 	KH_DIFF_M_CALLS,    /* per stage; informative, never gates */
 	KH_DIFF_M_PER_CALL, /* ns, per stage; judged but never gates */
-	KH_DIFF_M_P50,      /* ns, per stage: median span (khprof.latency) */
+	KH_DIFF_M_ON_CPU,   /* ns, per stage: elapsed less off-CPU time (khprof.latency) */
+	KH_DIFF_M_ON_CPU_PER_CALL, /* ns, per stage; judged but never gates */
+	KH_DIFF_M_OWN,      /* ns, per stage: on CPU or blocked, elapsed less waiting for a CPU */
+	KH_DIFF_M_BLOCKED,  /* ns, per stage: off CPU, not runnable: sleeps, locks, I/O */
+	KH_DIFF_M_RUNNABLE, /* ns, per stage: waiting for a CPU, the machine's; never judged */
+	KH_DIFF_M_P50,      /* ns, per stage: median span */
 	KH_DIFF_M_P99,      /* ns, per stage: 99th percentile span */
-	KH_DIFF_M_OFF_CPU,  /* ns, per stage: time off CPU inside its spans */
 	KH_DIFF_M_DECODED,  /* ns, per stage: attributed_ns, time on decoded content */
 	KH_DIFF_M_STATE_WALL, /* ns, per macro state (stage holds the state) */
 	KH_DIFF_M_STATE_CPU,  /* ns, per macro state: process CPU time */
@@ -144,10 +149,29 @@ enum kh_diff_mark {
 	KH_DIFF_OK = 0,
 	KH_DIFF_REGRESSED,
 	KH_DIFF_IMPROVED,
-	KH_DIFF_NOISY,   /* the medians moved beyond the threshold, the interval is not sure */
+	KH_DIFF_NOISY,   /* the shift is beyond the threshold, the interval is not sure */
 	KH_DIFF_SAME,    /* calls only */
 	KH_DIFF_CHANGED, /* calls only */
 	KH_DIFF_OFF,     /* threshold off */
+	KH_DIFF_UNJUDGED, /* too few runs left for an interval (why: kh_diff_unjudged) */
+	KH_DIFF_MACHINE, /* runnable only: moved beyond the threshold, the machine's doing */
+};
+
+/* Why an item was not judged. */
+enum kh_diff_unjudged {
+	KH_DIFF_JUDGED = 0,
+	KH_DIFF_FEW_RUNS, /* too few records have a value for an interval */
+	KH_DIFF_STARVED,  /* too few were left once the runs starved of CPU were left out */
+};
+
+/*
+ * What the judged values are, when not every record's value as recorded
+ * (docs/CI.md, "What each item is judged on").
+ */
+enum kh_diff_left_out {
+	KH_DIFF_ALL_RUNS = 0,
+	KH_DIFF_LEFT_STARVED,    /* runs starved of CPU (for a stage: in that stage) */
+	KH_DIFF_LEFT_INCOMPLETE, /* runs whose off-CPU split of the stage is incomplete */
 };
 
 struct kh_diff_item {
@@ -155,9 +179,18 @@ struct kh_diff_item {
 	uint32_t stage;    /* enum kh_stage for stage metrics */
 	const char *name;  /* "wall", "throughput", "peak_rss", or the stage's name */
 	size_t base_n, cand_n; /* records that have the value */
+	double recorded_base, recorded_cand; /* medians of every record's value */
+	/*
+	 * Of the judged values (those of base_used and cand_used runs, as
+	 * recorded unless adjusted): the medians, and the Hodges-Lehmann shift,
+	 * the median of every candidate - base difference.  The change is the
+	 * shift, and the interval that of the same estimator, so the change
+	 * always lies inside its interval.
+	 */
 	double base_median, cand_median;
+	double shift;
 	bool has_change;   /* false when the base median is 0 */
-	double change_pct;
+	double change_pct; /* the shift in percent of the base median */
 	bool has_interval; /* Mann-Whitney: enough values on both sides */
 	double interval_low, interval_high; /* of the shift, candidate - base, in the item's unit */
 	double interval_low_pct, interval_high_pct; /* of the base median; only with has_change */
@@ -165,19 +198,20 @@ struct kh_diff_item {
 	bool threshold_off;
 	double threshold_pct;
 	bool gating;       /* a regression here fails the comparison */
-	bool below_floor;  /* the medians differ by less than the minimum change */
+	bool below_floor;  /* the shift is smaller than the minimum change */
 	bool floor_only;   /* ok only because of the floor: beyond the threshold otherwise */
-	size_t base_used, cand_used; /* runs the interval used (outliers and starved runs left out) */
-	bool speed_adjusted; /* the interval is of values divided by each run's speed (docs/CI.md) */
-	bool starved_out;  /* too few runs not starved of CPU: not judged, noisy at most */
-	bool few_spans;    /* p50, p99 of a stage of few spans a run: every run judged */
-	double calls_base, calls_cand; /* p50, p99: median calls, for the floor */
-	double noise;      /* pooled MAD of the runs the interval used, item's unit */
-	double noise_pct;  /* the noise bound: DIFF_NOISE_K MADs in % of the base median */
+	int beyond;        /* the shift beyond the threshold: 1 the bad way, -1 the good, 0 not */
+	size_t base_used, cand_used; /* runs judged */
+	enum kh_diff_left_out left_out; /* why runs were left out, when some were */
+	bool wait_adjusted; /* each value divided by its run's wait factor (wall times) */
+	enum kh_diff_unjudged unjudged;
+	double calls_base, calls_cand; /* per-call and span items: median calls, for the floor */
+	double noise;      /* pooled MAD of the judged values, item's unit */
+	double noise_pct;  /* the noise bound: 2 MADs (3 for wall times) in % of the base median */
 	/*
 	 * p50, p99, per_call: the tracing mode's per-span error, the largest
 	 * calibrated bias per span of the records (docs/REPORTS.md, "How
-	 * exact"), and whether the medians moved by no more than it.
+	 * exact"), and whether the shift is no larger than it.
 	 */
 	double span_error_ns;
 	bool within_span_error;
@@ -199,6 +233,7 @@ enum kh_diff_warning_kind {
 	KH_DIFF_WARN_STARTED_MID, /* a record misses the start of its session */
 	KH_DIFF_WARN_ENDED_MID,   /* a record misses the end of its session */
 	KH_DIFF_WARN_STARVED,     /* runs starved of CPU, left out of the wall items */
+	KH_DIFF_WARN_INCOMPLETE,  /* stages whose off-CPU split some runs lack */
 };
 
 struct kh_diff_warning {
@@ -211,10 +246,11 @@ enum kh_diff_verdict {
 	KH_DIFF_VERDICT_REGRESSED,
 	KH_DIFF_VERDICT_NOT_COMPARABLE,
 	/*
-	 * One record on a side: no run-to-run noise can be judged, so no
-	 * verdict.  The items keep what plain thresholds say of them.
+	 * No regression, and something that gates could not be judged: too
+	 * few runs on a side for an interval, or too few left once the runs
+	 * starved of CPU were left out (kh_diff.cannot says which).
 	 */
-	KH_DIFF_VERDICT_TOO_FEW_RUNS,
+	KH_DIFF_VERDICT_CANNOT_JUDGE,
 };
 
 struct kh_diff_side_info {
@@ -225,8 +261,8 @@ struct kh_diff_side_info {
 
 /* How the verdicts were reached, as the header line says. */
 enum kh_diff_method {
-	KH_DIFF_METHOD_SINGLE = 0,   /* one record on a side: plain thresholds */
-	KH_DIFF_METHOD_FEW_RUNS,     /* too few for the confidence: plain thresholds */
+	KH_DIFF_METHOD_SINGLE = 0,   /* one record on a side: nothing judged */
+	KH_DIFF_METHOD_FEW_RUNS,     /* too few for the confidence: nothing judged */
 	KH_DIFF_METHOD_MANN_WHITNEY, /* the interval of the shift decides */
 };
 
@@ -243,8 +279,11 @@ struct kh_diff {
 	struct kh_diff_warning *warnings;
 	size_t warning_count;
 	size_t regression_count, improved_count, noisy_count; /* gating items */
+	size_t unjudged_count;       /* gating items not judged */
 	size_t calls_changed_count;
 	enum kh_diff_verdict verdict;
+	enum kh_diff_unjudged cannot; /* with KH_DIFF_VERDICT_CANNOT_JUDGE: why */
+	size_t starved[2];           /* runs starved of CPU, base and candidate */
 };
 
 /*
@@ -273,8 +312,26 @@ const struct kh_diff_threshold *diff_options__threshold(const struct kh_diff_opt
 char *diff__render_text(const struct kh_diff *d);
 char *diff__render_markdown(const struct kh_diff *d);
 
+/* An item's verdict in words, as the table says it ("unjudged (starved)"). */
+void diff_item__verdict(const struct kh_diff *d, const struct kh_diff_item *it, bool markdown,
+			char *buf, size_t len);
+
+/*
+ * How the item's judged values differ from every record's value as
+ * recorded, in words ("of the runs not starved of CPU, each divided by its
+ * wait factor"), or NULL when they do not.
+ */
+const char *diff_item__adjustment(const struct kh_diff_item *it);
+
 /* The summary line alone, without a newline; malloc'd, or NULL. */
 char *diff__summary(const struct kh_diff *d);
+
+/*
+ * Why the comparison could not judge, as one line without a newline
+ * ("too few runs: 1 base, 1 candidate record; 4 a side needed");
+ * malloc'd, or NULL (ENOMEM, or a verdict that is not cannot-judge).
+ */
+char *diff__cannot_reason(const struct kh_diff *d);
 
 /* The "khprof-diff-v1" object, ending in a newline; malloc'd, or NULL. */
 char *diff__to_json(const struct kh_diff *d);

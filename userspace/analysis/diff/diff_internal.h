@@ -19,13 +19,16 @@
 #define DIFF_ALL_FIELDS (DIFF_BIT(KH_DIFF_F_COUNT) - 1)
 
 /*
- * Sides with this many runs each lose their run farthest from the median;
- * for the median spans, a quarter of their runs (2 of 8), at least one.
+ * An interval must clear this many pooled MADs of the judged values, as well
+ * as the threshold: 2 (at 1.5 the bench's kh-scan runs failed identical
+ * builds in source-walk, at 3 the archived kh-scan series caught +33 % of
+ * source-read 22-61 % of the time at 10 runs a side, at 2 50-91 %), and 3
+ * for the wall times, whose runs also differ by waits no record accounts for (a
+ * neighbour's preemption outside every span, a queue a preempted thread
+ * left empty: at 2, 1.6 % of identical builds beside a hog failed).
  */
-#define DIFF_TRIM_MIN_RUNS 5
-#define DIFF_TRIM_P50_DIVISOR 4
-/* An interval must clear this many pooled MADs of the runs, as well as the threshold. */
-#define DIFF_NOISE_K 3.0
+#define DIFF_NOISE_K 2.0
+#define DIFF_NOISE_K_WALL 3.0
 
 /* Room for an item's label, such as "scanner-queue-wait.per_call". */
 #define DIFF_LABEL_LEN 64
@@ -33,7 +36,8 @@
 /*
  * vasprintf into a fresh string; NULL when out of memory.  Inline, so that
  * the diff's files, which all format messages, need not call diff.c for it
- * (they call one way: diff.c -> diff_runs.c -> diff_options.c -> diff_bind.c).
+ * (they call one way: diff.c -> diff_values.c, diff_runs.c -> diff_options.c
+ * -> diff_bind.c).
  */
 __attribute__((format(printf, 1, 2))) static inline char *diff__format(const char *fmt, ...)
 {
@@ -52,27 +56,17 @@ static inline bool diff_metric__is_stage(enum kh_diff_metric metric)
 	return metric >= KH_DIFF_M_ELAPSED && metric <= KH_DIFF_M_DECODED;
 }
 
-/* Items whose interval leaves out each side's farthest run (diff.c). */
-static inline bool diff_metric__trims(enum kh_diff_metric metric)
-{
-	return metric >= KH_DIFF_M_P50;
-}
-
-/*
- * Items whose values are divided by each run's speed index before the
- * interval: a stage's median span (leaving its own stage out of the index)
- * and the wall times; the wall times also leave out runs starved of CPU.
- */
-static inline bool diff_metric__speed_adjusted(enum kh_diff_metric metric)
-{
-	return metric == KH_DIFF_M_P50 || metric == KH_DIFF_M_WALL ||
-	       metric == KH_DIFF_M_THROUGHPUT || metric == KH_DIFF_M_STATE_WALL;
-}
-
-static inline bool diff_metric__leaves_starved(enum kh_diff_metric metric)
+/* The wall times: judged on the runs not starved of CPU, with their wait factor. */
+static inline bool diff_metric__is_wall(enum kh_diff_metric metric)
 {
 	return metric == KH_DIFF_M_WALL || metric == KH_DIFF_M_THROUGHPUT ||
 	       metric == KH_DIFF_M_STATE_WALL;
+}
+
+/* Items of a stage's spans split by where their time went (khprof.latency off-CPU). */
+static inline bool diff_metric__is_split(enum kh_diff_metric metric)
+{
+	return metric >= KH_DIFF_M_ON_CPU && metric <= KH_DIFF_M_RUNNABLE;
 }
 
 static inline bool diff_metric__is_state(enum kh_diff_metric metric)
@@ -94,65 +88,59 @@ bool diff_options__valid(const struct kh_diff_options *o);
 
 /*
  * diff_runs.c: the conditions each run was recorded under (docs/CI.md,
- * "Runs the machine slowed").  A run's median span of a stage counts from
- * DIFF_SPEED_MIN_SPANS spans (fewer give a coarse median); a speed index
- * needs DIFF_SPEED_MIN_STAGES reference stages, and is 1 otherwise.
- */
-#define DIFF_SPEED_MIN_SPANS 100
-#define DIFF_SPEED_MIN_STAGES 3
-/* Pairs of runs whose speed indexes differ by less (5 %) say nothing of a sensitivity. */
-#define DIFF_SPEED_MIN_SPREAD 0.05
-#define DIFF_SENSITIVITY_MAX 2.0
-/*
- * Starved of CPU: waiting for a CPU for over 1.5 times the lower quartile
- * of all runs' share of span time (here 17-28 % of it when the machine
- * gave the program its CPUs, 35-50 % when a neighbour took one).
+ * "Runs the machine slowed"), from the records' off-CPU split.
+ *
+ * Starved of CPU: waiting for a CPU for a share of the span time above
+ * DIFF_STARVED_FACTOR times the lower quartile of all runs' shares, and at
+ * least DIFF_STARVED_POINTS above it (here 17-28 % of the span time when
+ * the machine gave the program its CPUs, 35-50 % when a neighbour took
+ * one; a program that never waits has a quartile near 0).
  */
 #define DIFF_STARVED_FACTOR 1.5
-
-struct diff_runs {
-	bool many_spans[KH_STAGE_COUNT]; /* DIFF_SPEED_MIN_SPANS spans in every record */
-	bool reference[KH_STAGE_COUNT]; /* stages the speed index reads: many spans, no queue wait */
-	double median[KH_STAGE_COUNT];  /* their median span over both sides' runs */
-	size_t reference_count;
-	bool *starved[2];               /* per record of base [0] and candidate [1] */
-	size_t starved_count[2];
-};
-
-/* 0 or -ENOMEM; diff_runs__free() after either. */
-int diff_runs__init(struct diff_runs *r, const struct kh_diff_side *base,
-		    const struct kh_diff_side *cand);
-void diff_runs__free(struct diff_runs *r);
-
-/* Whether every record of both sides has DIFF_SPEED_MIN_SPANS spans of the stage. */
-bool diff_runs__many_spans(const struct diff_runs *r, uint32_t stage);
-
+#define DIFF_STARVED_POINTS 0.05
 /*
- * Each record's speed index: the median, over the reference stages but
- * skip (KH_STAGE_COUNT for none), of its median span against both sides'
- * median of that stage.  1.2: the run's spans were 20 % slower than usual.
+ * A stage that blocks (asleep, on the disk, a lock, a queue) for this share
+ * of its own time (on CPU or blocked), in the median run, gates on that own
+ * time rather than on its time on CPU alone: each switch out and back in
+ * costs the CPU time after it more on a busy runner (a stage that slept
+ * 75 times a run here took 10 % more time on CPU with a neighbour spinning
+ * on every CPU, and 2.5 % more own time), and a stage that starts to block
+ * more has regressed too.
  */
-void diff_runs__speed(const struct diff_runs *r, const struct kh_diff_side *s, uint32_t skip,
-		      double *speed);
-
-/*
- * How strongly a stage's values v follow the speed indexes u: the median
- * slope of log v against log u over pairs of runs of one side whose
- * indexes differ by more than DIFF_SPEED_MIN_SPREAD (a Theil-Sen slope).
- * Pairs across the sides are left out, so that a change between the
- * sides is never taken for the machine's.  Clamped to [0,
- * DIFF_SENSITIVITY_MAX]; 1 without such pairs or memory.
- */
-double diff_run__sensitivity(const double *vb, const double *ub, size_t m, const double *vc,
-			     const double *uc, size_t n);
+#define DIFF_BLOCKING_SHARE 0.25
 
 /* A record's runnable (waiting for a CPU) share of its stages' time; -1 when unmeasured. */
 double diff_run__starved_share(const struct kh_profile *p);
+/* The same for one stage of the record; -1 when unmeasured or the stage took no time. */
+double diff_run__stage_share(const struct kh_profile *p, uint32_t stage);
 /*
  * How much longer the record's threads took for waiting for a CPU:
  * 1 / (1 - its runnable share), 1 when unmeasured.
  */
 double diff_run__wait_factor(const struct kh_profile *p);
+/*
+ * Whether the record split the stage's time completely into on CPU,
+ * blocked and runnable: it measured off-CPU time, and no span of the stage
+ * had more switches than khprof's per-thread log holds (offcpu_truncated).
+ * A stage the record lacks took no time: complete.
+ */
+bool diff_run__split_complete(const struct kh_profile *p, uint32_t stage);
+
+/*
+ * Marks starved[0][i] and starved[1][i] for the runs whose share (-1:
+ * unmeasured, never starved) is starved against both sides' shares pooled;
+ * counts them in count[2].  0 or -ENOMEM.
+ */
+int diff_runs__starved(const double *const share[2], const size_t n[2], bool *const starved[2],
+		       size_t count[2]);
+
+/*
+ * diff_values.c: one record's value of an item (metric, and stage or
+ * state); false when the record has none.
+ */
+bool diff_record__value(const struct kh_profile *p, enum kh_diff_metric metric, uint32_t stage,
+			double *out);
+bool diff_record__has_state(const struct kh_profile *p, uint32_t state);
 
 /* diff_bind.c: how messages name record i of a side. */
 const char *diff_side__name(const struct kh_diff_side *s, size_t i);

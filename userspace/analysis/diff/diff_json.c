@@ -92,7 +92,7 @@ static cJSON *options_json(const struct kh_diff *d)
 				     (double)KH_DIFF_RSS_MIN_CHANGE_BYTES) &&
 	     cJSON_AddNumberToObject(o, "confidence", opts->confidence) &&
 	     cJSON_AddStringToObject(o, "method", d->method == KH_DIFF_METHOD_MANN_WHITNEY
-							  ? "mann-whitney" : "threshold");
+							  ? "hodges-lehmann" : "none");
 	allow = ok ? cJSON_AddArrayToObject(o, "allow_mismatch") : NULL;
 	ok = allow != NULL;
 	for (int f = 0; ok && f < KH_DIFF_F_COUNT; f++)
@@ -131,6 +131,7 @@ static cJSON *warning_json(const struct kh_diff_warning *w)
 		[KH_DIFF_WARN_STARTED_MID] = "started-mid-session",
 		[KH_DIFF_WARN_ENDED_MID] = "ended-mid-session",
 		[KH_DIFF_WARN_STARVED] = "starved",
+		[KH_DIFF_WARN_INCOMPLETE] = "incomplete-split",
 	};
 	cJSON *o = cJSON_CreateObject();
 
@@ -156,11 +157,37 @@ static const char *metric_unit(enum kh_diff_metric metric)
 	}
 }
 
+static const char *const unjudged_names[] = {
+	[KH_DIFF_JUDGED] = NULL,
+	[KH_DIFF_FEW_RUNS] = "too-few-runs",
+	[KH_DIFF_STARVED] = "starved",
+};
+
+/* How the judged values differ from the recorded ones, or null (docs/CI.md). */
+static bool add_adjusted(cJSON *o, const struct kh_diff_item *it)
+{
+	static const char *const left_out[] = {
+		[KH_DIFF_ALL_RUNS] = NULL,
+		[KH_DIFF_LEFT_STARVED] = "starved",
+		[KH_DIFF_LEFT_INCOMPLETE] = "incomplete-split",
+	};
+	bool some_out = it->base_used < it->base_n || it->cand_used < it->cand_n;
+	cJSON *a;
+
+	if (!some_out && !it->wait_adjusted)
+		return cJSON_AddNullToObject(o, "adjusted") != NULL;
+	a = cJSON_AddObjectToObject(o, "adjusted");
+	return a && add_string_or_null(a, "left_out", some_out ? left_out[it->left_out] : NULL) &&
+	       add_pair_or_null(a, "runs_left_out", true, (double)(it->base_n - it->base_used),
+				(double)(it->cand_n - it->cand_used)) &&
+	       cJSON_AddBoolToObject(a, "wait_factor", it->wait_adjusted);
+}
+
 static cJSON *item_json(const struct kh_diff_item *it)
 {
 	cJSON *o = cJSON_CreateObject();
 	char name[DIFF_LABEL_LEN];
-	bool ok;
+	bool judged = it->base_used && it->cand_used, ok;
 
 	diff_item__label(it, name, sizeof(name));
 	ok = o && cJSON_AddStringToObject(o, "name", name) &&
@@ -170,8 +197,10 @@ static cJSON *item_json(const struct kh_diff_item *it)
 	     cJSON_AddStringToObject(o, "unit", metric_unit(it->metric)) &&
 	     cJSON_AddNumberToObject(o, "base_runs", (double)it->base_n) &&
 	     cJSON_AddNumberToObject(o, "candidate_runs", (double)it->cand_n) &&
+	     add_pair_or_null(o, "recorded_medians", true, it->recorded_base, it->recorded_cand) &&
 	     cJSON_AddNumberToObject(o, "base_median", it->base_median) &&
 	     cJSON_AddNumberToObject(o, "candidate_median", it->cand_median) &&
+	     add_number_or_null(o, "shift", judged, it->shift) &&
 	     add_number_or_null(o, "change_pct", it->has_change, it->change_pct);
 	ok = ok && add_pair_or_null(o, "interval", it->has_interval, it->interval_low,
 				    it->interval_high) &&
@@ -185,16 +214,32 @@ static cJSON *item_json(const struct kh_diff_item *it)
 	     cJSON_AddBoolToObject(o, "within_span_error", it->within_span_error) &&
 	     add_number_or_null(o, "noise_pct", it->has_interval && it->noise_pct > 0,
 				it->noise_pct) &&
-	     add_pair_or_null(o, "runs_used", it->has_interval, (double)it->base_used,
+	     add_pair_or_null(o, "runs_used", true, (double)it->base_used,
 			      (double)it->cand_used) &&
-	     cJSON_AddBoolToObject(o, "speed_adjusted", it->speed_adjusted) &&
-	     cJSON_AddBoolToObject(o, "starved_out", it->starved_out) &&
+	     add_adjusted(o, it) &&
+	     add_string_or_null(o, "unjudged", unjudged_names[it->unjudged]) &&
 	     cJSON_AddStringToObject(o, "verdict", diff_mark__name(it->verdict));
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
 	}
 	return o;
+}
+
+/* Why the comparison could not judge, or null. */
+static bool add_cannot(cJSON *root, const struct kh_diff *d)
+{
+	char *reason = diff__cannot_reason(d);
+	cJSON *c;
+	bool ok;
+
+	if (d->verdict != KH_DIFF_VERDICT_CANNOT_JUDGE)
+		return cJSON_AddNullToObject(root, "cannot_judge") != NULL;
+	c = reason ? cJSON_AddObjectToObject(root, "cannot_judge") : NULL;
+	ok = c && cJSON_AddStringToObject(c, "reason", unjudged_names[d->cannot]) &&
+	     cJSON_AddStringToObject(c, "message", reason);
+	free(reason);
+	return ok;
 }
 
 char *diff__to_json(const struct kh_diff *d)
@@ -210,7 +255,11 @@ char *diff__to_json(const struct kh_diff *d)
 	     cJSON_AddStringToObject(root, "verdict", diff_verdict__name(d->verdict)) &&
 	     cJSON_AddNumberToObject(root, "regressions", (double)d->regression_count) &&
 	     cJSON_AddNumberToObject(root, "improved", (double)d->improved_count) &&
-	     cJSON_AddNumberToObject(root, "noisy", (double)d->noisy_count);
+	     cJSON_AddNumberToObject(root, "noisy", (double)d->noisy_count) &&
+	     cJSON_AddNumberToObject(root, "unjudged", (double)d->unjudged_count) &&
+	     add_pair_or_null(root, "starved_runs", true, (double)d->starved[0],
+			      (double)d->starved[1]) &&
+	     add_cannot(root, d);
 	array = ok ? cJSON_AddArrayToObject(root, "mismatches") : NULL;
 	for (size_t i = 0; array && i < d->mismatch_count; i++)
 		if (!add_to_array(array, mismatch_json(&d->mismatches[i])))

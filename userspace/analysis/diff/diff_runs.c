@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
  * The conditions each run of a comparison was recorded under, as the
- * records themselves show them, so that `khprof diff` can tell a run the
- * machine slowed from a stage a code change slowed (docs/CI.md, "Runs the
+ * records' off-CPU split shows them, so that `khprof diff` can tell what
+ * the machine cost a run from what its code did (docs/CI.md, "Runs the
  * machine slowed"):
  *
- * - a run's speed index: how much slower than usual its spans were across
- *   the stages, from the per-run latency histograms;
- * - whether it was starved of CPU: its threads waited for a CPU for a much
- *   larger share of their span time than usual (the off-CPU split).
+ * - whether the record split a stage's time completely into on CPU,
+ *   blocked and runnable (waiting for a CPU);
+ * - whether a run, or one stage of it, was starved of CPU: its threads
+ *   waited for a CPU for a much larger share of their span time than usual;
+ * - the wall time's wait factor.
  *
- * Both are computed from both sides' runs pooled, symmetrically, so that
- * identical builds stay alike; nothing here is random.
+ * Nothing here reads one stage to judge another: a stage's figures come
+ * from that stage's own spans, and only the wall times, which span the
+ * whole program, read all of them.  Shares are pooled over both sides'
+ * runs, symmetrically, so that identical builds stay alike.
  */
 #include <errno.h>
 #include <math.h>
@@ -22,27 +25,9 @@
 #include "hist.h"
 #include "stats.h"
 
-/* A stage's median span in one record; false when too few spans give it. */
-static bool run_p50(const struct kh_profile *p, uint32_t stage, double *out)
+static bool measured(const struct kh_profile *p)
 {
-	const struct kh_stage_dist *d = &p->ext.latency.stages[stage];
-
-	if (!p->ext.latency.present || !d->present || d->spans < DIFF_SPEED_MIN_SPANS)
-		return false;
-	*out = (double)kh_dist__percentile(d, 500, p->ext.span_bias_ns);
-	return *out > 0;
-}
-
-/* A median span of the stage in every record of both sides. */
-static bool many_spans(const struct kh_diff_side *const sides[2], uint32_t stage)
-{
-	double v;
-
-	for (int s = 0; s < 2; s++)
-		for (size_t i = 0; i < sides[s]->count; i++)
-			if (!run_p50(&sides[s]->records[i], stage, &v))
-				return false;
-	return true;
+	return p->ext.latency.present && p->ext.latency.off_cpu;
 }
 
 double diff_run__starved_share(const struct kh_profile *p)
@@ -50,7 +35,7 @@ double diff_run__starved_share(const struct kh_profile *p)
 	const struct kh_latency *l = &p->ext.latency;
 	double runnable = 0, total = 0;
 
-	if (!l->present || !l->off_cpu)
+	if (!measured(p))
 		return -1;
 	for (uint32_t st = 0; st < KH_STAGE_COUNT; st++) {
 		const struct kh_stage_measurement *m = profile__find_stage(p, st);
@@ -63,11 +48,32 @@ double diff_run__starved_share(const struct kh_profile *p)
 	return total > 0 ? runnable / total : -1;
 }
 
+double diff_run__stage_share(const struct kh_profile *p, uint32_t stage)
+{
+	const struct kh_stage_measurement *m = profile__find_stage(p, stage);
+	const struct kh_stage_dist *d = &p->ext.latency.stages[stage];
+
+	if (!measured(p) || !m || !d->present || !m->elapsed_ns)
+		return -1;
+	return (double)d->runnable_ns / (double)m->elapsed_ns;
+}
+
 double diff_run__wait_factor(const struct kh_profile *p)
 {
 	double share = diff_run__starved_share(p);
 
 	return share >= 0 && share < 1 ? 1.0 / (1.0 - share) : 1.0;
+}
+
+bool diff_run__split_complete(const struct kh_profile *p, uint32_t stage)
+{
+	const struct kh_stage_dist *d = &p->ext.latency.stages[stage];
+
+	if (!measured(p))
+		return false;
+	if (!profile__find_stage(p, stage))
+		return true;
+	return d->present && !d->offcpu_truncated;
 }
 
 static int compare_double(const void *a, const void *b)
@@ -78,130 +84,34 @@ static int compare_double(const void *a, const void *b)
 }
 
 /*
- * Starved runs: a share of runnable time above DIFF_STARVED_FACTOR times
- * the lower quartile of both sides' shares (the quartile, not the median,
- * so that a series mostly starved still has a usual level to compare to).
+ * A share above both DIFF_STARVED_FACTOR times the lower quartile of both
+ * sides' shares and DIFF_STARVED_POINTS above it (the quartile, not the
+ * median, so that a series mostly starved still has a usual level to
+ * compare to; the points, so that a program that hardly ever waits is not
+ * starved by a millisecond's wait).
  */
-static int runs__starved(struct diff_runs *r, const struct kh_diff_side *const sides[2])
+int diff_runs__starved(const double *const share[2], const size_t n[2], bool *const starved[2],
+		       size_t count[2])
 {
-	size_t total = sides[0]->count + sides[1]->count, n = 0;
-	double *share = malloc(total * sizeof(*share)), *sorted = malloc(total * sizeof(*sorted));
-	double quartile;
+	double *sorted = malloc((n[0] + n[1] + 1) * sizeof(*sorted)), quartile, limit;
+	size_t k = 0;
 
-	if (!share || !sorted) {
-		free(share);
-		free(sorted);
+	if (!sorted)
 		return -ENOMEM;
+	for (int s = 0; s < 2; s++)
+		for (size_t i = 0; i < n[s]; i++)
+			if (share[s][i] >= 0)
+				sorted[k++] = share[s][i];
+	qsort(sorted, k, sizeof(*sorted), compare_double);
+	quartile = k ? sorted[(k - 1) / 4] : 0;
+	limit = fmax(DIFF_STARVED_FACTOR * quartile, quartile + DIFF_STARVED_POINTS);
+	for (int s = 0; s < 2; s++) {
+		count[s] = 0;
+		for (size_t i = 0; i < n[s]; i++) {
+			starved[s][i] = k && share[s][i] > limit;
+			count[s] += starved[s][i];
+		}
 	}
-	for (int s = 0; s < 2; s++)
-		for (size_t i = 0; i < sides[s]->count; i++) {
-			double x = diff_run__starved_share(&sides[s]->records[i]);
-
-			share[s ? sides[0]->count + i : i] = x;
-			if (x >= 0)
-				sorted[n++] = x;
-		}
-	qsort(sorted, n, sizeof(*sorted), compare_double);
-	quartile = n ? sorted[(n - 1) / 4] : 0;
-	for (int s = 0; s < 2; s++)
-		for (size_t i = 0; i < sides[s]->count; i++) {
-			double x = share[s ? sides[0]->count + i : i];
-
-			r->starved[s][i] = quartile > 0 && x > DIFF_STARVED_FACTOR * quartile;
-			r->starved_count[s] += r->starved[s][i];
-		}
-	free(share);
 	free(sorted);
 	return 0;
-}
-
-int diff_runs__init(struct diff_runs *r, const struct kh_diff_side *base,
-		    const struct kh_diff_side *cand)
-{
-	const struct kh_diff_side *const sides[2] = { base, cand };
-	double *v = malloc((base->count + cand->count) * sizeof(*v));
-	int err;
-
-	memset(r, 0, sizeof(*r));
-	r->starved[0] = calloc(base->count, sizeof(bool));
-	r->starved[1] = calloc(cand->count, sizeof(bool));
-	if (!v || !r->starved[0] || !r->starved[1]) {
-		free(v);
-		diff_runs__free(r);
-		return -ENOMEM;
-	}
-	for (uint32_t st = 0; st < KH_STAGE_COUNT; st++) {
-		size_t n = 0;
-
-		r->many_spans[st] = many_spans(sides, st);
-		/* Queue waits' spans measure scheduling, not code. */
-		r->reference[st] = r->many_spans[st] && !diff_stage__is_queue_wait(st);
-		if (!r->reference[st])
-			continue;
-		for (int s = 0; s < 2; s++)
-			for (size_t i = 0; i < sides[s]->count; i++)
-				n += run_p50(&sides[s]->records[i], st, &v[n]);
-		r->median[st] = stats__median(v, n);
-		r->reference_count++;
-	}
-	free(v);
-	err = runs__starved(r, sides);
-	if (err)
-		diff_runs__free(r);
-	return err;
-}
-
-bool diff_runs__many_spans(const struct diff_runs *r, uint32_t stage)
-{
-	return stage < KH_STAGE_COUNT && r->many_spans[stage];
-}
-
-void diff_runs__free(struct diff_runs *r)
-{
-	free(r->starved[0]);
-	free(r->starved[1]);
-	memset(r, 0, sizeof(*r));
-}
-
-void diff_runs__speed(const struct diff_runs *r, const struct kh_diff_side *s, uint32_t skip,
-		      double *speed)
-{
-	for (size_t i = 0; i < s->count; i++) {
-		double ratio[KH_STAGE_COUNT], x;
-		size_t n = 0;
-
-		for (uint32_t st = 0; st < KH_STAGE_COUNT; st++)
-			if (r->reference[st] && st != skip && run_p50(&s->records[i], st, &x))
-				ratio[n++] = x / r->median[st];
-		speed[i] = n >= DIFF_SPEED_MIN_STAGES ? stats__median(ratio, n) : 1.0;
-		if (!(speed[i] > 0))
-			speed[i] = 1.0;
-	}
-}
-
-double diff_run__sensitivity(const double *vb, const double *ub, size_t m, const double *vc,
-			     const double *uc, size_t n)
-{
-	size_t cap = (m * m + n * n) / 2 + 1, k = 0;
-	double *slope = malloc(cap * sizeof(*slope)), beta;
-
-	if (!slope)
-		return 1.0;
-	for (int side = 0; side < 2; side++) {
-		const double *v = side ? vc : vb, *u = side ? uc : ub;
-		size_t count = side ? n : m;
-
-		for (size_t i = 0; i < count; i++)
-			for (size_t j = i + 1; j < count; j++) {
-				double du = log(u[j]) - log(u[i]);
-
-				if (fabs(du) > log1p(DIFF_SPEED_MIN_SPREAD) && v[i] > 0 && v[j] > 0)
-					slope[k++] = (log(v[j]) - log(v[i])) / du;
-			}
-	}
-	beta = k ? stats__median(slope, k) : 1.0;
-	free(slope);
-	if (isnan(beta))
-		return 1.0;
-	return beta < 0 ? 0 : beta > DIFF_SENSITIVITY_MAX ? DIFF_SENSITIVITY_MAX : beta;
 }

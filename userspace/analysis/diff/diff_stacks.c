@@ -3,7 +3,10 @@
  * diff_stacks.c - `khprof diff`'s per-stage top functions when both sides
  * carry --sample's stacks: which function's share of a stage's samples
  * grew (the why of a regressed stage).  Informative: it never gates, the
- * stage times above it do.
+ * stage times above it do.  Functions are named as the text report's
+ * table names them (demangled, short), which also joins one function's
+ * symbols across two builds: a Rust function's hash changes with its
+ * crate's build.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -12,13 +15,14 @@
 #include "diff.h"
 #include "diff_stacks.h"
 #include "outbuf.h"
+#include "utf8.h"
 
 /* Functions shown per stage, largest change first. */
 #define TOP_PER_STAGE 5
 
 struct fn_row {
 	uint32_t stage;
-	const char *name; /* a record's name table owns it */
+	char *name;
 	uint64_t self[2]; /* base, candidate */
 };
 
@@ -44,30 +48,52 @@ static int table_add(struct fn_table *t, uint32_t stage, const char *name, int s
 		t->rows = grown;
 		t->cap = cap;
 	}
-	t->rows[t->count] = (struct fn_row){ stage, name, { 0, 0 } };
+	t->rows[t->count] = (struct fn_row){ stage, strdup(name), { 0, 0 } };
+	if (!t->rows[t->count].name)
+		return -1;
 	t->rows[t->count++].self[side] = n;
 	return 0;
+}
+
+static void table_free(struct fn_table *t)
+{
+	for (size_t i = 0; i < t->count; i++)
+		free(t->rows[i].name);
+	free(t->rows);
 }
 
 /* Self samples (innermost frame) per stage and function over every record of a side. */
 static int table_side(struct fn_table *t, const struct kh_diff_side *side, int which)
 {
 	for (size_t r = 0; r < side->count; r++) {
-		const struct kh_stacks *s = &side->records[r].ext.stacks;
+		struct kh_stacks shown, *s = &shown;
+		int err = 0;
 
-		for (size_t i = 0; i < s->stack_count; i++) {
+		if (kh_stacks__shown(&side->records[r].ext.stacks, KH_NAMES_SHORT, &shown, NULL))
+			return -1;
+		for (size_t i = 0; !err && i < s->stack_count; i++) {
 			const struct kh_stack *st = &s->stacks[i];
 
 			if (st->stage >= KH_STAGE_COUNT || !st->frame_count ||
 			    st->frames[st->frame_count - 1] >= s->name_count)
 				continue;
 			t->stage_total[which][st->stage] += st->count;
-			if (table_add(t, st->stage, s->names[st->frames[st->frame_count - 1]], which,
-				      st->count))
-				return -1;
+			err = table_add(t, st->stage, s->names[st->frames[st->frame_count - 1]], which,
+					st->count);
 		}
+		kh_stacks__free(&shown);
+		if (err)
+			return -1;
 	}
 	return 0;
+}
+
+/* s, then spaces to width characters (printf's %-*s counts bytes: an ellipsis is 3). */
+static void put_padded(struct outbuf *o, const char *s, size_t width)
+{
+	size_t chars = utf8__chars(s);
+
+	outbuf__printf(o, "%s%*s", s, chars < width ? (int)(width - chars) : 0, "");
 }
 
 static bool side_sampled(const struct kh_diff_side *side)
@@ -111,7 +137,7 @@ char *diff__render_stack_functions(const struct kh_diff_side *base, const struct
 	if (!side_sampled(base) || !side_sampled(cand))
 		return outbuf__finish(&o); /* "": nothing to compare */
 	if (table_side(&t, base, 0) || table_side(&t, cand, 1)) {
-		free(t.rows);
+		table_free(&t);
 		return NULL;
 	}
 	sort_table = &t;
@@ -129,13 +155,14 @@ char *diff__render_stack_functions(const struct kh_diff_side *base, const struct
 		if (!t.stage_total[0][row->stage] || !t.stage_total[1][row->stage] ||
 		    in_stage++ >= TOP_PER_STAGE)
 			continue;
-		outbuf__printf(&o, "  %-24s %-32s %6.1f%% %6.1f%% %+7.1f pp\n",
-			       kh_stage__name(row->stage), row->name, share(&t, row, 0),
+		outbuf__printf(&o, "  %-24s ", kh_stage__name(row->stage));
+		put_padded(&o, row->name, 32);
+		outbuf__printf(&o, " %6.1f%% %6.1f%% %+7.1f pp\n", share(&t, row, 0),
 			       share(&t, row, 1), share(&t, row, 1) - share(&t, row, 0));
 		shown++;
 	}
 	if (!shown)
 		outbuf__puts(&o, "  (no stage was sampled on both sides)\n");
-	free(t.rows);
+	table_free(&t);
 	return outbuf__finish(&o);
 }

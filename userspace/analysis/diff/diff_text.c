@@ -53,8 +53,8 @@ static void time_cells(double base, double cand, char *b, char *c)
 
 static bool is_time_metric(enum kh_diff_metric metric)
 {
-	return metric == KH_DIFF_M_WALL || metric == KH_DIFF_M_ELAPSED ||
-	       metric == KH_DIFF_M_PER_CALL || metric >= KH_DIFF_M_P50;
+	return metric != KH_DIFF_M_THROUGHPUT && metric != KH_DIFF_M_PEAK_RSS &&
+	       metric != KH_DIFF_M_CALLS;
 }
 
 /* A signed amount in the row's unit, for a shift from a base of 0. */
@@ -102,7 +102,53 @@ static void change_cell(const struct kh_diff_item *it, char *buf)
 	if (it->has_change)
 		pct_text(it->change_pct, buf, CELL);
 	else
-		snprintf(buf, CELL, "%s", it->cand_median > 0 ? "new" : "n/a");
+		snprintf(buf, CELL, "%s", it->shift > 0 ? "new" : "n/a");
+}
+
+const char *diff_item__adjustment(const struct kh_diff_item *it)
+{
+	bool some_out = it->base_used < it->base_n || it->cand_used < it->cand_n;
+
+	if (it->wait_adjusted && some_out)
+		return "the values of the runs not starved of CPU, each divided by its wait factor, "
+		       "1 / (1 - its share of span time waiting for a CPU), against their median";
+	if (it->wait_adjusted)
+		return "every run's value divided by its wait factor, 1 / (1 - its share of span "
+		       "time waiting for a CPU), against their median";
+	if (!some_out)
+		return NULL;
+	if (it->left_out == KH_DIFF_LEFT_INCOMPLETE)
+		return "the values of the runs whose off-CPU split of the stage is complete";
+	if (diff_metric__is_wall(it->metric))
+		return "the values of the runs not starved of CPU";
+	return "the values of the runs in which the stage did not wait for a CPU far longer "
+	       "than usual";
+}
+
+static bool item_adjusted(const struct kh_diff_item *it)
+{
+	return diff_item__adjustment(it) != NULL;
+}
+
+void diff_item__verdict(const struct kh_diff *d, const struct kh_diff_item *it, bool markdown,
+			char *buf, size_t len)
+{
+	if (it->verdict == KH_DIFF_UNJUDGED && d->method != KH_DIFF_METHOD_MANN_WHITNEY)
+		/* Too few runs a side: what moved, without a verdict. */
+		snprintf(buf, len, "%s", it->beyond > 0 ? "worse, unjudged"
+					 : it->beyond < 0 ? "better, unjudged" : "unjudged");
+	else if (it->verdict == KH_DIFF_UNJUDGED)
+		snprintf(buf, len, "unjudged (%s)",
+			 it->unjudged == KH_DIFF_STARVED ? "starved" : "too few runs");
+	else if (it->verdict == KH_DIFF_REGRESSED && it->gating)
+		snprintf(buf, len, markdown ? "**regressed**" : "regressed");
+	else if (it->verdict == KH_DIFF_REGRESSED)
+		snprintf(buf, len, "regressed*");
+	else if (it->floor_only)
+		/* Beyond the threshold, but by less than --min-change-ms. */
+		snprintf(buf, len, "ok (below floor)");
+	else
+		snprintf(buf, len, "%s", diff_mark__name(it->verdict));
 }
 
 static bool item_changed(const struct kh_diff_item *it);
@@ -123,10 +169,16 @@ static void item_cells(const struct kh_diff *d, const struct kh_diff_item *it, b
 		       char cells[C_COUNT][CELL])
 {
 	char lo[CELL / 2 - 4], hi[CELL / 2 - 4];
+	size_t len;
 
 	for (int c = 0; c < C_COUNT; c++)
 		cells[c][0] = '\0';
 	diff_item__label(it, cells[C_ITEM], CELL);
+	/* Judged on adjusted values: a footnote says how. */
+	if (item_adjusted(it)) {
+		len = strlen(cells[C_ITEM]);
+		snprintf(cells[C_ITEM] + len, CELL - len, "†");
+	}
 	if (is_time_metric(it->metric)) {
 		time_cells(it->base_median, it->cand_median, cells[C_BASE], cells[C_CAND]);
 	} else {
@@ -149,28 +201,10 @@ static void item_cells(const struct kh_diff *d, const struct kh_diff_item *it, b
 		snprintf(cells[C_THRESHOLD], CELL, "off");
 	else if (it->has_threshold)
 		snprintf(cells[C_THRESHOLD], CELL, "%g%%", it->threshold_pct);
-	/*
-	 * One spelling: "regressed" where the job fails (bold in markdown),
-	 * "regressed*" in an item that never gates (a footnote says so).
-	 * One run a side judges nothing: the direction alone.
-	 */
-	if (d->verdict == KH_DIFF_VERDICT_TOO_FEW_RUNS &&
-	    (it->verdict == KH_DIFF_REGRESSED || it->verdict == KH_DIFF_IMPROVED))
-		snprintf(cells[C_VERDICT], CELL, "%s, unjudged",
-			 it->verdict == KH_DIFF_REGRESSED ? "worse" : "better");
-	else if (it->verdict == KH_DIFF_REGRESSED && it->gating)
-		snprintf(cells[C_VERDICT], CELL, markdown ? "**regressed**" : "regressed");
-	else if (it->verdict == KH_DIFF_REGRESSED)
-		snprintf(cells[C_VERDICT], CELL, "regressed*");
-	else if (it->floor_only)
-		/* Beyond the threshold, but by less than --min-change-ms. */
-		snprintf(cells[C_VERDICT], CELL, "ok (below floor)");
-	else
-		snprintf(cells[C_VERDICT], CELL, "%s", diff_mark__name(it->verdict));
+	diff_item__verdict(d, it, markdown, cells[C_VERDICT], CELL);
 	/* Moved by no more than the mode can resolve in one span: a footnote says so. */
 	if (item_changed(it) && it->within_span_error) {
-		size_t len = strlen(cells[C_VERDICT]);
-
+		len = strlen(cells[C_VERDICT]);
 		snprintf(cells[C_VERDICT] + len, CELL - len, " (within span error)");
 	}
 }
@@ -189,14 +223,15 @@ static void method_text(const struct kh_diff *d, char *buf, size_t len)
 {
 	switch (d->method) {
 	case KH_DIFF_METHOD_MANN_WHITNEY:
-		snprintf(buf, len, "Mann-Whitney %g%% interval of the shift", d->opts.confidence);
+		snprintf(buf, len, "change: Hodges-Lehmann shift, interval: its Mann-Whitney %g%% "
+			 "interval", d->opts.confidence);
 		break;
 	case KH_DIFF_METHOD_FEW_RUNS:
-		snprintf(buf, len, "plain thresholds on medians (too few runs for a %g%% interval: "
-			 "%zu per side needed)", d->opts.confidence, d->runs_needed);
+		snprintf(buf, len, "too few runs for a %g%% interval (%zu per side needed): nothing "
+			 "judged", d->opts.confidence, d->runs_needed);
 		break;
 	case KH_DIFF_METHOD_SINGLE:
-		snprintf(buf, len, "single runs: plain thresholds");
+		snprintf(buf, len, "single runs: nothing judged");
 		break;
 	}
 }
@@ -214,35 +249,74 @@ static void header(struct outbuf *o, const struct kh_diff *d, bool markdown)
 		       d->cand.count, d->cand.count == 1 ? "" : "s", method);
 }
 
-static const char *summary_label(const struct kh_diff_item *it, char *buf, size_t len)
+/* "wall, throughput, scanning.wall and 2 more": the gating items not judged. */
+static void unjudged_list(struct outbuf *o, const struct kh_diff *d)
 {
-	if (it->metric == KH_DIFF_M_ELAPSED)
-		snprintf(buf, len, "stage %s", it->name);
-	else if (it->metric != KH_DIFF_M_WALL && it->metric != KH_DIFF_M_THROUGHPUT &&
-		 it->metric != KH_DIFF_M_PEAK_RSS)
-		diff_item__label(it, buf, len);
-	else
-		snprintf(buf, len, "%s", it->name);
-	return buf;
+	size_t listed = 0;
+
+	for (size_t i = 0; i < d->item_count; i++) {
+		const struct kh_diff_item *it = &d->items[i];
+		char label[DIFF_LABEL_LEN];
+
+		if (!it->gating || it->verdict != KH_DIFF_UNJUDGED)
+			continue;
+		if (listed++ == 4) {
+			outbuf__printf(o, " and %zu more", d->unjudged_count - 4);
+			break;
+		}
+		diff_item__label(it, label, sizeof(label));
+		outbuf__printf(o, "%s%s", listed > 1 ? ", " : "", label);
+	}
+}
+
+char *diff__cannot_reason(const struct kh_diff *d)
+{
+	struct outbuf o;
+
+	if (d->verdict != KH_DIFF_VERDICT_CANNOT_JUDGE)
+		return NULL;
+	outbuf__init(&o);
+	if (d->method != KH_DIFF_METHOD_MANN_WHITNEY) {
+		outbuf__printf(&o, "too few runs (%zu base, %zu candidate record%s; %zu a side "
+			       "needed for a %g%% interval)", d->base.count, d->cand.count,
+			       d->cand.count == 1 ? "" : "s", d->runs_needed, d->opts.confidence);
+	} else if (d->cannot == KH_DIFF_STARVED) {
+		outbuf__printf(&o, "%zu of %zu base and %zu of %zu candidate runs were starved of "
+			       "CPU, too few left to judge ", d->starved[0], d->base.count,
+			       d->starved[1], d->cand.count);
+		unjudged_list(&o, d);
+		outbuf__puts(&o, "; nothing that was judged regressed");
+	} else {
+		outbuf__puts(&o, "too few records have a value of ");
+		unjudged_list(&o, d);
+		outbuf__printf(&o, " for a %g%% interval", d->opts.confidence);
+	}
+	return outbuf__finish(&o);
 }
 
 char *diff__summary(const struct kh_diff *d)
 {
 	struct outbuf o;
-	size_t listed = 0;
+	size_t listed = 0, beyond = 0;
+	char *reason;
 
 	outbuf__init(&o);
 	if (d->verdict == KH_DIFF_VERDICT_NOT_COMPARABLE) {
 		outbuf__printf(&o, "diff: not comparable (%zu identity difference%s)",
 			       d->blocking_count, d->blocking_count == 1 ? "" : "s");
-	} else if (d->verdict == KH_DIFF_VERDICT_TOO_FEW_RUNS) {
-		size_t beyond = d->regression_count + d->improved_count;
-
-		outbuf__printf(&o, "diff: too few runs to judge (%zu base, %zu candidate record%s; "
-			       "%zu a side needed): %zu item%s beyond %s threshold%s, not judged",
-			       d->base.count, d->cand.count, d->cand.count == 1 ? "" : "s",
-			       d->runs_needed, beyond, beyond == 1 ? "" : "s",
-			       beyond == 1 ? "its" : "their", beyond == 1 ? "" : "s");
+	} else if (d->verdict == KH_DIFF_VERDICT_CANNOT_JUDGE) {
+		if (!(reason = diff__cannot_reason(d))) {
+			free(outbuf__finish(&o));
+			return NULL;
+		}
+		outbuf__printf(&o, "diff: cannot judge: %s", reason);
+		free(reason);
+		for (size_t i = 0; i < d->item_count; i++)
+			beyond += d->items[i].gating && d->items[i].beyond && !d->items[i].below_floor;
+		if (d->method != KH_DIFF_METHOD_MANN_WHITNEY)
+			outbuf__printf(&o, ": %zu item%s beyond %s threshold%s, not judged", beyond,
+				       beyond == 1 ? "" : "s", beyond == 1 ? "its" : "their",
+				       beyond == 1 ? "" : "s");
 	} else if (!d->regression_count) {
 		outbuf__printf(&o, "diff: no regression (%zu improved, %zu noisy)",
 			       d->improved_count, d->noisy_count);
@@ -256,8 +330,8 @@ char *diff__summary(const struct kh_diff *d)
 			if (!it->gating || it->verdict != KH_DIFF_REGRESSED)
 				continue;
 			change_cell(it, change);
-			outbuf__printf(&o, "%s %s %s", listed++ ? "," : "",
-				       summary_label(it, label, sizeof(label)), change);
+			diff_item__label(it, label, sizeof(label));
+			outbuf__printf(&o, "%s %s %s", listed++ ? "," : "", label, change);
 		}
 	}
 	return outbuf__finish(&o);
@@ -267,21 +341,44 @@ char *diff__summary(const struct kh_diff *d)
 static bool item_changed(const struct kh_diff_item *it)
 {
 	return it->verdict == KH_DIFF_REGRESSED || it->verdict == KH_DIFF_IMPROVED ||
-	       it->verdict == KH_DIFF_NOISY || it->verdict == KH_DIFF_CHANGED;
+	       it->verdict == KH_DIFF_NOISY || it->verdict == KH_DIFF_CHANGED ||
+	       it->verdict == KH_DIFF_MACHINE ||
+	       (it->verdict == KH_DIFF_UNJUDGED &&
+		(it->beyond || (it->gating && it->unjudged == KH_DIFF_STARVED)));
 }
 
 /* How much an item moved, for the order: "new" (from 0) first. */
 static double item_size(const struct kh_diff_item *it)
 {
 	if (!it->has_change)
-		return it->cand_median > 0 ? INFINITY : 0;
+		return it->shift > 0 ? INFINITY : 0;
 	return fabs(it->change_pct);
 }
 
 /*
- * The rows in print order: the changed items, largest change first (ties
- * in the record's order), then with opts.all the others in theirs.
- * Returns the number of rows; *rest the items left out.
+ * Which rows lead: what fails the job, what could not be judged, the
+ * gating figures that moved, then the items that say why (per call,
+ * percentiles, waiting, elapsed where on_cpu gates).
+ */
+static int item_rank(const struct kh_diff_item *it)
+{
+	if (!it->gating)
+		return 3;
+	return it->verdict == KH_DIFF_REGRESSED ? 0 : it->verdict == KH_DIFF_UNJUDGED ? 1 : 2;
+}
+
+/* Whether row a goes before row b: by rank, then larger change first. */
+static bool row_before(const struct kh_diff_item *a, const struct kh_diff_item *b)
+{
+	if (item_rank(a) != item_rank(b))
+		return item_rank(a) < item_rank(b);
+	return item_size(a) > item_size(b);
+}
+
+/*
+ * The rows in print order: the changed items by row_before (ties in the
+ * record's order), then with opts.all the others in theirs.  Returns the
+ * number of rows; *rest the items left out.
  */
 static size_t table_rows(const struct kh_diff *d, size_t *order, size_t *rest)
 {
@@ -294,7 +391,7 @@ static size_t table_rows(const struct kh_diff *d, size_t *order, size_t *rest)
 	for (size_t i = 1; i < n; i++) {
 		size_t v = order[i], j = i;
 
-		while (j > 0 && item_size(&d->items[order[j - 1]]) < item_size(&d->items[v])) {
+		while (j > 0 && row_before(&d->items[v], &d->items[order[j - 1]])) {
 			order[j] = order[j - 1];
 			j--;
 		}
@@ -324,10 +421,41 @@ static bool any_clipped(const struct kh_diff *d, const size_t *order, size_t n)
 static bool any_nongating_regressed(const struct kh_diff *d, const size_t *order, size_t n)
 {
 	for (size_t r = 0; r < n; r++)
-		if (d->items[order[r]].verdict == KH_DIFF_REGRESSED && !d->items[order[r]].gating &&
-		    d->verdict != KH_DIFF_VERDICT_TOO_FEW_RUNS)
+		if (d->items[order[r]].verdict == KH_DIFF_REGRESSED && !d->items[order[r]].gating)
 			return true;
 	return false;
+}
+
+/*
+ * One footnote line per way the rows' judged values were adjusted
+ * (docs/CI.md, "What each item is judged on"), each naming its rows.
+ */
+static void adjusted_footer(struct outbuf *o, const struct kh_diff *d, const size_t *order,
+			    size_t n)
+{
+	const char *seen[8];
+	size_t kinds = 0;
+
+	for (size_t r = 0; r < n; r++) {
+		const char *how = diff_item__adjustment(&d->items[order[r]]);
+		size_t listed = 0, k;
+
+		for (k = 0; how && k < kinds && seen[k] != how; k++)
+			;
+		if (!how || k < kinds || kinds == sizeof(seen) / sizeof(seen[0]))
+			continue;
+		seen[kinds++] = how;
+		outbuf__puts(o, "† ");
+		for (size_t q = r; q < n; q++) {
+			char label[DIFF_LABEL_LEN];
+
+			if (diff_item__adjustment(&d->items[order[q]]) != how)
+				continue;
+			diff_item__label(&d->items[order[q]], label, sizeof(label));
+			outbuf__printf(o, "%s%s", listed++ ? ", " : "", label);
+		}
+		outbuf__printf(o, ": judged on %s; base and candidate are their medians\n", how);
+	}
 }
 
 /* What the table left out, and what its marks mean. */
@@ -341,8 +469,9 @@ static void table_footer(struct outbuf *o, const struct kh_diff *d, const size_t
 			       rest == 1 ? "" : "s", rest == 1 ? "its" : "their",
 			       rest == 1 ? "" : "s");
 	if (any_nongating_regressed(d, order, n))
-		outbuf__puts(o, "* regressed in an item that never fails the job (per_call, off_cpu, "
-				"STATE.cpu): it says why a gating item moved\n");
+		outbuf__puts(o, "* regressed in an item that does not fail the job: it says why a "
+				"gating item moved, or what waiting cost\n");
+	adjusted_footer(o, d, order, n);
 	for (size_t r = 0; r < n; r++) {
 		const struct kh_diff_item *it = &d->items[order[r]];
 

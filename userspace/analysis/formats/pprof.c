@@ -7,6 +7,8 @@
  * One Function and one Location per distinct frame name (the record keeps
  * names, not addresses: it is read where the binaries are not), one
  * Sample per stack, leaf first, with "stage" and "attribution" labels.
+ * A Function's name is the symbol demangled whole (demangle.h), its
+ * system_name the symbol as the file has it, as profile.proto defines them.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,7 +27,10 @@ typedef Perftools__Profiles__Line Line;
 typedef Perftools__Profiles__Function Function;
 typedef Perftools__Profiles__ValueType ValueType;
 
-/* Fixed strings first; the frame names follow at FIRST_NAME + index. */
+/*
+ * Fixed strings first; the demangled frame names follow at FIRST_NAME +
+ * their index, then the symbols that differ from their demangled name.
+ */
 enum {
 	STR_EMPTY, STR_SAMPLES, STR_COUNT, STR_CPU, STR_NANOSECONDS, STR_STAGE,
 	STR_ATTRIBUTION, STR_ROOT, STR_DECODED, STR_NO_STAGE, FIRST_STAGE,
@@ -75,13 +80,16 @@ static int64_t start_unix_ns(const struct kh_profile *p)
 unsigned char *profile__to_pprof(const struct kh_profile *p, size_t *len)
 {
 	const struct kh_stacks *s = &p->ext.stacks;
+	struct kh_stacks shown = { 0 };
+	uint32_t *shown_of = NULL;
 	Profile prof = PERFTOOLS__PROFILES__PROFILE__INIT;
 	ValueType types[2] = { PERFTOOLS__PROFILES__VALUE_TYPE__INIT,
 			       PERFTOOLS__PROFILES__VALUE_TYPE__INIT };
 	ValueType period = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
 	ValueType *type_ptrs[2] = { &types[0], &types[1] };
 	size_t n_names = s->name_count, n_stacks = s->stack_count, packed_len;
-	char **strings = calloc(FIRST_NAME + n_names, sizeof(*strings));
+	size_t n_strings = FIRST_NAME;
+	char **strings = calloc(FIRST_NAME + 2 * n_names, sizeof(*strings));
 	Function *fns = calloc(n_names ? n_names : 1, sizeof(*fns));
 	Function **fn_ptrs = calloc(n_names ? n_names : 1, sizeof(*fn_ptrs));
 	Location *locs = calloc(n_names ? n_names : 1, sizeof(*locs));
@@ -103,6 +111,10 @@ unsigned char *profile__to_pprof(const struct kh_profile *p, size_t *len)
 		errno = EINVAL;
 		goto out;
 	}
+	if (kh_stacks__shown(s, KH_NAMES_DEMANGLED, &shown, &shown_of)) {
+		errno = ENOMEM;
+		goto out;
+	}
 	for (size_t i = 0; i < n_stacks; i++)
 		total_frames += s->stacks[i].frame_count;
 	ids = calloc(total_frames ? total_frames : 1, sizeof(*ids));
@@ -115,11 +127,16 @@ unsigned char *profile__to_pprof(const struct kh_profile *p, size_t *len)
 		strings[i] = (char *)fixed[i];
 	for (uint32_t st = 0; st < KH_STAGE_COUNT; st++)
 		strings[FIRST_STAGE + st] = (char *)kh_stage__name(st);
+	for (size_t i = 0; i < shown.name_count; i++)
+		strings[n_strings++] = shown.names[i];
 	for (size_t i = 0; i < n_names; i++) {
-		strings[FIRST_NAME + i] = s->names[i];
 		perftools__profiles__function__init(&fns[i]);
 		fns[i].id = i + 1;
-		fns[i].name = fns[i].system_name = (int64_t)(FIRST_NAME + i);
+		fns[i].name = fns[i].system_name = (int64_t)(FIRST_NAME + shown_of[i]);
+		if (strcmp(s->names[i], shown.names[shown_of[i]])) {
+			fns[i].system_name = (int64_t)n_strings;
+			strings[n_strings++] = s->names[i];
+		}
 		fn_ptrs[i] = &fns[i];
 		perftools__profiles__line__init(&lines[i]);
 		lines[i].function_id = i + 1;
@@ -172,7 +189,7 @@ unsigned char *profile__to_pprof(const struct kh_profile *p, size_t *len)
 	prof.location = loc_ptrs;
 	prof.n_function = n_names;
 	prof.function = fn_ptrs;
-	prof.n_string_table = FIRST_NAME + n_names;
+	prof.n_string_table = n_strings;
 	prof.string_table = strings;
 	prof.time_nanos = start_unix_ns(p);
 	prof.duration_nanos = (int64_t)p->wall_time_ns;
@@ -190,6 +207,8 @@ unsigned char *profile__to_pprof(const struct kh_profile *p, size_t *len)
 	if (!zipped)
 		errno = ENOMEM;
 out:
+	kh_stacks__free(&shown);
+	free(shown_of);
 	free(strings);
 	free(fns);
 	free(fn_ptrs);

@@ -232,12 +232,20 @@ static void series_counters(struct writer *w, const struct kh_profile *p)
 /*
  * --sample's timeline: each sample an instant on its thread's own track,
  * named by the function it was in, with its stage and whole stack as
- * args (Perfetto shows them on selection).
+ * args (Perfetto shows them on selection), names demangled.
  */
-static void stack_samples(struct writer *w, const struct kh_stacks *s)
+static void stack_samples(struct writer *w, const struct kh_stacks *recorded)
 {
-	uint32_t *named = calloc(s->timeline_count ? s->timeline_count : 1, sizeof(*named));
+	struct kh_stacks shown, *s = &shown;
+	uint32_t *named = calloc(recorded->timeline_count ? recorded->timeline_count : 1,
+				 sizeof(*named));
 	size_t n_named = 0;
+
+	if (kh_stacks__shown(recorded, KH_NAMES_DEMANGLED, &shown, NULL)) {
+		w->b.failed = true;
+		free(named);
+		return;
+	}
 
 	for (size_t i = 0; named && i < s->timeline_count; i++) {
 		const struct kh_stack_sample *smp = &s->timeline[i];
@@ -276,6 +284,7 @@ static void stack_samples(struct writer *w, const struct kh_stacks *s)
 	if (!named)
 		w->b.failed = true;
 	free(named);
+	kh_stacks__free(&shown);
 }
 
 /* --- thread tracks ------------------------------------------------------- */

@@ -5,15 +5,18 @@
  * function on a path, its width the samples under it; the stage at the
  * bottom, each caller below its callees; a box's <title> says its
  * samples and share, so the figures are there without a mouse's tooltip
- * script (print, or a screen reader).
+ * script (print, or a screen reader).  Titles name functions demangled
+ * whole, labels shortened (`Vec<…>::push`) before they are cut to fit.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "demangle.h"
 #include "html.h"
 #include "stacks.h"
+#include "utf8.h"
 
 #define FLAME_W 1000.0
 #define ROW_H 17.0
@@ -118,14 +121,23 @@ static void flame__draw(struct outbuf *b, const struct flame *f, const struct kh
 		flame__colour(b, name);
 	outbuf__puts(b, "\" stroke=\"#fff\" stroke-width=\"0.5\"/>");
 	if (w > 4 * CHAR_W) {
-		size_t fit = (size_t)((w - 6) / CHAR_W), len = strlen(name);
-		char label[256];
+		size_t fit = (size_t)((w - 6) / CHAR_W);
+		char *label = node == 0 ? strdup(name) : kh_name__shorten(name);
+		size_t chars = label ? utf8__chars(label) : 0;
 
-		snprintf(label, sizeof(label), "%.*s%s", (int)(fit < len ? (fit > 2 ? fit - 2 : 0) : len),
-			 name, fit < len ? ".." : "");
 		outbuf__printf(b, "<text x=\"%.2f\" y=\"%.1f\" font-size=\"11\">", x + 3,
 			       y + ROW_H - 5);
-		html__escape(b, label);
+		if (!label) {
+			b->failed = true;
+		} else if (fit < chars) {
+			/* Cut between characters, never inside one. */
+			label[utf8__prefix(label, fit > 2 ? fit - 2 : 0)] = '\0';
+			html__escape(b, label);
+			outbuf__puts(b, "..");
+		} else {
+			html__escape(b, label);
+		}
+		free(label);
 		outbuf__puts(b, "</text>");
 	}
 	outbuf__puts(b, "</g>\n");
@@ -203,12 +215,17 @@ static void flame__figure(struct outbuf *b, const struct kh_stacks *s, uint32_t 
 
 void html__render_flames(struct outbuf *b, const struct kh_profile *p)
 {
-	const struct kh_stacks *s = &p->ext.stacks;
+	struct kh_stacks shown, *s = &shown;
 	uint32_t order[KH_STAGE_COUNT + 1];
 	size_t n = 0;
 
-	if (!s->present)
+	if (!p->ext.stacks.present)
 		return;
+	/* Boxes of one function under two symbols (a Rust hash, an LLVM clone) are one box. */
+	if (kh_stacks__shown(&p->ext.stacks, KH_NAMES_DEMANGLED, &shown, NULL)) {
+		b->failed = true;
+		return;
+	}
 	outbuf__puts(b, "<section id=\"flame-graphs\">\n<h2>Which code, per stage</h2>\n");
 	outbuf__printf(b, "<p class=\"lead\">%" PRIu64 " stack samples at %" PRIu64 " Hz of each "
 		       "thread's CPU time, by the stage the thread had open. Each box is a "
@@ -234,4 +251,5 @@ void html__render_flames(struct outbuf *b, const struct kh_profile *p)
 	for (size_t i = 0; i < n; i++)
 		flame__figure(b, s, order[i]);
 	outbuf__puts(b, "</section>\n");
+	kh_stacks__free(&shown);
 }

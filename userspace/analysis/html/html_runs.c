@@ -194,6 +194,7 @@ static const char *mark_colour(enum kh_diff_mark m)
 	case KH_DIFF_REGRESSED: return "#D55E00";
 	case KH_DIFF_IMPROVED: return "#0072B2";
 	case KH_DIFF_NOISY: return "#E69F00";
+	case KH_DIFF_UNJUDGED: return "#CC79A7";
 	default: return "#777777";
 	}
 }
@@ -205,6 +206,8 @@ static const char *mark_symbol(enum kh_diff_mark m)
 	case KH_DIFF_IMPROVED: return "▼";
 	case KH_DIFF_NOISY: return "◆";
 	case KH_DIFF_CHANGED: return "≠";
+	case KH_DIFF_UNJUDGED: return "?";
+	case KH_DIFF_MACHINE: return "⧗";
 	default: return "●";
 	}
 }
@@ -215,9 +218,13 @@ static void item_label(char *buf, size_t len, const struct kh_diff_item *it)
 	case KH_DIFF_M_ELAPSED: snprintf(buf, len, "%s", it->name); break;
 	case KH_DIFF_M_CALLS: snprintf(buf, len, "%s calls", it->name); break;
 	case KH_DIFF_M_PER_CALL: snprintf(buf, len, "%s per call", it->name); break;
+	case KH_DIFF_M_ON_CPU: snprintf(buf, len, "%s on CPU", it->name); break;
+	case KH_DIFF_M_ON_CPU_PER_CALL: snprintf(buf, len, "%s on CPU per call", it->name); break;
+	case KH_DIFF_M_OWN: snprintf(buf, len, "%s on CPU or blocked", it->name); break;
+	case KH_DIFF_M_BLOCKED: snprintf(buf, len, "%s blocked", it->name); break;
+	case KH_DIFF_M_RUNNABLE: snprintf(buf, len, "%s waiting for a CPU", it->name); break;
 	case KH_DIFF_M_P50: snprintf(buf, len, "%s p50", it->name); break;
 	case KH_DIFF_M_P99: snprintf(buf, len, "%s p99", it->name); break;
-	case KH_DIFF_M_OFF_CPU: snprintf(buf, len, "%s off-CPU", it->name); break;
 	case KH_DIFF_M_DECODED: snprintf(buf, len, "%s decoded", it->name); break;
 	case KH_DIFF_M_STATE_WALL: snprintf(buf, len, "state %s wall", it->name); break;
 	case KH_DIFF_M_STATE_CPU: snprintf(buf, len, "state %s CPU", it->name); break;
@@ -236,10 +243,10 @@ static void item_value(struct outbuf *b, const struct kh_diff_item *it, double v
 }
 
 /*
- * A forest plot of the judged items: the change of the median in percent
- * as a marker, the interval of the shift as a line, the threshold as a
- * shaded band around 0.  A regression is a marker outside the band on the
- * worse side whose interval clears it.
+ * A forest plot of the judged items: the shift in percent as a marker, its
+ * interval as a line (one estimator, so the marker is always on its line),
+ * the threshold as a shaded band around 0.  A regression is a marker
+ * outside the band on the worse side whose interval clears it.
  */
 static void diff_plot(struct outbuf *b, const struct kh_diff *d)
 {
@@ -278,12 +285,13 @@ static void diff_plot(struct outbuf *b, const struct kh_diff *d)
 		const struct kh_diff_item *it = &d->items[i];
 		double y = 4 + r * row_h, cy = y + row_h / 2, cx;
 		const char *c = mark_colour(it->verdict);
-		char label[96];
+		char label[96], verdict[64];
 
 		if (!it->has_change || it->metric == KH_DIFF_M_CALLS)
 			continue;
 		r++;
 		item_label(label, sizeof(label), it);
+		diff_item__verdict(d, it, false, verdict, sizeof(verdict));
 		cx = x0 + w / 2 + w / 2 * fmax(-lim, fmin(lim, it->change_pct)) / lim;
 		outbuf__printf(b, "<g class=\"diff-row verdict-%s\" data-item=\"%s\">",
 			       diff_mark__name(it->verdict), label);
@@ -309,8 +317,8 @@ static void diff_plot(struct outbuf *b, const struct kh_diff *d)
 				  "style=\"fill:%s;font-size:14px\">%s</text>", cx, cy + 5, c, c,
 			       mark_symbol(it->verdict));
 		outbuf__printf(b, "<text x=\"%.0f\" y=\"%.1f\" style=\"fill:%s;font-weight:600\">"
-				  "%s %+.1f %%</text></g>\n", x0 + w + 10, cy + 4, c,
-			       diff_mark__name(it->verdict), it->change_pct);
+				  "%s %+.1f %%</text></g>\n", x0 + w + 10, cy + 4, c, verdict,
+			       it->change_pct);
 	}
 	outbuf__puts(b, "</svg>\n");
 }
@@ -322,11 +330,18 @@ static void diff_table(struct outbuf *b, const struct kh_diff *d)
 			"<th>threshold</th><th>verdict</th></tr></thead><tbody>\n");
 	for (size_t i = 0; i < d->item_count; i++) {
 		const struct kh_diff_item *it = &d->items[i];
-		char label[96];
+		const char *how = diff_item__adjustment(it);
+		char label[96], verdict[64];
 
 		item_label(label, sizeof(label), it);
-		outbuf__printf(b, "<tr class=\"verdict-%s\"><td>%s</td><td>",
-			       diff_mark__name(it->verdict), label);
+		diff_item__verdict(d, it, false, verdict, sizeof(verdict));
+		outbuf__printf(b, "<tr class=\"verdict-%s\"><td>%s", diff_mark__name(it->verdict),
+			       label);
+		/* Judged on adjusted values: the mark says so, its title how. */
+		if (how)
+			outbuf__printf(b, " <abbr class=\"adjusted\" title=\"judged on %s\">†</abbr>",
+				       how);
+		outbuf__puts(b, "</td><td>");
 		item_value(b, it, it->base_median);
 		outbuf__puts(b, "</td><td>");
 		item_value(b, it, it->cand_median);
@@ -349,7 +364,7 @@ static void diff_table(struct outbuf *b, const struct kh_diff *d)
 		else
 			outbuf__printf(b, "%.1f %%%s", it->threshold_pct, it->gating ? "" : " (no gate)");
 		outbuf__printf(b, "</td><td><strong>%s %s</strong></td></tr>\n",
-			       mark_symbol(it->verdict), diff_mark__name(it->verdict));
+			       mark_symbol(it->verdict), verdict);
 	}
 	outbuf__puts(b, "</tbody></table>\n");
 }
@@ -371,25 +386,25 @@ char *diff__render_html(const struct kh_diff *d)
 	outbuf__printf(&b, "</code> (%zu record%s). ", d->cand.count, d->cand.count == 1 ? "" : "s");
 	switch (d->method) {
 	case KH_DIFF_METHOD_MANN_WHITNEY:
-		outbuf__printf(&b, "A change counts when the %g %% Mann-Whitney interval of the "
-				   "shift clears the threshold.", d->opts.confidence);
+		outbuf__printf(&b, "The change is the Hodges-Lehmann shift between the runs, and "
+				   "counts when its %g %% Mann-Whitney interval clears the "
+				   "threshold.", d->opts.confidence);
 		break;
 	case KH_DIFF_METHOD_FEW_RUNS:
 		outbuf__printf(&b, "Too few runs for a %g %% interval (%zu per side needed): "
-				   "plain thresholds on the medians.", d->opts.confidence,
-			       d->runs_needed);
+				   "nothing is judged.", d->opts.confidence, d->runs_needed);
 		break;
 	case KH_DIFF_METHOD_SINGLE:
-		outbuf__puts(&b, "Single runs: plain thresholds.");
+		outbuf__puts(&b, "Single runs: nothing is judged.");
 		break;
 	}
 	outbuf__puts(&b, "</p>\n</header>\n<section id=\"verdict\">\n<h2>Verdict</h2>\n<p>");
 	outbuf__printf(&b, "<span class=\"badge verdict-%s\" id=\"verdict-badge\">%s %s</span> ",
 		       d->verdict == KH_DIFF_VERDICT_OK		? "improved"
-		       : d->verdict == KH_DIFF_VERDICT_TOO_FEW_RUNS ? "noisy"
+		       : d->verdict == KH_DIFF_VERDICT_CANNOT_JUDGE ? "noisy"
 								    : "regressed",
 		       d->verdict == KH_DIFF_VERDICT_OK		? "✓"
-		       : d->verdict == KH_DIFF_VERDICT_TOO_FEW_RUNS ? "?"
+		       : d->verdict == KH_DIFF_VERDICT_CANNOT_JUDGE ? "?"
 								    : "✗",
 		       verdict ? verdict : "?");
 	html__escape(&b, summary ? summary : "");
@@ -409,9 +424,11 @@ char *diff__render_html(const struct kh_diff *d)
 	if (d->item_count) {
 		outbuf__puts(&b, "<section id=\"changes\">\n<h2>Changes per item</h2>\n<p class="
 				 "\"lead\">▲ regressed (worse beyond the threshold, interval clear of "
-				 "it), ▼ improved, ◆ noisy (the median moved but the interval is not "
-				 "sure), ● within the threshold. Throughput is better when it rises; "
-				 "everything else when it falls.</p>\n");
+				 "it), ▼ improved, ◆ noisy (the shift is beyond the threshold but the "
+				 "interval is not sure), ? unjudged (too few runs), ⧗ waiting for a "
+				 "CPU moved (the machine's), ● within the threshold. Throughput is "
+				 "better when it rises; everything else when it falls. † marks an item "
+				 "judged on adjusted values (its title says how).</p>\n");
 		diff_plot(&b, d);
 		diff_table(&b, d);
 		outbuf__puts(&b, "</section>\n");

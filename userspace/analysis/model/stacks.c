@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
- * stacks.c - the sampled stacks of a record: the model, folded stacks and
- * the text report's "top functions per stage" table (stacks.h).
+ * stacks.c - the sampled stacks of a record: the model, its frames named
+ * as the outputs show them, folded stacks and the text report's "top
+ * functions per stage" table (stacks.h).
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "demangle.h"
 #include "record.h"
 #include "stacks.h"
 
@@ -115,6 +117,129 @@ void kh_stacks__free(struct kh_stacks *s)
 	memset(s, 0, sizeof(*s));
 }
 
+struct shown_name {
+	char *text;
+	uint32_t from; /* index in the record's names */
+};
+
+static int by_text(const void *a, const void *b)
+{
+	const struct shown_name *x = a, *y = b;
+	int c = strcmp(x->text, y->text);
+
+	return c ? c : (x->from > y->from) - (x->from < y->from);
+}
+
+/*
+ * s's names as form shows them, sorted (then by index); NULL without
+ * memory.  Each name once per output, not once per frame: demangling and
+ * shortening a name took 1.4 to 10 us here (libstdc++'s 5,891 C++ symbols
+ * in 16 to 28 ms, load average ~20), and a stack repeats its names.
+ */
+static struct shown_name *shown_names(const struct kh_stacks *s, enum kh_name_form form)
+{
+	struct shown_name *names = calloc(s->name_count ? s->name_count : 1, sizeof(*names));
+
+	for (size_t i = 0; names && i < s->name_count; i++) {
+		char *full = kh_name__demangle(s->names[i]);
+
+		names[i].from = (uint32_t)i;
+		names[i].text = form == KH_NAMES_SHORT && full ? kh_name__shorten(full) : full;
+		if (form == KH_NAMES_SHORT)
+			free(full);
+		if (!names[i].text) {
+			while (i-- > 0)
+				free(names[i].text);
+			free(names);
+			return NULL;
+		}
+	}
+	if (names)
+		qsort(names, s->name_count, sizeof(*names), by_text);
+	return names;
+}
+
+/* The header of s (counts, rate, unwinding) and its timeline into out. */
+static int copy_header(const struct kh_stacks *s, struct kh_stacks *out)
+{
+	*out = *s;
+	out->names = NULL;
+	out->name_count = out->name_cap = 0;
+	out->stacks = NULL;
+	out->stack_count = out->stack_cap = 0;
+	out->unwinding = s->unwinding ? strdup(s->unwinding) : NULL;
+	out->timeline = calloc(s->timeline_count ? s->timeline_count : 1, sizeof(*out->timeline));
+	if ((s->unwinding && !out->unwinding) || !out->timeline)
+		return -ENOMEM;
+	if (s->timeline_count)
+		memcpy(out->timeline, s->timeline, s->timeline_count * sizeof(*s->timeline));
+	return 0;
+}
+
+int kh_stacks__shown(const struct kh_stacks *s, enum kh_name_form form, struct kh_stacks *out,
+		     uint32_t **map)
+{
+	size_t n = s->name_count;
+	struct shown_name *sorted = shown_names(s, form);
+	uint32_t *first = calloc(n ? n : 1, sizeof(*first)); /* the first name shown alike */
+	uint32_t *ids = calloc(n ? n : 1, sizeof(*ids));
+	char **text = calloc(n ? n : 1, sizeof(*text));
+	int err = copy_header(s, out);
+
+	if (!sorted || !first || !ids || !text || !(out->names = calloc(n ? n : 1, sizeof(char *))))
+		err = -ENOMEM;
+	/* text owns the names from here. */
+	for (size_t i = 0; sorted && i < n; i++) {
+		if (!text) {
+			free(sorted[i].text);
+			continue;
+		}
+		text[sorted[i].from] = sorted[i].text;
+		first[sorted[i].from] = i && !strcmp(sorted[i].text, sorted[i - 1].text)
+						? first[sorted[i - 1].from] : sorted[i].from;
+	}
+	out->name_cap = n;
+	/* In the record's order, which breaks the tables' ties as before. */
+	for (size_t i = 0; !err && i < n; i++) {
+		if (first[i] == i) {
+			ids[i] = (uint32_t)out->name_count;
+			out->names[out->name_count++] = text[i];
+			text[i] = NULL;
+		} else {
+			ids[i] = ids[first[i]];
+		}
+	}
+	for (size_t i = 0; !err && i < s->stack_count; i++) {
+		const struct kh_stack *st = &s->stacks[i];
+		struct kh_stack *copy;
+
+		err = kh_stacks__add(out, st->stage, st->attribution, st->frames, st->frame_count,
+				     st->count);
+		if (err)
+			break;
+		copy = &out->stacks[out->stack_count - 1];
+		copy->unwind = st->unwind;
+		copy->incomplete = st->incomplete;
+		for (uint32_t f = 0; f < copy->frame_count; f++)
+			copy->frames[f] = copy->frames[f] < n ? ids[copy->frames[f]] : UINT32_MAX;
+	}
+	for (size_t i = 0; text && i < n; i++)
+		free(text[i]);
+	free(text);
+	free(sorted);
+	free(first);
+	if (err) {
+		kh_stacks__free(out);
+		free(ids);
+		ids = NULL;
+	}
+	if (map)
+		*map = ids;
+	else
+		free(ids);
+	return err;
+}
+
 static const char *stage_label(uint32_t stage)
 {
 	const char *name = stage == KH_NO_STAGE ? NULL : kh_stage__name(stage);
@@ -132,7 +257,18 @@ static int folded_cmp(const void *a, const void *b)
 	return strcmp(((const struct folded_line *)a)->text, ((const struct folded_line *)b)->text);
 }
 
-void kh_stacks__folded(const struct kh_stacks *s, struct outbuf *out)
+/*
+ * A frame of a folded line: ';' separates frames, so a name's own (Rust's
+ * array types, `<[u8; 4] as Debug>::fmt`) becomes ':' as perf's
+ * stackcollapse writes it, and a line break (a crafted symbol) a space.
+ */
+static void put_frame(struct outbuf *line, const char *name)
+{
+	for (const char *p = name; *p; p++)
+		outbuf__putc(line, *p == ';' ? ':' : *p == '\n' || *p == '\r' ? ' ' : *p);
+}
+
+static void folded_of(const struct kh_stacks *s, struct outbuf *out)
 {
 	struct folded_line *lines = calloc(s->stack_count ? s->stack_count : 1, sizeof(*lines));
 	size_t n = 0;
@@ -149,8 +285,8 @@ void kh_stacks__folded(const struct kh_stacks *s, struct outbuf *out)
 		outbuf__puts(&line, stage_label(st->stage));
 		for (uint32_t f = 0; f < st->frame_count; f++) {
 			outbuf__putc(&line, ';');
-			outbuf__puts(&line, st->frames[f] < s->name_count ? s->names[st->frames[f]]
-									: "[unknown]");
+			put_frame(&line, st->frames[f] < s->name_count ? s->names[st->frames[f]]
+								   : "[unknown]");
 		}
 		lines[n].text = outbuf__finish(&line);
 		if (!lines[n].text) {
@@ -172,6 +308,18 @@ void kh_stacks__folded(const struct kh_stacks *s, struct outbuf *out)
 		free(lines[i].text);
 	}
 	free(lines);
+}
+
+void kh_stacks__folded(const struct kh_stacks *s, struct outbuf *out)
+{
+	struct kh_stacks shown;
+
+	if (kh_stacks__shown(s, KH_NAMES_DEMANGLED, &shown, NULL)) {
+		out->failed = true;
+		return;
+	}
+	folded_of(&shown, out);
+	kh_stacks__free(&shown);
 }
 
 uint64_t kh_stacks__stage_samples(const struct kh_stacks *s, uint32_t stage)
@@ -237,7 +385,7 @@ size_t kh_stacks__functions(const struct kh_stacks *s, uint32_t stage, struct kh
 /* Functions named per stage in the text table. */
 #define TOP_FUNCTIONS 5
 
-void kh_stacks__top_table(const struct kh_stacks *s, struct outbuf *out)
+static void top_table_of(const struct kh_stacks *s, struct outbuf *out)
 {
 	uint32_t order[KH_STAGE_COUNT + 1];
 	size_t rows = 0;
@@ -278,4 +426,18 @@ void kh_stacks__top_table(const struct kh_stacks *s, struct outbuf *out)
 		outbuf__putc(out, '\n');
 		free(fns);
 	}
+}
+
+void kh_stacks__top_table(const struct kh_stacks *s, struct outbuf *out)
+{
+	struct kh_stacks shown;
+
+	if (!s->present)
+		return;
+	if (kh_stacks__shown(s, KH_NAMES_SHORT, &shown, NULL)) {
+		out->failed = true;
+		return;
+	}
+	top_table_of(&shown, out);
+	kh_stacks__free(&shown);
 }

@@ -91,14 +91,34 @@ int kh_stacks__add(struct kh_stacks *s, uint32_t stage, uint32_t attribution,
 void kh_stacks__free(struct kh_stacks *s);
 
 /*
+ * How an output names frames.  The record keeps each symbol as its file
+ * has it (mangled, for Rust and C++: records of any khprof read alike);
+ * the outputs show it demangled (formats/demangle.h).
+ */
+enum kh_name_form {
+	KH_NAMES_DEMANGLED, /* whole: folded, pprof, the HTML flame graphs, Perfetto */
+	KH_NAMES_SHORT,     /* generic arguments and parameters cut: the text tables */
+};
+
+/*
+ * s with its frames named as form shows them, the names that come out
+ * alike merged into one (one Rust function under two hashes, or, short,
+ * `Vec<…>::push` of two element types); the stacks and the timeline keep
+ * their order and indices.  map, when not NULL, gets out's name index of
+ * each of s's names (malloc'd).  0, or -ENOMEM with out empty.
+ */
+int kh_stacks__shown(const struct kh_stacks *s, enum kh_name_form form, struct kh_stacks *out,
+		     uint32_t **map);
+
+/*
  * Folded stacks, one line per distinct stack: "STAGE;outermost;...;innermost
  * COUNT", "(no stage)" as the root outside spans, sorted, attributions
- * merged; what flamegraph.pl, inferno and speedscope read.
+ * merged, names demangled; what flamegraph.pl, inferno and speedscope read.
  */
 void kh_stacks__folded(const struct kh_stacks *s, struct outbuf *out);
 /*
  * The text report's table: per stage with samples, its share and the
- * functions it spends most samples in itself (innermost frame).
+ * functions it spends most samples in itself (innermost frame), short.
  */
 void kh_stacks__top_table(const struct kh_stacks *s, struct outbuf *out);
 

@@ -392,6 +392,23 @@ int stats__shift_interval(const double *base, size_t m, const double *cand, size
 	return err;
 }
 
+int stats__hodges_lehmann(const double *base, size_t m, const double *cand, size_t n,
+			  double *shift)
+{
+	double lo, hi;
+	size_t mn;
+	int err;
+
+	if (!m || !n || __builtin_mul_overflow(m, n, &mn))
+		return -EINVAL;
+	err = stats__kth_difference(base, m, cand, n, (mn + 1) / 2, &lo);
+	if (!err && mn % 2 == 0)
+		err = stats__kth_difference(base, m, cand, n, mn / 2 + 1, &hi);
+	if (!err)
+		*shift = mn % 2 ? lo : (lo + hi) / 2;
+	return err;
+}
+
 size_t stats__shift_runs_needed(double confidence)
 {
 	size_t k;
@@ -405,39 +422,6 @@ size_t stats__shift_runs_needed(double confidence)
 		if (err != -ERANGE)
 			return 0;
 	}
-}
-
-size_t stats__drop_farthest(const double *values, size_t n, double *out)
-{
-	return stats__drop_farthest_k(values, n, 1, out);
-}
-
-size_t stats__drop_farthest_k(const double *values, size_t n, size_t k, double *out)
-{
-	double median = n >= 2 ? stats__median(values, n) : NAN;
-	size_t used = 0;
-	bool *drop;
-
-	if (isnan(median) || k == 0 || k >= n || !(drop = calloc(n, sizeof(*drop)))) {
-		memcpy(out, values, n * sizeof(*out));
-		return n;
-	}
-	for (size_t j = 0; j < k; j++) {
-		size_t far = n;
-
-		for (size_t i = 0; i < n; i++) {
-			if (drop[i])
-				continue;
-			if (far == n || fabs(values[i] - median) > fabs(values[far] - median))
-				far = i;
-		}
-		drop[far] = true;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (!drop[i])
-			out[used++] = values[i];
-	free(drop);
-	return used;
 }
 
 double stats__pooled_mad(const double *a, size_t m, const double *b, size_t n)

@@ -89,27 +89,21 @@ int stats__shift_interval(const double *base, size_t m, const double *cand, size
 			  double confidence, double *low, double *high);
 
 /*
+ * The Hodges-Lehmann estimate of the shift: the median of the m n
+ * differences cand[j] - base[i] (the mean of the middle two for an even
+ * count).  It lies inside stats__shift_interval's interval at any
+ * confidence, whose k never passes the middle.  0, -EINVAL (an empty side)
+ * or -ENOMEM.
+ */
+int stats__hodges_lehmann(const double *base, size_t m, const double *cand, size_t n,
+			  double *shift);
+
+/*
  * The smallest number of values per side, equal on both sides, for which
  * the interval exists at that confidence (4 at 95, 7 at 99.9); 0 when the
  * confidence is outside (0, 100).
  */
 size_t stats__shift_runs_needed(double confidence);
-
-/*
- * Copies values to out without the one farthest from their median (of
- * equally far ones the first), for a comparison robust to one disturbed
- * run; returns n - 1, or n (all copied) for n < 2 or no memory for the
- * median.  A disturbed run is usually slow, but the rule is symmetric so
- * that identical builds stay exchangeable.
- */
-size_t stats__drop_farthest(const double *values, size_t n, double *out);
-
-/*
- * The same for the k values farthest from the median (the median of all n),
- * dropped one by one, of equally far ones the first; returns n - k, or n
- * (all copied) when k is 0, k >= n or there is no memory.
- */
-size_t stats__drop_farthest_k(const double *values, size_t n, size_t k, double *out);
 
 /*
  * The pooled median absolute deviation of two samples: the median of

@@ -702,10 +702,13 @@ static bool vaddr_of(Elf *elf, uint64_t offset, uint64_t *vaddr)
  * The name of one frame: the function, "[file]" in a file without a
  * symbol there, "[jit]" in anonymous executable memory, "[unknown]" where
  * no mapping is known; never a guess.  ret: a return address (every frame
- * but the innermost), looked up one byte back, inside its call.
+ * but the innermost), looked up one byte back, inside its call.  A
+ * function's symbol is returned as the file has it, whatever its length
+ * (a C++ or Rust symbol is often longer than buf, and cut short it would
+ * no longer demangle); the bracketed names are written in buf.
  */
-static void frame_name(struct stack_store *s, uint64_t ip, bool ret, char *buf, size_t len,
-		       const struct mapping **mapped)
+static const char *frame_name(struct stack_store *s, uint64_t ip, bool ret, char *buf,
+			      size_t len, const struct mapping **mapped)
 {
 	const struct mapping *m = mapping_of(s, ip);
 	struct symbol_file *f;
@@ -714,10 +717,8 @@ static void frame_name(struct stack_store *s, uint64_t ip, bool ret, char *buf, 
 	Elf *elf;
 
 	*mapped = m;
-	if (!m) {
-		snprintf(buf, len, "[unknown]");
-		return;
-	}
+	if (!m)
+		return "[unknown]";
 	if (!m->path || m->path[0] != '/') {
 		/*
 		 * Anonymous executable memory is code made at run time; the
@@ -728,24 +729,24 @@ static void frame_name(struct stack_store *s, uint64_t ip, bool ret, char *buf, 
 			    !strcmp(m->path, "[heap]") || !strcmp(m->path, "[stack]");
 
 		snprintf(buf, len, "%s", made ? "[jit]" : m->path);
-		return;
+		return buf;
 	}
 	f = symbol_file(s, m);
 	if (!f || f->failed) {
 		snprintf(buf, len, "[%s%s]", base_name(m->path),
 			 f && m->build_id_len ? " build-id mismatch" : "");
-		return;
+		return buf;
 	}
 	elf = dwfl_module_getelf(f->mod, &f->bias);
 	if (!elf || !vaddr_of(elf, ip - ret - m->start + m->pgoff, &vaddr)) {
 		snprintf(buf, len, "[%s]", base_name(m->path));
-		return;
+		return buf;
 	}
 	name = symbol_at(f, vaddr + f->bias);
 	if (name && name[0])
-		snprintf(buf, len, "%s", name);
-	else
-		snprintf(buf, len, "[%s]", base_name(m->path));
+		return name;
+	snprintf(buf, len, "[%s]", base_name(m->path));
+	return buf;
 }
 
 /* A name table for one fill: names to their index in out, hashed. */
@@ -840,6 +841,7 @@ static int fill_stack(struct stack_store *s, const struct stack_entry *x, uint64
 {
 	uint32_t names[KH_SAMPLE_MAX_FRAMES + 1];
 	const struct mapping *maps[KH_SAMPLE_MAX_FRAMES];
+	const char *name[KH_SAMPLE_MAX_FRAMES];
 	char buf[KH_SAMPLE_MAX_FRAMES][256];
 	uint32_t n = x->frames;
 	bool complete = false;
@@ -851,18 +853,18 @@ static int fill_stack(struct stack_store *s, const struct stack_entry *x, uint64
 		n = 1;
 	} else {
 		for (uint32_t i = 0; i < n; i++)
-			frame_name(s, x->ips[i], i > 0, buf[i], sizeof(buf[i]), &maps[i]);
+			name[i] = frame_name(s, x->ips[i], i > 0, buf[i], sizeof(buf[i]), &maps[i]);
 		/*
 		 * JIT code called from libpcre2 is pcre2's: pcre2_jit_match calls
 		 * the compiled pattern directly, so its caller says whose it is.
 		 */
 		for (uint32_t i = 0; i + 1 < n; i++)
-			if (!strcmp(buf[i], "[jit]") && maps[i + 1] && maps[i + 1]->path &&
+			if (!strcmp(name[i], "[jit]") && maps[i + 1] && maps[i + 1]->path &&
 			    !strncmp(base_name(maps[i + 1]->path), "libpcre2", 8))
-				snprintf(buf[i], sizeof(buf[i]), "[pcre2 jit]");
+				name[i] = "[pcre2 jit]";
 		for (uint32_t i = 0; i < n; i++)
-			names[n - 1 - i] = name_id(ni, out, buf[i]);
-		complete = !x->truncated && is_thread_entry(buf[n - 1]);
+			names[n - 1 - i] = name_id(ni, out, name[i]);
+		complete = !x->truncated && is_thread_entry(name[n - 1]);
 	}
 	for (uint32_t i = 0; i < n; i++)
 		if (names[i] == UINT32_MAX)

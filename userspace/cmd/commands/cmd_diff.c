@@ -26,41 +26,45 @@
 static const char diff_usage[] =
 	"\n"
 	"Compares the candidate's records with the baseline's and exits 1 when the\n"
-	"data are confident that the candidate is slower by more than a threshold.\n"
-	"BASE and CANDIDATE are each a record or a directory of records (every *.json\n"
-	"file directly in it, as written by 'khprof record --repeat N -o DIR').\n"
+	"data are confident that the candidate's code is slower by more than a\n"
+	"threshold.  BASE and CANDIDATE are each a record or a directory of records\n"
+	"(every *.json file directly in it, as written by 'khprof record --repeat N\n"
+	"-o DIR').\n"
 	"\n"
 	"Items: wall time, throughput (input bytes per wall second; a drop is worse),\n"
-	"peak RSS, and per stage its elapsed time, call count and time per call.  Each\n"
-	"side's value is the median over its records.  Calls are informative, and\n"
-	"per-call times are judged but never fail the comparison: they tell whether a\n"
-	"slower stage has slower calls or more of them.  Records with khprof.latency\n"
-	"add per stage its median and 99th-percentile span (p50, p99), its time off\n"
-	"CPU (off_cpu, judged, never gating) and its decoded-attributed time\n"
-	"(decoded), and per macro state its wall and CPU time (STATE.wall, and\n"
-	"STATE.cpu, judged, never gating).  When both sides were recorded with\n"
-	"--sample, the text ends with each stage's functions whose share of the\n"
-	"stage's samples changed most (informative, never gating).\n"
+	"peak RSS; per stage its elapsed time, calls and time per call and, from\n"
+	"khprof.latency, its time on CPU (on_cpu, on_cpu_per_call), blocked (asleep,\n"
+	"on a lock, a queue or the disk) and runnable (waiting for a CPU), its median\n"
+	"and 99th-percentile span (p50, p99) and its decoded-attributed time\n"
+	"(decoded); per macro state its wall and CPU time.  When both sides were\n"
+	"recorded with --sample, the text ends with each stage's functions whose\n"
+	"share of the stage's samples changed most (informative, never gating).\n"
 	"\n"
-	"Verdicts: with two records or more on both sides, a Mann-Whitney confidence\n"
-	"interval of the shift (from all candidate-minus-base differences, as a\n"
-	"percentage of the base median) decides: 'regressed' when the whole interval\n"
-	"lies beyond the item's threshold in the bad direction, 'improved' likewise\n"
-	"in the good one, 'noisy' (never fails) when the medians moved beyond the\n"
-	"threshold but the interval is not sure of it, else 'ok'.  With too few\n"
-	"records for an interval at the confidence (at 95%, 3 a side are too few and\n"
-	"4 enough; a note says so), plain thresholds on the medians decide: a change\n"
-	"beyond the threshold is 'regressed' (or 'improved').  With one record on\n"
-	"either side nothing is judged: the rows say 'worse, unjudged' or 'better,\n"
-	"unjudged' and the exit code is 4.  A time change smaller than --min-change-ms\n"
-	"(peak RSS: 1 MiB) is never judged, and the text says 'ok (below floor)'\n"
-	"when that alone kept it ok.  Exactly the threshold does not count.  The\n"
-	"interval must also clear 3 MADs of the item's runs; the latency and state\n"
-	"items leave each side's run farthest from its median out (5 runs or more;\n"
-	"p50 a quarter of them).  With latency histograms, p50 and the wall times\n"
-	"are judged against each run's speed (its other stages' median spans), the\n"
-	"wall times also against its wait for a CPU, and runs starved of CPU are\n"
-	"left out of the wall times (docs/CI.md).\n"
+	"What gates: the wall time, throughput, peak RSS, and one figure per stage:\n"
+	"what its code spent, its time on CPU (on_cpu), or for a stage blocked a\n"
+	"quarter of its time its time on CPU or blocked (own), from the runs whose\n"
+	"off-CPU split of it is complete; where too few are (records without the\n"
+	"split, a thread that left its CPU more often than khprof's log holds), its\n"
+	"elapsed time.  Waiting for a CPU is the machine's: runnable rows say\n"
+	"'machine', never 'regressed'.  The other items are judged but never fail\n"
+	"('regressed*'): they say why a gating figure moved.\n"
+	"\n"
+	"Verdicts: one estimator per item.  The change is the Hodges-Lehmann shift\n"
+	"(the median of every candidate-minus-base difference, as a percentage of\n"
+	"the base's median) and the interval its Mann-Whitney confidence interval,\n"
+	"so the change always lies inside it: 'regressed' when the whole interval\n"
+	"lies beyond the item's threshold and 2 MADs of its runs (3 for the wall\n"
+	"times) in the bad direction, 'improved' likewise in the good one, 'noisy'\n"
+	"(never fails) when the shift is beyond the threshold but the interval is\n"
+	"not sure of it, else 'ok'.  A time change smaller than --min-change-ms\n"
+	"(peak RSS: 1 MiB) is never judged: 'ok (below floor)'.  Exactly the\n"
+	"threshold does not count.  Runs starved of CPU (waiting for a CPU far\n"
+	"longer than usual) are left out of the wall times, which are also divided\n"
+	"by each run's wait for a CPU; a stage judged on elapsed time leaves out the\n"
+	"runs in which it waited far longer; rows judged on such values are marked\n"
+	"'†' and a footnote says how.\n"
+	"Nothing is judged with fewer runs a side than an interval needs (4 at 95%),\n"
+	"and an item with too few runs left is 'unjudged' (docs/CI.md).\n"
 	"\n"
 	"Records must be alike: binary_version, detector_digest, config_digest,\n"
 	"source_kind, workload_class, backend_requested, backend_selected,\n"
@@ -73,7 +77,7 @@ static const char diff_usage[] =
 	"   --threshold NAME=PCT     one item: a stage as the seed names it\n"
 	"                            (hot-patterns), or wall (default 3), throughput\n"
 	"                            (default 3), peak_rss (default 5), p50 (10),\n"
-	"                            p99 (50), off_cpu (20), decoded (10),\n"
+	"                            p99 (50), blocked (20), decoded (10),\n"
 	"                            state_wall (5) or state_cpu (10); PCT 'off'\n"
 	"                            shows the item without gating on it.  The two\n"
 	"                            queue-wait stages are off unless named: waiting\n"
@@ -95,12 +99,14 @@ static const char diff_usage_end[] =
 	"\n"
 	"The text leads with the verdict, then the items that changed, largest change\n"
 	"first.  'regressed' fails the job; 'regressed*' is a regression in an item\n"
-	"that never gates (per_call, off_cpu, STATE.cpu).  An interval below -100%\n"
-	"(a time cannot fall below 0) is shown as <-100%; the JSON has its bounds.\n"
+	"that does not gate.  An interval below -100% (a time cannot fall below 0)\n"
+	"is shown as <-100%; the JSON has its bounds.\n"
 	"\n"
 	"Exit codes: 0 no regression, 1 regression, 2 bad command line or bad input\n"
 	"(unreadable or malformed record or config file), 3 records not comparable,\n"
-	"4 too few runs to judge (one record on a side: no verdict).\n"
+	"4 cannot judge (too few runs a side, or too few left once the runs starved\n"
+	"of CPU are left out, and nothing judged regressed: record more, or rerun on\n"
+	"a quieter runner; one line on stderr says which).\n"
 	"\n"
 	"examples:\n"
 	"   khprof diff baseline.json candidate.json\n"
@@ -271,15 +277,16 @@ static void print_messages(const struct kh_diff *d)
 			   d->blocking_count == 1 ? "" : "s", fields);
 	for (size_t i = 0; i < d->warning_count; i++)
 		log__warn("%s", d->warnings[i].message);
-	if (d->verdict == KH_DIFF_VERDICT_TOO_FEW_RUNS)
-		log__warn("too few runs to judge: %zu base and %zu candidate record%s, and one "
-			  "run cannot tell a change from noise; record %zu or more a side "
-			  "('khprof record --repeat 10', docs/CI.md)", d->base.count,
-			  d->cand.count, d->cand.count == 1 ? "" : "s", d->runs_needed);
-	if (d->method == KH_DIFF_METHOD_FEW_RUNS && !d->blocking_count)
-		log__note("too few runs for a %g%% interval (%zu base, %zu candidate; it needs %zu "
-			  "per side): plain thresholds on the medians decide", d->opts.confidence,
-			  d->base.count, d->cand.count, d->runs_needed);
+	if (d->verdict == KH_DIFF_VERDICT_CANNOT_JUDGE) {
+		char *reason = diff__cannot_reason(d);
+
+		/* One line: why, and what a job can do about it. */
+		log__warn("cannot judge: %s (%s, docs/CI.md)", reason ? reason : "out of memory",
+			  d->cannot == KH_DIFF_STARVED ? "rerun on a less busy runner"
+						       : "record 10 runs a side: 'khprof record "
+							 "--repeat 10'");
+		free(reason);
+	}
 	if (d->calls_changed_count)
 		log__note("call counts differ in %zu stage%s: the runs did different amounts "
 			  "of work", d->calls_changed_count,
@@ -295,8 +302,8 @@ static int exit_code(enum kh_diff_verdict verdict)
 		return KHPROF_EXIT_REGRESSION;
 	case KH_DIFF_VERDICT_NOT_COMPARABLE:
 		return KHPROF_EXIT_NOT_COMPARABLE;
-	case KH_DIFF_VERDICT_TOO_FEW_RUNS:
-		return KHPROF_EXIT_TOO_FEW_RUNS;
+	case KH_DIFF_VERDICT_CANNOT_JUDGE:
+		return KHPROF_EXIT_CANNOT_JUDGE;
 	}
 	return KHPROF_EXIT_FAILURE;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "demangle.h"
 #include "exit_codes.h"
 #include "log.h"
 #include "record.h"
@@ -184,7 +185,14 @@ int cmd_probes(int argc, char **argv)
 		}
 		if (!r->where.function[0])
 			snprintf(r->where.function, sizeof(r->where.function), "-");
-		utf8__escape(r->where.function, r->function, sizeof(r->function));
+		/* A Rust or C++ function demangled, as the reports name it (demangle.h). */
+		{
+			char *shown = kh_name__demangle(r->where.function);
+
+			utf8__escape(shown ? shown : r->where.function, r->function,
+				     sizeof(r->function));
+			free(shown);
+		}
 		utf8__escape(n->provider, r->provider, sizeof(r->provider));
 		utf8__escape(n->name, r->name, sizeof(r->name));
 		utf8__escape(n->args, r->args, sizeof(r->args));
