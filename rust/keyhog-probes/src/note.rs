@@ -10,7 +10,7 @@
 /// once per object).  The note's `"?"` puts it in the section group of the
 /// function, so a copy the linker drops as a duplicate takes its note
 /// along.  One template for `probe!` and `clock_site`.
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(feature = "disabled")))]
 macro_rules! probe_note {
     ($semaphore:expr, $name:expr, $args:expr) => {
         concat!(
@@ -57,7 +57,7 @@ macro_rules! probe_note {
 /// twice, both writable at exec: with `.probes` in it the kernel set the
 /// RELRO copy and the program never saw a tracer (tests/workloads-rs,
 /// rustc 1.95).  Costs at most a page of zeros per module.
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(feature = "disabled")))]
 macro_rules! symbol_definitions {
     () => {
         concat!(
@@ -104,7 +104,7 @@ macro_rules! symbol_definitions {
 }
 
 /// The semaphore a site names in its note: none, or a half of the word.
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(feature = "disabled")))]
 macro_rules! probe_semaphore {
     (none) => {
         ".8byte 0"
@@ -119,7 +119,7 @@ macro_rules! probe_semaphore {
 
 /// The note's argument string: `8@REG` per argument, registers only (on
 /// x86-64 an %rsp-relative operand would be 128 bytes off inside the site).
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(feature = "disabled")))]
 macro_rules! probe_args {
     ($first:ident $(, $rest:ident)*) => {
         concat!("8@{", stringify!($first), "}" $(, " 8@{", stringify!($rest), "}")*)

@@ -34,7 +34,7 @@ pub(crate) struct BatchEntry {
 
 const _: () = assert!(core::mem::size_of::<BatchEntry>() == 24);
 
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(feature = "disabled")))]
 mod sites {
     // What only one architecture spells: src/arch_x86_64.rs, src/arch_aarch64.rs.
     pub(crate) use crate::arch::{clock_site, next_session_sequence, semaphores, tsc};
@@ -140,7 +140,7 @@ mod sites {
     }
 }
 
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled"))))]
+#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(feature = "disabled"))))]
 mod sites {
     // No probe sites on this target (the header's `KH_PROBES_ENABLED 0`):
     // the API stays, every probe is a no-op and nothing is ever traced.
@@ -228,7 +228,7 @@ pub(crate) fn batch_mode(word: u32) -> bool {
 /// linker drops as a duplicate takes its note along).  Every inlined call
 /// is a site of its own, as with the header's macros; sites meant to exist
 /// once per module are called from `#[inline(never)]` functions.
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(feature = "disabled")))]
 macro_rules! probe {
     ($function:ident: $nop:ident, $name:literal, $semaphore:ident; $($arg:ident),+) => {
         #[inline(always)]
@@ -245,7 +245,7 @@ macro_rules! probe {
     };
 }
 
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled"))))]
+#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(feature = "disabled"))))]
 macro_rules! probe {
     ($function:ident: $nop:ident, $name:literal, $semaphore:ident; $($arg:ident),+) => {
         #[inline(always)]

@@ -40,7 +40,7 @@ pub(crate) fn local(word: u64) -> bool {
     word >> LOCAL_SHIFT != 0
 }
 
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(feature = "disabled")))]
 mod imp {
     // The loads and the store are the architecture's (src/arch_x86_64.rs,
     // src/arch_aarch64.rs): asm blocks, so that the hidden symbol is one
@@ -74,7 +74,7 @@ mod imp {
     }
 }
 
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled"))))]
+#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(feature = "disabled"))))]
 mod imp {
     use core::sync::atomic::{AtomicU64, Ordering};
 
