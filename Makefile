@@ -119,11 +119,15 @@ endif
 # opened in (tests/integration/commands/test_html.c), and the Prometheus server and
 # promtool the OpenMetrics exposition is checked with
 # (tests/integration/commands/test_metrics.c), the Pushgateway `khprof export` is
-# pushed to with curl (tests/integration/commands/test_pushgateway.c), and protoc,
+# pushed to with curl (tests/integration/commands/test_pushgateway.c), protoc,
 # whose --decode_raw reads the pprof output (tests/integration/tracing/test_stacks.c),
-# and runc, the OCI runtime the container tests run their bundles with
-# (tests/integration/tracing/test_containers.c).
-TEST_PACKAGES := chromium prometheus prometheus-pushgateway curl protobuf-compiler runc
+# runc, the OCI runtime the container tests run their bundles with
+# (tests/integration/tracing/test_containers.c), and Debian's Python, whose
+# USDT probes have the longest names `khprof probes` lists
+# (tests/integration/commands/test_cli.c; a minimal Debian 12 has no Python,
+# and the test would skip there).
+TEST_PACKAGES := chromium prometheus prometheus-pushgateway curl protobuf-compiler runc \
+                 python3-minimal
 BENCH_PACKAGES := bpftrace hyperfine time
 # The kernel matrix (tests/kernels/): QEMU, the guest's busybox, the
 # initramfs's cpio, and what unpacks Debian's kernels (lz4 for 5.10 and

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Checks the layering (tests/check-layers.sh), then runs the test binary of
 # every test source, unit tests first, then integration, from the repo
-# root and closes with one line:
+# root, then the kernel matrix, and closes with the machine facts the run
+# depended on ("machine: ..." lines: its kernel build, clocksource, CPUs,
+# the kernel matrix's accelerator and time) and one line:
 # "tests: N passed, N failed, N skipped".  Going by the sources leaves out
 # stale binaries in build/tests whose source is gone.
 # The BPF tests need root; they skip elsewhere, never when CI=true.
@@ -104,6 +106,7 @@ fi
 # Last, the kernel matrix (tests/kernels/run.sh: the integration tests in
 # Debian's own kernels under QEMU), its tests counted with the host's.
 # KH_KERNELS=none leaves it out, but not when CI=true.
+matrix="not run (K=none)"
 if [ "${KH_KERNELS:-}" = none ] && [ "${CI:-}" != true ]; then
 	echo "== tests/kernels/run.sh: skipped (KH_KERNELS=none)"
 	skipped=$((skipped + 1))
@@ -116,13 +119,27 @@ else
 		passed=$((passed + $1)) failed=$((failed + $2)) skipped=$((skipped + $3))
 	fi
 	# A matrix that failed without a test failing (a kernel that could not
-	# be fetched, a usage error) still fails.
-	if ! grep -q '^kernels: [0-9]* passed, 0 failed$' "$log" && [ "${2:-0}" -eq 0 ]; then
+	# be fetched or whose guest never started, a usage error) still fails.
+	if ! grep -q '^kernels: [0-9]* passed, 0 failed, 0 not started$' "$log" && [ "${2:-0}" -eq 0 ]; then
 		failed=$((failed + 1))
 		broken="$broken tests/kernels/run.sh"
 	fi
+	matrix=$(sed -n 's/^kernel matrix: //p' "$log" | awk '!seen[$0]++' | paste -s -d';' - | sed 's/;/; /g')
 fi
 rm -f "$log"
 [ -n "$broken" ] && echo "crashed or failed to start:$broken"
+# What the run depended on, so that a failure on another machine can be
+# read from its log (docs/KERNELS.md, "Testing on any machine").
+model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+echo "machine: kernel $(uname -r) ($(uname -v)), $(uname -m), clocksource" \
+	"$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo '?')," \
+	"$(getconf _NPROCESSORS_ONLN) CPUs (${model:-?}), $(awk '/^MemTotal:/ { printf "%.0f", $2 / 1048576 }' /proc/meminfo) GiB," \
+	"perf_event_paranoid $(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo '?')"
+if [ -x build/khprof ]; then
+	missing=$(build/khprof features 2>/dev/null |
+		awk 'NR > 2 && $2 == "no" { printf "%s%s", sep, $1; sep = ", " }')
+	echo "machine: khprof features missing: ${missing:-none}"
+fi
+echo "machine: kernel matrix: ${matrix:-?}"
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

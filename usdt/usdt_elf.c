@@ -13,27 +13,37 @@
 #include "usdt_arch.h"
 #include "usdt_elf.h"
 
-int elf__open(const char *path, int *fd, Elf **elf)
+int elf__open_fd(int fd, Elf **elf)
 {
 	*elf = NULL;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (*fd < 0)
-		return -errno;
-	*elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	*elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!*elf || elf_kind(*elf) != ELF_K_ELF) {
 		char magic[SELFMAG];
-		bool looks_elf = pread(*fd, magic, SELFMAG, 0) == SELFMAG &&
+		bool looks_elf = pread(fd, magic, SELFMAG, 0) == SELFMAG &&
 				 memcmp(magic, ELFMAG, SELFMAG) == 0;
 
 		elf_end(*elf);
-		close(*fd);
 		*elf = NULL;
 		/* ELF's magic, but libelf cannot make sense of the rest. */
 		return looks_elf ? -EINVAL : -ENOEXEC;
 	}
 	return 0;
+}
+
+int elf__open(const char *path, int *fd, Elf **elf)
+{
+	int err;
+
+	*elf = NULL;
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return -errno;
+	err = elf__open_fd(*fd, elf);
+	if (err)
+		close(*fd);
+	return err;
 }
 
 void elf__close(int fd, Elf *elf)
@@ -304,8 +314,8 @@ void elf__layout_free(struct elf_layout *layout)
 	layout->load_count = 0;
 }
 
-/* The address (st_value) of a defined function or object called name. */
-static int find_symbol(Elf *elf, const char *name, uint64_t *vaddr)
+/* The address (st_value) of a defined function (or, unless functions_only, object) called name. */
+static int find_symbol(Elf *elf, const char *name, bool functions_only, uint64_t *vaddr)
 {
 	Elf_Scn *scn = NULL;
 
@@ -323,7 +333,7 @@ static int find_symbol(Elf *elf, const char *name, uint64_t *vaddr)
 
 			if (!gelf_getsym(data, (int)i, &sym) || sym.st_value == 0 ||
 			    (GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
-			     GELF_ST_TYPE(sym.st_info) != STT_OBJECT))
+			     (functions_only || GELF_ST_TYPE(sym.st_info) != STT_OBJECT)))
 				continue;
 			sym_name = elf_strptr(elf, shdr.sh_link, sym.st_name);
 			if (sym_name && strcmp(sym_name, name) == 0) {
@@ -335,23 +345,52 @@ static int find_symbol(Elf *elf, const char *name, uint64_t *vaddr)
 	return -ENOENT;
 }
 
-int elf__symbol(const char *path, const char *name, uint64_t *vaddr, uint64_t *offset)
+/*
+ * name's address and file offset in fd's file: a data symbol's anywhere in
+ * a segment's memory (code_only false), or a function's in the bytes the
+ * file holds of an executable segment, where a uprobe may go (code_only).
+ */
+static int symbol_of(int fd, const char *name, bool code_only, uint64_t *vaddr,
+		     uint64_t *offset)
 {
 	Elf *elf;
-	int fd, err;
+	int err;
 
-	err = elf__open(path, &fd, &elf);
+	err = elf__open_fd(fd, &elf);
 	if (err)
 		return err;
-	err = find_symbol(elf, name, vaddr);
-	if (!err) {
+	err = find_symbol(elf, name, code_only, vaddr);
+	if (!err && code_only)
+		err = elf__code_offset(elf, *vaddr, offset);
+	else if (!err) {
 		bool executable;
 
 		err = elf__segment_of(elf, *vaddr, offset, &executable);
-		if (!err && !*offset)
-			err = -ENOENT;
 	}
-	elf__close(fd, elf);
+	if (!err && !*offset)
+		err = -ENOENT;
+	elf_end(elf);
+	return err;
+}
+
+int elf__symbol_fd(int fd, const char *name, uint64_t *vaddr, uint64_t *offset)
+{
+	return symbol_of(fd, name, false, vaddr, offset);
+}
+
+int elf__function_fd(int fd, const char *name, uint64_t *vaddr, uint64_t *offset)
+{
+	return symbol_of(fd, name, true, vaddr, offset);
+}
+
+int elf__symbol(const char *path, const char *name, uint64_t *vaddr, uint64_t *offset)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	if (fd < 0)
+		return -errno;
+	err = elf__symbol_fd(fd, name, vaddr, offset);
+	close(fd);
 	return err;
 }
 
@@ -384,21 +423,21 @@ static uint64_t dt_init_of(Elf *elf)
 	return 0;
 }
 
-int elf__start_offset(const char *path, uint64_t *offset)
+int elf__start_offset(int fd, uint64_t *offset)
 {
 	bool executable = false;
 	size_t phnum;
 	GElf_Ehdr eh;
 	uint64_t vaddr;
 	Elf *elf;
-	int fd, err;
+	int err;
 
 	*offset = 0;
-	err = elf__open(path, &fd, &elf);
+	err = elf__open_fd(fd, &elf);
 	if (err)
 		return err;
 	if (!gelf_getehdr(elf, &eh)) {
-		elf__close(fd, elf);
+		elf_end(elf);
 		return -ENOEXEC;
 	}
 	/* A position-independent executable is ET_DYN too: it has PT_INTERP. */
@@ -414,7 +453,7 @@ int elf__start_offset(const char *path, uint64_t *offset)
 	/* A uprobe goes there: into code the file holds, never past it. */
 	if (!vaddr || elf__code_offset(elf, vaddr, offset) != 0)
 		*offset = 0;
-	elf__close(fd, elf);
+	elf_end(elf);
 	return *offset ? 0 : -ENOENT;
 }
 

@@ -11,15 +11,36 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Address and file offset of the function or object name (.symtab or .dynsym). */
-int elf__symbol(const char *path, const char *name, uint64_t *vaddr, uint64_t *offset);
+/*
+ * The functions that read an open file (fd) read the file khprof attaches
+ * to, never the one at its path a moment later: capture/attach.c opens a
+ * file once, reads it through its descriptor and hands the kernel the
+ * same descriptor (docs/PROBES.md, "What khprof checks in a file").  fd
+ * stays the caller's.
+ */
 
 /*
- * File offset of the first code a process runs from path: the entry point
- * of an executable, the DT_INIT function of a shared library (run when it
- * is loaded, at start-up or by dlopen).  -ENOENT when there is none.
+ * Address and file offset of the function or object name (.symtab or
+ * .dynsym): a data symbol, read in a process's memory, never a place for
+ * a breakpoint (elf__function_fd is).
  */
-int elf__start_offset(const char *path, uint64_t *offset);
+int elf__symbol(const char *path, const char *name, uint64_t *vaddr, uint64_t *offset);
+int elf__symbol_fd(int fd, const char *name, uint64_t *vaddr, uint64_t *offset);
+
+/*
+ * Address and file offset of the function name, inside the bytes the file
+ * holds of an executable segment: where a uprobe may go (a symbol of a
+ * crafted file pointed into data is -ENOENT, as one not there).
+ */
+int elf__function_fd(int fd, const char *name, uint64_t *vaddr, uint64_t *offset);
+
+/*
+ * File offset of the first code a process runs from fd's file: the entry
+ * point of an executable, the DT_INIT function of a shared library (run
+ * when it is loaded, at start-up or by dlopen).  -ENOENT when there is
+ * none.
+ */
+int elf__start_offset(int fd, uint64_t *offset);
 
 /* PT_INTERP of an executable into buf, "" for a static one. */
 int elf__interpreter(const char *path, char *buf, size_t len);
@@ -44,6 +65,8 @@ struct Elf;
  */
 int elf__open(const char *path, int *fd, struct Elf **elf);
 void elf__close(int fd, struct Elf *elf);
+/* The same on an open file, which stays the caller's (end the handle with elf_end). */
+int elf__open_fd(int fd, struct Elf **elf);
 
 /* Whether the file has program headers (an executable or a shared object). */
 bool elf__has_segments(struct Elf *elf);

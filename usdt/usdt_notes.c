@@ -380,13 +380,13 @@ static void list_init(struct usdt_note_list *out)
 	memset(out, 0, sizeof(*out));
 }
 
-int usdt_notes__read(const char *path, struct usdt_note_list *out)
+int usdt_notes__read_fd(int fd, struct usdt_note_list *out)
 {
 	Elf *elf;
-	int fd, err;
+	int err;
 
 	list_init(out);
-	err = elf__open(path, &fd, &elf);
+	err = elf__open_fd(fd, &elf);
 	if (err == -EINVAL)
 		snprintf(out->problem, sizeof(out->problem), "libelf cannot read its header");
 	if (err)
@@ -394,7 +394,19 @@ int usdt_notes__read(const char *path, struct usdt_note_list *out)
 	err = read_elf(elf, out);
 	if (err)
 		usdt_notes__free(out);
-	elf__close(fd, elf);
+	elf_end(elf);
+	return err;
+}
+
+int usdt_notes__read(const char *path, struct usdt_note_list *out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+
+	list_init(out);
+	if (fd < 0)
+		return -errno;
+	err = usdt_notes__read_fd(fd, out);
+	close(fd);
 	return err;
 }
 

@@ -70,6 +70,12 @@ struct usdt_note_list {
  * with offset 0, and are never attached.
  */
 int usdt_notes__read(const char *path, struct usdt_note_list *out);
+/*
+ * The same for an open file (fd stays the caller's): what attaching reads,
+ * so that the sites checked are the sites of the file the kernel is handed
+ * (capture/attach.c).
+ */
+int usdt_notes__read_fd(int fd, struct usdt_note_list *out);
 /* The same for a file's bytes in memory (the fuzzer's entry). */
 int usdt_notes__read_memory(const void *data, size_t size, struct usdt_note_list *out);
 void usdt_notes__free(struct usdt_note_list *list);

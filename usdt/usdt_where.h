@@ -14,7 +14,9 @@
 #include <stdint.h>
 
 struct usdt_where {
-	char function[128]; /* "" when neither DWARF nor a symbol covers the address */
+	char function[512]; /* "" when neither DWARF nor a symbol covers the address; a
+			     * mangled name cut short would not demangle (C++ and Rust
+			     * names of generics pass 128 bytes) */
 	char file[256];     /* "" without DWARF line information */
 	unsigned int line;
 	char unit[256];     /* the compile unit, when it is not file: whose copy of a header function */

@@ -10,6 +10,7 @@
 #   @@ begin BIN PATTERN      a test run starts; its output follows
 #   @@ end BIN PATTERN RC     it ended with exit code RC
 #   @@ done                   every test ran
+#   @@ probe up UPTIME        a probe boot (kh.probe) reached /init
 # The console (ttyS0) keeps the kernel's own messages, for panics.
 /bin/busybox mkdir -p /proc /sys /dev /tmp /run /usr/bin /usr/sbin /sbin
 /bin/busybox --install -s /bin
@@ -31,9 +32,24 @@ out=/dev/ttyS1
 stty -F "$out" raw -echo 2>/dev/null
 exec 3>"$out"
 fact() { echo "@@ fact $1 $2" >&3; }
+# run.sh's probe boot (kh.probe on the command line, tests/kernels/qemu.sh):
+# the kernel reached its first process, which is all it asks; the probe's
+# initramfs holds busybox and this file alone.
+if grep -q 'kh\.probe' /proc/cmdline; then
+	echo "@@ probe up $(cut -d' ' -f1 /proc/uptime)" >&3
+	poweroff -f
+fi
 fact uname "$(uname -r)"
 fact clocksource "$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
 fact cpus "$(grep -c ^processor /proc/cpuinfo)"
+# The guest as a machine (docs/KERNELS.md, "Testing on any machine"): the
+# CPU QEMU shows it, whether its TSC is invariant (the first evidence of
+# khprof's span clock), whether it has a PMU (perf's "cpu" event source;
+# khprof uses software events only), its memory.
+fact cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1) ($(sed -n 's/^vendor_id[[:space:]]*: //p' /proc/cpuinfo | head -n 1))"
+if grep -q '^flags.* constant_tsc.* nonstop_tsc' /proc/cpuinfo; then fact invariant_tsc yes; else fact invariant_tsc no; fi
+if [ -d /sys/bus/event_source/devices/cpu ]; then fact pmu yes; else fact pmu no; fi
+fact memory "$(awk '/^MemTotal:/ { printf "%d MiB", $2 / 1024 }' /proc/meminfo)"
 
 # The kernel's BTF facts are read on the host (tests/kernels/btf-facts.sh,
 # ~2 s there, ~37 s here under TCG); its tracepoints here, from tracefs.

@@ -17,27 +17,36 @@
 #                   or comma-separated; default: every kernel of the list
 #   --test BIN[:PATTERN]  build/tests/BIN, only its tests matching PATTERN
 #                   (KH_TEST_FILTER); repeatable; default tests/kernels/subset.list
-#   --accel A       kvm, tcg, tcg,thread=single or tcg,thread=multi (default:
-#                   kvm when /dev/kvm can be opened)
+#   --accel A       kvm, tcg, tcg,thread=single or tcg,thread=multi for
+#                   every guest, with no probe and no retry under another
+#                   (KH_MATRIX_ACCEL=A too); default: KVM where a probe boot
+#                   under it reaches /init, else tcg,thread=single, per QEMU
+#                   binary (tests/kernels/qemu.sh, which has the test hooks)
 #   --timeout S     seconds a boot may take before it is killed (default 900)
-#   --jobs N        guests booted at once (default 2)
+#   --jobs N        guests booted at once (default 2, fewer when the memory
+#                   available does not hold that many 2 GiB guests)
 #   --shell         boot the first kernel with a shell on the console instead
 #                   of the tests (their binaries are in /repo/build/tests)
 #   --no-build      do not run make first
 #
 # Each boot leaves build/kernels/KVER/console.log (the kernel's console) and
-# results.log (the tests' output, from the guest's second serial port); a
-# guest that panics is booted once more, its logs then console.2.log and
-# results.2.log.  The closing lines are one per kernel and
-#   kernels: N passed, N failed
+# results.log (the tests' output, from the guest's second serial port).  A
+# guest that did not start (QEMU aborted, nothing on the console, no line
+# of its /init) is booted once more under the other accelerator, and one
+# that panicked once more under the same; the logs of a second boot are
+# console.2.log and results.2.log.  The closing lines are one per kernel and
+#   kernel matrix: 412 s, tcg,thread=single
+#   kernels: N passed, N failed, N not started
 #   kernel-tests: N passed, N failed, N skipped
-# Exit codes: 0 every selected test passed on every kernel, 1 a test failed
-# or a kernel could not be fetched or booted, 2 usage.
+# A kernel not started counts no test: the harness, not khprof, failed.
+# Exit codes: 0 every selected test passed on every kernel, 1 a test failed,
+# a kernel could not be fetched or its guest never started, 2 usage.
 set -u
 cd "$(dirname "$0")/../.."
 top=$PWD
 here=tests/kernels
 list=$here/kernels.list
+. "$here/qemu.sh"
 
 usage() {
 	sed -n '2,/^set -u/{ /^set -u/d; s/^# \{0,1\}//; p }' "$0"
@@ -48,7 +57,7 @@ die_usage() {
 	exit 2
 }
 
-kernels=${KH_KERNELS:-} tests=${KH_KERNEL_TESTS:-} accel="" timeout=900 shell=0 build=1 jobs=2
+kernels=${KH_KERNELS:-} tests=${KH_KERNEL_TESTS:-} accel=${KH_MATRIX_ACCEL:-} timeout=900 shell=0 build=1 jobs=2
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kernel | --test | --accel | --timeout | --jobs)
@@ -76,13 +85,11 @@ while [ $# -gt 0 ]; do
 done
 kernels=$(echo "$kernels" | tr ',' ' ')
 case $accel in
-# TCG runs one host thread for both vCPUs: with a thread each (MTTCG),
-# 2 of 3 boots of 7.3.4 oopsed at an int3 of a tracepoint's static key
-# that no CPU was patching any more; with one, none did (docs/KERNELS.md).
-"") if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then accel=kvm; else accel=tcg,thread=single; fi ;;
-kvm | tcg | tcg,thread=single | tcg,thread=multi) ;;
+"" | kvm | tcg | tcg,thread=single | tcg,thread=multi) ;;
 *) die_usage "unknown accelerator '$accel' (kvm, tcg, tcg,thread=single or tcg,thread=multi)" ;;
 esac
+# An accelerator asked for is used as it is (qemu.sh's accel_choose).
+forced=$accel
 case $timeout in '' | *[!0-9]*) die_usage "timeout '$timeout' is not a number of seconds" ;; esac
 case $jobs in '' | *[!0-9]* | 0) die_usage "jobs '$jobs' is not a positive number" ;; esac
 keys=$(awk '!/^#/ && NF { print $1 }' "$list")
@@ -125,7 +132,7 @@ for bin in $(awk '{ print $1 }' "$plan" | sort -u); do
 		die_usage "no test '$bin' (tests/integration/*/$bin.c)"
 done
 
-for tool in qemu-system-x86_64 cpio gzip dpkg-deb apt-get file; do
+for tool in cpio gzip dpkg-deb apt-get file; do
 	command -v "$tool" >/dev/null 2>&1 || {
 		echo "run.sh: '$tool' not found (make test-kernels installs what the matrix needs)" >&2
 		exit 1
@@ -143,31 +150,35 @@ if ! "$here/initramfs.sh" "$plan" "$run/initramfs.gz"; then
 	exit 1
 fi
 
-# boot KVER ATTEMPT: one guest; sets $verdict (done, panic, timeout, died).
+# boot KVER ATTEMPT ACCEL: one guest; sets $verdict (done, panic, timeout,
+# died after /init started; nostart before, with $nostart saying why).
 boot() {
 	dir=$top/build/kernels/$1
 	sfx=""
 	[ "$2" -gt 1 ] && sfx=.$2
 	console=$dir/console$sfx.log results=$dir/results$sfx.log
 	rm -f "$console" "$results"
-	cpu=max
-	[ "$accel" = kvm ] && cpu=host
-	set -- qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -m 2G -smp 2 -display none -no-reboot \
-		-nodefaults -monitor none -kernel "$dir/vmlinuz" -initrd "$run/initramfs.gz"
+	qemu_setup "$(qemu_arch "$1")" "$3" || exit 1
+	set -- $q_bin -accel "$3" $q_args -display none -no-reboot -nodefaults -monitor none \
+		-kernel "$dir/vmlinuz" -initrd "$run/initramfs.gz"
 	if [ "$shell" = 1 ]; then
-		"$@" -serial stdio -serial null -append "console=ttyS0 panic=-1 no_timer_check kh.shell"
+		${KH_MATRIX_QEMU_WRAPPER:+$KH_MATRIX_QEMU_WRAPPER} "$@" -serial stdio -serial null \
+			-append "console=$q_console panic=-1 no_timer_check kh.shell"
 		exit $?
 	fi
 	# oops=panic: after an oops the guest's results cannot be trusted, and a
 	# half-dead guest would otherwise wait for the timeout.  no_timer_check:
 	# on a busy host TCG's timer ticks can miss the IO-APIC check's window,
 	# and 5.10 then panicked at boot ("IO-APIC + timer doesn't work").
+	start_limits "$3"
 	start=$(date +%s)
-	timeout -k 10 "$timeout" "$@" -serial "file:$console" -serial "file:$results" \
-		-append "console=ttyS0 panic=-1 oops=panic no_timer_check" >"$dir/qemu$sfx.log" 2>&1
-	qrc=$?
+	qemu_watch "$start_silence" "$start_limit" "$timeout" "$console" "$results" "$dir/qemu$sfx.log" \
+		"$@" -serial "file:$console" -serial "file:$results" \
+		-append "console=$q_console panic=-1 oops=panic no_timer_check"
 	secs=$(($(date +%s) - start))
-	if grep -q "Kernel panic" "$console" 2>/dev/null; then
+	if [ -n "$nostart" ]; then
+		verdict=nostart
+	elif grep -q "Kernel panic" "$console" 2>/dev/null; then
 		verdict=panic
 	elif [ "$qrc" -eq 124 ] || [ "$qrc" -eq 137 ]; then
 		verdict=timeout
@@ -231,38 +242,57 @@ resolve() {
 	return 1
 }
 
-# test_kernel KVER: its boots (a panicked one once more), then
+# test_kernel KVER: its boots (one that did not start once more under the
+# other accelerator, a panicked one once more under the same), then
 # build/kernels/KVER/{counts,facts,features,failures,report}.
 test_kernel() {
 	kver=$1 kkey=$2
 	dir=$top/build/kernels/$kver
 	rm -f "$dir"/console*.log "$dir"/results*.log "$dir"/qemu*.log "$dir/failures" \
 		"$dir/attempts" "$dir/counts" "$dir/report"
-	attempt=1
+	arch=$(qemu_arch "$kver")
+	a=$(accel_of "$arch" "$run")
+	attempt=1 restarted=0 repanicked=0
 	while :; do
-		boot "$kver" "$attempt"
+		boot "$kver" "$attempt" "$a"
 		{
-			echo "attempt $attempt: $verdict after ${secs}s, console ${console#"$top"/}"
+			if [ "$verdict" = nostart ]; then
+				echo "attempt $attempt: did not start under $a after ${secs}s: $nostart"
+			else
+				echo "attempt $attempt: $verdict after ${secs}s under $a (/init after ${init_secs}s), console ${console#"$top"/}"
+			fi
 			if [ "$verdict" = panic ]; then
 				grep -m 3 -E "Oops|BUG:|RIP:|Kernel panic" "$console" | sed 's/^ */    /'
 			fi
 		} >>"$dir/attempts"
-		sed "s/^/$kver: /" "$dir/attempts" | tail -n 1
-		[ "$verdict" = panic ] && [ "$attempt" -lt 2 ] && { attempt=$((attempt + 1)); continue; }
+		grep -v '^ ' "$dir/attempts" | tail -n 1 | sed "s/^/$kver: /"
+		attempt=$((attempt + 1))
+		if [ "$verdict" = nostart ] && [ "$restarted" = 0 ]; then
+			restarted=1 a=$(accel_other "$a" "$arch" "$run")
+			continue
+		fi
+		[ "$verdict" = panic ] && [ "$repanicked" = 0 ] && { repanicked=1; continue; }
+		attempt=$((attempt - 1))
 		break
 	done
 	: >"$dir/failures"
 	[ -f "$results" ] || : >"$results"
 	set -- $(count "$results")
 	tp=${1:-0} tf=${2:-0} ts=${3:-0}
+	if [ "$verdict" = nostart ]; then
+		# The harness failed, not khprof: no test ran, none failed.
+		tp=0 tf=0 ts=0
+		echo "guest: did not start in $attempt boots (the harness failed, not khprof): see $dir/attempts" \
+			>"$dir/failures"
+	fi
 	planned=$(tr -d '\r' <"$results" | sed -n 's/^@@ fact planned //p')
 	ended=$(tr -d '\r' <"$results" | grep -c '^@@ end [^k]')
 	if [ "$verdict" = done ] && [ "${planned:-0}" -ne "$ended" ]; then
 		tf=$((tf + 1))
 		echo "guest: ran $ended of ${planned:-?} planned tests" >>"$dir/failures"
 	fi
-	if [ "$verdict" != done ]; then
-		# A guest that never ran a test (or stopped between two) fails.
+	if [ "$verdict" != done ] && [ "$verdict" != nostart ]; then
+		# A guest that started and never ran a test (or stopped between two) fails.
 		[ "$tf" -eq 0 ] && tf=1
 		echo "guest: $verdict before the tests were done" >>"$dir/failures"
 		if [ ! -s "$console" ] && [ -s "$dir/qemu$sfx.log" ]; then
@@ -274,12 +304,15 @@ test_kernel() {
 		grep -v '^@@' >"$dir/features"
 	tr -d '\r' <"$results" | sed -n '/^@@ begin khprof-v/,/^@@ end khprof-v/p' |
 		grep -v '^@@' >"$dir/load-v.log"
-	echo "$tp $tf $ts $verdict $attempt $secs $accel" >"$dir/counts"
-	line="kernel $kver: $tp passed, $tf failed, $ts skipped (${secs}s, $accel"
-	[ "$attempt" -gt 1 ] && line="$line, attempt $attempt after a panic: see $dir/attempts"
+	echo "$tp $tf $ts $verdict $attempt $secs $a" >"$dir/counts"
+	line="kernel $kver: $tp passed, $tf failed, $ts skipped (${secs}s, $a"
+	[ "$attempt" -gt 1 ] && line="$line, attempt $attempt: see $dir/attempts"
+	[ "$verdict" = nostart ] && line="kernel $kver: not run: its guest did not start ($nostart"
 	{
 		echo "$line)"
-		if [ "$tf" -ne 0 ]; then
+		if [ "$verdict" = nostart ]; then
+			sed 's/^/  /' "$dir/attempts"
+		elif [ "$tf" -ne 0 ]; then
 			if [ -s "$dir/load-v.log" ]; then
 				echo "  khprof -v record's last lines (all: $dir/load-v.log):"
 				grep -v "^$" "$dir/load-v.log" | tail -n 4 | sed "s/^/    /"
@@ -291,13 +324,13 @@ test_kernel() {
 	} >"$dir/report"
 }
 
-total_p=0 total_f=0 total_s=0 kpass=0 kfail=0
+total_p=0 total_f=0 total_s=0 kpass=0 kfail=0 knot=0
 summary=$run/summary
 : >"$summary"
 : >"$run/kernels"
+rm -f "$run"/accel.* "$run/time" "$run/hooks"
 matrix_start=$(date +%s)
 cut -d' ' -f1 /proc/loadavg >"$run/load"
-echo "$jobs" >"$run/jobs"
 for k in $kernels; do
 	kver=$(resolve "$k") || kver=""
 	if [ -z "$kver" ]; then
@@ -308,12 +341,41 @@ for k in $kernels; do
 	echo "$k $kver" >>"$run/kernels"
 	"$here/btf-facts.sh" "$top/build/kernels/$kver" >/dev/null || echo "run.sh: $kver: no BTF facts" >&2
 done
+# A test hook in force is said first: the lines after it are about a
+# machine it plays, not this one.
+hooks=""
+for v in KH_MATRIX_KVM KH_MATRIX_QEMU_WRAPPER KH_FAKE_KVM; do
+	eval "val=\${$v:-}"
+	[ -n "$val" ] && hooks="$hooks $v=$val"
+done
+[ -z "$hooks" ] || echo "kernel matrix: test hooks:$hooks" >"$run/hooks"
+cat "$run/hooks" 2>/dev/null
+# Each architecture's accelerator, by a probe boot of its first kernel
+# (qemu.sh): one line each, "kernel matrix: kvm unusable here (...): tcg".
+for arch in $(awk '{ print $2 }' "$run/kernels" | while read -r kver; do qemu_arch "$kver"; done | sort -u); do
+	first=$(awk '{ print $2 }' "$run/kernels" | while read -r kver; do
+		[ "$(qemu_arch "$kver")" = "$arch" ] && echo "$kver"
+	done | head -n 1)
+	accel_choose "$arch" "$first" "$run" || exit 1
+done
 if [ "$shell" = 1 ]; then
-	boot "$(awk 'NR == 1 { print $2 }' "$run/kernels")" 1
+	first=$(awk 'NR == 1 { print $2 }' "$run/kernels")
+	boot "$first" 1 "$(accel_of "$(qemu_arch "$first")" "$run")"
 fi
+# QEMU takes a guest's memory as the guest touches it, up to its 2 GiB:
+# no more guests at once than the memory available holds, a GiB left over.
+avail=$(awk '/^MemAvailable:/ { print int($2 / 1048576) }' /proc/meminfo)
+fit=$(((${avail:-0} - 1) / QEMU_MEM_GIB))
+[ "$fit" -ge 1 ] || fit=1
+if [ "$jobs" -gt "$fit" ]; then
+	echo "kernel matrix: ${avail:-?} GiB of memory available: $fit guest(s) of ${QEMU_MEM_GIB} GiB at a time, not $jobs"
+	jobs=$fit
+fi
+echo "$jobs" >"$run/jobs"
 # Guests wait more than they compute (a TCG guest ran 81 s of CPU in a
 # 247 s boot), so $jobs of them boot at once.
-echo "== booting $(awk '{ print $2 }' "$run/kernels" | tr '\n' ' ')($accel, $jobs at a time)"
+accels=$(cut -f1 "$run"/accel.* | sort -u | tr '\n' ' ' | sed 's/ $//; s/ /, /g')
+echo "== booting $(awk '{ print $2 }' "$run/kernels" | tr '\n' ' ')($accels, $jobs at a time)"
 n=0
 while read -r key kver; do
 	test_kernel "$kver" "$key" &
@@ -330,16 +392,30 @@ for kver in $(awk '{ print $2 }' "$run/kernels"); do
 		echo "kernel $kver: the harness stopped before its report" >"$dir/report"
 	fi
 	total_p=$((total_p + $1)) total_f=$((total_f + $2)) total_s=$((total_s + $3))
-	if [ "$2" -eq 0 ]; then kpass=$((kpass + 1)); else kfail=$((kfail + 1)); fi
+	if [ "${4:-}" = nostart ]; then
+		knot=$((knot + 1))
+	elif [ "$2" -eq 0 ]; then
+		kpass=$((kpass + 1))
+	else
+		kfail=$((kfail + 1))
+	fi
 	cat "$dir/report" >>"$summary"
 done
 matrix_secs=$(($(date +%s) - matrix_start))
+# What the run depended on, for make test's closing lines (run-all.sh).
+used=$(for kver in $(awk '{ print $2 }' "$run/kernels"); do
+	awk '{ print $7 }' "$top/build/kernels/$kver/counts" 2>/dev/null
+done | sort -u | tr '\n' ' ' | sed 's/ $//; s/ /, /g')
+echo "$matrix_secs ${used:--}" >"$run/time"
 
 if [ "$full" = 1 ]; then
 	"$here/doc.sh" "$run/kernels" "$matrix_secs" >"$run/KERNELS.md" && cp "$run/KERNELS.md" docs/KERNELS.md
 fi
 echo "== kernel matrix (${matrix_secs}s)"
 cat "$summary"
-echo "kernels: $kpass passed, $kfail failed"
+cat "$run/hooks" 2>/dev/null
+cut -f2 "$run"/accel.* 2>/dev/null
+echo "kernel matrix: ${matrix_secs} s, ${used:--}"
+echo "kernels: $kpass passed, $kfail failed, $knot not started"
 echo "kernel-tests: $total_p passed, $total_f failed, $total_s skipped"
-[ "$kfail" -eq 0 ]
+[ "$kfail" -eq 0 ] && [ "$knot" -eq 0 ]

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,86 @@ bool attach__seen_before(struct seen_object **list, size_t *count, dev_t dev, in
 		(*list)[(*count)++] = (struct seen_object){ dev, ino };
 	}
 	return false;
+}
+
+/*
+ * Why a file is held open from its checks to its links: the kernel opens a
+ * uprobe's file by path, and a file put at the path after khprof read it
+ * (renamed over it, a directory or symlink on the way swapped: easy inside
+ * a container, whose files khprof reaches through /proc/PID/root) would get
+ * breakpoints at offsets checked in another file, in its data perhaps.
+ * /proc/self/fd/N is a magic link: the kernel's path walk (kern_path with
+ * LOOKUP_FOLLOW, in uprobe-multi links since 6.6 and in perf-event uprobes
+ * since 4.17) lands on the very file of descriptor N, unlinked or not, the
+ * one whose (st_dev, st_ino) khprof checked.  Its bytes can still change
+ * in place, but only at the hands of a writer of that file, who could
+ * change every program mapping it anyway.
+ */
+int held_file__open(const char *path, struct held_file *f)
+{
+	struct stat st = { 0 };
+
+	*f = (struct held_file){ .fd = -1, .path = path };
+	f->fd = open(path, O_PATH | O_CLOEXEC);
+	if (f->fd < 0)
+		return -errno;
+	if (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		int err = errno;
+
+		held_file__close(f);
+		return st.st_mode && !S_ISREG(st.st_mode) ? -ENOEXEC : -err;
+	}
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	snprintf(f->kernel_path, sizeof(f->kernel_path), "/proc/self/fd/%d", f->fd);
+	return 0;
+}
+
+int held_file__read(struct held_file *f)
+{
+	int fd = open(f->kernel_path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	/* The kernel resolves the same /proc/self as this open: a /proc of khprof's own. */
+	if (fstat(fd, &st) != 0 || st.st_dev != f->dev || st.st_ino != f->ino) {
+		char file[256];
+
+		close(fd);
+		log__error("cannot attach to '%s': '%s' is not the file khprof opened (is /proc "
+			   "another PID namespace's?)", utf8__escape(f->path, file, sizeof(file)),
+			   f->kernel_path);
+		return -EXDEV;
+	}
+	close(f->fd);
+	f->fd = fd;
+	snprintf(f->kernel_path, sizeof(f->kernel_path), "/proc/self/fd/%d", f->fd);
+	return 0;
+}
+
+void held_file__close(struct held_file *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+}
+
+/*
+ * Test hook: KHPROF_TEST_STOP_BEFORE_LINK=PATH in khprof's environment
+ * stops khprof (SIGSTOP) once it has read and checked the file it opened
+ * as PATH, before the first link of its sites, so that a test replaces the
+ * file at PATH then, as an attacker would, and resumes it (test_hostile,
+ * test_file_swapped_before_attach).  It can only stop khprof.
+ */
+static void stop_before_link(struct held_file *f)
+{
+	const char *which = getenv("KHPROF_TEST_STOP_BEFORE_LINK");
+
+	if (which && !f->stopped && strcmp(which, f->path) == 0) {
+		f->stopped = true;
+		raise(SIGSTOP);
+	}
 }
 
 #define MODE_BIT(m) (1u << (m))
@@ -142,8 +223,9 @@ static void *copy_of(const void *p, size_t n)
 }
 
 /* Keeps a link's arguments for attach__protect_child; without memory, that child is warned of. */
-static void keep_site_set(struct tracer *t, int prog_fd, const char *path, const __u64 *offsets,
-			  const __u64 *ref_ctr_offsets, const __u64 *cookies, __u32 count)
+static void keep_site_set(struct tracer *t, int prog_fd, const struct held_file *f,
+			  const __u64 *offsets, const __u64 *ref_ctr_offsets, const __u64 *cookies,
+			  __u32 count)
 {
 	struct site_set *grown = realloc(t->site_sets, (t->site_set_count + 1) * sizeof(*grown));
 	struct site_set *s;
@@ -154,12 +236,14 @@ static void keep_site_set(struct tracer *t, int prog_fd, const char *path, const
 	s = &grown[t->site_set_count];
 	s->prog_fd = prog_fd;
 	s->count = count;
-	s->path = strdup(path);
+	/* The same file for the child, whatever its path names by then. */
+	s->file_fd = fcntl(f->fd, F_DUPFD_CLOEXEC, 0);
 	s->offsets = copy_of(offsets, count * sizeof(__u64));
 	s->ref_ctr_offsets = copy_of(ref_ctr_offsets, count * sizeof(__u64));
 	s->cookies = copy_of(cookies, count * sizeof(__u64));
-	if (!s->path || !s->offsets || !s->ref_ctr_offsets || !s->cookies) {
-		free(s->path);
+	if (s->file_fd < 0 || !s->offsets || !s->ref_ctr_offsets || !s->cookies) {
+		if (s->file_fd >= 0)
+			close(s->file_fd);
 		free(s->offsets);
 		free(s->ref_ctr_offsets);
 		free(s->cookies);
@@ -171,7 +255,7 @@ static void keep_site_set(struct tracer *t, int prog_fd, const char *path, const
 void attach__free_site_sets(struct tracer *t)
 {
 	for (size_t i = 0; i < t->site_set_count; i++) {
-		free(t->site_sets[i].path);
+		close(t->site_sets[i].file_fd);
 		free(t->site_sets[i].offsets);
 		free(t->site_sets[i].ref_ctr_offsets);
 		free(t->site_sets[i].cookies);
@@ -182,9 +266,9 @@ void attach__free_site_sets(struct tracer *t)
 }
 
 /*
- * Links prog_fd to count sites of path in process pid: one uprobe-multi
- * link, or on kernels without them one perf-event uprobe per site
- * (compat.h).  Each link's fd goes to keep(ctx, fd), which takes a
+ * Links prog_fd to count sites of path (a held file's /proc/self/fd/N) in
+ * process pid: one uprobe-multi link, or on kernels without them one
+ * perf-event uprobe per site (compat.h).  Each link's fd goes to keep(ctx, fd), which takes a
  * negative errno too; the first error is returned.
  */
 static int link_sites_with(struct tracer *t, int prog_fd, const char *path, const __u64 *offsets,
@@ -216,25 +300,26 @@ static struct bpf_program *identity_prog(const struct tracer *t)
 		       : t->skel->progs.kh_usdt_identity_nosleep;
 }
 
-/* Links prog to count sites of path and keeps the links until tracer__close. */
-int attach__link_sites(struct tracer *t, struct bpf_program *prog, const char *path,
+/* Links prog to count sites of a held file and keeps the links until tracer__close. */
+int attach__link_sites(struct tracer *t, struct bpf_program *prog, struct held_file *f,
 		       const __u64 *offsets, const __u64 *ref_ctr_offsets, const __u64 *cookies,
 		       __u32 count)
 {
 	int err = 0;
 
+	stop_before_link(f);
 	/* Without cookies the BPF side finds a site's spec by its file and offset. */
 	if (!features__has(&t->features, KH_FEAT_BPF_COOKIE) &&
 	    (prog == t->skel->progs.kh_usdt || prog == identity_prog(t)))
 		err = compat__store_site_ids(bpf_map__fd(t->skel->maps.kh_sites),
 					     bpf_map__fd(t->skel->maps.__bpf_usdt_ip_to_spec_id),
-					     path, offsets, cookies, count);
+					     f->dev, f->ino, offsets, cookies, count);
 	if (!err)
-		err = link_sites_with(t, bpf_program__fd(prog), path, offsets, ref_ctr_offsets,
-				      cookies, count, t->pid, keep_tracer_link, t);
+		err = link_sites_with(t, bpf_program__fd(prog), f->kernel_path, offsets,
+				      ref_ctr_offsets, cookies, count, t->pid, keep_tracer_link, t);
 
 	if (!err && prog == t->skel->progs.kh_usdt)
-		keep_site_set(t, bpf_program__fd(prog), path, offsets, ref_ctr_offsets, cookies,
+		keep_site_set(t, bpf_program__fd(prog), f, offsets, ref_ctr_offsets, cookies,
 			      count);
 	return err;
 }
@@ -382,8 +467,10 @@ void attach__protect_child(struct tracer *t, pid_t child)
 	}
 	for (size_t i = 0; i < t->site_set_count; i++) {
 		const struct site_set *s = &t->site_sets[i];
+		char path[32];
 
-		if (link_sites_with(t, bpf_program__fd(t->skel->progs.kh_untraced), s->path,
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", s->file_fd);
+		if (link_sites_with(t, bpf_program__fd(t->skel->progs.kh_untraced), path,
 				    s->offsets, s->ref_ctr_offsets, s->cookies, s->count, child,
 				    keep_child_link, c))
 			failed++;
@@ -423,14 +510,27 @@ static int add_spec(struct tracer *t, const char *path, const struct usdt_note *
 }
 
 /*
- * The keyhog sites of path that the parser refused (usdt_notes.h): each
- * named on stderr, and kept for the records.  A site the linker discarded
- * could never fire (a note); any other one the file should not have (a
- * warning).  Other providers' sites are other tools' business.
+ * Files whose refused sites were named on stderr, by device and inode:
+ * once per file in a run of khprof, however many processes map it
+ * (--follow-forks, attach --exe and --all trace each with a tracer of its
+ * own, and each one's records name them).  Tracers attach on the main
+ * thread only.
  */
-static void name_refused_sites(struct tracer *t, const char *path,
+static struct seen_object *named_files;
+static size_t named_file_count;
+
+/*
+ * The keyhog sites of a file that the parser refused (usdt_notes.h): kept
+ * for the records, and named on stderr the first time khprof attaches the
+ * file.  A site the linker discarded could never fire: a note, which -q
+ * leaves out; any other one the file should not have: a warning, always.
+ * Other providers' sites are other tools' business.
+ */
+static void name_refused_sites(struct tracer *t, const struct held_file *f, const char *path,
 			       const struct usdt_note_list *notes)
 {
+	int say = -1; /* unknown until the file has a keyhog site refused */
+
 	for (size_t i = 0; i < notes->refused_count; i++) {
 		const struct usdt_note *n = &notes->refused[i];
 		char provider[64], name[96], file[256], reason[192];
@@ -438,14 +538,16 @@ static void name_refused_sites(struct tracer *t, const char *path,
 
 		if (strcmp(n->provider, PROVIDER) != 0)
 			continue;
+		if (say < 0)
+			say = !attach__seen_before(&named_files, &named_file_count, f->dev, f->ino);
 		usdt_note__refusal_text(n, reason, sizeof(reason));
 		utf8__escape(n->provider, provider, sizeof(provider));
 		utf8__escape(n->name, name, sizeof(name));
 		utf8__escape(path, file, sizeof(file));
-		if (n->refusal == USDT_SITE_OUTSIDE_CODE)
+		if (say && n->refusal == USDT_SITE_OUTSIDE_CODE && !t->opts.quiet)
 			log__note("probe site '%s:%s' at 0x%llx of '%s' not attached: %s", provider,
 				  name, (unsigned long long)n->address, file, reason);
-		else
+		else if (say && n->refusal != USDT_SITE_OUTSIDE_CODE)
 			log__warn("refused probe site '%s:%s' at 0x%llx of '%s': %s", provider,
 				  name, (unsigned long long)n->address, file, reason);
 		grown = realloc(t->refused_sites, (t->refused_site_count + 1) * sizeof(*grown));
@@ -546,8 +648,33 @@ static int unreadable_notes(struct tracer *t, const char *path, int err,
 	return err;
 }
 
-static int attach_file(struct tracer *t, const char *path, bool required)
+/*
+ * How messages and records name a held file: the path it was opened by,
+ * but for /proc/PID/exe (a followed child's, attach -p's) the file the
+ * link names, the same for every process that runs it.
+ */
+static const char *held_file__name(const struct held_file *f, char *buf, size_t len)
 {
+	const char *pid = f->path + strlen("/proc/");
+	char *end;
+	ssize_t n;
+
+	if (strncmp(f->path, "/proc/", strlen("/proc/")) != 0)
+		return f->path;
+	strtoul(pid, &end, 10);
+	if (end == pid || strcmp(end, "/exe") != 0)
+		return f->path;
+	n = readlink(f->kernel_path, buf, len - 1);
+	if (n <= 0 || buf[0] != '/')
+		return f->path;
+	buf[n] = '\0';
+	return buf;
+}
+
+static int attach_file(struct tracer *t, struct held_file *f, bool required)
+{
+	char shown[PATH_MAX];
+	const char *path = held_file__name(f, shown, sizeof(shown));
 	struct usdt_note_list notes;
 	__u64 *offsets = NULL, *ref_ctr_offsets = NULL, *cookies = NULL;
 	struct kh_usdt_spec *specs = NULL;
@@ -555,10 +682,10 @@ static int attach_file(struct tracer *t, const char *path, bool required)
 	__u32 count = 0, first_identity, identities;
 	int err;
 
-	err = usdt_notes__read(path, &notes);
+	err = usdt_notes__read_fd(f->fd, &notes);
 	if (err)
 		return unreadable_notes(t, path, err, &notes, required);
-	name_refused_sites(t, path, &notes);
+	name_refused_sites(t, f, path, &notes);
 	if (notes.count) {
 		offsets = calloc(notes.count, sizeof(*offsets));
 		ref_ctr_offsets = calloc(notes.count, sizeof(*ref_ctr_offsets));
@@ -612,10 +739,10 @@ static int attach_file(struct tracer *t, const char *path, bool required)
 	    !usdt_notes__has(&notes, PROVIDER, "batch_register"))
 		t->abi2_batch = true;
 	if (count)
-		err = attach__link_sites(t, t->skel->progs.kh_usdt, path, offsets,
+		err = attach__link_sites(t, t->skel->progs.kh_usdt, f, offsets,
 					 ref_ctr_offsets, cookies, count);
 	if (!err && identities)
-		err = attach__link_sites(t, identity_prog(t), path,
+		err = attach__link_sites(t, identity_prog(t), f,
 					 offsets + first_identity,
 					 ref_ctr_offsets + first_identity,
 					 cookies + first_identity, identities);
@@ -639,18 +766,42 @@ out:
 	return err;
 }
 
+/*
+ * The file at path, opened once (held_file__open) and attached; once: not
+ * when the tracer attached it already (by device and inode).  A file that
+ * cannot be opened has nothing to attach.
+ */
+static int attach_path(struct tracer *t, const char *path, bool required, bool once)
+{
+	struct held_file f;
+	int err;
+
+	err = held_file__open(path, &f);
+	if (!err && once && attach__seen_before(&t->seen, &t->seen_count, f.dev, f.ino)) {
+		held_file__close(&f);
+		return 0;
+	}
+	if (!err)
+		err = held_file__read(&f);
+	if (!err)
+		err = attach_file(t, &f, required);
+	else if (err != -EXDEV) {
+		char file[256];
+
+		log__debug("skipping '%s': %s", utf8__escape(path, file, sizeof(file)),
+			   strerror(-err));
+		err = 0;
+	}
+	held_file__close(&f);
+	return err;
+}
+
 int attach__object(struct tracer *t, const char *path)
 {
-	return attach_file(t, path, false);
+	return attach_path(t, path, false, false);
 }
 
 int attach__object_once(struct tracer *t, const char *path, bool required)
 {
-	struct stat st;
-
-	if (stat(path, &st) != 0)
-		return 0;
-	if (attach__seen_before(&t->seen, &t->seen_count, st.st_dev, st.st_ino))
-		return 0;
-	return attach_file(t, path, required);
+	return attach_path(t, path, required, true);
 }

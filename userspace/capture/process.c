@@ -150,7 +150,7 @@ static int hook_loader(struct tracer *t, const struct ns_view *v, const char *ex
 	char interp[PATH_MAX], path[PATH_MAX];
 	uint64_t hook_vaddr = 0, hook_offset = 0, r_debug_vaddr = 0, r_debug_offset = 0;
 	__u64 offset, cookie = 0, no_semaphore = 0;
-	struct stat st;
+	struct held_file loader = { .fd = -1 };
 	int err;
 
 	err = elf__interpreter(exe, interp, sizeof(interp));
@@ -158,13 +158,20 @@ static int hook_loader(struct tracer *t, const struct ns_view *v, const char *ex
 		return 0; /* static executable: nothing is ever loaded later */
 	/* The loader the process runs: its own root's (a container's), not khprof's. */
 	err = ns__inner_path(v, interp, path, sizeof(path));
-	if (!err && stat(path, &st) != 0)
-		err = -errno;
-	if (!err && attach__seen_before(&t->loaders, &t->loader_count, st.st_dev, st.st_ino))
-		return 0;
+	/* Opened once: the breakpoint goes into the function of the file read (attach.c). */
 	if (!err)
-		err = elf__symbol(path, "_dl_debug_state", &hook_vaddr, &hook_offset);
-	if (!err && elf__symbol(path, "_r_debug", &r_debug_vaddr, &r_debug_offset) == 0) {
+		err = held_file__open(path, &loader);
+	if (!err && attach__seen_before(&t->loaders, &t->loader_count, loader.dev, loader.ino)) {
+		held_file__close(&loader);
+		return 0;
+	}
+	if (!err)
+		err = held_file__read(&loader);
+	/* Its code, never its data: a crafted loader's symbol may point anywhere. */
+	if (!err)
+		err = elf__function_fd(loader.fd, "_dl_debug_state", &hook_vaddr, &hook_offset);
+	if (!err &&
+	    elf__symbol_fd(loader.fd, "_r_debug", &r_debug_vaddr, &r_debug_offset) == 0) {
 		__s64 r_state = (__s64)(r_debug_vaddr + R_DEBUG_R_STATE_OFFSET) - (__s64)hook_vaddr;
 
 		cookie = (__u64)r_state;
@@ -178,8 +185,9 @@ static int hook_loader(struct tracer *t, const struct ns_view *v, const char *ex
 	}
 	offset = hook_offset;
 	if (!err)
-		err = attach__link_sites(t, t->skel->progs.kh_loader_state, path, &offset,
+		err = attach__link_sites(t, t->skel->progs.kh_loader_state, &loader, &offset,
 					 &no_semaphore, &cookie, 1);
+	held_file__close(&loader);
 	if (err) {
 		char shown[256]; /* the executable's PT_INTERP: its file's string */
 
@@ -559,21 +567,36 @@ bool tracer__bad_file(const struct tracer *t)
 int tracer__watch_starts(struct tracer *t, const char *path, tracer_start_fn fn, void *ctx)
 {
 	__u64 offset, cookie = 0, no_semaphore = 0;
+	struct held_file f;
 	uint64_t start;
+	char file[256];
 	int err;
 
-	err = elf__start_offset(path, &start);
+	utf8__escape(path, file, sizeof(file));
+	/* Opened once: the breakpoint goes where the file read has its start (attach.c). */
+	err = held_file__open(path, &f);
+	if (!err)
+		err = held_file__read(&f);
 	if (err) {
-		log__error("cannot watch '%s' for new processes: %s", path,
+		if (err != -EXDEV) /* said by held_file__read */
+			log__error("cannot watch '%s' for new processes: %s", file, strerror(-err));
+		held_file__close(&f);
+		return err;
+	}
+	err = elf__start_offset(f.fd, &start);
+	if (err) {
+		log__error("cannot watch '%s' for new processes: %s", file,
 			   err == -ENOENT ? "it has no entry point or DT_INIT" : strerror(-err));
+		held_file__close(&f);
 		return err;
 	}
 	t->pid = 0;
 	offset = start;
-	err = attach__link_sites(t, t->skel->progs.kh_loader_state, path, &offset, &no_semaphore,
+	err = attach__link_sites(t, t->skel->progs.kh_loader_state, &f, &offset, &no_semaphore,
 				 &cookie, 1);
+	held_file__close(&f);
 	if (err) {
-		log__error("cannot watch '%s' for new processes: %s", path, strerror(-err));
+		log__error("cannot watch '%s' for new processes: %s", file, strerror(-err));
 		return err;
 	}
 	t->on_start = fn;

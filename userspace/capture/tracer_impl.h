@@ -25,10 +25,36 @@ struct seen_object {
 	ino_t ino;
 };
 
+/*
+ * A file khprof attaches to, held open from its checks to its links
+ * (attach.c): usdt/ reads it through fd, and the kernel is handed
+ * kernel_path, /proc/self/fd/N, the magic link to the very file opened.
+ * A file put at its path in between (a container's owner can) is never
+ * the one attached (docs/PROBES.md, "What khprof checks in a file").
+ */
+struct held_file {
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	char kernel_path[32];
+	const char *path;  /* what it was opened as, for messages */
+	bool stopped;      /* the test hook stopped khprof at it (attach.c) */
+};
+
+/*
+ * attach.c: opens path as a held file, without reading it yet (O_PATH: a
+ * FIFO or a device is never opened for real); 0, -errno, or -ENOEXEC for
+ * anything but a regular file.  Then held_file__read opens it for reading
+ * through its own descriptor: the same inode, whatever path names now.
+ */
+int held_file__open(const char *path, struct held_file *f);
+int held_file__read(struct held_file *f);
+void held_file__close(struct held_file *f);
+
 /* The arguments of one uprobe-multi link, kept for a forked child (attach.c). */
 struct site_set {
 	int prog_fd;
-	char *path;
+	int file_fd;  /* the held file's descriptor, duplicated: the same file again */
 	__u64 *offsets, *ref_ctr_offsets, *cookies;
 	__u32 count;
 };
@@ -131,8 +157,8 @@ int attach__object_once(struct tracer *t, const char *path, bool required);
 /* attach.c: frees the refused sites kept for the records. */
 void attach__free_refused_sites(struct tracer *t);
 struct bpf_program;
-/* attach.c: links prog to count sites of path, kept until tracer__close. */
-int attach__link_sites(struct tracer *t, struct bpf_program *prog, const char *path,
+/* attach.c: links prog to count sites of a held file, kept until tracer__close. */
+int attach__link_sites(struct tracer *t, struct bpf_program *prog, struct held_file *f,
 		       const __u64 *offsets, const __u64 *ref_ctr_offsets, const __u64 *cookies,
 		       __u32 count);
 /* attach.c: keeps a link's fd until tracer__close (closes it on failure); 0 or -errno. */

@@ -170,3 +170,19 @@ const char *utf8__escape(const char *s, char *buf, size_t len)
 	buf[used] = '\0';
 	return buf;
 }
+
+char *utf8__escape_dup(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n = strlen(s), whole = 0, used = 0, step;
+	char piece[16], *out;
+
+	for (size_t i = 0; i < n; i += step)
+		whole += escape_one(u, n, i, &step, piece, sizeof(piece));
+	out = malloc(whole + 1);
+	for (size_t i = 0; out && i < n; i += step)
+		used += escape_one(u, n, i, &step, out + used, whole + 1 - used);
+	if (out)
+		out[used] = '\0';
+	return out;
+}

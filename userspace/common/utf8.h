@@ -41,5 +41,7 @@ bool utf8__controls_display(const unsigned char *s, size_t step);
  * keys) in its messages.  buf is returned.
  */
 const char *utf8__escape(const char *s, char *buf, size_t len);
+/* utf8__escape of the whole of s, however long (a C++ symbol can be kilobytes); malloc'd. */
+char *utf8__escape_dup(const char *s);
 
 #endif /* KHPROF_UTF8_H */

@@ -368,6 +368,10 @@ static void test_one_line_usage_errors(void **state)
 	char *prefix[] = { khprof, "rep", NULL };
 	char *help_typo[] = { khprof, "help", "exprot", NULL };
 	char *global[] = { khprof, "--bogus", NULL };
+	/* The other command's option is named, never its value. */
+	char *attach_user[] = { khprof, "attach", "--all", "--user", "nobody", NULL };
+	char *record_pid[] = { khprof, "record", "-p5", "--", "/bin/true", NULL };
+	char *attach_repeat[] = { khprof, "attach", "--repeat=3", "-p", "1", NULL };
 	struct run_result r;
 
 	(void)state;
@@ -392,10 +396,15 @@ static void test_one_line_usage_errors(void **state)
 	assert_run_exits(prefix, 2, "did you mean 'report'?");
 	assert_run_exits(help_typo, 2, "did you mean 'export'?");
 	assert_run_exits(global, 2, "unknown option '--bogus' (see 'khprof --help')");
+	assert_run_exits(attach_user, 2, "option '--user' is record's, not attach's (see "
+					 "'khprof attach --help')");
+	assert_run_exits(record_pid, 2, "option '-p' is attach's, not record's");
+	assert_run_exits(attach_repeat, 2, "option '--repeat' is record's, not attach's");
 	/* Every one of them is a single line. */
 	{
 		char *const *all[] = { bogus, two, export_none, probes_none, diff_one, record_bogus,
-				       typo, prefix, help_typo, global };
+				       typo, prefix, help_typo, global, attach_user, record_pid,
+				       attach_repeat };
 
 		for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
 			r = run_here(all[i]);

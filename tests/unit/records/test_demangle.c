@@ -19,15 +19,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <zlib.h>
-
 #include "demangle.h"
 #include "diff_stacks.h"
 #include "html.h"
 #include "latency_text.h"
 #include "outbuf.h"
 #include "pprof.h"
-#include "profile.pb-c.h"
+#include "pprof_read.h"
 #include "record.h"
 #include "stacks.h"
 #include "trace_event.h"
@@ -380,31 +378,12 @@ static void test_top_table_short(void **state)
 	profile__free(&p);
 }
 
-static unsigned char *gunzip(const unsigned char *in, size_t n, size_t *len)
-{
-	size_t cap = 1 << 20;
-	unsigned char *out = malloc(cap);
-	z_stream z;
-
-	memset(&z, 0, sizeof(z));
-	assert_non_null(out);
-	assert_int_equal(inflateInit2(&z, 16 + MAX_WBITS), Z_OK);
-	z.next_in = (unsigned char *)in;
-	z.avail_in = (uInt)n;
-	z.next_out = out;
-	z.avail_out = (uInt)cap;
-	assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
-	*len = z.total_out;
-	inflateEnd(&z);
-	return out;
-}
-
 /* pprof: Function.name demangled whole, system_name the symbol, as profile.proto defines them. */
 static void test_pprof_names(void **state)
 {
 	struct kh_profile p;
-	unsigned char *zipped, *packed;
-	size_t zlen, len;
+	unsigned char *zipped;
+	size_t zlen;
 	Perftools__Profiles__Profile *prof;
 	bool scan = false, clone = false, plain = false;
 
@@ -412,9 +391,7 @@ static void test_pprof_names(void **state)
 	make_mangled(&p, 20);
 	zipped = profile__to_pprof(&p, &zlen);
 	assert_non_null(zipped);
-	packed = gunzip(zipped, zlen, &len);
-	prof = perftools__profiles__profile__unpack(NULL, len, packed);
-	assert_non_null(prof);
+	prof = pprof_read(zipped, zlen);
 	assert_int_equal(prof->n_function, p.ext.stacks.name_count);
 	for (size_t i = 0; i < prof->n_function; i++) {
 		const char *name = prof->string_table[prof->function[i]->name];
@@ -440,7 +417,6 @@ static void test_pprof_names(void **state)
 	}
 	assert_true(scan && clone && plain);
 	perftools__profiles__profile__free_unpacked(prof, NULL);
-	free(packed);
 	free(zipped);
 	profile__free(&p);
 }

@@ -300,9 +300,10 @@ static void test_metric_thresholds_by_name(void **state)
 	assert_int_equal(diff_options__set(&opts, "threshold.p98", "5", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "unknown item 'p98'"));
 	assert_non_null(strstr(err, "p50, p99, blocked"));
-	/* The old name of the off-CPU threshold is gone with its item. */
-	assert_int_equal(diff_options__set(&opts, "threshold.off_cpu", "5", err, sizeof(err)),
-			 -EINVAL);
+	/* The old name of the off-CPU threshold is read as blocked (a gate of
+	 * before the on-CPU verdicts keeps working), never as an item of its own. */
+	assert_int_equal(diff_options__set(&opts, "threshold.off_cpu", "5", err, sizeof(err)), 0);
+	assert_true(opts.blocked.pct == 5 && !opts.blocked.off);
 }
 
 /*

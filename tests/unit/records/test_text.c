@@ -395,7 +395,7 @@ static char *notes_of(const struct kh_profile *p)
 	assert_true(fd >= 0 && saved >= 0);
 	fflush(stderr);
 	assert_true(dup2(fd, STDERR_FILENO) >= 0);
-	profile__print_notes(p);
+	profile__print_notes(p, false);
 	fflush(stderr);
 	assert_true(dup2(saved, STDERR_FILENO) >= 0);
 	close(saved);

@@ -232,7 +232,10 @@ static void series_counters(struct writer *w, const struct kh_profile *p)
 /*
  * --sample's timeline: each sample an instant on its thread's own track,
  * named by the function it was in, with its stage and whole stack as
- * args (Perfetto shows them on selection), names demangled.
+ * args (Perfetto shows them on selection), names demangled and escaped,
+ * each frame of the joined stack as a frame of a folded line (stacks.h,
+ * KH_NAMES_STACKED): a symbol's own ';' or line break is never read as
+ * another frame or line.
  */
 static void stack_samples(struct writer *w, const struct kh_stacks *recorded)
 {
@@ -241,7 +244,7 @@ static void stack_samples(struct writer *w, const struct kh_stacks *recorded)
 				 sizeof(*named));
 	size_t n_named = 0;
 
-	if (kh_stacks__shown(recorded, KH_NAMES_DEMANGLED, &shown, NULL)) {
+	if (kh_stacks__shown(recorded, KH_NAMES_STACKED, &shown, NULL)) {
 		w->b.failed = true;
 		free(named);
 		return;

@@ -222,7 +222,7 @@ void html__render_flames(struct outbuf *b, const struct kh_profile *p)
 	if (!p->ext.stacks.present)
 		return;
 	/* Boxes of one function under two symbols (a Rust hash, an LLVM clone) are one box. */
-	if (kh_stacks__shown(&p->ext.stacks, KH_NAMES_DEMANGLED, &shown, NULL)) {
+	if (kh_stacks__shown(&p->ext.stacks, KH_NAMES_PRINTED, &shown, NULL)) {
 		b->failed = true;
 		return;
 	}

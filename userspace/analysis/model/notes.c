@@ -121,23 +121,31 @@ static void print_stack_notes(const struct kh_stacks *s)
  * Sites never attached: counted here, named in the record (khprof.
  * refused_sites) and on stderr when they were refused.  A site the
  * linker discarded could never fire: a note; any other is a warning.
+ * Said once per command: the records of one run name the same files
+ * (--follow-forks writes one per process), and record and attach named
+ * each site once already (capture/attach.c).
  */
-static void print_refused_sites(const struct kh_profile *p)
+static void print_refused_sites(const struct kh_profile *p, bool quiet)
 {
 	size_t discarded = 0, n = p->ext.refused_site_count;
+	static bool said;
 
+	if (said || !n)
+		return;
 	for (size_t i = 0; i < n; i++)
 		discarded += p->ext.refused_sites[i].refusal &&
 			     strcmp(p->ext.refused_sites[i].refusal, "outside_code") == 0;
-	if (n && discarded == n)
+	said = discarded < n || !quiet;
+	if (discarded == n && !quiet)
 		log__note("%zu probe site%s outside executable code (sites the linker discarded) "
 			  "never attached: khprof.refused_sites names them", n, n == 1 ? "" : "s");
-	else if (n)
+	else if (discarded < n)
 		log__warn("%zu probe site%s of the traced files refused and never attached: "
 			  "khprof.refused_sites names them and why", n, n == 1 ? "" : "s");
 }
 
-void profile__print_notes(const struct kh_profile *p)
+/* A session seen only in part: notes, as the record's timing says it too. */
+static void print_session_notes(const struct kh_profile *p)
 {
 	if (p->ext.started_mid_session)
 		log__note("profile started mid-session: khprof attached after the session "
@@ -155,6 +163,12 @@ void profile__print_notes(const struct kh_profile *p)
 	else if (p->ext.ended_mid_session)
 		log__note("profile ended mid-session: the session had not finished when "
 			  "tracing stopped");
+}
+
+void profile__print_notes(const struct kh_profile *p, bool quiet)
+{
+	if (!quiet)
+		print_session_notes(p);
 	if (p->ext.refused_session_starts)
 		log__warn("%" PRIu64 " KH_SESSION_START calls while this session was open were "
 			  "refused, as the seed refuses them (SessionActive)",
@@ -166,6 +180,6 @@ void profile__print_notes(const struct kh_profile *p)
 		log__warn("%" PRIu64 " identity probes passed memory that could not be read; "
 			  "their fields keep their earlier values", p->ext.identity_unreadable);
 	print_latency_notes(&p->ext.latency);
-	print_refused_sites(p);
+	print_refused_sites(p, quiet);
 	print_stack_notes(&p->ext.stacks);
 }

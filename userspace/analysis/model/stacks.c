@@ -12,6 +12,7 @@
 #include "demangle.h"
 #include "record.h"
 #include "stacks.h"
+#include "utf8.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -147,6 +148,15 @@ static struct shown_name *shown_names(const struct kh_stacks *s, enum kh_name_fo
 		names[i].text = form == KH_NAMES_SHORT && full ? kh_name__shorten(full) : full;
 		if (form == KH_NAMES_SHORT)
 			free(full);
+		if (form != KH_NAMES_DEMANGLED && names[i].text) {
+			char *escaped = utf8__escape_dup(names[i].text);
+
+			free(names[i].text);
+			names[i].text = escaped;
+		}
+		for (char *c = names[i].text; form == KH_NAMES_STACKED && c && *c; c++)
+			if (*c == ';')
+				*c = ':';
 		if (!names[i].text) {
 			while (i-- > 0)
 				free(names[i].text);
@@ -257,17 +267,6 @@ static int folded_cmp(const void *a, const void *b)
 	return strcmp(((const struct folded_line *)a)->text, ((const struct folded_line *)b)->text);
 }
 
-/*
- * A frame of a folded line: ';' separates frames, so a name's own (Rust's
- * array types, `<[u8; 4] as Debug>::fmt`) becomes ':' as perf's
- * stackcollapse writes it, and a line break (a crafted symbol) a space.
- */
-static void put_frame(struct outbuf *line, const char *name)
-{
-	for (const char *p = name; *p; p++)
-		outbuf__putc(line, *p == ';' ? ':' : *p == '\n' || *p == '\r' ? ' ' : *p);
-}
-
 static void folded_of(const struct kh_stacks *s, struct outbuf *out)
 {
 	struct folded_line *lines = calloc(s->stack_count ? s->stack_count : 1, sizeof(*lines));
@@ -285,8 +284,8 @@ static void folded_of(const struct kh_stacks *s, struct outbuf *out)
 		outbuf__puts(&line, stage_label(st->stage));
 		for (uint32_t f = 0; f < st->frame_count; f++) {
 			outbuf__putc(&line, ';');
-			put_frame(&line, st->frames[f] < s->name_count ? s->names[st->frames[f]]
-								   : "[unknown]");
+			outbuf__puts(&line, st->frames[f] < s->name_count ? s->names[st->frames[f]]
+									  : "[unknown]");
 		}
 		lines[n].text = outbuf__finish(&line);
 		if (!lines[n].text) {
@@ -314,7 +313,7 @@ void kh_stacks__folded(const struct kh_stacks *s, struct outbuf *out)
 {
 	struct kh_stacks shown;
 
-	if (kh_stacks__shown(s, KH_NAMES_DEMANGLED, &shown, NULL)) {
+	if (kh_stacks__shown(s, KH_NAMES_STACKED, &shown, NULL)) {
 		out->failed = true;
 		return;
 	}

@@ -93,11 +93,21 @@ void kh_stacks__free(struct kh_stacks *s);
 /*
  * How an output names frames.  The record keeps each symbol as its file
  * has it (mangled, for Rust and C++: records of any khprof read alike);
- * the outputs show it demangled (formats/demangle.h).
+ * the outputs show it demangled (formats/demangle.h).  A symbol is the
+ * traced file's, which anyone may have written: where it is printed as
+ * text it is escaped (utf8__escape: `\x1b`, `\n`, `\u202e`), here at
+ * output, so records written before are as safe to print.
  */
 enum kh_name_form {
-	KH_NAMES_DEMANGLED, /* whole: folded, pprof, the HTML flame graphs, Perfetto */
-	KH_NAMES_SHORT,     /* generic arguments and parameters cut: the text tables */
+	KH_NAMES_DEMANGLED, /* whole, as it is: pprof, data for other tools */
+	KH_NAMES_PRINTED,   /* whole, escaped: the HTML flame graphs */
+	KH_NAMES_SHORT,     /* generic arguments and parameters cut, escaped: the text tables */
+	/*
+	 * Whole, escaped, and a name's own ';' (Rust's array types, `<[u8; 4]
+	 * as Debug>::fmt`) written ':' as perf's stackcollapse does: a frame of
+	 * a ';'-joined stack, folded and Perfetto's.
+	 */
+	KH_NAMES_STACKED,
 };
 
 /*
@@ -113,7 +123,8 @@ int kh_stacks__shown(const struct kh_stacks *s, enum kh_name_form form, struct k
 /*
  * Folded stacks, one line per distinct stack: "STAGE;outermost;...;innermost
  * COUNT", "(no stage)" as the root outside spans, sorted, attributions
- * merged, names demangled; what flamegraph.pl, inferno and speedscope read.
+ * merged, names demangled and escaped (KH_NAMES_STACKED); what
+ * flamegraph.pl, inferno and speedscope read.
  */
 void kh_stacks__folded(const struct kh_stacks *s, struct outbuf *out);
 /*

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -138,19 +137,15 @@ int compat__empty_prog(enum bpf_prog_type type, int attach_type, __u32 attach_bt
 	return fd < 0 ? -errno : fd;
 }
 
-int compat__store_site_ids(int sites_fd, int ip_fd, const char *path, const __u64 *offsets,
+int compat__store_site_ids(int sites_fd, int ip_fd, dev_t dev, ino_t ino, const __u64 *offsets,
 			   const __u64 *ids, __u32 count)
 {
-	struct stat st;
-
-	if (stat(path, &st) != 0)
-		return -errno;
 	for (__u32 i = 0; i < count; i++) {
 		/* The kernel's dev_t (MKDEV), not the one stat(2) encodes. */
 		struct kh_site_key key = {
-			.ino = (__u64)st.st_ino,
+			.ino = (__u64)ino,
 			.offset = offsets[i],
-			.dev = (__u32)((major(st.st_dev) << 20) | minor(st.st_dev)),
+			.dev = (__u32)((major(dev) << 20) | minor(dev)),
 		};
 		__u32 id = (__u32)ids[i];
 		long ip_key = (long)id;

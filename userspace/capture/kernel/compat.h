@@ -24,7 +24,9 @@
 
 /*
  * One uprobe-multi link of prog_fd to count sites of path in process pid.
- * Returns the link's fd or -errno.
+ * Returns the link's fd or -errno.  The kernel opens path itself (both
+ * here and below, following symlinks and magic links): khprof hands it a
+ * held file's /proc/self/fd/N, the file it checked (capture/attach.c).
  */
 int compat__uprobe_multi_link(int prog_fd, const char *path, const __u64 *offsets,
 			      const __u64 *ref_ctr_offsets, const __u64 *cookies, __u32 count,
@@ -44,12 +46,12 @@ int compat__uprobe_perf_link(int prog_fd, const char *path, __u64 offset, __u64 
 /*
  * Kernels without BPF cookies (before Linux 5.15): bpf_link false above
  * (PERF_EVENT_IOC_SET_BPF instead of a BPF perf link, the cookie unused),
- * and each site's spec id kept by the file's device and inode and the
- * site's offset in sites_fd (bpf/site.bpf.h's kh_sites), and by itself in
- * ip_fd (usdt.bpf.h's address table, which khprof keys by spec id).
- * 0 or -errno.
+ * and each site's spec id kept by the file's device and inode (of the
+ * file attached, fstat(2)'s) and the site's offset in sites_fd
+ * (bpf/site.bpf.h's kh_sites), and by itself in ip_fd (usdt.bpf.h's
+ * address table, which khprof keys by spec id).  0 or -errno.
  */
-int compat__store_site_ids(int sites_fd, int ip_fd, const char *path, const __u64 *offsets,
+int compat__store_site_ids(int sites_fd, int ip_fd, dev_t dev, ino_t ino, const __u64 *offsets,
 			   const __u64 *ids, __u32 count);
 
 /*

@@ -58,7 +58,7 @@ struct row {
 	char provider[96];
 	char name[160];
 	char args[320];
-	char function[200];
+	char function[512];
 	char source[700];
 	char modes[24];
 };

@@ -262,7 +262,7 @@ int cmd_report(int argc, char **argv)
 	 * where a 4 KiB buffer ended, so that a warning ran into its line.
 	 */
 	fflush(stdout);
-	profile__print_notes(&profile);
+	profile__print_notes(&profile, false);
 	profile__free(&profile);
 	return rendered ? KHPROF_EXIT_OK : KHPROF_EXIT_FAILURE;
 }

@@ -123,7 +123,7 @@ static struct process_trace *process_open(struct exe_attach *ea)
 
 	if (!p)
 		return NULL;
-	p->out.quiet = ea->o->quiet;
+	p->out.quiet = p->out.quiet_notes = ea->o->quiet;
 	p->out.metrics = ea->set.metrics;
 	p->out.retain = ea->retain.keep ? &ea->retain : NULL;
 	opts.on_profile = output__on_profile;

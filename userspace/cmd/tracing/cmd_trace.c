@@ -207,7 +207,7 @@ void output__on_profile(const struct kh_profile *p, void *ctx)
 	if (text && !out->quiet)
 		fputs(text, stderr);
 	free(text);
-	profile__print_notes(p);
+	profile__print_notes(p, out->quiet_notes);
 	if (!out->path)
 		return;
 	if (out->records == 1 && out->keep_old)
@@ -467,7 +467,8 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 			khprof_verbose = true;
 			break;
 		default:
-			goto bad_option;
+			usage_error(command, "unknown option '%s'", argv[optind - 1]);
+			return -EINVAL;
 		}
 	}
 	if ((cli->warmup || cli->append) && !cli->repeat) {
@@ -527,7 +528,18 @@ int parse_cli(int argc, char **argv, bool attach, struct trace_cli *cli)
 	}
 	return 0;
 bad_option:
-	usage_error(command, "unknown option '%s'", argv[optind - 1]);
+	/*
+	 * An option of the other command (all that jump here): name it, not its value (`attach
+	 * --user x` said "unknown option 'x'"), cut at a `=VALUE` (or after a short option's letter).
+	 */
+	{
+		const char *opt = optarg && optind >= 2 && argv[optind - 1] == optarg ?
+					  argv[optind - 2] : argv[optind - 1];
+		int len = opt[1] == '-' ? (int)strcspn(opt, "=") : 2; /* -p5: -p */
+
+		usage_error(command, "option '%.*s' is %s's, not %s's", len, opt,
+			    attach ? "record" : "attach", command);
+	}
 	return -EINVAL;
 }
 
@@ -642,6 +654,7 @@ void trace_options_from(const struct trace_cli *cli, const char *output,
 	out->path = output;
 	out->keep_old = output && cli->default_output && output == cli->output;
 	out->quiet = cli->quiet;
+	out->quiet_notes = cli->quiet_asked;
 	opts->mode = cli->mode;
 	opts->mode_is_default = cli->mode_is_default;
 	opts->quiet = cli->quiet_asked;

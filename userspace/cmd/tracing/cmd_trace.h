@@ -70,6 +70,7 @@ struct output_state {
 	const char *path;
 	bool keep_old;   /* the default file: the previous one becomes PATH.old */
 	bool quiet;
+	bool quiet_notes; /* -q itself (--repeat makes quiet alone): the records' notes too */
 	size_t records;
 	size_t earlier;  /* an earlier run's PATH.2 ... removed at the first record */
 	bool write_failed;
