@@ -86,13 +86,23 @@ if ! /repo/build/khprof features >/dev/null 2>&1; then
 fi
 # A line's third field "not=5.10,...": skipped on kernels whose release
 # starts so; "only=5.10,...": run on those alone (tests/kernels/subset.list
-# says why).  The rest is the plan.
+# says why); "6.1@arm64": a 6.1 release of that architecture alone (its
+# Debian release ends "-arm64").  The rest is the plan.
 awk -v rel="$(uname -r)" '
-	function listed(list,    n, i, k) {
+	function listed(list,    n, i, k, at, a) {
 		n = split(list, k, ",")
-		for (i = 1; i <= n; i++)
+		for (i = 1; i <= n; i++) {
+			a = ""
+			at = index(k[i], "@")
+			if (at) {
+				a = "-" substr(k[i], at + 1)
+				k[i] = substr(k[i], 1, at - 1)
+				if (substr(rel, length(rel) - length(a) + 1) != a)
+					continue
+			}
 			if (index(rel, k[i] ".") == 1 || index(rel, k[i] "-") == 1)
 				return 1
+		}
 		return 0
 	}
 	/^#/ || NF == 0 { next }
