@@ -61,71 +61,37 @@ fn page() -> u64 {
     page
 }
 
-/// The 4 bytes of `keyhog_semaphores` at +0, the kernel's span and batch
-/// halves, one `ldr`.  Not `pure`, so it is re-read at every edge;
+/// One load of part of `keyhog_semaphores` (src/note.rs), one `ldr` from
+/// the page above.  Not `pure`, so it is re-read at every edge;
 /// `readonly`, so it orders no stores.
-#[inline(always)]
-pub(crate) fn semaphores() -> u32 {
-    let word: u32;
-    // SAFETY: reads the 4-byte semaphore word src/note.rs defines.
-    unsafe {
-        core::arch::asm!(
-            "ldr {word:w}, [{page}, :lo12:keyhog_semaphores]",
-            page = in(reg) page(),
-            word = lateout(reg) word,
-            options(nostack, preserves_flags, readonly)
-        );
-    }
-    word
+macro_rules! semaphore_load {
+    ($(#[$doc:meta])* $name:ident -> $ty:ty: $insn:literal) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub(crate) fn $name() -> $ty {
+            let value: $ty;
+            // SAFETY: reads bytes of the 8-byte object src/note.rs defines.
+            unsafe {
+                core::arch::asm!($insn, page = in(reg) page(), value = lateout(reg) value,
+                                 options(nostack, preserves_flags, readonly));
+            }
+            value
+        }
+    };
 }
 
-/// The whole 8-byte object (src/switch.rs), one load.
-#[inline(always)]
-pub(crate) fn switch_word() -> u64 {
-    let word: u64;
-    // SAFETY: reads the 8-byte semaphore object src/note.rs defines.
-    unsafe {
-        core::arch::asm!(
-            "ldr {word}, [{page}, :lo12:keyhog_semaphores]",
-            page = in(reg) page(),
-            word = lateout(reg) word,
-            options(nostack, preserves_flags, readonly)
-        );
-    }
-    word
-}
-
-/// The 2 bytes at +6, the in-process switch (src/switch.rs's `local`).
-#[inline(always)]
-pub(crate) fn switch_local() -> u32 {
-    let local: u32;
-    // SAFETY: reads the last 2 bytes of the same object.
-    unsafe {
-        core::arch::asm!(
-            "ldrh {local:w}, [{page}, :lo12:keyhog_semaphores+6]",
-            page = in(reg) page(),
-            local = lateout(reg) local,
-            options(nostack, preserves_flags, readonly)
-        );
-    }
-    local
-}
-
-/// The 4 bytes at +4, `monotonic` and `local` in one load.
-#[inline(always)]
-pub(crate) fn switch_upper() -> u32 {
-    let halves: u32;
-    // SAFETY: reads the last 4 bytes of the same object.
-    unsafe {
-        core::arch::asm!(
-            "ldr {halves:w}, [{page}, :lo12:keyhog_semaphores+4]",
-            page = in(reg) page(),
-            halves = lateout(reg) halves,
-            options(nostack, preserves_flags, readonly)
-        );
-    }
-    halves
-}
+semaphore_load!(
+    /// The 4 bytes at +0, the kernel's span and batch halves.
+    semaphores -> u32: "ldr {value:w}, [{page}, :lo12:keyhog_semaphores]");
+semaphore_load!(
+    /// The whole 8-byte object (src/switch.rs).
+    switch_word -> u64: "ldr {value}, [{page}, :lo12:keyhog_semaphores]");
+semaphore_load!(
+    /// The 2 bytes at +6, the in-process switch (src/switch.rs's `local`).
+    switch_local -> u32: "ldrh {value:w}, [{page}, :lo12:keyhog_semaphores+6]");
+semaphore_load!(
+    /// The 4 bytes at +4, `monotonic` and `local` in one load.
+    switch_upper -> u32: "ldr {value:w}, [{page}, :lo12:keyhog_semaphores+4]");
 
 /// Stores the 2 bytes at +6, leaving the kernel's bytes alone.
 pub(crate) fn set_switch_local(value: u16) {
@@ -141,53 +107,41 @@ pub(crate) fn set_switch_local(value: u16) {
     }
 }
 
-/// The address of `kh_identity_table`, through the GOT.
-pub(crate) fn identity_table() -> *mut u8 {
-    let address: *mut u8;
-    // SAFETY: only takes the symbol's address.
-    unsafe {
-        core::arch::asm!(
-            "adrp {0}, :got:kh_identity_table",
-            "ldr {0}, [{0}, :got_lo12:kh_identity_table]",
-            out(reg) address,
-            options(nostack, preserves_flags, pure, readonly)
-        );
-    }
-    address
+/// The address of a symbol of default visibility, through the GOT.
+macro_rules! got_address {
+    ($symbol:literal) => {{
+        let address: usize;
+        // SAFETY: only takes the symbol's address.
+        unsafe {
+            core::arch::asm!(
+                concat!("adrp {0}, :got:", $symbol),
+                concat!("ldr {0}, [{0}, :got_lo12:", $symbol, "]"),
+                out(reg) address,
+                options(nostack, preserves_flags, pure, readonly)
+            );
+        }
+        address
+    }};
 }
 
-/// The address of `kh_current_state`, through the GOT.
+/// The address of `kh_identity_table`.
+pub(crate) fn identity_table() -> *mut u8 {
+    got_address!("kh_identity_table") as *mut u8
+}
+
+/// The address of `kh_current_state`.
 pub(crate) fn current_state_word() -> *mut u32 {
-    let address: *mut u32;
-    // SAFETY: only takes the symbol's address.
-    unsafe {
-        core::arch::asm!(
-            "adrp {0}, :got:kh_current_state",
-            "ldr {0}, [{0}, :got_lo12:kh_current_state]",
-            out(reg) address,
-            options(nostack, preserves_flags, pure, readonly)
-        );
-    }
-    address
+    got_address!("kh_current_state") as *mut u32
 }
 
 /// Sessions started by this process so far, then one more: the sequence
 /// of the session being started.  Rare path (session start).  An atomic
 /// add on the word the GOT names (LL/SC or LSE, as the target allows).
 pub(crate) fn next_session_sequence() -> u64 {
-    let address: *mut u64;
-    // SAFETY: only takes the symbol's address.
-    unsafe {
-        core::arch::asm!(
-            "adrp {0}, :got:kh_session_sequence",
-            "ldr {0}, [{0}, :got_lo12:kh_session_sequence]",
-            out(reg) address,
-            options(nostack, preserves_flags, pure, readonly)
-        );
-    }
+    let address = got_address!("kh_session_sequence") as *const core::sync::atomic::AtomicU64;
     // SAFETY: kh_session_sequence is an aligned 8-byte word src/note.rs
     // defines (or a C module's identical one), only ever used atomically.
-    let sequence = unsafe { &*(address as *const core::sync::atomic::AtomicU64) };
+    let sequence = unsafe { &*address };
     sequence.fetch_add(1, core::sync::atomic::Ordering::SeqCst)
 }
 

@@ -55,70 +55,39 @@ pub(crate) fn clock_site() {
     }
 }
 
-/// The 4 bytes of `keyhog_semaphores` at +0, the kernel's span and batch
-/// halves: one rip-relative load of the hidden symbol (a Rust static named
-/// from another crate, the scanner's, where `span` is inlined, is reached
-/// through the GOT in a PIE: two loads).  Not `pure`, so it is re-read at
-/// every edge like the C header's volatile load; `readonly`, so it orders
-/// no stores.
-#[inline(always)]
-pub(crate) fn semaphores() -> u32 {
-    let word: u32;
-    // SAFETY: reads the 4-byte semaphore word src/note.rs defines.
-    unsafe {
-        core::arch::asm!(
-            "movl keyhog_semaphores(%rip), {0:e}",
-            out(reg) word,
-            options(att_syntax, nostack, preserves_flags, readonly)
-        );
-    }
-    word
+/// One load of part of `keyhog_semaphores` (src/note.rs): one rip-relative
+/// load of the hidden symbol (a Rust static named from another crate, the
+/// scanner's, where `span` is inlined, is reached through the GOT in a
+/// PIE: two loads).  Not `pure`, so it is re-read at every edge like the C
+/// header's volatile load; `readonly`, so it orders no stores.
+macro_rules! semaphore_load {
+    ($(#[$doc:meta])* $name:ident -> $ty:ty: $insn:literal) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub(crate) fn $name() -> $ty {
+            let value: $ty;
+            // SAFETY: reads bytes of the 8-byte object src/note.rs defines.
+            unsafe {
+                core::arch::asm!($insn, value = out(reg) value,
+                                 options(att_syntax, nostack, preserves_flags, readonly));
+            }
+            value
+        }
+    };
 }
 
-/// The whole 8-byte object (src/switch.rs), one load.
-#[inline(always)]
-pub(crate) fn switch_word() -> u64 {
-    let word: u64;
-    // SAFETY: reads the 8-byte semaphore object src/note.rs defines.
-    unsafe {
-        core::arch::asm!(
-            "movq keyhog_semaphores(%rip), {0}",
-            out(reg) word,
-            options(att_syntax, nostack, preserves_flags, readonly)
-        );
-    }
-    word
-}
-
-/// The 2 bytes at +6, the in-process switch (src/switch.rs's `local`).
-#[inline(always)]
-pub(crate) fn switch_local() -> u32 {
-    let local: u32;
-    // SAFETY: reads the last 2 bytes of the same object.
-    unsafe {
-        core::arch::asm!(
-            "movzwl keyhog_semaphores+6(%rip), {0:e}",
-            out(reg) local,
-            options(att_syntax, nostack, preserves_flags, readonly)
-        );
-    }
-    local
-}
-
-/// The 4 bytes at +4, `monotonic` and `local` in one load.
-#[inline(always)]
-pub(crate) fn switch_upper() -> u32 {
-    let halves: u32;
-    // SAFETY: reads the last 4 bytes of the same object.
-    unsafe {
-        core::arch::asm!(
-            "movl keyhog_semaphores+4(%rip), {0:e}",
-            out(reg) halves,
-            options(att_syntax, nostack, preserves_flags, readonly)
-        );
-    }
-    halves
-}
+semaphore_load!(
+    /// The 4 bytes at +0, the kernel's span and batch halves.
+    semaphores -> u32: "movl keyhog_semaphores(%rip), {value:e}");
+semaphore_load!(
+    /// The whole 8-byte object (src/switch.rs).
+    switch_word -> u64: "movq keyhog_semaphores(%rip), {value}");
+semaphore_load!(
+    /// The 2 bytes at +6, the in-process switch (src/switch.rs's `local`).
+    switch_local -> u32: "movzwl keyhog_semaphores+6(%rip), {value:e}");
+semaphore_load!(
+    /// The 4 bytes at +4, `monotonic` and `local` in one load.
+    switch_upper -> u32: "movl keyhog_semaphores+4(%rip), {value:e}");
 
 /// Stores the 2 bytes at +6, leaving the kernel's bytes alone.
 pub(crate) fn set_switch_local(value: u16) {
@@ -133,33 +102,31 @@ pub(crate) fn set_switch_local(value: u16) {
     }
 }
 
-/// The address of `kh_identity_table`, through the GOT as the symbol has
-/// default visibility (a C module's copy wins).
-pub(crate) fn identity_table() -> *mut u8 {
-    let address: *mut u8;
-    // SAFETY: only takes the symbol's address.
-    unsafe {
-        core::arch::asm!(
-            "movq kh_identity_table@GOTPCREL(%rip), {0}",
-            out(reg) address,
-            options(att_syntax, nostack, preserves_flags, pure, nomem)
-        );
-    }
-    address
+/// The address of a symbol of default visibility (a C module's copy
+/// wins), through the GOT.
+macro_rules! got_address {
+    ($symbol:literal) => {{
+        let address: usize;
+        // SAFETY: only takes the symbol's address.
+        unsafe {
+            core::arch::asm!(
+                concat!("movq ", $symbol, "@GOTPCREL(%rip), {0}"),
+                out(reg) address,
+                options(att_syntax, nostack, preserves_flags, pure, nomem)
+            );
+        }
+        address
+    }};
 }
 
-/// The address of `kh_current_state`, through the GOT likewise.
+/// The address of `kh_identity_table`.
+pub(crate) fn identity_table() -> *mut u8 {
+    got_address!("kh_identity_table") as *mut u8
+}
+
+/// The address of `kh_current_state`.
 pub(crate) fn current_state_word() -> *mut u32 {
-    let address: *mut u32;
-    // SAFETY: only takes the symbol's address.
-    unsafe {
-        core::arch::asm!(
-            "movq kh_current_state@GOTPCREL(%rip), {0}",
-            out(reg) address,
-            options(att_syntax, nostack, preserves_flags, pure, nomem)
-        );
-    }
-    address
+    got_address!("kh_current_state") as *mut u32
 }
 
 /// Sessions started by this process so far, then one more: the sequence
