@@ -317,7 +317,7 @@ start. That is the harness failing, not khprof: it is booted once more
 under the other accelerator (under TCG again when KVM is unusable), and
 if it never starts the kernel is reported `not run`, counts no test, and
 fails the matrix (`kernels: N passed, N failed, N not started`). A guest
-that started and then failed, died or timed out (900 s) fails as before;
+that started and then failed, died or timed out (900 s, arm64 guests under TCG 2,700 s) fails as before;
 one that panicked after `/init` started is booted once more.
 
 Hooks, each forcing a case on any machine:

@@ -22,7 +22,8 @@
 #                   (KH_MATRIX_ACCEL=A too); default: KVM where a probe boot
 #                   under it reaches /init, else tcg,thread=single, per QEMU
 #                   binary (tests/kernels/qemu.sh, which has the test hooks)
-#   --timeout S     seconds a boot may take before it is killed (default 900)
+#   --timeout S     seconds a boot may take before it is killed (default 900;
+#                   arm64 guests, emulated by TCG on x86-64, three times that)
 #   --jobs N        guests booted at once (default 2, fewer when the memory
 #                   available does not hold that many 2 GiB guests)
 #   --shell         boot the first kernel with a shell on the console instead
@@ -168,7 +169,7 @@ boot() {
 	# and 5.10 then panicked at boot ("IO-APIC + timer doesn't work").
 	start_limits "$3"
 	start=$(date +%s)
-	qemu_watch "$start_silence" "$start_limit" "$timeout" "$console" "$results" "$dir/qemu$sfx.log" \
+	qemu_watch "$start_silence" "$start_limit" $((timeout * q_slowdown)) "$console" "$results" "$dir/qemu$sfx.log" \
 		"$@" -serial "file:$console" $(qemu_results "$results") \
 		-append "console=$q_console kh.results=$q_results panic=-1 oops=panic no_timer_check"
 	secs=$(($(date +%s) - start))
