@@ -8,6 +8,8 @@
 #                 (e.g. T=test_cli, T='test_trace:test_nested*') with what it
 #                 needs built; K=none leaves the matrix out (not under CI=true)
 #   make tests    build every test binary and what the tests run, run nothing
+#   make soak     the thread-end soak at length: N records (1000 unless N=)
+#                 of its C and Rust programs in each mode, all exact
 #   make bench    overhead benchmarks, written to docs/PERFORMANCE.md
 #   make fuzz     the note and argument-spec parsers under libFuzzer, ASan and
 #                 UBSan, FUZZ_SECONDS each (make test fuzzes them 30 s each)
@@ -214,7 +216,7 @@ endif
 # What the integration tests run besides themselves.
 TEST_INPUTS := $(BUILD)/khprof $(EXAMPLES) $(WORKLOADS) $(FIXTURES)
 
-.PHONY: all tests guest deps demo test test-kernels bench clean vmlinux seed-render fuzz asan test-asan
+.PHONY: all tests guest deps demo test test-kernels soak bench clean vmlinux seed-render fuzz asan test-asan
 .DEFAULT_GOAL := all
 
 # The only lists of what is built: `make` builds the tool and the examples,
@@ -373,7 +375,7 @@ $(ITEST_BINS): $(MODULE_OBJS) | $(TEST_INPUTS)
 	$(Q)$(CC) $(CFLAGS) -pthread -o $@ $^ $(LIBS) -lcmocka -ldl $(TEST_LIBS)
 # The browser tests decode their screenshots with libpng.
 $(BUILD)/tests/test_html: TEST_LIBS := -lpng
-$(BUILD)/tests/test_rust: | $(RUST_WORKLOADS)
+$(BUILD)/tests/test_rust $(BUILD)/tests/test_soak: | $(RUST_WORKLOADS)
 # The seed's API on the crate: the program built on both (build/seed-api-seed by seed-render).
 $(BUILD)/tests/test_seed_api: | $(RUST_WORKLOADS) seed-render
 
@@ -415,6 +417,9 @@ $(BUILD)/workloads/sdt-nosem: tests/workloads/sdt.c | $(DEPS_STAMP)
 # The stack sampler's workload unwinds by frame pointers (tests/integration/tracing/test_stacks.c),
 # and the same without them, as Debian builds its packages.
 $(BUILD)/workloads/stackwork: private CFLAGS += -fno-omit-frame-pointer
+# The thread-end soak's workload leaves a span by pthread_exit, which runs
+# KH_SPAN_SCOPE's cleanup only with unwind tables (tests/workloads/waves.c).
+$(BUILD)/workloads/waves: private CFLAGS += -fexceptions
 $(BUILD)/workloads/stackwork: tests/workloads/spin.h
 $(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c tests/workloads/spin.h $(PROBE_HEADERS) $(BUILD)/workloads/libkhwork.so | $(DEPS_STAMP)
 	@mkdir -p $(@D)
@@ -538,6 +543,11 @@ test-kernels: tests seed-render
 	@./scripts/install-deps.sh $(KERNEL_PACKAGES)
 	$(if $(MATRIX_ARM64),@$(MAKE) --no-print-directory ARCH=arm64 guest)
 	@KH_KERNELS="$(K)" KH_KERNEL_TESTS="$(T)" ./tests/kernels/run.sh --no-build
+
+# make test records each soak program 40 times a mode; this, thousands
+# (tests/integration/tracing/test_soak.c; about 0.2 s a record here).
+soak: tests
+	@KH_SOAK_RUNS=$(or $(N),1000) KH_TESTS="test_soak:test_soak_*_waves" ./tests/run-all.sh
 
 demo: $(BUILD)/khprof $(EXAMPLES)
 	@./scripts/demo.sh

@@ -71,6 +71,7 @@ gcc "${CFLAGS_BENCH[@]}" $(incs_of userspace/common userspace/analysis userspace
 # shellcheck disable=SC2046
 gcc "${CFLAGS_BENCH[@]}" $(incs_of userspace/common userspace/analysis userspace/capture) -Ibuild \
 	-o "$B/symbolize" bench/symbolize.c build/userspace/capture/stacks/stackstore.o \
+	build/userspace/capture/procfs.o \
 	$(objs_of userspace/analysis userspace/common) build/proto/profile.pb-c.o \
 	-ldw -lelf -lprotobuf-c -lz -lcjson -lm
 # dwarf_unwind measures a DWARF unwind of copied stacks, the option --sample did not take (row 11).
@@ -807,6 +808,9 @@ sw_ns() {
 for r in 1 2 3 4 5; do
 	sw_ns "$tmp/r10.untraced" "$B/switch_cost" 20000
 	sw_ns "$tmp/r10.traced" "$KHPROF" record -q -- "$B/switch_cost" 20000
+	# Each wait a queue-wait span: every batch takes the off-CPU pass.
+	sw_ns "$tmp/r10.spans-untraced" "$B/switch_cost" 20000 spans
+	sw_ns "$tmp/r10.spans" "$KHPROF" record -q --mode batch -- "$B/switch_cost" 20000 spans
 	# Another process traced meanwhile (a workload waiting on a fifo): this
 	# one pays only the tgid filter.
 	rm -f "$tmp/idle"
@@ -822,10 +826,14 @@ done
 sw0=$(median <"$tmp/r10.untraced")
 sw1=$(median <"$tmp/r10.traced")
 sw2=$(median <"$tmp/r10.other")
+sw3=$(median <"$tmp/r10.spans-untraced")
+sw4=$(median <"$tmp/r10.spans")
 row 10 "context switch of a traced thread, ns (2 threads on 1 CPU, pipe ping-pong)" \
 	"$(calc %+.0f "$sw1 - $sw0") ($sw1)" "untraced $sw0" "$(calc %.3f× "$sw1 / $sw0")" "—" "—"
 row 10 "context switch of another process while khprof traces one, ns" \
 	"$(calc %+.0f "$sw2 - $sw0") ($sw2)" "untraced $sw0" "$(calc %.3f× "$sw2 / $sw0")" "filter only" "—"
+row 10 "context switch inside a queue-wait span, batch mode (off-CPU pass), ns" \
+	"$(calc %+.0f "$sw4 - $sw3") ($sw4)" "untraced $sw3" "$(calc %.3f× "$sw4 / $sw3")" "—" "—"
 
 # --- 11. --sample -----------------------------------------------------------
 say "11/15 --sample: the traced program's wall at 0, 99 and 999 Hz, khprof's CPU, symbolization"

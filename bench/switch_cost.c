@@ -7,12 +7,18 @@
  * bench/run.sh runs it untraced, traced by khprof (the sched_switch and
  * sched_wakeup programs log each switch), and untraced while khprof traces
  * another process (the filter every other process pays).
+ *
+ * switch_cost N spans: each blocking read is a scanner-queue-wait span, as
+ * a scanner's wait on its queue: every span switches out once, so every
+ * batch of them takes the off-CPU pass, which places each span among the
+ * thread's logged switches (bpf/latency.bpf.h).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,6 +26,17 @@
 
 static int ping[2], pong[2];
 static long rounds;
+static int spans;
+
+/* A blocking read of one byte, a queue-wait span with `spans`. */
+static int wait_byte(int fd, char *c)
+{
+	if (spans) {
+		KH_SPAN_SCOPE(KH_STAGE_SCANNER_QUEUE_WAIT);
+		return read(fd, c, 1) == 1;
+	}
+	return read(fd, c, 1) == 1;
+}
 
 static void pin(void)
 {
@@ -37,7 +54,7 @@ static void *echo(void *arg)
 	(void)arg;
 	pin();
 	for (long i = 0; i < rounds; i++)
-		if (read(ping[0], &c, 1) != 1 || write(pong[1], &c, 1) != 1)
+		if (!wait_byte(ping[0], &c) || write(pong[1], &c, 1) != 1)
 			break;
 	return NULL;
 }
@@ -62,6 +79,7 @@ int main(int argc, char **argv)
 	double r[5];
 
 	rounds = argc > 1 ? atol(argv[1]) : 20000;
+	spans = argc > 2 && !strcmp(argv[2], "spans");
 	pin();
 	KH_SESSION_START(); /* probes, so that khprof traces this process */
 	for (int k = 0; k < 5; k++) {
@@ -74,7 +92,7 @@ int main(int argc, char **argv)
 		pthread_create(&t, NULL, echo, NULL);
 		t0 = now_ns();
 		for (long i = 0; i < rounds; i++)
-			if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1)
+			if (write(ping[1], &c, 1) != 1 || !wait_byte(pong[0], &c))
 				return 1;
 		r[k] = (now_ns() - t0) / rounds / 2;
 		pthread_join(t, NULL);

@@ -42,6 +42,12 @@ struct batch_buffer {
 	__u64 last_born;
 	__u64 last_switches;
 	__u64 last_flush_ns;
+	/* This batch's thread and switches, read before the walk (off its stack). */
+	__u64 born;
+	__u64 switches;
+	__u64 min_start; /* batch_min_start_ns, kept here for the same reason */
+	__u32 own;       /* the batch is its thread's own */
+	__u32 tid;       /* whose the batch is */
 };
 
 struct {
@@ -259,138 +265,384 @@ static long add_batch_offcpu(__u64 i, void *ctx)
 	return 0;
 }
 
-struct kh_inputs {
-	__u64 bytes;
+/*
+ * A batch to count: the thread's own at its `batch` probe, or what another
+ * thread still buffers when a session starts or ends (settle_buffers).
+ * Passed by pointer to kh_take_batch, a global function, which the
+ * verifier checks once for both.  count, bytes and units come back as what
+ * is left to count, with first and unseen.
+ */
+struct kh_take {
+	/* The batch probe's eight arguments, where batch_args writes them: */
+	__u64 state_addr;   /* the thread's kh_thread_state (the probe's entries, less their offset) */
+	__u64 count;        /* own batch: the entries the probe gives; out: what to count */
+	__u64 bytes;        /* own batch: the input the probe gives */
 	__u64 units;
+	__u64 anchor_ticks; /* a TSC reading (own batch: the flush's) ... */
+	__u64 flushes;      /* its buffer generation (own batch: the probe's) */
+	__u64 capacity;     /* own batch, probe ABI 6: its buffer's */
+	__u64 flushed;      /* own batch, probe ABI 7: the sequence number of its first span */
+	/* and the rest: */
+	__u64 anchor_ns;    /* ... and the kernel time then */
+	__u64 unseen;       /* out: spans handed over before that khprof never saw (ABI 7) */
+	__u32 first;        /* out: the entries before this one were counted */
+	__u32 flags;        /* KH_THREAD_LAYOUT's bits, KH_TAKE_OWN, KH_TAKE_TSC */
+	__u32 tid;
+	__u32 slot;         /* where its spans count */
 };
-
-KH_GLOBAL int kh_thread_batch(__u64 state_addr, __u64 flushes, __u32 flags, __u32 count,
-		    struct kh_inputs *inputs);
+/* 96 bytes: the take is on the deepest chain of calls' frames (512 bytes in all). */
+#define KH_TAKE_OWN (1u << 30) /* the thread's own batch probe */
+#define KH_TAKE_TSC (1u << 31) /* the anchor's TSC is usable */
+_Static_assert(__builtin_offsetof(struct kh_take, flushed) == 7 * sizeof(__u64),
+	       "batch_args writes the probe's arguments into a take");
+_Static_assert(__builtin_offsetof(struct kh_take, units) - __builtin_offsetof(struct kh_take, count) ==
+		       __builtin_offsetof(struct claim_take, units) - __builtin_offsetof(struct claim_take, count),
+	       "a take's count, bytes and units are a struct claim_take");
 
 /*
- * Completed spans, and the input counted since the thread's last batch:
- * args are the batch probe's (entries, count, input bytes, input units,
- * flush TSC, flushes, capacity).  Out of line: its walk (208 bytes of
- * stack) and the registers' copy in batch_args are never on the stack at
- * once.  With probe ABI 3 (flags KH_THREAD_ABI3: flushes given), the
- * thread's buffer is marked as counted, so that it is not counted again if
- * the thread dies before the program resets it, and the part an execve that
- * failed drained is skipped; KH_THREAD_ABI6 says its buffer's layout.
+ * Session slots a batch is being counted into, so that khprof, when a
+ * session ends, reads the slot only once every batch that took it is in
+ * (capture/trace.c).  A flush reads active_slot before it claims its
+ * buffer and a session's end settles the buffers before it changes
+ * active_slot: a flush that still found the ending session counts into it
+ * (and khprof waits for it), one that did not finds its buffer already
+ * taken, but for what it completed since.
  */
-static __noinline void on_batch(const __u64 *args, __u32 flags)
+__u32 slot_inflight[KH_SLOT_MAP_ENTRIES] = {};
+
+static __always_inline __u32 slot_enter(void)
 {
-	__u64 entries, count, flush_tsc, flushes;
-	struct kh_inputs inputs;
-	struct batch_walk walk;
-	struct task_struct *task;
-	__u64 born, switches, min_start;
-	__u32 zero = 0, slot;
+	__u32 slot = KH_OUTSIDE_SLOT;
 
-	if (!args)
-		return;
-	entries = args[0];
-	count = args[1];
-	inputs.bytes = args[2];
-	inputs.units = args[3];
-	flush_tsc = args[4];
-	flushes = args[5];
-	task = kh_current_task();
-	born = KH_TASK_READ(task, start_time);
-	switches = KH_TASK_READ(task, nvcsw) + KH_TASK_READ(task, nivcsw);
-	walk.now_ns = bpf_ktime_get_ns();
-	walk.flush_ticks = flush_tsc & ~KH_TIME_TSC;
-	walk.tsc_ok = (flush_tsc & KH_TIME_TSC) && tsc_mult;
-
-	if (count > KH_BATCH_CAPACITY)
-		count = KH_BATCH_CAPACITY;
-	/*
-	 * Before preemption goes off: the verifier of Linux 6.12 refuses a
-	 * global function's call with preemption disabled, and this one only
-	 * touches the thread's own storage.
-	 */
-	walk.first = kh_thread_batch(entries - KH_TS_BATCH_OFF, flushes, flags, count, &inputs);
-	/*
-	 * From the copy into this CPU's scratch buffer on: another traced
-	 * thread preempting this one on the CPU would flush into the same
-	 * buffer.
-	 */
-	kh_preempt_disable();
-	walk.buf = bpf_map_lookup_elem(&batch_scratch, &zero);
-	if (!walk.buf) {
-		kh_preempt_enable();
-		return;
+	for (int i = 0; i < 4; i++) {
+		slot = *(volatile __u32 *)&active_slot;
+		if (slot >= KH_SLOT_MAP_ENTRIES)
+			slot = KH_OUTSIDE_SLOT;
+		__sync_fetch_and_add(&slot_inflight[slot], 1);
+		if (*(volatile __u32 *)&active_slot == slot)
+			return slot;
+		__sync_fetch_and_add(&slot_inflight[slot], -1);
 	}
+	/* Four session events within a few instructions: not a session's spans anyway. */
+	slot = KH_OUTSIDE_SLOT;
+	__sync_fetch_and_add(&slot_inflight[slot], 1);
+	return slot;
+}
+
+static __always_inline void slot_exit(__u32 slot)
+{
+	if (slot < KH_SLOT_MAP_ENTRIES)
+		__sync_fetch_and_add(&slot_inflight[slot], -1);
+}
+
+/*
+ * The thread's own batch: learns where its buffer is, takes the whole
+ * generation's claims (a session's end or an execve that failed may have
+ * taken part of it first), checks (probe ABI 7) that khprof saw every span
+ * the thread handed over before, and copies the entries into this CPU's
+ * scratch buffer.  Returns with preemption off.
+ */
+static __always_inline void take_own(struct kh_take *tk, struct batch_buffer *buf)
+{
+	struct kh_thread_entry *entry;
+	__u32 count = tk->count > KH_BATCH_CAPACITY ? KH_BATCH_CAPACITY : tk->count;
+
+	tk->first = 0;
+	tk->unseen = 0;
+	entry = thread_entry_learn(tk->state_addr, tk->flags & KH_THREAD_LAYOUT, tk->flushes, tk->flushed);
+	if (!entry) {
+		count_drop(tk->slot, KH_DROP_EXIT_UNKNOWN); /* thread_list is full: its end goes unseen */
+	} else if (tk->flags & KH_THREAD_ABI3) {
+		tk->first = claim_take(&entry->claim_spans, tk->flushes, count);
+		tk->bytes -= claim_take(&entry->claim_bytes, tk->flushes, tk->bytes);
+		tk->units -= claim_take(&entry->claim_units, tk->flushes, tk->units);
+		tk->unseen = thread_unseen(entry, tk->flushed);
+		entry->next_flushed = tk->flushed + count;
+		entry->anchor_ticks = tk->anchor_ticks;
+		entry->anchor_ns = tk->flags & KH_TAKE_TSC ? tk->anchor_ns : 0;
+	}
+	kh_preempt_disable();
 	/*
 	 * The thread wrote these entries just now, so the read fails only
 	 * for a buffer that is not the thread's any more: its spans are lost,
 	 * and counted as unread.
 	 */
-	if (bpf_probe_read_user(walk.buf->entries, count * sizeof(struct kh_batch_entry),
-				(const void *)entries)) {
-		walk.stats = stats_of(active_slot);
-		if (walk.stats && count > walk.first)
-			walk.stats->drops[KH_DROP_EXIT_UNREAD] += count - walk.first;
+	if (bpf_probe_read_user(buf->entries, count * sizeof(struct kh_batch_entry),
+				(const void *)(tk->state_addr + KH_TS_BATCH_OFF))) {
+		struct kh_slot_stats *stats = stats_of(tk->slot);
+
+		if (stats && count > tk->first)
+			stats->drops[KH_DROP_EXIT_UNREAD] += count - tk->first;
 		count = 0;
 	}
-	/* Through the map value (struct batch_buffer says why). */
-	*(volatile __u32 *)&walk.buf->count = count;
-	count = *(volatile __u32 *)&walk.buf->count;
+	tk->count = count;
+}
 
-	slot = active_slot;
+/*
+ * Another thread's buffer at a session's start or end, read while the
+ * thread may be appending to it or flushing it, as a seqlock's reader:
+ * entries below batch_count are whole (probe ABI 7 writes an entry before
+ * the count that covers it), and `flushes` read again after the entries
+ * tells whether the thread reset the buffer meanwhile (its own batch then
+ * took them).  The claims decide who counts what.  1 with the entries in
+ * the scratch buffer and preemption off; 0 with nothing to count.
+ */
+static __always_inline int take_other(struct kh_take *tk, struct batch_buffer *buf)
+{
+	struct kh_thread_entry *entry;
+	__u64 addr = tk->state_addr, flushes_off = flushes_offset(tk->flags), bytes;
+	__u32 count, tid = tk->tid;
+
+	/*
+	 * Read into the take itself: this frame is on the deepest chain of
+	 * calls.  `flushes` first: a count read before it could be the
+	 * previous generation's, taken for the next one's (the soak counted
+	 * 44 spans twice in one of 600 records so).
+	 */
+	tk->count = 0;
+	tk->bytes = tk->units = 0;
+	if (bpf_probe_read_user(&tk->flushes, sizeof(tk->flushes), (const void *)(addr + flushes_off)) ||
+	    bpf_probe_read_user(&tk->count, sizeof(__u32), (const void *)(addr + KH_TS_BATCH_COUNT_OFF)) ||
+	    bpf_probe_read_user(&tk->bytes, 2 * sizeof(__u64), (const void *)(addr + KH_TS_INPUT_OFF))) {
+		/*
+		 * Not readable: an ended thread's stack, which the C library
+		 * unmapped or gave to a new thread once exit_mm() cleared its
+		 * id.  Its end took its buffer and left thread_list before
+		 * that (at sched_process_exit from Linux 6.16, at the start of
+		 * do_exit before: thread_ends.bpf.h), so a thread no longer
+		 * listed lost nothing.  Before this lookup followed
+		 * the reads, a thread that ended between the two was counted
+		 * as unknown, one of the exit_unknown drops the soak met under
+		 * TCG on Linux 6.1 (about one session end in 20; after this,
+		 * still one, counts exact, in the 4th batch-mode record of
+		 * test_soak_rust_waves there, from a path not yet told
+		 * apart).  A thread still listed: what it holds is unknown.
+		 */
+		if (bpf_map_lookup_elem(&thread_list, &tid))
+			count_drop(tk->slot, KH_DROP_EXIT_UNKNOWN);
+		return 0;
+	}
+	if (!tk->count && !tk->bytes && !tk->units)
+		return 0;
+	count = tk->count < capacity_of(tk->flags) ? tk->count : capacity_of(tk->flags);
+	bytes = (__u64)count * sizeof(struct kh_batch_entry);
+	barrier_var(bytes);
+	if (bytes > sizeof(buf->entries))
+		bytes = sizeof(buf->entries);
+	kh_preempt_disable();
+	/* `flushes` again, into capacity, which another thread's take has no use for. */
+	if (bpf_probe_read_user(buf->entries, bytes, (const void *)(addr + KH_TS_BATCH_OFF)) ||
+	    bpf_probe_read_user(&tk->capacity, sizeof(tk->capacity), (const void *)(addr + flushes_off)) ||
+	    tk->capacity != tk->flushes) {
+		kh_preempt_enable();
+		return 0;
+	}
+	/*
+	 * Looked up after the reads: a thread that ended meanwhile has left
+	 * thread_list (its end took the buffer), and a new thread may have
+	 * the stack it was read from.
+	 */
+	entry = bpf_map_lookup_elem(&thread_list, &tid);
+	if (!entry) {
+		kh_preempt_enable();
+		return 0;
+	}
+	/* The take's count, bytes and units are a struct claim_take: no copy on this frame. */
+	tk->count = count;
+	claims_raise(entry, tk->flushes, (struct claim_take *)&tk->count);
+	tk->first = tk->count;
+	tk->count = count;
+	tk->unseen = 0;
+	return 1;
+}
+
+/*
+ * Counts entries [first, count) of this CPU's scratch buffer and the input
+ * left into the take's slot, with preemption off.  The off-CPU pass reads
+ * the thread's switch log: for its own batch the current thread's, skipped
+ * when this CPU's last batch was the same thread's, its count of switches
+ * has not moved since and every span began after that batch (then no
+ * off-CPU interval ended while one of them ran); for another thread's its
+ * log by its id.
+ */
+static __noinline void count_scratch(const struct kh_take *tk, struct batch_buffer *buf)
+{
+	struct batch_walk walk;
+	__u32 slot = tk->slot, count;
+
+	walk.buf = buf;
+	walk.now_ns = tk->anchor_ns;
+	walk.flush_ticks = tk->anchor_ticks & ~KH_TIME_TSC;
+	walk.tsc_ok = (tk->flags & KH_TAKE_TSC) && tsc_mult;
+	walk.first = tk->first;
+	/* Through the map value (struct batch_buffer says why). */
+	*(volatile __u32 *)&buf->count = tk->count;
+	count = *(volatile __u32 *)&buf->count;
 	walk.stats = stats_of(slot);
 	walk.hist = hist_of(slot);
 	/*
 	 * Both or neither (they cannot be missing): a walk whose hist might be
 	 * NULL would fork the verifier at every unrolled span.
 	 */
-	if (walk.stats && walk.hist) {
-		walk.session_start = slot < KH_MAX_SLOTS ? slot_start_ns[slot] : 0;
-		walk.stats->probe_hits += 1;
-		walk.stats->input_bytes += inputs.bytes;
-		walk.stats->input_units += inputs.units;
-		walk.count = count;
-		/* Through the map value, like count. */
-		*(volatile __s64 *)&walk.buf->start_lo =
-			walk.tsc_ok ? tsc_lower_bound(&walk, trace_start_ns)
-				    : 0x7fffffffffffffffll; /* TSC starts unusable */
-		*(volatile __s64 *)&walk.buf->end_lo = tsc_lower_bound(&walk, walk.session_start);
-		walk.start_lo = *(volatile __s64 *)&walk.buf->start_lo;
-		walk.end_lo = *(volatile __s64 *)&walk.buf->end_lo;
-		walk.buf->min_start_ticks = KH_BATCH_NO_START;
-		walk.buf->min_start_mono = KH_BATCH_NO_START;
-		if (walk.first < count)
-			kh_loop(KH_BATCH_CAPACITY / BATCH_STRIDE,
-				(count - walk.first + BATCH_STRIDE - 1) / BATCH_STRIDE,
-				add_batch_stride, &walk);
-		/*
-		 * A second pass only when the thread left its CPU during the
-		 * batch (batch_min_start_ns).  Its switch log is a hash lookup
-		 * (2.3 ns a batched span here), skipped when this CPU's last
-		 * batch was the same thread's, its count of switches has not
-		 * moved since, and every span began after that batch: then no
-		 * off-CPU interval ended while one of them ran.
-		 */
-		min_start = batch_min_start_ns(&walk);
-		if (walk.first < count &&
-		    (walk.buf->last_born != born || walk.buf->last_switches != switches ||
-		     min_start < walk.buf->last_flush_ns)) {
+	if (!walk.stats || !walk.hist)
+		return;
+	walk.stats->drops[KH_DROP_UNSEEN] += tk->unseen;
+	walk.session_start = slot < KH_MAX_SLOTS ? slot_start_ns[slot & (KH_MAX_SLOTS - 1)] : 0;
+	walk.stats->probe_hits += !!(tk->flags & KH_TAKE_OWN);
+	walk.stats->input_bytes += tk->bytes;
+	walk.stats->input_units += tk->units;
+	walk.count = count;
+	/* Through the map value, like count. */
+	*(volatile __s64 *)&buf->start_lo = walk.tsc_ok ? tsc_lower_bound(&walk, trace_start_ns)
+							: 0x7fffffffffffffffll; /* TSC starts unusable */
+	*(volatile __s64 *)&buf->end_lo = tsc_lower_bound(&walk, walk.session_start);
+	walk.start_lo = *(volatile __s64 *)&buf->start_lo;
+	walk.end_lo = *(volatile __s64 *)&buf->end_lo;
+	buf->min_start_ticks = KH_BATCH_NO_START;
+	buf->min_start_mono = KH_BATCH_NO_START;
+	/*
+	 * What the off-CPU pass needs after the walk is kept in the map value,
+	 * so that nothing but the walk is live across it: this frame is the
+	 * largest of the deepest chain of calls (512 bytes in all).
+	 */
+	buf->own = !!(tk->flags & KH_TAKE_OWN);
+	buf->tid = tk->tid;
+	if (walk.first >= count)
+		return;
+	kh_loop(KH_BATCH_CAPACITY / BATCH_STRIDE, (count - walk.first + BATCH_STRIDE - 1) / BATCH_STRIDE,
+		add_batch_stride, &walk);
+	buf = walk.buf;
+	buf->min_start = batch_min_start_ns(&walk);
+	walk.offcpu = NULL;
+	if (buf->own) {
+		if (buf->last_born != buf->born || buf->last_switches != buf->switches ||
+		    buf->min_start < buf->last_flush_ns)
 			walk.offcpu = offcpu_of_current();
-			if (walk.offcpu && offcpu_newest_in(walk.offcpu) > min_start)
-				kh_loop(KH_CLASSIC_OFFCPU_SPANS, count - walk.first, add_batch_offcpu,
-					&walk);
-		}
-		walk.buf->last_born = born;
-		walk.buf->last_switches = switches;
-		walk.buf->last_flush_ns = walk.now_ns;
+		buf->last_born = buf->born;
+		buf->last_switches = buf->switches;
+		buf->last_flush_ns = walk.now_ns;
+	} else {
+		walk.offcpu = bpf_map_lookup_elem(&offcpu_threads, &buf->tid);
 	}
-	/* Branch-free: a branch here doubled the states the verifier walks. */
-	walk.buf->anchor_ticks = walk.flush_ticks;
-	walk.buf->anchor_ns = walk.now_ns * walk.tsc_ok;
-	kh_preempt_enable();
+	if (walk.offcpu && offcpu_newest_in(walk.offcpu) > buf->min_start)
+		kh_loop(KH_CLASSIC_OFFCPU_SPANS, walk.count - walk.first, add_batch_offcpu, &walk);
 }
 
-/* Six before probe ABI 6, whose seventh is the buffer's capacity. */
-#define KH_BATCH_ARGS 7
+/*
+ * A batch, the thread's own or another's (struct kh_take).  Global, so
+ * that the verifier checks the walk once for both, with the take as any
+ * values.  Preemption goes off inside, from the copy into this CPU's
+ * scratch buffer on (another traced thread preempting this one would
+ * flush into the same buffer), not around the call: the verifier of Linux
+ * 6.12 refuses a global function's call with preemption disabled.  Global
+ * in the classic object too, where nothing calls it (so no program loads
+ * it): the maps it names come first in the object as in the other one,
+ * whose skeleton the classic object must share (classic-skel.sh).
+ */
+__noinline int kh_take_batch(struct kh_take *tk)
+{
+	struct batch_buffer *buf;
+	__u32 zero = 0;
+
+	if (!tk)
+		return 0;
+	buf = bpf_map_lookup_elem(&batch_scratch, &zero);
+	if (!buf)
+		return 0;
+	if (tk->flags & KH_TAKE_OWN) {
+		struct task_struct *task = kh_current_task();
+
+		take_own(tk, buf);
+		buf->born = KH_TASK_READ(task, start_time);
+		buf->switches = KH_TASK_READ(task, nvcsw) + KH_TASK_READ(task, nivcsw);
+	} else if (!take_other(tk, buf)) {
+		return 0;
+	}
+	count_scratch(tk, buf);
+	if (tk->flags & KH_TAKE_OWN) {
+		/* This CPU's anchor for the buffers of threads that end here; branch-free. */
+		buf->anchor_ticks = tk->anchor_ticks & ~KH_TIME_TSC;
+		buf->anchor_ns = tk->anchor_ns * !!((tk->flags & KH_TAKE_TSC) && tsc_mult);
+	}
+	kh_preempt_enable();
+	return 0;
+}
+
+/*
+ * What every other thread of the process still buffers when a session
+ * starts or ends, counted into the slot ending (or, at a start, the one
+ * before it, outside any session): a thread's last batch is flushed by its
+ * key destructor or a Rust thread-local destructor, which run after a
+ * `pthread_join` or `std::thread::scope` waited for it, but not after a
+ * thread that only signalled its end, or a pool that only waited for its
+ * jobs, let the session go on.  Without this its spans went to no session
+ * (docs/PROBES.md, "When a session ends").  Another thread's TSC times are
+ * placed by the freshest anchor at hand: the ending thread's own flush,
+ * which a probe ABI 7 program makes at every session event.
+ */
+struct settle_ctx {
+	__u64 anchor_ticks;
+	__u64 anchor_ns;
+	__u32 slot;
+};
+
+/*
+ * The settle's take, in a map value rather than on settle_thread's frame,
+ * which is on the deepest chain of calls (512 bytes in all).  Per CPU:
+ * session events come from one thread at a time.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct kh_take);
+} settle_take SEC(".maps");
+
+static long settle_thread(struct bpf_map *map, const __u32 *tid, struct kh_thread_entry *entry,
+			  struct settle_ctx *ctx)
+{
+	__u32 zero = 0;
+	struct kh_take *tk = bpf_map_lookup_elem(&settle_take, &zero);
+
+	if (!tk || !(entry->flags & KH_THREAD_ABI3))
+		return 0; /* ABI 2: no generation to claim by */
+	__builtin_memset(tk, 0, sizeof(*tk));
+	tk->state_addr = entry->state_addr;
+	tk->flags = (entry->flags & KH_THREAD_LAYOUT) | (ctx->anchor_ns ? KH_TAKE_TSC : 0);
+	tk->tid = *tid;
+	tk->slot = ctx->slot;
+	tk->anchor_ticks = ctx->anchor_ticks;
+	tk->anchor_ns = ctx->anchor_ns;
+	kh_take_batch(tk);
+	return 0;
+}
+
+static __noinline void settle_buffers(__u32 slot)
+{
+	struct settle_ctx ctx = { .slot = slot };
+	struct kh_thread_entry *own;
+	struct batch_buffer *buf;
+	__u32 tid = kh_current_tid(), zero = 0;
+
+	own = bpf_map_lookup_elem(&thread_list, &tid);
+	if (own) {
+		ctx.anchor_ticks = own->anchor_ticks;
+		ctx.anchor_ns = own->anchor_ns;
+	}
+	buf = bpf_map_lookup_elem(&batch_scratch, &zero);
+	if (buf && buf->anchor_ns > ctx.anchor_ns) {
+		ctx.anchor_ticks = buf->anchor_ticks;
+		ctx.anchor_ns = buf->anchor_ns;
+	}
+	if (tsc_anchor_ns > ctx.anchor_ns) {
+		ctx.anchor_ticks = tsc_anchor_ticks;
+		ctx.anchor_ns = tsc_anchor_ns;
+	}
+	bpf_for_each_map_elem(&thread_list, settle_thread, &ctx, 0);
+}
+
+/* Six before probe ABI 6, whose seventh is the buffer's capacity; ABI 7's eighth flushed_spans. */
+#define KH_BATCH_ARGS 8
 
 /*
  * The batch probe's arguments, as bpf_usdt_arg reads them, with one spec
@@ -448,18 +700,32 @@ static __noinline int batch_args(struct pt_regs *ctx, __u64 *a)
 }
 
 /*
- * Out of line for the same reason, and so is on_batch: kh_usdt's own frame
- * stays small, and this one holds only the arguments.
+ * A batch probe: its arguments, read into the take that kh_take_batch
+ * counts.  Out of line for the same reason: kh_usdt's own frame stays
+ * small, and this one holds only the take.
  */
 static __noinline void on_batch_probe(struct pt_regs *ctx)
 {
-	__u64 a[KH_BATCH_ARGS] = {};
-	int args = batch_args(ctx, a);
+	struct kh_take tk = {};
+	int args = batch_args(ctx, (__u64 *)&tk);
 
 	if (args < 0)
 		return;
-	on_batch(a, (args >= 6 ? KH_THREAD_ABI3 : 0) |
-			    (args >= 7 && a[6] == KH_BATCH_CAPACITY ? KH_THREAD_ABI6 : 0));
+	/*
+	 * With probe ABI 3 (flushes given) the thread's claims are taken, so
+	 * that nothing of the batch is counted twice; ABI 6 and 7 say its
+	 * buffer's layout.
+	 */
+	tk.flags = (args >= 6 ? KH_THREAD_ABI3 : 0) |
+		   (args >= 7 && tk.capacity == KH_BATCH_CAPACITY ? KH_THREAD_ABI6 : 0) |
+		   (args >= 8 && tk.capacity == KH_BATCH_CAPACITY ? KH_THREAD_ABI7 : 0);
+	tk.state_addr -= KH_TS_BATCH_OFF;
+	tk.anchor_ns = bpf_ktime_get_ns();
+	tk.flags |= KH_TAKE_OWN | (tk.anchor_ticks & KH_TIME_TSC ? KH_TAKE_TSC : 0);
+	tk.tid = kh_current_tid();
+	tk.slot = slot_enter();
+	kh_take_batch(&tk);
+	slot_exit(tk.slot);
 }
 
 #endif /* KHPROF_BATCH_BPF_H */

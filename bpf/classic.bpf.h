@@ -41,6 +41,12 @@
  * (measured on 6.18); a span-mode span's one walk fits.
  */
 #define KH_CLASSIC_OFFCPU_SPANS 0
+/*
+ * Off-CPU intervals a span-mode span sums (latency.bpf.h): each one a
+ * copy of the walk's body for the verifier; a span with more is counted
+ * as truncated.
+ */
+#define KH_OFFCPU_WALK 64
 
 /* cb(i, ctx) for i below n and max, until it returns nonzero, as bpf_loop does. */
 #define kh_loop(max, n, cb, ctx)                                                             \

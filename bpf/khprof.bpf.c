@@ -317,6 +317,8 @@ static __always_inline void on_span_exit(__u64 stage, __u64 attribution)
 	record_span(stage, start_ns, now, attribution);
 }
 
+/* The threads that keep a batch buffer, and the claims on their spans. */
+#include "buffers.bpf.h"
 /* Batch mode: the buffer handed over by the `batch` probe. */
 #include "batch.bpf.h"
 
@@ -516,7 +518,7 @@ static __noinline void on_probe(struct pt_regs *ctx, long kind)
 		break;
 	case KH_PROBE_BATCH_REGISTER:
 		/* a1: the program's probe ABI, 6 and on with 256-entry buffers. */
-		kh_thread_batch(a0, 0, KH_THREAD_ABI3 | (a1 >= 6 ? KH_THREAD_ABI6 : 0), 0, NULL);
+		thread_register(a0, a1);
 		break;
 	case KH_PROBE_INPUT_BYTES:
 		add_input(false, a0);
@@ -547,6 +549,16 @@ int kh_usdt(struct pt_regs *ctx)
 		on_batch_probe(ctx);
 		return 0;
 	}
+	/*
+	 * What the other threads still buffer when a session starts or ends
+	 * belongs to the slot active until then (batch.bpf.h, settle_buffers):
+	 * taken before on_probe changes it.  Called from here, whose frame is
+	 * empty, not from on_probe: its chain of calls fits the 512 bytes of
+	 * stack this way.
+	 */
+	if (KH_BATCH_PATH && MODE_LINKED(KH_MODE_BATCH) &&
+	    (kind == KH_PROBE_SESSION_START || kind == KH_PROBE_SESSION_FINISH))
+		settle_buffers(active_slot);
 	/*
 	 * The classic object has no batch path: in bounded loops the walk of a
 	 * 256-span batch (probe ABI 6) took kh_usdt past the verifier's

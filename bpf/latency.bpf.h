@@ -180,6 +180,11 @@ static __always_inline __u64 offcpu_newest_in(struct kh_offcpu_thread *th)
 	return n ? th->log[(n - 1) & (KH_OFFCPU_LOG - 1)].in_ns : 0;
 }
 
+/* Intervals summed for one span at most: the whole log, but in the classic object. */
+#ifndef KH_OFFCPU_WALK
+#define KH_OFFCPU_WALK KH_OFFCPU_LOG
+#endif
+
 /*
  * Read-only for the callback: the verifier re-walks a bpf_loop body while
  * the caller's stack changes, and sums kept there never settle (loading
@@ -189,21 +194,56 @@ struct offcpu_scan {
 	struct kh_offcpu_thread *th;
 	struct kh_stage_hist *h;
 	__u64 start_ns, end_ns;
+	__u64 first; /* the first interval (in the thread's count) that ended after start_ns */
 };
 
-/* One logged interval per call, newest first. */
-static long scan_interval(__u64 i, void *ctx)
+/*
+ * The binary search's bounds, in a map value: a bpf_loop callback may not
+ * keep what changes on its caller's stack (the verifier never settles),
+ * and unrolled, its ten steps cost the verifier 3,200 instructions at every
+ * start.  Per CPU: the callers run with preemption off.
+ */
+struct offcpu_bounds {
+	__u64 lo, hi;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct offcpu_bounds);
+} offcpu_search SEC(".maps");
+
+/* One step: the first interval that came back after the span's start is in [lo, hi). */
+static long search_step(__u64 i, void *ctx)
+{
+	struct offcpu_scan *scan = ctx;
+	struct offcpu_bounds *b;
+	__u32 zero = 0;
+	__u64 mid;
+
+	b = bpf_map_lookup_elem(&offcpu_search, &zero);
+	if (!b || b->lo >= b->hi)
+		return 1;
+	mid = b->lo + (b->hi - b->lo) / 2;
+	if (scan->th->log[mid & (KH_OFFCPU_LOG - 1)].in_ns > scan->start_ns)
+		b->hi = mid;
+	else
+		b->lo = mid + 1;
+	return 0;
+}
+
+/* One logged interval per call, oldest first, from scan->first until one begins after the span. */
+static long sum_interval(__u64 i, void *ctx)
 {
 	struct offcpu_scan *scan = ctx;
 	struct kh_offcpu_thread *th = scan->th;
 	struct kh_offcpu_interval *iv;
-	__u64 n = th->intervals;
+	__u64 c = scan->first + i;
 
-	iv = &th->log[(n - 1 - i) & (KH_OFFCPU_LOG - 1)];
-	if (i >= n || iv->in_ns <= scan->start_ns) {
-		scan->h->offcpu_truncated -= 1; /* reached the span's start after all */
+	iv = &th->log[c & (KH_OFFCPU_LOG - 1)];
+	if (c >= th->intervals || iv->out_ns >= scan->end_ns)
 		return 1;
-	}
 	scan->h->off_cpu_ns += overlap(iv->out_ns, iv->in_ns, scan->start_ns, scan->end_ns);
 	scan->h->runnable_ns += overlap(iv->wake_ns, iv->in_ns, scan->start_ns, scan->end_ns);
 	return 0;
@@ -211,24 +251,48 @@ static long scan_interval(__u64 i, void *ctx)
 
 /*
  * Adds the overlap of [start, end] with the thread's logged off-CPU
- * intervals, newest first, stopping at the first that ended before the
- * span began: a span during which the thread never left its CPU costs one
- * compare.  A span that began before the oldest interval still logged is
- * counted as truncated (its off-CPU time is then a lower bound).
+ * intervals.  The log is in time order, so a binary search finds the first
+ * interval that ended after the span began (log2 of the log's length
+ * steps), and the sum walks forward only over those that began before it
+ * ended: a span costs about the same whatever the log's length, where a
+ * walk back from the newest interval cost one step per switch since the
+ * span began (up to 64 a span with the old log, far more with this one).
+ * A span that began before the oldest interval still logged is counted as
+ * truncated (its off-CPU time is then a lower bound): one that switched
+ * out more often than the log holds between its start and the batch.
  */
 static __always_inline void add_offcpu_of(struct kh_hist_block *hist,
 					  struct kh_offcpu_thread *th, __u32 stage,
 					  __u64 start_ns, __u64 end_ns)
 {
 	struct offcpu_scan scan = { .th = th, .start_ns = start_ns, .end_ns = end_ns };
+	struct offcpu_bounds *b;
+	__u32 zero = 0;
+	__u64 n, lo;
 
 	if (!hist || !th || stage >= KH_STAGE_COUNT)
 		return;
 	if (offcpu_newest_in(th) <= start_ns)
 		return; /* the common case: not switched out since the span began */
+	n = th->intervals;
+	lo = n > KH_OFFCPU_LOG ? n - KH_OFFCPU_LOG : 0;
+	b = bpf_map_lookup_elem(&offcpu_search, &zero);
+	if (!b)
+		return;
+	b->lo = lo;
+	b->hi = n;
+	/* hi - lo halves at each step: 10 steps cover the 512 intervals kept. */
+	kh_loop(KH_OFFCPU_LOG_BITS + 1, KH_OFFCPU_LOG_BITS + 1, search_step, &scan);
+	lo = b->lo;
+	scan.first = lo;
 	scan.h = &hist->stages[stage];
-	scan.h->offcpu_truncated += 1; /* until the scan reaches the span's start */
-	kh_loop(KH_OFFCPU_LOG, KH_OFFCPU_LOG, scan_interval, &scan);
+	/*
+	 * Its earliest switches may have left the log: more than it holds
+	 * since; or (the classic object) more than its walk's bound.
+	 */
+	if ((n > KH_OFFCPU_LOG && lo == n - KH_OFFCPU_LOG) || n - lo > KH_OFFCPU_WALK)
+		scan.h->offcpu_truncated += 1;
+	kh_loop(KH_OFFCPU_WALK, n - lo, sum_interval, &scan);
 }
 
 static __always_inline void add_offcpu(struct kh_hist_block *hist, __u32 stage, __u64 start_ns,
@@ -238,7 +302,7 @@ static __always_inline void add_offcpu(struct kh_hist_block *hist, __u32 stage, 
 		add_offcpu_of(hist, offcpu_of_current(), stage, start_ns, end_ns);
 }
 
-_Static_assert((KH_OFFCPU_LOG & (KH_OFFCPU_LOG - 1)) == 0, "power of two");
+_Static_assert(KH_OFFCPU_LOG == 1 << KH_OFFCPU_LOG_BITS, "a power of two");
 
 #define TASK_RUNNING 0
 

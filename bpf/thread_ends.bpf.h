@@ -20,117 +20,6 @@ __u32 execs_expected = 0;
 __u32 image_traced = 0;
 /* The loader saw a batch probe of ABI 2 (no batch_register) in a traced file. */
 __u32 abi2_batch_traced = 0;
-/* Anchor when this CPU never saw a flush: a TSC reading and the kernel time then. */
-__u64 tsc_anchor_ticks = 0;
-__u64 tsc_anchor_ns = 0;
-
-/*
- * Per thread, where its buffer is and what of it was counted: task storage,
- * which the flush path reaches in a few ns (a hash lookup there cost 2.3 ns
- * per batched span here, 6% of a span's traced cost).
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct kh_thread_info);
-} thread_store SEC(".maps");
-
-/*
- * The threads that have a buffer, by thread id (value: its address):
- * written once per thread, so that khprof can find them after a detach.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, KH_MAX_THREADS);
-	__type(key, __u32);
-	__type(value, __u64);
-} thread_list SEC(".maps");
-
-/*
- * The calling thread's record; made, and listed, when it has none for
- * state_addr with these flags (KH_THREAD_ABI3, KH_THREAD_ABI6: the layout).
- */
-static struct kh_thread_info *thread_info_learn(__u64 state_addr, __u32 flags)
-{
-	struct task_struct *task = kh_current_task();
-	struct kh_thread_info *info = kh_task_state_get(&thread_store, task, 0);
-	__u32 tid;
-
-	if (info && info->state_addr == state_addr &&
-	    (info->flags & (KH_THREAD_ABI3 | KH_THREAD_ABI6)) == flags)
-		return info;
-	/*
-	 * Listed even when the record cannot be made: creating task storage
-	 * fails while another task-storage user on this CPU is preempted inside
-	 * one (the kernel's per-CPU busy count; plain lookups still succeed).
-	 * The next flush tries again; a thread that ends before any succeeds is
-	 * found in the list by kh_thread_exit and counted as exit_unknown, and
-	 * a detach still finds its buffer.
-	 */
-	tid = kh_current_tid();
-	bpf_map_update_elem(&thread_list, &tid, &state_addr, BPF_ANY);
-	info = kh_task_state_get(&thread_store, task, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!info)
-		return NULL;
-	info->state_addr = state_addr;
-	/*
-	 * Assigned: a thread with states of two layouts (modules built with
-	 * headers of different ABIs) has two buffers and two generation
-	 * counts, and the other one's mark says nothing of this one.
-	 */
-	info->flags = flags;
-	return info;
-}
-
-/* Entries of buffer generation flushes already counted; their input taken off. */
-static __u32 thread_info_skip(struct kh_thread_info *info, __u64 flushes, __u64 *input_bytes,
-			      __u64 *input_units)
-{
-	if (!(info->flags & KH_THREAD_MARKED) || info->marked_flushes != flushes)
-		return 0;
-	*input_bytes = *input_bytes > info->marked_input_bytes
-			       ? *input_bytes - info->marked_input_bytes : 0;
-	*input_units = *input_units > info->marked_input_units
-			       ? *input_units - info->marked_input_units : 0;
-	return info->marked_count;
-}
-
-static void thread_info_mark(struct kh_thread_info *info, __u64 flushes, __u32 count,
-			     __u64 input_bytes, __u64 input_units)
-{
-	info->marked_flushes = flushes;
-	info->marked_count = count;
-	info->marked_input_bytes = input_bytes;
-	info->marked_input_units = input_units;
-	info->flags |= KH_THREAD_MARKED;
-}
-
-/*
- * A batch of the calling thread, whose kh_thread_state is at state_addr:
- * learns where the buffer is, and with probe ABI 3 (a generation) returns
- * how many of its count entries were counted already, takes their input
- * off *inputs and marks the whole batch as counted.  Global, so that the
- * verifier checks it once on its own: inlined, its branches multiplied the
- * flush path's states (13,700 instructions walked instead of 4,500: 14 ms
- * more at every start).  inputs NULL: only learn (batch_register).  flags:
- * as thread_info_learn's.
- */
-KH_GLOBAL __noinline int kh_thread_batch(__u64 state_addr, __u64 flushes, __u32 flags, __u32 count,
-			       struct kh_inputs *inputs)
-{
-	struct kh_thread_info *info = thread_info_learn(state_addr, flags);
-	struct kh_inputs taken;
-	__u32 first;
-
-	if (!info || !(flags & KH_THREAD_ABI3) || !inputs)
-		return 0;
-	taken = *inputs;
-	first = thread_info_skip(info, flushes, &inputs->bytes, &inputs->units);
-	thread_info_mark(info, flushes, count, taken.bytes, taken.units);
-	return first;
-}
 
 static __always_inline void count_drops(__u32 slot, enum kh_drop drop, __u64 n)
 {
@@ -147,47 +36,86 @@ static __always_inline void count_drops(__u32 slot, enum kh_drop drop, __u64 n)
  * What an ending thread still buffers (it died, or it is about to exec),
  * read from its memory, which the kernel still maps at sched_process_exit
  * and sched_prepare_exec, and handed to khprof in one ring-buffer record:
- * khprof counts it as after a detach (userspace/capture/session/buffers.c), which
- * keeps these programs small (the verifier walks ~200 instructions instead
- * of ~2,600 for counting here, 2.5 ms each at every start).  With mark,
- * the buffer is marked as counted: an execve that fails goes on with it.
+ * khprof counts it as after a detach (userspace/capture/session/buffers.c),
+ * which keeps these programs small (the verifier walks ~200 instructions
+ * instead of ~2,600 for counting here, 2.5 ms each at every start).  The
+ * record is reserved before the slot is read: a session's end on another
+ * CPU either settled this buffer first (the claims then leave nothing) or
+ * comes after the record in the ring, which khprof reads in order.  What
+ * it takes is claimed, so that a session's end, a failed execve's later
+ * batch or a second program never counts it again.  Probe ABI 7: the
+ * spans the thread numbered before its buffer that khprof never saw are
+ * counted as unseen.  Global, so that the verifier checks it once per
+ * program whatever path led there (inlined, each program walked 7,000
+ * instructions, 2,200 before the claims); not preempted while it reads
+ * and sends the buffer (a few us): a thread preempted inside one of these
+ * programs holds it on its CPU, and the kernel skips it there for every
+ * other thread's end (kh_thread_exit_again).  Off inside, not around the
+ * call: the verifier of Linux 6.12 refuses a global function's call with
+ * preemption disabled.
  */
-static __always_inline void send_buffer(struct kh_thread_info *info, bool mark)
+static __always_inline void send_buffer(__u32 tid, struct kh_thread_entry *entry)
 {
-	__u64 addr = info->state_addr, bytes, flushes, input[2];
+	__u64 addr = entry->state_addr, bytes, flushes, flushed = 0, input[2], unseen;
+	struct claim_take take;
 	struct kh_buffer_event *e;
-	__u32 zero = 0, slot = active_slot, count = 0;
+	__u32 zero = 0, slot, count = 0, first, flags = entry->flags;
 	struct batch_buffer *scratch;
 	/* Before probe ABI 6 a buffer held 64 entries, and flushes followed them. */
-	bool abi6 = info->flags & KH_THREAD_ABI6;
-	__u64 flushes_off = abi6 ? KH_TS_FLUSHES_OFF : KH_TS_FLUSHES_OFF_ABI5;
+	bool abi6 = flags & KH_THREAD_ABI6;
+	__u64 flushes_off = flushes_offset(flags);
 
-	if (!(info->flags & KH_THREAD_ABI3)) {
+	if (!KH_BATCH_PATH)
+		return; /* span mode only: no buffers (classic.bpf.h) */
+	if (!(flags & KH_THREAD_ABI3)) {
 		/* ABI 2: no generation to tell a counted buffer from a new one. */
 		if (!bpf_probe_read_user(&count, sizeof(count),
 					 (const void *)(addr + KH_TS_BATCH_COUNT_OFF)) && count)
-			count_drops(slot, KH_DROP_EXIT_UNREAD,
+			count_drops(active_slot, KH_DROP_EXIT_UNREAD,
 				    count < KH_BATCH_CAPACITY ? count : KH_BATCH_CAPACITY);
 		return;
 	}
 	/* Most threads end with nothing buffered (pthread_exit flushes): no record. */
 	if (bpf_probe_read_user(&count, sizeof(count), (const void *)(addr + KH_TS_BATCH_COUNT_OFF)) ||
 	    bpf_probe_read_user(input, sizeof(input), (const void *)(addr + KH_TS_INPUT_OFF)) ||
-	    bpf_probe_read_user(&flushes, sizeof(flushes), (const void *)(addr + flushes_off))) {
-		count_drop(slot, KH_DROP_EXIT_UNKNOWN);
+	    bpf_probe_read_user(&flushes, sizeof(flushes), (const void *)(addr + flushes_off)) ||
+	    ((flags & KH_THREAD_ABI7) &&
+	     bpf_probe_read_user(&flushed, sizeof(flushed),
+				 (const void *)(addr + KH_TS_FLUSHED_SPANS_OFF)))) {
+		count_drop(active_slot, KH_DROP_EXIT_UNKNOWN);
 		return;
 	}
-	if (!count && !input[0] && !input[1])
-		return;
-	if ((info->flags & KH_THREAD_MARKED) && info->marked_flushes == flushes &&
-	    info->marked_count >= count && info->marked_input_bytes >= input[0] &&
-	    info->marked_input_units >= input[1])
-		return; /* all of it was counted: it died between its flush and the reset */
+	/*
+	 * No branch until the claims are taken (the verifier walks their code
+	 * once for every way into it): the count within the layout's
+	 * capacity, and (ABI 7) the spans the thread numbered before its
+	 * buffer that khprof's batches never brought, unless its batch had
+	 * already taken the buffer (it died inside its flush).
+	 */
+	count = min_no_branch(count, capacity_of(flags));
+	unseen = thread_unseen(entry, flushed) & (kh_claim_ahead(entry->claim_spans, flushes) - 1);
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	slot = active_slot;
+	take.count = count;
+	take.bytes = input[0];
+	take.units = input[1];
+	claims_raise(entry, flushes, &take);
+	first = take.count;
+	input[0] = take.bytes;
+	input[1] = take.units;
+	if (unseen) {
+		count_drops(slot, KH_DROP_UNSEEN, unseen);
+		entry->next_flushed = flushed;
+	}
+	if (first >= count && !input[0] && !input[1]) {
+		/* All of it was counted: a settle took it, or it died inside its flush. */
+		if (e)
+			bpf_ringbuf_discard(e, 0);
+		return;
+	}
 	if (!e) {
 		/* The ring buffer is full: the spans are lost, and counted as such. */
-		count_drops(slot, KH_DROP_EXIT_UNREAD,
-			    count < KH_BATCH_CAPACITY ? count : KH_BATCH_CAPACITY);
+		count_drops(slot, KH_DROP_EXIT_UNREAD, count > first ? count - first : 0);
 		return;
 	}
 	if (bpf_probe_read_user(e->state, KH_TS_BATCH_OFF, (const void *)addr)) {
@@ -195,7 +123,8 @@ static __always_inline void send_buffer(struct kh_thread_info *info, bool mark)
 		count_drop(slot, KH_DROP_EXIT_UNKNOWN);
 		return;
 	}
-	__builtin_memcpy(&count, e->state + KH_TS_BATCH_COUNT_OFF, sizeof(count));
+	/* The count read first: its entries are the ones claimed. */
+	__builtin_memcpy(e->state + KH_TS_BATCH_COUNT_OFF, &count, sizeof(count));
 	bytes = (__u64)count * sizeof(struct kh_batch_entry);
 	barrier_var(bytes);
 	if (bytes > KH_BATCH_CAPACITY * sizeof(struct kh_batch_entry))
@@ -205,14 +134,17 @@ static __always_inline void send_buffer(struct kh_thread_info *info, bool mark)
 	if (bytes && bpf_probe_read_user(e->state + KH_TS_BATCH_OFF, bytes,
 					 (const void *)(addr + KH_TS_BATCH_OFF))) {
 		bpf_ringbuf_discard(e, 0);
-		count_drops(slot, KH_DROP_EXIT_UNREAD, bytes / sizeof(struct kh_batch_entry));
+		count_drops(slot, KH_DROP_EXIT_UNREAD, count > first ? count - first : 0);
 		return;
 	}
 	/* Where khprof reads it, whichever layout the thread has. */
 	__builtin_memcpy(e->state + KH_TS_FLUSHES_OFF, &flushes, sizeof(flushes));
 	e->type = KH_EVENT_THREAD_BUFFER;
 	e->slot = slot;
-	e->tid = (__u32)bpf_get_current_pid_tgid();
+	e->tid = tid;
+	e->first = first;
+	e->input_bytes = input[0];
+	e->input_units = input[1];
 	e->ts_ns = bpf_ktime_get_ns();
 	e->session_start_ns = slot < KH_MAX_SLOTS ? slot_start_ns[slot & (KH_MAX_SLOTS - 1)] : 0;
 	e->anchor_ticks = tsc_anchor_ticks;
@@ -222,11 +154,20 @@ static __always_inline void send_buffer(struct kh_thread_info *info, bool mark)
 		e->anchor_ticks = scratch->anchor_ticks;
 		e->anchor_ns = scratch->anchor_ns;
 	}
-	e->info = *info;
-	if (mark)
-		thread_info_mark(info, flushes, count, input[0], input[1]);
 	/* khprof needs it only by the session's end, whose event wakes it. */
 	event_submit_lazily((struct kh_event *)e);
+}
+
+__noinline int kh_send_buffer(__u32 tid)
+{
+	struct kh_thread_entry *entry = bpf_map_lookup_elem(&thread_list, &tid);
+
+	if (!entry || !entry->state_addr)
+		return 0;
+	kh_preempt_disable();
+	send_buffer(tid, entry);
+	kh_preempt_enable();
+	return 0;
 }
 
 /*
@@ -257,30 +198,22 @@ static __always_inline void sample_end(struct kh_event *e, bool mm_gone)
 static __always_inline void thread_end(struct task_struct *task, bool group_dead, bool drain,
 				       bool mm_gone)
 {
-	struct kh_thread_info *info;
+	struct kh_thread_entry *entry;
 	struct kh_event *e;
 	__u32 tid;
 
 	tid = task->pid;
 	offcpu_thread_end(task);
-	info = kh_task_state_get(&thread_store, task, 0);
-	if (info && info->state_addr) {
-		/*
-		 * Not preempted while it reads and sends the buffer (a few us):
-		 * a thread preempted inside this program holds it on its CPU,
-		 * and the kernel skips it there for every other thread's end
-		 * (kh_thread_exit_again).
-		 */
-		kh_preempt_disable();
+	entry = bpf_map_lookup_elem(&thread_list, &tid);
+	if (entry && entry->state_addr) {
 		if (drain)
-			send_buffer(info, false);
-		else if (drain_at_do_exit && !(info->flags & KH_THREAD_DRAINED))
-			/* kh_exit_drain did not run for it: its buffer is unknown. */
+			kh_send_buffer(tid);
+		else if (drain_at_do_exit)
+			/* kh_exit_drain, which takes the entry out, did not run for it. */
 			count_drop(active_slot, KH_DROP_EXIT_UNKNOWN);
-		kh_preempt_enable();
 		bpf_map_delete_elem(&thread_list, &tid);
-	} else if (bpf_map_delete_elem(&thread_list, &tid) == 0 || abi2_batch_traced) {
-		/* Listed without a record (thread_info_learn), or ABI 2: its buffer is unknown. */
+	} else if (abi2_batch_traced) {
+		/* ABI 2: its buffer is unknown. */
 		count_drop(active_slot, KH_DROP_EXIT_UNKNOWN);
 	}
 	kh_task_state_exit(&thread_store, &task_stacks); /* hash maps only (task_state.bpf.h) */
@@ -399,8 +332,9 @@ SEC("fentry/do_exit")
 int BPF_PROG(kh_exit_drain, long code)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct kh_thread_info *info;
+	struct kh_thread_entry *entry;
 	struct mm_struct *mm;
+	__u32 tid;
 
 	if (!traced_tgid || task->tgid != traced_tgid)
 		return 0;
@@ -409,13 +343,17 @@ int BPF_PROG(kh_exit_drain, long code)
 		end_resident_pages = resident_pages_of(mm);
 		end_virtual_pages = BPF_CORE_READ(mm, total_vm);
 	}
-	info = kh_task_state_get(&thread_store, task, 0);
-	if (info && info->state_addr) {
-		kh_preempt_disable();
-		send_buffer(info, false);
-		/* For kh_thread_exit_old: a thread without the mark was skipped here. */
-		info->flags |= KH_THREAD_DRAINED;
-		kh_preempt_enable();
+	tid = task->pid;
+	entry = bpf_map_lookup_elem(&thread_list, &tid);
+	if (entry && entry->state_addr) {
+		kh_send_buffer(tid);
+		/*
+		 * Out of the list at once: kh_thread_exit_old counts a thread
+		 * still listed as one this program missed, and a session's
+		 * end must not read a stack the C library may give to a new
+		 * thread once exit_mm() has cleared this one's id.
+		 */
+		bpf_map_delete_elem(&thread_list, &tid);
 	}
 	return 0;
 }
@@ -431,7 +369,8 @@ static struct kh_event exec_sample;
 
 static __always_inline void exec_check(struct task_struct *task)
 {
-	struct kh_thread_info *info;
+	struct kh_thread_entry *entry;
+	__u32 tid;
 
 	if (!traced_tgid || task->tgid != traced_tgid)
 		return;
@@ -441,9 +380,10 @@ static __always_inline void exec_check(struct task_struct *task)
 		peak_threads = exec_sample.peak_threads;
 		peak_resident_pages = exec_sample.peak_resident_pages;
 	}
-	info = kh_task_state_get(&thread_store, task, 0);
-	if (info && info->state_addr)
-		send_buffer(info, true);
+	tid = task->pid;
+	entry = bpf_map_lookup_elem(&thread_list, &tid);
+	if (entry && entry->state_addr)
+		kh_send_buffer(tid);
 }
 
 /*

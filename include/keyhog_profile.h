@@ -84,7 +84,7 @@ enum kh_attribution {
 };
 
 /* Version of the probe ABI described in docs/PROBES.md. */
-#define KH_PROBE_ABI_VERSION 6
+#define KH_PROBE_ABI_VERSION 7
 /* Depth of the per-thread span stack kept in the traced program. */
 #define KH_USER_SPAN_DEPTH 32
 /*
@@ -139,6 +139,13 @@ struct kh_thread_state {
 	 * the buffer is one it has already counted (docs/PROBES.md).
 	 */
 	uint64_t flushes;
+	/*
+	 * Probe ABI 7: spans this thread handed over in batches before the
+	 * buffer's entries, the sequence number of batch[0].  The tracer checks
+	 * every batch, and what a thread leaves at its end, against the spans
+	 * it took: a difference is spans it never saw, counted and named.
+	 */
+	uint64_t flushed_spans;
 };
 
 /*
@@ -197,12 +204,13 @@ __attribute__((weak, visibility("hidden"), section(".probes"), aligned(8)))
 union kh_semaphores keyhog_semaphores;
 
 /*
- * Named for probe ABI 6, whose buffer is 256 entries (kh_thread_state
- * before, 64): modules built with headers of other layouts in one process
- * must not bind to one variable, where one writes past the other's size.
- * Each layout then keeps its own state per thread.
+ * Named for probe ABI 7, whose state ends with flushed_spans
+ * (kh_thread_state6 in ABI 6, kh_thread_state before, with 64 entries):
+ * modules built with headers of other layouts in one process must not bind
+ * to one variable, where one writes past the other's size.  Each layout
+ * then keeps its own state per thread.
  */
-__attribute__((weak)) __thread struct kh_thread_state kh_thread_state6;
+__attribute__((weak)) __thread struct kh_thread_state kh_thread_state7;
 /* Sessions started by this process so far; part of the run id. */
 __attribute__((weak)) uint64_t kh_session_sequence;
 /*
@@ -287,14 +295,18 @@ __attribute__((weak)) struct kh_identity_table kh_identity_table;
 			     :: KH__ARG((uint64_t)(a1)), KH__ARG((uint64_t)(a2)),    \
 				KH__ARG((uint64_t)(a3)), KH__ARG((uint64_t)(a4)),    \
 				KH__ARG((uint64_t)(a5)) : "memory")
-/* Probe ABI 6: the batch probe's seventh argument, its capacity, is a constant ("8@$256"). */
-#define KH__PROBE7(nop, name, sema, a1, a2, a3, a4, a5, a6, a7)                \
+/*
+ * The batch probe: its seventh argument (probe ABI 6), the capacity, is a
+ * constant ("8@$256" on x86-64, "8@256" on aarch64); the eighth (ABI 7) is
+ * flushed_spans.
+ */
+#define KH__PROBE8(nop, name, sema, a1, a2, a3, a4, a5, a6, a7, a8)            \
 	__asm__ __volatile__(KH__SITE_BEGIN(nop) sema                         \
-			     KH__SITE_END(name, "8@%0 8@%1 8@%2 8@%3 8@%4 8@%5 8@%6") \
+			     KH__SITE_END(name, "8@%0 8@%1 8@%2 8@%3 8@%4 8@%5 8@%6 8@%7") \
 			     :: KH__ARG((uint64_t)(a1)), KH__ARG((uint64_t)(a2)),    \
 				KH__ARG((uint64_t)(a3)), KH__ARG((uint64_t)(a4)),    \
 				KH__ARG((uint64_t)(a5)), KH__ARG((uint64_t)(a6)),    \
-				"n"((uint64_t)(a7)) : "memory")
+				"n"((uint64_t)(a7)), KH__ARG((uint64_t)(a8)) : "memory")
 #define KH__PROBE3(nop, name, sema, a1, a2, a3)                                \
 	__asm__ __volatile__(KH__SITE_BEGIN(nop) sema                         \
 			     KH__SITE_END(name, "8@%0 8@%1 8@%2")              \
@@ -352,15 +364,23 @@ static inline uint64_t kh__now_ns(void)
 /*
  * Hands this thread's buffered spans to the tracer.  The probe fires even
  * with no tracer left so that a detaching tracer loses nothing it saw.
+ * Probe ABI 7: at a session event it fires whenever batch mode is
+ * attached, even with nothing buffered: the tracer takes the other
+ * threads' buffers at a session's start and end (docs/PROBES.md, "When a
+ * session ends"), and places their TSC times by this flush's.  The eighth
+ * argument is flushed_spans, the sequence number of the batch's first span.
  */
-KH__ONE_PER_MODULE(kh__batch_flush) void kh__batch_flush(void)
+KH__ONE_PER_MODULE(kh__batch_flush) void kh__batch_flush(int session_event)
 {
-	struct kh_thread_state *t = &kh_thread_state6;
+	struct kh_thread_state *t = &kh_thread_state7;
 
-	if (t->batch_count == 0 && t->input_bytes == 0 && t->input_units == 0)
+	if (t->batch_count == 0 && t->input_bytes == 0 && t->input_units == 0 &&
+	    !(session_event && keyhog_semaphores.s.batch))
 		return;
-	KH__PROBE7(KH__NOP_HOT, "batch", KH__SEMA_BATCH, t->batch, t->batch_count,
-		   t->input_bytes, t->input_units, kh__tsc(), t->flushes, KH_BATCH_CAPACITY);
+	KH__PROBE8(KH__NOP_HOT, "batch", KH__SEMA_BATCH, t->batch, t->batch_count,
+		   t->input_bytes, t->input_units, kh__tsc(), t->flushes, KH_BATCH_CAPACITY,
+		   t->flushed_spans);
+	t->flushed_spans += t->batch_count;
 	t->batch_count = 0;
 	t->input_bytes = 0;
 	t->input_units = 0;
@@ -373,24 +393,24 @@ KH__ONE_PER_MODULE(kh__batch_flush) void kh__batch_flush(void)
  * Flushes at thread exit and process exit, so batch mode loses no span of a
  * thread that has finished.
  */
-__attribute__((weak)) pthread_key_t kh_batch_key6;
-__attribute__((weak)) pthread_once_t kh_batch_key_once6 = PTHREAD_ONCE_INIT;
+__attribute__((weak)) pthread_key_t kh_batch_key7;
+__attribute__((weak)) pthread_once_t kh_batch_key_once7 = PTHREAD_ONCE_INIT;
 
 __attribute__((unused)) static void kh__batch_thread_exit(void *unused)
 {
 	(void)unused;
-	kh__batch_flush();
+	kh__batch_flush(0);
 }
 
 /* exit() runs no thread-key destructor, so the exiting thread flushes here. */
 __attribute__((unused)) static void kh__batch_process_exit(void)
 {
-	kh__batch_flush();
+	kh__batch_flush(0);
 }
 
 __attribute__((unused)) static void kh__batch_key_create(void)
 {
-	pthread_key_create(&kh_batch_key6, kh__batch_thread_exit);
+	pthread_key_create(&kh_batch_key7, kh__batch_thread_exit);
 	atexit(kh__batch_process_exit);
 }
 
@@ -405,15 +425,15 @@ void kh__batch_register(struct kh_thread_state *t)
 	KH__PROBE2(KH__NOP_RARE, "batch_register", KH__SEMA_NONE, t, KH_PROBE_ABI_VERSION);
 	KH__CLOCK_SITE();
 	t->batch_registered = 1;
-	pthread_once(&kh_batch_key_once6, kh__batch_key_create);
-	pthread_setspecific(kh_batch_key6, t);
+	pthread_once(&kh_batch_key_once7, kh__batch_key_create);
+	pthread_setspecific(kh_batch_key7, t);
 }
 
 /* Called on a span's exit edge with tracing on; start_ns 0 means unknown. */
 KH__ONE_PER_MODULE(kh__span_complete) __attribute__((cold))
 void kh__span_complete(uint32_t stage, uint64_t start_ns)
 {
-	struct kh_thread_state *t = &kh_thread_state6;
+	struct kh_thread_state *t = &kh_thread_state7;
 
 	if (keyhog_semaphores.s.batch) {
 		struct kh_batch_entry *e;
@@ -425,8 +445,14 @@ void kh__span_complete(uint32_t stage, uint64_t start_ns)
 		e->end_ns = start_ns & KH_TIME_TSC ? kh__tsc() : kh__now_ns();
 		e->stage = stage;
 		e->attribution = t->attribution;
+		/*
+		 * Probe ABI 7: the entry before the count that covers it, so
+		 * that a tracer reading this buffer from another thread at a
+		 * session's end never takes a half-written entry.
+		 */
+		__asm__ __volatile__("" ::: "memory");
 		if (++t->batch_count == KH_BATCH_CAPACITY)
-			kh__batch_flush();
+			kh__batch_flush(0);
 	}
 	if (keyhog_semaphores.s.span) {
 		KH__PROBE3(KH__NOP_HOT, "span", KH__SEMA_SPAN, stage, start_ns, t->attribution);
@@ -448,7 +474,7 @@ void kh__span_complete(uint32_t stage, uint64_t start_ns)
  */
 KH__ONE_PER_MODULE(kh__span_start) __attribute__((cold)) uint64_t kh__span_start(uint32_t stage)
 {
-	struct kh_thread_state *t = &kh_thread_state6;
+	struct kh_thread_state *t = &kh_thread_state7;
 	uint64_t start_ns;
 
 	if (KH__UNLIKELY(!t->batch_registered))
@@ -477,7 +503,7 @@ KH__ONE_PER_MODULE(kh__span_start) __attribute__((cold)) uint64_t kh__span_start
  */
 __attribute__((unused)) static inline uint64_t kh__span_pop(uint32_t stage)
 {
-	struct kh_thread_state *t = &kh_thread_state6;
+	struct kh_thread_state *t = &kh_thread_state7;
 	uint64_t start_ns = 0;
 
 	if (t->depth > 0) {
@@ -567,7 +593,7 @@ __attribute__((always_inline, unused)) static inline void kh__scope_exit(struct 
  */
 #define KH__INPUT(field, probe, n)                                             \
 	do {                                                                   \
-		struct kh_thread_state *kh__t = &kh_thread_state6;              \
+		struct kh_thread_state *kh__t = &kh_thread_state7;              \
 		/* Semaphores count attached sites: test, don't mask. */     \
 		if (KH__UNLIKELY((kh__t->batch_registered != 0) &              \
 				 (keyhog_semaphores.s.batch != 0)))            \
@@ -587,7 +613,7 @@ KH__ONE_PER_MODULE(kh__session_start) void kh__session_start(void)
 {
 	uint64_t sequence = kh_session_sequence++;
 
-	kh__batch_flush();
+	kh__batch_flush(1);
 	/* As the seed: a start while a session is open is refused, the state stays. */
 	if (kh_current_state == KH_STATE_COUNT) {
 		kh_current_state = KH_STATE_CREATED;
@@ -606,14 +632,14 @@ KH__ONE_PER_MODULE(kh__session_start) void kh__session_start(void)
 
 KH__ONE_PER_MODULE(kh__transition) void kh__transition(uint32_t state)
 {
-	kh__batch_flush();
+	kh__batch_flush(1);
 	kh_current_state = state;
 	KH__PROBE1(KH__NOP_RARE, "transition", KH__SEMA_NONE, state);
 }
 
 KH__ONE_PER_MODULE(kh__session_finish) void kh__session_finish(uint32_t status)
 {
-	kh__batch_flush();
+	kh__batch_flush(1);
 	kh_current_state = KH_STATE_COUNT;
 	KH__PROBE1(KH__NOP_RARE, "session_finish", KH__SEMA_NONE, status);
 }
@@ -719,9 +745,9 @@ KH__ONE_PER_MODULE(kh__identity) void kh__identity(const char *key, const char *
 /* Sets this thread's attribution and returns the previous one. */
 __attribute__((unused)) static inline enum kh_attribution kh_set_attribution(enum kh_attribution attribution)
 {
-	enum kh_attribution previous = (enum kh_attribution)kh_thread_state6.attribution;
+	enum kh_attribution previous = (enum kh_attribution)kh_thread_state7.attribution;
 
-	kh_thread_state6.attribution = (uint32_t)attribution;
+	kh_thread_state7.attribution = (uint32_t)attribution;
 	return previous;
 }
 

@@ -29,6 +29,11 @@ enum kh_drop {
 	KH_DROP_EXIT_UNREAD = 6,
 	/* thread of an ABI 2 program that ended with its buffer unknown to khprof */
 	KH_DROP_EXIT_UNKNOWN = 7,
+	/*
+	 * span a thread handed over (its probe ABI 7 sequence numbers say so)
+	 * that khprof never received
+	 */
+	KH_DROP_UNSEEN = 8,
 	KH_DROP_COUNT
 };
 

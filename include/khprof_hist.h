@@ -118,8 +118,15 @@ struct kh_hist_block {
  * sched_switch and sched_wakeup programs for threads of the traced process.
  * A span's off-CPU time is the overlap of [start, end] with these intervals,
  * which works in every mode: span mode only knows a span's start at its end.
+ * In batch mode the overlap is taken when the batch is handed over, up to
+ * KH_BATCH_CAPACITY spans after a span began, so the log must hold every
+ * switch since: a batch of spans that each wait on a queue once (the
+ * reference scanner's queue-wait spans) needs a switch a span, and as many
+ * again for preemptions.  12 KiB per thread that switches.
  */
-#define KH_OFFCPU_LOG 64
+#define KH_OFFCPU_LOG_BITS 9
+#define KH_OFFCPU_LOG (1 << KH_OFFCPU_LOG_BITS)
+_Static_assert(KH_OFFCPU_LOG >= 2 * KH_BATCH_CAPACITY, "a switch and a preemption a batched span");
 /* Threads of the traced process logged at once; more go without a log. */
 #define KH_OFFCPU_THREADS 4096
 

@@ -185,22 +185,27 @@ struct kh_task_stack {
 /*
  * Where the fields of the program's struct kh_thread_state
  * (include/keyhog_profile.h) lie, for the BPF side, which reads a thread's
- * buffer when the thread dies or execs, and for khprof, which reads them
- * after a detach.  Checked against the header below.
+ * buffer when the thread dies or execs, and the other threads' at a
+ * session's start and end, and for khprof, which reads them after a
+ * detach.  Checked against the header below.
  */
 #define KH_TS_BATCH_COUNT_OFF 8
 #define KH_TS_INPUT_OFF 400   /* input_bytes, then input_units */
 #define KH_TS_BATCH_OFF 416
 #define KH_TS_FLUSHES_OFF (KH_TS_BATCH_OFF + KH_BATCH_CAPACITY * 24)
+/* Probe ABI 7: the sequence number of batch[0]. */
+#define KH_TS_FLUSHED_SPANS_OFF (KH_TS_FLUSHES_OFF + 8)
 /*
- * Programs of probe ABI 3 to 5 (the Rust crate's too) buffer 64 spans, so
- * their `flushes` is nearer: the BPF side and khprof read such a thread's
- * state with this layout (KH_THREAD_ABI6 unset) and pass it on as if it
- * had the current one, entries past 64 unset.
+ * Programs of probe ABI 3 to 5 (the Rust crate's before ABI 7 too) buffer
+ * 64 spans, so their `flushes` is nearer: the BPF side and khprof read
+ * such a thread's state with this layout (KH_THREAD_ABI6 unset) and pass
+ * it on as if it had the current one, entries past 64 unset.  ABI 6 has
+ * the current layout up to `flushes`, and no `flushed_spans`.
  */
 #define KH_BATCH_CAPACITY_ABI5 64
 #define KH_TS_FLUSHES_OFF_ABI5 (KH_TS_BATCH_OFF + KH_BATCH_CAPACITY_ABI5 * 24)
 #define KH_TS_READ_BYTES_ABI5 (KH_TS_FLUSHES_OFF_ABI5 + 8)
+#define KH_TS_READ_BYTES_ABI6 (KH_TS_FLUSHES_OFF + 8)
 #ifndef __bpf__
 #include <stddef.h>
 _Static_assert(offsetof(struct kh_thread_state, batch_count) == KH_TS_BATCH_COUNT_OFF, "");
@@ -208,37 +213,123 @@ _Static_assert(offsetof(struct kh_thread_state, input_bytes) == KH_TS_INPUT_OFF,
 _Static_assert(offsetof(struct kh_thread_state, input_units) == KH_TS_INPUT_OFF + 8, "");
 _Static_assert(offsetof(struct kh_thread_state, batch) == KH_TS_BATCH_OFF, "");
 _Static_assert(offsetof(struct kh_thread_state, flushes) == KH_TS_FLUSHES_OFF, "");
+_Static_assert(offsetof(struct kh_thread_state, flushed_spans) == KH_TS_FLUSHED_SPANS_OFF, "");
+_Static_assert(sizeof(struct kh_thread_state) == KH_TS_FLUSHED_SPANS_OFF + 8, "");
 _Static_assert(sizeof(struct kh_batch_entry) == 24, "");
 #endif
 
-/*
- * What the BPF side knows of one thread of the traced process in batch
- * mode (task storage thread_store; the threads are listed by id in
- * thread_list): where its kh_thread_state is, and which part of its
- * buffer is already counted.
- */
 #define KH_THREAD_ABI3 1u   /* registered or flushed with probe ABI 3 */
-#define KH_THREAD_MARKED 2u /* the marked_* fields are valid */
 #define KH_THREAD_ABI6 4u   /* registered or flushed with probe ABI 6: 256 entries */
-#define KH_THREAD_DRAINED 8u /* kh_exit_drain read its buffer (kernels before 6.16) */
+#define KH_THREAD_ABI7 16u  /* probe ABI 7: flushed_spans numbers its spans */
+#define KH_THREAD_LAYOUT (KH_THREAD_ABI3 | KH_THREAD_ABI6 | KH_THREAD_ABI7)
 #define KH_MAX_THREADS 16384
 
+/*
+ * Where a thread's kh_thread_state is, in its task storage (thread_store),
+ * for the stack sampler (bpf/sample.bpf.c), which reads its open stage.
+ */
 struct kh_thread_info {
-	__u64 state_addr;         /* &kh_thread_state in the program */
-	/*
-	 * Of the buffer generation marked_flushes (kh_thread_state.flushes),
-	 * the first marked_count entries and this much input were counted:
-	 * at its flush, or at an execve that then failed.
-	 */
-	__u64 marked_flushes;
-	__u64 marked_input_bytes;
-	__u64 marked_input_units;
-	__u32 marked_count;
-	__u32 flags;
+	__u64 state_addr; /* &kh_thread_state in the program */
+	__u32 flags;      /* KH_THREAD_LAYOUT's bits */
+	__u32 pad;
 };
 
-/* Bytes of a thread's state khprof reads: up to and including `flushes`. */
-#define KH_TS_READ_BYTES (KH_TS_FLUSHES_OFF + 8)
+/*
+ * Claims on a thread's buffer, one word each for its entries, its input
+ * bytes and its input units: (buffer generation << KH_CLAIM_SHIFT) | the
+ * amount of that generation already counted, the generation being the
+ * program's `flushes` (its low 20 bits).  Three parties count a buffer: the
+ * thread's own batch, which takes its whole generation (an exchange to the
+ * next one, amount 0); a session's start or end, which takes what other
+ * threads still buffer (docs/PROBES.md, "When a session ends"); and the
+ * thread's end, execve or khprof's detach.  The last two raise a claim by
+ * compare-and-swap, so each span and byte is counted by exactly one of
+ * them, whatever their order on the CPUs.  44 bits of amount: 16 TiB of
+ * input between two batches.
+ */
+#define KH_CLAIM_SHIFT 44
+#define KH_CLAIM_AMOUNT ((1ull << KH_CLAIM_SHIFT) - 1)
+#define KH_CLAIM_HALF_GENS (1ull << (63 - KH_CLAIM_SHIFT))
+
+static inline __u64 kh_claim(__u64 flushes, __u64 amount)
+{
+	return flushes << KH_CLAIM_SHIFT | (amount & KH_CLAIM_AMOUNT);
+}
+
+/*
+ * Hides a value's relation to its inputs from the compiler, which would
+ * turn the masks below back into compares and branches (BPF has no
+ * conditional move); a barrier and nothing else.
+ */
+#define KH_OPAQUE(x) __asm__ __volatile__("" : "+r"(x))
+
+/*
+ * 1 when claim is of a later generation than flushes (the thread's batch
+ * took it whole), else 0; without a branch, as kh_claim_counted.
+ */
+static inline __u64 kh_claim_ahead(__u64 claim, __u64 flushes)
+{
+	__u64 ahead = ((claim >> KH_CLAIM_SHIFT) - flushes) & ((KH_CLAIM_HALF_GENS << 1) - 1);
+	__u64 beyond = (ahead - 1) >> (63 - KH_CLAIM_SHIFT), nonzero = beyond | (0 - beyond);
+
+	KH_OPAQUE(nonzero);
+	return 1 - (nonzero >> 63);
+}
+
+/*
+ * Of generation flushes of a buffer, holding amount, how much claim has
+ * counted: all of it when claim is of a later generation (the thread's
+ * batch took it whole), none when of an earlier one.  Without branches:
+ * in the BPF side's retry loop (bpf/buffers.bpf.h, claim_raise) each
+ * branch here was one more path for the verifier at every retry, 640
+ * instructions walked by each thread-end program before the claims and
+ * 7,600 with them.
+ */
+static inline __u64 kh_claim_counted(__u64 claim, __u64 flushes, __u64 amount)
+{
+	__u64 ahead = ((claim >> KH_CLAIM_SHIFT) - flushes) & ((KH_CLAIM_HALF_GENS << 1) - 1);
+	__u64 have = claim & KH_CLAIM_AMOUNT, d, later, same;
+
+	amount &= KH_CLAIM_AMOUNT;
+	/* All ones when ahead is 0, the same generation: the lesser of have and amount. */
+	same = ahead | (0 - ahead);
+	KH_OPAQUE(same);
+	same = (same >> 63) - 1;
+	d = amount - have;
+	d = (__u64)((__s64)d >> 63);
+	KH_OPAQUE(d);
+	have += (amount - have) & d;
+	/* All ones when ahead is 1 to KH_CLAIM_HALF_GENS - 1, a later generation. */
+	later = (ahead - 1) >> (63 - KH_CLAIM_SHIFT);
+	later = later | (0 - later);
+	KH_OPAQUE(later);
+	later = (later >> 63) - 1;
+	return (have & same) | (amount & later);
+}
+
+/*
+ * What khprof knows of one thread of the traced process that registered a
+ * batch buffer (thread_list, by thread id): where it is, what of it was
+ * counted, and for probe ABI 7 the sequence number of the spans it expects
+ * next.  A hash map, so that a session's start or end reaches every
+ * thread's entry (bpf_for_each_map_elem) and a detach reads them by id.
+ */
+struct kh_thread_entry {
+	__u64 state_addr; /* &kh_thread_state in the program */
+	__u32 flags;      /* KH_THREAD_LAYOUT's bits */
+	__u32 stored;     /* thread_store has the address too (for the sampler) */
+	__u64 claim_spans;
+	__u64 claim_bytes;
+	__u64 claim_units;
+	/* ABI 7: the flushed_spans of the thread's next batch, as far as khprof knows */
+	__u64 next_flushed;
+	/* The thread's last batch: its TSC and the kernel time then (a clock anchor). */
+	__u64 anchor_ticks;
+	__u64 anchor_ns;
+};
+
+/* Bytes of a thread's state khprof reads: up to and including `flushed_spans`. */
+#define KH_TS_READ_BYTES (KH_TS_FLUSHED_SPANS_OFF + 8)
 
 /*
  * What a thread that died or execed still held in its buffer, as the BPF
@@ -248,14 +339,20 @@ struct kh_buffer_event {
 	__u32 type;             /* KH_EVENT_THREAD_BUFFER, where kh_event has its type */
 	__u32 slot;             /* the session slot active then */
 	__u32 tid;
-	__u32 pad;
+	__u32 first;            /* the entries before this one were counted already */
 	__u64 ts_ns;            /* when it was read: every span in it ended before */
 	__u64 session_start_ns; /* slot_start_ns of the slot */
 	/* A TSC reading of this CPU (its last flush) and the kernel time then; anchor_ns 0: none. */
 	__u64 anchor_ticks;
 	__u64 anchor_ns;
-	struct kh_thread_info info; /* what was counted of it before */
-	/* The first KH_TS_READ_BYTES bytes of its kh_thread_state; entries past batch_count unset. */
+	/* The input in it not counted yet. */
+	__u64 input_bytes;
+	__u64 input_units;
+	/*
+	 * The first KH_TS_BATCH_OFF bytes of its kh_thread_state and its
+	 * entries, `flushes` where the current layout has it; entries past
+	 * batch_count unset.
+	 */
 	unsigned char state[KH_TS_READ_BYTES];
 };
 

@@ -380,6 +380,31 @@ static inline void load_record(const char *path, struct kh_profile *p)
 		fail_msg("cannot read record '%s': %s", path, problem);
 }
 
+/*
+ * khprof record --mode MODE -o OUT -- WORKLOAD..., WORKLOAD NULL-terminated,
+ * with the khprof binary at khprof; fails unless it exits 0.  Returns the
+ * run (free it with run_result_free()), its record left at OUT.
+ */
+static inline struct run_result record_workload(const char *khprof, const char *mode,
+						const char *out, char *const workload[])
+{
+	char *argv[24] = { (char *)khprof, "record", "--mode", (char *)mode, "-o", (char *)out,
+			   "--" };
+	size_t argc = 7;
+	struct run_result r;
+
+	for (size_t i = 0; workload[i]; i++) {
+		argv[argc++] = workload[i];
+		assert_true(argc < sizeof(argv) / sizeof(argv[0]));
+	}
+	argv[argc] = NULL;
+	r = run_here(argv);
+	if (r.exit_code != 0)
+		fail_msg("khprof record --mode %s -o %s %s exited %d: %s", mode, out, workload[0],
+			 r.exit_code, r.err);
+	return r;
+}
+
 /* Calls and summed time of one stage in a record; 0 when it has none. */
 /*
  * khprof record [--mode MODE] -o OUT TAIL..., where the NULL-terminated

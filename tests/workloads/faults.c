@@ -30,6 +30,12 @@
  *                before the next; EOF ends the session and the program
  *   twice        N spans, a second KH_SESSION_START, N spans, finish
  *   bare_segv    N spans without any session probe, then a SIGSEGV
+ *   unseen       as if batches were lost on the way to khprof: each of three
+ *                threads runs N spans and numbers more spans as handed over
+ *                than it handed over (probe ABI 7, flushed_spans): 7 on the
+ *                main thread, which runs N more and finishes the session, 5
+ *                on a thread that then ends, 3 on one that ends with the raw
+ *                exit syscall; batch mode counts 15 unseen
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -160,6 +166,31 @@ static void *worker_dies(void *unused)
 	return NULL;
 }
 
+/* unseen's threads: N spans, then a gap of `lost` in their numbering. */
+static void lose_spans(long lost)
+{
+#if KH_PROBES_ENABLED
+	kh_thread_state7.flushed_spans += (uint64_t)lost;
+#else
+	(void)lost;
+#endif
+}
+
+static void *worker_unseen(void *lost)
+{
+	spans(spans_per_thread);
+	lose_spans((long)lost);
+	return NULL;
+}
+
+static void *worker_unseen_dies(void *lost)
+{
+	spans(spans_per_thread);
+	lose_spans((long)lost);
+	syscall(SYS_exit, 0);
+	return NULL;
+}
+
 static int wait_loop(void)
 {
 	char line[16];
@@ -211,6 +242,17 @@ int main(int argc, char **argv)
 		pthread_barrier_wait(&both_done);
 		pthread_join(thread, NULL);
 		return 1;
+	}
+	if (!strcmp(scenario, "unseen")) {
+		spans(spans_per_thread);
+		lose_spans(7);
+		pthread_create(&thread, NULL, worker_unseen, (void *)5L);
+		pthread_join(thread, NULL);
+		pthread_create(&thread, NULL, worker_unseen_dies, (void *)3L);
+		pthread_join(thread, NULL);
+		spans(spans_per_thread);
+		KH_SESSION_FINISH(KH_STATE_COMPLETED);
+		return 0;
 	}
 	if (!strcmp(scenario, "thread_dies")) {
 		pthread_create(&thread, NULL, worker_dies, NULL);

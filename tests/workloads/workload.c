@@ -22,6 +22,8 @@
  *   workload sleep2 N MS       sleep N MS in two threads, one stage each
  *   workload migrate N US      as timed, but each span moves to another CPU half way;
  *                              also how many did and the clock the probes were asked for
+ *   workload waits N           N scanner-queue-wait spans, each blocked once on a pipe
+ *                              that a second thread fills, as a scanner waits on its queue
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -554,6 +556,48 @@ static int split(long threads, long n, long work_us, long sleep_ms)
 	return 0;
 }
 
+/* waits: the second thread answers each byte the main thread sends. */
+static int wait_pipes[2][2];
+
+static void *answer_waits(void *arg)
+{
+	long n = (long)arg;
+	char c;
+
+	for (long i = 0; i < n; i++)
+		if (read(wait_pipes[0][0], &c, 1) != 1 || write(wait_pipes[1][1], &c, 1) != 1)
+			break;
+	return NULL;
+}
+
+/*
+ * n spans, each a wait for the second thread's answer: every span switches
+ * out once, so a batch of them needs a logged switch a span for its
+ * off-CPU split (include/khprof_hist.h, KH_OFFCPU_LOG).
+ */
+static int waits(long n)
+{
+	pthread_t t;
+	char c = 'w';
+
+	if (pipe(wait_pipes[0]) || pipe(wait_pipes[1]) ||
+	    pthread_create(&t, NULL, answer_waits, (void *)n))
+		return 1;
+	KH_SESSION_START();
+	KH_TRANSITION(KH_STATE_SCANNING);
+	for (long i = 0; i < n; i++) {
+		if (write(wait_pipes[0][1], &c, 1) != 1)
+			return 1;
+		KH_SPAN_SCOPE(KH_STAGE_SCANNER_QUEUE_WAIT);
+		if (read(wait_pipes[1][0], &c, 1) != 1)
+			return 1;
+	}
+	KH_SESSION_FINISH(KH_STATE_COMPLETED);
+	pthread_join(t, NULL);
+	printf("waits n=%ld\n", n);
+	return 0;
+}
+
 static int nosession(long n)
 {
 	for (long i = 0; i < n; i++) {
@@ -598,6 +642,8 @@ int main(int argc, char **argv)
 		return split(2, a, 1000, b);
 	if (!strcmp(scenario, "migrate"))
 		return migrate(a, b);
+	if (!strcmp(scenario, "waits"))
+		return waits(a);
 	fprintf(stderr, "usage: workload nested|threads|sessions|timed|library|redzone|serve|nosession ...\n");
 	return 2;
 }

@@ -6,15 +6,12 @@
  * a detach from a live process, the spans its threads completed while
  * khprof was attached but had not handed over yet are read from their
  * buffers with process_vm_readv, where the BPF side learned them
- * (thread_list; what of each was counted is in its task storage,
- * thread_store, looked up by a pidfd of the thread).
+ * (thread_list, which also holds the claims on what of each was counted).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -43,6 +40,7 @@ static void buffer_clock(const struct tracer *t, uint64_t anchor_ticks, uint64_t
 /* A thread that ended (or execed) left spans in its buffer: they count for its slot. */
 void drain__thread_ended(struct tracer *t, const struct kh_buffer_event *e)
 {
+	struct buffer_take take = { 0 };
 	struct buffer_clock clock;
 	uint32_t slot = e->slot < KH_MAX_SLOTS ? e->slot : KH_OUTSIDE_SLOT;
 
@@ -75,37 +73,10 @@ void drain__thread_ended(struct tracer *t, const struct kh_buffer_event *e)
 	 * "sigkill: 8 of 10" test_fault_matrix saw on this 6.18 host.
 	 */
 	clock.until_ns = UINT64_MAX;
-	buffers__account(e->state, &e->info, &clock, &t->pending[slot], &t->pending_latency[slot]);
-}
-
-/* pidfd_open's flag for a thread that is not its group's leader (Linux 6.9). */
-#define KH_PIDFD_THREAD O_EXCL
-
-/*
- * What the BPF side knows of thread tid of process pid (kernel_tid in the
- * kernel's namespace, pid_map.c): 1 found, 0 listed
- * without a record (its creation failed, bpf/thread_ends.bpf.h) or not
- * to be looked up here, -1 the thread is gone.  Before Linux 6.9 a pidfd
- * names a whole process, so only the main thread's storage can be read.
- */
-static int thread_info(const struct tracer *t, int store_fd, pid_t pid, __u32 tid,
-		       __u32 kernel_tid, struct kh_thread_info *info)
-{
-	int pidfd, found;
-
-	/* Without task storage it is a hash map by the kernel's thread id (bpf/task_state.bpf.h). */
-	if (!features__has(&t->features, KH_FEAT_TASK_STORAGE))
-		return bpf_map_lookup_elem(store_fd, &kernel_tid, info) == 0;
-	pidfd = (int)syscall(SYS_pidfd_open, (pid_t)tid, KH_PIDFD_THREAD);
-	if (pidfd < 0 && errno == EINVAL && (pid_t)tid == pid)
-		pidfd = (int)syscall(SYS_pidfd_open, (pid_t)tid, 0);
-	if (pidfd < 0 && errno == EINVAL)
-		return 0; /* another thread, on a kernel before 6.9: counted as unread */
-	if (pidfd < 0)
-		return -1;
-	found = bpf_map_lookup_elem(store_fd, &pidfd, info) == 0;
-	close(pidfd);
-	return found;
+	take.first = e->first;
+	take.input_bytes = e->input_bytes;
+	take.input_units = e->input_units;
+	buffers__account(e->state, &take, &clock, &t->pending[slot], &t->pending_latency[slot]);
 }
 
 static bool thread_of(pid_t pid, __u32 tid)
@@ -119,7 +90,6 @@ static bool thread_of(pid_t pid, __u32 tid)
 void drain__detached(struct tracer *t, uint64_t detach_ns)
 {
 	int fd = bpf_map__fd(t->skel->maps.thread_list);
-	int store_fd = bpf_map__fd(t->skel->maps.thread_store);
 	uint32_t slot = t->skel->bss->active_slot;
 	struct kh_slot_stats *out = &t->pending[slot < KH_MAX_SLOTS ? slot : KH_OUTSIDE_SLOT];
 	struct kh_latency *lat = &t->pending_latency[slot < KH_MAX_SLOTS ? slot : KH_OUTSIDE_SLOT];
@@ -134,37 +104,41 @@ void drain__detached(struct tracer *t, uint64_t detach_ns)
 	clock.until_ns = detach_ns;
 	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
 		unsigned char state[KH_TS_READ_BYTES];
-		struct kh_thread_info info;
+		struct kh_thread_entry entry;
+		struct buffer_take take;
 		struct iovec local = { state, sizeof(state) }, remote;
-		int found;
+		uint64_t flushed = 0;
 
 		key = next;
 		prev = &key;
 		/* Listed by the kernel's id; looked up by khprof's (pid_map.c). */
 		tid = (__u32)pid_map__local(t, (pid_t)key);
-		if (!tid || !thread_of(t->pid, tid))
+		if (!tid || !thread_of(t->pid, tid) || bpf_map_lookup_elem(fd, &key, &entry))
 			continue;
-		found = thread_info(t, store_fd, t->pid, tid, key, &info);
-		if (found < 0)
-			continue;
-		if (!found || !(info.flags & KH_THREAD_ABI3)) {
+		if (!(entry.flags & KH_THREAD_ABI3)) {
 			unread++;
 			continue;
 		}
 		/*
-		 * Before probe ABI 6 the state ends after 64 entries: read no
-		 * further, and put its flushes where buffers__account reads it.
+		 * Before probe ABI 6 the state ends after 64 entries, before
+		 * ABI 7 after flushes: read no further, and put its flushes
+		 * where buffers__take_of reads it.
 		 */
-		local.iov_len = info.flags & KH_THREAD_ABI6 ? KH_TS_READ_BYTES : KH_TS_READ_BYTES_ABI5;
-		remote = (struct iovec){ (void *)(uintptr_t)info.state_addr, local.iov_len };
+		local.iov_len = entry.flags & KH_THREAD_ABI7   ? KH_TS_READ_BYTES
+				: entry.flags & KH_THREAD_ABI6 ? KH_TS_READ_BYTES_ABI6
+							       : KH_TS_READ_BYTES_ABI5;
+		remote = (struct iovec){ (void *)(uintptr_t)entry.state_addr, local.iov_len };
 		if (process_vm_readv(t->pid, &local, 1, &remote, 1, 0) != (ssize_t)local.iov_len) {
 			log__debug("cannot read thread %u's buffer: %s", tid, strerror(errno));
 			unread++;
 			continue;
 		}
-		if (!(info.flags & KH_THREAD_ABI6))
+		if (!(entry.flags & KH_THREAD_ABI6))
 			memmove(state + KH_TS_FLUSHES_OFF, state + KH_TS_FLUSHES_OFF_ABI5, 8);
-		late += buffers__account(state, &info, &clock, out, lat);
+		if (entry.flags & KH_THREAD_ABI7)
+			memcpy(&flushed, state + KH_TS_FLUSHED_SPANS_OFF, sizeof(flushed));
+		buffers__take_of(state, &entry, flushed, &take);
+		late += buffers__account(state, &take, &clock, out, lat);
 	}
 	out->drops[KH_DROP_EXIT_UNKNOWN] += unread;
 	log__debug("after the detach: %" PRIu64 " buffered spans had ended after it", late);

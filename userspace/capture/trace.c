@@ -10,6 +10,7 @@
  * Also the --interval samples between polls, the end and the detach.
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -186,12 +187,34 @@ static void session_started(struct tracer *t, const struct kh_event *e)
 	sessions__start(&t->sessions, e);
 }
 
+/*
+ * A batch that took the slot before its session ended may still be adding
+ * to it on another CPU (bpf/batch.bpf.h, slot_inflight): microseconds, or
+ * as long as its thread is preempted inside the program.  Its spans are
+ * the session's, so the slot is read once it is done.
+ */
+static void slot_wait_quiet(struct tracer *t, uint32_t slot)
+{
+	const __u32 *inflight = &t->skel->bss->slot_inflight[slot];
+	uint64_t deadline = tracer__now_ns() + 1000000000ull;
+
+	while (__atomic_load_n(inflight, __ATOMIC_ACQUIRE)) {
+		if (tracer__now_ns() > deadline) {
+			log__warn("a batch was still being counted into session slot %u after 1 s: "
+				  "its spans may be missing from the record", slot);
+			return;
+		}
+		sched_yield();
+	}
+}
+
 /* The session ends: its record takes the slot's totals and distributions. */
 static void session_finished(struct tracer *t, const struct kh_event *e)
 {
 	struct kh_slot_stats totals;
 	struct kh_latency latency;
 
+	slot_wait_quiet(t, sessions__slot_of(e));
 	tracer__collect_slot(t, sessions__slot_of(e), true, &totals, &latency);
 	tracer__note_misses(t);
 	sessions__finish(&t->sessions, e, &totals, &latency);
@@ -310,6 +333,7 @@ static void end_sessions(struct tracer *t, int exit_status, uint64_t now)
 	for (uint32_t slot = 0; slot < KH_MAX_SLOTS; slot++) {
 		if (!sessions__is_open(&t->sessions, slot))
 			continue;
+		slot_wait_quiet(t, slot);
 		tracer__collect_slot(t, slot, true, &totals, &latency);
 		sessions__end(&t->sessions, slot, exit_status, now, &totals, &latency);
 	}

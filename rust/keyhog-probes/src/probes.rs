@@ -1,4 +1,4 @@
-//! khprof's probe ABI, version 5 (docs/PROBES.md; the C twin is
+//! khprof's probe ABI, version 7 (docs/PROBES.md; the C twin is
 //! include/keyhog_profile.h): the semaphore word, the probe sites and their
 //! stapsdt notes, and the clocks the sites pass.
 //!
@@ -11,11 +11,12 @@
 
 /// Version of the probe ABI this crate emits (`KH_PROBE_ABI_VERSION`),
 /// passed by every `session_start` probe.
-pub const ABI_VERSION: u64 = 5;
+pub const ABI_VERSION: u64 = 7;
 
 /// Completed spans a thread buffers in batch mode before one `batch` probe
-/// hands them over (`KH_BATCH_CAPACITY`).
-pub(crate) const BATCH_CAPACITY: usize = 64;
+/// hands them over (`KH_BATCH_CAPACITY`; 64 before probe ABI 7 here, the
+/// header's ABI 5 layout).
+pub(crate) const BATCH_CAPACITY: usize = 256;
 
 /// Batched times are CLOCK_MONOTONIC nanoseconds or TSC ticks with this
 /// bit set (`KH_TIME_TSC`).
@@ -262,8 +263,9 @@ pub(crate) mod site {
     probe!(span_exit: hot, "span_exit", span; stage, attribution);
     probe!(span: hot, "span", span; stage, start_ns, attribution);
     // The seventh argument (probe ABI 6) is the buffer's capacity, so khprof
-    // knows this crate's 64-entry layout from the batch alone.
-    probe!(batch: hot, "batch", batch; entries, count, input_bytes, input_units, flush_tsc, flushes, capacity);
+    // knows the layout from the batch alone; the eighth (ABI 7) the
+    // sequence number of the batch's first span (`flushed_spans`).
+    probe!(batch: hot, "batch", batch; entries, count, input_bytes, input_units, flush_tsc, flushes, capacity, flushed_spans);
     probe!(batch_register: rare, "batch_register", none; state, abi_version);
     probe!(input_bytes: hot, "input_bytes", none; bytes);
     probe!(input_units: hot, "input_units", none; units);

@@ -262,8 +262,8 @@ static void test_refused_sites_said_once(void **state)
 
 	(void)state;
 	snprintf(script, sizeof(script), "%s; %s", program, program);
-	snprintf(warning, sizeof(warning), "khprof: warning: refused probe site 'keyhog:batch' "
-		 "at 0x13e2 of '%s': its semaphore", program);
+	/* Its address left out: it moves with the probe header's code. */
+	snprintf(warning, sizeof(warning), " of '%s': its semaphore", program);
 	for (size_t q = 0; q < 2; q++) {
 		struct run_result r;
 
@@ -272,7 +272,7 @@ static void test_refused_sites_said_once(void **state)
 		if (r.exit_code != 0)
 			fail_msg("record exited %d: %s", r.exit_code, r.err);
 		assert_string_equal(r.out, UNCHANGED UNCHANGED);
-		if (occurrences(r.err, "refused probe site 'keyhog:batch'") != 1 ||
+		if (occurrences(r.err, "khprof: warning: refused probe site 'keyhog:batch' at 0x") != 1 ||
 		    !strstr(r.err, warning))
 			fail_msg("the refused site not named once, by its file:\n%s", r.err);
 		assert_int_equal(occurrences(r.err, "probe site 'keyhog:span_enter' at "),

@@ -313,7 +313,7 @@ static void test_latency_page(void **state)
 	assert_non_null(strstr(v.dom, "on-CPU 50.0 % · runnable 25.0 % · blocked 25.0 %"));
 	/* What the split missed, counted. */
 	assert_non_null(strstr(v.dom, "3 context switches"));
-	assert_non_null(strstr(v.dom, "* 4 spans switched out"));
+	assert_non_null(strstr(v.dom, "* The off-CPU time of 4 spans is only partly known"));
 	/* How the program ended and where the record began. */
 	assert_non_null(strstr(v.dom, "Ended mid-session: <span id=\"note-process-end\">the "
 				      "program was killed by signal 9 (SIGKILL)</span>, before"));

@@ -224,6 +224,35 @@ static void test_split_batch_monotonic(void **state)
 	unsetenv("KHPROF_TEST_TSC");
 }
 
+/*
+ * Spans that each block once, as a scanner's waits on its queue: a batch of
+ * 256 needs 256 logged switches for its off-CPU split, which the log of 64
+ * before did not hold (the demo's queue-wait spans got lower bounds and a
+ * warning).  Every span's off-CPU time is whole, in every mode.
+ */
+static void test_queue_waits_exact_all_modes(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		struct kh_profile p;
+		struct run_result r = record(modes[i], "waits", &p, "waits", "600", NULL);
+		const struct kh_stage_dist *d = dist_of(&p, KH_STAGE_SCANNER_QUEUE_WAIT);
+
+		assert_non_null(strstr(r.out, "waits n=600"));
+		assert_int_equal(calls_of(&p, KH_STAGE_SCANNER_QUEUE_WAIT), 600);
+		if (d->offcpu_truncated)
+			fail_msg("%s mode: %" PRIu64 " of 600 queue waits with a lower bound for "
+				 "their off-CPU time", modes[i], d->offcpu_truncated);
+		assert_true(d->off_cpu_ns > 0);
+		assert_true(d->runnable_ns <= d->off_cpu_ns);
+		assert_true(d->off_cpu_ns <= elapsed_of(&p, KH_STAGE_SCANNER_QUEUE_WAIT) +
+						  600 * p.ext.span_bias_ns);
+		assert_null(strstr(r.err, "only partly known"));
+		profile__free(&p);
+		run_result_free(&r);
+	}
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -248,6 +277,7 @@ int main(void)
 		cmocka_unit_test(test_compute_only_all_modes),
 		cmocka_unit_test(test_two_threads_split_all_modes),
 		cmocka_unit_test(test_split_batch_monotonic),
+		cmocka_unit_test(test_queue_waits_exact_all_modes),
 	};
 
 	khprof = tool_path("KH_KHPROF", "build/khprof");

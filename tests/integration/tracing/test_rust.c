@@ -43,19 +43,7 @@ static const char *const modes[] = { "batch", "span", "pair" };
 /* khprof record --mode MODE -o OUT -- argv...; fails unless it exits 0. */
 static struct run_result record(const char *mode, const char *out, char *const workload[])
 {
-	char *argv[16] = { khprof, "record", "--mode", (char *)mode, "-o", (char *)out, "--" };
-	size_t argc = 7;
-	struct run_result r;
-
-	for (size_t i = 0; workload[i]; i++) {
-		argv[argc++] = workload[i];
-		assert_true(argc < sizeof(argv) / sizeof(argv[0]));
-	}
-	argv[argc] = NULL;
-	r = run_here(argv);
-	if (r.exit_code != 0)
-		fail_msg("khprof record --mode %s -o %s exited %d: %s", mode, out, r.exit_code, r.err);
-	return r;
+	return record_workload(khprof, mode, out, workload);
 }
 
 /* What the nested scenario does, whoever traced it (record or attach). */

@@ -2,8 +2,9 @@
 /*
  * Counting what a thread still holds in its batch buffer after a detach
  * (userspace/capture/session/buffers.c), as the BPF side counts a dying thread's:
- * the part already handed over is skipped, TSC times are placed on the
- * kernel clock, and spans that ended after the detach are left out.
+ * the part already claimed is skipped (include/khprof_shared.h, "Claims"),
+ * TSC times are placed on the kernel clock, spans that ended after the
+ * detach are left out, and spans numbered but never seen are counted.
  */
 #include "khtest.h"
 
@@ -53,7 +54,7 @@ static uint64_t tsc_at(uint64_t ns)
 static void test_counts_buffer(void **state)
 {
 	struct state_bytes s = { 0 };
-	struct kh_thread_info info = { .state_addr = 1, .flags = KH_THREAD_ABI3 };
+	struct buffer_take take = { .input_bytes = 300, .input_units = 3 };
 	struct kh_slot_stats out = { 0 };
 
 	(void)state;
@@ -64,7 +65,7 @@ static void test_counts_buffer(void **state)
 	put_entry(&s, 2, tsc_at(4980000), tsc_at(4995000), KH_STAGE_DECODE, 0);
 	/* Ended before its session began. */
 	put_entry(&s, 3, tsc_at(1500), tsc_at(1800), KH_STAGE_ENTROPY, 0);
-	assert_int_equal(buffers__account(s.bytes, &info, &clock_1ns, &out, NULL), 1);
+	assert_int_equal(buffers__account(s.bytes, &take, &clock_1ns, &out, NULL), 1);
 	assert_int_equal(out.stages[KH_STAGE_DECODE].calls, 2);
 	assert_int_equal(out.stages[KH_STAGE_DECODE].elapsed_ns, 500 + 700);
 	assert_int_equal(out.stages[KH_STAGE_DECODE].attributed_calls, 1);
@@ -76,47 +77,108 @@ static void test_counts_buffer(void **state)
 }
 
 /*
- * The thread was handed over (flush probe) but had not reset its buffer:
- * the same generation is skipped whole.  After the reset, flushes moved on
- * and everything in the buffer is new.
+ * What the claims say was counted of the buffer's generation is skipped:
+ * two entries and 100 bytes that a session's end or an execve took.  A
+ * later generation is all new; an earlier one than the claims' was taken
+ * whole by the thread's batch (it died between its flush and the reset).
  */
-static void test_skips_what_was_handed_over(void **state)
+static void test_skips_what_was_claimed(void **state)
 {
 	struct state_bytes s = { 0 };
-	struct kh_thread_info info = {
-		.state_addr = 1, .flags = KH_THREAD_ABI3 | KH_THREAD_MARKED,
-		.marked_flushes = 7, .marked_count = 2, .marked_input_bytes = 100,
+	struct kh_thread_entry entry = {
+		.state_addr = 1, .flags = KH_THREAD_ABI3,
+		.claim_spans = kh_claim(7, 2), .claim_bytes = kh_claim(7, 100),
+		.claim_units = kh_claim(7, 0),
 	};
+	struct buffer_take take;
 	struct kh_slot_stats out = { 0 };
 
 	(void)state;
 	put_header(&s, 3, 150, 0, 7);
 	for (uint32_t i = 0; i < 3; i++)
 		put_entry(&s, i, 10000 + i * 1000, 10100 + i * 1000, KH_STAGE_DECODE, 0);
-	buffers__account(s.bytes, &info, &clock_1ns, &out, NULL);
-	/* A failed execve counted two: the third and 50 bytes are new. */
+	buffers__take_of(s.bytes, &entry, 0, &take);
+	buffers__account(s.bytes, &take, &clock_1ns, &out, NULL);
 	assert_int_equal(out.stages[KH_STAGE_DECODE].calls, 1);
 	assert_int_equal(out.input_bytes, 50);
 
 	memset(&out, 0, sizeof(out));
 	put_header(&s, 3, 150, 0, 8);
-	buffers__account(s.bytes, &info, &clock_1ns, &out, NULL);
+	buffers__take_of(s.bytes, &entry, 0, &take);
+	buffers__account(s.bytes, &take, &clock_1ns, &out, NULL);
 	assert_int_equal(out.stages[KH_STAGE_DECODE].calls, 3);
 	assert_int_equal(out.input_bytes, 150);
+
+	memset(&out, 0, sizeof(out));
+	put_header(&s, 3, 150, 0, 6);
+	buffers__take_of(s.bytes, &entry, 0, &take);
+	buffers__account(s.bytes, &take, &clock_1ns, &out, NULL);
+	assert_int_equal(out.stages[KH_STAGE_DECODE].calls, 0);
+	assert_int_equal(out.input_bytes, 0);
+}
+
+/*
+ * Generations wrap at 2^20 in a claim: the one after the highest is the
+ * first again, still later, not earlier.
+ */
+static void test_claim_generations_wrap(void **state)
+{
+	uint64_t last = (1ull << (64 - KH_CLAIM_SHIFT)) - 1;
+
+	(void)state;
+	assert_int_equal(kh_claim_counted(kh_claim(last + 1, 0), last, 5), 5);
+	assert_true(kh_claim_ahead(kh_claim(last + 1, 0), last));
+	assert_int_equal(kh_claim_counted(kh_claim(last, 3), last + 1, 5), 0);
+	assert_false(kh_claim_ahead(kh_claim(last, 3), last + 1));
+	assert_int_equal(kh_claim_counted(kh_claim(last + 1, 3), last + 1, 5), 3);
+	assert_int_equal(kh_claim_counted(kh_claim(last + 1, 9), last + 1, 5), 5);
+}
+
+/*
+ * Probe ABI 7: a thread whose buffer begins at span 130 when khprof
+ * expected 100 handed over 30 spans khprof never saw; counted as unseen,
+ * unless the thread had already handed its buffer over (claims ahead).
+ */
+static void test_unseen_spans(void **state)
+{
+	struct state_bytes s = { 0 };
+	struct kh_thread_entry entry = {
+		.state_addr = 1, .flags = KH_THREAD_ABI3 | KH_THREAD_ABI6 | KH_THREAD_ABI7,
+		.claim_spans = kh_claim(4, 0), .claim_bytes = kh_claim(4, 0),
+		.claim_units = kh_claim(4, 0), .next_flushed = 100,
+	};
+	struct buffer_take take;
+	struct kh_slot_stats out = { 0 };
+
+	(void)state;
+	put_header(&s, 1, 0, 0, 4);
+	put_entry(&s, 0, 10000, 10100, KH_STAGE_DECODE, 0);
+	buffers__take_of(s.bytes, &entry, 130, &take);
+	assert_int_equal(take.unseen, 30);
+	buffers__account(s.bytes, &take, &clock_1ns, &out, NULL);
+	assert_int_equal(out.drops[KH_DROP_UNSEEN], 30);
+	assert_int_equal(out.stages[KH_STAGE_DECODE].calls, 1);
+
+	buffers__take_of(s.bytes, &entry, 100, &take);
+	assert_int_equal(take.unseen, 0);
+	entry.claim_spans = kh_claim(5, 0);
+	buffers__take_of(s.bytes, &entry, 130, &take);
+	assert_int_equal(take.unseen, 0);
+	assert_int_equal(take.first, 1);
 }
 
 /* Starts of 0 or from before the trace are unmatched; counts are bounded. */
 static void test_unmatched_and_bounds(void **state)
 {
 	struct state_bytes s = { 0 };
-	struct kh_thread_info info = { .state_addr = 1, .flags = KH_THREAD_ABI3 | KH_THREAD_ABI6 };
+	struct buffer_take take = { .capacity = KH_BATCH_CAPACITY };
 	struct kh_slot_stats out = { 0 };
 
 	(void)state;
 	put_header(&s, 1000, 0, 0, 0);
 	for (uint32_t i = 0; i < KH_BATCH_CAPACITY; i++)
 		put_entry(&s, i, i % 2 ? 0 : 500, 30000, KH_STAGE_DECODE, 0);
-	buffers__account(s.bytes, &info, &clock_1ns, &out, NULL);
+	buffers__account(s.bytes, &take, &clock_1ns, &out, NULL);
 	assert_int_equal(out.drops[KH_DROP_UNMATCHED_EXIT], KH_BATCH_CAPACITY);
 	assert_int_equal(out.stages[KH_STAGE_DECODE].calls, 0);
 }
@@ -125,14 +187,16 @@ static void test_unmatched_and_bounds(void **state)
 static void test_older_layout_bound(void **state)
 {
 	struct state_bytes s = { 0 };
-	struct kh_thread_info info = { .state_addr = 1, .flags = KH_THREAD_ABI3 };
+	struct kh_thread_entry entry = { .state_addr = 1, .flags = KH_THREAD_ABI3 };
+	struct buffer_take take;
 	struct kh_slot_stats out = { 0 };
 
 	(void)state;
 	put_header(&s, 1000, 0, 0, 0);
 	for (uint32_t i = 0; i < KH_BATCH_CAPACITY; i++)
 		put_entry(&s, i, 0, 30000, KH_STAGE_DECODE, 0);
-	buffers__account(s.bytes, &info, &clock_1ns, &out, NULL);
+	buffers__take_of(s.bytes, &entry, 0, &take);
+	buffers__account(s.bytes, &take, &clock_1ns, &out, NULL);
 	assert_int_equal(out.drops[KH_DROP_UNMATCHED_EXIT], KH_BATCH_CAPACITY_ABI5);
 }
 
@@ -140,7 +204,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_counts_buffer),
-		cmocka_unit_test(test_skips_what_was_handed_over),
+		cmocka_unit_test(test_skips_what_was_claimed),
+		cmocka_unit_test(test_claim_generations_wrap),
+		cmocka_unit_test(test_unseen_spans),
 		cmocka_unit_test(test_unmatched_and_bounds),
 		cmocka_unit_test(test_older_layout_bound),
 	};

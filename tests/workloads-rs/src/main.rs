@@ -21,6 +21,8 @@
 //!                            --sample (tests/integration/tracing/test_stacks.c):
 //!                            phase1-triggers in rs_work_alpha and rs_work_beta 3:1,
 //!                            decode (decoded) in rs_work_gamma, rs_work_delta between
+//!   workload-rs waves S W T N threads that end in waves with partly filled buffers
+//!                            (src/waves.rs; tests/integration/tracing/test_soak.c)
 //!   workload-rs names N      N rounds of generic code behind a trait, for the names
 //!                            --sample reports (test_stacks.c): hot-patterns in
 //!                            <Needle<T> as Scan>::scan, decode (decoded) in
@@ -33,6 +35,8 @@ use keyhog_profile::{
 };
 use std::io::{BufRead, Write};
 use std::ptr::{read_volatile, write_volatile};
+
+mod waves;
 
 /// Busy work the compiler cannot remove (libkhwork.c's khwork_burn).
 fn burn(iterations: u64) -> u64 {
@@ -393,9 +397,10 @@ fn main() {
         Some("abort") => abort_in_session(count(2)),
         Some("exit") => exit_from_main(count(2)),
         Some("stacks") => stacks(count(2)),
+        Some("waves") => waves::waves(count(2), count(3), count(4), count(5)),
         Some("names") => names(count(2)),
         _ => {
-            eprintln!("usage: workload-rs nested|threads|sessions|stages|timed|nosession|redzone|serve|abort|exit|stacks|names [N]");
+            eprintln!("usage: workload-rs nested|threads|sessions|stages|timed|nosession|redzone|serve|abort|exit|stacks|waves|names [N]");
             std::process::exit(2);
         }
     }

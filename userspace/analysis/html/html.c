@@ -174,6 +174,7 @@ static const char *const drop_text[KH_DROP_COUNT] = {
 	[KH_DROP_LATE_BATCH] = "batched spans that ended before their session",
 	[KH_DROP_EXIT_UNREAD] = "buffered spans of ending threads that could not be read",
 	[KH_DROP_EXIT_UNKNOWN] = "ended threads whose buffers khprof could not find",
+	[KH_DROP_UNSEEN] = "spans threads numbered that never reached khprof",
 };
 /* When the probes went live and in which state, for a record begun mid-session. */
 static void render__started_mid(struct outbuf *b, const struct kh_profile_ext *e)

@@ -318,10 +318,12 @@ static void render__split_table(struct outbuf *b, const struct kh_profile *p)
 	}
 	outbuf__puts(b, "</tbody></table>\n");
 	if (truncated)
-		outbuf__printf(b, "<p class=\"note\" id=\"note-offcpu-truncated\">* %" PRIu64 " span%s "
-				  "switched out more often than khprof's log of %d switches, or were "
-				  "read from a thread's buffer after it ended or after the detach: "
-				  "their off-CPU time is a lower bound.</p>\n", truncated,
+		outbuf__printf(b, "<p class=\"note\" id=\"note-offcpu-truncated\">* The off-CPU "
+				  "time of %" PRIu64 " span%s is only partly known: each left its CPU "
+				  "more often than the %d switches khprof logs per thread, or was read "
+				  "from a thread's buffer after the thread ended or khprof detached. "
+				  "For the stages with such spans, off-CPU and blocked are lower bounds "
+				  "and on-CPU an upper bound.</p>\n", truncated,
 			       truncated == 1 ? "" : "s", KH_OFFCPU_LOG);
 	if (l->missed_switches)
 		outbuf__printf(b, "<p class=\"note\" id=\"note-missed-switches\">%" PRIu64 " context "

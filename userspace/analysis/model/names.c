@@ -39,7 +39,7 @@ _Static_assert(ARRAY_SIZE(daemon_state_names) == KH_DAEMON_COUNT, "one name per 
 static const char *const drop_names[] = {
 	"stack_overflow", "unmatched_exit", "ringbuf_full",
 	"session_slots", "bad_stage", "late_batch",
-	"exit_unread", "exit_unknown",
+	"exit_unread", "exit_unknown", "unseen",
 };
 _Static_assert(ARRAY_SIZE(drop_names) == KH_DROP_COUNT, "one name per kh_drop");
 

@@ -23,6 +23,9 @@ static const char *const drop_descriptions[] = {
 	[KH_DROP_EXIT_UNKNOWN] = "threads ended with buffers khprof could not find; their last "
 				 "spans, if any, are missing (probe ABI 2, or the kernel ran no "
 				 "khprof program at their end: docs/PROBES.md)",
+	[KH_DROP_UNSEEN] = "spans the threads' own numbering says they completed never reached "
+			   "khprof: the stage counts miss them (docs/PROBES.md, \"Every span "
+			   "accounted for\")",
 };
 _Static_assert(ARRAY_SIZE(drop_descriptions) == KH_DROP_COUNT, "one description per kh_drop");
 

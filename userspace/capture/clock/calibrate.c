@@ -30,7 +30,7 @@ __attribute__((noinline)) uint64_t calibrate__spans(int n)
 void calibrate__flush(void)
 {
 #if KH_PROBES_ENABLED
-	kh__batch_flush();
+	kh__batch_flush(0);
 #endif
 }
 

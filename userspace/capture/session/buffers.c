@@ -42,29 +42,43 @@ static void add_to_hist(struct kh_latency *lat, uint32_t stage, uint64_t len)
 	lat->present = true;
 }
 
-uint64_t buffers__account(const unsigned char *state, const struct kh_thread_info *info,
-			  const struct buffer_clock *clock, struct kh_slot_stats *out,
-			  struct kh_latency *lat)
+void buffers__take_of(const unsigned char *state, const struct kh_thread_entry *entry,
+		      uint64_t flushed, struct buffer_take *take)
 {
-	uint32_t count, first = 0;
-	uint64_t input[2], flushes, late = 0;
+	uint32_t count;
+	uint64_t input[2], flushes;
 
 	memcpy(&count, state + KH_TS_BATCH_COUNT_OFF, sizeof(count));
 	memcpy(input, state + KH_TS_INPUT_OFF, sizeof(input));
 	memcpy(&flushes, state + KH_TS_FLUSHES_OFF, sizeof(flushes));
+	memset(take, 0, sizeof(*take));
+	take->capacity = entry->flags & KH_THREAD_ABI6 ? KH_BATCH_CAPACITY : KH_BATCH_CAPACITY_ABI5;
+	if (count > take->capacity)
+		count = take->capacity;
+	take->first = (uint32_t)kh_claim_counted(entry->claim_spans, flushes, count);
+	take->input_bytes = input[0] - kh_claim_counted(entry->claim_bytes, flushes, input[0]);
+	take->input_units = input[1] - kh_claim_counted(entry->claim_units, flushes, input[1]);
+	if ((entry->flags & KH_THREAD_ABI7) && !kh_claim_ahead(entry->claim_spans, flushes) &&
+	    flushed > entry->next_flushed)
+		take->unseen = flushed - entry->next_flushed;
+}
+
+uint64_t buffers__account(const unsigned char *state, const struct buffer_take *take,
+			  const struct buffer_clock *clock, struct kh_slot_stats *out,
+			  struct kh_latency *lat)
+{
+	uint32_t count, first = take->first;
+	uint64_t late = 0;
+
+	memcpy(&count, state + KH_TS_BATCH_COUNT_OFF, sizeof(count));
 	if (count > KH_BATCH_CAPACITY)
 		count = KH_BATCH_CAPACITY;
-	/* Before probe ABI 6 (flags say which): 64 entries, nothing read after them. */
-	if (!(info->flags & KH_THREAD_ABI6) && count > KH_BATCH_CAPACITY_ABI5)
-		count = KH_BATCH_CAPACITY_ABI5;
-	/* The generation the BPF side already counted, as drain_thread does. */
-	if ((info->flags & KH_THREAD_MARKED) && info->marked_flushes == flushes) {
-		first = info->marked_count;
-		input[0] = input[0] > info->marked_input_bytes ? input[0] - info->marked_input_bytes : 0;
-		input[1] = input[1] > info->marked_input_units ? input[1] - info->marked_input_units : 0;
-	}
-	out->input_bytes += input[0];
-	out->input_units += input[1];
+	/* Before probe ABI 6: 64 entries, nothing read after them. */
+	if (take->capacity && count > take->capacity)
+		count = take->capacity;
+	out->input_bytes += take->input_bytes;
+	out->input_units += take->input_units;
+	out->drops[KH_DROP_UNSEEN] += take->unseen;
 	for (uint32_t i = first; i < count; i++) {
 		const unsigned char *raw = state + KH_TS_BATCH_OFF + (size_t)i * 24;
 		uint64_t start, end;

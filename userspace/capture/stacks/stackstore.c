@@ -22,6 +22,7 @@
 
 #include "log.h"
 #include "ns.h"
+#include "procfs.h"
 #include "record.h"
 #include "stackstore.h"
 
@@ -268,21 +269,40 @@ static bool overlaps(const struct mapping *a, const struct mapping *b)
 	return a->start < b->end && b->start < a->end;
 }
 
-void stack_store__read_maps(struct stack_store *s)
-{
-	char path[64], line[4096 + 128], file[PATH_MAX];
-	struct mapping *old = s->maps;
-	size_t old_count = s->map_count;
+/* What keep_code_mapping needs besides the store: how to reach the process's files. */
+struct maps_read {
+	struct stack_store *s;
 	struct ns_view view;
 	bool own_root;
-	FILE *f;
+};
 
-	/* A container's files: through its root, kept open for after it exits. */
-	own_root = ns__view(s->pid, &view) != 0 || view.own_root;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)s->pid);
-	f = fopen(path, "re");
-	if (!f)
-		return; /* it exited: the mappings seen so far stay */
+/*
+ * An executable mapping of the process, kept, its file opened through the
+ * process's root when that is not khprof's (a container's files, kept open
+ * for after it exits).  procfs.c reads /proc/PID/maps.
+ */
+static int keep_code_mapping(const struct procfs_mapping *m, void *ctx)
+{
+	struct maps_read *r = ctx;
+	char file[PATH_MAX];
+	int fd = -1;
+
+	if (m->perms[2] != 'x')
+		return 0;
+	if (!r->own_root && m->path[0] == '/' &&
+	    ns__shown_path(&r->view, m->path, file, sizeof(file)) == 0)
+		fd = open(file, O_RDONLY | O_CLOEXEC);
+	add_mapping(r->s, m->start, m->end, m->offset, true, m->path, fd);
+	return 0;
+}
+
+void stack_store__read_maps(struct stack_store *s)
+{
+	struct maps_read r = { .s = s };
+	struct mapping *old = s->maps;
+	size_t old_count = s->map_count, old_cap = s->map_cap;
+
+	r.own_root = ns__view(s->pid, &r.view) != 0 || r.view.own_root;
 	/*
 	 * The mappings now, and of the earlier ones those nothing maps over
 	 * since (a library closed: its samples are still named).  An earlier
@@ -291,28 +311,14 @@ void stack_store__read_maps(struct stack_store *s)
 	 */
 	s->maps = NULL;
 	s->map_count = s->map_cap = 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, pgoff;
-		char perms[8], *name = NULL, *nl;
-		int used = 0;
-
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s%n", &start, &end, perms, &pgoff,
-			   &used) < 4 || perms[2] != 'x')
-			continue;
-		name = line + used;
-		while (*name == ' ')
-			name++;
-		int fd = -1;
-
-		nl = strchr(name, '\n');
-		if (nl)
-			*nl = '\0';
-		if (!own_root && name[0] == '/' &&
-		    ns__shown_path(&view, name, file, sizeof(file)) == 0)
-			fd = open(file, O_RDONLY | O_CLOEXEC);
-		add_mapping(s, start, end, pgoff, true, name, fd);
+	if (procfs__for_each_mapping(s->pid, keep_code_mapping, &r) < 0) {
+		/* It exited: the mappings seen so far stay. */
+		free(s->maps);
+		s->maps = old;
+		s->map_count = old_count;
+		s->map_cap = old_cap;
+		return;
 	}
-	fclose(f);
 	for (size_t i = 0; i < old_count; i++) {
 		bool covered = false;
 
