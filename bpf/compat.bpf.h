@@ -90,7 +90,7 @@ static __always_inline int kh_read_user_str(char *dst, __u32 size, const void *s
 		return bpf_copy_from_user_str(dst, size, src, 0);
 	n = bpf_probe_read_user_str(dst, size, src);
 #ifdef KH_CLASSIC
-	/* Not sleepable there (sleepable uprobes are 6.1): khprof re-reads what failed. */
+	/* Not sleepable there (sleepable uprobes are 6.1): khprof reads what failed (on_identity). */
 	return n;
 #endif
 	if (n >= 0 || bpf_copy_from_user(&byte, 1, src))

@@ -75,6 +75,12 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u64 trace_start_ns = 0;
 const volatile __u32 stop_on_loader_event = 0;
 /*
+ * Stop the process at an identity probe whose strings could not be read
+ * until khprof has read them (on_identity): set where the read cannot
+ * fault pages in (the classic object) and khprof may stop the process.
+ */
+const volatile __u32 stop_to_read_identity = 0;
+/*
  * The mode whose probe sites this tracer links (capture/attach.c's
  * probe_kinds): the verifier then drops the other modes' paths of kh_usdt
  * (in batch mode, span and pair mode's).  KH_MODE_COUNT: every path.
@@ -455,6 +461,22 @@ static __always_inline void on_identity(__u64 key, __u64 value)
 	e->key_err = err < 0 ? err : 0;
 	err = kh_read_user_str(e->value, sizeof(e->value), (const void *)value);
 	e->value_err = err < 0 ? err : 0;
+	/*
+	 * Where the read cannot fault a page in (a literal on a page the
+	 * program never touched, the classic object), khprof reads the string
+	 * from the process: stopped here until it has, because the string is
+	 * the program's only during KH_IDENTITY (a stack buffer, a freed one),
+	 * and a process that runs on may have exited before khprof wakes
+	 * (1 record in 6 lost its version on 5.10 under TCG).  As loader_stop:
+	 * the signal before the submit, so khprof's SIGCONT cannot come first,
+	 * and only once the event is sure to reach khprof (reserved).
+	 */
+	if (stop_to_read_identity && (e->key_err || e->value_err)) {
+		e->type = KH_EVENT_IDENTITY_STOPPED;
+		bpf_send_signal(SIGSTOP);
+		event_submit(e);
+		return;
+	}
 	event_submit_lazily(e);
 }
 

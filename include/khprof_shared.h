@@ -49,6 +49,12 @@ enum kh_event_type {
 	KH_EVENT_THREAD_BUFFER = 9,   /* struct kh_buffer_event, not struct kh_event */
 	KH_EVENT_FORK = 10,           /* a new process, stopped; arg0: its pid (--follow-forks) */
 	KH_EVENT_SELF_STOP = 11,      /* the traced process sent itself SIGSTOP (follow.bpf.h) */
+	/*
+	 * An identity event whose strings the BPF side could not read, the
+	 * process stopped at the probe until khprof has read them itself and
+	 * resumes it (the classic object, where khprof may stop it).
+	 */
+	KH_EVENT_IDENTITY_STOPPED = 12,
 };
 
 /* One ring-buffer record; identity events use key and value. */

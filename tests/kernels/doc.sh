@@ -250,7 +250,7 @@ verifier's source. Each fallback is named on stderr and in the record's
 | BPF cookies for uprobes | 5.15 | no | the site from the kernel's own uprobe: `uprobe_dispatcher` points `utask->vaddr` at its `uprobe_dispatch_data`, whose `trace_uprobe` has the file and offset; spec ids by device, inode and offset (`bpf/site.bpf.h`) |
 | BPF perf link | 5.15 | no | `PERF_EVENT_IOC_SET_BPF` on each uprobe's event, whose descriptor is the link |
 | `bpf_get_func_ip` (uprobes: 6.4) | 5.15 | no | `pt_regs.ip` as it is: `handle_swbp` sets it back to the breakpoint's address before the handlers run, so no minus 1 |
-| sleepable uprobes (`uprobe.s`), `bpf_copy_from_user` | 6.1 | no: only fentry, fexit, fmod_ret and LSM programs sleep | identity strings by `bpf_probe_read_user_str`, what fails re-read by khprof with `process_vm_readv` |
+| sleepable uprobes (`uprobe.s`), `bpf_copy_from_user` | 6.1 | no: only fentry, fexit, fmod_ret and LSM programs sleep | identity strings by `bpf_probe_read_user_str`, what fails (a page never touched) read by khprof with `process_vm_readv`; under `record` the process waits stopped at the probe until then (`KH_EVENT_IDENTITY_STOPPED`), since a process that runs on may have exited first (1 record in 6 lost its version so under TCG) |
 | `bpf_task_pt_regs` | 5.15 | no | `--sample` only (refused) |
 | uprobe-multi links | 6.6 | no | one perf-event uprobe per site, as on 6.1 |
 | fentry | 5.5 | the guest's khprof finds none | no execve or exit drains, which only batch mode's buffers need |

@@ -4,8 +4,9 @@
  * outside program: only include/keyhog_profile.h.  Each scenario prints
  * what the program itself knows on stdout, one "name value" per line.
  *
- *   samples identity   identity strings from a never-touched .rodata page,
- *                      a new stack page and the heap, then one unreadable
+ *   samples identity   identity strings from a never-touched .rodata page
+ *                      (unmapped after the probes), a new stack page and
+ *                      the heap, then one unreadable
  *   samples cpu        burns CPU in two states, measuring its own CPU time
  *                      (CLOCK_PROCESS_CPUTIME_ID) around each transition
  *   samples peaks      two worker threads and 64 MiB touched and freed
@@ -75,6 +76,16 @@ static int identity(void)
 	KH_SESSION_START();
 	KH_IDENTITY(far.key, far.value);
 	KH_IDENTITY(far.digest_key, far.digest);
+	/*
+	 * A string is the program's again once KH_IDENTITY returns (a stack
+	 * buffer is fine): the block is gone before anything could wake
+	 * khprof, so a tracer that reads it later from the process finds
+	 * nothing there.
+	 */
+	if (munmap((void *)&far, sizeof(far)) != 0) {
+		perror("samples: cannot unmap the identity block");
+		return 2;
+	}
 	stack_identity();
 	snprintf(heap + (2 << 20), 32, "heap-%d", 7);
 	KH_IDENTITY("source_kind", heap + (2 << 20));

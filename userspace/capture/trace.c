@@ -116,6 +116,8 @@ static void stopped_itself(struct tracer *t)
 {
 	if (!t->children_stopped)
 		return;
+	if (t->opts.on_self_stop) /* the child's own stop answered first (trace.h) */
+		t->opts.on_self_stop(t->opts.fork_ctx);
 	log__debug("PID %d stopped itself as a child it waits for stopped for khprof: resumed",
 		   t->pid);
 	kill(t->pid, SIGCONT);
@@ -168,6 +170,19 @@ static void image_execed(struct tracer *t, const struct kh_event *e)
 	tracer__note_misses(t);
 	end_sessions(t, 0, e->ts_ns);
 	t->ended = true;
+}
+
+/*
+ * An identity probe the BPF side could not read, the process stopped at it
+ * (bpf/khprof.bpf.c's on_identity): its strings are read from the process
+ * while it waits, then it runs on, whatever came of the read.  Closing,
+ * it is only resumed.
+ */
+static void identity_stopped(struct tracer *t, const struct kh_event *e)
+{
+	if (!t->closing && image_event(t))
+		sessions__identity(&t->sessions, e);
+	kill(t->pid, SIGCONT);
 }
 
 static void session_started(struct tracer *t, const struct kh_event *e)
@@ -223,7 +238,8 @@ static void session_finished(struct tracer *t, const struct kh_event *e)
 /*
  * Every event of the events and control rings, in order: the one place an
  * event's type is dispatched (bcc's and retsnoop's handle_event).  Closing
- * (attach__stop_watching_forks), only forks are still answered.
+ * (attach__stop_watching_forks), only forks are still answered, and a
+ * process stopped at an identity probe resumed.
  */
 static int handle_event(void *ctx, void *data, size_t len)
 {
@@ -231,7 +247,8 @@ static int handle_event(void *ctx, void *data, size_t len)
 	const struct kh_event *e = data;
 
 	if (len < sizeof(*e) ||
-	    (t->closing && e->type != KH_EVENT_FORK && e->type != KH_EVENT_SELF_STOP))
+	    (t->closing && e->type != KH_EVENT_FORK && e->type != KH_EVENT_SELF_STOP &&
+	     e->type != KH_EVENT_IDENTITY_STOPPED))
 		return 0;
 	switch (e->type) {
 	case KH_EVENT_FORK:
@@ -267,6 +284,9 @@ static int handle_event(void *ctx, void *data, size_t len)
 		if (image_event(t))
 			sessions__identity(&t->sessions, e);
 		break;
+	case KH_EVENT_IDENTITY_STOPPED:
+		identity_stopped(t, e);
+		break;
 	case KH_EVENT_TRANSITION:
 		if (image_event(t))
 			sessions__transition(&t->sessions, e);
@@ -288,6 +308,15 @@ static int handle_event(void *ctx, void *data, size_t len)
 
 int tracer__poll(struct tracer *t, int timeout_ms)
 {
+	int n;
+
+	/*
+	 * Called again from one of its own events' callbacks (on_self_stop,
+	 * on_fork), libbpf would hand it the event being handled a second
+	 * time: its consumer position moves only after the callback.
+	 */
+	if (t->polling)
+		return 0;
 	if (!t->rb) {
 		int err;
 
@@ -313,7 +342,10 @@ int tracer__poll(struct tracer *t, int timeout_ms)
 			return err;
 		}
 	}
-	return ring_buffer__poll(t->rb, timeout_ms);
+	t->polling = true;
+	n = ring_buffer__poll(t->rb, timeout_ms);
+	t->polling = false;
+	return n;
 }
 
 int tracer__epoll_fd(const struct tracer *t)

@@ -78,6 +78,18 @@ struct trace_options {
 	 */
 	bool follow_forks;
 	void (*on_fork)(pid_t parent, pid_t child, void *ctx);
+	/*
+	 * The traced process stopped itself as a child it waits for stopped
+	 * (util-linux's nsenter), and will resume that child as soon as it is
+	 * resumed: called before khprof resumes it, to answer first the stops
+	 * khprof put the followed children in (an execve's, a loader's), or
+	 * the child runs its new image before its tracer attached it.  The
+	 * child's event is in its tracer's ring by then: the BPF side submits
+	 * it before the child returns to user space, where it stops, and the
+	 * parent sees the stop only then.  A fork's stop needs none of this:
+	 * its event comes first on the parent's own ring (fork_stopped).
+	 */
+	void (*on_self_stop)(void *ctx);
 	void *fork_ctx;
 	/*
 	 * tracer__attach follows tracer__open at once (not a tracer loaded

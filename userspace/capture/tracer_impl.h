@@ -87,7 +87,8 @@ struct tracer {
 	struct protected_child *children; /* forked, not followed, still running */
 	int fork_link_fd;              /* kh_follow_fork's link (also in link_fds), or -1 */
 	size_t children_stopped;       /* forks stopped to be followed or made safe */
-	bool closing;                  /* only fork events are still handled */
+	bool closing;                  /* only forks and stops are still handled */
+	bool polling;                  /* in tracer__poll: a callback must not poll it again */
 	uint32_t spec_count;
 	size_t probe_count;
 	struct session_table sessions;

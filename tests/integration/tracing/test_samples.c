@@ -80,12 +80,12 @@ static void assert_samples_complete(const struct kh_profile *p)
 
 /*
  * Identity literals on a .rodata page the program never mapped (the
- * workload checks its page table first), on a new stack page and on the
- * heap are read exactly; memory nobody can read is named and counted.
+ * workload checks its page table first, and unmaps it right after the
+ * probes), on a new stack page and on the heap are read exactly; memory
+ * nobody can read is named and counted.
  */
-static void test_identity_from_untouched_pages(void **state)
+static void assert_identity_from_untouched_pages(void)
 {
-	(void)state;
 	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
 		struct kh_profile p;
 		struct run_result r = record_samples("identity", modes[m], &p);
@@ -105,6 +105,27 @@ static void test_identity_from_untouched_pages(void **state)
 		profile__free(&p);
 		run_result_free(&r);
 	}
+}
+
+static void test_identity_from_untouched_pages(void **state)
+{
+	(void)state;
+	assert_identity_from_untouched_pages();
+}
+
+/*
+ * The same with the classic object of kernels without bpf_loop (5.10),
+ * whose probe cannot fault a page in: khprof reads the strings from the
+ * process, stopped at the probe until it has (KH_EVENT_IDENTITY_STOPPED).
+ * Read after the probe, the far block would already be unmapped: before
+ * the stop, 1 record in 6 of 5.10's lost its version to the process's exit.
+ */
+static void test_identity_from_untouched_pages_classic(void **state)
+{
+	(void)state;
+	setenv("KHPROF_DISABLE_FEATURES", "bpf_loop", 1);
+	assert_identity_from_untouched_pages();
+	unsetenv("KHPROF_DISABLE_FEATURES");
 }
 
 /*
@@ -193,6 +214,7 @@ int main(void)
 	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_identity_from_untouched_pages),
+		cmocka_unit_test(test_identity_from_untouched_pages_classic),
 		cmocka_unit_test(test_cpu_time_at_the_transition),
 		cmocka_unit_test(test_peaks_between_transitions),
 	};

@@ -498,6 +498,60 @@ static void test_samples_from_the_probe(void **state)
 	sessions__free(&tbl);
 }
 
+/*
+ * Strings the probe could not read: where it cannot fault pages in
+ * (identity_reread, the classic object) khprof reads them from the
+ * process, here this one; a process gone by then leaves the field as it
+ * was, counted.  Where the probe faults pages in, its failure is final.
+ */
+static void test_identity_read_by_khprof(void **state)
+{
+	static const char key[] = "binary_version", value[] = "9.8.7";
+	const struct {
+		bool reread;
+		bool gone;
+		const char *want;
+	} cases[] = {
+		{ true, false, "9.8.7" },
+		{ true, true, "unknown" },
+		{ false, false, "unknown" },
+	};
+	pid_t gone = fork();
+
+	(void)state;
+	if (gone == 0)
+		_exit(0);
+	assert_true(gone > 0 && waitpid(gone, NULL, 0) == gone); /* reaped: no such process */
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct kh_slot_stats totals = decode_totals(1, 100);
+		struct session_table tbl;
+		struct sampled r = { 0 };
+		struct session_config cfg = {
+			.pid = cases[i].gone ? gone : getpid(), .mode = KH_MODE_SPAN,
+			.trace_start_ns = START_NS, .page_size = 4096,
+			.on_profile = on_sampled_profile, .ctx = &r,
+			.identity_reread = cases[i].reread,
+		};
+		struct kh_event start = event(KH_EVENT_SESSION_START, 1, START_NS, 0);
+		struct kh_event id = event(KH_EVENT_IDENTITY_STOPPED, 1, START_NS + 10,
+					   (uintptr_t)key);
+		struct kh_event finish = event(KH_EVENT_SESSION_FINISH, 1, START_NS + 20,
+					       KH_STATE_COMPLETED);
+
+		id.arg1 = (uintptr_t)value;
+		id.key_err = -14; /* EFAULT: a page the probe could not fault in */
+		id.value_err = -14;
+		sessions__init(&tbl, &cfg);
+		sessions__start(&tbl, &start);
+		sessions__identity(&tbl, &id);
+		sessions__finish(&tbl, &finish, &totals, NULL);
+		assert_int_equal(r.records, 1);
+		assert_string_equal(r.binary_version, cases[i].want);
+		assert_int_equal(r.identity_unreadable, strcmp(cases[i].want, "unknown") == 0);
+		sessions__free(&tbl);
+	}
+}
+
 /* Records the process's end cut short say how it ended; finished ones do not. */
 static void test_process_end(void **state)
 {
@@ -648,6 +702,7 @@ int main(void)
 		FX_TEST(test_interval_after_end),
 		FX_TEST(test_no_interval_no_series),
 		cmocka_unit_test(test_samples_from_the_probe),
+		cmocka_unit_test(test_identity_read_by_khprof),
 		FX_TEST(test_process_end),
 		FX_TEST(test_refused_start),
 		FX_TEST(test_open_partial),

@@ -58,8 +58,9 @@ static const struct {
 		"bpf_loop", "Linux 5.17",
 		"khprof loads its object of bounded loops and traces in span mode (a 256-span "
 		"batch walked in bounded loops is past the verifier's 1,000,000 instructions), "
-		"process CPU samples sum at most 256 live threads, identity strings are read "
-		"without faulting pages in (khprof re-reads what failed), and the load takes "
+		"process CPU samples sum at most 256 live threads, identity strings on pages "
+		"never touched are read by khprof from the process (stopped at the probe under "
+		"record), and the load takes "
 		"longer (the verifier walks every iteration)" },
 	[KH_FEAT_TASK_STORAGE] = {
 		"task_storage", "Linux 5.11",

@@ -470,6 +470,7 @@ static void configure_sessions(struct tracer *t, int64_t realtime_offset_ns)
 		.on_interval = t->opts.on_interval,
 		.kernel_release = t->features.release,
 		.kernel_degraded = t->degraded_list,
+		.identity_reread = !features__has(&t->features, KH_FEAT_BPF_LOOP),
 	};
 
 	list_degraded(t);
@@ -499,6 +500,9 @@ static int open_and_load(struct tracer *t)
 	configure_sessions(t, realtime_minus_monotonic());
 	t->skel->rodata->trace_start_ns = t->trace_start_ns;
 	t->skel->rodata->stop_on_loader_event = t->opts.stop_on_loader;
+	/* Stops allowed, and reads that cannot fault pages in (bpf/khprof.bpf.c's on_identity). */
+	t->skel->rodata->stop_to_read_identity =
+		t->opts.stop_on_loader && !features__has(&t->features, KH_FEAT_BPF_LOOP);
 	t->skel->rodata->trace_mode = t->opts.mode;
 	if (t->btf_cache.usable) {
 		t->skel->rodata->core_ids_given = 1;

@@ -472,43 +472,62 @@ static void warn_unknown_key_once(struct session_table *tbl, const char *key)
 }
 
 /*
- * The BPF side faults identity strings in, so a read fails only for memory
- * the program cannot read either: said once per probe, and counted.
+ * A string nobody could read: memory the program cannot read either, or
+ * (read by khprof where it may not stop the process) a process that had
+ * exited or freed it by then.  err is the last read's: said once per
+ * probe, and counted.
  */
-static void identity_unreadable(struct open_session *s, const struct kh_event *e)
+static void identity_unreadable(struct open_session *s, const struct kh_event *e,
+				const char *key, int err)
 {
-	char key[4 * sizeof(e->key) + 4];
+	char shown[4 * sizeof(e->key) + 4];
 
 	s->profile.ext.identity_unreadable++;
-	if (e->key_err)
+	if (!key)
 		log__warn("cannot read an identity key at 0x%" PRIx64 ": %s; its value is "
-			  "ignored", (uint64_t)e->arg0, strerror(-e->key_err));
+			  "ignored", (uint64_t)e->arg0, strerror(-err));
 	else
 		log__warn("cannot read identity '%s': its value at 0x%" PRIx64 " is unreadable "
 			  "(%s); the field keeps its previous value",
-			  utf8__escape(e->key, key, sizeof(key)), (uint64_t)e->arg1,
-			  strerror(-e->value_err));
+			  utf8__escape(key, shown, sizeof(shown)), (uint64_t)e->arg1,
+			  strerror(-err));
+}
+
+/* One string of an identity probe: the probe's error, or khprof's own read's where it reads. */
+static int identity_string(const struct session_table *tbl, int probe_err, uint64_t addr,
+			   char *buf, size_t len)
+{
+	if (!probe_err || !tbl->cfg.identity_reread)
+		return probe_err;
+	return procfs__read_string(tbl->cfg.pid, addr, buf, len);
 }
 
 /*
- * An identity probe's strings.  A kernel without bpf_copy_from_user_str
- * (before Linux 6.12) cannot fault a string's page in from the probe, so
- * khprof reads it from the process itself (the strings are literals and
- * long-lived buffers, still there).
+ * An identity probe's strings.  Where the probe cannot fault a string's
+ * page in (the classic object, before Linux 5.17: no sleepable uprobes),
+ * khprof reads what failed from the process itself.  Under record the
+ * process waits stopped at the probe meanwhile (KH_EVENT_IDENTITY_STOPPED),
+ * so the string is still there; an attached process runs on, and a read
+ * that finds it exited or the string freed is named and counted.
  */
 static void identity_event(struct session_table *tbl, struct open_session *s,
 			   const struct kh_event *e)
 {
 	char key[sizeof(e->key)], value[sizeof(e->value)];
 	struct kh_event reread;
+	int err;
 
 	if (e->key_err || e->value_err) {
 		memcpy(key, e->key, sizeof(key));
 		memcpy(value, e->value, sizeof(value));
-		if ((e->key_err && procfs__read_string(tbl->cfg.pid, e->arg0, key, sizeof(key))) ||
-		    (e->value_err &&
-		     procfs__read_string(tbl->cfg.pid, e->arg1, value, sizeof(value)))) {
-			identity_unreadable(s, e);
+		err = identity_string(tbl, e->key_err, e->arg0, key, sizeof(key));
+		if (err) {
+			identity_unreadable(s, e, NULL, err);
+			return;
+		}
+		err = identity_string(tbl, e->value_err, e->arg1, value, sizeof(value));
+		if (err) {
+			identity_unreadable(s, e, key, err);
 			return;
 		}
 		reread = *e;

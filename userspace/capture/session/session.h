@@ -56,6 +56,12 @@ struct session_config {
 	 */
 	uint64_t observed_from_ns;
 	bool off_cpu;               /* context switches are watched (latency.c) */
+	/*
+	 * The probe cannot fault an identity string's page in (the classic
+	 * object): khprof reads what it could not from the process.  false:
+	 * what the probe could not read is unreadable.
+	 */
+	bool identity_reread;
 	/* The kernel, and what its missing features cost each record (kfeatures.h). */
 	const char *kernel_release;
 	const char *const *kernel_degraded;

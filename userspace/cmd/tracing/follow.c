@@ -89,11 +89,13 @@ void follow__prepare(struct follow *f)
 }
 
 static void on_fork(pid_t parent, pid_t child, void *ctx);
+static void on_self_stop(void *ctx);
 
 void follow__configure(struct follow *f, struct trace_options *opts)
 {
 	opts->follow_forks = true;
 	opts->on_fork = on_fork;
+	opts->on_self_stop = on_self_stop;
 	opts->fork_ctx = f;
 }
 
@@ -159,6 +161,25 @@ static void on_fork(pid_t parent, pid_t child, void *ctx)
 		   (double)(tracer__now_ns() - begin) / 1e6);
 	/* The next fork's tracer, loaded while this child runs. */
 	follow__prepare(f);
+}
+
+/*
+ * A traced process stopped itself as a child it waits for stopped
+ * (nsenter) and is about to be resumed, whereupon it resumes the child at
+ * once: every followed process's pending events are handled first, so
+ * that a child khprof stopped at its execve or in its loader is attached
+ * and resumed by its own tracer (trace.c, stopped_itself).  epoll's order
+ * does not ensure it: with khprof busy (loading the next fork's tracer),
+ * the parent's event and the child's come in one batch, the parent's
+ * often first, and the child ran untraced: no record.  A tracer polling
+ * further up the stack is skipped (tracer__poll).
+ */
+static void on_self_stop(void *ctx)
+{
+	struct follow *f = ctx;
+
+	for (struct process_trace *p = f->set.list; p; p = p->next)
+		tracer__poll(p->tracer, 0);
 }
 
 void follow__service(struct follow *f)
