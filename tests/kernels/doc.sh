@@ -82,6 +82,11 @@ test run in the kernel's count). Debian's 6.1 arm64 kernel has no ftrace
 direct calls, so no fentry (\`khprof features\` says so) and, before 6.10, no
 \`sched_prepare_exec\`: as on 5.10 an exec's state has no end sample, and
 the fault matrix is left out there (\`not=5.10,6.1@arm64\` in the subset).
+Under TCG on this 2-CPU host, with the x86-64 6.1 guest beside them and
+\`CI=true make test\` running: 6.1 arm64 passed 40 in 459 s, 7.3.4 arm64 75
+in 1,390 s (\`tests/kernels/run.sh --jobs 3 --kernel 6.1 --kernel 6.1-arm64
+--kernel backports-arm64\`, 1,399 s in all; the counts include each record
+the host's seed reader checked), against 303 s for x86-64's 6.1.
 
 Last full run: $(date -u +%Y-%m-%d), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'),
 QEMU with ${accel:-?} (\`${choice:-?}\`), 2 vCPUs, 2 GiB, $(cat build/kernels/run/jobs 2>/dev/null || echo 2) guests at a time; the whole matrix took
