@@ -130,13 +130,12 @@ static __always_inline void entry_times(const struct batch_walk *walk,
  * span_drop for a batched span, on its own clock: TSC spans against the
  * batch's thresholds in ticks (the verdict on the kernel clock but for a
  * span whose edges fall within one nanosecond of each other), others in
- * ns.  On KH_DROP_COUNT, *elapsed_ns is its length: for a TSC span one
+ * ns.  On KH_SPAN_COUNTS, *elapsed_ns is its length: for a TSC span one
  * conversion of its length in ticks instead of one of each edge, 1 ns a
  * batched span here.
  */
-static __always_inline enum kh_drop batch_span_drop(const struct batch_walk *walk,
-						    const struct kh_batch_entry *e,
-						    __u64 *elapsed_ns)
+static __always_inline __u32 batch_span_drop(const struct batch_walk *walk,
+					      const struct kh_batch_entry *e, __u64 *elapsed_ns)
 {
 	__u64 start = e->start_ns, end = e->end_ns;
 	__s64 start_lo, end_lo;
@@ -154,8 +153,10 @@ static __always_inline enum kh_drop batch_span_drop(const struct batch_walk *wal
 		return KH_DROP_UNMATCHED_EXIT;
 	if ((__s64)end < end_lo)
 		return KH_DROP_LATE_BATCH;
+	if ((__s64)start < end_lo)
+		return KH_SPAN_BEGUN_BEFORE; /* not the session's, as the seed has it */
 	*elapsed_ns = e->start_ns & KH_TIME_TSC ? ticks_to_ns(end - start) : end - start;
-	return KH_DROP_COUNT;
+	return KH_SPAN_COUNTS;
 }
 
 /* Above every tick count (146 years at 1 GHz): no span counted yet. */
@@ -209,7 +210,7 @@ static long add_batch_stride(__u64 stride, void *ctx)
 	min_mono = buf->min_start_mono;
 	for (__u32 j = 0; j < BATCH_STRIDE; j++, index++) {
 		struct kh_batch_entry *e;
-		enum kh_drop drop;
+		__u32 verdict;
 		__u64 elapsed_ns, tsc;
 		__u32 slot;
 
@@ -225,9 +226,9 @@ static long add_batch_stride(__u64 stride, void *ctx)
 		slot = index;
 		asm volatile("" : "+r"(slot));
 		e = &buf->entries[slot & (KH_BATCH_CAPACITY - 1)];
-		drop = batch_span_drop(walk, e, &elapsed_ns);
-		if (drop != KH_DROP_COUNT) {
-			stats->drops[drop] += 1;
+		verdict = batch_span_drop(walk, e, &elapsed_ns);
+		if (verdict != KH_SPAN_COUNTS) {
+			set_aside(stats, verdict);
 			continue;
 		}
 		/* Its start into the minimum of its clock, the other's left alone. */
@@ -258,7 +259,7 @@ static long add_batch_offcpu(__u64 i, void *ctx)
 	if (index >= walk->count || index >= KH_BATCH_CAPACITY)
 		return 1;
 	e = &walk->buf->entries[index & (KH_BATCH_CAPACITY - 1)];
-	if (batch_span_drop(walk, e, &elapsed_ns) != KH_DROP_COUNT)
+	if (batch_span_drop(walk, e, &elapsed_ns) != KH_SPAN_COUNTS)
 		return 0;
 	entry_times(walk, e, &start_ns, &end_ns);
 	add_offcpu_of(walk->hist, walk->offcpu, e->stage, start_ns, end_ns);

@@ -224,18 +224,41 @@ static __always_inline bool add_span(struct kh_slot_stats *stats, struct kh_hist
 }
 
 /*
- * Why a completed span cannot be counted, KH_DROP_COUNT when it can: a
- * start of 0, or one left by an earlier tracer, means the enter was not
- * seen; a span that ended before its session began is late (batches only).
+ * span_drop's verdicts besides enum kh_drop's reasons: the span counts, or
+ * it began before its session started (and ended in it), so it is not the
+ * session's: the seed counts a span only for a session that was open when
+ * the span began (its Span's session_recording).  Set aside in the slot's
+ * begun_before_session, not a drop: the seed leaves it out too.
  */
-static __always_inline enum kh_drop span_drop(__u64 start_ns, __u64 end_ns,
-					      __u64 session_start_ns)
+#define KH_SPAN_COUNTS KH_DROP_COUNT
+#define KH_SPAN_BEGUN_BEFORE (KH_DROP_COUNT + 1)
+
+/*
+ * Whether a completed span counts for the session whose slot it reached:
+ * KH_SPAN_COUNTS, KH_SPAN_BEGUN_BEFORE, or the kh_drop why it cannot be
+ * counted: a start of 0, or one left by an earlier tracer, means the enter
+ * was not seen; a span that ended before its session began is late (a
+ * batch's, or in span and pair mode an exit racing the session's start on
+ * another CPU).  The session's start is 0 outside any session.
+ */
+static __always_inline __u32 span_drop(__u64 start_ns, __u64 end_ns, __u64 session_start_ns)
 {
 	if (start_ns == 0 || start_ns < trace_start_ns || start_ns > end_ns)
 		return KH_DROP_UNMATCHED_EXIT;
 	if (end_ns < session_start_ns)
 		return KH_DROP_LATE_BATCH;
-	return KH_DROP_COUNT;
+	if (start_ns < session_start_ns)
+		return KH_SPAN_BEGUN_BEFORE;
+	return KH_SPAN_COUNTS;
+}
+
+/* A span span_drop did not let count, under its reason. */
+static __always_inline void set_aside(struct kh_slot_stats *stats, __u32 verdict)
+{
+	if (verdict == KH_SPAN_BEGUN_BEFORE)
+		stats->begun_before_session += 1;
+	else if (verdict < KH_DROP_COUNT)
+		stats->drops[verdict] += 1;
 }
 
 /* Adds one completed span, or counts why it cannot be; true when added. */
@@ -243,11 +266,11 @@ static __always_inline bool account_span(struct kh_slot_stats *stats, struct kh_
 					 __u32 stage, __u64 start_ns, __u64 end_ns,
 					 __u32 attribution, __u64 session_start_ns)
 {
-	enum kh_drop drop = span_drop(start_ns, end_ns, session_start_ns);
+	__u32 verdict = span_drop(start_ns, end_ns, session_start_ns);
 
-	if (drop == KH_DROP_COUNT)
+	if (verdict == KH_SPAN_COUNTS)
 		return add_span(stats, hist, stage, end_ns - start_ns, attribution);
-	stats->drops[drop] += 1;
+	set_aside(stats, verdict);
 	return false;
 }
 
@@ -273,7 +296,9 @@ static __always_inline void record_span(__u32 stage, __u64 start_ns, __u64 end_n
 	hist = hist_of(slot);
 	if (stats) {
 		stats->probe_hits += 1;
-		if (account_span(stats, hist, stage, start_ns, end_ns, attribution, 0))
+		/* Against its session's start: one begun before it is not its (span_drop). */
+		if (account_span(stats, hist, stage, start_ns, end_ns, attribution,
+				 slot < KH_MAX_SLOTS ? slot_start_ns[slot & (KH_MAX_SLOTS - 1)] : 0))
 			add_offcpu(hist, stage, start_ns, end_ns);
 	}
 	kh_preempt_enable();

@@ -132,6 +132,12 @@ struct kh_slot_stats {
 	__u64 input_units;
 	__u64 probe_hits;  /* kernel entries, for the tracer-cost estimate */
 	__u64 drops[KH_DROP_COUNT];
+	/*
+	 * Spans that began before the session started and ended in it: not
+	 * the session's, as the seed counts a span only for a session open
+	 * at its start.  Set aside, not lost: no drop.
+	 */
+	__u64 begun_before_session;
 };
 
 /*

@@ -15,6 +15,9 @@
  *                              (and "begin", "identity", "spans", "hist", "stages", "end":
  *                              see serve)
  *   workload nosession N       spans without any session probes
+ *   workload straddle          one session, a span begun before its start and ended
+ *                              in it, one inside it, one begun in it and ended after
+ *                              its finish: the session's is the inside one alone
  *   workload deep N            one chain of N nested spans (deeper than the bounds)
  *   workload mix N             N spans: 99% of 10 us, 1% of 1 ms; own percentiles
  *   workload sleep N MS        N spans of 1 ms of work then a sleep of MS ms; own off-CPU
@@ -607,6 +610,31 @@ static int nosession(long n)
 	return 0;
 }
 
+/*
+ * The seed counts a span for a session only when the session was open as
+ * the span began, and only until its finish takes the counts: of these
+ * three spans, preprocess alone is the session's.
+ */
+static int straddle(void)
+{
+	KH_SPAN_ENTER(KH_STAGE_INCREMENTAL_LOOKUP);
+	khwork_burn(100);
+	KH_SESSION_START();
+	identity();
+	KH_TRANSITION(KH_STATE_SCANNING);
+	khwork_burn(100);
+	KH_SPAN_EXIT(KH_STAGE_INCREMENTAL_LOOKUP);
+	{
+		KH_SPAN_SCOPE(KH_STAGE_PREPROCESS);
+		khwork_burn(100);
+	}
+	KH_SPAN_ENTER(KH_STAGE_LIVE_VERIFICATION);
+	khwork_burn(100);
+	KH_SESSION_FINISH(KH_STATE_COMPLETED);
+	KH_SPAN_EXIT(KH_STAGE_LIVE_VERIFICATION);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *scenario = argc > 1 ? argv[1] : "";
@@ -644,6 +672,8 @@ int main(int argc, char **argv)
 		return migrate(a, b);
 	if (!strcmp(scenario, "waits"))
 		return waits(a);
+	if (!strcmp(scenario, "straddle"))
+		return straddle();
 	fprintf(stderr, "usage: workload nested|threads|sessions|timed|library|redzone|serve|nosession ...\n");
 	return 2;
 }

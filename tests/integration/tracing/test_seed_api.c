@@ -19,10 +19,13 @@
  * - khprof records the crate's build in every mode while it profiles
  *   itself in process: the program's own checks still pass, its record
  *   still matches the seed's, and khprof's record of the session agrees
- *   with the in-process one on every count.
+ *   with the in-process one on every count, a span straddling the
+ *   session's start and one straddling its finish included;
+ * - a C program's span straddling KH_SESSION_START, in every mode, is not
+ *   the session's either (the seed's rule), and is counted apart.
  *
- * Without ../shared/seed nothing here can be built: the tests say so and
- * pass, except under CI=true.  They need root for khprof.
+ * Without ../shared/seed the Rust program cannot be built: those tests say
+ * so and pass, except under CI=true.  They need root for khprof.
  */
 #include <limits.h>
 #include <setjmp.h>
@@ -45,6 +48,7 @@
 #define API_RS "build/workloads/seed-api-rs"
 #define API_RS_DEBIAN "build/rust-debian/seed-api-rs"
 #define DEBIAN_RUSTC "/usr/bin/rustc"
+#define WORKLOAD "build/workloads/workload"
 
 static char *khprof;
 static char *tmpdir;
@@ -148,14 +152,15 @@ static void test_debian_rustc_build_equals_the_seed(void **state)
 
 /*
  * The workload's one span that straddles the session's start
- * (incremental-lookup: entered before Session::start, left inside).  The
- * seed counts a span for the session that was open at its enter, so not
- * this one; khprof counts a span for the session open at its exit unless
- * it ended before that session began (bpf/khprof.bpf.c, span_drop), so
- * this one, from its enter.  Asserted as it is, so that a khprof that
- * follows the seed here shows up.
+ * (incremental-lookup: entered before Session::start, left inside), and
+ * its mirror (live-verification: entered inside, left after the finish).
+ * The seed counts a span for a session only when the session was open at
+ * its enter, and only until the finish takes the counts: neither is the
+ * session's.  khprof leaves both out too (bpf/khprof.bpf.c, span_drop),
+ * the first counted in its extension's begun_before_session.
  */
 #define STRADDLING_STAGE KH_STAGE_INCREMENTAL_LOOKUP
+#define LATE_STAGE KH_STAGE_LIVE_VERIFICATION
 
 /* Every count of khprof's record of a session equals the in-process record's. */
 static void assert_counts_agree(const struct kh_profile *traced, const struct kh_profile *local)
@@ -164,15 +169,14 @@ static void assert_counts_agree(const struct kh_profile *traced, const struct kh
 	assert_int_equal(traced->status, local->status);
 	assert_int_equal(traced->input_bytes, local->input_bytes);
 	assert_int_equal(traced->input_units, local->input_units);
-	assert_int_equal(calls_of(traced, STRADDLING_STAGE), 1);
 	assert_null(profile__find_stage(local, STRADDLING_STAGE));
-	assert_int_equal(traced->stage_count, local->stage_count + 1);
+	assert_null(profile__find_stage(local, LATE_STAGE));
+	assert_int_equal(traced->stage_count, local->stage_count);
+	assert_int_equal(traced->ext.begun_before_session, 1);
 	for (uint32_t s = 0; s < KH_STAGE_COUNT; s++) {
 		const struct kh_stage_measurement *t = profile__find_stage(traced, s);
 		const struct kh_stage_measurement *l = profile__find_stage(local, s);
 
-		if (s == STRADDLING_STAGE)
-			continue;
 		assert_int_equal(t != NULL, l != NULL);
 		if (!t)
 			continue;
@@ -221,16 +225,18 @@ static void test_traced_record_agrees_with_in_process(void **state)
 	run_dir(seed_dir, sizeof(seed_dir), "traced-seed");
 	run_workload(API_SEED, seed_dir);
 	for (size_t m = 0; m < N_MODES; m++) {
-		char dir[PATH_MAX], name[32], out[PATH_MAX], second[PATH_MAX], local_json[PATH_MAX];
+		char dir[PATH_MAX], name[32], out[PATH_MAX], second[PATH_MAX], third[PATH_MAX];
+		char local_json[PATH_MAX];
 		char *argv[] = { khprof, "record", "--mode", (char *)modes[m], "-o", out,
 				 "--", API_RS, "run", dir, NULL };
-		struct kh_profile dropped, traced, local;
+		struct kh_profile dropped, traced, local, again;
 		struct run_result r;
 
 		snprintf(name, sizeof(name), "traced-%s", modes[m]);
 		run_dir(dir, sizeof(dir), name);
 		path_in(out, sizeof(out), tmpdir, "traced-%s.json", modes[m]);
 		path_in(second, sizeof(second), tmpdir, "traced-%s.2.json", modes[m]);
+		path_in(third, sizeof(third), tmpdir, "traced-%s.3.json", modes[m]);
 		r = run_here(argv);
 		if (r.exit_code != 0)
 			fail_msg("khprof record --mode %s of seed-api exited %d: %s", modes[m],
@@ -256,6 +262,54 @@ static void test_traced_record_agrees_with_in_process(void **state)
 		profile__free(&traced);
 		profile__free(&local);
 		assert_seed_conformance_of(khprof, second);
+
+		/* The next session has none of the span left after the finish, as the seed's. */
+		load_record(third, &again);
+		assert_int_equal(again.stage_count, 0);
+		assert_int_equal(again.ext.begun_before_session, 0);
+		profile__free(&again);
+	}
+}
+
+/*
+ * The same for a C program (include/keyhog_profile.h): a span entered
+ * before KH_SESSION_START and left in the session is not the session's,
+ * nor one entered in it and left after KH_SESSION_FINISH, in every mode;
+ * the first is counted as begun_before_session, never as a drop.  Needs
+ * no seed: the rule is the seed's Span (session_recording, set at its
+ * enter).
+ */
+static void test_span_begun_before_the_session_is_not_its(void **state)
+{
+	(void)state;
+	for (size_t m = 0; m < N_MODES; m++) {
+		char out[PATH_MAX], second[PATH_MAX];
+		char *argv[] = { khprof, "record", "--mode", (char *)modes[m], "-o", out,
+				 "--", WORKLOAD, "straddle", NULL };
+		struct kh_profile p;
+		struct run_result r;
+
+		path_in(out, sizeof(out), tmpdir, "straddle-%s.json", modes[m]);
+		path_in(second, sizeof(second), tmpdir, "straddle-%s.2.json", modes[m]);
+		r = run_here(argv);
+		if (r.exit_code != 0)
+			fail_msg("khprof record --mode %s of the straddle workload exited %d: %s",
+				 modes[m], r.exit_code, r.err);
+		run_result_free(&r);
+		/* One session, one record. */
+		assert_int_not_equal(access(second, F_OK), 0);
+		load_record(out, &p);
+		assert_int_equal(p.status, KH_STATE_COMPLETED);
+		assert_int_equal(calls_of(&p, KH_STAGE_PREPROCESS), 1);
+		assert_null(profile__find_stage(&p, STRADDLING_STAGE));
+		assert_null(profile__find_stage(&p, LATE_STAGE));
+		assert_int_equal(p.stage_count, 1);
+		assert_int_equal(p.ext.begun_before_session, 1);
+		/* Set aside, not lost: no drop, so no drop's warning. */
+		for (uint32_t d = 0; d < KH_DROP_COUNT; d++)
+			assert_int_equal(p.ext.drops[d], 0);
+		profile__free(&p);
+		assert_seed_conformance_of(khprof, out);
 	}
 }
 
@@ -272,6 +326,7 @@ int main(void)
 		cmocka_unit_test(test_in_process_profile_equals_the_seeds),
 		cmocka_unit_test(test_debian_rustc_build_equals_the_seed),
 		cmocka_unit_test(test_traced_record_agrees_with_in_process),
+		cmocka_unit_test(test_span_begun_before_the_session_is_not_its),
 	};
 
 	khprof = tool_path("KH_KHPROF", "build/khprof");

@@ -225,7 +225,7 @@ fn profiled_session(
     timed(&mut Clocks::default(), Stage::SourceAcquire, 100);
     add_input_bytes(3);
     // Entered before the session, left in it: counted for the process
-    // (after the start's reset), not for the session.
+    // (after the start's reset), not for the session (nor by khprof).
     let straddling = span(Stage::IncrementalLookup);
     let before_start = Instant::now();
     let mut session = Session::start(identity).expect("no session is open");

@@ -213,6 +213,7 @@ static void test_extension_round_trips(void **state)
 	assert_true(p.ext.exit_signal.present);
 	assert_int_equal(p.ext.exit_signal.value, 9);
 	assert_int_equal(p.ext.refused_session_starts, 2);
+	assert_int_equal(p.ext.begun_before_session, 3);
 	assert_int_equal(p.ext.observed_from_unix_ns.value, 1796007153329499399ull);
 	assert_string_equal(p.ext.attach_state, "scanning");
 	json = profile__to_json(&p);
@@ -345,6 +346,7 @@ static void test_extension_members_are_optional(void **state)
 	assert_null(p.ext.mode);
 	assert_int_equal(p.ext.probe_hits, 9);
 	assert_int_equal(p.ext.drops[KH_DROP_RINGBUF_FULL], 0);
+	assert_int_equal(p.ext.begun_before_session, 0);
 	profile__free(&p);
 	free(text);
 }

@@ -4,7 +4,8 @@
  * (userspace/capture/session/buffers.c), as the BPF side counts a dying thread's:
  * the part already claimed is skipped (include/khprof_shared.h, "Claims"),
  * TSC times are placed on the kernel clock, spans that ended after the
- * detach are left out, and spans numbered but never seen are counted.
+ * detach are left out, spans begun before their session are set aside, and
+ * spans numbered but never seen are counted.
  */
 #include "khtest.h"
 
@@ -58,13 +59,16 @@ static void test_counts_buffer(void **state)
 	struct kh_slot_stats out = { 0 };
 
 	(void)state;
-	put_header(&s, 4, 300, 3, 7);
+	put_header(&s, 6, 300, 3, 7);
 	put_entry(&s, 0, tsc_at(10000), tsc_at(10500), KH_STAGE_DECODE, KH_ATTRIBUTION_ROOT);
 	put_entry(&s, 1, 20000, 20700, KH_STAGE_DECODE, KH_ATTRIBUTION_DECODED);
 	/* Ended after the detach: not observed. */
 	put_entry(&s, 2, tsc_at(4980000), tsc_at(4995000), KH_STAGE_DECODE, 0);
 	/* Ended before its session began. */
 	put_entry(&s, 3, tsc_at(1500), tsc_at(1800), KH_STAGE_ENTROPY, 0);
+	/* Begun before its session, ended in it: not the session's, as the seed has it (both clocks). */
+	put_entry(&s, 4, tsc_at(1999), tsc_at(2500), KH_STAGE_ENTROPY, 0);
+	put_entry(&s, 5, 1500, 2000, KH_STAGE_ENTROPY, 0);
 	assert_int_equal(buffers__account(s.bytes, &take, &clock_1ns, &out, NULL), 1);
 	assert_int_equal(out.stages[KH_STAGE_DECODE].calls, 2);
 	assert_int_equal(out.stages[KH_STAGE_DECODE].elapsed_ns, 500 + 700);
@@ -72,6 +76,7 @@ static void test_counts_buffer(void **state)
 	assert_int_equal(out.stages[KH_STAGE_DECODE].attributed_ns, 700);
 	assert_int_equal(out.stages[KH_STAGE_ENTROPY].calls, 0);
 	assert_int_equal(out.drops[KH_DROP_LATE_BATCH], 1);
+	assert_int_equal(out.begun_before_session, 2);
 	assert_int_equal(out.input_bytes, 300);
 	assert_int_equal(out.input_units, 3);
 }

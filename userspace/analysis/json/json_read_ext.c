@@ -566,6 +566,7 @@ int parse__ext(struct parse *ps, const struct jnode *root, struct kh_profile *p)
 	      parse__opt_u64(ps, node, "exit_code", &ext->exit_code) ||
 	      parse__opt_u64(ps, node, "exit_signal", &ext->exit_signal) ||
 	      parse__ext_u64(ps, node, "refused_session_starts", &ext->refused_session_starts) ||
+	      parse__ext_u64(ps, node, "begun_before_session", &ext->begun_before_session) ||
 	      parse__opt_u64(ps, node, "observed_from_unix_ns", &ext->observed_from_unix_ns) ||
 	      parse__ext_opt_string(ps, node, "attach_state", &ext->attach_state) ||
 	      parse__latency(ps, node, &ext->latency) || parse__kernel(ps, node, ext) ||

@@ -502,6 +502,7 @@ static void writer__ext(struct writer *w, const struct kh_profile *p)
 	writer__opt_u64(w, "exit_code", ext->exit_code);
 	writer__opt_u64(w, "exit_signal", ext->exit_signal);
 	writer__u64(w, "refused_session_starts", ext->refused_session_starts);
+	writer__u64(w, "begun_before_session", ext->begun_before_session);
 	writer__opt_u64(w, "observed_from_unix_ns", ext->observed_from_unix_ns);
 	writer__str(w, "attach_state", ext->attach_state);
 	if (ext->latency.present)

@@ -235,6 +235,8 @@ struct kh_profile_ext {
 	struct kh_opt_u64 exit_code;   /* with "exit" */
 	struct kh_opt_u64 exit_signal; /* with "signal" */
 	uint64_t refused_session_starts; /* KH_SESSION_START while this session was open */
+	/* spans begun before the session started, ended in it: not its, as the seed has it */
+	uint64_t begun_before_session;
 	/* A record begun mid-session: when the probes went live, and the state then. */
 	struct kh_opt_u64 observed_from_unix_ns;
 	char *attach_state;              /* a state name; NULL: not known */

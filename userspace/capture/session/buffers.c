@@ -104,6 +104,11 @@ uint64_t buffers__account(const unsigned char *state, const struct buffer_take *
 			out->drops[KH_DROP_LATE_BATCH]++;
 			continue;
 		}
+		/* Not the session's, as the seed has it (bpf/khprof.bpf.c, span_drop). */
+		if (start < clock->session_start_ns) {
+			out->begun_before_session++;
+			continue;
+		}
 		if (stage >= KH_STAGE_COUNT) {
 			out->drops[KH_DROP_BAD_STAGE]++;
 			continue;

@@ -21,7 +21,7 @@ struct buffer_clock {
 	uint32_t tsc_mult;         /* ns = ticks * mult >> shift */
 	uint32_t tsc_shift;
 	uint64_t trace_start_ns;   /* starts before it were left by an earlier tracer */
-	uint64_t session_start_ns; /* spans that ended before it are late */
+	uint64_t session_start_ns; /* spans that ended before it are late, begun before it not its */
 	uint64_t until_ns;         /* spans that ended after it were not observed */
 };
 

@@ -418,6 +418,7 @@ static void session_emit(struct session_table *tbl, struct open_session *s,
 	p->ext.ended_mid_session = ended_mid_session;
 	memcpy(p->ext.drops, sum->drops, sizeof(p->ext.drops));
 	p->ext.probe_hits = sum->probe_hits;
+	p->ext.begun_before_session = sum->begun_before_session;
 	p->ext.probe_cost_ns = cfg->span_cost_ns;
 	p->ext.tracer_cost_ns = spans * cfg->span_cost_ns;
 	p->ext.span_bias_ns = cfg->span_bias_ns;

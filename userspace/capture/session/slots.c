@@ -21,6 +21,7 @@ void slots__add(struct kh_slot_stats *sum, const struct kh_slot_stats *add)
 	sum->probe_hits += add->probe_hits;
 	for (int d = 0; d < KH_DROP_COUNT; d++)
 		sum->drops[d] += add->drops[d];
+	sum->begun_before_session += add->begun_before_session;
 }
 
 int slots__read(int map_fd, int ncpus, uint32_t slot, struct kh_slot_stats *sum, bool reset)
