@@ -15,17 +15,40 @@
 #                 UBSan, FUZZ_SECONDS each (make test fuzzes them 30 s each)
 #   make test-kernels  the integration tests in Debian's own kernels under
 #                 QEMU (docs/KERNELS.md; K=6.1 for one, T=test_trace for one test)
+#   make ARCH=arm64  cross-build khprof, the examples and the tests for
+#                 aarch64 into build/arm64 (Debian's multiarch packages);
+#                 make test runs them in the arm64 kernels of the matrix
 #   V=1           print every command in full
 #
 # Every output goes to build/.  The Debian packages a goal needs are
 # installed first when missing (scripts/install-deps.sh; the build's own
 # for make, the tests' servers, browser and QEMU for make test).
 
-# The probe ABI reads x86-64 registers (include/keyhog_profile.h's sites
-# and the argument specs in usdt/): elsewhere the header compiles to
-# nothing and there is nothing for khprof to trace.
-ifneq ($(shell uname -m),x86_64)
-$(error khprof builds on x86-64 only, not on '$(shell uname -m)': the probe ABI reads x86-64 registers)
+# The architecture khprof is built for, by the kernel's name for it (the
+# BPF side's __TARGET_ARCH_$(ARCH), vmlinux/$(ARCH)/): the machine's own,
+# or the other one, cross-built with Debian's multiarch packages into
+# build/$(ARCH)/ (`make ARCH=arm64` on x86-64).  Probe sites, argument
+# specs and the span clock know x86-64 and aarch64 (docs/PROBES.md).
+HOST_ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(shell uname -m)))
+ARCH      := $(HOST_ARCH)
+override ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(ARCH)))
+# Per architecture: the GNU triplet (multiarch directories, the cross
+# compiler's prefix) and Debian's name.
+GNU_x86    := x86_64-linux-gnu
+GNU_arm64  := aarch64-linux-gnu
+DEB_x86    := amd64
+DEB_arm64  := arm64
+ifeq ($(GNU_$(ARCH)),)
+$(error khprof: error: cannot build for ARCH '$(ARCH)': its probe sites, argument specs and clock exist for x86 and arm64 only (hint: make ARCH=arm64))
+endif
+MULTIARCH  := $(GNU_$(ARCH))
+DEB_ARCH   := $(DEB_$(ARCH))
+# Another architecture's build runs in the kernel matrix's guests, not here.
+RUN_GOALS  := test test-kernels test-asan demo bench fuzz
+ifneq ($(ARCH),$(HOST_ARCH))
+ifneq ($(filter $(RUN_GOALS),$(MAKECMDGOALS)),)
+$(error khprof: error: cannot run 'make $(filter $(RUN_GOALS),$(MAKECMDGOALS))' for ARCH=$(ARCH) on this $(HOST_ARCH) machine: the $(ARCH) build runs in the kernel matrix's $(ARCH) guests (hint: make test runs them))
+endif
 endif
 
 .DELETE_ON_ERROR:
@@ -38,13 +61,22 @@ Q   := @
 msg  = @printf '  %-8s %s\n' '$(1)' '$(2)';
 endif
 
+ifeq ($(ARCH),$(HOST_ARCH))
 BUILD      := build
-# The sanitizer build's objects and binaries (make asan, below).
-ASAN       := $(BUILD)/asan
-ARCH       := x86
-MULTIARCH  := $(shell uname -m)-linux-gnu
+CROSS      :=
 CC         ?= gcc
 CXX        ?= g++
+else
+# A cross build: its own folder (the host's build/ stays whole beside it),
+# Debian's cross compiler, and the libraries of that architecture (:arm64),
+# which its multiarch directories hold beside the host's.
+BUILD      := build/$(ARCH)
+CROSS      := $(MULTIARCH)-
+CC         := $(CROSS)gcc
+CXX        := $(CROSS)g++
+endif
+# The sanitizer build's objects and binaries (make asan, below).
+ASAN       := $(BUILD)/asan
 CLANG      ?= clang
 BPFTOOL    ?= bpftool
 
@@ -64,17 +96,27 @@ CPPFLAGS   := -MMD -MP -D_GNU_SOURCE
 USER_CFLAGS = $(CFLAGS) $(WARNINGS) -std=gnu11 $(CPPFLAGS)
 NOBPF_LIBS := -ldw -lelf -lprotobuf-c -lz -lcjson -liberty -lm -pthread
 LIBS       := -lbpf -lcap $(NOBPF_LIBS)
-BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Iinclude \
-              -I/usr/include/$(MULTIARCH) -Wall -Werror
+# -fms-extensions: the BTF of Linux 6.19 and later (vmlinux/arm64/, from
+# 7.3) embeds structs by their tag alone, as the kernel's own build does.
+BPF_CFLAGS := -O2 -g -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux/$(ARCH) -Iinclude \
+              -I/usr/include/$(MULTIARCH) -Wall -Werror -fms-extensions -Wno-microsoft-anon-tag
 
-# Debian packages the build, the tests, the demo and the benchmarks use.
+# Debian packages the build, the tests, the demo and the benchmarks use:
+# tools that run on this machine, and libraries of the architecture built
+# for (":arm64" in a cross build, with Debian's cross compiler).
 # systemtap-sdt-dev: <sys/sdt.h>, whose STAP_PROBE macros a test workload
 # fires instead of the header's (tests/workloads/sdt.c).  libiberty-dev:
 # the demangler of Rust and C++ function names (analysis/formats/demangle.c);
 # g++: the C++ workload whose names it is tested on.
-PACKAGES := libbpf-dev bpftool clang llvm libelf-dev zlib1g-dev libcjson-dev libcap-dev \
-            libcmocka-dev libpcre2-dev libpng-dev libdw-dev libprotobuf-c-dev protobuf-c-compiler \
-            libiberty-dev pkg-config make gcc g++ systemtap-sdt-dev
+LIB_PACKAGES := libbpf-dev libelf-dev zlib1g-dev libcjson-dev libcap-dev libcmocka-dev \
+                libpcre2-dev libpng-dev libdw-dev libprotobuf-c-dev libiberty-dev systemtap-sdt-dev
+PACKAGES := bpftool clang llvm protobuf-c-compiler pkg-config make gcc g++
+ifeq ($(CROSS),)
+PACKAGES += $(LIB_PACKAGES)
+else
+PACKAGES += gcc-$(subst _,-,$(MULTIARCH)) g++-$(subst _,-,$(MULTIARCH)) \
+            $(addsuffix :$(DEB_ARCH),$(LIB_PACKAGES))
+endif
 # What make test needs besides the build: the browser the HTML reports are
 # opened in (tests/integration/commands/test_html.c), and the Prometheus server and
 # promtool the OpenMetrics exposition is checked with
@@ -92,7 +134,9 @@ BENCH_PACKAGES := bpftrace hyperfine time
 # The kernel matrix (tests/kernels/): QEMU, the guest's busybox, the
 # initramfs's cpio, and what unpacks Debian's kernels (lz4 for 5.10 and
 # 6.1, zstd after) to read their BTF on the host.
-KERNEL_PACKAGES := qemu-system-x86 busybox-static cpio file lz4 zstd xz-utils gzip
+# qemu-system-arm has qemu-system-aarch64, for the arm64 kernels (whose
+# guests run the arm64 build, their busybox fetched as arm64 packages).
+KERNEL_PACKAGES := qemu-system-x86 qemu-system-arm busybox-static cpio file lz4 zstd xz-utils gzip
 # The seed conformance reader (../shared/seed/conformance) builds offline
 # from Debian's packaged crates; so does tests/seed-api against the seed,
 # whose build.rs reads the seed's source with syn.
@@ -149,6 +193,8 @@ FIXTURES     := $(foreach f,$(FIXTURE_SRCS),$(patsubst tests/unit/fixtures/%.S,$
 # Traced workloads used by the integration tests (built like outside programs:
 # only include/keyhog_profile.h); sdt-nosem and stackwork-nofp are two of
 # them built a second way, stackwork-cxx stackwork's shape in C++ (below).
+# The public probe header and its files per architecture.
+PROBE_HEADERS := $(wildcard include/keyhog_profile*.h)
 WORKLOAD_SRCS := $(wildcard tests/workloads/*.c)
 WORKLOADS     := $(patsubst tests/workloads/%.c,$(BUILD)/workloads/%,$(filter-out tests/workloads/lib%,$(WORKLOAD_SRCS))) \
                  $(BUILD)/workloads/sdt-nosem $(BUILD)/workloads/stackwork-nofp \
@@ -170,13 +216,20 @@ endif
 # What the integration tests run besides themselves.
 TEST_INPUTS := $(BUILD)/khprof $(EXAMPLES) $(WORKLOADS) $(FIXTURES)
 
-.PHONY: all tests deps demo test test-kernels soak bench clean vmlinux seed-render fuzz asan test-asan
+.PHONY: all tests guest deps demo test test-kernels soak bench clean vmlinux seed-render fuzz asan test-asan
 .DEFAULT_GOAL := all
 
 # The only lists of what is built: `make` builds the tool and the examples,
 # `make tests` everything the tests need (make test builds it first).
 all: $(BUILD)/khprof $(EXAMPLES)
 tests: all $(UNIT_BINS) $(ITEST_BINS) $(FIXTURES) $(WORKLOADS) $(RUST_WORKLOADS) $(ASAN)/khprof
+# What a kernel matrix guest runs (tests/kernels/initramfs.sh): the tool,
+# the integration tests and what they trace.  The arm64 guests run the
+# arm64 build, which make test and make test-kernels make first
+# (ARCH=arm64 guest, build/arm64/), unless K= leaves their kernels out.
+guest: all $(ITEST_BINS) $(FIXTURES) $(WORKLOADS) $(RUST_WORKLOADS)
+comma := ,
+MATRIX_ARM64 = $(if $(filter none,$(K)),,$(if $(K),$(filter %-arm64,$(subst $(comma), ,$(K))),yes))
 
 # --- dependencies -----------------------------------------------------------
 deps: $(DEPS_STAMP)
@@ -336,21 +389,21 @@ $(BUILD)/fixtures/%_in_data: tests/unit/fixtures/%.S | $(DEPS_STAMP)
 	$(Q)$(CC) -nostdlib -static -DIN_DATA -o $@ $<
 
 WORKLOAD_CC = $(CC) $(CFLAGS) $(WARNINGS) -Iinclude
-$(BUILD)/workloads/libkhwork.so: tests/workloads/libkhwork.c include/keyhog_profile.h | $(DEPS_STAMP)
+$(BUILD)/workloads/libkhwork.so: tests/workloads/libkhwork.c $(PROBE_HEADERS) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,CC,$<)
 	$(Q)$(WORKLOAD_CC) -fPIC -shared -o $@ $<
 # The same library under a second name, opened with dlopen by the workload.
 $(BUILD)/workloads/libkhplugin.so: $(BUILD)/workloads/libkhwork.so
 	$(Q)cp $< $@
-$(BUILD)/workloads/%: tests/workloads/%.c include/keyhog_profile.h $(BUILD)/workloads/libkhwork.so $(BUILD)/workloads/libkhplugin.so | $(DEPS_STAMP)
+$(BUILD)/workloads/%: tests/workloads/%.c $(PROBE_HEADERS) $(BUILD)/workloads/libkhwork.so $(BUILD)/workloads/libkhplugin.so | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,CC,$<)
 	$(Q)$(WORKLOAD_CC) -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -ldl -lkhwork
 
 # The program the hostile-file tests mutate (tests/common/elfcraft.h): the
 # header and libc only, so that a copy runs from any folder.
-$(BUILD)/workloads/target: tests/workloads/target.c include/keyhog_profile.h | $(DEPS_STAMP)
+$(BUILD)/workloads/target: tests/workloads/target.c $(PROBE_HEADERS) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,CC,$<)
 	$(Q)$(WORKLOAD_CC) -o $@ $<
@@ -368,14 +421,14 @@ $(BUILD)/workloads/stackwork: private CFLAGS += -fno-omit-frame-pointer
 # KH_SPAN_SCOPE's cleanup only with unwind tables (tests/workloads/waves.c).
 $(BUILD)/workloads/waves: private CFLAGS += -fexceptions
 $(BUILD)/workloads/stackwork: tests/workloads/spin.h
-$(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c tests/workloads/spin.h include/keyhog_profile.h $(BUILD)/workloads/libkhwork.so | $(DEPS_STAMP)
+$(BUILD)/workloads/stackwork-nofp: tests/workloads/stackwork.c tests/workloads/spin.h $(PROBE_HEADERS) $(BUILD)/workloads/libkhwork.so | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,CC,$< -fomit-frame-pointer)
 	$(Q)$(WORKLOAD_CC) -fomit-frame-pointer -pthread -o $@ $< -L$(BUILD)/workloads -Wl,-rpath,'$$ORIGIN' -lkhwork
 
 # The same shape in C++ (g++, the header alone, frame pointers): the names
 # of a C++ program's samples, which khprof demangles (test_stacks.c).
-$(BUILD)/workloads/stackwork-cxx: tests/workloads/stackwork_cxx.cc tests/workloads/spin.h include/keyhog_profile.h | $(DEPS_STAMP)
+$(BUILD)/workloads/stackwork-cxx: tests/workloads/stackwork_cxx.cc tests/workloads/spin.h $(PROBE_HEADERS) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,CXX,$<)
 	$(Q)$(CXX) $(CFLAGS) $(WARNINGS) -fno-omit-frame-pointer -Iinclude -o $@ $<
@@ -388,19 +441,28 @@ $(BUILD)/workloads/stackwork-cxx: tests/workloads/stackwork_cxx.cc tests/workloa
 # crate's record has the seed's serde form (librust-serde-dev,
 # librust-serde-json-dev), and tests/seed-api's build.rs reads the seed
 # with syn.
+# A cross build names Rust's target and its linker, and takes the
+# target's std from Debian (libstd-rust-dev:arm64, for its rustc 1.63)
+# when the cargo found has none (scripts/build-rust.sh).
 RUST_CRATES   := librust-serde-dev librust-serde-derive-dev librust-serde-json-dev \
                  librust-syn-dev librust-quote-dev librust-proc-macro2-dev
 # The workload comes twice from the cargo found: workload-rs-v0 is built
 # with Rust's v0 symbol mangling, for the demangled names of --sample.
 RUST_PACKAGES := cargo
+RUST_TRIPLE_x86   := x86_64-unknown-linux-gnu
+RUST_TRIPLE_arm64 := aarch64-unknown-linux-gnu
+ifneq ($(CROSS),)
+RUST_PACKAGES += libstd-rust-dev:$(DEB_ARCH)
+RUST_CROSS := RUST_TARGET=$(RUST_TRIPLE_$(ARCH)) RUST_LINKER=$(CC)
+endif
 $(BUILD)/workloads/workload-rs $(BUILD)/workloads/workload-rs-v0 &: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
 	$(call msg,CARGO,$(BUILD)/workloads/workload-rs)
 	$(Q)./scripts/install-deps.sh $(RUST_CRATES)
-	$(Q)RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) current $(BUILD)/workloads/workload-rs
+	$(Q)$(RUST_CROSS) RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) current $(BUILD)/workloads/workload-rs
 $(BUILD)/rust-debian/workload-rs: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
 	$(call msg,CARGO,$@ (rustc 1.63))
 	$(Q)./scripts/install-deps.sh $(RUST_CRATES)
-	$(Q)RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) debian $@
+	$(Q)$(RUST_CROSS) RUST_PACKAGES="$(RUST_PACKAGES)" ./scripts/build-rust.sh $(BUILD) debian $@
 
 # The reader is rebuilt when the seed or the build script changes.  The
 # wildcard leaves the seed sources out when ../shared/seed is absent; the
@@ -472,12 +534,14 @@ test: tests seed-render $(if $(T),,$(FUZZERS))
 	@# The seed reader's packages bring Debian's rustc after this Makefile
 	@# was read: build the crate with it too (test_rust expects it then).
 	@if [ -x /usr/bin/rustc ]; then $(MAKE) --no-print-directory $(BUILD)/rust-debian/workload-rs; fi
+	$(if $(T),,$(if $(MATRIX_ARM64),@$(MAKE) --no-print-directory ARCH=arm64 guest))
 	@KH_KERNELS="$(K)" KH_TESTS="$(T)" KH_FUZZ_SECONDS=$(FUZZ_TEST_SECONDS) ./tests/run-all.sh
 
 # Debian's 6.1, 6.12, newest backports and 5.10 kernels (tests/kernels/):
 # K=6.1 (or K=6.1,backports) for some, T=BIN[:PATTERN] for other tests.
 test-kernels: tests seed-render
 	@./scripts/install-deps.sh $(KERNEL_PACKAGES)
+	$(if $(MATRIX_ARM64),@$(MAKE) --no-print-directory ARCH=arm64 guest)
 	@KH_KERNELS="$(K)" KH_KERNEL_TESTS="$(T)" ./tests/kernels/run.sh --no-build
 
 # make test records each soak program 40 times a mode; this, thousands
@@ -511,9 +575,17 @@ $(BUILD)/serve-mhd: $(BUILD)/bench/serve-siege/mhd_serve.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ -lmicrohttpd
 
-# Regenerates the vendored kernel type header from the running kernel's BTF.
+# Regenerates vmlinux/$(ARCH)/vmlinux.h, the vendored kernel types: the
+# machine's own from the running kernel's BTF, another architecture's from
+# Debian's newest backports kernel for it (the kernel matrix's own fetch).
 vmlinux:
+ifeq ($(CROSS),)
 	./vmlinux/gen.sh
+else
+	kver=$$(./tests/kernels/fetch.sh backports-$(ARCH)) && \
+		btf=$$(./tests/kernels/kernel-btf.sh build/kernels/$$kver) && \
+		./vmlinux/gen.sh $(ARCH) "$$btf"
+endif
 
 clean:
 	rm -rf $(BUILD)

@@ -652,7 +652,8 @@ static __noinline void settle_buffers(__u32 slot)
  * argument the site does not have is 0 (the generation, before ABI 3, and
  * the flush TSC, before ABI 2, the capacity before ABI 6).  Returns the
  * site's argument count, or -1.
- * Out of line, so that the registers' copy (168 bytes) and the batch's
+ * Out of line, so that the registers' copy (168 bytes, 264 on aarch64:
+ * arch.bpf.h) and the batch's
  * walk (on_batch) are never on the stack together: every program stays
  * within the 512 bytes a kernel without private stacks allows to the
  * deepest chain of calls, bpf_loop's callbacks included (Linux 6.1
@@ -660,7 +661,7 @@ static __noinline void settle_buffers(__u32 slot)
  */
 static __noinline int batch_args(struct pt_regs *ctx, __u64 *a)
 {
-	__u64 regs[KH_PT_REGS_WORDS];
+	__u64 regs[KH_REGS_WORDS];
 	struct __bpf_usdt_spec *spec;
 	int id = __bpf_usdt_spec_id(ctx);
 
@@ -682,10 +683,10 @@ static __noinline int batch_args(struct pt_regs *ctx, __u64 *a)
 			__u32 reg = (__u16)arg->reg_off / 8;
 
 			v = 0;
-			if (reg < KH_PT_REGS_WORDS) {
+			if (reg < KH_REGS_WORDS) {
 				/* The load must stay after the test the verifier bounds it by. */
 				asm volatile("" : "+r"(reg));
-				if (reg < KH_PT_REGS_WORDS)
+				if (reg < KH_REGS_WORDS)
 					v = regs[reg];
 			}
 			if (arg->arg_type == BPF_USDT_ARG_REG_DEREF &&

@@ -137,7 +137,7 @@ static __always_inline __u64 kh_probe_ip(struct pt_regs *ctx)
 {
 	if (have_uprobe_func_ip)
 		return bpf_get_func_ip(ctx);
-	return ((const unsigned long *)ctx)[16]; /* x86-64 pt_regs.ip, a user ABI */
+	return ((const __u64 *)ctx)[KH_REGS_IP]; /* arch.bpf.h */
 }
 
 /*

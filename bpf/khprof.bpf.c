@@ -11,6 +11,7 @@
 #define BPF_USDT_MAX_SPEC_CNT KH_MAX_PROBE_SITES
 #include "khprof_shared.h"
 #include "khprof_hist.h"
+#include "arch.bpf.h"
 /* The object for kernels without bpf_loop (-DKH_CLASSIC) differs here. */
 #include "classic.bpf.h"
 /*
@@ -39,9 +40,16 @@
  * bpf_usdt_arg as a global function: the verifier checks it once for any
  * arguments instead of again at each call (kh_usdt has seven: 8147
  * processed instructions before, 7116 after).  The same call at run time.
+ * The context is declared by the type the verifier takes for a uprobe's
+ * context in a global function, bpf_user_pt_regs_t: struct pt_regs on
+ * x86-64, struct user_pt_regs on aarch64, where Linux 6.1 took a struct
+ * pt_regs argument for plain memory and refused bpf_get_attach_cookie on
+ * it ("R1 type=mem_or_null expected=ctx").
  */
-KH_GLOBAL __noinline int kh_usdt_arg(struct pt_regs *ctx, __u64 arg_num, long *res)
+KH_GLOBAL __noinline int kh_usdt_arg(bpf_user_pt_regs_t *regs, __u64 arg_num, long *res)
 {
+	struct pt_regs *ctx = (struct pt_regs *)regs;
+
 	/*
 	 * Bounded here, before the code of a kernel without cookies
 	 * (site.bpf.h) makes the compiler spill it: Linux 6.1's verifier
@@ -51,7 +59,7 @@ KH_GLOBAL __noinline int kh_usdt_arg(struct pt_regs *ctx, __u64 arg_num, long *r
 		return -1;
 	return bpf_usdt_arg(ctx, arg_num, res);
 }
-#define bpf_usdt_arg kh_usdt_arg
+#define bpf_usdt_arg(ctx, arg_num, res) kh_usdt_arg((bpf_user_pt_regs_t *)(ctx), arg_num, res)
 
 _Static_assert(sizeof(struct kh_usdt_spec) == sizeof(struct __bpf_usdt_spec),
 	       "khprof_shared.h must mirror libbpf's USDT spec");
@@ -160,9 +168,6 @@ struct {
 	__type(key, int);
 	__type(value, struct kh_task_stack);
 } task_stacks SEC(".maps");
-
-/* struct pt_regs in words. */
-#define KH_PT_REGS_WORDS (sizeof(struct pt_regs) / 8)
 
 static __always_inline struct kh_slot_stats *stats_of(__u32 slot)
 {

@@ -17,6 +17,7 @@
 #include <bpf/bpf_helpers.h>
 #include "khprof_shared.h"
 #include "khprof_sample.h"
+#include "arch.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -79,13 +80,11 @@ static __always_inline void tag_of(struct kh_sample_event *e)
 }
 
 /*
- * x86-64's pt_regs is a user ABI (it begins bpf_perf_event_data): words
- * read by index, not as CO-RE fields, so that libbpf loads no kernel BTF
- * for this object (two relocations cost ~85 ms of every --sample start
- * here, the search of the kernel's 126,000 types).
+ * The registers are read as words by index (arch.bpf.h), not as CO-RE
+ * fields, so that libbpf loads no kernel BTF for this object (two
+ * relocations cost ~85 ms of every --sample start here, the search of the
+ * kernel's 126,000 types).
  */
-#define PT_REGS_CS 17
-#define PT_REGS_SP 19
 
 SEC("perf_event")
 int kh_sample(void *ctx)
@@ -106,14 +105,21 @@ int kh_sample(void *ctx)
 	e->tid = (__u32)id;
 	e->stage = 0;
 	e->attribution = 0;
-	/* The interrupted context's ring, from CS, read whole (a 2-byte context read is refused). */
-	e->in_kernel = (((const __u64 *)ctx)[PT_REGS_CS] & 3) != 3;
+	/* Where the sample interrupted the thread. */
+	e->in_kernel = !kh_regs_user((const __u64 *)ctx);
 	tag_of(e);
 	/* The user registers, also when the sample interrupted the kernel. */
 	regs = (unsigned long)bpf_task_pt_regs(bpf_get_current_task_btf());
 	if (!regs || bpf_probe_read_kernel(&e->sp, sizeof(e->sp),
-					   (const void *)(regs + PT_REGS_SP * sizeof(__u64))))
+					   (const void *)(regs + KH_REGS_SP * sizeof(__u64))))
 		e->sp = 0;
+	e->lr = 0;
+#ifdef KH_REGS_LR
+	/* A leaf's return address, until its prologue stores it (stackstore.c). */
+	if (regs && bpf_probe_read_kernel(&e->lr, sizeof(e->lr),
+					  (const void *)(regs + KH_REGS_LR * sizeof(__u64))))
+		e->lr = 0;
+#endif
 	if (!e->sp || bpf_probe_read_user(e->words, sizeof(e->words), (const void *)e->sp))
 		e->sp = 0;
 	n = bpf_get_stack(ctx, e->ips, sizeof(e->ips), BPF_F_USER_STACK);

@@ -12,8 +12,11 @@
  * languages can emit compatible probes.  Probes never carry scanned content:
  * only stage and state numbers, counts, timestamps and identity strings.
  *
- * Probe sites are x86-64 only for now; elsewhere every macro compiles to
- * nothing (define KH_PROBES_DISABLED to force that anywhere).
+ * Probe sites exist on x86-64 and aarch64 (what differs, the probed
+ * instruction and the counter, is in keyhog_profile_x86_64.h and
+ * keyhog_profile_arm64.h beside this file, which it includes); elsewhere
+ * every macro compiles to nothing (define KH_PROBES_DISABLED to force
+ * that anywhere).
  */
 #ifndef KEYHOG_PROFILE_H
 #define KEYHOG_PROFILE_H
@@ -169,7 +172,13 @@ struct kh_identity_table {
 	} entries[KH_IDENTITY_TABLE_SLOTS];
 };
 
-#if defined(__x86_64__) && !defined(KH_PROBES_DISABLED)
+#if !defined(KH_PROBES_DISABLED) && defined(__x86_64__)
+#include "keyhog_profile_x86_64.h"
+#elif !defined(KH_PROBES_DISABLED) && defined(__aarch64__)
+#include "keyhog_profile_arm64.h"
+#endif
+
+#if defined(KH__ARCH_SITES)
 #define KH_PROBES_ENABLED 1
 
 /*
@@ -218,20 +227,12 @@ __attribute__((weak)) struct kh_identity_table kh_identity_table;
 #define KH__STR(x) KH__STR_(x)
 
 /*
- * One probe site.  On hot sites the probed instruction is a 5-byte nop so
- * the kernel can use its optimized-uprobe path (a call into a trampoline
- * instead of a trap; KH__NOP_HOT below).  That call pushes a return
- * address below %rsp, where a leaf
- * function may keep locals (the x86-64 red zone), so the site first moves
- * %rsp below the red zone and restores it afterwards.  Operands are
- * registers or immediates only ("nr"): an %rsp-relative operand would be
- * 128 bytes off inside the site.  The note layout is the stapsdt one that
- * libbpf, bpftrace and perf read.
+ * One probe site: the architecture's probed instruction at local label
+ * 990 (KH__SITE_INSN), then its stapsdt note, the layout libbpf, bpftrace
+ * and perf read.  Operands are registers or immediates only (KH__ARG).
  */
 #define KH__SITE_BEGIN(nop)                                                    \
-	"lea -128(%%rsp), %%rsp\n\t"                                           \
-	"990: " nop "\n\t"                                                     \
-	"lea 128(%%rsp), %%rsp\n\t"                                            \
+	KH__SITE_INSN(nop)                                                     \
 	".pushsection .note.stapsdt, \"?\", \"note\"\n\t"                      \
 	".balign 4\n\t"                                                        \
 	".4byte 992f-991f, 994f-993f, 3\n"                                     \
@@ -254,16 +255,6 @@ __attribute__((weak)) struct kh_identity_table kh_identity_table;
 	".popsection\n\t"                                                      \
 	".endif\n"
 
-/*
- * The probed instruction.  Hot sites get a 5-byte nop, which the kernel
- * rewrites at the first hit into a call to its uprobe trampoline: each
- * later hit is ~140 ns cheaper than a trap here, but the rewrite costs the
- * program ~31 us once.  Sites hit a handful of times per session (session
- * events, identity, transitions) keep the classic 1-byte nop and its trap.
- */
-#define KH__NOP_HOT ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00"
-#define KH__NOP_RARE "nop"
-
 #define KH__SEMA_NONE ".8byte 0\n\t"
 #define KH__SEMA_SPAN ".8byte keyhog_semaphores\n\t"
 #define KH__SEMA_BATCH ".8byte keyhog_semaphores+2\n\t"
@@ -278,7 +269,7 @@ __attribute__((weak)) struct kh_identity_table kh_identity_table;
  * linker keeps it wherever batch mode can run.
  */
 #define KH__CLOCK_SITE()                                                       \
-	__asm__ __volatile__("jmp 995f\n\t"                                     \
+	__asm__ __volatile__(KH__JUMP_OVER                                      \
 			     "990: nop\n"                                       \
 			     "995:\n\t"                                         \
 			     ".pushsection .note.stapsdt, \"?\", \"note\"\n\t"    \
@@ -293,33 +284,34 @@ __attribute__((weak)) struct kh_identity_table kh_identity_table;
 
 #define KH__PROBE1(nop, name, sema, a1)                                        \
 	__asm__ __volatile__(KH__SITE_BEGIN(nop) sema KH__SITE_END(name, "8@%0") \
-			     :: "nr"((uint64_t)(a1)) : "memory")
+			     :: KH__ARG((uint64_t)(a1)) : "memory")
 #define KH__PROBE2(nop, name, sema, a1, a2)                                    \
 	__asm__ __volatile__(KH__SITE_BEGIN(nop) sema                         \
 			     KH__SITE_END(name, "8@%0 8@%1")                   \
-			     :: "nr"((uint64_t)(a1)), "nr"((uint64_t)(a2)) : "memory")
+			     :: KH__ARG((uint64_t)(a1)), KH__ARG((uint64_t)(a2)) : "memory")
 #define KH__PROBE5(nop, name, sema, a1, a2, a3, a4, a5)                        \
 	__asm__ __volatile__(KH__SITE_BEGIN(nop) sema                         \
 			     KH__SITE_END(name, "8@%0 8@%1 8@%2 8@%3 8@%4")    \
-			     :: "nr"((uint64_t)(a1)), "nr"((uint64_t)(a2)),    \
-				"nr"((uint64_t)(a3)), "nr"((uint64_t)(a4)),    \
-				"nr"((uint64_t)(a5)) : "memory")
+			     :: KH__ARG((uint64_t)(a1)), KH__ARG((uint64_t)(a2)),    \
+				KH__ARG((uint64_t)(a3)), KH__ARG((uint64_t)(a4)),    \
+				KH__ARG((uint64_t)(a5)) : "memory")
 /*
  * The batch probe: its seventh argument (probe ABI 6), the capacity, is a
- * constant ("8@$256"); the eighth (ABI 7) is flushed_spans.
+ * constant ("8@$256" on x86-64, "8@256" on aarch64); the eighth (ABI 7) is
+ * flushed_spans.
  */
 #define KH__PROBE8(nop, name, sema, a1, a2, a3, a4, a5, a6, a7, a8)            \
 	__asm__ __volatile__(KH__SITE_BEGIN(nop) sema                         \
 			     KH__SITE_END(name, "8@%0 8@%1 8@%2 8@%3 8@%4 8@%5 8@%6 8@%7") \
-			     :: "nr"((uint64_t)(a1)), "nr"((uint64_t)(a2)),    \
-				"nr"((uint64_t)(a3)), "nr"((uint64_t)(a4)),    \
-				"nr"((uint64_t)(a5)), "nr"((uint64_t)(a6)),    \
-				"n"((uint64_t)(a7)), "nr"((uint64_t)(a8)) : "memory")
+			     :: KH__ARG((uint64_t)(a1)), KH__ARG((uint64_t)(a2)),    \
+				KH__ARG((uint64_t)(a3)), KH__ARG((uint64_t)(a4)),    \
+				KH__ARG((uint64_t)(a5)), KH__ARG((uint64_t)(a6)),    \
+				"n"((uint64_t)(a7)), KH__ARG((uint64_t)(a8)) : "memory")
 #define KH__PROBE3(nop, name, sema, a1, a2, a3)                                \
 	__asm__ __volatile__(KH__SITE_BEGIN(nop) sema                         \
 			     KH__SITE_END(name, "8@%0 8@%1 8@%2")              \
-			     :: "nr"((uint64_t)(a1)), "nr"((uint64_t)(a2)),    \
-				"nr"((uint64_t)(a3)) : "memory")
+			     :: KH__ARG((uint64_t)(a1)), KH__ARG((uint64_t)(a2)),    \
+				KH__ARG((uint64_t)(a3)) : "memory")
 
 #define KH__UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -343,7 +335,8 @@ __attribute__((weak)) struct kh_identity_table kh_identity_table;
  */
 #if defined(__GNUC__) && !defined(__clang__)
 #define KH__GROUP(name)                                                        \
-	__attribute__((section(".text." #name ",\"axG\",@progbits," #name ",comdat#")))
+	__attribute__((section(".text." #name ",\"axG\",@progbits," #name      \
+			       ",comdat" KH__ASM_COMMENT)))
 #else
 #define KH__GROUP(name)
 #endif
@@ -361,17 +354,12 @@ static inline uint64_t kh__now_ns(void)
 }
 
 /*
- * The start of a batched span: the TSC (~11 ns here), unless khprof asked
- * for CLOCK_MONOTONIC (vDSO, ~26 ns) because it does not trust the TSC on
+ * The start of a batched span: the TSC (~11 ns here; CNTVCT_EL0 on
+ * aarch64: kh__tsc, the architecture's file), unless khprof asked for
+ * CLOCK_MONOTONIC (vDSO, ~26 ns) because it does not trust the counter on
  * this machine.  The exit reads the clock its start did.
  */
 #define KH__BATCH_START() (keyhog_semaphores.s.monotonic ? kh__now_ns() : kh__tsc())
-
-/* Not serialising: a few cycles of reordering at the edges, far below the bias the tracer removes. */
-static inline uint64_t kh__tsc(void)
-{
-	return __builtin_ia32_rdtsc() | KH_TIME_TSC;
-}
 
 /*
  * Hands this thread's buffered spans to the tracer.  The probe fires even
@@ -601,7 +589,7 @@ __attribute__((always_inline, unused)) static inline void kh__scope_exit(struct 
  * instead of entering the kernel.  Otherwise they are plain sites, live for
  * any tracer, including one that attaches only them.  No function call on
  * either path: a leaf function that counts input stays a leaf, and its
- * red zone stays safe (the site moves %rsp below it).
+ * red zone stays safe (on x86-64 the site moves %rsp below it).
  */
 #define KH__INPUT(field, probe, n)                                             \
 	do {                                                                   \
@@ -680,8 +668,9 @@ static inline int kh__join_string(char *to, size_t size, const char *one, size_t
  * instead of crashing the program.  The string parts on their first page
  * are read before those on the next, and the read stops at the first page
  * it cannot read, so short strings at the end of a mapping are whole.
- * Raw syscalls: syscall(2) and getpid(2) are not declared for a program
- * compiled as strict ISO C, which this header allows.  Measured here (a
+ * Raw syscalls (kh__syscall6, the architecture's file): syscall(2) and
+ * getpid(2) are not declared for a program compiled as strict ISO C,
+ * which this header allows.  Measured here (a
  * VM whose syscalls cost 4 us): 8-18 us per KH_IDENTITY, against 60 ns
  * for a plain copy that a bad pointer would crash; a session sets a few
  * keys.  1 when both are whole strings.
@@ -703,15 +692,8 @@ static inline int kh__copy_identity(const char *key, const char *value,
 	remote[1] = (struct iovec){ (void *)value, vf };
 	remote[2] = (struct iovec){ (void *)(key + kf), KH_IDENTITY_TABLE_KEY - kf };
 	remote[3] = (struct iovec){ (void *)(value + vf), KH_IDENTITY_TABLE_VALUE - vf };
-	__asm__ volatile("syscall" : "=a"(pid) : "a"((long)SYS_getpid) : "rcx", "r11", "memory");
-	__asm__ volatile("mov %[remote], %%r10\n\t"
-			 "mov %[count], %%r8\n\t"
-			 "xor %%r9d, %%r9d\n\t"
-			 "syscall"
-			 : "=a"(got)
-			 : "a"((long)SYS_process_vm_readv), "D"(pid), "S"(&local), "d"(1L),
-			   [remote] "r"(remote), [count] "r"(4L)
-			 : "rcx", "r11", "r8", "r9", "r10", "memory");
+	pid = kh__syscall6(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	got = kh__syscall6(SYS_process_vm_readv, pid, (long)&local, 1, (long)remote, 4, 0);
 	if (got < (long)(kf + vf))
 		return 0;
 	got -= (long)(kf + vf);

@@ -37,8 +37,9 @@ enum kh_sample_tag {
 /*
  * Words of the user stack copied from the stack pointer up: a function that
  * has not pushed a frame pointer (a leaf; any function in its prologue)
- * keeps its return address within them, where the frame-pointer walk
- * skips its caller.  khprof finds it with the function's CFI
+ * keeps its return address within them (on aarch64, in its link register
+ * until its prologue stores it there), where the frame-pointer walk skips
+ * its caller.  khprof finds it with the function's CFI
  * (userspace/capture/stacks/stackstore.c); 8 words cover a leaf that saved up to
  * seven registers.
  */
@@ -53,6 +54,7 @@ struct kh_sample_event {
 	__s32 frames;      /* user frames in ips, innermost first; < 0: -errno of bpf_get_stack */
 	__u32 in_kernel;   /* the sample interrupted a system call or fault */
 	__u64 sp;          /* the user stack pointer; 0: words unread */
+	__u64 lr;          /* aarch64: the user link register (x30), 0 unread; 0 elsewhere */
 	__u64 words[KH_SAMPLE_STACK_WORDS]; /* the user stack at sp */
 	__u64 ips[KH_SAMPLE_MAX_FRAMES];
 };

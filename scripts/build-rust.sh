@@ -21,6 +21,12 @@
 #
 # With a fourth argument, the crate's examples (bench: span_cost) are built
 # too and copied into that folder; they need Rust >= 1.66.
+#
+# RUST_TARGET=aarch64-unknown-linux-gnu cross-builds (make ARCH=arm64),
+# linked by RUST_LINKER (aarch64-linux-gnu-gcc).  That needs the target's
+# std, which a rustup toolchain offline rarely has: "current" then falls
+# back to Debian's rustc with libstd-rust-dev:arm64 (the Makefile installs
+# it), and says so.
 set -eu
 cd "$(dirname "$0")/.."
 build=${1:?usage: build-rust.sh BUILD_DIR current|debian OUT}
@@ -51,6 +57,23 @@ debian)
 	;;
 esac
 
+target=${RUST_TARGET:-}
+if [ -n "$target" ]; then
+	sysroot=$(${RUSTC:-rustc} --print sysroot)
+	if [ ! -d "$sysroot/lib/rustlib/$target/lib" ]; then
+		[ "$name" = debian ] && {
+			echo "build-rust: no std for $target in $sysroot (libstd-rust-dev:arm64)" >&2
+			exit 1
+		}
+		echo "build-rust: $(${RUSTC:-rustc} --version) has no std for $target; Debian's rustc builds it" >&2
+		[ -x /usr/bin/cargo ] || ./scripts/install-deps.sh ${RUST_PACKAGES:-cargo}
+		cargo=/usr/bin/cargo RUSTC=/usr/bin/rustc
+		export RUSTC
+	fi
+	linker_var=CARGO_TARGET_$(echo "$target" | tr 'a-z-' 'A-Z_')_LINKER
+	export "$linker_var=${RUST_LINKER:?RUST_LINKER names the linker of $target}"
+fi
+
 work=$build/rust/$name
 mkdir -p "$work/src/rust" "$work/src/tests" "$work/src/.cargo"
 rm -rf "$work/src/rust/keyhog-probes" "$work/src/tests/workloads-rs" "$work/src/tests/seed-api"
@@ -70,11 +93,13 @@ case $cargo in
 /usr/bin/cargo) CARGO_HOME=$PWD/$work/cargo-home && export CARGO_HOME ;;
 esac
 
-echo "build-rust: $("$cargo" --version) with $(${RUSTC:-rustc} --version) in $work" >&2
+echo "build-rust: $("$cargo" --version) with $(${RUSTC:-rustc} --version) in $work${target:+ for $target}" >&2
 (cd "$work/src/tests/workloads-rs" &&
-	CARGO_TARGET_DIR=$PWD/../../../target "$cargo" build --offline --release --quiet)
+	CARGO_TARGET_DIR=$PWD/../../../target "$cargo" build --offline --release --quiet \
+		${target:+--target "$target"})
+release=$work/target/${target:+$target/}release
 mkdir -p "$(dirname "$out")"
-cp "$work/target/release/workload-rs" "$out.tmp"
+cp "$release/workload-rs" "$out.tmp"
 mv "$out.tmp" "$out"
 
 # With the current toolchain, the workload once more with Rust's v0 symbol
@@ -88,8 +113,9 @@ mv "$out.tmp" "$out"
 if [ "$name" = current ] && [ -z "$examples_dir" ]; then
 	(cd "$work/src/tests/workloads-rs" &&
 		RUSTFLAGS="${RUSTFLAGS:-} -C symbol-mangling-version=v0" \
-			CARGO_TARGET_DIR=$PWD/../../../target-v0 "$cargo" build --offline --release --quiet)
-	cp "$work/target-v0/release/workload-rs" "$out-v0.tmp"
+			CARGO_TARGET_DIR=$PWD/../../../target-v0 "$cargo" build --offline --release --quiet \
+				${target:+--target "$target"})
+	cp "$work/target-v0/${target:+$target/}release/workload-rs" "$out-v0.tmp"
 	mv "$out-v0.tmp" "$out-v0"
 fi
 
@@ -97,7 +123,7 @@ fi
 # keep that building too.
 (cd "$work/src/rust/keyhog-probes" &&
 	CARGO_TARGET_DIR=$PWD/../../../target/no-default "$cargo" build --offline --release --quiet \
-		--lib --no-default-features)
+		--lib --no-default-features ${target:+--target "$target"})
 
 # The seed's whole API against the crate (tests/seed-api/build.rs reads
 # the seed's source and docs page).
@@ -107,19 +133,21 @@ rm -f "$api_out"
 if [ -f "$seed/keyhog_profile_lib.rs" ]; then
 	(cd "$work/src/tests/seed-api" &&
 		KH_SEED_LIB="$seed/keyhog_profile_lib.rs" KH_SEED_DOCS="$seed/keyhog_profile_docs.txt" \
-			CARGO_TARGET_DIR=$PWD/../../../target "$cargo" build --offline --release --quiet)
-	cp "$work/target/release/seed-api" "$api_out.tmp"
+			CARGO_TARGET_DIR=$PWD/../../../target "$cargo" build --offline --release --quiet \
+				${target:+--target "$target"})
+	cp "$release/seed-api" "$api_out.tmp"
 	mv "$api_out.tmp" "$api_out"
 else
 	echo "build-rust: $seed not found; the seed's API is not checked against the crate" >&2
 fi
 if [ -n "$examples_dir" ]; then
 	(cd "$work/src/rust/keyhog-probes" &&
-		CARGO_TARGET_DIR=$PWD/../../../target "$cargo" build --offline --release --quiet --examples)
+		CARGO_TARGET_DIR=$PWD/../../../target "$cargo" build --offline --release --quiet --examples \
+			${target:+--target "$target"})
 	mkdir -p "$examples_dir"
 	for example in rust/keyhog-probes/examples/*.rs; do
 		name=$(basename "$example" .rs)
-		cp "$work/target/release/examples/$name" "$examples_dir/${name}_rs.tmp"
+		cp "$release/examples/$name" "$examples_dir/${name}_rs.tmp"
 		mv "$examples_dir/${name}_rs.tmp" "$examples_dir/${name}_rs"
 	done
 fi

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * The table of usdt_arch.h.  Adding an architecture is a file of its own
- * (its no-op and operands, as usdt_x86_64.c) and a row here; the build for
- * that machine then reads its files, and every other build keeps calling
- * them unsupported, since uprobes only work on the machine they run on.
+ * (its no-op and operands, as usdt_x86_64.c and usdt_arm64.c) and a row
+ * here; the build for that machine then reads its files, and every other
+ * build keeps calling them unsupported, since uprobes only work on the
+ * machine they run on.
  */
 #include <elf.h>
 #include <stdio.h>
@@ -11,9 +12,11 @@
 #include "usdt_arch.h"
 
 extern const struct usdt_arch usdt_arch_x86_64;
+extern const struct usdt_arch usdt_arch_arm64;
 
 static const struct usdt_arch *const archs[] = {
 	&usdt_arch_x86_64,
+	&usdt_arch_arm64,
 };
 
 /* e_machine of the machine this khprof is built for (0: none khprof knows). */
@@ -25,12 +28,17 @@ static const struct usdt_arch *const archs[] = {
 #define NATIVE_MACHINE EM_NONE
 #endif
 
-const struct usdt_arch *usdt_arch__native(void)
+const struct usdt_arch *usdt_arch__of(uint16_t machine)
 {
 	for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++)
-		if (archs[i]->machine == NATIVE_MACHINE)
+		if (machine != EM_NONE && archs[i]->machine == machine)
 			return archs[i];
 	return NULL;
+}
+
+const struct usdt_arch *usdt_arch__native(void)
+{
+	return usdt_arch__of(NATIVE_MACHINE);
 }
 
 /* Names of machines khprof may be shown files of, supported or not. */

@@ -4,8 +4,9 @@
  * each in usdt_arch.c's table: the ELF machine, class and byte order of
  * their files, and what only that architecture knows about a site (the
  * no-op a site must be, the operands of its argument specs), in a file of
- * its own beside the others (usdt_x86_64.c; aarch64's will be
- * usdt_arm64.c).  A build reads the files of its own architecture: the
+ * its own beside the others (usdt_x86_64.c, usdt_arm64.c).  Every build
+ * has every row, so that each parser is tested anywhere; a build reads
+ * the files of its own architecture alone (usdt_arch__native): the
  * kernel's uprobes patch the instructions and read the registers of the
  * machine they run on.
  */
@@ -23,6 +24,18 @@ struct usdt_arch {
 	unsigned char elf_class;  /* ELFCLASS64 */
 	unsigned char byte_order; /* ELFDATA2LSB */
 	/*
+	 * A site's address is a multiple of this (1 on x86-64, 4 on aarch64,
+	 * whose kernel refuses a uprobe elsewhere, and with it the whole
+	 * uprobe-multi link of the file).
+	 */
+	unsigned int insn_align;
+	/*
+	 * The bytes of the registers an argument spec may name, from the
+	 * start of the kernel's struct pt_regs: reg_off + 8 is within them
+	 * (the BPF side copies that many: bpf/arch.bpf.h's KH_REGS_WORDS).
+	 */
+	size_t regs_bytes;
+	/*
 	 * Length of the no-op at code (n bytes of the file from there), 0
 	 * when it is none.  Every emitter places a site on a no-op
 	 * (<sys/sdt.h>'s "nop", keyhog_profile.h's and the crate's nops), so
@@ -31,14 +44,21 @@ struct usdt_arch {
 	 */
 	size_t (*nop_length)(const uint8_t *code, size_t n);
 	/*
-	 * One operand after "SIZE@" at *p ("%rdi", "$5", "-8(%rbp)"), into
-	 * arg's type, register and offset; advances *p past it.  0 or -EINVAL.
+	 * One operand after "SIZE@" at *p ("%rdi", "$5", "-8(%rbp)" on
+	 * x86-64; "x0", "5", "[sp, 16]" on aarch64), into arg's type,
+	 * register and offset; advances *p past it.  0 or -EINVAL.
 	 */
 	int (*parse_operand)(const char **p, struct kh_usdt_arg_spec *arg);
 };
 
-/* The architecture this khprof traces; NULL when it has no row yet (no probe is read). */
+/* The architecture this khprof traces; NULL when it has no row (no probe is read). */
 const struct usdt_arch *usdt_arch__native(void);
+
+/* The row of an ELF machine (EM_AARCH64), whatever this build traces; NULL when none. */
+const struct usdt_arch *usdt_arch__of(uint16_t machine);
+
+/* An argument spec's kinds (libbpf's enum __bpf_usdt_arg_type): arg_type. */
+enum { USDT_ARG_CONST = 0, USDT_ARG_REG = 1, USDT_ARG_REG_DEREF = 2 };
 
 /*
  * What an ELF file of this machine, class and byte order is, for a

@@ -177,7 +177,9 @@ static enum usdt_refusal place_probe(const struct elf_layout *l, const struct us
 	if (in_segment >= s->filesz)
 		return USDT_SITE_NOT_IN_FILE;
 	note->file_offset = s->offset + in_segment;
-	if (!arch->nop_length(l->raw + note->file_offset, s->filesz - in_segment))
+	/* Misaligned, it is no instruction (aarch64's are aligned words). */
+	if (note->address % arch->insn_align ||
+	    !arch->nop_length(l->raw + note->file_offset, s->filesz - in_segment))
 		return USDT_SITE_NOT_A_NOP;
 	return USDT_SITE_OK;
 }

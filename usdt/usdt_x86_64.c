@@ -2,44 +2,61 @@
 /*
  * x86-64's probe sites (usdt_arch.h): the no-ops a site may be, and the
  * AT&T operands of its argument specs ("%rdi", "$5", "-24(%rbp)").
+ * Compiled into every build, so that the parser is tested on any machine:
+ * the registers' offsets are the kernel's struct pt_regs, a user ABI
+ * (<asm/ptrace.h> on x86-64, checked against it there), spelt out here.
  */
 #include <elf.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__)
 #include <asm/ptrace.h>
+#endif
 
 #include "usdt_arch.h"
 #include "usdt_spec.h"
 
-enum { ARG_CONST = 0, ARG_REG = 1, ARG_REG_DEREF = 2 };
+/* Words of struct pt_regs: r15 first, ss last (bpf/arch_x86.bpf.h). */
+enum {
+	R15, R14, R13, R12, RBP, RBX, R11, R10, R9, R8, RAX, RCX, RDX, RSI, RDI,
+	ORIG_RAX, RIP, CS, EFLAGS, RSP, SS, PT_REGS_WORDS
+};
+
+#if defined(__x86_64__)
+_Static_assert(sizeof(struct pt_regs) == PT_REGS_WORDS * 8, "x86-64's struct pt_regs");
+_Static_assert(offsetof(struct pt_regs, rdi) == RDI * 8 &&
+		       offsetof(struct pt_regs, rip) == RIP * 8 &&
+		       offsetof(struct pt_regs, rsp) == RSP * 8,
+	       "x86-64's struct pt_regs");
+#endif
 
 struct register_names {
 	const char *names[4]; /* 64, 32, 16 and 8-bit spellings */
 	size_t offset;
 };
 
-#define REG(r64, r32, r16, r8, field) { { r64, r32, r16, r8 }, offsetof(struct pt_regs, field) }
+#define REG(r64, r32, r16, r8, word) { { r64, r32, r16, r8 }, (word) * 8 }
 
 static const struct register_names registers[] = {
-	REG("rip", "eip", "", "", rip),
-	REG("rax", "eax", "ax", "al", rax),
-	REG("rbx", "ebx", "bx", "bl", rbx),
-	REG("rcx", "ecx", "cx", "cl", rcx),
-	REG("rdx", "edx", "dx", "dl", rdx),
-	REG("rsi", "esi", "si", "sil", rsi),
-	REG("rdi", "edi", "di", "dil", rdi),
-	REG("rbp", "ebp", "bp", "bpl", rbp),
-	REG("rsp", "esp", "sp", "spl", rsp),
-	REG("r8", "r8d", "r8w", "r8b", r8),
-	REG("r9", "r9d", "r9w", "r9b", r9),
-	REG("r10", "r10d", "r10w", "r10b", r10),
-	REG("r11", "r11d", "r11w", "r11b", r11),
-	REG("r12", "r12d", "r12w", "r12b", r12),
-	REG("r13", "r13d", "r13w", "r13b", r13),
-	REG("r14", "r14d", "r14w", "r14b", r14),
-	REG("r15", "r15d", "r15w", "r15b", r15),
+	REG("rip", "eip", "", "", RIP),
+	REG("rax", "eax", "ax", "al", RAX),
+	REG("rbx", "ebx", "bx", "bl", RBX),
+	REG("rcx", "ecx", "cx", "cl", RCX),
+	REG("rdx", "edx", "dx", "dl", RDX),
+	REG("rsi", "esi", "si", "sil", RSI),
+	REG("rdi", "edi", "di", "dil", RDI),
+	REG("rbp", "ebp", "bp", "bpl", RBP),
+	REG("rsp", "esp", "sp", "spl", RSP),
+	REG("r8", "r8d", "r8w", "r8b", R8),
+	REG("r9", "r9d", "r9w", "r9b", R9),
+	REG("r10", "r10d", "r10w", "r10b", R10),
+	REG("r11", "r11d", "r11w", "r11b", R11),
+	REG("r12", "r12d", "r12w", "r12b", R12),
+	REG("r13", "r13d", "r13w", "r13b", R13),
+	REG("r14", "r14d", "r14w", "r14b", R14),
+	REG("r15", "r15d", "r15w", "r15b", R15),
 };
 
 /*
@@ -79,7 +96,7 @@ static int parse_operand(const char **p, struct kh_usdt_arg_spec *arg)
 
 	if (**p == '$') {
 		(*p)++;
-		arg->arg_type = ARG_CONST;
+		arg->arg_type = USDT_ARG_CONST;
 		if (usdt_spec__number(p, &value))
 			return -EINVAL;
 		arg->val_off = value;
@@ -89,7 +106,7 @@ static int parse_operand(const char **p, struct kh_usdt_arg_spec *arg)
 		reg = parse_register(p);
 		if (reg < 0)
 			return reg;
-		arg->arg_type = ARG_REG;
+		arg->arg_type = USDT_ARG_REG;
 		arg->reg_off = (short)reg;
 		return 0;
 	}
@@ -104,7 +121,7 @@ static int parse_operand(const char **p, struct kh_usdt_arg_spec *arg)
 	if (reg < 0 || **p != ')')
 		return -EINVAL;
 	(*p)++;
-	arg->arg_type = ARG_REG_DEREF;
+	arg->arg_type = USDT_ARG_REG_DEREF;
 	arg->reg_off = (short)reg;
 	return 0;
 }
@@ -154,6 +171,8 @@ const struct usdt_arch usdt_arch_x86_64 = {
 	.machine = EM_X86_64,
 	.elf_class = ELFCLASS64,
 	.byte_order = ELFDATA2LSB,
+	.insn_align = 1,
+	.regs_bytes = PT_REGS_WORDS * 8,
 	.nop_length = nop_length,
 	.parse_operand = parse_operand,
 };

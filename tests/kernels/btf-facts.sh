@@ -3,15 +3,9 @@
 # (build/kernels/KVER, by fetch.sh), from its own BTF, as "NAME VALUE" lines
 # into DIR/btf-facts; prints them.
 #
-# Read on the host, from the vmlinux inside DIR/vmlinuz, because the same
+# Read on the host, from the kernel's BTF (kernel-btf.sh), because the same
 # bpftool dump takes ~37 s in a TCG guest and ~2 s here, and a kernel's BTF
-# never changes: the facts are kept.  The BTF is the one the guest's
-# /sys/kernel/btf/vmlinux serves (the kernel's .BTF section).
-#
-# The compressed kernel is found by the x86 boot protocol's header
-# (Documentation/arch/x86/boot.rst): setup_sects at 0x1f1, payload_offset
-# and payload_length at 0x248 and 0x24c; the kernel's build appends the
-# uncompressed size as 4 bytes after the payload, dropped here.
+# never changes: the facts are kept.
 set -eu
 dir=$1
 out=$dir/btf-facts
@@ -19,27 +13,10 @@ if [ -s "$out" ] && [ "$out" -nt "$dir/vmlinuz" ]; then
 	cat "$out"
 	exit 0
 fi
-le32() { od -An -tu4 -j "$2" -N4 "$1" | tr -d ' '; }
-setup_sects=$(od -An -tu1 -j $((0x1f1)) -N1 "$dir/vmlinuz" | tr -d ' ')
-[ "$setup_sects" -eq 0 ] && setup_sects=4
-offset=$(( (setup_sects + 1) * 512 + $(le32 "$dir/vmlinuz" $((0x248))) ))
-length=$(( $(le32 "$dir/vmlinuz" $((0x24c))) - 4 ))
-payload() { tail -c +$((offset + 1)) "$dir/vmlinuz" | head -c "$length"; }
-magic=$(payload | od -An -tx1 -N6 | tr -d ' \n')
-case $magic in
-1f8b*) unpack="gzip -dc" ;;
-fd377a585a00) unpack="xz -dc" ;;
-28b52ffd*) unpack="zstd -dcq" ;;
-02214c18*) unpack="lz4 -dcq" ;;
-*)
-	echo "btf-facts: $dir/vmlinuz: unknown compression (payload starts $magic)" >&2
-	exit 1
-	;;
-esac
+btf=$("$(dirname "$0")/kernel-btf.sh" "$dir") || exit 1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-payload | $unpack >"$tmp/vmlinux"
-if ! bpftool btf dump file "$tmp/vmlinux" >"$tmp/btf.txt" 2>"$tmp/err"; then
+if ! bpftool btf dump file "$btf" >"$tmp/btf.txt" 2>"$tmp/err"; then
 	echo "btf-facts: bpftool cannot read the BTF of $dir/vmlinuz: $(head -n 1 "$tmp/err")" >&2
 	exit 1
 fi

@@ -1,17 +1,27 @@
 #!/bin/sh
 # fetch.sh KEY - downloads and unpacks the newest Debian kernel of KEY
 # (tests/kernels/kernels.list) into build/kernels/KVER/ and prints KVER.
+# fetch.sh KEY --deb PACKAGE - downloads PACKAGE (the newest version) from
+# KEY's suites, for KEY's architecture, and prints the .deb's path: the
+# guest's own busybox, bpftool and diff for an arm64 kernel.
 #
 # apt runs with a state of KEY's own under build/kernels/apt/KEY/ (sources,
 # lists, cache, an empty dpkg status), so the machine's apt configuration is
 # read, never changed.  The archive is the one the machine's own sources
 # use, read from /etc/apt at run time.  The lists are refreshed once a day
 # (KH_KERNELS_REFRESH=1: now); a package already unpacked costs nothing.
+# A kernel of another architecture (the list's fourth column, arch=arm64)
+# is fetched with that architecture as the apt state's only one
+# (APT::Architectures), so its lists and downloads are arm64's.
 # Exit codes: 0 done, 1 could not fetch, 2 usage.
 set -eu
 cd "$(dirname "$0")/../.."
 top=$PWD
 key=${1:-}
+deb=""
+if [ "${2:-}" = --deb ]; then
+	deb=${3:?usage: fetch.sh KEY --deb PACKAGE}
+fi
 line=$(awk -v k="$key" '$1 == k && $1 !~ /^#/ { print; exit }' tests/kernels/kernels.list)
 if [ -z "$key" ] || [ -z "$line" ]; then
 	echo "fetch: unknown kernel '$key' (one of: $(awk '!/^#/ && NF { printf "%s ", $1 }' tests/kernels/kernels.list))" >&2
@@ -19,6 +29,8 @@ if [ -z "$key" ] || [ -z "$line" ]; then
 fi
 suites=$(echo "$line" | awk '{ print $2 }')
 regex=$(echo "$line" | awk '{ print $3 }')
+arch=$(echo "$line" | awk '{ for (i = 4; i <= NF; i++) if ($i ~ /^arch=/) print substr($i, 6) }')
+[ -n "$arch" ] || arch=$(dpkg --print-architecture)
 
 # The machine's archive and security archive: the URIs of its sources that
 # serve its own codename and CODENAME-security, one-line or deb822 format.
@@ -72,7 +84,8 @@ set -- -o Dir::Etc::SourceList="$state/sources.list" -o Dir::Etc::SourceParts=/n
 	-o Dir::State::Lists="$state/lists" -o Dir::Cache="$state/cache" \
 	-o Dir::State::Status="$state/status" \
 	-o Dir::Cache::pkgcache="$state/cache/pkgcache.bin" -o Dir::Cache::srcpkgcache="$state/cache/srcpkgcache.bin" -o Dir::Etc::Preferences=/nonexistent \
-	-o Dir::Etc::PreferencesParts=/nonexistent -o APT::Get::List-Cleanup=true
+	-o Dir::Etc::PreferencesParts=/nonexistent -o APT::Get::List-Cleanup=true \
+	-o APT::Architecture="$arch" -o APT::Architectures::="$arch"
 if [ "${KH_KERNELS_REFRESH:-}" = 1 ] || [ -z "$(find "$state/updated" -mmin -1440 2>/dev/null)" ]; then
 	if ! apt-get "$@" -qq update >"$state/update.log" 2>&1; then
 		echo "fetch: cannot update the package lists of '$key' ($suites); see $state/update.log" >&2
@@ -82,12 +95,41 @@ if [ "${KH_KERNELS_REFRESH:-}" = 1 ] || [ -z "$(find "$state/updated" -mmin -144
 	touch "$state/updated"
 fi
 
+debs=$top/build/kernels/debs/$arch
+[ "$arch" = "$(dpkg --print-architecture)" ] && debs=$top/build/kernels/debs
+mkdir -p "$debs"
+# download PACKAGE VERSION APT-OPTION...: into $debs unless there already.
+download() {
+	d_pkg=$1 d_ver=$2
+	shift 2
+	if ! ls "$debs/${d_pkg}_"*.deb >/dev/null 2>&1; then
+		echo "fetch: downloading $d_pkg $d_ver ($arch)" >&2
+		if ! (cd "$debs" && apt-get "$@" -qq download "$d_pkg=$d_ver" >"$state/download.log" 2>&1); then
+			echo "fetch: cannot download '$d_pkg' $d_ver; see $state/download.log" >&2
+			exit 1
+		fi
+	fi
+}
+
+if [ -n "$deb" ]; then
+	ver=$(apt-cache "$@" show "$deb" 2>/dev/null | sed -n 's/^Version: //p' | sort -V | tail -n 1)
+	if [ -z "$ver" ]; then
+		echo "fetch: no package '$deb' ($arch) in $suites" >&2
+		exit 1
+	fi
+	download "$deb" "$ver" "$@"
+	ls "$debs/${deb}_"*.deb | sort -V | tail -n 1
+	exit 0
+fi
+
 pkg=$(apt-cache "$@" pkgnames linux-image- | grep -E "$regex" | sort -V | tail -n 1)
 if [ -z "$pkg" ]; then
 	echo "fetch: no package matching '$regex' in $suites" >&2
 	exit 1
 fi
 kver=${pkg#linux-image-}
+# Debian's arm64 images without a Secure Boot signature hold the same kernel.
+kver=${kver%-unsigned}
 dir=$top/build/kernels/$kver
 if [ -f "$dir/.unpacked" ]; then
 	echo "$kver"
@@ -100,17 +142,8 @@ bin=linux-binary-$kver
 if apt-cache "$@" show "$bin" >/dev/null 2>&1; then
 	pkgs="$pkgs $bin"
 fi
-debs=$top/build/kernels/debs
-mkdir -p "$debs"
 for p in $pkgs; do
-	ver=$(apt-cache "$@" show "$p" | sed -n 's/^Version: //p' | sort -V | tail -n 1)
-	if ! ls "$debs/${p}_"*.deb >/dev/null 2>&1; then
-		echo "fetch: downloading $p $ver" >&2
-		if ! (cd "$debs" && apt-get "$@" -qq download "$p=$ver" >"$state/download.log" 2>&1); then
-			echo "fetch: cannot download '$p' $ver; see $state/download.log" >&2
-			exit 1
-		fi
-	fi
+	download "$p" "$(apt-cache "$@" show "$p" | sed -n 's/^Version: //p' | sort -V | tail -n 1)" "$@"
 done
 rm -rf "$dir.tmp"
 mkdir -p "$dir.tmp"

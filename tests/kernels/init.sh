@@ -4,14 +4,18 @@
 # /kh/plan from /repo (the tests find build/... relative to the repo root,
 # as under make test) and powers off.
 #
-# Everything the host reads goes to the second serial port, /dev/ttyS1, as
+# Everything the host reads goes to the results port (kh.results= on the
+# command line: ttyS1, the second serial port of an x86-64 guest; ttyS0, a
+# PCI serial port beside an arm64 guest's PL011 console; qemu.sh), as
 # lines the host parses (tests/kernels/run.sh):
 #   @@ fact NAME VALUE        a kernel fact (uname, BTF kfuncs, tracepoints)
 #   @@ begin BIN PATTERN      a test run starts; its output follows
 #   @@ end BIN PATTERN RC     it ended with exit code RC
 #   @@ done                   every test ran
 #   @@ probe up UPTIME        a probe boot (kh.probe) reached /init
-# The console (ttyS0) keeps the kernel's own messages, for panics.
+#   @@ seed-record NAME ...   a record seed-defer.sh kept, and its text
+#                             (seed-check.sh on the host)
+# The console (ttyS0, ttyAMA0) keeps the kernel's own messages, for panics.
 /bin/busybox mkdir -p /proc /sys /dev /tmp /run /usr/bin /usr/sbin /sbin
 /bin/busybox --install -s /bin
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dumb
@@ -27,7 +31,8 @@ mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null
 mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 ulimit -l unlimited 2>/dev/null
 
-out=/dev/ttyS1
+out=/dev/$(sed -n 's/.*kh\.results=\([^ ]*\).*/\1/p' /proc/cmdline)
+[ "$out" = /dev/ ] && out=/dev/ttyS1
 # Raw lines: no \r added to each \n by the tty.
 stty -F "$out" raw -echo 2>/dev/null
 exec 3>"$out"
@@ -46,7 +51,12 @@ fact cpus "$(grep -c ^processor /proc/cpuinfo)"
 # CPU QEMU shows it, whether its TSC is invariant (the first evidence of
 # khprof's span clock), whether it has a PMU (perf's "cpu" event source;
 # khprof uses software events only), its memory.
-fact cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1) ($(sed -n 's/^vendor_id[[:space:]]*: //p' /proc/cpuinfo | head -n 1))"
+if grep -q '^model name' /proc/cpuinfo; then
+	fact cpu "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1) ($(sed -n 's/^vendor_id[[:space:]]*: //p' /proc/cpuinfo | head -n 1))"
+else
+	# arm64 names no model: its implementer and part numbers (MIDR_EL1).
+	fact cpu "$(uname -m) (implementer $(sed -n 's/^CPU implementer[[:space:]]*: //p' /proc/cpuinfo | head -n 1), part $(sed -n 's/^CPU part[[:space:]]*: //p' /proc/cpuinfo | head -n 1))"
+fi
 if grep -q '^flags.* constant_tsc.* nonstop_tsc' /proc/cpuinfo; then fact invariant_tsc yes; else fact invariant_tsc no; fi
 if [ -d /sys/bus/event_source/devices/cpu ]; then fact pmu yes; else fact pmu no; fi
 fact memory "$(awk '/^MemTotal:/ { printf "%d MiB", $2 / 1024 }' /proc/meminfo)"
@@ -76,13 +86,23 @@ if ! /repo/build/khprof features >/dev/null 2>&1; then
 fi
 # A line's third field "not=5.10,...": skipped on kernels whose release
 # starts so; "only=5.10,...": run on those alone (tests/kernels/subset.list
-# says why).  The rest is the plan.
+# says why); "6.1@arm64": a 6.1 release of that architecture alone (its
+# Debian release ends "-arm64").  The rest is the plan.
 awk -v rel="$(uname -r)" '
-	function listed(list,    n, i, k) {
+	function listed(list,    n, i, k, at, a) {
 		n = split(list, k, ",")
-		for (i = 1; i <= n; i++)
+		for (i = 1; i <= n; i++) {
+			a = ""
+			at = index(k[i], "@")
+			if (at) {
+				a = "-" substr(k[i], at + 1)
+				k[i] = substr(k[i], 1, at - 1)
+				if (substr(rel, length(rel) - length(a) + 1) != a)
+					continue
+			}
 			if (index(rel, k[i] ".") == 1 || index(rel, k[i] "-") == 1)
 				return 1
+		}
 		return 0
 	}
 	/^#/ || NF == 0 { next }
@@ -138,6 +158,19 @@ while read -r bin pattern; do
 	printf "\n@@ end %s %s %s\n" "$bin" "$pattern" "$rc" >&3
 done <"$plan"
 echo "kmatrix: $(cut -d' ' -f1 /proc/uptime)s: done" >/dev/console
+# The records seed-defer.sh kept (a guest without the seed's reader), with
+# the text khprof printed for each, for the host's reader.
+for record in /tmp/kh-seed/*.json; do
+	[ -e "$record" ] || continue
+	name=$(basename "$record" .json)
+	{
+		echo "@@ seed-record $name"
+		base64 "$record"
+		echo "@@ seed-text $name"
+		base64 "/tmp/kh-seed/$name.txt"
+		echo "@@ seed-end $name"
+	} >&3
+done
 echo "@@ done" >&3
 sync
 poweroff -f

@@ -51,13 +51,27 @@ qemu_arch() {
 	esac
 }
 
-# qemu_setup ARCH ACCEL: q_bin, q_args (machine, CPU, memory) and q_console
-# (the kernel's console device) for a guest of ARCH under ACCEL.  One case
-# per architecture; x86-64 guests talk over two 8250 serial ports, built
-# into every Debian kernel (the console, then /init's results: run.sh's boot).
+# qemu_setup ARCH ACCEL: q_bin, q_args (machine, CPU, memory), q_console
+# (the kernel's console device) and q_results (the device of /init's
+# results, kh.results= on the command line; qemu_results FILE is QEMU's
+# side of it) for a guest of ARCH under ACCEL.  One case per architecture;
+# x86-64 guests talk over two 8250 serial ports, built into every Debian
+# kernel (the console, then /init's results: run.sh's boot).  QEMU's arm64
+# "virt" machine has one PL011 UART (ttyAMA0, the console; a second
+# -serial is left unused), so the results go to a PCI 16550, which
+# Debian's arm64 kernels drive with built-in code (CONFIG_SERIAL_8250_PCI
+# and CONFIG_PCI_HOST_GENERIC=y; virtio's console is a module): ttyS0.
+# q_slowdown multiplies run.sh's --timeout: another instruction set under
+# TCG runs the subset slower (7.3.4 arm64 on this 2-CPU host: past 900 s,
+# the fault matrix alone ~400 s, against ~3 min for an x86-64 kernel).
 qemu_setup() {
 	case $1 in
-	x86_64) q_bin=qemu-system-x86_64 q_args="" q_console=ttyS0 ;;
+	x86_64) q_bin=qemu-system-x86_64 q_args="" q_console=ttyS0 q_results=ttyS1 q_slowdown=1 ;;
+	aarch64)
+		q_bin=qemu-system-aarch64 q_args="-M virt" q_console=ttyAMA0 q_results=ttyS0
+		q_slowdown=1
+		[ "$(uname -m)" = aarch64 ] || q_slowdown=3
+		;;
 	*)
 		echo "run.sh: no QEMU set up for $1 guests (tests/kernels/qemu.sh)" >&2
 		return 1
@@ -69,6 +83,15 @@ qemu_setup() {
 	*) q_args="$q_args -cpu max" ;;
 	esac
 	q_args="$q_args -m ${QEMU_MEM_GIB}G -smp $QEMU_SMP"
+}
+
+# qemu_results FILE: QEMU's arguments that write the guest's q_results
+# device (qemu_setup's) to FILE.
+qemu_results() {
+	case $q_results in
+	ttyS1) echo "-serial file:$1" ;;
+	*) echo "-chardev file,id=khresults,path=$1 -device pci-serial,chardev=khresults" ;;
+	esac
 }
 
 # qemu_watch SILENT START LIMIT CONSOLE RESULTS LOG QEMU ARG...: runs one

@@ -18,12 +18,20 @@
 
 #include "keyhog_profile.h"
 
-/* "movl $0x41, %eax; ret": the 0x41 is the byte at target_value + 1. */
+/*
+ * "movl $0x41, %eax; ret": the 0x41 is the byte at target_value + 1.  On
+ * aarch64 "mov w0, #0x41; ret", the immediate inside the word 52800820.
+ */
+#if defined(__aarch64__)
+#define TARGET_VALUE_CODE "mov w0, #0x41\n\t"
+#else
+#define TARGET_VALUE_CODE "movl $0x41, %eax\n\t"
+#endif
 __asm__(".pushsection .text\n"
 	".globl target_value\n"
 	".type target_value, @function\n"
 	"target_value:\n\t"
-	"movl $0x41, %eax\n\t"
+	TARGET_VALUE_CODE
 	"ret\n"
 	".size target_value, .-target_value\n"
 	".popsection\n");

@@ -14,12 +14,12 @@
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include <x86intrin.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "buffers.h"
+#include "counter.h"
 #include "khprof.skel.h"
 #include "log.h"
 #include "misses.h"
@@ -55,7 +55,7 @@ void drain__thread_ended(struct tracer *t, const struct kh_buffer_event *e)
 	 * first spans of a session 30 us early, before the session, and they
 	 * were dropped as late under load here (test_fault_matrix).
 	 */
-	uint64_t now_ticks = __rdtsc(), now_ns = tracer__now_ns();
+	uint64_t now_ticks = counter__read(), now_ns = tracer__now_ns();
 	uint64_t anchor_ns = e->anchor_ns ? e->anchor_ns : t->skel->bss->tsc_anchor_ns;
 	uint64_t old_gap = e->ts_ns > anchor_ns ? e->ts_ns - anchor_ns : anchor_ns - e->ts_ns;
 	uint64_t new_gap = now_ns > e->ts_ns ? now_ns - e->ts_ns : e->ts_ns - now_ns;
@@ -99,7 +99,7 @@ void drain__detached(struct tracer *t, uint64_t detach_ns)
 
 	if (slot >= KH_MAX_SLOTS)
 		return; /* after an execve: nobody's session */
-	buffer_clock(t, __rdtsc(), tracer__now_ns(), &clock);
+	buffer_clock(t, counter__read(), tracer__now_ns(), &clock);
 	clock.session_start_ns = t->skel->bss->slot_start_ns[slot];
 	clock.until_ns = detach_ns;
 	while (bpf_map_get_next_key(fd, prev, &next) == 0) {

@@ -97,12 +97,12 @@ pub(crate) static SESSION_ACTIVE: AtomicBool = AtomicBool::new(false);
 /// The in-process clock, CLOCK_MONOTONIC ns as the seed's `Instant` reads
 /// it: the probes' own where there are probe sites, so one reading serves
 /// both when a span is traced and counted.
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(feature = "disabled")))]
 pub(crate) use probes::now_ns;
 
 /// Elsewhere the probes' clock reads 0: ns since the first reading, plus
 /// one, since a start of 0 means "not timed".
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled"))))]
+#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(feature = "disabled"))))]
 pub(crate) fn now_ns() -> u64 {
     use std::sync::Once;
     use std::time::Instant;

@@ -32,9 +32,23 @@
 //!   `default-features = false` the crate has no dependency and keeps
 //!   everything else, `render_text` included.
 //!
-//! Probe sites exist on x86-64 Linux; elsewhere, or with the `disabled`
-//! feature, every probe does nothing and the in-process profile still counts.
+//! Probe sites exist on x86-64 and aarch64 Linux (what differs is in
+//! src/arch_x86_64.rs and src/arch_aarch64.rs); elsewhere, or with the
+//! `disabled` feature, every probe does nothing and the in-process profile
+//! still counts.
 
+// The note and symbols first, then the architecture's file, whose macros
+// probes.rs expands: macros are in scope after their definition.
+#[macro_use]
+mod note;
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
+#[macro_use]
+#[path = "arch_x86_64.rs"]
+mod arch;
+#[cfg(all(target_arch = "aarch64", target_os = "linux", not(feature = "disabled")))]
+#[macro_use]
+#[path = "arch_aarch64.rs"]
+mod arch;
 mod counters;
 mod probes;
 mod profile;

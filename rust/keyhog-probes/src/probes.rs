@@ -2,9 +2,12 @@
 //! include/keyhog_profile.h): the semaphore word, the probe sites and their
 //! stapsdt notes, and the clocks the sites pass.
 //!
-//! Everything the ABI fixes lives in this file.  A probe is one line of the
-//! table at the end (`probe!`), so an ABI bump that adds a probe adds a line
-//! there, a call where it fires, and a new `ABI_VERSION`.
+//! Everything the ABI fixes lives in this file, but what only one
+//! architecture spells (its instructions, its assembler's syntax: the
+//! files src/arch_x86_64.rs and src/arch_aarch64.rs) and the note and
+//! symbols every site and module carries (src/note.rs).  A probe is one
+//! line of the table at the end (`probe!`), so an ABI bump that adds a
+//! probe adds a line there, a call where it fires, and a new `ABI_VERSION`.
 
 /// Version of the probe ABI this crate emits (`KH_PROBE_ABI_VERSION`),
 /// passed by every `session_start` probe.
@@ -32,115 +35,11 @@ pub(crate) struct BatchEntry {
 
 const _: () = assert!(core::mem::size_of::<BatchEntry>() == 24);
 
-/// The stapsdt note of the site at local label 990, which libbpf,
-/// bpftrace, perf and khprof read: the layout of the C header's
-/// `KH__SITE_END`, with `.stapsdt.base` for prelink adjustment (defined
-/// once per object).  The note's `"?"` puts it in the section group of the
-/// function, so a copy the linker drops as a duplicate takes its note
-/// along.  One template for `probe!` and `clock_site`.
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
-macro_rules! probe_note {
-    ($semaphore:expr, $name:expr, $args:expr) => {
-        concat!(
-            ".pushsection .note.stapsdt, \"?\", @note\n",
-            ".balign 4\n",
-            ".4byte 992f-991f, 994f-993f, 3\n",
-            "991: .asciz \"stapsdt\"\n",
-            "992: .balign 4\n",
-            "993: .8byte 990b\n",
-            ".8byte _.stapsdt.base\n",
-            $semaphore, "\n",
-            ".asciz \"keyhog\"\n",
-            ".asciz \"", $name, "\"\n",
-            ".asciz \"", $args, "\"\n",
-            "994: .balign 4\n",
-            ".popsection\n",
-            ".ifndef _.stapsdt.base\n",
-            ".pushsection .stapsdt.base, \"aG\", @progbits, .stapsdt.base, comdat\n",
-            ".weak _.stapsdt.base\n",
-            ".hidden _.stapsdt.base\n",
-            "_.stapsdt.base: .space 1\n",
-            ".size _.stapsdt.base, 1\n",
-            ".popsection\n",
-            ".endif"
-        )
-    };
-}
-
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(feature = "disabled")))]
 mod sites {
-    // The semaphore word and the session counter, defined in assembly so
-    // that they get the C header's exact linkage: `keyhog_semaphores` is
-    // one aligned 32-bit word in `.probes`, weak and hidden (the kernel
-    // counts attachments per mapped file, so each module -- executable or
-    // cdylib -- must test its own); `kh_session_sequence` is weak with
-    // default visibility, like the header's, so a C library and the Rust
-    // program count sessions together.  Weak, so a C file of the same
-    // module that includes the header merges with them.
-    //
-    // The word starts a page of its own.  The kernel increments a
-    // semaphore in the first writable mapping of its file offset, and
-    // rust-lld (rustc's default linker from 1.90) starts the data segment
-    // in the file page that ends the RELRO segment, so that page is mapped
-    // twice, both writable at exec: with `.probes` in it the kernel set the
-    // RELRO copy and the program never saw a tracer (tests/workloads-rs,
-    // rustc 1.95).  Costs at most a page of zeros per module.
-    core::arch::global_asm!(
-        ".pushsection .probes, \"aw\", @progbits",
-        ".balign 4096",
-        ".weak keyhog_semaphores",
-        ".hidden keyhog_semaphores",
-        ".type keyhog_semaphores, @object",
-        // Probe ABI 4: 8 bytes, the `monotonic` half-word at +4 after
-        // the span and batch ones (`clock_monotonic`, below).
-        ".size keyhog_semaphores, 8",
-        "keyhog_semaphores: .8byte 0",
-        ".popsection",
-        ".pushsection .bss.kh_session_sequence, \"aw\", @nobits",
-        ".balign 8",
-        ".weak kh_session_sequence",
-        ".type kh_session_sequence, @object",
-        ".size kh_session_sequence, 8",
-        "kh_session_sequence: .zero 8",
-        ".popsection",
-        // Probe ABI 3: the state of the process's session, 8
-        // (KH_STATE_COUNT) while none is open, which a tracer attaching
-        // mid-session reads.  Weak with default visibility and this
-        // initial value, as the header's `kh_current_state`.
-        ".pushsection .data.kh_current_state, \"aw\", @progbits",
-        ".balign 4",
-        ".weak kh_current_state",
-        ".type kh_current_state, @object",
-        ".size kh_current_state, 4",
-        "kh_current_state: .4byte 8",
-        ".popsection",
-        // The open session's identity for a tracer that attaches later
-        // (the header's `struct kh_identity_table`, 2,576 bytes): weak with
-        // default visibility, one per process.
-        ".pushsection .bss.kh_identity_table, \"aw\", @nobits",
-        ".balign 8",
-        ".weak kh_identity_table",
-        ".type kh_identity_table, @object",
-        ".size kh_identity_table, 2576",
-        "kh_identity_table: .zero 2576",
-        ".popsection",
-        options(att_syntax)
-    );
-
-    /// The address of `kh_identity_table`, through the GOT as the symbol
-    /// has default visibility (a C module's copy wins).
-    fn identity_table() -> *mut u8 {
-        let address: *mut u8;
-        // SAFETY: only takes the symbol's address.
-        unsafe {
-            core::arch::asm!(
-                "movq kh_identity_table@GOTPCREL(%rip), {0}",
-                out(reg) address,
-                options(att_syntax, nostack, preserves_flags, pure, nomem)
-            );
-        }
-        address
-    }
+    // What only one architecture spells: src/arch_x86_64.rs, src/arch_aarch64.rs.
+    pub(crate) use crate::arch::{clock_site, next_session_sequence, semaphores, tsc};
+    use crate::arch::identity_table;
 
     /// Bumps the table's generation: odd while an entry is being written.
     ///
@@ -156,7 +55,7 @@ mod sites {
     /// Empties the table at a session's start, as the header does.
     pub(crate) fn clear_identity() {
         let table = identity_table();
-        // SAFETY: the table is the 2,576 bytes defined above (or a C
+        // SAFETY: the table is the 2,576 bytes src/note.rs defines (or a C
         // module's identical one); session events come from one thread.
         unsafe {
             bump_generation(table);
@@ -204,93 +103,19 @@ mod sites {
         }
     }
 
-    /// Sets `kh_current_state` (probe ABI 3).  Through the GOT, as the
-    /// symbol has default visibility; a plain store, like the header's to
-    /// its volatile word.  Rare path (session events).
+    /// Sets `kh_current_state` (probe ABI 3), found through the GOT as
+    /// the symbol has default visibility; a plain store, like the header's
+    /// to its volatile word.  Rare path (session events).
     pub(crate) fn set_current_state(state: u32) {
-        // SAFETY: kh_current_state is the 4-byte word defined above (or
-        // the one a C module of the process defines, which wins).
-        unsafe {
-            core::arch::asm!(
-                "movq kh_current_state@GOTPCREL(%rip), {address}",
-                "movl {state:e}, ({address})",
-                address = out(reg) _,
-                state = in(reg) state,
-                options(att_syntax, nostack, preserves_flags)
-            );
-        }
+        // SAFETY: kh_current_state is the 4-byte word src/note.rs defines
+        // (or the one a C module of the process defines, which wins).
+        unsafe { core::ptr::write_volatile(crate::arch::current_state_word(), state) }
     }
 
     /// The value of `kh_current_state`.
     pub(crate) fn current_state() -> u32 {
-        let state: u32;
         // SAFETY: as above, a plain load.
-        unsafe {
-            core::arch::asm!(
-                "movq kh_current_state@GOTPCREL(%rip), {address}",
-                "movl ({address}), {state:e}",
-                address = out(reg) _,
-                state = out(reg) state,
-                options(att_syntax, nostack, preserves_flags, readonly)
-            );
-        }
-        state
-    }
-
-    /// The whole semaphore word (span half at +0, batch half at +2): one
-    /// load, so an untraced span edge is that load, a test and a branch.
-    /// An asm block rather than a Rust static: a static named from another
-    /// crate (the scanner's, where `span` is inlined) is reached through
-    /// the GOT in a PIE, two loads; the hidden symbol is one rip-relative
-    /// `mov`.  Not `pure`, so it is re-read at every edge like the C
-    /// header's volatile load; `readonly`, so it orders no stores.
-    #[inline(always)]
-    pub(crate) fn semaphores() -> u32 {
-        let word: u32;
-        // SAFETY: reads the 4-byte semaphore word defined above.
-        unsafe {
-            core::arch::asm!(
-                "movl keyhog_semaphores(%rip), {0:e}",
-                out(reg) word,
-                options(att_syntax, nostack, preserves_flags, readonly)
-            );
-        }
-        word
-    }
-
-    /// Probe ABI 4: the `clock_monotonic` site, jumped over and never hit.
-    /// Its note names the `monotonic` semaphore, so attaching it is how
-    /// khprof asks this module for CLOCK_MONOTONIC (the kernel sets and
-    /// clears the word, as for every semaphore).  Called where a thread
-    /// registers its buffer, so it exists wherever batch mode can run.
-    #[inline(always)]
-    pub(crate) fn clock_site() {
-        // SAFETY: a jump over a nop; the note goes to a non-allocated section.
-        unsafe {
-            core::arch::asm!(
-                "jmp 995f",
-                "990: nop",
-                "995:",
-                probe_note!(".8byte keyhog_semaphores+4", "clock_monotonic", ""),
-                options(att_syntax, nostack, preserves_flags)
-            );
-        }
-    }
-
-    /// Sessions started by this process so far, then one more: the
-    /// sequence of the session being started.  Rare path (session start).
-    pub(crate) fn next_session_sequence() -> u64 {
-        let previous: u64;
-        // SAFETY: kh_session_sequence is the 8-byte word defined above.
-        unsafe {
-            core::arch::asm!(
-                "movq $1, {0}",
-                "lock xaddq {0}, kh_session_sequence(%rip)",
-                out(reg) previous,
-                options(att_syntax, nostack)
-            );
-        }
-        previous
+        unsafe { core::ptr::read_volatile(crate::arch::current_state_word()) }
     }
 
     #[repr(C)]
@@ -314,15 +139,9 @@ mod sites {
         unsafe { clock_gettime(CLOCK_MONOTONIC, &mut ts) };
         (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
     }
-
-    /// The TSC with bit 63 set: ~10 ns here against ~24 for clock_gettime.
-    pub(crate) fn tsc() -> u64 {
-        // SAFETY: rdtsc exists on every x86-64 CPU.
-        unsafe { core::arch::x86_64::_rdtsc() | super::TIME_TSC }
-    }
 }
 
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled"))))]
+#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(feature = "disabled"))))]
 mod sites {
     // No probe sites on this target (the header's `KH_PROBES_ENABLED 0`):
     // the API stays, every probe is a no-op and nothing is ever traced.
@@ -354,7 +173,8 @@ pub(crate) use sites::{
     semaphores, set_current_state, tsc,
 };
 
-/// The start of a batched span: the TSC (~11 ns here), or CLOCK_MONOTONIC
+/// The start of a batched span: the CPU's counter (`tsc`: the TSC, ~11 ns
+/// here, or aarch64's CNTVCT_EL0), or CLOCK_MONOTONIC
 /// (vDSO, ~26 ns) where khprof asked for it (probe ABI 4: the `monotonic`
 /// semaphore at +4, set while khprof has the `clock_monotonic` site
 /// attached because it does not trust the TSC here) or while the
@@ -397,78 +217,36 @@ pub(crate) fn batch_mode(word: u32) -> bool {
     word >> 16 != 0
 }
 
-/// The probed instruction.  Hot sites get a 5-byte nop, which the kernel
-/// rewrites at the first hit into a call to its uprobe trampoline (~140 ns
-/// cheaper per later hit than a trap, ~31 us once); rare sites keep the
-/// 1-byte nop and its trap.
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
-macro_rules! probe_nop {
-    (hot) => {
-        ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00"
-    };
-    (rare) => {
-        "nop"
-    };
-}
-
-/// The semaphore a site names in its note: none, or a half of the word.
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
-macro_rules! probe_semaphore {
-    (none) => {
-        ".8byte 0"
-    };
-    (span) => {
-        ".8byte keyhog_semaphores"
-    };
-    (batch) => {
-        ".8byte keyhog_semaphores+2"
-    };
-}
-
-/// The note's argument string: `8@REG` per argument, registers only (an
-/// %rsp-relative operand would be 128 bytes off inside the site).
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
-macro_rules! probe_args {
-    ($first:ident $(, $rest:ident)*) => {
-        concat!("8@{", stringify!($first), "}" $(, " 8@{", stringify!($rest), "}")*)
-    };
-}
-
 /// `probe!(function: nop, "name", semaphore; args...)` defines an inlined
-/// function that is one probe site: `lea -128(%rsp),%rsp; nop; lea
-/// 128(%rsp),%rsp` (the optimized uprobe's call writes below %rsp, where a
-/// leaf function keeps its red-zone locals) and the stapsdt note that
-/// libbpf, bpftrace, perf and khprof read, with `.stapsdt.base` for
-/// prelink adjustment -- the layout of the C header's `KH__SITE_BEGIN`
-/// (the note's `"?"` puts it in the section group of the function, so a
-/// copy the linker drops as a duplicate takes its note along).
-/// Every inlined call is a site of its own, as with the header's macros;
-/// sites meant to exist once per module are called from `#[inline(never)]`
-/// functions.
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
+/// function that is one probe site: the architecture's probed instruction
+/// at local label 990 (`probe_site!`: on x86-64 a nop between `lea
+/// -128(%rsp),%rsp` and `lea 128(%rsp),%rsp`, since the optimized uprobe's
+/// call writes below %rsp, where a leaf function keeps its red-zone
+/// locals; on aarch64 a NOP alone) and the stapsdt note that libbpf,
+/// bpftrace, perf and khprof read, with `.stapsdt.base` for prelink
+/// adjustment -- the layout of the C header's `KH__SITE_BEGIN` (the note's
+/// `"?"` puts it in the section group of the function, so a copy the
+/// linker drops as a duplicate takes its note along).  Every inlined call
+/// is a site of its own, as with the header's macros; sites meant to exist
+/// once per module are called from `#[inline(never)]` functions.
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(feature = "disabled")))]
 macro_rules! probe {
     ($function:ident: $nop:ident, $name:literal, $semaphore:ident; $($arg:ident),+) => {
         #[inline(always)]
         #[allow(dead_code)]
         pub(crate) fn $function($($arg: u64),+) {
-            // SAFETY: the site only moves %rsp and back around a nop; the
-            // note goes to a non-allocated section.  Not `nomem`: the
-            // tracer reads memory the arguments point to (batch, identity).
+            // SAFETY: probe_site!'s, a nop and its note.
             unsafe {
-                core::arch::asm!(
-                    "lea -128(%rsp), %rsp",
-                    concat!("990: ", probe_nop!($nop)),
-                    "lea 128(%rsp), %rsp",
-                    probe_note!(probe_semaphore!($semaphore), $name, probe_args!($($arg),+)),
-                    $($arg = in(reg) $arg,)+
-                    options(att_syntax, nostack, preserves_flags)
-                );
+                probe_site!($nop,
+                            probe_note!(probe_semaphore!($semaphore), $name,
+                                        probe_args!($($arg),+)),
+                            $($arg),+)
             }
         }
     };
 }
 
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled"))))]
+#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(feature = "disabled"))))]
 macro_rules! probe {
     ($function:ident: $nop:ident, $name:literal, $semaphore:ident; $($arg:ident),+) => {
         #[inline(always)]

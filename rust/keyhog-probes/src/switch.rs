@@ -40,38 +40,23 @@ pub(crate) fn local(word: u64) -> bool {
     word >> LOCAL_SHIFT != 0
 }
 
-#[cfg(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled")))]
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(feature = "disabled")))]
 mod imp {
-    /// The whole word, one load.  Like `probes::semaphores`, an asm block
-    /// so that the hidden symbol is one rip-relative `mov` from any crate
-    /// `span` is inlined in, and not `pure`, so that each edge re-reads it.
+    // The loads and the store are the architecture's (src/arch_x86_64.rs,
+    // src/arch_aarch64.rs): asm blocks, so that the hidden symbol is one
+    // pc-relative load from any crate `span` is inlined in, and not
+    // `pure`, so that each edge re-reads it.
+
+    /// The whole word, one load.
     #[inline(always)]
     pub(crate) fn word() -> u64 {
-        let word: u64;
-        // SAFETY: reads the 8-byte semaphore object probes.rs defines.
-        unsafe {
-            core::arch::asm!(
-                "movq keyhog_semaphores(%rip), {0}",
-                out(reg) word,
-                options(att_syntax, nostack, preserves_flags, readonly)
-            );
-        }
-        word
+        crate::arch::switch_word()
     }
 
     /// `local` alone: the input counters' test (no span edge there).
     #[inline(always)]
     pub(crate) fn local_enabled() -> bool {
-        let local: u32;
-        // SAFETY: reads the last 2 bytes of the same object.
-        unsafe {
-            core::arch::asm!(
-                "movzwl keyhog_semaphores+6(%rip), {0:e}",
-                out(reg) local,
-                options(att_syntax, nostack, preserves_flags, readonly)
-            );
-        }
-        local != 0
+        crate::arch::switch_local() != 0
     }
 
     /// `monotonic` or `local`, the 4 bytes at +4 in one load: the clock
@@ -80,33 +65,16 @@ mod imp {
     /// than testing the two halves apart (callgrind).
     #[inline(always)]
     pub(crate) fn monotonic_or_local() -> bool {
-        let halves: u32;
-        // SAFETY: reads the last 4 bytes of the same object.
-        unsafe {
-            core::arch::asm!(
-                "movl keyhog_semaphores+4(%rip), {0:e}",
-                out(reg) halves,
-                options(att_syntax, nostack, preserves_flags, readonly)
-            );
-        }
-        halves != 0
+        crate::arch::switch_upper() != 0
     }
 
     /// Sets `local` with a 2-byte store, leaving the kernel's bytes alone.
     pub(crate) fn set_local(on: bool) {
-        // SAFETY: writes the last 2 bytes of the same object (writable,
-        // in `.probes`), which nothing but this function writes.
-        unsafe {
-            core::arch::asm!(
-                "movw {0:x}, keyhog_semaphores+6(%rip)",
-                in(reg) u16::from(on),
-                options(att_syntax, nostack, preserves_flags)
-            );
-        }
+        crate::arch::set_switch_local(u16::from(on));
     }
 }
 
-#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(feature = "disabled"))))]
+#[cfg(not(all(any(target_arch = "x86_64", target_arch = "aarch64"), target_os = "linux", not(feature = "disabled"))))]
 mod imp {
     use core::sync::atomic::{AtomicU64, Ordering};
 

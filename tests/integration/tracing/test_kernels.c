@@ -148,9 +148,19 @@ static void check_stacks(uint32_t fallbacks)
 		nprogs++;
 	}
 	err = khprof_bpf__load(skel);
-	if (err)
-		fail_msg("the BPF object does not load (%s): run khprof -v record for the log",
-			 strerror(-err));
+	if (err) {
+		/* The verifier's last words on each program that has a log. */
+		for (int i = 0; i < nprogs; i++) {
+			const char *tail = logs[i] + strlen(logs[i]);
+
+			for (int lines = 0; tail > logs[i] && lines < 4; tail--)
+				lines += tail[-1] == '\n';
+			if (*tail)
+				print_message("%s", tail);
+		}
+		fail_msg("the BPF object does not load (%s, fallbacks 0x%x): the verifier's "
+			 "last lines above", strerror(-err), fallbacks);
+	}
 	nprogs = 0;
 	bpf_object__for_each_program(prog, skel->obj) {
 		const struct bpf_insn *insns = bpf_program__insns(prog);

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 /* The span clock's evidence (span_clock.h). */
-#include <cpuid.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,8 +16,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#include <x86intrin.h>
 
+#include "counter.h"
 #include "log.h"
 #include "span_clock.h"
 
@@ -57,16 +56,6 @@ static uint64_t monotonic_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static bool cpu_has_invariant_tsc(void)
-{
-	unsigned int a, b, c, d;
-
-	if (!__get_cpuid(0x80000000, &a, &b, &c, &d) || a < 0x80000007)
-		return false;
-	__get_cpuid(0x80000007, &a, &b, &c, &d);
-	return d & (1u << 8);
 }
 
 /*
@@ -147,15 +136,14 @@ static void *warp_run(void *arg)
 		uint64_t now;
 
 		if (atomic_load_explicit(&line->turn, memory_order_acquire) != w->index) {
-			_mm_pause();
+			counter__relax();
 			/* Waiting for a CPU that does not run (preempted, loaded host) is bounded. */
 			if ((++spins & 1023) == 0 && monotonic_ns() > w->deadline_ns)
 				atomic_store(&line->done, 1);
 			continue;
 		}
-		/* lfence: the reading is taken after the turn was seen, as rdtsc_ordered does. */
-		_mm_lfence();
-		now = __rdtsc();
+		/* Ordered: the reading is taken after the turn was seen. */
+		now = counter__read_ordered();
 		if (now < line->last)
 			line->backwards++;
 		line->last = now;
@@ -234,35 +222,36 @@ int span_clock__warp_check(uint64_t max_ns, uint64_t *backwards, uint64_t *turns
 /* Gathers the evidence; *conclusive: the verdict may be kept for the boot. */
 static void gather(struct span_clock_verdict *v, bool *conclusive)
 {
-	const char *hook = getenv("KHPROF_TEST_TSC");
+	const char *hook = getenv("KHPROF_TEST_TSC"), *name = counter__name();
+	char what[128];
 	uint64_t backwards = 0, turns = 0;
 	int cpus = 0, kernel, err;
 
 	*conclusive = false;
-	if (!cpu_has_invariant_tsc()) {
+	if (!counter__constant_rate(what, sizeof(what))) {
 		*conclusive = true;
-		snprintf(v->reason, sizeof(v->reason),
-			 "the CPU does not report an invariant TSC (cpuid 0x80000007 EDX bit 8)");
+		snprintf(v->reason, sizeof(v->reason), "%s", what);
 		return;
 	}
 	kernel = kernel_vouches_for_tsc();
 	if (hook && strcmp(hook, "untrusted") == 0) {
 		snprintf(v->reason, sizeof(v->reason),
-			 "the TSC went backwards between CPUs (simulated: KHPROF_TEST_TSC=untrusted)");
+			 "the %s went backwards between CPUs (simulated: KHPROF_TEST_TSC=untrusted)",
+			 name);
 		return;
 	}
 	err = span_clock__warp_check(WARP_CHECK_NS, &backwards, &turns, &cpus);
 	if (!err && cpus == 0)
 		err = -ESRCH;
 	if (err) {
-		snprintf(v->reason, sizeof(v->reason), "the cross-CPU TSC check could not run: %s",
-			 strerror(-err));
+		snprintf(v->reason, sizeof(v->reason), "the cross-CPU %s check could not run: %s",
+			 name, strerror(-err));
 		return;
 	}
 	if (backwards) {
 		*conclusive = true;
 		snprintf(v->reason, sizeof(v->reason),
-			 "the TSC went backwards between CPUs (%llu of the readings on %d CPUs)",
+			 "the %s went backwards between CPUs (%llu of the readings on %d CPUs)", name,
 			 (unsigned long long)backwards, cpus);
 		return;
 	}
@@ -270,14 +259,14 @@ static void gather(struct span_clock_verdict *v, bool *conclusive)
 		*conclusive = true;
 		v->tsc_trusted = true;
 		snprintf(v->reason, sizeof(v->reason),
-			 "invariant TSC, which the kernel keeps time with (perf cap_user_time); "
-			 "in step across %d CPUs", cpus);
+			 "%s, which the kernel keeps time with (perf cap_user_time); "
+			 "in step across %d CPUs", what, cpus);
 		return;
 	}
 	if (cpus > 1 && turns < TURNS_NEEDED) {
 		snprintf(v->reason, sizeof(v->reason),
-			 "the cross-CPU TSC check was inconclusive (a CPU took %llu turns of the "
-			 "%d needed in 20 ms)", (unsigned long long)turns, TURNS_NEEDED);
+			 "the cross-CPU %s check was inconclusive (a CPU took %llu turns of the "
+			 "%d needed in 20 ms)", name, (unsigned long long)turns, TURNS_NEEDED);
 		return;
 	}
 	/* Kept for the boot only when every online CPU was checked. */
@@ -285,12 +274,12 @@ static void gather(struct span_clock_verdict *v, bool *conclusive)
 	v->tsc_trusted = true;
 	if (cpus == 1)
 		snprintf(v->reason, sizeof(v->reason),
-			 "invariant TSC, and one CPU to read it on; the kernel does not vouch for "
-			 "it (%s)", kernel == 0 ? "no perf cap_user_time" : "no perf mmap page");
+			 "%s, and one CPU to read it on; the kernel does not vouch for "
+			 "it (%s)", what, kernel == 0 ? "no perf cap_user_time" : "no perf mmap page");
 	else
 		snprintf(v->reason, sizeof(v->reason),
-			 "invariant TSC, in step across %d CPUs (none of %llu+ cross-CPU readings "
-			 "went backwards); the kernel does not vouch for it (%s)", cpus,
+			 "%s, in step across %d CPUs (none of %llu+ cross-CPU readings "
+			 "went backwards); the kernel does not vouch for it (%s)", what, cpus,
 			 (unsigned long long)turns * (unsigned long long)cpus,
 			 kernel == 0 ? "no perf cap_user_time" : "no perf mmap page");
 }
@@ -382,13 +371,14 @@ const struct span_clock_verdict *span_clock__verdict(void)
 	have_path = !getenv("KHPROF_TEST_TSC") && cache_path(path, sizeof(path));
 	if (have_path && cache_read(path, &verdict)) {
 		log__debug("span clock: %s, this boot's verdict from '%s': %s",
-			   verdict.tsc_trusted ? "TSC" : "CLOCK_MONOTONIC", path, verdict.reason);
+			   verdict.tsc_trusted ? counter__name() : "CLOCK_MONOTONIC", path,
+			   verdict.reason);
 		return &verdict;
 	}
 	start = monotonic_ns();
 	gather(&verdict, &conclusive);
 	log__debug("span clock: %s after %.2f ms of checks: %s",
-		   verdict.tsc_trusted ? "TSC" : "CLOCK_MONOTONIC",
+		   verdict.tsc_trusted ? counter__name() : "CLOCK_MONOTONIC",
 		   (double)(monotonic_ns() - start) / 1e6, verdict.reason);
 	if (have_path && conclusive)
 		cache_write(path, &verdict);

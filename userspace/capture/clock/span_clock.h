@@ -5,14 +5,19 @@
  *
  * The TSC costs ~11 ns a reading here against ~26 for the vDSO's
  * CLOCK_MONOTONIC, so batch mode uses it wherever its readings on two CPUs
- * can be compared.  The name of the kernel's clocksource is the wrong test
- * for that: a KVM guest keeps time with kvm-clock over a TSC that is in
- * step on every vCPU.  The evidence, in order:
+ * can be compared; on aarch64 the same holds for CNTVCT_EL0 (counter.h:
+ * "TSC" below is the CPU's counter).  The name of the kernel's clocksource
+ * is the wrong test for that: a KVM guest keeps time with kvm-clock over a
+ * TSC that is in step on every vCPU.  The evidence, in order:
  *
- *  1. the CPU's invariant-TSC bit (cpuid 0x80000007 EDX bit 8): without it
- *     the TSC stops or changes rate with power states;
+ *  1. the CPU's word that the counter runs at a constant rate
+ *     (counter__constant_rate): x86-64's invariant-TSC bit (cpuid
+ *     0x80000007 EDX bit 8), without which the TSC stops or changes rate
+ *     with power states; on aarch64 the architecture's promise, given a
+ *     frequency in CNTFRQ_EL0;
  *  2. the kernel's own verdict where it gives one: a perf event's mmap
- *     page has cap_user_time only when sched_clock is the TSC and stable;
+ *     page has cap_user_time only when sched_clock is the TSC and stable
+ *     (on aarch64, when it is the architected counter);
  *  3. a cross-CPU check: a thread pinned to each CPU reads the TSC in turn
  *     under one shared lock, as the kernel's TSC warp check does, and no
  *     reading may be below the one before it (bounded to 20 ms);

@@ -3,8 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <x86intrin.h>
-
+#include "counter.h"
 #include "tsc.h"
 
 #define SAMPLE_TRIES 8
@@ -27,7 +26,7 @@ void tsc__sample(struct tsc_sample *s)
 	/* An interrupt between the reads shows as a wide bracket; keep the narrowest. */
 	for (int i = 0; i < SAMPLE_TRIES; i++) {
 		uint64_t before = raw_ns();
-		uint64_t ticks = __rdtsc();
+		uint64_t ticks = counter__read();
 		uint64_t after = raw_ns();
 
 		if (after - before < best) {
@@ -47,7 +46,7 @@ int tsc__scale(const struct tsc_sample *a, const struct tsc_sample *b, uint32_t 
 		return -EINVAL;
 	ns_per_tick = (double)(b->raw_ns - a->raw_ns) / (double)(b->ticks - a->ticks);
 	scaled = ns_per_tick * (1u << SCALE_SHIFT) + 0.5;
-	/* Below 1 MHz or above 256 GHz is no TSC. */
+	/* Below 1 MHz or above 256 GHz is no TSC (aarch64's counter: 1 GHz at most, by the architecture). */
 	if (scaled < 1 || scaled >= 4294967296.0 || ns_per_tick > 1000)
 		return -EINVAL;
 	*mult = (uint32_t)scaled;

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tsc.h - the TSC as batch mode's clock.
+ * tsc.h - the CPU's counter as batch mode's clock: the TSC, or on
+ * aarch64 CNTVCT_EL0 (counter.h), "TSC" wherever the probe ABI names it.
  *
- * Probe sites read the TSC for batched spans (include/keyhog_profile.h);
+ * Probe sites read the counter for batched spans (include/keyhog_profile.h);
  * the BPF side turns ticks into nanoseconds with a scale measured here
- * against CLOCK_MONOTONIC_RAW, which the kernel itself derives from the TSC
- * whenever the TSC is its clocksource.  Whether the TSC may be used at all
- * is span_clock.h's question.
+ * against CLOCK_MONOTONIC_RAW, which the kernel itself derives from the
+ * counter whenever it is its clocksource.  Whether the counter may be used
+ * at all is span_clock.h's question.
  */
 #ifndef KHPROF_TSC_H
 #define KHPROF_TSC_H

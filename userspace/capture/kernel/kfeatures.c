@@ -48,7 +48,7 @@ static const struct {
 		"its memory" },
 	[KH_FEAT_UPROBE_FUNC_IP] = { "uprobe_func_ip", "Linux 6.4", NULL },
 	[KH_FEAT_PERCPU_RSS] = { "percpu_rss", "Linux 6.2", NULL },
-	[KH_FEAT_OPTIMIZED_UPROBES] = { "optimized_uprobes", "Linux 6.18", NULL },
+	[KH_FEAT_OPTIMIZED_UPROBES] = { "optimized_uprobes", "Linux 6.18 on x86-64", NULL },
 	[KH_FEAT_EXIT_BEFORE_MM] = {
 		"exit_before_mm", "Linux 6.16",
 		"spans a thread still buffers when it ends are lost, and counted as "

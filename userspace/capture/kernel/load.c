@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <x86intrin.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -29,6 +28,7 @@
 #include "record.h"
 #include "tracer_impl.h"
 #include "span_clock.h"
+#include "counter.h"
 #include "stops.h"
 #include "tsc.h"
 
@@ -125,7 +125,7 @@ static void note_clock_once(const char *reason, bool quiet)
 		return;
 	noted = true;
 	log__note("batch mode times spans with CLOCK_MONOTONIC (~30 ns a span more than the "
-		  "TSC): %s", reason);
+		  "%s): %s", counter__name(), reason);
 }
 
 void tracer__decide_clock(enum kh_trace_mode mode, bool quiet)
@@ -162,7 +162,7 @@ static void choose_clock(struct tracer *t)
 	v = span_clock__verdict();
 	snprintf(t->span_clock_reason, sizeof(t->span_clock_reason), "%s", v->reason);
 	if (v->tsc_trusted) {
-		t->span_clock = "tsc";
+		t->span_clock = counter__clock();
 		return;
 	}
 	t->monotonic_clock = true;
@@ -185,11 +185,13 @@ static int set_tsc_scale(struct tracer *t, const struct tsc_sample *start)
 	} while (err && now.raw_ns - start->raw_ns < 10000000ull);
 	if (err && t->opts.mode == KH_MODE_BATCH && !t->monotonic_clock) {
 		/* The TSC's rate is evidence too: a TSC that does not keep up is not used. */
-		log__debug("the TSC did not advance with CLOCK_MONOTONIC_RAW: spans use that clock");
+		log__debug("the %s did not advance with CLOCK_MONOTONIC_RAW: spans use that clock",
+			   counter__name());
 		t->span_clock = "monotonic";
 		t->monotonic_clock = true;
 		snprintf(t->span_clock_reason, sizeof(t->span_clock_reason),
-			 "the TSC did not advance with CLOCK_MONOTONIC_RAW while khprof loaded");
+			 "the %s did not advance with CLOCK_MONOTONIC_RAW while khprof loaded",
+			 counter__name());
 		note_clock_once(t->span_clock_reason, t->opts.quiet);
 		sessions__set_clock(&t->sessions, t->span_clock, t->span_clock_reason);
 	}
@@ -198,9 +200,9 @@ static int set_tsc_scale(struct tracer *t, const struct tsc_sample *start)
 	t->skel->bss->tsc_mult = mult;
 	t->skel->bss->tsc_shift = shift;
 	/* Where a dying thread's TSC times are placed when its CPU never saw a flush. */
-	t->skel->bss->tsc_anchor_ticks = __rdtsc();
+	t->skel->bss->tsc_anchor_ticks = counter__read();
 	t->skel->bss->tsc_anchor_ns = tracer__now_ns();
-	log__debug("TSC: %.6f ns per tick", (double)mult / (1u << shift));
+	log__debug("%s: %.6f ns per tick", counter__name(), (double)mult / (1u << shift));
 	return 0;
 }
 

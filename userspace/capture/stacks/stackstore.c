@@ -334,22 +334,41 @@ static struct symbol_file *symbol_file(struct stack_store *s, const struct mappi
 static bool vaddr_of(Elf *elf, uint64_t offset, uint64_t *vaddr);
 
 /*
- * Where a function keeps its return address at ip, from its CFI
- * (.eh_frame): the CFA's offset from the stack pointer when the CFA is
- * rsp-based (the function has not set up a frame pointer: a leaf, or a
- * prologue), else 0.  Cached per address: a hot loop asks again and again.
+ * The DWARF number of the stack pointer (x86-64's rsp, aarch64's sp): a
+ * function whose CFA is still a distance from it has not set up its frame
+ * pointer yet (a leaf, or a prologue).
  */
-static int64_t rsp_cfa_offset(struct stack_store *s, uint64_t ip)
+#if defined(__aarch64__)
+#define DWARF_SP 31
+#else
+#define DWARF_SP 7
+#endif
+
+/* Where a return address is, as ra_location says (and caches). */
+#define RA_NOWHERE 0     /* the frame-pointer walk has it, or the CFI does not say */
+#define RA_IN_REGISTER -1 /* still in the link register (aarch64's x30, sampled as lr) */
+
+/*
+ * Where the function at ip keeps its return address while its CFA is
+ * sp-based, from its CFI (.eh_frame): the CFA's distance from sp plus
+ * the return-address column's saved offset from the CFA, as a byte offset
+ * from sp plus 1 (x86-64: always CFA - 8, pushed by the call; aarch64:
+ * where the prologue stored x30, or RA_IN_REGISTER before it did), else
+ * RA_NOWHERE.  Cached per address: a hot loop asks again and again.
+ */
+static int64_t ra_location(struct stack_store *s, uint64_t ip)
 {
 	const struct mapping *m = mapping_of(s, ip);
 	struct symbol_file *f;
 	Dwarf_Frame *frame = NULL;
 	Dwarf_CFI *cfi;
-	Dwarf_Addr bias;
-	Dwarf_Op *ops;
+	Dwarf_Addr bias, start, end;
+	Dwarf_Op *ops, ops_mem[3];
+	bool signalp;
 	uint64_t vaddr;
-	int64_t offset = 0;
+	int64_t where = RA_NOWHERE, cfa = 0;
 	size_t nops, at;
+	int ra;
 	Elf *elf;
 
 	if (s->cfa_count && s->cfa_cache) {
@@ -364,15 +383,28 @@ static int64_t rsp_cfa_offset(struct stack_store *s, uint64_t ip)
 	    (cfi = dwfl_module_eh_cfi(f->mod, &bias)) &&
 	    dwarf_cfi_addrframe(cfi, vaddr + f->bias - bias, &frame) == 0 &&
 	    dwarf_frame_cfa(frame, &ops, &nops) == 0 && nops == 1 &&
-	    ops[0].atom == DW_OP_bregx && ops[0].number == 7 /* rsp */)
-		offset = (int64_t)ops[0].number2;
+	    ops[0].atom == DW_OP_bregx && ops[0].number == DWARF_SP &&
+	    (cfa = (int64_t)ops[0].number2, true) &&
+	    (ra = dwarf_frame_info(frame, &start, &end, &signalp)) >= 0 &&
+	    dwarf_frame_register(frame, ra, ops_mem, &ops, &nops) == 0) {
+		/* Saved at CFA + N: DW_OP_call_frame_cfa, then DW_OP_plus_uconst N unless 0. */
+		if (nops == 1 && ops[0].atom == DW_OP_call_frame_cfa)
+			where = cfa + 1;
+		else if (nops == 2 && ops[0].atom == DW_OP_call_frame_cfa &&
+			 ops[1].atom == DW_OP_plus_uconst)
+			where = cfa + (int64_t)ops[1].number + 1;
+		else if (nops == 0)
+			where = RA_IN_REGISTER; /* unsaved: the register still holds it */
+		if (where != RA_IN_REGISTER && where < 1)
+			where = RA_NOWHERE;
+	}
 	free(frame);
 	if ((s->cfa_used + 1) * 2 > s->cfa_count) {
 		size_t n = s->cfa_count ? s->cfa_count * 2 : 256;
 		struct cfa_entry *grown = calloc(n, sizeof(*grown));
 
 		if (!grown)
-			return offset;
+			return where;
 		for (size_t i = 0; i < s->cfa_count; i++) {
 			if (!s->cfa_cache[i].ip)
 				continue;
@@ -388,29 +420,37 @@ static int64_t rsp_cfa_offset(struct stack_store *s, uint64_t ip)
 	for (at = mix(0, ip) & (s->cfa_count - 1); s->cfa_cache[at].ip;
 	     at = (at + 1) & (s->cfa_count - 1))
 		;
-	s->cfa_cache[at] = (struct cfa_entry){ ip, offset };
+	s->cfa_cache[at] = (struct cfa_entry){ ip, where };
 	s->cfa_used++;
-	return offset;
+	return where;
 }
 
 /*
  * The frame-pointer walk misses the caller of a function that has not
- * pushed a frame pointer (a leaf, or any function in its prologue): rbp is
- * still its caller's, so the walk's second frame is the caller's caller.
- * The CFI says where the return address is; the copied stack words hold
- * it.  Returns whether the caller was put back.
+ * set up its frame pointer (a leaf, or any function in its prologue): the
+ * frame pointer is still its caller's, so the walk's second frame is the
+ * caller's caller.  The CFI says where the return address is: in the
+ * copied stack words (x86-64's call pushed it; an aarch64 prologue that
+ * stored x30), or on aarch64 still in the link register, which the
+ * sampler copied too.  Returns whether the caller was put back.
  */
 static bool restore_leaf_caller(struct stack_store *s, struct kh_sample_event *e)
 {
-	int64_t off;
+	int64_t where;
 	uint64_t ret;
 
 	if (e->frames < 1 || !e->sp)
 		return false;
-	off = rsp_cfa_offset(s, e->ips[0]);
-	if (off < 8 || off > 8 * KH_SAMPLE_STACK_WORDS || off % 8)
-		return false;
-	ret = e->words[off / 8 - 1];
+	where = ra_location(s, e->ips[0]);
+	if (where == RA_IN_REGISTER) {
+		if (!e->lr)
+			return false;
+		ret = e->lr;
+	} else {
+		if (where < 1 || where - 1 > 8 * (KH_SAMPLE_STACK_WORDS - 1) || (where - 1) % 8)
+			return false;
+		ret = e->words[(where - 1) / 8];
+	}
 	if (e->frames > 1 && e->ips[1] == ret)
 		return false;
 	if (e->frames == KH_SAMPLE_MAX_FRAMES)
@@ -783,7 +823,8 @@ static uint32_t name_id(struct name_index *ni, struct kh_stacks *out, const char
 
 /*
  * Where every thread's stack begins: a walk that reaches one of these
- * unwound the whole stack.  _start and clone3 zero rbp, so the walk ends
+ * unwound the whole stack.  _start and clone3 zero the frame pointer (rbp,
+ * x29), so the walk ends
  * there; glibc's start_thread and __libc_start_call_main are the outermost
  * functions with a frame.
  */

@@ -47,7 +47,7 @@ struct stack_store {
 	struct cfa_entry {
 		uint64_t ip;
 		int64_t offset;
-	} *cfa_cache;                   /* rsp_cfa_offset's answers by address */
+	} *cfa_cache;                   /* ra_location's answers by address */
 	size_t cfa_count, cfa_used;
 };
 
