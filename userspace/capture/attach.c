@@ -568,6 +568,16 @@ static int attach_file(struct tracer *t, struct held_file *f, bool required)
 					 offsets + first_identity,
 					 ref_ctr_offsets + first_identity,
 					 cookies + first_identity, identities);
+	if (err == -ESRCH) {
+		/*
+		 * The process ended while its mappings were being attached (a
+		 * link per process, where uprobe_multi is missing, names its
+		 * pid): nothing of it is left to trace, and its callers take
+		 * -ESRCH as its end.
+		 */
+		log__debug("'%s' not attached: PID %d ended first", path, t->pid);
+		goto out;
+	}
 	if (err) {
 		report_attach_error(path, err);
 		goto out;
