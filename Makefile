@@ -209,8 +209,12 @@ RUST_SRCS := $(shell find rust/keyhog-probes tests/workloads-rs tests/seed-api -
                  \( -name '*.rs' -o -name Cargo.toml \) 2>/dev/null) \
              $(wildcard ../shared/seed/keyhog_profile_lib.rs ../shared/seed/keyhog_profile_docs.txt)
 RUST_WORKLOADS := $(BUILD)/workloads/workload-rs $(BUILD)/workloads/workload-rs-v0
+# Not in a cross build: Debian's rustc builds the cross workload itself,
+# and the guests have no rustc for test_debian_rustc_build.
+ifeq ($(CROSS),)
 ifneq ($(wildcard /usr/bin/rustc),)
 RUST_WORKLOADS += $(BUILD)/rust-debian/workload-rs
+endif
 endif
 
 # What the integration tests run besides themselves.
@@ -443,7 +447,10 @@ $(BUILD)/workloads/stackwork-cxx: tests/workloads/stackwork_cxx.cc tests/workloa
 # with syn.
 # A cross build names Rust's target and its linker, and takes the
 # target's std from Debian (libstd-rust-dev:arm64, for its rustc 1.63)
-# when the cargo found has none (scripts/build-rust.sh).
+# when the cargo found has none (scripts/build-rust.sh): installed with
+# the crates, since a machine may have Debian's cargo already (the seed's
+# reader installs it) and build-rust.sh installs RUST_PACKAGES only
+# where cargo is missing.
 RUST_CRATES   := librust-serde-dev librust-serde-derive-dev librust-serde-json-dev \
                  librust-syn-dev librust-quote-dev librust-proc-macro2-dev
 # The workload comes twice from the cargo found: workload-rs-v0 is built
@@ -453,6 +460,7 @@ RUST_TRIPLE_x86   := x86_64-unknown-linux-gnu
 RUST_TRIPLE_arm64 := aarch64-unknown-linux-gnu
 ifneq ($(CROSS),)
 RUST_PACKAGES += libstd-rust-dev:$(DEB_ARCH)
+RUST_CRATES   += libstd-rust-dev:$(DEB_ARCH)
 RUST_CROSS := RUST_TARGET=$(RUST_TRIPLE_$(ARCH)) RUST_LINKER=$(CC)
 endif
 $(BUILD)/workloads/workload-rs $(BUILD)/workloads/workload-rs-v0 &: $(RUST_SRCS) scripts/build-rust.sh | $(DEPS_STAMP)
