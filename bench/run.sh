@@ -66,14 +66,14 @@ gcc "${CFLAGS_BENCH[@]}" $(incs_of userspace/common userspace/analysis userspace
 	-o "$B/interval_cost" bench/interval_cost.c build/userspace/capture/session/slots.o \
 	build/userspace/capture/procfs.o build/userspace/capture/session/session.o \
 	$(objs_of userspace/analysis userspace/common) build/proto/profile.pb-c.o \
-	-lbpf -lelf -lprotobuf-c -lz -lcjson -lm
+	-lbpf -lelf -lprotobuf-c -lz -lcjson -liberty -lm
 # symbolize keeps and symbolizes synthetic --sample stacks (row 11).
 # shellcheck disable=SC2046
 gcc "${CFLAGS_BENCH[@]}" $(incs_of userspace/common userspace/analysis userspace/capture) -Ibuild \
 	-o "$B/symbolize" bench/symbolize.c build/userspace/capture/stacks/stackstore.o \
 	build/userspace/capture/procfs.o \
 	$(objs_of userspace/analysis userspace/common) build/proto/profile.pb-c.o \
-	-ldw -lelf -lprotobuf-c -lz -lcjson -lm
+	-ldw -lelf -lprotobuf-c -lz -lcjson -liberty -lm
 # dwarf_unwind measures a DWARF unwind of copied stacks, the option --sample did not take (row 11).
 gcc "${CFLAGS_BENCH[@]}" -o "$B/dwarf_unwind" bench/dwarf_unwind.c -ldw -lelf
 gcc "${CFLAGS_BENCH[@]}" -o "$B/page_fault" bench/page_fault.c
