@@ -73,7 +73,13 @@ static int pidfd_open(pid_t pid)
 
 const char *stops__kind_name(uint32_t kind)
 {
-	static const char *const names[] = { "none", "loader", "start", "fork", "exec", "self" };
+	static const char *const names[] = {
+		[KH_STOP_NONE] = "none", [KH_STOP_LOADER] = "loader", [KH_STOP_START] = "start",
+		[KH_STOP_FORK] = "fork", [KH_STOP_EXEC] = "exec",     [KH_STOP_SELF] = "self",
+		[KH_STOP_IDENTITY] = "identity",
+	};
+	_Static_assert(sizeof(names) / sizeof(names[0]) == KH_STOP_KIND_LAST + 1,
+		       "a stop kind without a name");
 
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }

@@ -91,7 +91,7 @@ void stops__forget(struct stops *s, const struct kh_stop_key *key);
  */
 bool stops__release(struct stops *s, const struct kh_stop_key *key);
 
-/* "loader", "start", "fork", "exec": a stop's kind as the test hooks say it. */
+/* "loader", "start", "fork", "exec", "self", "identity": a stop's kind as the test hooks and -v say it. */
 const char *stops__kind_name(uint32_t kind);
 
 /* Stops the keeper let go before khprof came to them, so far. */
