@@ -39,6 +39,7 @@
 #include "log.h"
 #include "sites.h"
 #include "stops.h"
+#include "trace.h"
 
 #ifndef CAP_BPF
 #define CAP_BPF 39
@@ -62,14 +63,6 @@ struct keeper {
 	size_t let_go;      /* at the limit, while khprof lived */
 	int hook_fd;        /* KHPROF_TEST_KEEPER_HOOK (stops.c), or -1 */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int on_note(void *ctx, void *data, size_t len)
 {
@@ -127,7 +120,7 @@ static bool test_allows(struct keeper *k, const struct kh_stop_key *key)
 /* Lets go every noted stop whose limit has come, then sets the timer for the next. */
 static void let_go_due(struct keeper *k)
 {
-	uint64_t now = now_ns();
+	uint64_t now = tracer__now_ns();
 	struct itimerspec next = { 0 };
 	struct kh_stop held;
 

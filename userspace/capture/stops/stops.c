@@ -25,6 +25,7 @@
 #include "procfs.h"
 #include "sites.h"
 #include "stops.h"
+#include "trace.h"
 
 /*
  * The keeper's start, on a thread of its own (stops__open): its command
@@ -84,14 +85,6 @@ const char *stops__kind_name(uint32_t kind)
 	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * The child side of clone(CLONE_VM | CLONE_VFORK), as posix_spawn's: it
  * shares khprof's memory until the exec, so it only clears close-on-exec
@@ -127,7 +120,7 @@ static void *spawn_thread(void *arg)
 {
 	static char stack[32768] __attribute__((aligned(16)));
 	struct spawn *sp = arg;
-	uint64_t begin = now_ns();
+	uint64_t begin = tracer__now_ns();
 	sigset_t all;
 
 	/* No handler of khprof's may run in the child, on khprof's memory. */
@@ -147,7 +140,7 @@ static void *spawn_thread(void *arg)
 	if (sp->keep[4] >= 0)
 		close(sp->keep[4]);
 	close(sp->keep[5]);
-	sp->took_ns = now_ns() - begin;
+	sp->took_ns = tracer__now_ns() - begin;
 	return NULL;
 }
 
@@ -250,7 +243,7 @@ static void hook(struct stops *s, const char *step, const struct kh_stop_key *ke
 int stops__open(struct stops **out, uint64_t limit_ns, bool hold_group)
 {
 	struct stops *s = calloc(1, sizeof(*s));
-	uint64_t begin = now_ns();
+	uint64_t begin = tracer__now_ns();
 	int self_fd = -1, quit[2] = { -1, -1 }, keeper_hook = -1, err;
 
 	*out = NULL;
@@ -297,7 +290,7 @@ int stops__open(struct stops **out, uint64_t limit_ns, bool hold_group)
 		goto fail;
 	}
 	s->hook_fd = test_hook("KHPROF_TEST_STOP_HOOK");
-	s->open_ns = now_ns() - begin;
+	s->open_ns = tracer__now_ns() - begin;
 	*out = s;
 	return 0;
 fail:
@@ -320,7 +313,7 @@ fail:
 static void quit_keeper(struct stops *s)
 {
 	struct pollfd exited = { .fd = s->keeper_fd, .events = POLLIN };
-	uint64_t begin = now_ns();
+	uint64_t begin = tracer__now_ns();
 
 	if (s->keeper <= 0 || s->keeper_fd < 0 || s->keeper_gone_said ||
 	    write(s->quit_fd, "q", 1) != 1)
@@ -329,7 +322,7 @@ static void quit_keeper(struct stops *s)
 		;
 	if (exited.revents & POLLIN) {
 		waitpid(s->keeper, NULL, 0);
-		log__debug("the stop keeper ended in %.2f ms", (double)(now_ns() - begin) / 1e6);
+		log__debug("the stop keeper ended in %.2f ms", (double)(tracer__now_ns() - begin) / 1e6);
 	} else
 		log__debug("the stop keeper (PID %d) did not end within %d ms of khprof's asking",
 			   (int)s->keeper, KEEPER_QUIT_WAIT_MS);
@@ -417,11 +410,11 @@ bool stops__release(struct stops *s, const struct kh_stop_key *key)
 	uint64_t begin;
 
 	hook(s, "release", key);
-	begin = now_ns();
+	begin = tracer__now_ns();
 	end = stops__end(s->table_fd, key, false, NULL);
 	log__debug("PID %d: stop (%s) ended in %.1f us, %.1f us after it was made", key->tgid,
-		   stops__kind_name(key->kind), (double)(now_ns() - begin) / 1e3,
-		   (double)(now_ns() - key->stamp_ns) / 1e3);
+		   stops__kind_name(key->kind), (double)(tracer__now_ns() - begin) / 1e3,
+		   (double)(tracer__now_ns() - key->stamp_ns) / 1e3);
 	if (end == STOP_NOT_HELD) {
 		s->let_go++;
 		log__debug("PID %d was let go by the stop keeper while khprof attached", key->tgid);
@@ -519,7 +512,7 @@ enum stop_end stops__end(int map_fd, const struct kh_stop_key *key, bool late,
 	 * worth the two /proc reads (20-35 us each here, where the rest of
 	 * the end costs ~5 us: 22 against 5 us a dlopen stop).
 	 */
-	if (!late && now_ns() - key->stamp_ns < STOP_YOUNG_NS)
+	if (!late && tracer__now_ns() - key->stamp_ns < STOP_YOUNG_NS)
 		return kill((pid_t)stop.local_tgid, SIGCONT) == 0 ? STOP_ENDED : STOP_GONE;
 	/*
 	 * The pidfd first: if the stat is the stopped process's, so is the
