@@ -177,6 +177,8 @@ void drain__process_ended(struct tracer *t);
  * cannot see it.  Without a namespace of its own, the pid itself.
  */
 bool pid_map__needed(void);
+/* khprof's PID namespace by its inode number where pid_map__needed, else 0. */
+uint32_t pid_map__own_ns_inum(void);
 pid_t pid_map__kernel(struct tracer *t, pid_t local);
 pid_t pid_map__local(struct tracer *t, pid_t kernel);
 /* live.c: unmaps what tracer__read_live mapped (tracer__close). */

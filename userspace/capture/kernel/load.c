@@ -533,12 +533,7 @@ static int open_and_load(struct tracer *t)
 	/* The kernel's pids and khprof's differ only in a PID namespace of its own (pid_map.c). */
 	bpf_program__set_autoload(t->skel->progs.kh_pid_map, pid_map__needed());
 	/* There, a stop names the process by khprof's pid too (bpf/stops.bpf.h). */
-	if (pid_map__needed()) {
-		struct stat ns;
-
-		if (stat("/proc/self/ns/pid", &ns) == 0)
-			t->skel->rodata->stops_pidns_inum = (__u32)ns.st_ino;
-	}
+	t->skel->rodata->stops_pidns_inum = pid_map__own_ns_inum();
 	err = latency__configure(t->skel, t->ncpus);
 	if (err)
 		return err;

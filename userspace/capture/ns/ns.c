@@ -421,12 +421,19 @@ int ns__container_process(const char *which, pid_t *pid, char *cgroup)
 	return 0;
 }
 
-bool ns__in_initial_pid_ns(void)
+uint32_t ns__own_pid_ns_inum(void)
 {
 	struct stat st;
 
+	return stat("/proc/self/ns/pid", &st) == 0 ? (uint32_t)st.st_ino : 0;
+}
+
+bool ns__in_initial_pid_ns(void)
+{
+	uint32_t inum = ns__own_pid_ns_inum();
+
 	/* Without /proc/self/ns (no namespaces at all) every pid is the kernel's. */
-	return stat("/proc/self/ns/pid", &st) != 0 || st.st_ino == INITIAL_PID_NS_INO;
+	return inum == 0 || inum == INITIAL_PID_NS_INO;
 }
 
 int ns__cgroup_open(const char *cgroup)

@@ -122,6 +122,8 @@ int ns__cgroup_open(const char *cgroup);
  */
 int ns__for_each_member(const char *cgroup, int (*fn)(pid_t pid, void *ctx), void *ctx);
 
+/* khprof's own PID namespace, by its inode number; 0 where there is no /proc/self/ns. */
+uint32_t ns__own_pid_ns_inum(void);
 /* Whether khprof runs in the initial PID namespace (where the kernel's pids are its). */
 bool ns__in_initial_pid_ns(void);
 

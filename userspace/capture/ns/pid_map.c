@@ -29,14 +29,22 @@
 #include "tracer_impl.h"
 
 static int initial = -1; /* unknown yet */
+static uint32_t own_inum;  /* khprof's PID namespace, once initial is known */
 static struct kh_pid_pair *pairs;
 static size_t pair_count;
 
 bool pid_map__needed(void)
 {
-	if (initial < 0)
+	if (initial < 0) {
+		own_inum = ns__own_pid_ns_inum();
 		initial = ns__in_initial_pid_ns();
+	}
 	return !initial;
+}
+
+uint32_t pid_map__own_ns_inum(void)
+{
+	return pid_map__needed() ? own_inum : 0;
 }
 
 /* A machine's tasks, as pairs: far more than any machine runs. */
