@@ -423,8 +423,8 @@ static void session_emit(struct session_table *tbl, struct open_session *s,
 	p->ext.tracer_cost_ns = spans * cfg->span_cost_ns;
 	p->ext.span_bias_ns = cfg->span_bias_ns;
 	p->ext.traced_pid = cfg->pid;
-	p->ext.stops_let_go = tbl->stops_let_go - tbl->stops_let_go_said;
-	tbl->stops_let_go_said = tbl->stops_let_go;
+	p->ext.stops_let_go = tbl->stops_let_go;
+	tbl->stops_let_go = 0;
 	note_namespaces(cfg, p);
 	if (ended_mid_session || s == &tbl->slots[KH_OUTSIDE_SLOT])
 		note_end(tbl, p); /* the whole trace ends with the process, too */

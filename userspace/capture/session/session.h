@@ -107,8 +107,8 @@ struct session_table {
 	struct kh_opt_u64 first_cpu_ns;
 	struct kh_opt_u64 end_peak_threads, end_peak_pages; /* sessions__set_end_peaks */
 	size_t records_emitted;
-	/* Stops the keeper let go (sessions__note_let_go); each goes in the next record. */
-	uint64_t stops_let_go, stops_let_go_said;
+	/* Stops the keeper let go (sessions__note_let_go) since the last record: the next one's. */
+	uint64_t stops_let_go;
 	char warned_keys[512];
 	enum session_end end;
 	int end_code; /* exit code or signal number */
