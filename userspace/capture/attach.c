@@ -423,12 +423,19 @@ static int store_specs(struct tracer *t, const struct kh_usdt_spec *specs, const
  * site that changed since it was read, or one those checks do not know):
  * the kernel's configuration is not blamed.
  */
-static void report_attach_error(const char *path, int err)
+static void report_attach_error(const struct tracer *t, const char *path, int err)
 {
 	char file[256];
 
 	utf8__escape(path, file, sizeof(file));
-	if (err == -EPERM || err == -EACCES)
+	/*
+	 * The process ended while its mappings were being attached (a link
+	 * per process, where uprobe_multi is missing, names its pid): nothing
+	 * of it is left to trace, and the callers take -ESRCH as its end.
+	 */
+	if (err == -ESRCH)
+		log__debug("'%s' not attached: PID %d ended first", file, t->pid);
+	else if (err == -EPERM || err == -EACCES)
 		log__error("cannot attach to '%s': permission denied "
 			   "(run as root or grant CAP_BPF and CAP_PERFMON)", file);
 	else if (err == -EINVAL || err == -EOPNOTSUPP)
@@ -568,18 +575,8 @@ static int attach_file(struct tracer *t, struct held_file *f, bool required)
 					 offsets + first_identity,
 					 ref_ctr_offsets + first_identity,
 					 cookies + first_identity, identities);
-	if (err == -ESRCH) {
-		/*
-		 * The process ended while its mappings were being attached (a
-		 * link per process, where uprobe_multi is missing, names its
-		 * pid): nothing of it is left to trace, and its callers take
-		 * -ESRCH as its end.
-		 */
-		log__debug("'%s' not attached: PID %d ended first", path, t->pid);
-		goto out;
-	}
 	if (err) {
-		report_attach_error(path, err);
+		report_attach_error(t, path, err);
 		goto out;
 	}
 	if (count + identities)

@@ -189,7 +189,10 @@ static int hook_loader(struct tracer *t, const struct ns_view *v, const char *ex
 		err = attach__link_sites(t, t->skel->progs.kh_loader_state, &loader, &offset,
 					 &no_semaphore, &cookie, 1);
 	held_file__close(&loader);
-	if (err) {
+	/* Gone meanwhile (its link names its pid): no later library to miss. */
+	if (err == -ESRCH)
+		log__debug("PID %d ended before its loader was watched", t->pid);
+	else if (err) {
 		char shown[256]; /* the executable's PT_INTERP: its file's string */
 
 		log__warn("cannot watch '%s' for dlopen: %s; libraries loaded later "
