@@ -498,12 +498,26 @@ static int diff__stage_ctx(struct diff_ctx *ctx, uint32_t stage)
 	return err;
 }
 
+/* Appends a warning after the items; takes message (NULL: out of memory), even on failure. */
+static int diff__push_warning(struct kh_diff *d, enum kh_diff_warning_kind kind, char *message)
+{
+	struct kh_diff_warning *w = message ? realloc(d->warnings, (d->warning_count + 1) *
+							      sizeof(*w)) : NULL;
+
+	if (!w) {
+		free(message);
+		return -ENOMEM;
+	}
+	d->warnings = w;
+	d->warnings[d->warning_count++] = (struct kh_diff_warning){ kind, message };
+	return 0;
+}
+
 /* The stages whose split too few runs had complete: judged on elapsed time instead. */
 static int diff__warn_incomplete(struct kh_diff *d, const uint32_t *stages, size_t n)
 {
 	char list[512] = "";
 	size_t used = 0;
-	struct kh_diff_warning *w;
 	char *message;
 
 	if (!n)
@@ -516,15 +530,7 @@ static int diff__warn_incomplete(struct kh_diff *d, const uint32_t *stages, size
 			       "khprof's log holds): %s, judged on elapsed time, which includes "
 			       "waiting for a CPU",
 			       n, n == 1 ? "" : "s", list);
-	w = message ? realloc(d->warnings, (d->warning_count + 1) * sizeof(*w)) : NULL;
-	if (!w) {
-		free(message);
-		return -ENOMEM;
-	}
-	d->warnings = w;
-	d->warnings[d->warning_count++] = (struct kh_diff_warning){ KH_DIFF_WARN_INCOMPLETE,
-								    message };
-	return 0;
+	return diff__push_warning(d, KH_DIFF_WARN_INCOMPLETE, message);
 }
 
 /*
@@ -534,7 +540,6 @@ static int diff__warn_incomplete(struct kh_diff *d, const uint32_t *stages, size
 static int diff__warn_starved(struct kh_diff *d, const struct kh_diff_side *base,
 			      const struct kh_diff_side *cand)
 {
-	struct kh_diff_warning *w;
 	bool unjudged = false;
 	char *message;
 
@@ -549,14 +554,7 @@ static int diff__warn_starved(struct kh_diff *d, const struct kh_diff_side *base
 			       d->starved[0], base->count, d->starved[1], cand->count,
 			       DIFF_STARVED_FACTOR,
 			       unjudged ? ", too few left to judge them" : "");
-	w = message ? realloc(d->warnings, (d->warning_count + 1) * sizeof(*w)) : NULL;
-	if (!w) {
-		free(message);
-		return -ENOMEM;
-	}
-	d->warnings = w;
-	d->warnings[d->warning_count++] = (struct kh_diff_warning){ KH_DIFF_WARN_STARVED, message };
-	return 0;
+	return diff__push_warning(d, KH_DIFF_WARN_STARVED, message);
 }
 
 /*
