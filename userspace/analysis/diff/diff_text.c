@@ -11,6 +11,7 @@
 #include "diff.h"
 #include "diff_internal.h"
 #include "outbuf.h"
+#include "utf8.h"
 
 /* --- cells shared by the text and markdown tables ------------------------ */
 
@@ -207,16 +208,6 @@ static void item_cells(const struct kh_diff *d, const struct kh_diff_item *it, b
 		len = strlen(cells[C_VERDICT]);
 		snprintf(cells[C_VERDICT] + len, CELL - len, " (within span error)");
 	}
-}
-
-/* Characters on screen: UTF-8 continuation bytes take no column. */
-static size_t display_width(const char *s)
-{
-	size_t n = 0;
-
-	for (; *s; s++)
-		n += ((unsigned char)*s & 0xc0) != 0x80;
-	return n;
 }
 
 static void method_text(const struct kh_diff *d, char *buf, size_t len)
@@ -500,19 +491,19 @@ static void table_text(struct outbuf *o, const struct kh_diff *d)
 	}
 	rows = table_rows(d, order, &rest);
 	for (int c = 0; c < C_COUNT; c++)
-		width[c] = display_width(column_titles[c]);
+		width[c] = utf8__chars(column_titles[c]);
 	for (size_t i = 0; i < rows; i++) {
 		item_cells(d, &d->items[order[i]], false, cells[i]);
 		for (int c = 0; c < C_COUNT; c++)
-			if (display_width(cells[i][c]) > width[c])
-				width[c] = display_width(cells[i][c]);
+			if (utf8__chars(cells[i][c]) > width[c])
+				width[c] = utf8__chars(cells[i][c]);
 	}
 	for (size_t row = 0; rows && row <= rows; row++) {
 		size_t start = o->len, end;
 
 		for (int c = 0; c < C_COUNT; c++) {
 			const char *cell = row ? cells[row - 1][c] : column_titles[c];
-			int pad = (int)(width[c] - display_width(cell));
+			int pad = (int)(width[c] - utf8__chars(cell));
 
 			if (column_right[c])
 				outbuf__printf(o, "%*s%s  ", pad, "", cell);
