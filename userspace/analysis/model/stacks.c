@@ -389,8 +389,6 @@ static void top_table_of(const struct kh_stacks *s, struct outbuf *out)
 	uint32_t order[KH_STAGE_COUNT + 1];
 	size_t rows = 0;
 
-	if (!s->present)
-		return;
 	outbuf__printf(out, "stack samples: %" PRIu64 " at %" PRIu64 " Hz (%s)", s->samples,
 		       s->rate_hz, s->unwinding ? s->unwinding : "unknown unwinding");
 	if (s->unwind_failed || s->truncated || s->ring_full || s->threads_missed)

@@ -342,8 +342,10 @@ static int record_once(const struct trace_cli *cli, const struct run_as *run_as,
 	code = serve_open(cli, &out, &loop);
 	if (code)
 		return code;
-	/* Before anything can stop COMMAND: its keeper (stops.h). */
-	/* COMMAND runs in khprof's process group: the keeper holds it (stops.h). */
+	/*
+	 * Before anything can stop COMMAND, its keeper; COMMAND runs in
+	 * khprof's process group, which the keeper holds (stops.h).
+	 */
 	if (stops__open(&stops, cli->stop_limit_ns, true)) {
 		live_metrics__close(out.metrics);
 		return KHPROF_EXIT_FAILURE;
