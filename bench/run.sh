@@ -71,7 +71,7 @@ gcc "${CFLAGS_BENCH[@]}" $(incs_of userspace/common userspace/analysis userspace
 # shellcheck disable=SC2046
 gcc "${CFLAGS_BENCH[@]}" $(incs_of userspace/common userspace/analysis userspace/capture) -Ibuild \
 	-o "$B/symbolize" bench/symbolize.c build/userspace/capture/stacks/stackstore.o \
-	build/userspace/capture/procfs.o \
+	build/userspace/capture/procfs.o build/userspace/capture/ns/ns.o \
 	$(objs_of userspace/analysis userspace/common) build/proto/profile.pb-c.o \
 	-ldw -lelf -lprotobuf-c -lz -lcjson -liberty -lm
 # dwarf_unwind measures a DWARF unwind of copied stacks, the option --sample did not take (row 11).
