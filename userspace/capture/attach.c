@@ -237,6 +237,28 @@ static struct bpf_program *identity_prog(const struct tracer *t)
 		       : t->skel->progs.kh_usdt_identity_nosleep;
 }
 
+/*
+ * Every probe site of a file, spans' and identities' alike, kept with its
+ * original bytes before a uprobe can change it, for the children the
+ * process forks (sites.h), read from the held file: once per file, as the
+ * table keeps a file once.  Not khprof's own sites (calibration): the
+ * command never stops a fork of khprof.
+ */
+static void keep_sites(struct tracer *t, struct held_file *f, const __u64 *offsets, __u32 count)
+{
+	char file[256];
+	int err;
+
+	if (!t->opts.stops || t->spans_only || !count)
+		return;
+	err = stops__publish_sites(t->opts.stops, f->kernel_path, offsets, count);
+	/* A file already gone (a process that exited) is not linked either: said there. */
+	if (err && err != -ENOENT)
+		log__warn("cannot keep the probe sites of '%s' for the processes that fork: "
+			  "%s; one that khprof lets go without attaching may crash at one",
+			  utf8__escape(f->path, file, sizeof(file)), strerror(-err));
+}
+
 /* Links prog to count sites of a held file and keeps the links until tracer__close. */
 int attach__link_sites(struct tracer *t, struct bpf_program *prog, struct held_file *f,
 		       const __u64 *offsets, const __u64 *ref_ctr_offsets, const __u64 *cookies,
@@ -251,24 +273,6 @@ int attach__link_sites(struct tracer *t, struct bpf_program *prog, struct held_f
 		err = compat__store_site_ids(bpf_map__fd(t->skel->maps.kh_sites),
 					     bpf_map__fd(t->skel->maps.__bpf_usdt_ip_to_spec_id),
 					     f->dev, f->ino, offsets, cookies, count);
-	/*
-	 * A probe site is kept with its original bytes before a uprobe can
-	 * change it, for the children the process forks (sites.h), read from
-	 * the held file.  Not khprof's own sites (calibration): the command
-	 * never stops a fork of khprof.
-	 */
-	if (!err && t->opts.stops && !t->spans_only &&
-	    (prog == t->skel->progs.kh_usdt || prog == identity_prog(t))) {
-		char file[256];
-
-		err = stops__publish_sites(t->opts.stops, f->kernel_path, offsets, count);
-		/* A file already gone (a process that exited) is not linked either: said there. */
-		if (err && err != -ENOENT)
-			log__warn("cannot keep the probe sites of '%s' for the processes that fork: "
-				  "%s; one that khprof lets go without attaching may crash at one",
-				  utf8__escape(f->path, file, sizeof(file)), strerror(-err));
-		err = 0;
-	}
 	if (!err)
 		err = link_sites(t, bpf_program__fd(prog), f->kernel_path, offsets, ref_ctr_offsets,
 				 cookies, count);
@@ -567,14 +571,20 @@ static int attach_file(struct tracer *t, struct held_file *f, bool required)
 	if (t->opts.mode == KH_MODE_BATCH && usdt_notes__has(&notes, PROVIDER, "batch") &&
 	    !usdt_notes__has(&notes, PROVIDER, "batch_register"))
 		t->abi2_batch = true;
+	/* The identities, filled from the end, moved to follow the spans: one list to keep. */
+	if (identities && first_identity != count) {
+		memmove(offsets + count, offsets + first_identity, identities * sizeof(*offsets));
+		memmove(ref_ctr_offsets + count, ref_ctr_offsets + first_identity,
+			identities * sizeof(*ref_ctr_offsets));
+		memmove(cookies + count, cookies + first_identity, identities * sizeof(*cookies));
+	}
+	keep_sites(t, f, offsets, count + identities);
 	if (count)
 		err = attach__link_sites(t, t->skel->progs.kh_usdt, f, offsets,
 					 ref_ctr_offsets, cookies, count);
 	if (!err && identities)
-		err = attach__link_sites(t, identity_prog(t), f,
-					 offsets + first_identity,
-					 ref_ctr_offsets + first_identity,
-					 cookies + first_identity, identities);
+		err = attach__link_sites(t, identity_prog(t), f, offsets + count,
+					 ref_ctr_offsets + count, cookies + count, identities);
 	if (err) {
 		report_attach_error(t, path, err);
 		goto out;
