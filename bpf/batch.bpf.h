@@ -28,9 +28,9 @@ struct batch_buffer {
 	__u64 min_start_ticks;
 	__u64 min_start_mono;
 	/*
-	 * on_batch's count and thresholds pass through here so that the
+	 * kh_take_batch's count and thresholds pass through here so that the
 	 * verifier takes them as any number (its tracking stops at a load
-	 * from a map value): as known ones, each path of on_batch (a full
+	 * from a map value): as known ones, each path of kh_take_batch (a full
 	 * batch, a shorter one, a failed read; the TSC usable or not) reached
 	 * the walk's bpf_loop with its own, and the walk was verified once for
 	 * each: 7,300 instructions of kh_usdt walked at a stride of 4, 5,500
@@ -654,7 +654,7 @@ static __noinline void settle_buffers(__u32 slot)
  * site's argument count, or -1.
  * Out of line, so that the registers' copy (168 bytes, 264 on aarch64:
  * arch.bpf.h) and the batch's
- * walk (on_batch) are never on the stack together: every program stays
+ * walk (kh_take_batch) are never on the stack together: every program stays
  * within the 512 bytes a kernel without private stacks allows to the
  * deepest chain of calls, bpf_loop's callbacks included (Linux 6.1
  * counted kh_usdt's at 544 with both in one frame).

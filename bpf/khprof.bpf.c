@@ -544,7 +544,7 @@ static __always_inline void on_session_finish(__u64 status)
 /*
  * Every probe but the batch one.  Out of line, so that kh_usdt's own frame
  * stays at a few bytes: the batch path's chain of calls (on_batch_probe,
- * on_batch, its bpf_loop callbacks and theirs) then needs 448 bytes of
+ * kh_take_batch, its bpf_loop callbacks and theirs) then needs 448 bytes of
  * the 512 a kernel without private stacks allows (test_kernels checks it).
  */
 static __noinline void on_probe(struct pt_regs *ctx, long kind)
