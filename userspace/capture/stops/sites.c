@@ -15,6 +15,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "procfs.h"
 #include "sites.h"
 
@@ -222,16 +223,9 @@ struct collect {
 
 static int add_target(struct collect *c, uint64_t vaddr, const struct site *site)
 {
-	if (c->count == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 64;
-		struct target *grown = realloc(c->targets, cap * sizeof(*grown));
-
-		if (!grown) {
-			c->err = -ENOMEM;
-			return 1;
-		}
-		c->targets = grown;
-		c->cap = cap;
+	if (array__reserve((void **)&c->targets, &c->cap, c->count + 1, sizeof(*c->targets))) {
+		c->err = -ENOMEM;
+		return 1;
 	}
 	c->targets[c->count++] = (struct target){ .vaddr = vaddr, .site = site };
 	return 0;
