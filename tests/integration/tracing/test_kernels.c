@@ -125,6 +125,15 @@ static int parse_depths(const char *log, unsigned int *depth, int max)
  * forks (the most programs), with every fallback or none, and checks each
  * loaded program's deepest chain.
  */
+/* "uprobe.s", "uprobe.s/PATH:FUNC": libbpf loads it sleepable. */
+static bool sleepable(const struct bpf_program *prog)
+{
+	const char *sec = bpf_program__section_name(prog);
+	size_t n = strlen(sec);
+
+	return (n >= 2 && strcmp(sec + n - 2, ".s") == 0) || strstr(sec, ".s/");
+}
+
 static void check_stacks(uint32_t fallbacks)
 {
 	struct khprof_bpf *skel;
@@ -197,6 +206,20 @@ static void check_stacks(uint32_t fallbacks)
 			fail_msg("'%s' needs %u bytes of stack in its deepest chain of calls "
 				 "(fallbacks 0x%x): kernels without private stacks allow 512",
 				 bpf_program__name(prog), total, fallbacks);
+		/*
+		 * A uprobe program that turns preemption off keeps its own
+		 * frame under 64 bytes: from there the JIT puts a frame on the
+		 * stack per CPU that every task running the program shares
+		 * (Linux 6.13), and this one is live before the program has
+		 * turned preemption off (bpf/khprof.bpf.c, before kh_usdt).
+		 */
+		if (skel->rodata->have_preempt_kfuncs &&
+		    bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE && !sleepable(prog) &&
+		    depth[0] >= 64)
+			fail_msg("'%s' has a frame of %u bytes of its own (fallbacks 0x%x): from 64 "
+				 "bytes it is on the stack per CPU that a preempted run shares; "
+				 "move its body into a subprogram called with preemption off",
+				 bpf_program__name(prog), depth[0], fallbacks);
 		free(logs[nprogs++]);
 	}
 	khprof_bpf__destroy(skel);
