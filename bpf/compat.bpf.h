@@ -16,6 +16,8 @@
 
 /* Set by the loader before load (enum kh_kernel_feature, features.h). */
 const volatile bool have_preempt_kfuncs = 0;     /* Linux 6.10 */
+/* Set with it where the verifier lets kh_usdt call on with preemption off (6.15). */
+const volatile bool probes_preempt_off = 0;
 const volatile bool have_rdonly_cast = 0;        /* Linux 6.2 */
 const volatile bool have_copy_from_user_str = 0; /* Linux 6.12 */
 const volatile bool have_send_signal_task = 0;   /* Linux 6.13 */
@@ -63,6 +65,23 @@ static __always_inline void kh_preempt_disable(void)
 static __always_inline void kh_preempt_enable(void)
 {
 	if (have_preempt_kfuncs)
+		bpf_preempt_enable();
+}
+
+/*
+ * Around a whole uprobe program's body (bpf/khprof.bpf.c, before kh_usdt
+ * says why); a no-op where the verifier refuses the global subprograms
+ * the body calls (libbpf's bpf_usdt_arg) with preemption off, before 6.15.
+ */
+static __always_inline void kh_probe_preempt_disable(void)
+{
+	if (probes_preempt_off)
+		bpf_preempt_disable();
+}
+
+static __always_inline void kh_probe_preempt_enable(void)
+{
+	if (probes_preempt_off)
 		bpf_preempt_enable();
 }
 

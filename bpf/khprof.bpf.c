@@ -606,8 +606,11 @@ static __noinline void on_probe(struct pt_regs *ctx, long kind)
  * two, and in 0 of 24 with this (issue 29; docs/KERNELS.md has the
  * experiment).  The program's own frame stays under 64 bytes, so on the
  * task's stack (test_kernels checks), and the body is a call: nothing is
- * live before the first call or after the last.  Where the kernel
- * has no bpf_preempt_disable (before 6.10) it has no such stacks either.
+ * live before the first call or after the last.  Only where the verifier
+ * allows the global subprograms the bodies call (libbpf's bpf_usdt_arg)
+ * with preemption off, from 6.15 (khprof features: preempt_off_calls):
+ * it refused them on 6.12 ("global function calls are not allowed with
+ * preemption disabled"), where Debian's build is preempt=voluntary.
  * Cost: two kfunc calls a probe hit: span mode 790 -> 809 ns a span here,
  * batch mode 31.1 ns unchanged (one hit a batch; medians of 7 alternated
  * rounds of bench/span_cost under khprof record).
@@ -617,9 +620,9 @@ static __always_inline void usdt_dispatch(struct pt_regs *ctx);
 SEC("uprobe")
 int kh_usdt(struct pt_regs *ctx)
 {
-	kh_preempt_disable();
+	kh_probe_preempt_disable();
 	usdt_dispatch(ctx);
-	kh_preempt_enable();
+	kh_probe_preempt_enable();
 	return 0;
 }
 
@@ -732,9 +735,9 @@ static __noinline void loader_state(struct pt_regs *ctx);
 SEC("uprobe")
 int kh_loader_state(struct pt_regs *ctx)
 {
-	kh_preempt_disable();
+	kh_probe_preempt_disable();
 	loader_state(ctx);
-	kh_preempt_enable();
+	kh_probe_preempt_enable();
 	return 0;
 }
 

@@ -213,7 +213,7 @@ static void check_stacks(uint32_t fallbacks)
 		 * (Linux 6.13), and this one is live before the program has
 		 * turned preemption off (bpf/khprof.bpf.c, before kh_usdt).
 		 */
-		if (skel->rodata->have_preempt_kfuncs &&
+		if (skel->rodata->probes_preempt_off &&
 		    bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE && !sleepable(prog) &&
 		    depth[0] >= 64)
 			fail_msg("'%s' has a frame of %u bytes of its own (fallbacks 0x%x): from 64 "

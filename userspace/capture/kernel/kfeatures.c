@@ -74,6 +74,11 @@ static const struct {
 		"each probe hit finds its site from the kernel's uprobe (its file and offset: "
 		"four kernel reads and a hash lookup more a hit), and the uprobes are attached "
 		"with PERF_EVENT_IOC_SET_BPF" },
+	[KH_FEAT_PREEMPT_OFF_CALLS] = {
+		"preempt_off_calls", "Linux 6.15",
+		"khprof's uprobe programs run preemptible (the verifier refuses their "
+		"calls with preemption off): on a kernel whose JIT gives them a stack per "
+		"CPU, a thread preempted in one can find another thread's values in it" },
 };
 _Static_assert(sizeof(table) / sizeof(table[0]) == KH_FEAT_COUNT, "one row per feature");
 
@@ -91,10 +96,13 @@ const char *features__cost(const struct kh_features *f, enum kh_kernel_feature f
 {
 	if ((unsigned)feat >= KH_FEAT_COUNT || features__has(f, feat))
 		return NULL;
-	if (feat == KH_FEAT_PREEMPT_KFUNCS) {
-		/* Only a kernel that preempts kernel code can interleave two updates. */
+	if (feat == KH_FEAT_PREEMPT_KFUNCS || feat == KH_FEAT_PREEMPT_OFF_CALLS) {
+		/* Only a kernel that preempts kernel code can interleave two runs. */
 		if (f->preempt == KH_PREEMPT_NONE || f->preempt == KH_PREEMPT_VOLUNTARY)
 			return NULL;
+		/* Stacks per CPU came after the kfuncs (6.13): not before them. */
+		if (feat == KH_FEAT_PREEMPT_OFF_CALLS)
+			return features__has(f, KH_FEAT_PREEMPT_KFUNCS) ? table[feat].cost : NULL;
 		return "this kernel may preempt a BPF program (preempt=full or unknown): two "
 		       "traced threads interleaving on one CPU can lose a count";
 	}
@@ -158,6 +166,13 @@ static uint32_t struct_bits(const struct btf *btf, const struct btf_type *t, con
 	if (strcmp(name, "bpf_trace_run_ctx") == 0)
 		/* is_uprobe came with bpf_get_func_ip for uprobes (Linux 6.4). */
 		return member_of(btf, t, "is_uprobe", 0) ? 1u << KH_FEAT_UPROBE_FUNC_IP : 0;
+	if (strcmp(name, "bpf_subprog_info") == 0)
+		/*
+		 * might_sleep came with the verifier's leave to call global
+		 * subprograms with preemption off, which kh_usdt's calls of
+		 * libbpf's bpf_usdt_arg need (bpf/khprof.bpf.c, before kh_usdt).
+		 */
+		return member_of(btf, t, "might_sleep", 0) ? 1u << KH_FEAT_PREEMPT_OFF_CALLS : 0;
 	if (strcmp(name, "mm_struct") == 0) {
 		m = member_of(btf, t, "rss_stat", 0);
 		if (m && btf_is_array(skip_mods(btf, m->type) ?: t))

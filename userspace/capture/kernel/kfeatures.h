@@ -39,6 +39,7 @@ enum kh_kernel_feature {
 	KH_FEAT_BPF_COOKIE = 13,        /* BPF cookies for uprobes (else sites by file and offset) */
 	KH_FEAT_SWITCH_PREV_STATE = 14, /* sched_switch's prev_state argument */
 	KH_FEAT_RINGBUF = 15,           /* BPF ring buffers, through which every event comes */
+	KH_FEAT_PREEMPT_OFF_CALLS = 16, /* global subprograms callable with preemption off */
 	KH_FEAT_COUNT
 };
 
@@ -50,7 +51,8 @@ enum kh_kernel_feature {
 	 (1u << KH_FEAT_PERCPU_RSS) | (1u << KH_FEAT_OPTIMIZED_UPROBES) |                     \
 	 (1u << KH_FEAT_EXIT_BEFORE_MM) | (1u << KH_FEAT_FENTRY) | (1u << KH_FEAT_BPF_LOOP) |  \
 	 (1u << KH_FEAT_TASK_STORAGE) | (1u << KH_FEAT_BPF_COOKIE) |                           \
-	 (1u << KH_FEAT_SWITCH_PREV_STATE) | (1u << KH_FEAT_RINGBUF))
+	 (1u << KH_FEAT_SWITCH_PREV_STATE) | (1u << KH_FEAT_RINGBUF) |                         \
+	 (1u << KH_FEAT_PREEMPT_OFF_CALLS))
 /*
  * What khprof cannot do without: a kernel older than its oldest (5.10)
  * fails at the first, ring buffers (5.8), in one line instead of a
@@ -65,7 +67,8 @@ enum kh_kernel_feature {
 #define KH_FEAT_CLASSIC_UNUSED                                                               \
 	((1u << KH_FEAT_PREEMPT_KFUNCS) | (1u << KH_FEAT_RDONLY_CAST) |                        \
 	 (1u << KH_FEAT_COPY_FROM_USER_STR) | (1u << KH_FEAT_SEND_SIGNAL_TASK) |               \
-	 (1u << KH_FEAT_TASK_STORAGE) | (1u << KH_FEAT_FENTRY))
+	 (1u << KH_FEAT_TASK_STORAGE) | (1u << KH_FEAT_FENTRY) |                              \
+	 (1u << KH_FEAT_PREEMPT_OFF_CALLS))
 
 /* How the kernel preempts kernel code (its preempt= mode). */
 enum kh_preempt_mode { KH_PREEMPT_UNKNOWN, KH_PREEMPT_NONE, KH_PREEMPT_VOLUNTARY, KH_PREEMPT_FULL };

@@ -329,6 +329,8 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 
 	(void)batch; /* every mode loads the same programs since the exec sample */
 	skel->rodata->have_preempt_kfuncs = features__has(f, KH_FEAT_PREEMPT_KFUNCS);
+	skel->rodata->probes_preempt_off = features__has(f, KH_FEAT_PREEMPT_KFUNCS) &&
+					   features__has(f, KH_FEAT_PREEMPT_OFF_CALLS);
 	skel->rodata->have_rdonly_cast = features__has(f, KH_FEAT_RDONLY_CAST);
 	skel->rodata->have_copy_from_user_str = features__has(f, KH_FEAT_COPY_FROM_USER_STR);
 	skel->rodata->have_send_signal_task = features__has(f, KH_FEAT_SEND_SIGNAL_TASK);
