@@ -120,11 +120,6 @@ static int parse_depths(const char *log, unsigned int *depth, int max)
 	return n;
 }
 
-/*
- * Loads the object as khprof would on this kernel in batch mode following
- * forks (the most programs), with every fallback or none, and checks each
- * loaded program's deepest chain.
- */
 /* "uprobe.s", "uprobe.s/PATH:FUNC": libbpf loads it sleepable. */
 static bool sleepable(const struct bpf_program *prog)
 {
@@ -134,6 +129,11 @@ static bool sleepable(const struct bpf_program *prog)
 	return (n >= 2 && strcmp(sec + n - 2, ".s") == 0) || strstr(sec, ".s/");
 }
 
+/*
+ * Loads the object as khprof would on this kernel in batch mode following
+ * forks (the most programs), with every fallback or none, and checks each
+ * loaded program's deepest chain.
+ */
 static void check_stacks(uint32_t fallbacks)
 {
 	struct khprof_bpf *skel;
