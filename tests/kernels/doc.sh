@@ -230,6 +230,50 @@ proven: a boot under KVM would settle it
 (`tests/kernels/run.sh --kernel backports --accel tcg,thread=multi`
 repeats the experiment; the retried boot is reported as such).
 
+### Frames shared by preempted uprobe programs (Linux 6.13 and on)
+
+From Linux 6.13 the JIT gives a kprobe-type program, which a uprobe
+program is, a stack per CPU for each of its frames of 64 bytes or more
+(the verifier's `bpf_enable_priv_stack`), and a uprobe runs its programs
+with only migration off: on a preemptible kernel (Debian's 7.3.4 is
+`preempt=lazy`) a task preempted inside `kh_usdt` came back to frames that
+another task's run on the same CPU had written over. That was the loss
+issue 29 left open: under the 7.3.4 x86-64 guest, with the waves program
+(`tests/workloads/waves 3 5 4 300`, 8 records a mode, single-threaded TCG):
+
+| | sessions not exact |
+|---|---|
+| before, pair mode | 19 to 24 of 24 (each run), e.g. the main thread's decode exit finding an entropy frame on its stack |
+| before, span mode | most; batch mode now and then with another thread's buffer (an input count of 140,157,399,392,058 bytes) |
+| before, the header's 1-byte nop at every site (no optimized uprobes) | the same |
+| before, one vCPU; `-cpu qemu64`; `preempt=voluntary` | 24 of 24; 19 of 24; fewer but some |
+| 6.12 (`preempt=voluntary`), same runs | 0 of 24 |
+| after: `kh_usdt` and `kh_loader_state` turn preemption off around their bodies | 0 of 24 in each of batch, span and pair |
+
+They turn it off only where the verifier lets their bodies call global
+subprograms (libbpf's `bpf_usdt_arg`) with preemption off, from Linux 6.15
+(`khprof features`: `preempt_off_calls`, read from the verifier's
+`bpf_subprog_info.might_sleep` in the kernel's BTF): 6.12 refuses the load
+("global function calls are not allowed with preemption disabled"), and
+its Debian build is `preempt=voluntary`, which never preempts a BPF
+program. A kernel that has the stacks but not that leave, and preempts kernel
+code, says it may lose values this way, in the features table, the
+record's `kernel.degraded` and on stderr.
+
+What it was not, from counters added for the experiment: no run skipped
+(enter and exit programs ran 41,840 times each), no other task's storage
+(each thread's span stack was its own in 41,840 of 41,840 checks; the
+thread's TLS address matched its `fsbase` in every batch), no site given
+another's cookie. `test_kernels` checks that each uprobe program that
+turns preemption off keeps its own frame under 64 bytes. The matrix's
+brief soak runs on 7.3.4 arm64 again, not yet on x86-64: there, after
+the fix, one batch-mode record of the Rust program counted 115 spans and
+an input unit more than the program ran, with the kernel reporting two
+skipped runs of `kh_thread_exit_again` (issue 29, open). Left: `kh_usdt_identity` is sleepable
+(it faults a version string in) and cannot turn preemption off; its
+frames, 104 bytes of its own, share the per-CPU stack, so two identity
+probes on one CPU, one of them asleep in a page fault, could still meet.
+
 One boot of 5.10 panicked before init, "IO-APIC + timer doesn't work":
 the check of the timer interrupt at boot has a window that a TCG guest
 on a busy host (load 17 on 2 CPUs) can miss. The guests now boot with
