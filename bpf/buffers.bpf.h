@@ -48,6 +48,58 @@ struct {
 	__type(value, struct kh_thread_entry);
 } thread_list SEC(".maps");
 
+/*
+ * Which thread's entry holds each buffer address, per process.  A thread
+ * whose end the kernel ran none of the thread-end programs for
+ * (thread_ends.bpf.h) stays in thread_list; once the C library gives its
+ * stack, and the thread-local state on it, to a new thread, a session's
+ * start or end reads the new thread's buffer through the dead thread's
+ * entry as well, whose claims are another generation's: on 7.3 under TCG
+ * a session counted a pool worker's 230 buffered spans twice, in 3 of 60
+ * records of test_soak's Rust waves.  A thread's stack comes back only
+ * once the kernel has cleared its thread id, after the end's programs had
+ * their chance, so the new thread's first entry takes the dead one's out
+ * and counts its end as unseen (exit_unknown): what it buffered at its end
+ * cannot be read any more.  LRU: the addresses of threads long gone are
+ * forgotten first.
+ */
+struct state_owner_key {
+	__u64 state_addr;
+	__u32 tgid;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, KH_MAX_THREADS);
+	__type(key, struct state_owner_key);
+	__type(value, __u32);
+} state_owners SEC(".maps");
+
+/* Threads whose end went unseen, found by state_owners: khprof says how many. */
+__u64 threads_ended_unseen = 0;
+
+/* tid's new entry holds state_addr: a dead thread's entry that held it goes. */
+static __noinline void state_owner_take(__u64 state_addr, __u32 tid)
+{
+	struct state_owner_key key = { .state_addr = state_addr,
+				       .tgid = (__u32)(bpf_get_current_pid_tgid() >> 32) };
+	struct kh_thread_entry *stale;
+	__u32 *owner, dead;
+
+	owner = bpf_map_lookup_elem(&state_owners, &key);
+	if (owner && *owner != tid) {
+		dead = *owner;
+		stale = bpf_map_lookup_elem(&thread_list, &dead);
+		if (stale && stale->state_addr == state_addr &&
+		    bpf_map_delete_elem(&thread_list, &dead) == 0) {
+			count_drop(active_slot, KH_DROP_EXIT_UNKNOWN);
+			__sync_fetch_and_add(&threads_ended_unseen, 1);
+		}
+	}
+	bpf_map_update_elem(&state_owners, &key, &tid, BPF_ANY);
+}
+
 /* The layout a batch_register probe's ABI version gives. */
 static __always_inline __u32 thread_layout(__u64 abi_version)
 {
@@ -111,6 +163,7 @@ static struct kh_thread_entry *thread_entry_learn(__u64 state_addr, __u32 flags,
 	fresh.claim_bytes = fresh.claim_spans;
 	fresh.claim_units = fresh.claim_spans;
 	fresh.next_flushed = flushed;
+	state_owner_take(state_addr, tid);
 	if (bpf_map_update_elem(&thread_list, &tid, &fresh, BPF_ANY))
 		return NULL;
 	entry = bpf_map_lookup_elem(&thread_list, &tid);

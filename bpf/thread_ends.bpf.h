@@ -233,24 +233,43 @@ static __always_inline bool traced_thread(const struct task_struct *task)
 }
 
 /*
- * The threads whose end kh_thread_exit took, by thread id, until
- * kh_thread_exit_again (next on the same tracepoint, in the same thread)
- * takes the entry out.  LRU: an entry whose second program the kernel
- * skipped is evicted in time instead of filling the map.
+ * The threads whose end one of the programs below took, by thread id, with
+ * the task's start time (a thread id the kernel gives again is another
+ * thread's), until kh_thread_exit_last (the last on the same tracepoint,
+ * in the same thread) takes the entry out.  LRU: an entry whose last
+ * program the kernel skipped is evicted in time instead of filling the map.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, __u64);
 } thread_ends_taken SEC(".maps");
 
 /*
  * Test hook (KHPROF_TEST_SKIP_THREAD_EXITS, userspace/capture/process.c):
  * the traced process's threads end as if the kernel had skipped the first
- * N of the two programs below.
+ * N of the three programs below.
  */
 __u32 test_skip_thread_exits = 0;
+
+/* One of the programs below took this thread's end. */
+static __always_inline bool end_taken(const struct task_struct *task)
+{
+	__u32 tid = task->pid;
+	__u64 *born = bpf_map_lookup_elem(&thread_ends_taken, &tid);
+
+	return born && *born == task->start_time;
+}
+
+/* 0 when marked; a program that cannot mark the end leaves it to the next. */
+static __always_inline long end_take(const struct task_struct *task)
+{
+	__u32 tid = task->pid;
+	__u64 born = task->start_time;
+
+	return bpf_map_update_elem(&thread_ends_taken, &tid, &born, BPF_ANY);
+}
 
 /*
  * Every thread's end: normal exit, exit_group from any thread, a fatal
@@ -258,7 +277,7 @@ __u32 test_skip_thread_exits = 0;
  * log (latency.bpf.h).  Since Linux 6.16 the tracepoint fires before the
  * thread lets go of its memory (exit_mm).
  *
- * Two programs, because the kernel may skip one: it runs a tracing
+ * Three programs, because the kernel may skip each: it runs a tracing
  * program at most once per CPU at a time, and an entry while another
  * thread is preempted inside it is dropped, counted only in the program's
  * recursion_misses.  Tracepoints run preemptible on newer kernels (under
@@ -267,26 +286,32 @@ __u32 test_skip_thread_exits = 0;
  * kills end together: one of them lost its whole buffer in about one run
  * of three on 7.3 under QEMU (test_fault_matrix, thread_segv in batch
  * mode; in pair mode the end sample went missing the same way).  A thread
- * preempted inside one program holds only that one, so the other runs
- * for the next thread; the first marks the thread taken for the second.
- * On 7.3 the second took a thread's end within 40 runs of thread_segv.
+ * preempted inside one program holds only that one, so the next runs for
+ * the next thread; each marks the thread taken for those after it.  With
+ * two, 7.3 under TCG still skipped both for one thread in about one record
+ * in 20 of test_soak's Rust waves (4 to 6 skips a record): the dead
+ * thread's entry stayed in thread_list, and once the C library gave its
+ * stack to a new thread, a session's end counted that thread's buffer
+ * twice (buffers.bpf.h, state_owners, now takes such an entry out).  The
+ * third runs the body only when both others were skipped: in 60 records
+ * there, 1 thread's end was skipped by all three (counted and said), and
+ * no buffer was counted twice.  Each thread still runs every program's
+ * first lines, so the third is held too, 2 or 3 times a record there.
  * Cost: one more program at every exit on the machine, which returns at
- * the tgid check (with kernel.bpf_stats_enabled each of the two took
- * ~600 ns per exit of an untraced /bin/true here, 2,400 exits, most of it
- * the statistics' own clock reads), and one LRU-hash update and delete
- * per traced thread.  What
- * the kernel skips twice is counted at the process's end (thread_list,
- * userspace/capture/drain.c).
+ * the tgid check (with kernel.bpf_stats_enabled each took ~600 ns per
+ * exit of an untraced /bin/true here, 2,400 exits, most of it the
+ * statistics' own clock reads), and one LRU-hash update and delete per
+ * traced thread.  What the kernel skips three times is counted where the
+ * thread's stack comes back (buffers.bpf.h) or at the process's end
+ * (thread_list, userspace/capture/drain.c).
  */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(kh_thread_exit, struct task_struct *task, bool group_dead)
 {
-	__u32 tid = task->pid, taken = 1;
-
 	if (!traced_thread(task) || test_skip_thread_exits >= 1)
 		return 0;
-	/* Not taken, not done: kh_thread_exit_again does it then. */
-	if (bpf_map_update_elem(&thread_ends_taken, &tid, &taken, BPF_ANY))
+	/* Not marked, not done: the next program does it then. */
+	if (end_take(task))
 		return 0;
 	thread_end(task, group_dead, true, false);
 	return 0;
@@ -296,12 +321,26 @@ int BPF_PROG(kh_thread_exit, struct task_struct *task, bool group_dead)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(kh_thread_exit_again, struct task_struct *task, bool group_dead)
 {
+	if (!traced_thread(task) || test_skip_thread_exits >= 2 || end_taken(task))
+		return 0;
+	if (end_take(task))
+		return 0;
+	thread_end(task, group_dead, true, false);
+	return 0;
+}
+
+/* The same where the kernel skipped both; takes the mark out. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(kh_thread_exit_last, struct task_struct *task, bool group_dead)
+{
 	__u32 tid = task->pid;
 
-	if (!traced_thread(task) || test_skip_thread_exits >= 2)
+	if (!traced_thread(task) || test_skip_thread_exits >= 3)
 		return 0;
-	if (bpf_map_delete_elem(&thread_ends_taken, &tid) == 0)
+	if (end_taken(task)) {
+		bpf_map_delete_elem(&thread_ends_taken, &tid);
 		return 0;
+	}
 	thread_end(task, group_dead, true, false);
 	return 0;
 }

@@ -204,14 +204,15 @@ static int hook_loader(struct tracer *t, const struct ns_view *v, const char *ex
 
 static const char *const end_program_names[] = { "thread exit",  "thread exit",
 						 "thread exit",  "thread exit",
-						 "execve check", "execve check",
-						 "exec" };
+						 "thread exit",  "execve check",
+						 "execve check", "exec" };
 
 int attach__process_end(struct tracer *t)
 {
 	/* One of each kind loads, as the kernel allows (load.c, configure_features). */
 	struct bpf_program *progs[] = { t->skel->progs.kh_thread_exit,
 					 t->skel->progs.kh_thread_exit_again,
+					 t->skel->progs.kh_thread_exit_last,
 					 t->skel->progs.kh_thread_exit_old,
 					 t->skel->progs.kh_exit_drain,
 					 t->skel->progs.kh_exec_check,

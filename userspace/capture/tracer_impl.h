@@ -73,7 +73,7 @@ struct tracer {
 	uint32_t spec_count;
 	size_t probe_count;
 	struct session_table sessions;
-	struct bpf_link *end_links[7]; /* thread exit (4 kinds), execve check (2), exec */
+	struct bpf_link *end_links[8]; /* thread exit (5 kinds), execve check (2), exec */
 	bool ended;                    /* the records are written (exec) */
 	bool detached;
 	uint64_t detach_ns;            /* when tracer__detach began */

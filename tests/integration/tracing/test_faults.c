@@ -205,8 +205,9 @@ static void test_whole_trace_record_of_a_crash(void **state)
  * 6.18's not): two threads killed together then lost one's whole buffer
  * on 7.3.  Simulated through a test hook (KHPROF_TEST_SKIP_THREAD_EXITS,
  * bpf/thread_ends.bpf.h), deterministic on any kernel with the hook: one
- * program skipped, the second takes every end and nothing is lost; both
- * skipped, each unseen thread is counted as exit_unknown and said.
+ * or two of the three programs skipped, the next takes every end and
+ * nothing is lost; all three skipped, each unseen thread is counted as
+ * exit_unknown and said.
  */
 static void test_skipped_thread_end(void **state)
 {
@@ -219,8 +220,8 @@ static void test_skipped_thread_end(void **state)
 	bool before_6_16 = false;
 
 	(void)state;
-	/* Neither program: the two threads' 20 buffered spans are lost, and counted. */
-	setenv("KHPROF_TEST_SKIP_THREAD_EXITS", "2", 1);
+	/* No program: the two threads' 20 buffered spans are lost, and counted. */
+	setenv("KHPROF_TEST_SKIP_THREAD_EXITS", "3", 1);
 	snprintf(out, sizeof(out), "%s/skipped-both.json", tmpdir);
 	snprintf(counts_path, sizeof(counts_path), "%s/skipped-both.counts", tmpdir);
 	r = run_cmd(NULL, -1, argv);
@@ -241,12 +242,14 @@ static void test_skipped_thread_end(void **state)
 	}
 	profile__free(&p);
 	run_result_free(&r);
-	/* The first skipped: the second takes every end, and nothing is lost. */
-	setenv("KHPROF_TEST_SKIP_THREAD_EXITS", "1", 1);
-	for (size_t e = 0; e < sizeof(ends) / sizeof(ends[0]); e++)
-		for (size_t s = 0; s < sizeof(scenarios) / sizeof(scenarios[0]); s++)
-			if (!strcmp(scenarios[s].name, ends[e]))
-				check_scenario(&scenarios[s], "batch", SPANS);
+	/* The first, then the first two skipped: the next takes every end, nothing is lost. */
+	for (const char *skip = "1"; skip; skip = *skip == '1' ? "2" : NULL) {
+		setenv("KHPROF_TEST_SKIP_THREAD_EXITS", skip, 1);
+		for (size_t e = 0; e < sizeof(ends) / sizeof(ends[0]); e++)
+			for (size_t s = 0; s < sizeof(scenarios) / sizeof(scenarios[0]); s++)
+				if (!strcmp(scenarios[s].name, ends[e]))
+					check_scenario(&scenarios[s], "batch", SPANS);
+	}
 	unsetenv("KHPROF_TEST_SKIP_THREAD_EXITS");
 }
 

@@ -20,6 +20,7 @@
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -75,15 +76,45 @@ static void parse_sessions(const char *out, struct session_counts *want, size_t 
 	}
 }
 
-/* Record run of workload in mode; every session's record exactly as the workload says. */
-static void soak_run(const char *what, char *const workload[], const char *mode, unsigned run)
+/*
+ * The threads khprof said ended unseen ("N threads of PID P ended unseen":
+ * the kernel ran none of its thread-end programs for them), 0 if none.
+ */
+static uint64_t said_unseen(const char *err)
+{
+	const char *line = strstr(err, "ended unseen");
+	unsigned long long n = 0;
+
+	while (line && line > err && line[-1] != '\n')
+		line--;
+	if (line && sscanf(line, "khprof: warning: %llu thread", &n) != 1)
+		fail_msg("cannot read the count of threads that ended unseen: %s", err);
+	return n;
+}
+
+/*
+ * Record run of workload in mode; every session's record exactly as the
+ * workload says.  One drop is allowed: a thread's end the kernel ran none
+ * of khprof's programs for (preempted runs held them on that CPU, Linux
+ * 7.x), counted as exit_unknown, as long as khprof said that many threads
+ * ended unseen; the counts stay exact even then, as a thread's buffer is
+ * empty at its end here.  Returns SAID_UNSEEN when khprof said so, and
+ * EARLY_EXIT when the kernel's sched_process_exit comes before exit_mm()
+ * (Linux 6.16; before, the test hook has no program to skip).
+ */
+#define SAID_UNSEEN 1
+#define EARLY_EXIT 2
+static int soak_run(const char *what, char *const workload[], const char *mode, unsigned run)
 {
 	struct session_counts want[SESSIONS];
 	struct run_result r;
 	char out[512];
+	bool early_exit = true;
+	uint64_t unseen, unknown = 0;
 
 	path_in(out, sizeof(out), tmpdir, "%s-%s.json", what, mode);
 	r = record_workload(khprof, mode, out, workload);
+	unseen = said_unseen(r.err);
 	parse_sessions(r.out, want, SESSIONS);
 	for (size_t s = 0; s < SESSIONS; s++) {
 		char path[512];
@@ -96,8 +127,13 @@ static void soak_run(const char *what, char *const workload[], const char *mode,
 		else
 			path_in(path, sizeof(path), tmpdir, "%s-%s.%zu.json", what, mode, s + 1);
 		load_record(path, &p);
+		for (size_t k = 0; k < p.ext.kernel_degraded_count; k++)
+			if (!strncmp(p.ext.kernel_degraded[k], "exit_before_mm", 14))
+				early_exit = false;
+		unknown += p.ext.drops[KH_DROP_EXIT_UNKNOWN];
 		for (uint32_t d = 0; d < KH_DROP_COUNT; d++) {
-			dropped += p.ext.drops[d];
+			if (d != KH_DROP_EXIT_UNKNOWN || unknown > unseen)
+				dropped += p.ext.drops[d];
 			if (p.ext.drops[d])
 				snprintf(why + strlen(why), sizeof(why) - strlen(why), " %s=%" PRIu64,
 					 kh_drop__name(d), p.ext.drops[d]);
@@ -120,6 +156,7 @@ static void soak_run(const char *what, char *const workload[], const char *mode,
 		profile__free(&p);
 	}
 	run_result_free(&r);
+	return (unseen ? SAID_UNSEEN : 0) | (early_exit ? EARLY_EXIT : 0);
 }
 
 static unsigned soak_runs(void)
@@ -140,10 +177,15 @@ static unsigned soak_runs(void)
 /* runs records of workload in each mode, alternating the modes. */
 static void soak(const char *what, char *const workload[], unsigned runs)
 {
+	unsigned unseen = 0;
+
 	for (unsigned run = 1; run <= runs; run++)
 		for (size_t m = 0; m < N_MODES; m++)
-			soak_run(what, workload, modes[m], run);
-	printf("%s: %u records in each mode, every session exact\n", what, runs);
+			unseen += !!(soak_run(what, workload, modes[m], run) & SAID_UNSEEN);
+	printf("%s: %u records in each mode, every session exact", what, runs);
+	if (unseen)
+		printf(" (%u with thread ends the kernel skipped, said and counted)", unseen);
+	printf("\n");
 }
 
 static char *waves_c[] = { WAVES_C, "3", "5", "4", "300", NULL };
@@ -161,12 +203,34 @@ static void test_soak_rust_waves(void **state)
 	soak("workload-rs-waves", waves_rs, soak_runs());
 }
 
+/*
+ * Thread ends the kernel skipped (KHPROF_TEST_SKIP_THREAD_EXITS, all three
+ * programs, from Linux 6.16; before, the hook has no program to skip): the
+ * dead threads stay listed, and the C library gives their stacks to the
+ * threads of the next waves.  Every session still exact, no buffer counted
+ * twice through a dead thread's entry (bpf/buffers.bpf.h, state_owners),
+ * and the unseen ends said and counted as exit_unknown.
+ */
+static void soak_unseen(const char *what, char *const workload[])
+{
+	int said;
+
+	setenv("KHPROF_TEST_SKIP_THREAD_EXITS", "3", 1);
+	said = soak_run(what, workload, "batch", 1);
+	unsetenv("KHPROF_TEST_SKIP_THREAD_EXITS");
+	if ((said & EARLY_EXIT) && !(said & SAID_UNSEEN))
+		fail_msg("%s: every thread's end skipped, and khprof did not say so", what);
+	printf("%s: thread ends skipped, every session exact\n", what);
+}
+
 /* The kernel matrix's shorter soak: both programs, a record a mode each. */
 static void test_soak_brief(void **state)
 {
 	(void)state;
 	soak("waves", waves_c, BRIEF_RUNS);
 	soak("workload-rs-waves", waves_rs, BRIEF_RUNS);
+	soak_unseen("waves", waves_c);
+	soak_unseen("workload-rs-waves", waves_rs);
 }
 
 int main(void)

@@ -365,6 +365,7 @@ void tracer__configure_features(struct khprof_bpf *skel, const struct kh_feature
 	/* Where sched_process_exit comes after exit_mm() (kernels before 6.16). */
 	bpf_program__set_autoload(skel->progs.kh_thread_exit, early_exit);
 	bpf_program__set_autoload(skel->progs.kh_thread_exit_again, early_exit);
+	bpf_program__set_autoload(skel->progs.kh_thread_exit_last, early_exit);
 	bpf_program__set_autoload(skel->progs.kh_thread_exit_old, !early_exit);
 	bpf_program__set_autoload(skel->progs.kh_exit_drain, !early_exit && fentry);
 	skel->rodata->drain_at_do_exit = !early_exit && fentry;

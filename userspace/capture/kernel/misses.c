@@ -42,7 +42,9 @@ uint64_t programs__misses(const struct bpf_object *obj, char *by_name, size_t le
 		by_name[0] = '\0';
 	bpf_object__for_each_program(prog, obj) {
 		const char *name = bpf_program__name(prog);
-		uint64_t misses = strcmp(name, "kh_thread_exit") ? program__misses(prog) : 0;
+		bool taken_by_next = !strcmp(name, "kh_thread_exit") ||
+				     !strcmp(name, "kh_thread_exit_again");
+		uint64_t misses = taken_by_next ? 0 : program__misses(prog);
 
 		if (!misses)
 			continue;

@@ -22,8 +22,10 @@ uint64_t program__misses(const struct bpf_program *prog);
 
 /*
  * The misses of obj's loaded programs, summed, and "name N, ..." of those
- * with any in by_name.  kh_thread_exit is left out: each end it misses is
- * taken by kh_thread_exit_again (bpf/thread_ends.bpf.h).  For tests,
+ * with any in by_name.  kh_thread_exit and kh_thread_exit_again are left
+ * out: each end they miss is taken by the next of the three
+ * (bpf/thread_ends.bpf.h), and one all three miss is counted as a thread
+ * that ended unseen (drain.c).  For tests,
  * KHPROF_TEST_PROGRAM_MISSES=N adds N misses to kh_rss_stat.
  */
 uint64_t programs__misses(const struct bpf_object *obj, char *by_name, size_t len);
