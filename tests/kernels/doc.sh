@@ -265,11 +265,24 @@ What it was not, from counters added for the experiment: no run skipped
 (each thread's span stack was its own in 41,840 of 41,840 checks; the
 thread's TLS address matched its `fsbase` in every batch), no site given
 another's cookie. `test_kernels` checks that each uprobe program that
-turns preemption off keeps its own frame under 64 bytes. The matrix's
-brief soak runs on 7.3.4 arm64 again, not yet on x86-64: there, after
-the fix, one batch-mode record of the Rust program counted 115 spans and
-an input unit more than the program ran, with the kernel reporting two
-skipped runs of `kh_thread_exit_again` (issue 29, open). Left: `kh_usdt_identity` is sleepable
+turns preemption off keeps its own frame under 64 bytes.
+
+After that fix 7.3.4 x86-64 still counted a buffer twice now and then: a
+session of the Rust waves counted 115 hot-patterns and entropy spans and
+an input unit more than the program ran, in 3 of 60 batch-mode records
+under single-threaded TCG. A log of every take in the guest showed why:
+the kernel had skipped both thread-end programs for a worker that ended
+(a run preempted inside each held it on that CPU), so the worker stayed
+in `thread_list`; the C library gave its stack, and the thread-local
+buffer on it, to a pool worker created next; and each session's end read
+that worker's buffer through both entries. Now the first entry for a
+buffer address takes out the dead thread's entry that held it
+(`state_owners`, bpf/buffers.bpf.h) and counts its end as `exit_unknown`,
+said on stderr, and a third program on `sched_process_exit` takes the
+ends both others missed. In 60 records after that, no buffer was counted
+twice and one thread's end was skipped by all three, counted and said.
+`test_soak_brief` also records with every thread end skipped (the test
+hook) and fails without `state_owners`. Left: `kh_usdt_identity` is sleepable
 (it faults a version string in) and cannot turn preemption off; its
 frames, 104 bytes of its own, share the per-CPU stack, so two identity
 probes on one CPU, one of them asleep in a page fault, could still meet.
