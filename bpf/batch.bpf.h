@@ -380,6 +380,13 @@ static __always_inline void take_own(struct kh_take *tk, struct batch_buffer *bu
 }
 
 /*
+ * Test hook (KHPROF_TEST_UNREAD_ENTRIES, userspace/capture/process.c):
+ * other threads' entries read at a session's start or end as if their
+ * page could not be read.
+ */
+__u32 test_unread_entries = 0;
+
+/*
  * Another thread's buffer at a session's start or end, read while the
  * thread may be appending to it or flushing it, as a seqlock's reader:
  * entries below batch_count are whole (probe ABI 7 writes an entry before
@@ -391,8 +398,9 @@ static __always_inline void take_own(struct kh_take *tk, struct batch_buffer *bu
 static __always_inline int take_other(struct kh_take *tk, struct batch_buffer *buf)
 {
 	struct kh_thread_entry *entry;
+	struct kh_slot_stats *stats;
 	__u64 addr = tk->state_addr, flushes_off = flushes_offset(tk->flags), bytes;
-	__u32 count, tid = tk->tid;
+	__u32 count, tid = tk->tid, unread = 0;
 
 	/*
 	 * Read into the take itself: this frame is on the deepest chain of
@@ -431,10 +439,20 @@ static __always_inline int take_other(struct kh_take *tk, struct batch_buffer *b
 	if (bytes > sizeof(buf->entries))
 		bytes = sizeof(buf->entries);
 	kh_preempt_disable();
-	/* `flushes` again, into capacity, which another thread's take has no use for. */
-	if (bpf_probe_read_user(buf->entries, bytes, (const void *)(addr + KH_TS_BATCH_OFF)) ||
-	    bpf_probe_read_user(&tk->capacity, sizeof(tk->capacity), (const void *)(addr + flushes_off)) ||
-	    tk->capacity != tk->flushes) {
+	/*
+	 * `flushes` again, into capacity, which another thread's take has no
+	 * use for.  Entries that cannot be read now, though the count could
+	 * (a page the kernel is moving: it collapses anonymous memory into
+	 * huge pages where THP is "always", as in Debian 6.1's cloud kernel),
+	 * belong to the session ending all the same: counted there as unread
+	 * and claimed, so that the thread's next batch does not count them
+	 * into the next one, a loss no record showed.
+	 */
+	if (test_unread_entries ||
+	    bpf_probe_read_user(buf->entries, bytes, (const void *)(addr + KH_TS_BATCH_OFF)))
+		unread = 1;
+	else if (bpf_probe_read_user(&tk->capacity, sizeof(tk->capacity), (const void *)(addr + flushes_off)) ||
+		 tk->capacity != tk->flushes) {
 		kh_preempt_enable();
 		return 0;
 	}
@@ -454,6 +472,12 @@ static __always_inline int take_other(struct kh_take *tk, struct batch_buffer *b
 	tk->first = tk->count;
 	tk->count = count;
 	tk->unseen = 0;
+	if (unread) {
+		stats = stats_of(tk->slot);
+		if (stats && count > tk->first)
+			stats->drops[KH_DROP_EXIT_UNREAD] += count - tk->first;
+		tk->first = count; /* its input still counts */
+	}
 	return 1;
 }
 

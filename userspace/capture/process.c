@@ -227,6 +227,8 @@ int attach__process_end(struct tracer *t)
 			       sizeof(progs) / sizeof(progs[0]), "one name each");
 	/* Test hook: thread ends as if the kernel skipped N programs (thread_ends.bpf.h). */
 	t->skel->bss->test_skip_thread_exits = skip ? (__u32)atoi(skip) : 0;
+	/* Test hook: other threads' entries unreadable at session events (batch.bpf.h). */
+	t->skel->bss->test_unread_entries = getenv("KHPROF_TEST_UNREAD_ENTRIES") != NULL;
 	t->skel->bss->traced_tgid = (__u32)t->kernel_pid;
 	/* Under record, the child khprof forked has yet to exec COMMAND. */
 	t->skel->bss->execs_expected = t->opts.joins_running_process ? 0 : 1;
