@@ -386,6 +386,9 @@ static __always_inline void take_own(struct kh_take *tk, struct batch_buffer *bu
  */
 __u32 test_unread_entries = 0;
 
+/* Live threads' buffers a session's start or end could not read (all or their entries): khprof says so. */
+__u64 settle_unreadable = 0;
+
 /*
  * Another thread's buffer at a session's start or end, read while the
  * thread may be appending to it or flushing it, as a seqlock's reader:
@@ -427,8 +430,10 @@ static __always_inline int take_other(struct kh_take *tk, struct batch_buffer *b
 		 * test_soak_rust_waves there, from a path not yet told
 		 * apart).  A thread still listed: what it holds is unknown.
 		 */
-		if (bpf_map_lookup_elem(&thread_list, &tid))
+		if (bpf_map_lookup_elem(&thread_list, &tid)) {
 			count_drop(tk->slot, KH_DROP_EXIT_UNKNOWN);
+			__sync_fetch_and_add(&settle_unreadable, 1);
+		}
 		return 0;
 	}
 	if (!tk->count && !tk->bytes && !tk->units)
@@ -474,8 +479,10 @@ static __always_inline int take_other(struct kh_take *tk, struct batch_buffer *b
 	tk->unseen = 0;
 	if (unread) {
 		stats = stats_of(tk->slot);
-		if (stats && count > tk->first)
+		if (stats && count > tk->first) {
 			stats->drops[KH_DROP_EXIT_UNREAD] += count - tk->first;
+			__sync_fetch_and_add(&settle_unreadable, 1);
+		}
 		tk->first = count; /* its input still counts */
 	}
 	return 1;

@@ -179,6 +179,13 @@ void drain__process_ended(struct tracer *t)
 		t->pending[slot].drops[KH_DROP_EXIT_UNKNOWN] += left;
 	}
 	unseen = left + t->skel->bss->threads_ended_unseen;
+	if (t->skel->bss->settle_unreadable)
+		log__warn("%" PRIu64 " time%s a session's start or end could not read a live thread's "
+			  "buffer of PID %d (the kernel was moving its page, as when it collapses memory "
+			  "into huge pages): what it held is lost to that session, counted as "
+			  "exit_unknown or, for unread spans, exit_unread",
+			  (uint64_t)t->skel->bss->settle_unreadable,
+			  t->skel->bss->settle_unreadable == 1 ? "" : "s", t->pid);
 	if (!unseen)
 		return;
 	log__warn("%" PRIu64 " thread%s of PID %d ended unseen: the kernel ran none of "

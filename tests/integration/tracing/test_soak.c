@@ -76,29 +76,38 @@ static void parse_sessions(const char *out, struct session_counts *want, size_t 
 	}
 }
 
-/*
- * The threads khprof said ended unseen ("N threads of PID P ended unseen":
- * the kernel ran none of its thread-end programs for them), 0 if none.
- */
-static uint64_t said_unseen(const char *err)
+/* The number N of khprof's line "khprof: warning: N ...what...", 0 without one. */
+static uint64_t said_count(const char *err, const char *what)
 {
-	const char *line = strstr(err, "ended unseen");
+	const char *line = strstr(err, what);
 	unsigned long long n = 0;
 
 	while (line && line > err && line[-1] != '\n')
 		line--;
-	if (line && sscanf(line, "khprof: warning: %llu thread", &n) != 1)
-		fail_msg("cannot read the count of threads that ended unseen: %s", err);
+	if (line && sscanf(line, "khprof: warning: %llu ", &n) != 1)
+		fail_msg("cannot read the count of the line saying '%s': %s", what, err);
 	return n;
 }
 
 /*
+ * The threads whose buffers khprof said it could not read and counted as
+ * exit_unknown: threads that ended unseen (the kernel ran none of its
+ * thread-end programs for them) and live threads a session's start or end
+ * met unreadable (a page being moved, as by THP's collapses on 6.1).
+ */
+static uint64_t said_unseen(const char *err)
+{
+	return said_count(err, "ended unseen") + said_count(err, "could not read a live thread");
+}
+
+/*
  * Record run of workload in mode; every session's record exactly as the
- * workload says.  One drop is allowed: a thread's end the kernel ran none
- * of khprof's programs for (preempted runs held them on that CPU, Linux
- * 7.x), counted as exit_unknown, as long as khprof said that many threads
- * ended unseen; the counts stay exact even then, as a thread's buffer is
- * empty at its end here.  Returns SAID_UNSEEN when khprof said so, and
+ * workload says.  One drop is allowed: a buffer khprof could not read
+ * (a thread's end the kernel ran none of khprof's programs for, as
+ * preempted runs held them on that CPU on Linux 7.x; a live thread's page
+ * being moved at a session's end), counted as exit_unknown, as long as
+ * khprof said so of that many; the counts must be exact even then (such
+ * a buffer was empty, or its spans would be missing).  Returns SAID_UNSEEN when khprof said so, and
  * EARLY_EXIT when the kernel's sched_process_exit comes before exit_mm()
  * (Linux 6.16; before, the test hook has no program to skip).
  */
@@ -274,6 +283,8 @@ static void soak_unread(const char *what, char *const workload[])
 	}
 	if (!unread)
 		fail_msg("%s, unreadable entries: no session's end held another thread's spans", what);
+	if (!said_count(r.err, "could not read a live thread"))
+		fail_msg("%s, unreadable entries: khprof did not say so: %s", what, r.err);
 	printf("%s: entries unreadable at session ends, %" PRIu64 " spans counted as unread\n",
 	       what, unread);
 	run_result_free(&r);
