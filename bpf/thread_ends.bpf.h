@@ -208,9 +208,11 @@ static __always_inline void thread_end(struct task_struct *task, bool group_dead
 	if (entry && entry->state_addr) {
 		if (drain)
 			kh_send_buffer(tid);
-		else if (drain_at_do_exit)
+		else if (drain_at_do_exit) {
 			/* kh_exit_drain, which takes the entry out, did not run for it. */
 			count_drop(active_slot, KH_DROP_EXIT_UNKNOWN);
+			__sync_fetch_and_add(&threads_ended_unseen, 1);
+		}
 		bpf_map_delete_elem(&thread_list, &tid);
 	} else if (abi2_batch_traced) {
 		/* ABI 2: its buffer is unknown. */

@@ -149,7 +149,27 @@ static uint64_t exit_misses(const struct tracer *t)
 {
 	return program__misses(t->skel->progs.kh_thread_exit) +
 	       program__misses(t->skel->progs.kh_thread_exit_again) +
-	       program__misses(t->skel->progs.kh_thread_exit_last);
+	       program__misses(t->skel->progs.kh_thread_exit_last) +
+	       program__misses(t->skel->progs.kh_exit_drain);
+}
+
+void drain__say_unread(struct tracer *t, uint64_t left)
+{
+	uint64_t unseen = left + t->skel->bss->threads_ended_unseen;
+	uint64_t unreadable = t->skel->bss->settle_unreadable;
+
+	if (unreadable)
+		log__warn("%" PRIu64 " time%s a session's start or end could not read a live thread's "
+			  "buffer of PID %d (the kernel was moving its page, as when it collapses memory "
+			  "into huge pages): what it held is lost to that session, counted as "
+			  "exit_unknown or, for unread spans, exit_unread", unreadable,
+			  unreadable == 1 ? "" : "s", t->pid);
+	if (unseen)
+		log__warn("%" PRIu64 " thread%s of PID %d ended unseen: the kernel skipped khprof's "
+			  "programs for %s end (it skipped them %" PRIu64 " times, another end holding "
+			  "them on the same CPU); whatever %s still buffered is lost, counted as "
+			  "exit_unknown", unseen, unseen == 1 ? "" : "s", t->pid,
+			  unseen == 1 ? "its" : "their", exit_misses(t), unseen == 1 ? "it" : "they");
 }
 
 /*
@@ -158,13 +178,13 @@ static uint64_t exit_misses(const struct tracer *t)
  * none of the thread-end programs for, and its buffer went unread.
  * Counted per thread as exit_unknown.  Those whose stack a new thread got
  * were counted by the kernel side when it did (bpf/buffers.bpf.h,
- * state_owners).  Both said in one line.
+ * state_owners).  Said with the buffers a session's event could not read.
  */
 void drain__process_ended(struct tracer *t)
 {
 	int fd = bpf_map__fd(t->skel->maps.thread_list);
 	uint32_t slot = t->skel->bss->active_slot;
-	uint64_t left = 0, unseen, misses = exit_misses(t);
+	uint64_t left = 0, misses = exit_misses(t);
 	__u32 key, next, *prev = NULL;
 
 	if (misses)
@@ -178,19 +198,5 @@ void drain__process_ended(struct tracer *t)
 		}
 		t->pending[slot].drops[KH_DROP_EXIT_UNKNOWN] += left;
 	}
-	unseen = left + t->skel->bss->threads_ended_unseen;
-	if (t->skel->bss->settle_unreadable)
-		log__warn("%" PRIu64 " time%s a session's start or end could not read a live thread's "
-			  "buffer of PID %d (the kernel was moving its page, as when it collapses memory "
-			  "into huge pages): what it held is lost to that session, counted as "
-			  "exit_unknown or, for unread spans, exit_unread",
-			  (uint64_t)t->skel->bss->settle_unreadable,
-			  t->skel->bss->settle_unreadable == 1 ? "" : "s", t->pid);
-	if (!unseen)
-		return;
-	log__warn("%" PRIu64 " thread%s of PID %d ended unseen: the kernel ran none of "
-		  "khprof's thread-end programs for %s (it skipped them %" PRIu64 " times, "
-		  "another end holding them on the same CPU); whatever %s still buffered is "
-		  "lost, counted as exit_unknown", unseen, unseen == 1 ? "" : "s", t->pid,
-		  unseen == 1 ? "it" : "them", misses, unseen == 1 ? "it" : "they");
+	drain__say_unread(t, left);
 }

@@ -475,6 +475,8 @@ void tracer__finish(struct tracer *t, int exit_status)
 		exit_status = 128 + t->sessions.end_code;
 	if (exit_status >= 0 && !t->detached)
 		drain__process_ended(t);
+	else
+		drain__say_unread(t, 0);
 	tracer__note_misses(t);
 	end_sessions(t, exit_status, t->detached ? t->detach_ns : now);
 	t->ended = true;

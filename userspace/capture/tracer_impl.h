@@ -170,6 +170,8 @@ void drain__thread_ended(struct tracer *t, const struct kh_buffer_event *e);
 void drain__detached(struct tracer *t, uint64_t detach_ns);
 /* drain.c: counts the threads of a process that ended whose end was never seen. */
 void drain__process_ended(struct tracer *t);
+/* Says how many buffers khprof could not read (threads that ended unseen, left more). */
+void drain__say_unread(struct tracer *t, uint64_t left);
 /*
  * pid_map.c: khprof in a PID namespace of its own.  Whether the kernel's
  * pids are not khprof's (the iterator program must load), and a task's
