@@ -357,6 +357,24 @@ static inline void run_result_free(struct run_result *r)
 	r->out = r->err = NULL;
 }
 
+/* What `khprof features` says of feature on this kernel: its row's "yes". */
+static inline bool khprof_has_feature(char *khprof, const char *feature)
+{
+	char *argv[] = { khprof, "features", NULL };
+	struct run_result r = run_here(argv);
+	char found[8] = "", name[64];
+	const char *row = r.out;
+	bool has;
+
+	snprintf(name, sizeof(name), "\n%s ", feature);
+	row = row ? strstr(row, name) : NULL;
+	if (!row || sscanf(row, " %*s %7s", found) != 1)
+		fail_msg("khprof features has no %s row: %s", feature, r.out ? r.out : "");
+	has = !strcmp(found, "yes");
+	run_result_free(&r);
+	return has;
+}
+
 /*
  * run_here(argv) that must end with exit_code and, when err is not NULL,
  * say err on stderr.

@@ -107,19 +107,19 @@ static uint64_t said_unseen(const char *err)
  * preempted runs held them on that CPU on Linux 7.x; a live thread's page
  * being moved at a session's end), counted as exit_unknown, as long as
  * khprof said so of that many; the counts must be exact even then (such
- * a buffer was empty, or its spans would be missing).  Returns SAID_UNSEEN when khprof said so, and
- * EARLY_EXIT when the kernel's sched_process_exit comes before exit_mm()
- * (Linux 6.16; before, the test hook has no program to skip).
+ * a buffer was empty, or its spans would be missing).  Returns
+ * ENDED_UNSEEN when khprof said threads ended unseen, UNREADABLE when it
+ * said a session's event could not read a live thread's buffer.
  */
-#define SAID_UNSEEN 1
-#define EARLY_EXIT 2
+#define ENDED_UNSEEN 1
+#define UNREADABLE 2
 static int soak_run(const char *what, char *const workload[], const char *mode, unsigned run)
 {
 	struct session_counts want[SESSIONS];
 	struct run_result r;
 	char out[512];
-	bool early_exit = true;
 	uint64_t unseen, unknown = 0;
+	int said;
 
 	path_in(out, sizeof(out), tmpdir, "%s-%s.json", what, mode);
 	r = record_workload(khprof, mode, out, workload);
@@ -136,9 +136,6 @@ static int soak_run(const char *what, char *const workload[], const char *mode, 
 		else
 			path_in(path, sizeof(path), tmpdir, "%s-%s.%zu.json", what, mode, s + 1);
 		load_record(path, &p);
-		for (size_t k = 0; k < p.ext.kernel_degraded_count; k++)
-			if (!strncmp(p.ext.kernel_degraded[k], "exit_before_mm", 14))
-				early_exit = false;
 		unknown += p.ext.drops[KH_DROP_EXIT_UNKNOWN];
 		for (uint32_t d = 0; d < KH_DROP_COUNT; d++) {
 			if (d != KH_DROP_EXIT_UNKNOWN || unknown > unseen)
@@ -164,8 +161,10 @@ static int soak_run(const char *what, char *const workload[], const char *mode, 
 				 want[s].units, r.err);
 		profile__free(&p);
 	}
+	said = (said_count(r.err, "ended unseen") ? ENDED_UNSEEN : 0) |
+	       (said_count(r.err, "could not read a live thread") ? UNREADABLE : 0);
 	run_result_free(&r);
-	return (unseen ? SAID_UNSEEN : 0) | (early_exit ? EARLY_EXIT : 0);
+	return said;
 }
 
 static unsigned soak_runs(void)
@@ -190,10 +189,10 @@ static void soak(const char *what, char *const workload[], unsigned runs)
 
 	for (unsigned run = 1; run <= runs; run++)
 		for (size_t m = 0; m < N_MODES; m++)
-			unseen += !!(soak_run(what, workload, modes[m], run) & SAID_UNSEEN);
+			unseen += !!soak_run(what, workload, modes[m], run);
 	printf("%s: %u records in each mode, every session exact", what, runs);
 	if (unseen)
-		printf(" (%u with thread ends the kernel skipped, said and counted)", unseen);
+		printf(" (%u with buffers khprof could not read, said and counted)", unseen);
 	printf("\n");
 }
 
@@ -227,7 +226,7 @@ static void soak_unseen(const char *what, char *const workload[])
 	setenv("KHPROF_TEST_SKIP_THREAD_EXITS", "3", 1);
 	said = soak_run(what, workload, "batch", 1);
 	unsetenv("KHPROF_TEST_SKIP_THREAD_EXITS");
-	if ((said & EARLY_EXIT) && !(said & SAID_UNSEEN))
+	if (khprof_has_feature(khprof, "exit_before_mm") && !(said & ENDED_UNSEEN))
 		fail_msg("%s: every thread's end skipped, and khprof did not say so", what);
 	printf("%s: thread ends skipped, every session exact\n", what);
 }

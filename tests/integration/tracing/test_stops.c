@@ -862,15 +862,7 @@ static void test_stop_limit_errors(void **state)
  */
 static bool kernel_optimizes_uprobes(void)
 {
-	char *argv[] = { khprof, "features", NULL };
-	struct run_result r = run_here(argv);
-	const char *row = strstr(r.out, "\noptimized_uprobes");
-	char found[8] = "";
-
-	if (!row || sscanf(row, " %*s %7s", found) != 1)
-		fail_msg("khprof features has no optimized_uprobes row: %s", r.out);
-	run_result_free(&r);
-	return !strcmp(found, "yes");
+	return khprof_has_feature(khprof, "optimized_uprobes");
 }
 
 int main(void)
