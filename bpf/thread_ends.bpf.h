@@ -50,7 +50,7 @@ static __always_inline void count_drops(__u32 slot, enum kh_drop drop, __u64 n)
  * instructions, 2,200 before the claims); not preempted while it reads
  * and sends the buffer (a few us): a thread preempted inside one of these
  * programs holds it on its CPU, and the kernel skips it there for every
- * other thread's end (kh_thread_exit_again).  Off inside, not around the
+ * other thread's end (the programs after it take those).  Off inside, not around the
  * call: the verifier of Linux 6.12 refuses a global function's call with
  * preemption disabled.
  */
