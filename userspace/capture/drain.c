@@ -157,6 +157,7 @@ void drain__say_unread(struct tracer *t, uint64_t left)
 {
 	uint64_t unseen = left + t->skel->bss->threads_ended_unseen;
 	uint64_t unreadable = t->skel->bss->settle_unreadable;
+	uint64_t at_end = t->skel->bss->ends_unreadable;
 
 	if (unreadable)
 		log__warn("%" PRIu64 " time%s a session's start or end could not read a live thread's "
@@ -164,6 +165,11 @@ void drain__say_unread(struct tracer *t, uint64_t left)
 			  "into huge pages): what it held is lost to that session, counted as "
 			  "exit_unknown or, for unread spans, exit_unread", unreadable,
 			  unreadable == 1 ? "" : "s", t->pid);
+	if (at_end)
+		log__warn("%" PRIu64 " thread%s of PID %d ended with a buffer khprof could not read "
+			  "(its memory already gone, or a page being moved): what %s still buffered is "
+			  "lost, counted as exit_unknown or, for unread spans, exit_unread", at_end,
+			  at_end == 1 ? "" : "s", t->pid, at_end == 1 ? "it" : "they");
 	if (unseen)
 		log__warn("%" PRIu64 " thread%s of PID %d ended unseen: the kernel skipped khprof's "
 			  "programs for %s end (it skipped them %" PRIu64 " times, another end holding "

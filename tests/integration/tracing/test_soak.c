@@ -92,12 +92,14 @@ static uint64_t said_count(const char *err, const char *what)
 /*
  * The threads whose buffers khprof said it could not read and counted as
  * exit_unknown: threads that ended unseen (the kernel ran none of its
- * thread-end programs for them) and live threads a session's start or end
- * met unreadable (a page being moved, as by THP's collapses on 6.1).
+ * thread-end programs for them), live threads a session's start or end
+ * met unreadable (a page being moved, as by THP's collapses on 6.1), and
+ * threads whose end found their memory gone (6.1 on arm64, without fentry).
  */
 static uint64_t said_unseen(const char *err)
 {
-	return said_count(err, "ended unseen") + said_count(err, "could not read a live thread");
+	return said_count(err, "ended unseen") + said_count(err, "could not read a live thread") +
+	       said_count(err, "ended with a buffer khprof could not read");
 }
 
 /*
@@ -247,6 +249,11 @@ static void soak_unread(const char *what, char *const workload[])
 	char out[512];
 	uint64_t unread = 0;
 
+	/* The classic object (Linux 5.10) traces in span mode: no buffers to read. */
+	if (!khprof_has_feature(khprof, "bpf_loop")) {
+		printf("%s: no batch path on this kernel, no buffers to read\n", what);
+		return;
+	}
 	path_in(out, sizeof(out), tmpdir, "%s-unread.json", what);
 	setenv("KHPROF_TEST_UNREAD_ENTRIES", "1", 1);
 	r = record_workload(khprof, "batch", out, workload);
