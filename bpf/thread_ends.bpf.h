@@ -316,15 +316,26 @@ static __always_inline long end_take(const struct task_struct *task)
  * thread's stack comes back (buffers.bpf.h) or at the process's end
  * (thread_list, userspace/capture/drain.c).
  */
+/*
+ * The nth of the three programs (1 to 3, a constant): takes the end unless
+ * one before it did (the first has none before it), and marks it for those
+ * after it; not marked, not done, so that the next does it then.
+ */
+static __always_inline void thread_exit_nth(struct task_struct *task, bool group_dead, __u32 n)
+{
+	if (!traced_thread(task) || test_skip_thread_exits >= n)
+		return;
+	if (n > 1 && end_taken(task))
+		return;
+	if (n < 3 && end_take(task))
+		return;
+	thread_end(task, group_dead, true, false);
+}
+
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(kh_thread_exit, struct task_struct *task, bool group_dead)
 {
-	if (!traced_thread(task) || test_skip_thread_exits >= 1)
-		return 0;
-	/* Not marked, not done: the next program does it then. */
-	if (end_take(task))
-		return 0;
-	thread_end(task, group_dead, true, false);
+	thread_exit_nth(task, group_dead, 1);
 	return 0;
 }
 
@@ -332,11 +343,7 @@ int BPF_PROG(kh_thread_exit, struct task_struct *task, bool group_dead)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(kh_thread_exit_again, struct task_struct *task, bool group_dead)
 {
-	if (!traced_thread(task) || test_skip_thread_exits >= 2 || end_taken(task))
-		return 0;
-	if (end_take(task))
-		return 0;
-	thread_end(task, group_dead, true, false);
+	thread_exit_nth(task, group_dead, 2);
 	return 0;
 }
 
@@ -352,9 +359,7 @@ int BPF_PROG(kh_thread_exit_again, struct task_struct *task, bool group_dead)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(kh_thread_exit_last, struct task_struct *task, bool group_dead)
 {
-	if (!traced_thread(task) || test_skip_thread_exits >= 3 || end_taken(task))
-		return 0;
-	thread_end(task, group_dead, true, false);
+	thread_exit_nth(task, group_dead, 3);
 	return 0;
 }
 
