@@ -212,6 +212,7 @@ static void test_whole_trace_record_of_a_crash(void **state)
 static void test_skipped_thread_end(void **state)
 {
 	static const char *const ends[] = { "thread_segv", "thread_dies", "segv" };
+	static const char *const skips[] = { "1", "2" };
 	char out[PATH_MAX], counts_path[PATH_MAX];
 	char *argv[] = { khprof, "record", "--mode", "batch", "-o", out, "--", FAULTS,
 			 "thread_segv", counts_path, SPANS, NULL };
@@ -243,8 +244,8 @@ static void test_skipped_thread_end(void **state)
 	profile__free(&p);
 	run_result_free(&r);
 	/* The first, then the first two skipped: the next takes every end, nothing is lost. */
-	for (const char *skip = "1"; skip; skip = *skip == '1' ? "2" : NULL) {
-		setenv("KHPROF_TEST_SKIP_THREAD_EXITS", skip, 1);
+	for (size_t k = 0; k < sizeof(skips) / sizeof(skips[0]); k++) {
+		setenv("KHPROF_TEST_SKIP_THREAD_EXITS", skips[k], 1);
 		for (size_t e = 0; e < sizeof(ends) / sizeof(ends[0]); e++)
 			for (size_t s = 0; s < sizeof(scenarios) / sizeof(scenarios[0]); s++)
 				if (!strcmp(scenarios[s].name, ends[e]))
